@@ -1,0 +1,19 @@
+// Parsing: source text -> AST, with syntax errors reported as diagnostics.
+#pragma once
+
+#include <memory>
+
+#include "compiler/front/ast.h"
+#include "compiler/front/diagnostics.h"
+
+namespace pipec {
+
+/// Parses file `file_id` of `sources`. Always returns a module: declarations that failed to parse are
+/// left out and their errors reported to `diags`; parsing resumes at the next declaration, so one run
+/// reports several errors. Never throws and never recurses without bound (deep nesting is an error).
+std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file_id, Diagnostics& diags);
+
+/// How deeply expressions may nest before `nesting_too_deep` is reported.
+constexpr int kMaxNestingDepth = 256;
+
+}  // namespace pipec
