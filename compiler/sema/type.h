@@ -51,6 +51,9 @@ struct Type {
   std::shared_ptr<const std::vector<Field>> fields;  // Record
   std::shared_ptr<const ElementInfo> element;        // Dataset
   std::string name;                                  // Symbol word, Function/Model/Opaque name
+  /// A tensor from an untyped literal or const (`2`, `0.5`, `[1, -1]`): it takes the dtype of the
+  /// other operand, like numpy's Python scalars. Not part of equality.
+  bool weak = false;
 
   static Type error() { return Type{}; }
   static Type tensor(DType dt, std::vector<int64_t> shape = {});

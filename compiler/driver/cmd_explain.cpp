@@ -1,0 +1,81 @@
+// `pipec explain FILE [--pipeline NAME]`: the plan of each pipeline, stage by stage with element types,
+// and the expression IR of every map and filter.
+#include <iostream>
+
+#include "compiler/driver/commands.h"
+#include "compiler/driver/spec_options.h"
+#include "compiler/ir/lower.h"
+#include "compiler/sema/program.h"
+
+namespace pipec {
+
+static const char* kExplainUsage =
+    "usage: pipec explain [options] FILE\n"
+    "\n"
+    "Type-checks FILE and prints the plan of each pipeline: every stage with its arguments and the element\n"
+    "type it produces, then the expression IR of every map and filter.\n"
+    "\n"
+    "options:\n"
+    "  --pipeline NAME   only this pipeline\n"
+    "  -I DIR            also search DIR for `import name`\n"
+    "  -w, --no-warnings do not report warnings\n";
+
+int cmd_explain(const Args& args) {
+  if (wants_help(args)) {
+    std::cout << kExplainUsage;
+    return 0;
+  }
+  SpecOptions opts;
+  std::vector<std::string> rest;
+  if (!parse_spec_options(args, opts, rest, "explain", {"--pipeline"})) return 2;
+  std::string only;
+  std::vector<std::string> files;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "--pipeline") {
+      if (i + 1 >= rest.size()) {
+        std::cerr << "pipec explain: --pipeline needs a name\n";
+        return 2;
+      }
+      only = rest[++i];
+    } else if (rest[i].rfind("--pipeline=", 0) == 0) {
+      only = rest[i].substr(11);
+    } else {
+      files.push_back(rest[i]);
+    }
+  }
+  if (files.size() != 1) {
+    std::cerr << "pipec explain: expected one spec file\n" << kExplainUsage;
+    return 2;
+  }
+  auto program = check_file(files[0], opts.check);
+  if (!program->io_error.empty()) {
+    std::cerr << "pipec explain: " << program->io_error << "\n";
+    return 2;
+  }
+  program->diags.print(std::cerr, opts.color);
+  if (program->diags.has_errors()) return 1;
+  bool found = false;
+  bool first = true;
+  for (const auto& d : program->main().decls) {
+    if (d->kind != DeclKind::Pipeline || (!only.empty() && d->name != only)) continue;
+    found = true;
+    Plan plan = lower_pipeline(*program, *d);
+    auto problems = verify_plan(plan);
+    if (!problems.empty()) {
+      std::cerr << "pipec explain: internal error: the plan of `" << d->name << "` does not verify:\n";
+      for (auto& p : problems) std::cerr << "  " << p << "\n";
+      return 2;
+    }
+    if (!first) std::cout << "\n";
+    first = false;
+    std::cout << print_plan(plan, &program->sources);
+  }
+  if (!found) {
+    if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";
+    else std::cerr << "pipec explain: " << files[0] << " declares no pipeline\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace pipec

@@ -1,0 +1,46 @@
+// The dataset graph IR: a pipeline as a list of stages, each with its constant arguments, its output
+// element type and, for map and filter, its expression function. This is the plan that passes rewrite,
+// that `pipec explain` prints and that the runtime executes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/expr_ir.h"
+
+namespace pipec {
+
+/// One field a source reads (tfrecord, csv and npy schemas).
+struct SchemaEntry {
+  std::string name;
+  Type type;                 // as the element sees it (bytes[194] is u8[194])
+  bool fixed_bytes = false;  // a `bytes[N]` feature: one byte string of exactly N bytes
+  std::optional<Value> default_value;
+};
+
+struct Stage {
+  std::string op;                                   // "tfrecord", "map", "batch", "zip", ...
+  std::vector<std::pair<std::string, Value>> args;  // constant arguments in signature order
+  std::vector<int> inputs;                          // earlier stages (zip has several; sources none)
+  std::vector<SchemaEntry> schema;                  // sources with a schema
+  std::shared_ptr<ExprFunction> fn;                 // map and filter
+  ElementInfo element;                              // the element this stage produces
+  SourceRange loc;
+
+  const Value* arg(const std::string& name) const;
+};
+
+struct Plan {
+  std::string name;            // the pipeline's name
+  std::vector<Stage> stages;   // topologically ordered; the last one is the output
+};
+
+/// `pipec explain`'s text: each stage with its arguments and element type, then each function.
+std::string print_plan(const Plan& plan, const SourceManager* sources = nullptr);
+
+/// Structural checks: inputs refer to earlier stages, sources have none, map/filter have functions that
+/// verify, element types agree with the function results. Empty when valid.
+std::vector<std::string> verify_plan(const Plan& plan);
+
+}  // namespace pipec

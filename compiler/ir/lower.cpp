@@ -1,0 +1,550 @@
+#include "compiler/ir/lower.h"
+
+#include <climits>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/builtins.h"
+#include "compiler/sema/const_eval.h"
+#include "compiler/sema/promotion.h"
+
+namespace pipec {
+
+namespace {
+
+// Builtin parameters that are compile-time attributes of an instruction rather than tensor operands.
+const std::set<std::string> kStaticParams = {"shape", "axis", "depth", "perm", "height", "width", "seed", "method",
+                                             "dtype", "channels", "colors", "classes", "fraction"};
+
+// A lowered value: one SSA value, or a record of them (a lambda parameter, a record literal).
+struct LValue {
+  int id = -1;
+  std::map<std::string, int> fields;  // record
+  std::vector<std::string> order;     // record field order
+  bool is_record() const { return id < 0; }
+};
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::FloorDiv: return "floordiv";
+    case BinaryOp::Mod: return "mod";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Eq: return "eq";
+    case BinaryOp::Ne: return "ne";
+    case BinaryOp::Lt: return "lt";
+    case BinaryOp::Le: return "le";
+    case BinaryOp::Gt: return "gt";
+    case BinaryOp::Ge: return "ge";
+    case BinaryOp::And: return "and";
+    case BinaryOp::Or: return "or";
+    case BinaryOp::BitAnd: return "bit_and";
+    case BinaryOp::BitXor: return "bit_xor";
+    case BinaryOp::Shl: return "shl";
+    case BinaryOp::Shr: return "shr";
+  }
+  return "?";
+}
+
+// Lowers one map/filter body.
+class FunctionLowering {
+ public:
+  FunctionLowering(const Program& program, ExprFunction& fn) : program_(program), fn_(fn) {}
+
+  LValue lower_lambda(const LambdaExpr& lambda) {
+    scopes_.emplace_back();
+    for (size_t i = 0; i < lambda.params.size(); ++i) {
+      const Type& t = lambda.param_types[i];
+      LValue v;
+      if (t.kind == TypeKind::Record) {
+        for (const Field& f : *t.fields) {
+          Instr p{"param", {}, {{"field", Value::make_string(f.name)}}, *f.type, lambda.param_ranges[i]};
+          v.fields[f.name] = fn_.add(std::move(p));
+          v.order.push_back(f.name);
+        }
+      } else {
+        v.id = fn_.add(Instr{"param", {}, {{"field", Value::make_string(lambda.params[i])}}, t, lambda.param_ranges[i]});
+      }
+      scopes_.back()[lambda.params[i]] = v;
+    }
+    LValue r = lower(*lambda.body);
+    scopes_.pop_back();
+    return r;
+  }
+
+ private:
+  int emit(std::string op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
+    type.weak = false;
+    return fn_.add(Instr{std::move(op), std::move(operands), std::move(attrs), std::move(type), loc});
+  }
+
+  int emit_const(const Value& v, DType dtype, const std::vector<int64_t>& shape, SourceRange loc) {
+    Value c = v.kind == Value::List ? v : convert_value(v, dtype);
+    if (c.kind == Value::List) c.dtype = dtype;
+    return emit("const", {}, {{"value", c}}, Type::tensor(dtype, shape), loc);
+  }
+
+  int cast_to(int id, DType dtype, SourceRange loc) {
+    const Type& t = fn_.body[id].type;
+    if (t.dtype == dtype) return id;
+    // Casting a constant folds right away.
+    if (fn_.body[id].op == "const" && fn_.body[id].attrs.at("value").kind != Value::List)
+      return emit_const(fn_.body[id].attrs.at("value"), dtype, t.shape, loc);
+    return emit("cast", {id}, {{"dtype", Value::make_symbol(std::string(dtype_name(dtype)))}}, Type::tensor(dtype, t.shape), loc);
+  }
+
+  // A tensor operand wanted in `dtype`: weak constants are emitted directly in it.
+  int operand(const Expr& e, DType dtype) {
+    if (e.constant && e.type.is_tensor() && e.type.weak) return emit_const(*e.constant, dtype, e.type.shape, e.range);
+    return cast_to(tensor(e), dtype, e.range);
+  }
+
+  int tensor(const Expr& e) {
+    LValue v = lower(e);
+    if (v.is_record()) throw std::logic_error("lowering: a record where a tensor was expected");
+    return v.id;
+  }
+
+  LValue value(int id) {
+    LValue v;
+    v.id = id;
+    return v;
+  }
+
+  LValue lower(const Expr& e) {
+    // Anything sema folded to a constant is emitted as one.
+    if (e.constant && e.type.is_tensor() && e.kind != ExprKind::Lambda)
+      return value(emit_const(*e.constant, e.type.dtype, e.type.shape, e.range));
+    switch (e.kind) {
+      case ExprKind::Name: return lower_name(*e.as<NameExpr>());
+      case ExprKind::Member: {
+        auto& m = *e.as<MemberExpr>();
+        LValue base = lower(*m.base);
+        return value(base.fields.at(m.member));
+      }
+      case ExprKind::Block: {
+        auto& b = *e.as<BlockExpr>();
+        scopes_.emplace_back();
+        for (const Stmt& s : b.stmts) scopes_.back()[s.name] = lower(*s.value);
+        LValue r = lower(*b.result);
+        scopes_.pop_back();
+        return r;
+      }
+      case ExprKind::Record: {
+        auto& r = *e.as<RecordExpr>();
+        LValue out;
+        for (const RecordFieldSyntax& f : r.fields) {
+          int id;
+          if (f.value) {
+            id = tensor(*f.value);
+          } else {
+            LValue v = lookup(f.name);
+            id = v.id;
+          }
+          out.fields[f.name] = id;
+          out.order.push_back(f.name);
+        }
+        return out;
+      }
+      case ExprKind::Unary: {
+        auto& u = *e.as<UnaryExpr>();
+        int x = operand(*u.operand, e.type.dtype);
+        const char* op = u.op == UnaryOp::Neg ? "neg" : u.op == UnaryOp::Not ? "not" : u.op == UnaryOp::BitNot ? "bit_not" : nullptr;
+        if (!op) return value(x);
+        return value(emit(op, {x}, {}, e.type, e.range));
+      }
+      case ExprKind::Binary: return value(lower_binary(*e.as<BinaryExpr>()));
+      case ExprKind::List: {
+        auto& l = *e.as<ListExpr>();
+        std::vector<int> items;
+        for (auto& item : l.items) items.push_back(operand(*item, e.type.dtype));
+        return value(emit("stack", items, {{"axis", Value::make_int(0)}}, e.type, e.range));
+      }
+      case ExprKind::Index: return value(lower_index(*e.as<IndexExpr>()));
+      case ExprKind::Call: return lower_call(*e.as<CallExpr>(), nullptr);
+      case ExprKind::Pipe: {
+        auto& p = *e.as<PipeExpr>();
+        if (p.rhs->kind == ExprKind::Call) return lower_call(*p.rhs->as<CallExpr>(), p.lhs.get());
+        return lower_named_call(*p.rhs->as<NameExpr>(), nullptr, p.lhs.get(), e);
+      }
+      default: throw std::logic_error(fmt::format("lowering: unexpected expression kind {}", static_cast<int>(e.kind)));
+    }
+  }
+
+  LValue lookup(const std::string& name) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return f->second;
+    }
+    throw std::logic_error("lowering: unbound name " + name);
+  }
+
+  LValue lower_name(const NameExpr& n) { return lookup(n.name); }
+
+  int lower_binary(const BinaryExpr& b) {
+    const Type& lt = b.lhs->type;
+    const Type& rt = b.rhs->type;
+    auto p = promote(lt.dtype, lt.weak, rt.dtype, rt.weak);
+    DType operand_dtype = p ? p->dtype : b.type.dtype;
+    // True division computes in the result's float type; arithmetic on bools computes as i64.
+    if (b.op == BinaryOp::Div || (operand_dtype == DType::Bool && b.type.dtype != DType::Bool)) operand_dtype = b.type.dtype;
+    int x = operand(*b.lhs, operand_dtype);
+    int y = operand(*b.rhs, operand_dtype);
+    return emit(binary_op_name(b.op), {x, y}, {}, b.type, b.range);
+  }
+
+  // x[...]: one slice over every dimension, then a gather for an index list, then a reshape that drops
+  // the dimensions selected by single integers.
+  int lower_index(const IndexExpr& ix) {
+    int base = tensor(*ix.base);
+    const Type& bt = ix.base->type;
+    int64_t rank = bt.rank();
+    int consumed = 0;
+    for (const IndexItem& it : ix.items)
+      if (it.kind != IndexItem::Ellipsis) ++consumed;
+    Value starts{Value::List}, stops{Value::List}, steps{Value::List};
+    std::vector<int64_t> sliced_shape;
+    int gather_axis = -1;
+    Value gather_indices;
+    int64_t dim = 0;
+    bool needs_slice = false;
+    auto none = Value::make_int(INT64_MIN);
+    for (const IndexItem& it : ix.items) {
+      if (it.kind == IndexItem::Ellipsis) {
+        for (int64_t k = 0; k < rank - consumed; ++k, ++dim) {
+          starts.items.push_back(none);
+          stops.items.push_back(none);
+          steps.items.push_back(Value::make_int(1));
+          sliced_shape.push_back(bt.shape[dim]);
+        }
+        continue;
+      }
+      int64_t d = bt.shape[dim];
+      if (it.kind == IndexItem::Single) {
+        const Value& v = *it.value->constant;
+        if (v.kind == Value::List) {
+          gather_axis = static_cast<int>(dim);
+          gather_indices = v;
+          for (Value& g : gather_indices.items)
+            if (g.i < 0 && d >= 0) g.i += d;
+          starts.items.push_back(none);
+          stops.items.push_back(none);
+          steps.items.push_back(Value::make_int(1));
+          sliced_shape.push_back(d);
+        } else {
+          int64_t i = v.i < 0 && d >= 0 ? v.i + d : v.i;
+          starts.items.push_back(Value::make_int(i));
+          stops.items.push_back(Value::make_int(i + 1));
+          steps.items.push_back(Value::make_int(1));
+          sliced_shape.push_back(1);
+          needs_slice = true;
+        }
+      } else {
+        auto bound = [&](const ExprPtr& x) { return x && x->constant ? Value::make_int(x->constant->i) : none; };
+        Value s = bound(it.start), t = bound(it.stop), st = it.step && it.step->constant ? Value::make_int(it.step->constant->i) : Value::make_int(1);
+        starts.items.push_back(s);
+        stops.items.push_back(t);
+        steps.items.push_back(st);
+        needs_slice = needs_slice || s.i != INT64_MIN || t.i != INT64_MIN || st.i != 1;
+        // The sliced size is what sema computed for this dimension (before gathers and integer drops).
+        sliced_shape.push_back(kUnknownDim);
+      }
+      ++dim;
+    }
+    for (; dim < rank; ++dim) {
+      starts.items.push_back(none);
+      stops.items.push_back(none);
+      steps.items.push_back(Value::make_int(1));
+      sliced_shape.push_back(bt.shape[dim]);
+    }
+    // Recompute slice sizes from the bounds (sema already validated them).
+    for (int64_t k = 0; k < rank; ++k) {
+      if (sliced_shape[k] != kUnknownDim) continue;
+      int64_t d = bt.shape[k];
+      if (d < 0) continue;
+      int64_t step = steps.items[k].i;
+      auto norm = [&](int64_t v) { return v < 0 ? v + d : v; };
+      int64_t s = starts.items[k].i, t = stops.items[k].i;
+      int64_t len;
+      if (step > 0) {
+        int64_t a = s == INT64_MIN ? 0 : norm(s), b = t == INT64_MIN ? d : norm(t);
+        len = b > a ? (b - a + step - 1) / step : 0;
+      } else {
+        int64_t a = s == INT64_MIN ? d - 1 : norm(s), b = t == INT64_MIN ? -1 : norm(t);
+        len = a > b ? (a - b - step - 1) / -step : 0;
+      }
+      sliced_shape[k] = len;
+    }
+    int cur = base;
+    if (needs_slice) {
+      cur = emit("slice", {cur}, {{"starts", starts}, {"stops", stops}, {"steps", steps}},
+                 Type::tensor(bt.dtype, sliced_shape), ix.range);
+    }
+    if (gather_axis >= 0) {
+      std::vector<int64_t> shape = fn_.body[cur].type.shape;
+      shape[gather_axis] = static_cast<int64_t>(gather_indices.items.size());
+      cur = emit("gather", {cur}, {{"axis", Value::make_int(gather_axis)}, {"indices", gather_indices}},
+                 Type::tensor(bt.dtype, shape), ix.range);
+    }
+    if (fn_.body[cur].type.shape != ix.type.shape)
+      cur = emit("reshape", {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
+    return cur;
+  }
+
+  static Value shape_value(const std::vector<int64_t>& shape) {
+    Value v{Value::List};
+    for (int64_t d : shape) v.items.push_back(Value::make_int(d));
+    return v;
+  }
+
+  LValue lower_call(const CallExpr& call, const Expr* piped) {
+    return lower_named_call(*call.callee->as<NameExpr>(), &call, piped, call);
+  }
+
+  LValue lower_named_call(const NameExpr& callee, const CallExpr* call, const Expr* piped, const Expr& whole) {
+    std::vector<const Expr*> positional;
+    std::map<std::string, const Expr*> named;
+    if (piped) positional.push_back(piped);
+    if (call)
+      for (const Arg& a : call->args) {
+        if (a.name.empty()) positional.push_back(a.value.get());
+        else named[a.name] = a.value.get();
+      }
+    const Binding& target = callee.target;
+    if (target.kind == Binding::Global && target.decl && target.decl->kind == DeclKind::Fn)
+      return lower_fn(*target.decl, positional, named);
+    if (auto dt = parse_dtype(callee.name)) {
+      int x = tensor(*positional.at(0));
+      return value(cast_to(x, *dt, whole.range));
+    }
+    const Builtin* b = find_builtin(callee.name, {BuiltinKind::Op});
+    if (!b) throw std::logic_error("lowering: unknown op " + callee.name);
+    // Bind arguments to parameters by position, then by name.
+    std::vector<const Expr*> bound(b->params.size(), nullptr);
+    for (size_t i = 0; i < positional.size() && i < bound.size(); ++i) bound[i] = positional[i];
+    for (auto& [n, x] : named)
+      for (size_t i = 0; i < b->params.size(); ++i)
+        if (b->params[i].name == n) bound[i] = x;
+    std::vector<int> operands;
+    std::map<std::string, Value> attrs;
+    // Each random op draws from its own Philox stream, keyed by its call site; the fields of a paired
+    // image op (random_crop on a record) share one, so they get the same window.
+    if (b->name.rfind("random_", 0) == 0) attrs["op_id"] = Value::make_int(next_op_id_++);
+    const Type& result = whole.type;
+    // Element-wise math sees its operands in the result dtype.
+    bool elementwise = b->params.size() <= 3 && result.is_tensor() &&
+                       (b->name == "max" || b->name == "min" || b->name == "pow" || b->name == "where" || b->name == "clip" ||
+                        b->name == "bit_or" || b->name == "bit_and" || b->name == "bit_xor" || b->name == "atan2");
+    std::vector<std::string> record_fields;  // image ops on records apply per field
+    const Expr* record_arg = nullptr;
+    for (size_t i = 0; i < bound.size(); ++i) {
+      const Expr* x = bound[i];
+      const std::string& pname = b->params[i].name;
+      if (!x) continue;
+      if (kStaticParams.count(pname) || (x->constant && !x->type.is_tensor())) {
+        if (x->constant) attrs[pname] = *x->constant;
+        continue;
+      }
+      if (x->type.kind == TypeKind::Record) {
+        record_arg = x;
+        continue;
+      }
+      if (b->params[i].tensor_list && x->kind == ExprKind::List) {
+        for (auto& item : x->as<ListExpr>()->items) operands.push_back(operand(*item, result.dtype));
+        continue;
+      }
+      bool is_cond = b->name == "where" && pname == "cond";
+      operands.push_back(elementwise && !is_cond ? operand(*x, result.dtype) : tensor(*x));
+    }
+    std::string op_name = b->name;
+    if (op_name == "abs" || op_name == "sign" || op_name == "tanh" || op_name == "exp" || op_name == "log" ||
+        op_name == "sqrt" || op_name == "sigmoid" || op_name == "sin" || op_name == "cos" || op_name == "floor" ||
+        op_name == "ceil" || op_name == "round" || op_name == "log1p" || op_name == "rsqrt") {
+      // Float math on integers computes in the result's float type.
+      if (!operands.empty()) operands[0] = cast_to(operands[0], result.dtype, whole.range);
+    }
+    if (record_arg) {
+      LValue rec = lower(*record_arg);
+      LValue out;
+      for (const std::string& f : rec.order) {
+        std::vector<int> ops = operands;
+        ops.insert(ops.begin(), rec.fields.at(f));
+        out.fields[f] = emit(op_name, ops, attrs, *result.field(f), whole.range);
+        out.order.push_back(f);
+      }
+      return out;
+    }
+    return value(emit(op_name, operands, attrs, result, whole.range));
+  }
+
+  // fn calls are inlined: the body is lowered with the parameters bound to the arguments.
+  LValue lower_fn(const Decl& fn, const std::vector<const Expr*>& positional, const std::map<std::string, const Expr*>& named) {
+    std::map<std::string, LValue> frame;
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+      const Expr* x = i < positional.size() ? positional[i] : named.at(fn.params[i].name);
+      DType want = parse_dtype(fn.params[i].type.name).value_or(x->type.dtype);
+      frame[fn.params[i].name] = value(operand(*x, want));
+    }
+    // The body sees only its parameters and globals, not the caller's locals.
+    std::vector<std::map<std::string, LValue>> saved;
+    std::swap(saved, scopes_);
+    scopes_.push_back(frame);
+    LValue r = lower(*fn.value);
+    std::swap(saved, scopes_);
+    if (!r.is_record() && fn.result_type) {
+      DType want = parse_dtype(fn.result_type->name).value_or(fn_.body[r.id].type.dtype);
+      r.id = cast_to(r.id, want, fn.value->range);
+    }
+    return r;
+  }
+
+  const Program& program_;
+  ExprFunction& fn_;
+  std::vector<std::map<std::string, LValue>> scopes_;
+  int64_t next_op_id_ = 0;
+};
+
+class PlanLowering {
+ public:
+  PlanLowering(const Program& program, Plan& plan) : program_(program), plan_(plan) {}
+
+  int lower(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Name: {
+        auto& n = *e.as<NameExpr>();
+        const Decl* d = n.target.decl;
+        if (!d) throw std::logic_error("lowering: dataset name without a declaration: " + n.name);
+        return lower(*d->value);
+      }
+      case ExprKind::Pipe: {
+        auto& p = *e.as<PipeExpr>();
+        int in = lower(*p.lhs);
+        if (p.rhs->kind == ExprKind::Call)
+          return stage(*p.rhs->as<CallExpr>()->callee->as<NameExpr>(), p.rhs->as<CallExpr>(), {in}, e, p.rhs->range);
+        return stage(*p.rhs->as<NameExpr>(), nullptr, {in}, e, p.rhs->range);
+      }
+      case ExprKind::Call: {
+        auto& c = *e.as<CallExpr>();
+        return stage(*c.callee->as<NameExpr>(), &c, {}, e, e.range);
+      }
+      default: throw std::logic_error("lowering: not a dataset expression");
+    }
+  }
+
+ private:
+  // `whole` is the expression whose type is the stage's output; `loc` is the stage call itself.
+  int stage(const NameExpr& callee, const CallExpr* call, std::vector<int> inputs, const Expr& whole, SourceRange loc) {
+    bool is_stage = !inputs.empty();
+    const Builtin* b = is_stage ? find_builtin(callee.name, {BuiltinKind::Stage, BuiltinKind::Sink})
+                                : find_builtin(callee.name, {BuiltinKind::Source});
+    if (!b) throw std::logic_error("lowering: unknown stage " + callee.name);
+    Stage s;
+    s.op = b->name;
+    s.loc = loc;
+    s.element = *whole.type.element;
+    s.inputs = inputs;
+    size_t next = is_stage ? 1 : 0;
+    std::vector<std::pair<std::string, const Expr*>> bound;
+    if (call) {
+      for (const Arg& a : call->args) {
+        if (!a.name.empty()) {
+          bound.push_back({a.name, a.value.get()});
+        } else if (next < b->params.size() && b->params[next].variadic) {
+          bound.push_back({b->params[next].name, a.value.get()});
+        } else if (next < b->params.size()) {
+          bound.push_back({b->params[next++].name, a.value.get()});
+        }
+      }
+    }
+    for (auto& [name, x] : bound) {
+      if (x->kind == ExprKind::Lambda) {
+        auto fn = std::make_shared<ExprFunction>();
+        fn->name = fmt::format("{}@{}", s.op, plan_.stages.size());
+        FunctionLowering fl(program_, *fn);
+        auto& lambda = *x->as<LambdaExpr>();
+        auto r = fl_result(fl, lambda);
+        if (s.op == "filter") fn->results = {{"keep", r.second}};
+        else fn->results = r.first;
+        s.fn = fn;
+        continue;
+      }
+      if (s.op == "zip") {
+        s.inputs.push_back(lower(*x));
+        continue;
+      }
+      if (x->constant) s.args.push_back({name, *x->constant});
+      else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink) s.args.push_back({name, format_value(*x->as<CallExpr>())});
+    }
+    // Sources: the declaration's schema says what each record holds.
+    const Decl* source_decl = b->kind == BuiltinKind::Source ? declaration_of(whole) : nullptr;
+    if (source_decl) {
+      for (const SchemaField& sf : source_decl->schema) {
+        SchemaEntry e;
+        e.name = sf.name;
+        e.type = *s.element.fields[schema_index(s.element, sf.name)].type;
+        e.fixed_bytes = sf.type.name == "bytes" && !sf.type.dims.empty();
+        if (sf.default_value && sf.default_value->constant) e.default_value = sf.default_value->constant;
+        s.schema.push_back(std::move(e));
+      }
+    }
+    plan_.stages.push_back(std::move(s));
+    return static_cast<int>(plan_.stages.size()) - 1;
+  }
+
+  // The source declaration whose value is this call, if any.
+  const Decl* declaration_of(const Expr& call) const {
+    for (const auto& m : program_.modules)
+      for (const auto& d : m->decls)
+        if (d->kind == DeclKind::Source && d->value.get() == &call) return d.get();
+    return nullptr;
+  }
+
+  static size_t schema_index(const ElementInfo& e, const std::string& name) {
+    for (size_t i = 0; i < e.fields.size(); ++i)
+      if (e.fields[i].name == name) return i;
+    throw std::logic_error("lowering: schema field missing from element: " + name);
+  }
+
+  // write(tfrecord("out/*.tfrecord", shards = 8)): the format becomes a list value [kind, path, shards, compression].
+  static Value format_value(const CallExpr& c) {
+    Value v{Value::List};
+    v.items.push_back(Value::make_symbol(c.callee->as<NameExpr>()->name));
+    for (const Arg& a : c.args) {
+      Value item{Value::List};
+      item.items.push_back(Value::make_symbol(a.name.empty() ? "path" : a.name));
+      if (a.value->constant) item.items.push_back(*a.value->constant);
+      v.items.push_back(item);
+    }
+    return v;
+  }
+
+  std::pair<std::vector<std::pair<std::string, int>>, int> fl_result(FunctionLowering& fl, const LambdaExpr& lambda) {
+    LValue r = fl.lower_lambda(lambda);
+    std::vector<std::pair<std::string, int>> fields;
+    if (r.is_record())
+      for (const std::string& f : r.order) fields.push_back({f, r.fields.at(f)});
+    return {fields, r.id};
+  }
+
+ private:
+  const Program& program_;
+  Plan& plan_;
+};
+
+}  // namespace
+
+Plan lower_pipeline(const Program& program, const Decl& pipeline) {
+  Plan plan;
+  plan.name = pipeline.name;
+  PlanLowering lowering(program, plan);
+  lowering.lower(*pipeline.value);
+  return plan;
+}
+
+}  // namespace pipec

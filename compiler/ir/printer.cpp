@@ -1,0 +1,80 @@
+// Text forms of the IR for `pipec explain` and the golden tests.
+#include <fmt/format.h>
+
+#include "compiler/ir/dataset_ir.h"
+
+namespace pipec {
+
+const Value* Stage::arg(const std::string& name) const {
+  for (const auto& [n, v] : args)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+static std::string attr_text(const Value& v) {
+  std::string s = v.to_string();
+  // Long constant lists (gather indices, plane signs) stay readable.
+  if (s.size() > 60) s = s.substr(0, 57) + "...]";
+  return s;
+}
+
+std::string print_function(const ExprFunction& fn) {
+  std::string out = "fn " + fn.name + "(";
+  bool first = true;
+  for (size_t i = 0; i < fn.body.size(); ++i) {
+    const Instr& in = fn.body[i];
+    if (in.op != "param") continue;
+    if (!first) out += ", ";
+    first = false;
+    out += fmt::format("%{} {}: {}", i, in.attrs.at("field").s, type_to_string(in.type));
+  }
+  out += ") {\n";
+  for (size_t i = 0; i < fn.body.size(); ++i) {
+    const Instr& in = fn.body[i];
+    if (in.op == "param") continue;
+    std::string line = fmt::format("  %{} = {}", i, in.op);
+    for (size_t k = 0; k < in.operands.size(); ++k) line += fmt::format("{} %{}", k ? "," : "", in.operands[k]);
+    bool first_attr = true;
+    for (const auto& [name, v] : in.attrs) {
+      line += first_attr && in.operands.empty() ? " " : first_attr ? " " : ", ";
+      if (first_attr && !in.operands.empty()) line = line.substr(0, line.size() - 1) + " [";
+      else if (first_attr) line += "[";
+      first_attr = false;
+      line += name + "=" + attr_text(v);
+    }
+    if (!first_attr) line += "]";
+    line += " : " + type_to_string(in.type);
+    out += line + "\n";
+  }
+  out += "  return {";
+  for (size_t i = 0; i < fn.results.size(); ++i)
+    out += fmt::format("{}{}: %{}", i ? ", " : "", fn.results[i].first, fn.results[i].second);
+  out += "}\n}\n";
+  return out;
+}
+
+std::string print_plan(const Plan& plan, const SourceManager* sources) {
+  std::string out = "pipeline " + plan.name + "\n";
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    std::string args;
+    for (const auto& in : s.inputs) args += fmt::format("{}#{}", args.empty() ? "" : ", ", in);
+    for (const auto& [n, v] : s.args) args += fmt::format("{}{} = {}", args.empty() ? "" : ", ", n, attr_text(v));
+    if (s.fn) args += fmt::format("{}fn = {}", args.empty() ? "" : ", ", s.fn->name);
+    std::string where;
+    if (sources && s.loc.valid()) {
+      LineCol lc = sources->file(s.loc.file).line_col(s.loc.begin);
+      where = fmt::format("  ({}:{})", lc.line, lc.col);
+    }
+    out += fmt::format("  #{} {}({}){}\n", i, s.op, args, where);
+    for (const SchemaEntry& e : s.schema)
+      out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type), e.fixed_bytes ? " (fixed-length bytes)" : "",
+                         e.default_value ? " = " + e.default_value->to_string() : "");
+    out += "       -> " + element_to_string(s.element) + "\n";
+  }
+  for (const Stage& s : plan.stages)
+    if (s.fn) out += "\n" + print_function(*s.fn);
+  return out;
+}
+
+}  // namespace pipec

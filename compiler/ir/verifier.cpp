@@ -1,0 +1,88 @@
+// IR invariants, checked after lowering and after every pass.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/dataset_ir.h"
+
+namespace pipec {
+
+namespace {
+
+const std::set<std::string> kElementwiseBinary = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "max", "min",
+                                                  "bit_and", "bit_or", "bit_xor", "shl", "shr", "atan2"};
+const std::set<std::string> kComparisons = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"};
+
+}  // namespace
+
+std::vector<std::string> verify_function(const ExprFunction& fn) {
+  std::vector<std::string> errs;
+  bool params_done = false;
+  for (size_t i = 0; i < fn.body.size(); ++i) {
+    const Instr& in = fn.body[i];
+    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, in.op, m)); };
+    if (in.op == "param") {
+      if (params_done) err("parameters must come first");
+      if (!in.attrs.count("field")) err("a param needs its field name");
+    } else {
+      params_done = true;
+    }
+    if (in.op == "const" && !in.attrs.count("value")) err("a const needs a value");
+    if (in.op == "cast" && !in.attrs.count("dtype")) err("a cast needs a dtype");
+    if (!in.type.is_tensor()) err("every value must be a tensor");
+    for (int o : in.operands)
+      if (o < 0 || static_cast<size_t>(o) >= i) err(fmt::format("operand %{} is not defined before use", o));
+    if ((kElementwiseBinary.count(in.op) || kComparisons.count(in.op)) && in.operands.size() == 2) {
+      int a = in.operands[0], b = in.operands[1];
+      if (a >= 0 && b >= 0 && static_cast<size_t>(a) < i && static_cast<size_t>(b) < i &&
+          fn.body[a].type.dtype != fn.body[b].type.dtype)
+        err(fmt::format("operands have different dtypes ({} and {})", dtype_name(fn.body[a].type.dtype),
+                        dtype_name(fn.body[b].type.dtype)));
+      if (kElementwiseBinary.count(in.op) && a >= 0 && static_cast<size_t>(a) < i &&
+          in.type.dtype != fn.body[a].type.dtype && in.op != "div")
+        err("the result dtype differs from the operands'");
+    }
+  }
+  if (fn.results.empty()) errs.push_back(fn.name + ": the function returns nothing");
+  for (const auto& [name, id] : fn.results)
+    if (id < 0 || static_cast<size_t>(id) >= fn.body.size())
+      errs.push_back(fmt::format("{}: result `{}` refers to undefined %{}", fn.name, name, id));
+  return errs;
+}
+
+std::vector<std::string> verify_plan(const Plan& plan) {
+  std::vector<std::string> errs;
+  static const std::set<std::string> sources = {"tfrecord", "files", "list_files", "range", "csv", "npy", "zip"};
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    auto err = [&](const std::string& m) { errs.push_back(fmt::format("stage #{} {}: {}", i, s.op, m)); };
+    for (int in : s.inputs)
+      if (in < 0 || static_cast<size_t>(in) >= i) err(fmt::format("input #{} is not an earlier stage", in));
+    bool is_source = sources.count(s.op) > 0;
+    if (is_source && s.op != "zip" && !s.inputs.empty()) err("a source takes no input stage");
+    if (!is_source && s.inputs.size() != 1) err("a stage takes exactly one input");
+    if ((s.op == "map" || s.op == "filter") && !s.fn) err("needs a function");
+    if (s.fn) {
+      for (auto& e : verify_function(*s.fn)) errs.push_back(e);
+      if (s.op == "map") {
+        if (s.fn->results.size() != s.element.fields.size()) {
+          err("the function's results do not match the element's fields");
+        } else {
+          for (size_t k = 0; k < s.fn->results.size(); ++k) {
+            const auto& [name, id] = s.fn->results[k];
+            const Field& f = s.element.fields[k];
+            if (name != f.name) err(fmt::format("result `{}` should be field `{}`", name, f.name));
+            else if (id >= 0 && static_cast<size_t>(id) < s.fn->body.size() &&
+                     (s.fn->body[id].type.dtype != f.type->dtype || s.fn->body[id].type.shape != f.type->shape))
+              err(fmt::format("result `{}` is {} but the element says {}", name, type_to_string(s.fn->body[id].type),
+                              type_to_string(*f.type)));
+          }
+        }
+      }
+    }
+  }
+  if (plan.stages.empty()) errs.push_back("the plan has no stages");
+  return errs;
+}
+
+}  // namespace pipec

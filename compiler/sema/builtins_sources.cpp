@@ -1,0 +1,211 @@
+// Dataset sources: where elements come from, and the element type their schema gives them.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/builtin_rules.h"
+
+namespace pipec {
+
+namespace {
+
+Builtin source(std::string name, std::vector<ParamSpec> params, std::string doc, TypeRule rule) {
+  return Builtin{std::move(name), BuiltinKind::Source, std::move(params), std::move(doc), std::move(rule)};
+}
+
+Field field(std::string name, Type t) { return Field{std::move(name), std::make_shared<const Type>(std::move(t))}; }
+
+// The element a schema declares. `allowed` says which written dtypes the format can hold; `bytes[N]`
+// means a byte string of exactly N bytes, read as u8[N].
+std::optional<std::vector<Field>> schema_fields(CallContext& ctx, const std::vector<DType>& allowed, bool allow_dims,
+                                                const char* format) {
+  if (!ctx.decl || !ctx.decl->has_schema) {
+    auto& diag = ctx.error(DiagKind::missing_schema, ctx.range,
+                           fmt::format("{} needs a schema naming the fields it reads", ctx.builtin.name));
+    diag.help = fmt::format("declare it as `source NAME = {}(...) {{ field: type ... }}`", ctx.builtin.name);
+    return std::nullopt;
+  }
+  std::vector<Field> out;
+  std::set<std::string> seen;
+  bool ok = true;
+  for (const SchemaField& sf : ctx.decl->schema) {
+    if (!seen.insert(sf.name).second) {
+      ctx.error(DiagKind::duplicate_definition, sf.name_range, fmt::format("field `{}` is declared twice", sf.name));
+      ok = false;
+      continue;
+    }
+    Type t = ctx.checker.resolve_type(sf.type);
+    if (t.is_error()) {
+      ok = false;
+      continue;
+    }
+    bool dtype_ok = std::find(allowed.begin(), allowed.end(), t.dtype) != allowed.end();
+    if (!dtype_ok || (!allow_dims && t.rank() > 0 && t.dtype != DType::Bytes) || t.rank() > 1 + (allow_dims ? 8 : 0)) {
+      std::string names;
+      for (size_t i = 0; i < allowed.size(); ++i) names += std::string(i ? ", " : "") + std::string(dtype_name(allowed[i]));
+      ctx.error(DiagKind::invalid_feature_type, sf.type.range,
+                fmt::format("{} fields can be {}{}, not {}", format, names, allow_dims ? " (with dimensions)" : " scalars",
+                            type_to_string(t)));
+      ok = false;
+      continue;
+    }
+    if (t.dtype == DType::Bytes && t.rank() > 0) {
+      if (t.rank() != 1 || t.shape[0] < 0) {
+        ctx.error(DiagKind::invalid_feature_type, sf.type.range,
+                  "a bytes field is one byte string: `bytes` (any length) or `bytes[N]` (exactly N bytes, read as u8[N])");
+        ok = false;
+        continue;
+      }
+      t = Type::tensor(DType::U8, t.shape);
+    }
+    if (sf.default_value) {
+      Type dt = ctx.checker.check(*sf.default_value);
+      if (dt.is_error()) {
+        ok = false;
+      } else if (!sf.default_value->constant) {
+        ctx.error(DiagKind::not_constant, sf.default_value->range, "a default value must be a constant");
+        ok = false;
+      } else {
+        bool kind_ok = dt.is_tensor() && ((dt.dtype == DType::Bytes) == (t.dtype == DType::Bytes || t.dtype == DType::U8)) &&
+                       !(is_float(dt.dtype) && is_integer(t.dtype));
+        bool shape_ok = dt.rank() == 0 || dt.shape == t.shape;
+        if (!kind_ok || !shape_ok) {
+          ctx.error(DiagKind::type_mismatch, sf.default_value->range,
+                    fmt::format("the default of `{}` is {}, which does not fit {}", sf.name, type_to_string(dt), type_to_string(t)));
+          ok = false;
+        }
+      }
+    }
+    out.push_back(field(sf.name, t));
+  }
+  if (!ok) return std::nullopt;
+  if (out.empty()) {
+    ctx.error(DiagKind::missing_schema, ctx.range, "the schema declares no fields");
+    return std::nullopt;
+  }
+  return out;
+}
+
+Type rule_tfrecord(CallContext& ctx) {
+  auto path = ctx.const_string("files");
+  if (ctx.has("shuffle_files")) ctx.const_bool("shuffle_files");
+  if (ctx.has("seed")) ctx.const_int("seed", 0);
+  if (ctx.has("parallel_reads") && ctx.arg("parallel_reads").option.empty()) ctx.const_int("parallel_reads", 1);
+  auto fields = schema_fields(ctx, {DType::I64, DType::F32, DType::Bytes}, true, "tf.Example");
+  if (!path || !fields) return Type::error();
+  ElementInfo e;
+  e.fields = std::move(*fields);
+  return dataset_of(std::move(e));
+}
+
+Type rule_files(CallContext& ctx) {
+  auto path = ctx.const_string("pattern");
+  if (ctx.has("shuffle")) ctx.const_bool("shuffle");
+  if (ctx.has("seed")) ctx.const_int("seed", 0);
+  if (!path) return Type::error();
+  ElementInfo e;
+  e.fields.push_back(field("path", Type::tensor(DType::Bytes)));
+  return dataset_of(std::move(e));
+}
+
+Type rule_range(CallContext& ctx) {
+  auto a = ctx.const_int("start_or_stop");
+  std::optional<int64_t> b = ctx.has("stop") ? ctx.const_int("stop") : std::optional<int64_t>(0);
+  std::optional<int64_t> step = ctx.has("step") ? ctx.const_int("step") : std::optional<int64_t>(1);
+  if (!a || !b || !step) return Type::error();
+  if (*step == 0) {
+    ctx.error(DiagKind::invalid_argument_value, ctx.arg("step").range, "range's step cannot be zero");
+    return Type::error();
+  }
+  ElementInfo e;
+  e.fields.push_back(field("value", Type::tensor(DType::I64)));
+  return dataset_of(std::move(e));
+}
+
+Type rule_csv(CallContext& ctx) {
+  auto path = ctx.const_string("path");
+  if (ctx.has("header")) ctx.const_bool("header");
+  if (ctx.has("delimiter")) {
+    auto d = ctx.const_string("delimiter");
+    if (d && d->size() != 1) ctx.error(DiagKind::invalid_argument_value, ctx.arg("delimiter").range, "the delimiter must be one character");
+  }
+  auto fields = schema_fields(ctx, {DType::I32, DType::I64, DType::F32, DType::F64, DType::Bytes}, false, "csv");
+  if (!path || !fields) return Type::error();
+  ElementInfo e;
+  e.fields = std::move(*fields);
+  return dataset_of(std::move(e));
+}
+
+Type rule_npy(CallContext& ctx) {
+  auto path = ctx.const_string("path");
+  auto fields = schema_fields(ctx,
+                              {DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64,
+                               DType::I64, DType::F16, DType::F32, DType::F64},
+                              true, "npy");
+  if (!path || !fields) return Type::error();
+  if (fields->size() != 1) {
+    ctx.error(DiagKind::invalid_feature_type, ctx.decl->schema[1].range,
+              "an npy file holds one array: declare exactly one field (the type of one row)");
+    return Type::error();
+  }
+  ElementInfo e;
+  e.fields = std::move(*fields);
+  return dataset_of(std::move(e));
+}
+
+Type rule_zip(CallContext& ctx) {
+  const BoundArg& all = ctx.arg("datasets");
+  if (all.rest.size() < 2) {
+    ctx.error(DiagKind::missing_argument, ctx.range, "zip needs at least two datasets");
+    return Type::error();
+  }
+  ElementInfo out;
+  out.infinite = true;
+  std::set<std::string> names;
+  for (size_t i = 0; i < all.rest.size(); ++i) {
+    const BoundArg& a = all.rest[i];
+    if (a.type.is_error()) return Type::error();
+    if (a.type.kind != TypeKind::Dataset) {
+      ctx.error(DiagKind::not_a_dataset, a.range, fmt::format("zip takes datasets, not {}", type_to_string(a.type)));
+      return Type::error();
+    }
+    const ElementInfo& e = *a.type.element;
+    if (i == 0) out.batch_rank = e.batch_rank;
+    else if (e.batch_rank != out.batch_rank) {
+      ctx.error(DiagKind::shape_mismatch, a.range, "zip: the datasets are batched differently");
+      return Type::error();
+    }
+    out.infinite = out.infinite && e.infinite;
+    for (const Field& f : e.fields) {
+      if (!names.insert(f.name).second) {
+        ctx.error(DiagKind::duplicate_definition, a.range,
+                  fmt::format("zip: field `{}` comes from more than one dataset; rename it with a map first", f.name));
+        return Type::error();
+      }
+      out.fields.push_back(f);
+    }
+  }
+  return dataset_of(std::move(out));
+}
+
+}  // namespace
+
+void register_source_builtins(std::vector<Builtin>& out) {
+  out.push_back(source("tfrecord",
+                       {req("files"), opt("compression", "none", {"none", "gzip", "zlib"}), opt("shuffle_files", "false"),
+                        opt("seed", "run seed"), opt("parallel_reads", "auto", {"auto"})},
+                       "Reads tf.train.Example records from TFRecord files (a glob); the schema names the features used.",
+                       rule_tfrecord));
+  out.push_back(source("files", {req("pattern"), opt("shuffle", "false"), opt("seed", "run seed")},
+                       "One element {path} per file matching the glob, in sorted order unless shuffled.", rule_files));
+  out.push_back(source("list_files", {req("pattern"), opt("shuffle", "false"), opt("seed", "run seed")},
+                       "Same as files(pattern): one element {path} per matching file.", rule_files));
+  out.push_back(source("range", {req("start_or_stop"), opt("stop", ""), opt("step", "1")},
+                       "The integers range(stop) or range(start, stop, step) as elements {value: i64}.", rule_range));
+  out.push_back(source("csv", {req("path"), opt("header", "true"), opt("delimiter", "\",\"")},
+                       "Rows of a CSV file; the schema names and types the columns used.", rule_csv));
+  out.push_back(source("npy", {req("path")}, "The rows of a NumPy .npy array; the schema gives the type of one row.", rule_npy));
+  out.push_back(source("zip", {rest("datasets")}, "Pairs up elements of several datasets, merging their fields.", rule_zip));
+}
+
+}  // namespace pipec

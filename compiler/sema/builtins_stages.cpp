@@ -1,0 +1,286 @@
+// Dataset stages (what follows `|` in a pipeline) and sinks, with tf.data's semantics for the
+// element type: batch adds a leading dimension, unbatch removes it, map replaces the fields.
+#include <fmt/format.h>
+
+#include "compiler/sema/builtin_rules.h"
+
+namespace pipec {
+
+namespace {
+
+Builtin stage(std::string name, std::vector<ParamSpec> params, std::string doc, TypeRule rule,
+              BuiltinKind kind = BuiltinKind::Stage) {
+  params.insert(params.begin(), req("input"));
+  return Builtin{std::move(name), kind, std::move(params), std::move(doc), std::move(rule)};
+}
+
+Type element_record(const ElementInfo& e) { return Type::record(e.fields); }
+
+// After a map on batched data, the batch dimensions survive only if every field still leads with them.
+int surviving_batch_rank(const ElementInfo& in, const std::vector<Field>& fields) {
+  if (in.batch_rank == 0 || in.fields.empty()) return 0;
+  const Type& ref = *in.fields[0].type;
+  for (const Field& f : fields) {
+    if (!f.type->is_tensor() || f.type->rank() < in.batch_rank) return 0;
+    for (int d = 0; d < in.batch_rank; ++d)
+      if (f.type->shape[d] != ref.shape[d]) return 0;
+  }
+  return in.batch_rank;
+}
+
+Type rule_map(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  if (ctx.has("parallel") && ctx.arg("parallel").option.empty()) ctx.const_int("parallel", 1);
+  if (ctx.has("deterministic")) ctx.const_bool("deterministic");
+  Type body = ctx.lambda("fn", {element_record(*in)});
+  if (body.is_error()) return body;
+  if (body.kind != TypeKind::Record) {
+    auto* lambda = ctx.arg("fn").expr->as<LambdaExpr>();
+    auto& diag = ctx.error(DiagKind::record_expected, lambda->body->range,
+                           fmt::format("map must produce a record of fields, not {}", type_to_string(body)));
+    diag.help = "wrap the result in a record, e.g. `{ x: ... }`";
+    return Type::error();
+  }
+  ElementInfo out = *in;
+  out.fields = *body.fields;
+  out.batch_rank = surviving_batch_rank(*in, out.fields);
+  return dataset_of(std::move(out));
+}
+
+Type rule_filter(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  Type body = ctx.lambda("predicate", {element_record(*in)});
+  if (body.is_error()) return body;
+  if (!body.is_scalar() || body.dtype != DType::Bool) {
+    auto* lambda = ctx.arg("predicate").expr->as<LambdaExpr>();
+    ctx.error(DiagKind::bool_expected, lambda->body->range,
+              fmt::format("a filter predicate must give one bool per element, not {}", type_to_string(body)));
+    return Type::error();
+  }
+  ElementInfo out = *in;
+  return dataset_of(std::move(out));
+}
+
+Type batch_like(CallContext& ctx, bool padded) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto size = ctx.const_int("size", 1);
+  bool drop = false;
+  if (ctx.has("drop_remainder")) {
+    auto d = ctx.const_bool("drop_remainder");
+    if (!d) return Type::error();
+    drop = *d;
+  }
+  if (!in || !size) return Type::error();
+  if (padded && ctx.has("padding_value")) {
+    auto pv = ctx.tensor("padding_value");
+    if (!pv) return Type::error();
+  }
+  ElementInfo out = *in;
+  // Every batch is full when the remainder is dropped or the input never ends.
+  int64_t bdim = (drop || in->infinite) ? *size : kUnknownDim;
+  for (Field& f : out.fields) {
+    const Type& t = *f.type;
+    if (!padded) {
+      for (int64_t d = in->batch_rank; d < t.rank(); ++d) {
+        if (t.shape[d] < 0) {
+          auto& diag = ctx.error(DiagKind::ragged_batch, ctx.range,
+                                 fmt::format("field `{}` is {}: its length varies, so its elements cannot be stacked", f.name,
+                                             type_to_string(t)));
+          diag.help = "use padded_batch(n) to pad each batch to its longest element";
+          return Type::error();
+        }
+      }
+    }
+    Type nt = t;
+    nt.shape.insert(nt.shape.begin(), bdim);
+    f.type = std::make_shared<const Type>(nt);
+  }
+  out.batch_rank += 1;
+  return dataset_of(std::move(out));
+}
+
+Type rule_unbatch(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  ElementInfo out = *in;
+  for (Field& f : out.fields) {
+    const Type& t = *f.type;
+    if (t.rank() == 0) {
+      ctx.error(DiagKind::shape_mismatch, ctx.range,
+                fmt::format("unbatch needs every field to have a leading dimension, but `{}` is {}", f.name, type_to_string(t)));
+      return Type::error();
+    }
+    Type nt = t;
+    nt.shape.erase(nt.shape.begin());
+    f.type = std::make_shared<const Type>(nt);
+  }
+  out.batch_rank = std::max(0, in->batch_rank - 1);
+  return dataset_of(std::move(out));
+}
+
+Type rule_shuffle(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto buffer = ctx.const_int("buffer", 1);
+  if (ctx.has("seed")) ctx.const_int("seed", 0);
+  if (ctx.has("reshuffle_each_iteration")) ctx.const_bool("reshuffle_each_iteration");
+  if (!in || !buffer) return Type::error();
+  return dataset_of(*in);
+}
+
+Type rule_repeat(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  ElementInfo out = *in;
+  if (ctx.has("count")) {
+    auto n = ctx.const_int("count", 1);
+    if (!n) return Type::error();
+  } else {
+    out.infinite = true;
+  }
+  if (in->infinite)
+    ctx.error(DiagKind::unreachable_stage, ctx.range, "the input already repeats forever, so this repeat never starts a second pass");
+  return dataset_of(std::move(out));
+}
+
+Type rule_take(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto n = ctx.const_int("count", -1);
+  if (!in || !n) return Type::error();
+  ElementInfo out = *in;
+  if (*n >= 0) out.infinite = false;
+  return dataset_of(std::move(out));
+}
+
+Type rule_skip(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto n = ctx.const_int("count", 0);
+  if (!in || !n) return Type::error();
+  return dataset_of(*in);
+}
+
+Type rule_shard(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto n = ctx.const_int("num_shards", 1);
+  auto i = ctx.const_int("index", 0);
+  if (!in || !n || !i) return Type::error();
+  if (*i >= *n) {
+    ctx.error(DiagKind::invalid_argument_value, ctx.arg("index").range,
+              fmt::format("shard index {} must be less than the number of shards ({})", *i, *n));
+    return Type::error();
+  }
+  return dataset_of(*in);
+}
+
+Type rule_cache(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  if (ctx.has("where") && ctx.arg("where").option.empty() && !ctx.const_string("where")) return Type::error();
+  if (in->infinite)
+    ctx.error(DiagKind::unreachable_stage, ctx.range, "cache after an infinite repeat() never finishes filling; put it before repeat()");
+  return dataset_of(*in);
+}
+
+Type rule_prefetch(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  if (ctx.has("size") && ctx.arg("size").option.empty() && !ctx.const_int("size", 1)) return Type::error();
+  return dataset_of(*in);
+}
+
+Type rule_same(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  return dataset_of(*in);
+}
+
+Type rule_interleave(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (ctx.has("cycle_length") && ctx.arg("cycle_length").option.empty()) ctx.const_int("cycle_length", 1);
+  if (ctx.has("block_length")) ctx.const_int("block_length", 1);
+  if (!in) return Type::error();
+  return dataset_of(*in);
+}
+
+Type rule_to(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  ElementInfo out = *in;
+  out.on_gpu = ctx.arg("device").option == "gpu";
+  return dataset_of(std::move(out));
+}
+
+Type rule_write(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  const BoundArg& f = ctx.arg("format");
+  if (f.type.is_error()) return Type::error();
+  if (f.type.kind != TypeKind::Opaque || f.type.name.rfind("format:", 0) != 0) {
+    ctx.error(DiagKind::type_mismatch, f.range,
+              fmt::format("write needs an output format such as tfrecord(\"out/part-*.tfrecord\"), not {}", type_to_string(f.type)));
+    return Type::error();
+  }
+  if (in->infinite)
+    ctx.error(DiagKind::unreachable_stage, ctx.range, "writing an infinite dataset never finishes; add take(n) or remove repeat()");
+  ElementInfo out = *in;
+  out.is_sink = true;
+  return dataset_of(std::move(out));
+}
+
+Type rule_tfrecord_format(CallContext& ctx) {
+  auto path = ctx.const_string("path");
+  auto shards = ctx.has("shards") ? ctx.const_int("shards", 1) : std::optional<int64_t>(1);
+  if (!path || !shards) return Type::error();
+  if (*shards > 1 && path->find('*') == std::string::npos) {
+    ctx.error(DiagKind::invalid_argument_value, ctx.arg("path").range,
+              fmt::format("with {} shards the path needs a `*` where the shard number goes", *shards));
+    return Type::error();
+  }
+  return Type::opaque("format:tfrecord");
+}
+
+}  // namespace
+
+void register_stage_builtins(std::vector<Builtin>& out) {
+  out.push_back(stage("map", {req("fn"), opt("parallel", "auto", {"auto"}), opt("deterministic", "true")},
+                      "Applies fn to every element; fn returns a record of fields. Runs in parallel and keeps order "
+                      "unless deterministic = false.",
+                      rule_map));
+  out.push_back(stage("filter", {req("predicate")}, "Keeps the elements for which predicate is true.", rule_filter));
+  out.push_back(stage("batch", {req("size"), opt("drop_remainder", "false")},
+                      "Stacks `size` consecutive elements into one; the last, smaller batch is dropped when "
+                      "drop_remainder is true.",
+                      [](CallContext& ctx) { return batch_like(ctx, false); }));
+  out.push_back(stage("padded_batch", {req("size"), opt("padding_value", "0"), opt("drop_remainder", "false")},
+                      "Like batch, but pads variable-length fields to the longest element of each batch.",
+                      [](CallContext& ctx) { return batch_like(ctx, true); }));
+  out.push_back(stage("unbatch", {}, "Splits each batch back into its elements.", rule_unbatch));
+  out.push_back(stage("shuffle", {req("buffer"), opt("seed", "run seed"), opt("reshuffle_each_iteration", "true")},
+                      "Samples uniformly from a buffer of `buffer` elements, as tf.data's shuffle does.", rule_shuffle));
+  out.push_back(stage("repeat", {opt("count", "forever")}, "Repeats the input `count` times, or forever.", rule_repeat));
+  out.push_back(stage("take", {req("count")}, "The first `count` elements (all when -1).", rule_take));
+  out.push_back(stage("skip", {req("count")}, "Everything after the first `count` elements.", rule_skip));
+  out.push_back(stage("shard", {req("num_shards"), req("index")},
+                      "Every num_shards-th element, starting at index (one worker's share).", rule_shard));
+  out.push_back(stage("cache", {opt("where", "memory", {"memory"})},
+                      "Keeps the elements of the first pass in memory (or in files at a path) and replays them.", rule_cache));
+  out.push_back(stage("prefetch", {opt("size", "auto", {"auto"})},
+                      "Prepares up to `size` elements ahead in the background (auto: tuned at run time).", rule_prefetch));
+  out.push_back(stage("ignore_errors", {}, "Drops elements whose reading or processing fails, and counts them.", rule_same));
+  out.push_back(stage("interleave", {opt("cycle_length", "auto", {"auto"}), opt("block_length", "1")},
+                      "Reads the source's files `cycle_length` at a time, taking `block_length` records from each in turn.",
+                      rule_interleave));
+  out.push_back(stage("to", {req("device")}, "Moves elements to a device; the stages after to(gpu) run on the GPU.", rule_to));
+  // `options` holds the device words so that `to(gpu)` reads as an option, not a name.
+  out.back().params[1].options = {"gpu", "cpu"};
+  out.push_back(stage("write", {req("format")}, "Writes every element to files, e.g. write(tfrecord(\"out/part-*.tfrecord\")).",
+                      rule_write, BuiltinKind::Sink));
+  out.push_back(Builtin{"tfrecord",
+                        BuiltinKind::Format,
+                        {req("path"), opt("shards", "1"), opt("compression", "none", {"none", "gzip", "zlib"})},
+                        "TFRecord files of tf.train.Example records, as an output format of write(...).",
+                        rule_tfrecord_format});
+}
+
+}  // namespace pipec

@@ -1,0 +1,552 @@
+// Calls and pipes: which callee a name means, argument binding, and the CallContext helpers that
+// builtin type rules use.
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/checker.h"
+#include "compiler/sema/const_eval.h"
+
+namespace pipec {
+
+// expr LPAREN argList? RPAREN  # callExpr
+Type Checker::check_call(CallExpr& e) { return apply(*e.callee, &e, nullptr, nullptr, e.range); }
+
+// expr PIPE expr  # pipeExpr
+Type Checker::check_pipe(PipeExpr& e) {
+  Type in = check(*e.lhs);
+  if (in.is_error()) {
+    // Still check the stage's own arguments so their errors are reported too, but quietly.
+    if (e.rhs->kind == ExprKind::Call)
+      for (Arg& a : e.rhs->as<CallExpr>()->args)
+        if (a.value->kind != ExprKind::Lambda && a.value->kind != ExprKind::Name) check(*a.value);
+    return Type::error();
+  }
+  if (e.rhs->kind == ExprKind::Call) {
+    auto* call = e.rhs->as<CallExpr>();
+    Type t = apply(*call->callee, call, e.lhs.get(), &in, e.rhs->range);
+    call->type = t;
+    return t;
+  }
+  if (e.rhs->kind == ExprKind::Name) {
+    Type t = apply(*e.rhs, nullptr, e.lhs.get(), &in, e.rhs->range);
+    e.rhs->type = t;
+    return t;
+  }
+  diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
+  return Type::error();
+}
+
+const Builtin* Checker::lookup_callable(const std::string& name, bool after_pipe, const Type* piped_type) {
+  if (piped_type && piped_type->kind == TypeKind::Dataset) return find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
+  switch (ctx_) {
+    case CheckContext::Model: return find_builtin(name, {BuiltinKind::Layer, BuiltinKind::Op});
+    case CheckContext::Format: return find_builtin(name, {BuiltinKind::Format});
+    case CheckContext::Source:
+    case CheckContext::Pipeline:
+      if (auto* b = find_builtin(name, {BuiltinKind::Source})) return b;
+      return find_builtin(name, {BuiltinKind::Op});
+    case CheckContext::Train:
+      return find_builtin(name, {BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy});
+    default: return find_builtin(name, {BuiltinKind::Op});
+  }
+}
+
+Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range) {
+  if (callee_expr.kind != ExprKind::Name) {
+    Type t = check(callee_expr);
+    if (!t.is_error())
+      diags().report(DiagKind::not_callable, callee_expr.range, fmt::format("{} cannot be called", type_to_string(t)));
+    return Type::error();
+  }
+  auto& name_expr = *callee_expr.as<NameExpr>();
+  const std::string& name = name_expr.name;
+  if (name == "<error>") return Type::error();
+  if (Local* l = lookup_local(name)) {
+    l->used = true;
+    name_expr.target = l->binding;
+    diags().report(DiagKind::not_callable, callee_expr.range,
+                   fmt::format("`{}` is {}, not a function", name, type_to_string(l->type)));
+    return Type::error();
+  }
+  if (const Decl* d = program_.global(name); d && d->kind != DeclKind::Import) {
+    name_expr.target = Binding{Binding::Global, name, d->name_range, d, nullptr};
+    used_[d] = true;
+    if (d->kind == DeclKind::Fn) return call_fn(*d, call, piped, piped_type, range);
+    if (d->kind == DeclKind::Model) {
+      if (ctx_ == CheckContext::Train && !piped) return call_model(*d, call, range);
+      diags().report(DiagKind::not_callable, range, fmt::format("model `{}` can only be called in a train block", name));
+      return Type::error();
+    }
+    if (call || piped) {
+      auto& diag = diags().report(DiagKind::not_callable, range,
+                                  fmt::format("{} `{}` is not a function", decl_kind_name(d->kind), name));
+      diag.notes.push_back({d->name_range, "declared here"});
+      return Type::error();
+    }
+    return check(callee_expr);
+  }
+  if (auto dt = parse_dtype(name)) {
+    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
+    return call_cast(*dt, call, piped, piped_type, range);
+  }
+  if (const Builtin* b = lookup_callable(name, piped != nullptr, piped_type)) {
+    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
+    name_expr.type = Type::function(name);
+    return call_builtin(*b, call, piped, piped_type, range);
+  }
+  // Unknown: the message depends on what was expected here.
+  DiagKind kind = DiagKind::unknown_name;
+  std::vector<std::string> candidates;
+  std::string what = "function";
+  if (piped_type && piped_type->kind == TypeKind::Dataset) {
+    kind = DiagKind::unknown_stage;
+    what = "stage";
+    candidates = builtin_names({BuiltinKind::Stage, BuiltinKind::Sink});
+  } else if (ctx_ == CheckContext::Model) {
+    kind = DiagKind::unknown_layer;
+    what = "layer";
+    candidates = builtin_names({BuiltinKind::Layer, BuiltinKind::Op});
+  } else if ((ctx_ == CheckContext::Source || ctx_ == CheckContext::Pipeline) && !piped) {
+    kind = DiagKind::unknown_source_kind;
+    what = "source";
+    candidates = builtin_names({BuiltinKind::Source});
+  } else if (ctx_ == CheckContext::Train) {
+    what = "loss, optimizer or strategy";
+    candidates = builtin_names({BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy});
+  } else {
+    candidates = builtin_names({BuiltinKind::Op});
+  }
+  for (auto& [n, d] : program_.globals)
+    if (d->kind == DeclKind::Fn) candidates.push_back(n);
+  auto& diag = diags().report(kind, callee_expr.range, fmt::format("unknown {} `{}`", what, name));
+  std::string best = closest_name(name, candidates);
+  if (!best.empty()) {
+    diag.help = fmt::format("did you mean `{}`?", best);
+    diag.replacement = best;
+  }
+  // Check the arguments anyway so that their own mistakes are reported in the same run.
+  if (call)
+    for (Arg& a : call->args)
+      if (a.value->kind != ExprKind::Lambda) check(*a.value);
+  return Type::error();
+}
+
+bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, CallContext& ctx) {
+  ctx.args.assign(b.params.size(), BoundArg{});
+  bool ok = true;
+  size_t next = 0;
+  if (piped) {
+    if (b.params.empty()) {
+      diags().report(DiagKind::too_many_arguments, ctx.range, fmt::format("`{}` takes no input", b.name));
+      return false;
+    }
+    BoundArg& a = ctx.args[0];
+    a.present = true;
+    a.expr = nullptr;
+    a.type = *piped_type;
+    a.value = piped->constant;
+    a.range = piped->range;
+    next = 1;
+  }
+  // Sinks take output formats (tfrecord(...) as a file format, not a source).
+  CheckContext saved = ctx_;
+  if (b.kind == BuiltinKind::Sink) ctx_ = CheckContext::Format;
+
+  auto check_value = [&](const ParamSpec& p, Expr& x, BoundArg& a) {
+    a.present = true;
+    a.expr = &x;
+    a.range = x.range;
+    if (x.kind == ExprKind::Lambda) return;  // the rule checks it with the right parameter types
+    if (p.tensor_list && x.kind == ExprKind::List) {
+      // Items are checked one by one; the rule decides how their shapes must agree.
+      a.type = Type::opaque("list");
+      for (auto& item : x.as<ListExpr>()->items)
+        if (check(*item).is_error()) a.type = Type::error();
+      x.type = a.type;
+      return;
+    }
+    if (!p.options.empty() && x.kind == ExprKind::Name) {
+      auto& n = *x.as<NameExpr>();
+      bool is_option = std::find(p.options.begin(), p.options.end(), n.name) != p.options.end();
+      bool resolvable = lookup_local(n.name) || program_.global(n.name) ||
+                        (train_element_ && Type::dataset(*train_element_).field(n.name));
+      if (is_option || !resolvable) {
+        if (!is_option) {
+          std::string list;
+          for (size_t i = 0; i < p.options.size(); ++i) list += (i ? ", " : "") + p.options[i];
+          auto& diag = diags().report(DiagKind::unknown_option, x.range,
+                                      fmt::format("`{}` is not an option of {}'s `{}` (expected {})", n.name, b.name,
+                                                  p.name, list));
+          std::string best = closest_name(n.name, p.options);
+          if (!best.empty()) {
+            diag.help = fmt::format("did you mean `{}`?", best);
+            diag.replacement = best;
+          }
+          a.type = Type::error();
+          ok = false;
+          return;
+        }
+        a.option = n.name;
+        a.type = Type::symbol(n.name);
+        a.value = Value::make_symbol(n.name);
+        n.target = Binding{Binding::Option, n.name, {}, nullptr, nullptr};
+        x.type = a.type;
+        x.constant = a.value;
+        return;
+      }
+    }
+    a.type = check(x);
+    a.value = x.constant;
+  };
+
+  std::set<std::string> named_seen;
+  if (call) {
+    for (Arg& arg : call->args) {
+      if (arg.name.empty()) {
+        if (next < b.params.size() && b.params[next].variadic) {
+          BoundArg& v = ctx.args[next];
+          v.present = true;
+          BoundArg item;
+          check_value(b.params[next], *arg.value, item);
+          v.rest.push_back(std::move(item));
+          continue;
+        }
+        if (next >= b.params.size()) {
+          auto& diag = diags().report(DiagKind::too_many_arguments, arg.value->range,
+                                      fmt::format("too many arguments: `{}` takes {}", b.name, b.params.size()));
+          diag.notes.push_back({{}, "signature: " + b.signature()});
+          ok = false;
+          check(*arg.value);
+          continue;
+        }
+        check_value(b.params[next], *arg.value, ctx.args[next]);
+        ++next;
+        continue;
+      }
+      auto it = std::find_if(b.params.begin(), b.params.end(), [&](const ParamSpec& p) { return p.name == arg.name; });
+      if (it == b.params.end()) {
+        std::vector<std::string> names;
+        for (auto& p : b.params) names.push_back(p.name);
+        auto& diag = diags().report(DiagKind::unknown_argument, arg.name_range,
+                                    fmt::format("`{}` has no argument `{}`", b.name, arg.name));
+        std::string best = closest_name(arg.name, names);
+        if (!best.empty()) {
+          diag.help = fmt::format("did you mean `{}`?", best);
+          diag.replacement = best;
+        } else {
+          diag.notes.push_back({{}, "signature: " + b.signature()});
+        }
+        ok = false;
+        if (arg.value->kind != ExprKind::Lambda) check(*arg.value);
+        continue;
+      }
+      size_t idx = static_cast<size_t>(it - b.params.begin());
+      if (ctx.args[idx].present) {
+        diags().report(DiagKind::duplicate_argument, arg.name_range,
+                       fmt::format("argument `{}` of `{}` is given twice", arg.name, b.name));
+        ok = false;
+        continue;
+      }
+      named_seen.insert(arg.name);
+      check_value(*it, *arg.value, ctx.args[idx]);
+    }
+  }
+  ctx_ = saved;
+  for (size_t i = 0; i < b.params.size(); ++i) {
+    if (b.params[i].required && !ctx.args[i].present && !b.params[i].variadic) {
+      auto& diag = diags().report(DiagKind::missing_argument, call ? call->args_range : ctx.range,
+                                  fmt::format("`{}` needs its `{}` argument", b.name, b.params[i].name));
+      diag.notes.push_back({{}, "signature: " + b.signature()});
+      ok = false;
+    }
+    if (ctx.args[i].present && ctx.args[i].type.is_error() && ctx.args[i].expr &&
+        ctx.args[i].expr->kind != ExprKind::Lambda)
+      ok = false;
+    for (auto& r : ctx.args[i].rest)
+      if (r.type.is_error()) ok = false;
+  }
+  return ok;
+}
+
+Type Checker::call_builtin(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range) {
+  CallContext ctx{*this, b, call, range, {}, nullptr};
+  if (b.kind == BuiltinKind::Source && current_decl_ && current_decl_->kind == DeclKind::Source &&
+      current_decl_->value.get() == static_cast<Expr*>(call))
+    ctx.decl = current_decl_;
+  if (!bind_args(b, call, piped, piped_type, ctx)) return Type::error();
+  Type t = b.rule ? b.rule(ctx) : Type::error();
+  // Scalar math on constants folds (`tanh(0.5)`, `max(1, 2)`), so consts may use it.
+  if (b.kind == BuiltinKind::Op && call && !t.is_error()) {
+    std::vector<Value> values;
+    bool all = !ctx.args.empty();
+    for (auto& a : ctx.args) {
+      if (!a.present) continue;
+      if (!a.value) all = false;
+      else values.push_back(*a.value);
+    }
+    if (all) {
+      FoldResult f = fold_call(b.name, values, t.dtype);
+      if (f.value) call->constant = f.value;
+    }
+  }
+  return t;
+}
+
+Type Checker::call_cast(DType to, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range) {
+  Type in;
+  Expr* arg = nullptr;
+  size_t nargs = (call ? call->args.size() : 0) + (piped ? 1 : 0);
+  if (nargs != 1 || (call && !call->args.empty() && !call->args[0].name.empty())) {
+    diags().report(nargs == 0 ? DiagKind::missing_argument : DiagKind::too_many_arguments, range,
+                   fmt::format("the cast `{}(x)` takes exactly one argument", dtype_name(to)));
+    return Type::error();
+  }
+  if (piped) {
+    in = *piped_type;
+    arg = piped;
+  } else {
+    arg = call->args[0].value.get();
+    in = check(*arg);
+  }
+  if (in.is_error()) return in;
+  if (!in.is_tensor()) {
+    diags().report(DiagKind::invalid_cast, range, fmt::format("cannot cast {} to {}", type_to_string(in), dtype_name(to)));
+    return Type::error();
+  }
+  if ((in.dtype == DType::Bytes) != (to == DType::Bytes)) {
+    auto& diag = diags().report(DiagKind::invalid_cast, range,
+                                fmt::format("cannot cast {} to {}", type_to_string(in), dtype_name(to)));
+    if (in.dtype == DType::Bytes) diag.help = "declare the feature with a byte length (`bytes[194]`) to read it as u8, or decode it";
+    return Type::error();
+  }
+  Type r = Type::tensor(to, in.shape);
+  if (call && arg->constant && arg->constant->kind != Value::List) call->constant = convert_value(*arg->constant, to);
+  return r;
+}
+
+Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range) {
+  Type result = global_type(fn, range);
+  std::vector<Type> params;
+  for (const Param& p : fn.params) params.push_back(resolve_type(p.type));
+  std::vector<std::pair<Type, SourceRange>> given(params.size());
+  std::vector<bool> present(params.size(), false);
+  size_t next = 0;
+  bool ok = true;
+  if (piped) {
+    if (!params.empty()) {
+      given[0] = {*piped_type, piped->range};
+      present[0] = true;
+    }
+    next = 1;
+  }
+  if (call) {
+    for (Arg& a : call->args) {
+      Type t = check(*a.value);
+      size_t idx = next;
+      if (!a.name.empty()) {
+        auto it = std::find_if(fn.params.begin(), fn.params.end(), [&](const Param& p) { return p.name == a.name; });
+        if (it == fn.params.end()) {
+          diags().report(DiagKind::unknown_argument, a.name_range, fmt::format("fn `{}` has no parameter `{}`", fn.name, a.name));
+          ok = false;
+          continue;
+        }
+        idx = static_cast<size_t>(it - fn.params.begin());
+      } else {
+        ++next;
+      }
+      if (idx >= params.size()) {
+        diags().report(DiagKind::too_many_arguments, a.value->range,
+                       fmt::format("fn `{}` takes {} argument{}", fn.name, params.size(), params.size() == 1 ? "" : "s"));
+        ok = false;
+        continue;
+      }
+      if (present[idx]) {
+        diags().report(DiagKind::duplicate_argument, a.value->range, fmt::format("parameter `{}` is given twice", fn.params[idx].name));
+        ok = false;
+        continue;
+      }
+      present[idx] = true;
+      given[idx] = {t, a.value->range};
+    }
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!present[i]) {
+      diags().report(DiagKind::missing_argument, call ? call->args_range : range,
+                     fmt::format("fn `{}` needs its `{}` argument", fn.name, fn.params[i].name));
+      ok = false;
+      continue;
+    }
+    const Type& want = params[i];
+    const Type& got = given[i].first;
+    if (want.is_error() || got.is_error()) {
+      ok = false;
+      continue;
+    }
+    bool dtype_ok = got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
+    if (!dtype_ok || got.shape != want.shape) {
+      auto& diag = diags().report(DiagKind::type_mismatch, given[i].second,
+                                  fmt::format("fn `{}` takes {} as `{}`, but this is {}", fn.name, type_to_string(want),
+                                              fn.params[i].name, type_to_string(got)));
+      diag.notes.push_back({fn.params[i].name_range, "the parameter is declared here"});
+      if (got.is_tensor() && got.shape == want.shape)
+        diag.help = fmt::format("convert it with `{}(...)`", dtype_name(want.dtype));
+      ok = false;
+    }
+  }
+  if (!ok) return Type::error();
+  Type r = result;
+  r.weak = false;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// CallContext
+
+const BoundArg& CallContext::arg(std::string_view name) const {
+  for (size_t i = 0; i < builtin.params.size(); ++i)
+    if (builtin.params[i].name == name) return args[i];
+  static const BoundArg none;
+  return none;
+}
+
+BoundArg& CallContext::arg(std::string_view name) { return const_cast<BoundArg&>(std::as_const(*this).arg(name)); }
+
+Diagnostics& CallContext::diags() { return checker.diags(); }
+
+Diagnostic& CallContext::error(DiagKind kind, SourceRange r, std::string message) {
+  return checker.diags().report(kind, r.valid() ? r : range, std::move(message));
+}
+
+std::optional<int64_t> CallContext::const_int(std::string_view name, std::optional<int64_t> min) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_scalar() || !(is_integer(a.type.dtype))) {
+    error(DiagKind::integer_expected, a.range,
+          fmt::format("`{}` of {} must be an integer, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value) {
+    error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
+    return std::nullopt;
+  }
+  if (min && a.value->i < *min) {
+    error(DiagKind::invalid_argument_value, a.range,
+          fmt::format("`{}` of {} must be at least {}, not {}", name, builtin.name, *min, a.value->i));
+    return std::nullopt;
+  }
+  return a.value->i;
+}
+
+std::optional<double> CallContext::const_number(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_scalar() || a.type.dtype == DType::Bytes) {
+    error(DiagKind::type_mismatch, a.range, fmt::format("`{}` of {} must be a number, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value) {
+    error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
+    return std::nullopt;
+  }
+  return a.value->as_double();
+}
+
+std::optional<std::string> CallContext::const_string(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_scalar() || a.type.dtype != DType::Bytes) {
+    error(DiagKind::type_mismatch, a.range, fmt::format("`{}` of {} must be a string, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value) {
+    error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
+    return std::nullopt;
+  }
+  return a.value->s;
+}
+
+std::optional<bool> CallContext::const_bool(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_scalar() || a.type.dtype != DType::Bool) {
+    error(DiagKind::bool_expected, a.range, fmt::format("`{}` of {} must be true or false, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value) {
+    error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
+    return std::nullopt;
+  }
+  return a.value->b;
+}
+
+std::optional<std::vector<int64_t>> CallContext::const_int_list(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_tensor() || a.type.rank() != 1 || !is_integer(a.type.dtype)) {
+    error(DiagKind::integer_expected, a.range,
+          fmt::format("`{}` of {} must be a list of integers, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value || a.value->kind != Value::List) {
+    error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
+    return std::nullopt;
+  }
+  std::vector<int64_t> out;
+  for (const Value& v : a.value->items) out.push_back(v.i);
+  return out;
+}
+
+std::optional<Type> CallContext::tensor(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return std::nullopt;
+  if (!a.type.is_tensor()) {
+    error(DiagKind::type_mismatch, a.range,
+          fmt::format("`{}` of {} must be a tensor, not {}", name, builtin.name, type_to_string(a.type)));
+    return std::nullopt;
+  }
+  return a.type;
+}
+
+const ElementInfo* CallContext::dataset(std::string_view name) {
+  const BoundArg& a = arg(name);
+  if (!a.present || a.type.is_error()) return nullptr;
+  if (a.type.kind != TypeKind::Dataset) {
+    error(DiagKind::not_a_dataset, a.range,
+          fmt::format("{} needs a dataset, but this is {}", builtin.name, type_to_string(a.type)));
+    return nullptr;
+  }
+  if (a.type.element->is_sink) {
+    error(DiagKind::stage_after_sink, range, fmt::format("`{}` comes after a sink; write(...) must be the last stage", builtin.name));
+    return nullptr;
+  }
+  return a.type.element.get();
+}
+
+Type CallContext::lambda(std::string_view name, const std::vector<Type>& param_types) {
+  BoundArg& a = arg(name);
+  if (!a.present || !a.expr) return Type::error();
+  if (a.expr->kind != ExprKind::Lambda) {
+    // A named fn works too: `map(parse)` calls parse(element).
+    if (a.expr->kind == ExprKind::Name) {
+      const Decl* d = checker.program().global(a.expr->as<NameExpr>()->name);
+      if (d && d->kind == DeclKind::Fn) {
+        error(DiagKind::type_mismatch, a.range,
+              fmt::format("pass a function literal: `{}(r => {}(...))`", builtin.name, d->name));
+        return Type::error();
+      }
+    }
+    Type t = checker.check(*a.expr);
+    if (!t.is_error())
+      error(DiagKind::type_mismatch, a.range,
+            fmt::format("`{}` of {} must be a function such as `r => ...`, not {}", name, builtin.name, type_to_string(t)));
+    return Type::error();
+  }
+  Type t = checker.check_lambda(*a.expr->as<LambdaExpr>(), param_types);
+  a.type = t;
+  return t;
+}
+
+}  // namespace pipec

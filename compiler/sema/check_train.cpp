@@ -1,0 +1,171 @@
+// train blocks: the data pipeline, the model called on fields of its element, loss, optimizer,
+// precision, strategy and steps.
+#include <fmt/format.h>
+
+#include "compiler/sema/checker.h"
+
+namespace pipec {
+
+namespace {
+
+struct EntrySpec {
+  const char* key;
+  bool required;
+};
+const EntrySpec kEntries[] = {
+    {"data", true},       {"model", true},    {"loss", true},  {"optimizer", true},
+    {"precision", false}, {"strategy", false}, {"steps", false}, {"epochs", false},
+};
+const std::vector<std::string> kPrecisions = {"fp32", "mixed_fp16", "mixed_bf16"};
+
+// The type of one example of a batched field: its batch dimensions removed.
+Type unbatched(const Type& t, int batch_rank) {
+  if (!t.is_tensor() || t.rank() < batch_rank) return t;
+  return Type::tensor(t.dtype, std::vector<int64_t>(t.shape.begin() + batch_rank, t.shape.end()));
+}
+
+}  // namespace
+
+// trainDecl : TRAIN name ASSIGN LBRACE (trainEntry (COMMA | SEMI)?)* RBRACE ;
+void Checker::check_train(Decl& d) {
+  ctx_ = CheckContext::Train;
+  std::map<std::string, TrainEntry*> entries;
+  std::vector<std::string> keys;
+  for (const EntrySpec& s : kEntries) keys.push_back(s.key);
+  for (TrainEntry& e : d.entries) {
+    bool known = std::find(keys.begin(), keys.end(), e.key) != keys.end();
+    if (!known) {
+      auto& diag = diags().report(DiagKind::unknown_train_entry, e.key_range, fmt::format("a train block has no entry `{}`", e.key));
+      std::string best = closest_name(e.key, keys);
+      if (!best.empty()) {
+        diag.help = fmt::format("did you mean `{}`?", best);
+        diag.replacement = best;
+      }
+      continue;
+    }
+    if (entries.count(e.key)) {
+      diags().report(DiagKind::duplicate_definition, e.key_range, fmt::format("`{}` is given twice", e.key));
+      continue;
+    }
+    entries[e.key] = &e;
+  }
+  for (const EntrySpec& s : kEntries) {
+    if (s.required && !entries.count(s.key))
+      diags().report(DiagKind::train_missing_entry, d.name_range, fmt::format("train `{}` has no `{}` entry", d.name, s.key));
+  }
+
+  // data: a dataset whose element the other entries refer to by field name.
+  Type data = Type::error();
+  if (auto it = entries.find("data"); it != entries.end()) {
+    data = check(*it->second->value);
+    if (!data.is_error() && data.kind != TypeKind::Dataset) {
+      diags().report(DiagKind::not_a_dataset, it->second->value->range,
+                     fmt::format("`data` must be a pipeline, not {}", type_to_string(data)));
+      data = Type::error();
+    } else if (!data.is_error() && data.element->batch_rank == 0) {
+      diags().report(DiagKind::model_input_mismatch, it->second->value->range,
+                     "the training data must be batched; add `| batch(n)` to the pipeline");
+    }
+  }
+  std::shared_ptr<const ElementInfo> element = data.is_error() ? nullptr : data.element;
+  train_element_ = element.get();
+
+  Type model_out = Type::error();
+  if (auto it = entries.find("model"); it != entries.end()) {
+    Expr& v = *it->second->value;
+    if (!element) {
+      // Without a data element the field names cannot be checked; stay quiet.
+    } else if (v.kind == ExprKind::Call && v.as<CallExpr>()->callee->kind == ExprKind::Name) {
+      model_out = check(v);
+    } else {
+      Type t = check(v);
+      if (!t.is_error())
+        diags().report(DiagKind::type_mismatch, v.range, "`model` must call a model with fields of the data, like `net(board, flags)`");
+    }
+  }
+  if (auto it = entries.find("loss"); it != entries.end() && element) {
+    Type t = check(*it->second->value);
+    if (!t.is_error() && !model_out.is_error() && t.kind == TypeKind::Opaque) {
+      // The loss target is the first argument of the loss call.
+      auto* call = it->second->value->kind == ExprKind::Call ? it->second->value->as<CallExpr>() : nullptr;
+      if (call && !call->args.empty()) {
+        const Type& target = call->args[0].value->type;
+        Type per_example = unbatched(target, element->batch_rank);
+        if (per_example.is_tensor() && model_out.is_tensor() &&
+            per_example.num_elements() != model_out.num_elements() && per_example.num_elements() >= 0 &&
+            model_out.num_elements() >= 0) {
+          diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
+                         fmt::format("the loss target is {} per example but the model produces {}",
+                                     type_to_string(per_example), type_to_string(model_out)));
+        }
+      }
+    }
+  }
+  if (auto it = entries.find("optimizer"); it != entries.end()) check(*it->second->value);
+  if (auto it = entries.find("strategy"); it != entries.end()) check(*it->second->value);
+  if (auto it = entries.find("precision"); it != entries.end()) {
+    Expr& v = *it->second->value;
+    if (v.kind == ExprKind::Name &&
+        std::find(kPrecisions.begin(), kPrecisions.end(), v.as<NameExpr>()->name) != kPrecisions.end()) {
+      v.type = Type::symbol(v.as<NameExpr>()->name);
+      v.as<NameExpr>()->target = Binding{Binding::Option, v.as<NameExpr>()->name, {}, nullptr, nullptr};
+    } else {
+      std::string word = v.kind == ExprKind::Name ? v.as<NameExpr>()->name : "";
+      auto& diag = diags().report(DiagKind::unknown_option, v.range, "`precision` must be one of fp32, mixed_fp16, mixed_bf16");
+      std::string best = closest_name(word, kPrecisions);
+      if (!best.empty()) {
+        diag.help = fmt::format("did you mean `{}`?", best);
+        diag.replacement = best;
+      }
+    }
+  }
+  for (const char* key : {"steps", "epochs"}) {
+    if (auto it = entries.find(key); it != entries.end()) {
+      Expr& v = *it->second->value;
+      Type t = check(v);
+      if (t.is_error()) continue;
+      if (!t.is_scalar() || !is_integer(t.dtype) || !v.constant)
+        diags().report(DiagKind::integer_expected, v.range, fmt::format("`{}` must be a constant integer", key));
+      else if (v.constant->i <= 0)
+        diags().report(DiagKind::invalid_argument_value, v.range, fmt::format("`{}` must be at least 1", key));
+    }
+  }
+  train_element_ = nullptr;
+  d.type = Type::opaque("train");
+}
+
+// `model = net(board, flags)` inside a train block: the arguments are fields of the data element,
+// whose per-example types must equal the model's declared inputs.
+Type Checker::call_model(const Decl& model, CallExpr* call, SourceRange range) {
+  global_type(model, range);
+  if (!call) return Type::error();
+  bool ok = true;
+  if (call->args.size() != model.params.size()) {
+    auto& diag = diags().report(DiagKind::model_input_mismatch, call->args_range,
+                                fmt::format("model `{}` takes {} inputs, but {} are given", model.name, model.params.size(),
+                                            call->args.size()));
+    diag.notes.push_back({model.name_range, "the model is declared here"});
+    ok = false;
+  }
+  int batch_rank = train_element_ ? train_element_->batch_rank : 0;
+  for (size_t i = 0; i < call->args.size(); ++i) {
+    Type got = check(*call->args[i].value);
+    if (got.is_error() || i >= model.params.size()) {
+      ok = false;
+      continue;
+    }
+    Type want = resolve_type(model.params[i].type);
+    Type per_example = unbatched(got, batch_rank);
+    if (!want.is_error() && (!per_example.is_tensor() || per_example.dtype != want.dtype || per_example.shape != want.shape)) {
+      auto& diag = diags().report(DiagKind::model_input_mismatch, call->args[i].value->range,
+                                  fmt::format("model input `{}` is {} but the data gives {} per example", model.params[i].name,
+                                              type_to_string(want), type_to_string(per_example)));
+      diag.notes.push_back({model.params[i].name_range, "the input is declared here"});
+      ok = false;
+    }
+  }
+  if (!ok || !model.result_type) return Type::error();
+  return resolve_type(*model.result_type);
+}
+
+}  // namespace pipec

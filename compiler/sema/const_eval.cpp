@@ -1,0 +1,163 @@
+#include "compiler/sema/const_eval.h"
+
+#include <cmath>
+#include <limits>
+
+namespace pipec {
+
+namespace {
+
+bool is_scalar(const Value& v) { return v.kind == Value::Int || v.kind == Value::Float || v.kind == Value::Bool; }
+
+Value make_number(double f, int64_t i, DType dt) {
+  if (dt == DType::Bool) return Value::make_bool(i != 0 || f != 0);
+  if (is_float(dt)) return Value::make_float(f, dt);
+  return Value::make_int(i, dt);
+}
+
+// Wraps an i64 result into a narrower integer dtype, as the runtime would.
+Value narrow(int64_t v, DType dt) {
+  switch (dt) {
+    case DType::U8: return Value::make_int(static_cast<uint8_t>(v), dt);
+    case DType::I8: return Value::make_int(static_cast<int8_t>(v), dt);
+    case DType::U16: return Value::make_int(static_cast<uint16_t>(v), dt);
+    case DType::I16: return Value::make_int(static_cast<int16_t>(v), dt);
+    case DType::U32: return Value::make_int(static_cast<uint32_t>(v), dt);
+    case DType::I32: return Value::make_int(static_cast<int32_t>(v), dt);
+    default: return Value::make_int(v, dt);
+  }
+}
+
+}  // namespace
+
+Value convert_value(const Value& v, DType to) {
+  if (!is_scalar(v)) return v;
+  if (to == DType::Bool) return Value::make_bool(v.as_double() != 0);
+  if (is_float(to)) {
+    double f = v.as_double();
+    if (to == DType::F32 || to == DType::F16 || to == DType::BF16) f = static_cast<float>(f);
+    return Value::make_float(f, to);
+  }
+  if (v.kind == Value::Float) {
+    double f = std::trunc(v.f);
+    if (!(f > -9.3e18 && f < 9.3e18)) return narrow(0, to);
+    return narrow(static_cast<int64_t>(f), to);
+  }
+  return narrow(v.kind == Value::Bool ? (v.b ? 1 : 0) : v.i, to);
+}
+
+FoldResult fold_unary(UnaryOp op, const Value& v, DType result) {
+  if (!is_scalar(v)) return {std::nullopt, FoldError::NotFoldable};
+  switch (op) {
+    case UnaryOp::Plus: return {convert_value(v, result)};
+    case UnaryOp::Neg:
+      if (is_float(result)) return {Value::make_float(-v.as_double(), result)};
+      if (v.kind == Value::Int && v.i == std::numeric_limits<int64_t>::min()) return {std::nullopt, FoldError::Overflow};
+      return {narrow(-convert_value(v, DType::I64).i, result)};
+    case UnaryOp::Not: return {Value::make_bool(v.as_double() == 0)};
+    case UnaryOp::BitNot: return {narrow(~convert_value(v, DType::I64).i, result)};
+  }
+  return {std::nullopt, FoldError::NotFoldable};
+}
+
+FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result) {
+  if (!is_scalar(a) || !is_scalar(b)) return {std::nullopt, FoldError::NotFoldable};
+  double x = a.as_double(), y = b.as_double();
+  switch (op) {
+    case BinaryOp::Eq: return {Value::make_bool(x == y)};
+    case BinaryOp::Ne: return {Value::make_bool(x != y)};
+    case BinaryOp::Lt: return {Value::make_bool(x < y)};
+    case BinaryOp::Le: return {Value::make_bool(x <= y)};
+    case BinaryOp::Gt: return {Value::make_bool(x > y)};
+    case BinaryOp::Ge: return {Value::make_bool(x >= y)};
+    case BinaryOp::And: return {Value::make_bool(x != 0 && y != 0)};
+    case BinaryOp::Or: return {Value::make_bool(x != 0 || y != 0)};
+    default: break;
+  }
+  if (is_float(result)) {
+    double r = 0;
+    switch (op) {
+      case BinaryOp::Add: r = x + y; break;
+      case BinaryOp::Sub: r = x - y; break;
+      case BinaryOp::Mul: r = x * y; break;
+      case BinaryOp::Div: r = x / y; break;  // IEEE: inf/nan, as at run time
+      case BinaryOp::FloorDiv: r = std::floor(x / y); break;
+      case BinaryOp::Mod: r = y == 0 ? std::nan("") : x - std::floor(x / y) * y; break;
+      case BinaryOp::Pow: r = std::pow(x, y); break;
+      default: return {std::nullopt, FoldError::NotFoldable};
+    }
+    return {convert_value(Value::make_float(r, DType::F64), result)};
+  }
+  int64_t p = convert_value(a, DType::I64).i, q = convert_value(b, DType::I64).i;
+  int64_t r = 0;
+  switch (op) {
+    case BinaryOp::Add:
+      if (__builtin_add_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      break;
+    case BinaryOp::Sub:
+      if (__builtin_sub_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      break;
+    case BinaryOp::Mul:
+      if (__builtin_mul_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      break;
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Mod: {
+      if (q == 0) return {std::nullopt, FoldError::DivisionByZero};
+      if (p == std::numeric_limits<int64_t>::min() && q == -1) return {std::nullopt, FoldError::Overflow};
+      // Python semantics: floor division, the remainder takes the divisor's sign.
+      int64_t d = p / q, m = p % q;
+      if (m != 0 && ((m < 0) != (q < 0))) {
+        d -= 1;
+        m += q;
+      }
+      r = op == BinaryOp::FloorDiv ? d : m;
+      break;
+    }
+    case BinaryOp::Pow: {
+      if (q < 0) return {std::nullopt, FoldError::NotFoldable};
+      r = 1;
+      for (int64_t k = 0; k < q; ++k)
+        if (__builtin_mul_overflow(r, p, &r)) return {std::nullopt, FoldError::Overflow};
+      break;
+    }
+    case BinaryOp::BitAnd: r = p & q; break;
+    case BinaryOp::BitXor: r = p ^ q; break;
+    case BinaryOp::Shl: r = (q < 0 || q > 63) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << q); break;
+    case BinaryOp::Shr: r = (q < 0 || q > 63) ? (p < 0 ? -1 : 0) : p >> q; break;
+    default: return {std::nullopt, FoldError::NotFoldable};
+  }
+  return {narrow(r, result)};
+}
+
+FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DType result) {
+  for (const Value& v : args)
+    if (!is_scalar(v)) return {std::nullopt, FoldError::NotFoldable};
+  if (args.size() == 1) {
+    double x = args[0].as_double();
+    double r;
+    if (name == "abs") {
+      if (!is_float(result)) return {narrow(std::llabs(convert_value(args[0], DType::I64).i), result)};
+      r = std::fabs(x);
+    } else if (name == "sign") r = x > 0 ? 1 : x < 0 ? -1 : 0;
+    else if (name == "tanh") r = std::tanh(x);
+    else if (name == "exp") r = std::exp(x);
+    else if (name == "log") r = std::log(x);
+    else if (name == "sqrt") r = std::sqrt(x);
+    else if (name == "sin") r = std::sin(x);
+    else if (name == "cos") r = std::cos(x);
+    else if (name == "floor") r = std::floor(x);
+    else if (name == "ceil") r = std::ceil(x);
+    else if (name == "round") r = std::nearbyint(x);
+    else if (name == "sigmoid") r = 1 / (1 + std::exp(-x));
+    else if (auto dt = parse_dtype(name)) return {convert_value(args[0], *dt)};
+    else return {std::nullopt, FoldError::NotFoldable};
+    return {convert_value(Value::make_float(r, DType::F64), result)};
+  }
+  if (args.size() == 2 && (name == "max" || name == "min")) {
+    bool take_a = name == "max" ? args[0].as_double() >= args[1].as_double() : args[0].as_double() <= args[1].as_double();
+    return {convert_value(take_a ? args[0] : args[1], result)};
+  }
+  return {std::nullopt, FoldError::NotFoldable};
+}
+
+}  // namespace pipec
