@@ -68,7 +68,7 @@ int cmd_explain(const Args& args) {
     }
     if (!first) std::cout << "\n";
     first = false;
-    std::cout << print_plan(plan, &program->sources);
+    std::cout << print_plan(plan);
   }
   if (!found) {
     if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";

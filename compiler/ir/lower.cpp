@@ -53,6 +53,13 @@ const char* binary_op_name(BinaryOp op) {
 }
 
 // Lowers one map/filter body.
+SpecLoc spec_loc(const Program& program, SourceRange r) {
+  if (!r.valid()) return {};
+  const SourceFile& f = program.sources.file(r.file);
+  LineCol lc = f.line_col(r.begin);
+  return SpecLoc{f.path(), lc.line, lc.col};
+}
+
 class FunctionLowering {
  public:
   FunctionLowering(const Program& program, ExprFunction& fn) : program_(program), fn_(fn) {}
@@ -64,12 +71,12 @@ class FunctionLowering {
       LValue v;
       if (t.kind == TypeKind::Record) {
         for (const Field& f : *t.fields) {
-          Instr p{"param", {}, {{"field", Value::make_string(f.name)}}, *f.type, lambda.param_ranges[i]};
+          Instr p{"param", {}, {{"field", Value::make_string(f.name)}}, *f.type, spec_loc(program_, lambda.param_ranges[i])};
           v.fields[f.name] = fn_.add(std::move(p));
           v.order.push_back(f.name);
         }
       } else {
-        v.id = fn_.add(Instr{"param", {}, {{"field", Value::make_string(lambda.params[i])}}, t, lambda.param_ranges[i]});
+        v.id = fn_.add(Instr{"param", {}, {{"field", Value::make_string(lambda.params[i])}}, t, spec_loc(program_, lambda.param_ranges[i])});
       }
       scopes_.back()[lambda.params[i]] = v;
     }
@@ -81,7 +88,7 @@ class FunctionLowering {
  private:
   int emit(std::string op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
     type.weak = false;
-    return fn_.add(Instr{std::move(op), std::move(operands), std::move(attrs), std::move(type), loc});
+    return fn_.add(Instr{std::move(op), std::move(operands), std::move(attrs), std::move(type), spec_loc(program_, loc)});
   }
 
   int emit_const(const Value& v, DType dtype, const std::vector<int64_t>& shape, SourceRange loc) {
@@ -446,7 +453,7 @@ class PlanLowering {
     if (!b) throw std::logic_error("lowering: unknown stage " + callee.name);
     Stage s;
     s.op = b->name;
-    s.loc = loc;
+    s.loc = spec_loc(program_, loc);
     s.element = *whole.type.element;
     s.inputs = inputs;
     size_t next = is_stage ? 1 : 0;

@@ -1,7 +1,7 @@
 // Lowering: a checked pipeline declaration (typed AST) -> a Plan (dataset graph + expression IR).
 #pragma once
 
-#include "compiler/ir/dataset_ir.h"
+#include "runtime/plan/plan.h"
 #include "compiler/sema/program.h"
 
 namespace pipec {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/sema/type.h"
-#include "compiler/sema/value.h"
+#include "runtime/plan/type.h"
+#include "runtime/plan/value.h"
 
 namespace pipec {
 

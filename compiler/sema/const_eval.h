@@ -5,7 +5,7 @@
 #include <string>
 
 #include "compiler/front/ast.h"
-#include "compiler/sema/value.h"
+#include "runtime/plan/value.h"
 
 namespace pipec {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/sema/type.h"
+#include "runtime/plan/type.h"
 
 namespace pipec {
 

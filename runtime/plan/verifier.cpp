@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/ir/dataset_ir.h"
+#include "runtime/plan/plan.h"
 
 namespace pipec {
 

@@ -1,4 +1,4 @@
-#include "compiler/sema/type.h"
+#include "runtime/plan/type.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// The tensor expression IR: the body of a map or filter as a list of SSA instructions.
+// The tensor expression IR (part of the plan, so it lives in the runtime): the body of a map or filter as a list of SSA instructions.
 //
 // Every instruction produces one value with a static type. Operands are indices of earlier
 // instructions. Element-wise binary ops see operands of one dtype (lowering inserts the casts that
@@ -10,18 +10,27 @@
 #include <string>
 #include <vector>
 
-#include "compiler/front/source.h"
-#include "compiler/sema/type.h"
-#include "compiler/sema/value.h"
+#include "runtime/plan/type.h"
+#include "runtime/plan/value.h"
 
 namespace pipec {
+
+/// Where in the spec a stage or instruction comes from, resolved at lowering so that run-time errors
+/// can name it without the compiler's source manager.
+struct SpecLoc {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t col = 0;
+  bool valid() const { return line != 0; }
+  std::string to_string() const { return file + ":" + std::to_string(line) + ":" + std::to_string(col); }
+};
 
 struct Instr {
   std::string op;                       // "param", "const", "add", "cast", "slice", "gather", "tanh", ...
   std::vector<int> operands;            // ids of earlier instructions
   std::map<std::string, Value> attrs;   // field (param), value (const), dtype (cast), starts/stops/steps...
   Type type;                            // the result
-  SourceRange loc;                      // the spec expression it comes from
+  SpecLoc loc;                          // the spec expression it comes from
 };
 
 struct ExprFunction {

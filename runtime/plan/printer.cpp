@@ -1,7 +1,7 @@
 // Text forms of the IR for `pipec explain` and the golden tests.
 #include <fmt/format.h>
 
-#include "compiler/ir/dataset_ir.h"
+#include "runtime/plan/plan.h"
 
 namespace pipec {
 
@@ -53,7 +53,7 @@ std::string print_function(const ExprFunction& fn) {
   return out;
 }
 
-std::string print_plan(const Plan& plan, const SourceManager* sources) {
+std::string print_plan(const Plan& plan) {
   std::string out = "pipeline " + plan.name + "\n";
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
@@ -62,10 +62,7 @@ std::string print_plan(const Plan& plan, const SourceManager* sources) {
     for (const auto& [n, v] : s.args) args += fmt::format("{}{} = {}", args.empty() ? "" : ", ", n, attr_text(v));
     if (s.fn) args += fmt::format("{}fn = {}", args.empty() ? "" : ", ", s.fn->name);
     std::string where;
-    if (sources && s.loc.valid()) {
-      LineCol lc = sources->file(s.loc.file).line_col(s.loc.begin);
-      where = fmt::format("  ({}:{})", lc.line, lc.col);
-    }
+    if (s.loc.valid()) where = fmt::format("  ({}:{})", s.loc.line, s.loc.col);
     out += fmt::format("  #{} {}({}){}\n", i, s.op, args, where);
     for (const SchemaEntry& e : s.schema)
       out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type), e.fixed_bytes ? " (fixed-length bytes)" : "",

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/expr_ir.h"
+#include <optional>
+
+#include "runtime/plan/expr_function.h"
 
 namespace pipec {
 
@@ -26,7 +28,7 @@ struct Stage {
   std::vector<SchemaEntry> schema;                  // sources with a schema
   std::shared_ptr<ExprFunction> fn;                 // map and filter
   ElementInfo element;                              // the element this stage produces
-  SourceRange loc;
+  SpecLoc loc;
 
   const Value* arg(const std::string& name) const;
 };
@@ -37,7 +39,7 @@ struct Plan {
 };
 
 /// `pipec explain`'s text: each stage with its arguments and element type, then each function.
-std::string print_plan(const Plan& plan, const SourceManager* sources = nullptr);
+std::string print_plan(const Plan& plan);
 
 /// Structural checks: inputs refer to earlier stages, sources have none, map/filter have functions that
 /// verify, element types agree with the function results. Empty when valid.

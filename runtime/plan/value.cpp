@@ -1,4 +1,4 @@
-#include "compiler/sema/value.h"
+#include "runtime/plan/value.h"
 
 #include <fmt/format.h>
 

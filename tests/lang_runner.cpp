@@ -1,0 +1,107 @@
+// Golden language tests. Each tests/lang/**/*.pipe file is a spec followed by its expected output:
+//
+//   <spec text>
+//   # ---- expected output ----
+//   # names/fail_unknown.pipe:3:7: error[unknown_name]: unknown name `flgs`
+//   # ...
+//
+// A first line `# mode: explain` compares the diagnostics and the plan (`pipec explain`); otherwise the
+// diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none.
+// `lang_tests --update DIR` rewrites every expected block from the current output.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "compiler/ir/lower.h"
+#include "compiler/sema/program.h"
+
+namespace fs = std::filesystem;
+using namespace pipec;
+
+static const std::string kMarker = "# ---- expected output ----";
+
+static std::string run_spec(const std::string& rel_path, const std::string& spec, bool explain, bool& had_errors) {
+  auto program = check_text(rel_path, spec);
+  std::ostringstream out;
+  program->diags.print(out, false);
+  had_errors = program->diags.has_errors();
+  if (explain && !had_errors) {
+    for (const auto& d : program->main().decls) {
+      if (d->kind != DeclKind::Pipeline) continue;
+      Plan plan = lower_pipeline(*program, *d);
+      for (auto& p : verify_plan(plan)) out << "VERIFIER: " << p << "\n";
+      out << print_plan(plan);
+    }
+  }
+  return out.str();
+}
+
+static std::string as_comment_block(const std::string& output) {
+  std::string block = kMarker + "\n";
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) block += line.empty() ? "#\n" : "# " + line + "\n";
+  return block;
+}
+
+int main(int argc, char** argv) {
+  bool update = false;
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--update") update = true;
+    else dir = a;
+  }
+  if (dir.empty()) {
+    std::cerr << "usage: lang_tests [--update] DIR\n";
+    return 2;
+  }
+  if (chdir(dir.c_str()) != 0) {
+    std::cerr << "lang_tests: cannot enter " << dir << "\n";
+    return 2;
+  }
+  std::vector<std::string> files;
+  for (auto& e : fs::recursive_directory_iterator("."))
+    if (e.is_regular_file() && e.path().extension() == ".pipe" && e.path().parent_path().filename() != "imports")
+      files.push_back(fs::relative(e.path(), ".").string());
+  std::sort(files.begin(), files.end());
+  int passed = 0, failed = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    size_t marker = text.find(kMarker);
+    std::string spec = marker == std::string::npos ? text : text.substr(0, marker);
+    std::string expected = marker == std::string::npos ? "" : text.substr(marker);
+    bool explain = spec.rfind("# mode: explain", 0) == 0;
+    bool had_errors = false;
+    std::string output = run_spec(f, spec, explain, had_errors);
+    std::string actual = as_comment_block(output);
+    bool must_fail = fs::path(f).filename().string().rfind("fail_", 0) == 0;
+    std::string problem;
+    if (must_fail && !had_errors) problem = "a fail_ test produced no error";
+    if (!must_fail && had_errors) problem = "produced errors but its name does not start with fail_";
+    if (update) {
+      if (actual != expected) {
+        std::ofstream o(f);
+        o << spec << actual;
+      }
+      expected = actual;
+    }
+    if (problem.empty() && actual != expected) problem = "output differs from the expected block";
+    if (problem.empty()) {
+      ++passed;
+      continue;
+    }
+    ++failed;
+    std::cout << "FAIL " << f << ": " << problem << "\n";
+    if (actual != expected) std::cout << "--- expected\n" << expected << "--- actual\n" << actual;
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed ? 1 : 0;
+}
