@@ -1,0 +1,47 @@
+// ChunkBuilder: collects rows copied out of other chunks into a new chunk (batch, shuffle, filter,
+// take). Dense columns are filled in one preallocated buffer, byte strings in one blob, so copying a
+// row costs a memcpy, not an allocation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/core/chunk.h"
+
+namespace pipec {
+
+class ChunkBuilder {
+ public:
+  /// Columns laid out like `prototype`'s (same dtypes and per-row shapes), room for `capacity` rows.
+  ChunkBuilder(const Chunk& prototype, int64_t capacity);
+
+  /// Copies row `row` of `src` (same layout as the prototype) to the end.
+  void add_row(const Chunk& src, int64_t row);
+  /// Copies rows [begin, end).
+  void add_rows(const Chunk& src, int64_t begin, int64_t end);
+  int64_t rows() const { return rows_; }
+  int64_t capacity() const { return capacity_; }
+  bool full() const { return rows_ >= capacity_; }
+
+  /// The chunk built so far (dense tensors trimmed to rows()); the builder is empty afterwards.
+  Chunk finish();
+
+ private:
+  struct ColumnBuilder {
+    bool ragged = false;
+    DType dtype = DType::F32;
+    Shape row_shape;        // dense: shape of one row
+    size_t row_bytes = 0;   // dense numeric
+    Tensor data;            // dense numeric: [capacity, row_shape...]
+    std::string blob;       // dense bytes
+    std::vector<int64_t> offsets{0};
+    std::vector<Tensor> rows;  // ragged
+  };
+  void reset();
+
+  std::vector<ColumnBuilder> cols_;
+  int64_t capacity_;
+  int64_t rows_ = 0;
+};
+
+}  // namespace pipec

@@ -1,0 +1,97 @@
+// Chunk iterators: one per plan stage, pulling chunks from their inputs.
+//
+// The executor turns a Plan into a tree of iterators (build_iterator). Each iterator produces chunks
+// of its stage's elements, knows how many it has produced (the element index that keys random
+// streams), measures the time it spends itself (not in its inputs) for the bottleneck report, and can
+// save and restore its whole state for iterator checkpoints.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/chunk.h"
+#include "runtime/exec/cancellation.h"
+#include "runtime/exec/checkpoint_io.h"
+#include "runtime/exec/stage_stats.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/plan/plan.h"
+
+namespace pipec {
+
+/// What every iterator of one run shares.
+struct RunContext {
+  const Plan* plan = nullptr;
+  std::string spec_dir;            // relative paths in the spec are resolved against it
+  uint64_t seed = 0;               // the run seed: default for shuffle/random ops without their own
+  int threads = 0;                 // parallelism for map and parallel reads
+  ThreadPool* pool = nullptr;
+  const CancellationToken* cancel = nullptr;
+  std::vector<std::unique_ptr<StageStats>> stats;  // one per plan stage: output, own busy time, bytes
+  std::vector<std::unique_ptr<std::atomic<int64_t>>> dropped;  // per stage: elements dropped by ignore_errors
+  /// Rows per chunk that sources produce (elements, before batching).
+  int64_t chunk_rows = 1024;
+  /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count
+  /// them instead of failing.
+  std::vector<bool> tolerant;  // per stage
+  /// Shared state that must outlive one iterator instance (a cache filled in epoch 0, replayed later).
+  std::vector<std::shared_ptr<void>> shared;  // per stage
+  /// Warnings already printed (printed once per run).
+  std::vector<std::string> warnings;
+
+  std::string resolve_path(const std::string& p) const;
+  void check_cancelled() const;
+};
+
+class ChunkIterator {
+ public:
+  ChunkIterator(RunContext& ctx, int stage) : ctx_(ctx), stage_(stage) {}
+  virtual ~ChunkIterator() = default;
+
+  /// The next chunk of this stage's elements; false at the end of the sequence. Timing and counters
+  /// are kept here; subclasses implement produce().
+  bool next(Chunk& out);
+
+  /// Writes / reads everything needed to continue exactly where this iterator is.
+  virtual void save(StateWriter& w) const = 0;
+  virtual void restore(StateReader& r) = 0;
+
+  int stage() const { return stage_; }
+  const Stage& spec() const { return ctx_.plan->stages[stage_]; }
+
+ protected:
+  virtual bool produce(Chunk& out) = 0;
+  /// Pulls from an input; the time it takes is not counted as this stage's own.
+  bool pull(ChunkIterator& input, Chunk& out);
+
+  RunContext& ctx_;
+  int stage_;
+  int64_t produced_ = 0;  // elements produced so far in this epoch (the next chunk's first_index)
+
+ private:
+  int64_t child_ns_ = 0;
+};
+
+/// Builds the iterator tree for `stage` (and everything it reads from), for epoch `epoch`.
+std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_t epoch);
+
+/// Helpers shared by several stages.
+/// Rows [begin, end) of `in` as a new chunk (tensors share nothing with `in`).
+Chunk slice_rows(const Chunk& in, int64_t begin, int64_t end);
+/// The chunk made of the rows of `in` whose `keep` flag is set.
+Chunk select_rows(const Chunk& in, const std::vector<uint8_t>& keep);
+/// Appends row `row` of `src` to `dst` (same column layout) — used by shuffle and batch buffers.
+void append_rows(Chunk& dst, const Chunk& src, int64_t begin, int64_t end);
+/// Serializes / reads back a chunk (for checkpoints of buffered state).
+void save_chunk(StateWriter& w, const Chunk& c);
+Chunk restore_chunk(StateReader& r);
+
+/// A run-time error naming the stage and its place in the spec: "chess.pipe:20:5: map: ...".
+class StageError : public std::runtime_error {
+ public:
+  StageError(const Stage& stage, const std::string& what);
+};
+
+}  // namespace pipec

@@ -1,0 +1,73 @@
+#include "runtime/exec/pipeline_run.h"
+
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace pipec {
+
+namespace {
+constexpr uint32_t kCheckpointVersion = 1;
+}
+
+PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(plan) {
+  int threads = options.threads > 0 ? options.threads : ThreadPool::default_size();
+  pool_ = std::make_unique<ThreadPool>(threads);
+  ctx_.plan = &plan_;
+  ctx_.spec_dir = options.spec_dir;
+  ctx_.seed = options.seed;
+  ctx_.threads = threads;
+  ctx_.pool = pool_.get();
+  ctx_.cancel = options.cancel;
+  size_t n = plan_.stages.size();
+  for (size_t i = 0; i < n; ++i) {
+    ctx_.stats.push_back(std::make_unique<StageStats>(plan_.stages[i].op));
+    ctx_.dropped.push_back(std::make_unique<std::atomic<int64_t>>(0));
+  }
+  ctx_.shared.resize(n);
+  // Stages upstream of an ignore_errors drop bad elements instead of failing.
+  ctx_.tolerant.assign(n, false);
+  std::function<void(int)> mark = [&](int s) {
+    ctx_.tolerant[s] = true;
+    for (int in : plan_.stages[s].inputs) mark(in);
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (plan_.stages[i].op == "ignore_errors")
+      for (int in : plan_.stages[i].inputs) mark(in);
+  // The plan's text identifies it: a checkpoint of another plan is refused.
+  fingerprint_ = std::hash<std::string>{}(print_plan(plan_));
+  root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);
+}
+
+PipelineRun::~PipelineRun() {
+  root_.reset();  // stops prefetch threads before the pool goes
+  pool_.reset();
+}
+
+bool PipelineRun::next(Chunk& out) {
+  bool ok = root_->next(out);
+  if (ok) delivered_ += out.rows;
+  return ok;
+}
+
+void PipelineRun::save_checkpoint(const std::filesystem::path& path) const {
+  StateWriter w(kCheckpointVersion);
+  w.write_u64(fingerprint_);
+  w.write_i64(delivered_);
+  w.write_u64(ctx_.seed);
+  root_->save(w);
+  w.write_to_file(path);
+}
+
+void PipelineRun::restore_checkpoint(const std::filesystem::path& path) {
+  StateReader r = StateReader::from_file(path);
+  if (r.version() != kCheckpointVersion) throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
+  if (r.read_u64() != fingerprint_) throw r.error("the checkpoint was written by a different pipeline");
+  delivered_ = r.read_i64();
+  uint64_t seed = r.read_u64();
+  if (seed != ctx_.seed) throw r.error(fmt::format("the checkpoint was written with --seed {}", seed));
+  root_->restore(r);
+  r.expect_end();
+}
+
+}  // namespace pipec

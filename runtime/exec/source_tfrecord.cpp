@@ -1,0 +1,278 @@
+// tfrecord(files) { schema }: reads TFRecord files and parses the schema's features, a chunk of
+// records at a time. Followed by interleave(cycle_length, block_length), it reads several files in
+// turn exactly as tf.data's interleave over per-file TFRecordDatasets does.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/exec/iterator.h"
+#include "runtime/exec/philox.h"
+#include "runtime/exec/stage_factories.h"
+#include "runtime/io/errors.h"
+#include "runtime/io/example_parser.h"
+#include "runtime/io/file_glob.h"
+#include "runtime/io/record_batch.h"
+#include "runtime/io/tfrecord_reader.h"
+
+namespace pipec {
+
+namespace {
+
+FeatureSpec feature_spec(const SchemaEntry& e) {
+  FeatureSpec s;
+  const Type& t = e.type;
+  if (e.fixed_bytes) {
+    s = FeatureSpec::fixed_bytes(e.name, t.shape.back(), Shape(t.shape.begin(), t.shape.end() - 1));
+  } else {
+    FeatureKind kind = t.dtype == DType::I64 ? FeatureKind::Int64 : t.dtype == DType::F32 ? FeatureKind::Float : FeatureKind::Bytes;
+    bool var = !t.shape.empty() && t.shape.back() < 0;
+    s = var ? FeatureSpec::var_len(e.name, kind) : t.shape.empty() ? FeatureSpec::scalar(e.name, kind) : FeatureSpec::fixed(e.name, kind, t.shape);
+  }
+  if (e.default_value) {
+    // A scalar default fills every value of a fixed-length feature.
+    int64_t n = s.variable_length() ? 1 : std::max<int64_t>(1, s.values_per_record());
+    std::vector<Value> values;
+    if (e.default_value->kind == Value::List) values = e.default_value->items;
+    else values.assign(static_cast<size_t>(e.fixed_bytes ? 1 : n), *e.default_value);
+    if (s.kind == FeatureKind::Int64) {
+      std::vector<int64_t> v;
+      for (auto& x : values) v.push_back(x.kind == Value::Float ? static_cast<int64_t>(x.f) : x.i);
+      s = std::move(s).with_default(v);
+    } else if (s.kind == FeatureKind::Float) {
+      std::vector<float> v;
+      for (auto& x : values) v.push_back(static_cast<float>(x.as_double()));
+      s = std::move(s).with_default(v);
+    } else {
+      std::vector<std::string> v;
+      for (auto& x : values) v.push_back(x.s);
+      s = std::move(s).with_default(v);
+    }
+  }
+  return s;
+}
+
+class TFRecordSource : public ChunkIterator {
+ public:
+  TFRecordSource(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length)
+      : ChunkIterator(ctx, stage), epoch_(epoch), cycle_length_(cycle_length), block_length_(block_length) {
+    const Stage& s = spec();
+    std::vector<FeatureSpec> specs;
+    for (const SchemaEntry& e : s.schema) specs.push_back(feature_spec(e));
+    parser_ = std::make_unique<ExampleParser>(std::move(specs));
+    std::string pattern = ctx.resolve_path(s.arg("files")->s);
+    try {
+      files_ = expand_glob(pattern);
+    } catch (const DataError& e) {
+      throw StageError(s, e.what());
+    }
+    if (const Value* c = s.arg("compression")) options_.compression = parse_compression(c->s).value_or(Compression::None);
+    else options_.compression = Compression::None;
+    const Value* shuffle = s.arg("shuffle_files");
+    if (shuffle && shuffle->b) {
+      const Value* seed = s.arg("seed");
+      RandomStream rng(seed ? static_cast<uint64_t>(seed->i) : ctx.seed, static_cast<uint64_t>(stage), 0, epoch);
+      for (size_t i = files_.size(); i > 1; --i) std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
+    }
+    slots_.resize(static_cast<size_t>(std::max<int64_t>(1, cycle_length_)));
+  }
+
+  void save(StateWriter& w) const override {
+    w.write_i64(produced_);
+    w.write_u64(next_file_);
+    w.write_i64(cycle_index_);
+    w.write_i64(block_index_);
+    w.write_u64(slots_.size());
+    for (const Slot& s : slots_) {
+      w.write_i64(s.file);
+      w.write_i64(s.consumed);
+    }
+  }
+
+  void restore(StateReader& r) override {
+    produced_ = r.read_i64();
+    next_file_ = r.read_u64();
+    cycle_index_ = r.read_i64();
+    block_index_ = r.read_i64();
+    uint64_t n = r.read_u64();
+    if (n != slots_.size() || next_file_ > files_.size()) throw r.error("tfrecord state does not match this plan");
+    for (Slot& s : slots_) {
+      s.file = r.read_i64();
+      s.consumed = r.read_i64();
+      s.reader.reset();
+      if (s.file < 0) continue;
+      if (static_cast<size_t>(s.file) >= files_.size()) throw r.error("tfrecord state names a file that no longer matches");
+      // Reopen and skip what was already delivered.
+      s.reader = std::make_unique<TFRecordReader>(files_[s.file], options_);
+      std::string_view rec;
+      for (int64_t i = 0; i < s.consumed; ++i)
+        if (!s.reader->next(rec)) throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
+    }
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    batch_.clear();
+    rec_file_.clear();
+    rec_index_.clear();
+    while (static_cast<int64_t>(batch_.size()) < ctx_.chunk_rows) {
+      if (!next_record()) break;
+    }
+    if (batch_.empty()) return false;
+    out = parse(batch_.views());
+    out.first_index = produced_;
+    out.epoch = epoch_;
+    produced_ += out.rows;
+    return out.rows > 0 || produce(out);
+  }
+
+ private:
+  struct Slot {
+    int64_t file = -1;
+    int64_t consumed = 0;
+    std::unique_ptr<TFRecordReader> reader;
+  };
+
+  // One record in interleave order, appended to batch_; false at the end of all files.
+  bool next_record() {
+    for (;;) {
+      Slot& slot = slots_[cycle_index_];
+      if (slot.reader) {
+        std::string_view rec;
+        bool got = false;
+        try {
+          got = slot.reader->next(rec);
+        } catch (const DataError& e) {
+          if (!tolerant()) throw;
+          // The framing of this file can no longer be trusted: drop the rest of it.
+          ctx_.dropped[stage_]->fetch_add(1);
+          got = false;
+        }
+        if (got) {
+          batch_.append(rec);
+          rec_file_.push_back(slot.file);
+          rec_index_.push_back(slot.consumed);
+          ++slot.consumed;
+          if (++block_index_ >= block_length_) advance();
+          return true;
+        }
+        slot.reader.reset();
+        slot.file = -1;
+        advance();
+        continue;
+      }
+      if (next_file_ < files_.size()) {
+        slot.file = static_cast<int64_t>(next_file_++);
+        slot.consumed = 0;
+        try {
+          slot.reader = std::make_unique<TFRecordReader>(files_[slot.file], options_);
+        } catch (const DataError& e) {
+          if (!tolerant()) throw;
+          ctx_.dropped[stage_]->fetch_add(1);
+          slot.file = -1;
+          advance();
+        }
+        continue;
+      }
+      // No more files: finish when every slot is empty.
+      bool any = false;
+      for (const Slot& s : slots_) any = any || s.reader != nullptr;
+      if (!any) return false;
+      advance();
+    }
+  }
+
+  void advance() {
+    block_index_ = 0;
+    cycle_index_ = (cycle_index_ + 1) % static_cast<int64_t>(slots_.size());
+  }
+
+  bool tolerant() const { return ctx_.tolerant[stage_]; }
+
+  Chunk parse(const std::vector<std::string_view>& records) {
+    std::vector<ParsedColumn> cols;
+    try {
+      parser_->parse_batch(records, cols);
+      return to_chunk(cols, records.size());
+    } catch (const DataError& e) {
+      int64_t r = e.location().record;
+      if (!tolerant()) {
+        DataLocation where;
+        if (r >= 0 && static_cast<size_t>(r) < rec_file_.size()) {
+          where.file = files_[rec_file_[r]];
+          where.record = rec_index_[r];
+        }
+        throw StageError(spec(), DataError(e.kind(), e.reason(), where).what());
+      }
+    }
+    // ignore_errors: parse record by record, keeping the good ones.
+    std::vector<std::string_view> good;
+    for (std::string_view rec : records) {
+      try {
+        std::vector<ParsedColumn> one;
+        parser_->parse_batch(std::span<const std::string_view>(&rec, 1), one);
+        good.push_back(rec);
+      } catch (const DataError&) {
+        ctx_.dropped[stage_]->fetch_add(1);
+      }
+    }
+    parser_->parse_batch(good, cols);
+    return to_chunk(cols, good.size());
+  }
+
+  static Chunk to_chunk(std::vector<ParsedColumn>& cols, size_t rows) {
+    Chunk c;
+    c.rows = static_cast<int64_t>(rows);
+    for (ParsedColumn& p : cols) {
+      Column col;
+      if (p.ragged) {
+        col.ragged = true;
+        const int64_t* splits = p.row_splits.data<int64_t>();
+        for (size_t r = 0; r < rows; ++r) col.rows.push_back(slice_values(p.values, splits[r], splits[r + 1]));
+      } else {
+        col.dense = std::move(p.values);
+      }
+      c.columns.push_back(std::move(col));
+    }
+    return c;
+  }
+
+  static Tensor slice_values(const Tensor& values, int64_t begin, int64_t end) {
+    Tensor t = Tensor::empty(values.dtype(), {end - begin});
+    if (values.dtype() == DType::Bytes) {
+      std::string blob;
+      std::vector<int64_t> offs{0};
+      for (int64_t i = begin; i < end; ++i) {
+        blob += values.str(i);
+        offs.push_back(static_cast<int64_t>(blob.size()));
+      }
+      t.set_strings(std::move(blob), std::move(offs));
+    } else {
+      size_t w = dtype_size(values.dtype());
+      std::memcpy(t.raw(), values.raw() + begin * w, (end - begin) * w);
+    }
+    return t;
+  }
+
+  int64_t epoch_;
+  int64_t cycle_length_;
+  int64_t block_length_;
+  std::vector<std::string> files_;
+  TFRecordReaderOptions options_;
+  std::unique_ptr<ExampleParser> parser_;
+  std::vector<Slot> slots_;
+  size_t next_file_ = 0;
+  int64_t cycle_index_ = 0;
+  int64_t block_index_ = 0;
+  RecordBatch batch_;
+  std::vector<int64_t> rec_file_, rec_index_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkIterator> make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length,
+                                                    int64_t block_length) {
+  return std::make_unique<TFRecordSource>(ctx, stage, epoch, cycle_length, block_length);
+}
+
+}  // namespace pipec

@@ -1,0 +1,283 @@
+// batch(n, drop_remainder), padded_batch(n, padding_value, drop_remainder) and unbatch().
+// Each output element is one batch; a chunk carries one batch ([1, n, ...] columns), and the last,
+// smaller batch keeps its real size unless drop_remainder is set, exactly as tf.data does.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/exec/chunk_builder.h"
+#include "runtime/exec/stage_factories.h"
+
+namespace pipec {
+
+namespace {
+
+// Adds a leading dimension of 1 to every column: a chunk of one element that is a whole batch.
+Chunk as_single_element(Chunk batch) {
+  Chunk out;
+  out.rows = 1;
+  for (Column& c : batch.columns) {
+    if (c.ragged) {
+      // Rows of different shapes cannot form one dense batch.
+      throw std::runtime_error("the elements of a batch have different shapes; use padded_batch");
+    }
+    Shape s = c.dense.shape();
+    s.insert(s.begin(), 1);
+    out.columns.push_back(Column{false, c.dense.reshaped(s), {}});
+  }
+  return out;
+}
+
+class Batch : public ChunkIterator {
+ public:
+  Batch(RunContext& ctx, int stage, IteratorPtr input, bool padded)
+      : ChunkIterator(ctx, stage), input_(std::move(input)), padded_(padded) {
+    const Stage& s = spec();
+    size_ = s.arg("size")->i;
+    const Value* d = s.arg("drop_remainder");
+    drop_ = d && d->b;
+    if (const Value* pv = s.arg("padding_value")) padding_ = pv->as_double();
+  }
+
+  void save(StateWriter& w) const override {
+    w.write_i64(produced_);
+    input_->save(w);
+    save_chunk(w, offset_ < pending_.rows ? slice_rows(pending_, offset_, pending_.rows) : Chunk{});
+    w.write_u64(rows_.size());
+    for (const Chunk& c : rows_) save_chunk(w, c);
+    w.write_u32(done_ ? 1 : 0);
+  }
+  void restore(StateReader& r) override {
+    produced_ = r.read_i64();
+    input_->restore(r);
+    pending_ = restore_chunk(r);
+    offset_ = 0;
+    rows_.clear();
+    uint64_t n = r.read_u64();
+    for (uint64_t i = 0; i < n; ++i) rows_.push_back(restore_chunk(r));
+    done_ = r.read_u32() != 0;
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    // rows_ collects pieces of input chunks until they hold size_ rows.
+    int64_t have = 0;
+    for (const Chunk& c : rows_) have += c.rows;
+    while (have < size_ && !done_) {
+      if (offset_ >= pending_.rows) {
+        if (!pull(*input_, pending_)) {
+          done_ = true;
+          break;
+        }
+        offset_ = 0;
+        continue;
+      }
+      int64_t take = std::min(size_ - have, pending_.rows - offset_);
+      rows_.push_back(offset_ == 0 && take == pending_.rows ? pending_ : slice_rows(pending_, offset_, offset_ + take));
+      offset_ += take;
+      have += take;
+    }
+    if (have == 0 || (have < size_ && drop_)) {
+      rows_.clear();
+      return false;
+    }
+    try {
+      out = padded_ ? pad(have) : stack(have);
+    } catch (const std::runtime_error& e) {
+      throw StageError(spec(), e.what());
+    }
+    rows_.clear();
+    out.first_index = produced_;
+    produced_ += 1;
+    return true;
+  }
+
+ private:
+  Chunk stack(int64_t n) {
+    // Ragged columns whose rows happen to agree in shape are stacked densely.
+    ChunkBuilder b(densify(rows_[0]), n);
+    for (const Chunk& c : rows_) b.add_rows(densify(c), 0, c.rows);
+    return as_single_element(b.finish());
+  }
+
+  static Chunk densify(const Chunk& c) {
+    bool any = false;
+    for (const Column& col : c.columns) any = any || col.ragged;
+    if (!any) return c;
+    Chunk out = c;
+    for (Column& col : out.columns) {
+      if (!col.ragged) continue;
+      const Shape& s0 = col.rows.at(0).shape();
+      for (const Tensor& t : col.rows)
+        if (t.shape() != s0)
+          throw std::runtime_error(fmt::format("the elements of a batch have different shapes ({} and {}); use padded_batch",
+                                               shape_to_string(s0), shape_to_string(t.shape())));
+      Shape s = s0;
+      s.insert(s.begin(), static_cast<int64_t>(col.rows.size()));
+      Tensor d = Tensor::empty(col.rows[0].dtype(), s);
+      size_t row_bytes = col.rows[0].byte_size();
+      for (size_t r = 0; r < col.rows.size(); ++r) std::memcpy(d.raw() + r * row_bytes, col.rows[r].raw(), row_bytes);
+      col = Column{false, d, {}};
+    }
+    return out;
+  }
+
+  // padded_batch: every row padded with padding_value to the largest shape in the batch.
+  Chunk pad(int64_t n) {
+    Chunk out;
+    out.rows = 1;
+    size_t ncols = rows_[0].columns.size();
+    for (size_t k = 0; k < ncols; ++k) {
+      std::vector<Tensor> items;
+      for (const Chunk& c : rows_) {
+        const Column& col = c.columns[k];
+        for (int64_t r = 0; r < c.rows; ++r) items.push_back(col.ragged ? col.rows[r] : row_of(col.dense, r));
+      }
+      Shape maxs = items[0].shape();
+      for (const Tensor& t : items) {
+        if (t.rank() != static_cast<int64_t>(maxs.size())) throw std::runtime_error("padded_batch: elements differ in rank");
+        for (size_t d = 0; d < maxs.size(); ++d) maxs[d] = std::max(maxs[d], t.shape()[d]);
+      }
+      DType dt = items[0].dtype();
+      if (dt == DType::Bytes) throw std::runtime_error("padded_batch cannot pad byte strings");
+      Shape s = maxs;
+      s.insert(s.begin(), n);
+      s.insert(s.begin(), 1);
+      Tensor t = Tensor::empty(dt, s);
+      fill(t, padding_);
+      int64_t slot = shape_num_elements(maxs) * static_cast<int64_t>(dtype_size(dt));
+      for (int64_t i = 0; i < n; ++i) copy_padded(items[i], maxs, t.raw() + i * slot);
+      out.columns.push_back(Column{false, t, {}});
+    }
+    return out;
+  }
+
+  static Tensor row_of(const Tensor& dense, int64_t r) {
+    Shape s(dense.shape().begin() + 1, dense.shape().end());
+    Tensor t = Tensor::empty(dense.dtype(), s);
+    std::memcpy(t.raw(), dense.raw() + r * t.byte_size(), t.byte_size());
+    return t;
+  }
+
+  static void fill(Tensor& t, double v) {
+    int64_t n = t.num_elements();
+    switch (t.dtype()) {
+#define FILL(D, T) \
+  case DType::D:   \
+    for (int64_t i = 0; i < n; ++i) t.data<T>()[i] = static_cast<T>(v); \
+    break;
+      FILL(Bool, uint8_t) FILL(U8, uint8_t) FILL(I8, int8_t) FILL(U16, uint16_t) FILL(I16, int16_t) FILL(U32, uint32_t)
+      FILL(I32, int32_t) FILL(U64, uint64_t) FILL(I64, int64_t) FILL(F32, float) FILL(F64, double)
+#undef FILL
+      default: std::memset(t.raw(), 0, t.byte_size());
+    }
+  }
+
+  // Copies `src` into the top-left corner of a row-major block of shape `dst_shape`.
+  static void copy_padded(const Tensor& src, const Shape& dst_shape, uint8_t* dst) {
+    size_t w = dtype_size(src.dtype());
+    const Shape& ss = src.shape();
+    if (ss.empty()) {
+      std::memcpy(dst, src.raw(), w);
+      return;
+    }
+    int64_t rows = shape_num_elements(ss) / std::max<int64_t>(1, ss.back());
+    std::vector<int64_t> idx(ss.size() - 1, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t so = 0, dof = 0, sm = 1, dm = 1;
+      for (int64_t d = static_cast<int64_t>(ss.size()) - 2; d >= 0; --d) {
+        sm *= ss[d + 1];
+        dm *= dst_shape[d + 1];
+        so += idx[d] * sm;
+        dof += idx[d] * dm;
+      }
+      std::memcpy(dst + dof * w, src.raw() + so * w, ss.back() * w);
+      for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < ss[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  IteratorPtr input_;
+  bool padded_;
+  int64_t size_ = 1;
+  bool drop_ = false;
+  double padding_ = 0;
+  Chunk pending_;
+  int64_t offset_ = 0;
+  std::vector<Chunk> rows_;
+  bool done_ = false;
+};
+
+class Unbatch : public ChunkIterator {
+ public:
+  Unbatch(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {}
+  void save(StateWriter& w) const override {
+    w.write_i64(produced_);
+    input_->save(w);
+  }
+  void restore(StateReader& r) override {
+    produced_ = r.read_i64();
+    input_->restore(r);
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    Chunk in;
+    do {
+      if (!pull(*input_, in)) return false;
+    } while (in.rows == 0);
+    // Every input row is a batch; its leading dimension becomes rows. Batches of one chunk may differ
+    // in length only when ragged, so handle rows one at a time and join them.
+    out = Chunk{};
+    for (int64_t r = 0; r < in.rows; ++r) {
+      Chunk part;
+      for (const Column& c : in.columns) {
+        Tensor t = c.ragged ? c.rows[r] : row(c.dense, r);
+        if (t.rank() == 0) throw StageError(spec(), "an element has no leading dimension to unbatch");
+        part.rows = t.shape()[0];
+        part.columns.push_back(Column{false, t, {}});
+      }
+      if (r == 0) out = std::move(part);
+      else append_rows(out, part, 0, part.rows);
+    }
+    out.first_index = produced_;
+    out.epoch = in.epoch;
+    produced_ += out.rows;
+    return true;
+  }
+
+ private:
+  static Tensor row(const Tensor& dense, int64_t r) {
+    Shape s(dense.shape().begin() + 1, dense.shape().end());
+    Tensor t = Tensor::empty(dense.dtype(), s);
+    if (dense.dtype() == DType::Bytes) {
+      int64_t per = t.num_elements();
+      std::string blob;
+      std::vector<int64_t> offs{0};
+      for (int64_t i = 0; i < per; ++i) {
+        blob += dense.str(r * per + i);
+        offs.push_back(static_cast<int64_t>(blob.size()));
+      }
+      t.set_strings(std::move(blob), std::move(offs));
+    } else {
+      std::memcpy(t.raw(), dense.raw() + r * t.byte_size(), t.byte_size());
+    }
+    return t;
+  }
+
+  IteratorPtr input_;
+};
+
+}  // namespace
+
+IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded) {
+  return std::make_unique<Batch>(ctx, stage, std::move(input), padded);
+}
+
+IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input) {
+  return std::make_unique<Unbatch>(ctx, stage, std::move(input));
+}
+
+}  // namespace pipec

@@ -1,0 +1,29 @@
+// Constructors of the per-stage iterators, one file each; build_iterator() picks among them.
+#pragma once
+
+#include <memory>
+
+#include "runtime/exec/iterator.h"
+
+namespace pipec {
+
+using IteratorPtr = std::unique_ptr<ChunkIterator>;
+
+IteratorPtr make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length);
+IteratorPtr make_range_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
+IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
+IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
+IteratorPtr make_repeat(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_take_skip_shard(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_cache(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_prefetch(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_passthrough(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_write(RunContext& ctx, int stage, IteratorPtr input);
+
+}  // namespace pipec

@@ -1,0 +1,169 @@
+// map(fn) and filter(predicate): run the stage's expression function on whole chunks with the
+// interpreter. Several chunks are in flight on the thread pool at once; results come out in input
+// order (tf.data's deterministic = true), so the output never depends on the thread count.
+#include <deque>
+#include <future>
+
+#include "runtime/exec/stage_factories.h"
+#include "runtime/ops/interpreter.h"
+
+namespace pipec {
+
+namespace {
+
+class MapLike : public ChunkIterator {
+ public:
+  MapLike(RunContext& ctx, int stage, IteratorPtr input, bool is_filter)
+      : ChunkIterator(ctx, stage), input_(std::move(input)), is_filter_(is_filter) {
+    const Stage& s = spec();
+    for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
+    window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
+    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
+  }
+
+  void save(StateWriter& w) const override {
+    // Work in flight is finished first, so the checkpoint holds its results rather than its inputs.
+    drain();
+    w.write_i64(produced_);
+    input_->save(w);
+    w.write_u64(ready_.size());
+    for (const Chunk& c : ready_) save_chunk(w, c);
+    w.write_u32(input_done_ ? 1 : 0);
+  }
+  void restore(StateReader& r) override {
+    produced_ = r.read_i64();
+    input_->restore(r);
+    inflight_.clear();
+    ready_.clear();
+    uint64_t n = r.read_u64();
+    for (uint64_t i = 0; i < n; ++i) ready_.push_back(restore_chunk(r));
+    input_done_ = r.read_u32() != 0;
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    for (;;) {
+      // Keep the window full.
+      while (!input_done_ && static_cast<int64_t>(inflight_.size() + ready_.size()) < window_) {
+        Chunk in;
+        if (!pull(*input_, in)) {
+          input_done_ = true;
+          break;
+        }
+        if (ctx_.pool && window_ > 1) {
+          auto shared = std::make_shared<Chunk>(std::move(in));
+          inflight_.push_back(ctx_.pool->submit([this, shared] { return apply(*shared); }));
+        } else {
+          ready_.push_back(apply(in));
+        }
+      }
+      if (!ready_.empty()) {
+        out = std::move(ready_.front());
+        ready_.pop_front();
+      } else if (!inflight_.empty()) {
+        out = inflight_.front().get();
+        inflight_.pop_front();
+      } else {
+        return false;
+      }
+      if (out.rows > 0 || !is_filter_) return true;
+    }
+  }
+
+ private:
+  void drain() const {
+    while (!inflight_.empty()) {
+      ready_.push_back(inflight_.front().get());
+      inflight_.pop_front();
+    }
+  }
+
+  Chunk apply(const Chunk& in) const {
+    try {
+      return apply_unchecked(in);
+    } catch (const CancelledError&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!ctx_.tolerant[stage_]) throw StageError(spec(), e.what());
+    }
+    // ignore_errors: run row by row and drop the rows that fail.
+    std::vector<uint8_t> ok(in.rows, 1);
+    std::vector<Chunk> parts;
+    for (int64_t r = 0; r < in.rows; ++r) {
+      try {
+        parts.push_back(apply_unchecked(slice_rows(in, r, r + 1)));
+      } catch (const std::exception&) {
+        ok[r] = 0;
+        ctx_.dropped[stage_]->fetch_add(1);
+      }
+    }
+    Chunk out;
+    out.first_index = in.first_index;
+    out.epoch = in.epoch;
+    for (Chunk& p : parts) {
+      if (out.columns.empty() && out.rows == 0) {
+        int64_t fi = out.first_index;
+        out = std::move(p);
+        out.first_index = fi;
+      } else {
+        append_rows(out, p, 0, p.rows);
+      }
+    }
+    return out;
+  }
+
+  Chunk apply_unchecked(const Chunk& in) const {
+    const Stage& s = spec();
+    EvalContext ec;
+    ec.seed = ctx_.seed;
+    std::vector<Column> cols = run_function(*s.fn, in_fields_, in, ec);
+    if (is_filter_) {
+      const Tensor& keep = cols.at(0).dense;
+      std::vector<uint8_t> flags(in.rows);
+      for (int64_t r = 0; r < in.rows; ++r) flags[r] = keep.data<uint8_t>()[r] != 0;
+      Chunk out = select_rows(in, flags);
+      out.first_index = 0;  // renumbered by position below
+      return out;
+    }
+    Chunk out;
+    out.rows = in.rows;
+    out.columns = std::move(cols);
+    out.first_index = in.first_index;
+    out.epoch = in.epoch;
+    return out;
+  }
+
+  IteratorPtr input_;
+  bool is_filter_;
+  std::vector<std::string> in_fields_;
+  int64_t window_ = 1;
+  mutable std::deque<std::future<Chunk>> inflight_;
+  mutable std::deque<Chunk> ready_;
+  bool input_done_ = false;
+};
+
+// A filter renumbers its output: element indices count what it lets through.
+class Filter : public MapLike {
+ public:
+  using MapLike::MapLike;
+
+ protected:
+  bool produce(Chunk& out) override {
+    if (!MapLike::produce(out)) return false;
+    out.first_index = produced_;
+    produced_ += out.rows;
+    return true;
+  }
+};
+
+}  // namespace
+
+IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input) {
+  return std::make_unique<MapLike>(ctx, stage, std::move(input), false);
+}
+
+IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input) {
+  return std::make_unique<Filter>(ctx, stage, std::move(input), true);
+}
+
+}  // namespace pipec

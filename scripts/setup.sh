@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building and testing pipec needs, on a fresh Debian 12 machine.
+# Safe to run again: packages already present are skipped quickly.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  antlr4 libantlr4-runtime-dev          # the parser generator (4.7.2) and its C++ runtime (4.9)
+  libfmt-dev libgtest-dev googletest    # formatting and the unit-test framework
+  zlib1g-dev libjpeg62-turbo-dev libpng-dev
+  llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
