@@ -17,6 +17,7 @@ const char* kUsage =
     "  check FILE...     type-check specs and report diagnostics\n"
     "  explain FILE      print the plan: each stage with its element type, and the IR of each map\n"
     "  fmt FILE...       format specs canonically (-w to rewrite, --check to verify)\n"
+    "  run FILE          run a pipeline on the CPU (progress, summary, --output for NumPy files)\n"
     "  lsp               run the language server on stdin/stdout\n"
     "\n"
     "Run `pipec <command> --help` for the options of a command.\n"
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const Args&)> commands = {
-      {"check", cmd_check}, {"explain", cmd_explain}, {"fmt", cmd_fmt}, {"lsp", cmd_lsp},
+      {"check", cmd_check}, {"explain", cmd_explain}, {"fmt", cmd_fmt}, {"lsp", cmd_lsp}, {"run", cmd_run},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -18,8 +18,6 @@ namespace {
 // Builtin parameters that are compile-time attributes of an instruction rather than tensor operands.
 const std::set<std::string> kStaticParams = {"shape", "axis", "depth", "perm", "height", "width", "seed", "method",
                                              "dtype", "channels", "colors", "classes", "fraction"};
-// ... and, for random ops only, their distribution's parameters (clip's lo/hi are tensors).
-const std::set<std::string> kStaticRandomParams = {"lo", "hi", "mean", "std"};
 
 // A lowered value: one SSA value, or a record of them (a lambda parameter, a record literal).
 struct LValue {
@@ -356,8 +354,7 @@ class FunctionLowering {
       const Expr* x = bound[i];
       const std::string& pname = b->params[i].name;
       if (!x) continue;
-      bool is_static = kStaticParams.count(pname) || (b->name.rfind("random_", 0) == 0 && kStaticRandomParams.count(pname));
-      if (is_static || (x->constant && !x->type.is_tensor())) {
+      if (kStaticParams.count(pname) || (x->constant && !x->type.is_tensor())) {
         // Sema requires these to be constants; a missing value here is a compiler bug, not user error.
         if (!x->constant) throw std::logic_error("lowering: `" + pname + "` of " + b->name + " is not a constant");
         attrs[pname] = *x->constant;

@@ -10,6 +10,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
   if (op == "range") return make_range_source(ctx, stage, epoch);
   if (op == "files" || op == "list_files") return make_files_source(ctx, stage, epoch);
   if (op == "csv") return make_csv_source(ctx, stage, epoch);
+  if (op == "npy") return make_npy_source(ctx, stage, epoch);
   if (op == "zip") {
     std::vector<IteratorPtr> inputs;
     for (int in : s.inputs) inputs.push_back(build_iterator(ctx, in, epoch));

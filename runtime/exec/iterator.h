@@ -65,6 +65,8 @@ class ChunkIterator {
   virtual bool produce(Chunk& out) = 0;
   /// Pulls from an input; the time it takes is not counted as this stage's own.
   bool pull(ChunkIterator& input, Chunk& out);
+  /// Time spent waiting for inputs that run elsewhere (a prefetch thread) is not this stage's either.
+  void add_wait_ns(int64_t ns) { child_ns_ += ns; }
 
   RunContext& ctx_;
   int stage_;

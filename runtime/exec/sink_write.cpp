@@ -5,6 +5,7 @@
 // Files appear only when complete (written to a temporary name, then renamed); a failed or cancelled
 // run leaves none behind.
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -36,7 +37,13 @@ class Write : public ChunkIterator {
     }
     if (path.empty()) throw StageError(s, "write needs a path");
     for (const Field& fl : s.element.fields) names_.push_back(fl.name);
-    writer_ = std::make_unique<ShardedTFRecordWriter>(ctx.resolve_path(path), shards, opts);
+    std::string resolved = ctx.resolve_path(path);
+    // The output folder is created as tf.io.TFRecordWriter users expect to have to, but needn't.
+    std::filesystem::path parent = std::filesystem::path(resolved).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw StageError(s, "cannot create the folder " + parent.string() + ": " + ec.message());
+    writer_ = std::make_unique<ShardedTFRecordWriter>(resolved, shards, opts);
   }
   ~Write() override {
     if (writer_) writer_->abort();

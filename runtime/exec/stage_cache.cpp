@@ -1,5 +1,12 @@
-// cache(): the first complete pass over the input is kept in memory and replayed by later passes
-// (after a repeat). A pass that stops early leaves no cache, as in tf.data.
+// cache() / cache("path"): the first complete pass over the input is kept and replayed by later passes
+// (after a repeat). A pass that stops early leaves no cache, as in tf.data. In memory the cache lives
+// for the run; in a file it is written to a temporary name and renamed when the pass completes, and a
+// later run that finds the file replays it without reading the input at all.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -11,14 +18,55 @@ struct CacheStore {
   bool complete = false;
 };
 
+// A cache file: a sequence of (u64 length, checkpoint-format blob of one chunk).
+class CacheFile {
+ public:
+  static void write_chunk(std::ofstream& out, const Chunk& c) {
+    StateWriter w(1);
+    save_chunk(w, c);
+    std::string blob = w.finish();
+    uint64_t n = blob.size();
+    out.write(reinterpret_cast<const char*>(&n), sizeof n);
+    out.write(blob.data(), static_cast<std::streamsize>(n));
+  }
+  static std::vector<Chunk> read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<Chunk> chunks;
+    uint64_t n = 0;
+    while (in.read(reinterpret_cast<char*>(&n), sizeof n)) {
+      std::string blob(n, '\0');
+      if (!in.read(blob.data(), static_cast<std::streamsize>(n))) throw CheckpointError(path + ": the cache file is cut short");
+      StateReader r(std::move(blob), path);
+      chunks.push_back(restore_chunk(r));
+    }
+    return chunks;
+  }
+};
+
 class Cache : public ChunkIterator {
  public:
   Cache(RunContext& ctx, int stage, int64_t epoch) : ChunkIterator(ctx, stage), epoch_(epoch) {
     auto& slot = ctx.shared.at(stage);
     if (!slot) slot = std::make_shared<CacheStore>();
     store_ = std::static_pointer_cast<CacheStore>(slot);
-    if (const Value* w = spec().arg("where"); w && w->kind == Value::String)
-      throw StageError(spec(), "caching to files is not supported yet; use cache() to cache in memory");
+    if (const Value* w = spec().arg("where"); w && w->kind == Value::String) {
+      path_ = ctx.resolve_path(w->s);
+      // A complete cache file from an earlier run is replayed as it is.
+      if (!store_->complete && std::filesystem::exists(path_)) {
+        try {
+          store_->chunks = CacheFile::read_all(path_);
+        } catch (const std::exception& e) {
+          throw StageError(spec(), fmt::format("{} (delete it to rebuild the cache)", e.what()));
+        }
+        store_->complete = true;
+      }
+    }
+  }
+  ~Cache() override {
+    if (file_.is_open()) {
+      file_.close();
+      std::filesystem::remove(path_ + ".tmp");
+    }
   }
 
   void save(StateWriter& w) const override {
@@ -55,20 +103,33 @@ class Cache : public ChunkIterator {
     if (!input_) {
       store_->chunks.clear();
       input_ = build_iterator(ctx_, spec().inputs[0], epoch_);
+      if (!path_.empty()) {
+        std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+        if (!parent.empty()) std::filesystem::create_directories(parent);
+        file_.open(path_ + ".tmp", std::ios::binary | std::ios::trunc);
+        if (!file_) throw StageError(spec(), fmt::format("cannot write the cache file {}.tmp", path_));
+      }
     }
     if (!pull(*input_, out)) {
       store_->complete = true;
       input_.reset();
       replay_pos_ = store_->chunks.size();
+      if (file_.is_open()) {
+        file_.close();
+        std::filesystem::rename(path_ + ".tmp", path_);
+      }
       return false;
     }
     store_->chunks.push_back(out);
+    if (file_.is_open()) CacheFile::write_chunk(file_, out);
     return true;
   }
 
  private:
   int64_t epoch_;
   std::shared_ptr<CacheStore> store_;
+  std::string path_;      // cache("path"): the cache file
+  std::ofstream file_;    // open while the first pass writes it
   IteratorPtr input_;
   size_t replay_pos_ = 0;
 };

@@ -13,6 +13,7 @@ IteratorPtr make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int6
 IteratorPtr make_range_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);

@@ -21,6 +21,17 @@ class MapLike : public ChunkIterator {
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
   }
 
+  // Tasks on the pool refer to this iterator: wait for every one before going away (an error in one
+  // chunk unwinds the run while the others are still computing).
+  ~MapLike() override {
+    for (auto& f : inflight_) {
+      try {
+        f.get();
+      } catch (...) {
+      }
+    }
+  }
+
   void save(StateWriter& w) const override {
     // Work in flight is finished first, so the checkpoint holds its results rather than its inputs.
     drain();

@@ -3,6 +3,7 @@
 //
 // For a checkpoint the producer thread is stopped, and the chunks it had ready are saved along with
 // its input's state; it starts again on the next request.
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -56,7 +57,9 @@ class Prefetch : public ChunkIterator {
     }
     if (input_done_) return false;
     if (!thread_.joinable()) start();
+    auto wait_start = std::chrono::steady_clock::now();
     std::optional<Item> item = queue_->pop(*stop_token_);
+    add_wait_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
     ctx_.check_cancelled();
     if (!item) return false;
     if (item->error) {
@@ -100,11 +103,10 @@ class Prefetch : public ChunkIterator {
         item.error = std::current_exception();
       }
       bool last = item.end || item.error;
-      // Keep the item if the push is interrupted by a stop, so a checkpoint does not lose it.
-      Item copy = item;
+      // A push interrupted by a stop leaves the item with us: keep it, so a checkpoint does not lose it.
       if (!queue_->push(std::move(item), *stop_token_)) {
         std::lock_guard<std::mutex> lock(mu_);
-        leftover_ = std::move(copy);
+        leftover_ = std::move(item);
         return;
       }
       if (last) return;

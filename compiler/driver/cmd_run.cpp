@@ -1,0 +1,381 @@
+// `pipec run SPEC`: check, lower and run a pipeline on the CPU, with a progress line, a summary of
+// where the time went, NumPy output for inspection, and iterator checkpoints.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "compiler/driver/commands.h"
+#include "compiler/driver/spec_options.h"
+#include "compiler/ir/lower.h"
+#include "runtime/exec/cancellation.h"
+#include "runtime/exec/pipeline_run.h"
+#include "runtime/io/errors.h"
+#include "runtime/io/npy.h"
+
+namespace pipec {
+
+namespace fs = std::filesystem;
+
+static const char* kRunUsage =
+    "usage: pipec run [options] SPEC\n"
+    "\n"
+    "Runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
+    "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
+    "\n"
+    "options:\n"
+    "  --pipeline NAME        the pipeline to run (default: the only one, or the one a train block uses)\n"
+    "  --take N               stop after N output elements (batches, when the pipeline batches)\n"
+    "  --output DIR           write every output element as NumPy files DIR/NNNNNN/<field>.npy\n"
+    "  --seed S               the run seed for shuffles and random ops without their own (default 0)\n"
+    "  --threads N            worker threads (default: one per core)\n"
+    "  --checkpoint DIR       save the iterator state in DIR/state.ckpt\n"
+    "  --checkpoint-every N   ... every N output elements (default 100)\n"
+    "  --resume               continue from DIR/state.ckpt\n"
+    "  --stats-json FILE      write the summary as JSON\n"
+    "  -q, --quiet            no progress line and no summary\n"
+    "  -I DIR                 also search DIR for `import name`\n";
+
+namespace {
+
+struct RunArgs {
+  std::string spec;
+  std::string pipeline;
+  std::optional<int64_t> take;
+  std::string output;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string checkpoint;
+  int64_t checkpoint_every = 100;
+  bool resume = false;
+  std::string stats_json;
+};
+
+bool parse_int(const std::string& flag, const std::string& text, int64_t& out) {
+  try {
+    size_t pos = 0;
+    long long v = std::stoll(text, &pos);
+    if (pos != text.size()) throw std::invalid_argument(text);
+    out = v;
+    return true;
+  } catch (...) {
+    std::cerr << "pipec run: " << flag << " needs an integer, not `" << text << "`\n";
+    return false;
+  }
+}
+
+bool parse_run_args(const std::vector<std::string>& rest, RunArgs& a) {
+  for (size_t i = 0; i < rest.size(); ++i) {
+    std::string flag = rest[i];
+    std::string value;
+    bool has_value = false;
+    if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto need = [&](std::string& out) {
+      if (has_value) {
+        out = value;
+        return true;
+      }
+      if (i + 1 >= rest.size()) {
+        std::cerr << "pipec run: " << flag << " needs a value\n";
+        return false;
+      }
+      out = rest[++i];
+      return true;
+    };
+    int64_t n = 0;
+    std::string v;
+    if (flag == "--pipeline") {
+      if (!need(a.pipeline)) return false;
+    } else if (flag == "--take") {
+      if (!need(v) || !parse_int(flag, v, n)) return false;
+      if (n < 0) {
+        std::cerr << "pipec run: --take must be 0 or more\n";
+        return false;
+      }
+      a.take = n;
+    } else if (flag == "--output") {
+      if (!need(a.output)) return false;
+    } else if (flag == "--seed") {
+      if (!need(v) || !parse_int(flag, v, n)) return false;
+      a.seed = static_cast<uint64_t>(n);
+    } else if (flag == "--threads") {
+      if (!need(v) || !parse_int(flag, v, n)) return false;
+      if (n < 1 || n > 1024) {
+        std::cerr << "pipec run: --threads must be between 1 and 1024\n";
+        return false;
+      }
+      a.threads = static_cast<int>(n);
+    } else if (flag == "--checkpoint") {
+      if (!need(a.checkpoint)) return false;
+    } else if (flag == "--checkpoint-every") {
+      if (!need(v) || !parse_int(flag, v, n)) return false;
+      if (n < 1) {
+        std::cerr << "pipec run: --checkpoint-every must be at least 1\n";
+        return false;
+      }
+      a.checkpoint_every = n;
+    } else if (flag == "--resume") {
+      a.resume = true;
+    } else if (flag == "--stats-json") {
+      if (!need(a.stats_json)) return false;
+    } else if (!flag.empty() && flag[0] == '-') {
+      std::cerr << "pipec run: unknown option " << flag << " (see pipec run --help)\n";
+      return false;
+    } else if (a.spec.empty()) {
+      a.spec = flag;
+    } else {
+      std::cerr << "pipec run: expected one spec file, got `" << a.spec << "` and `" << flag << "`\n";
+      return false;
+    }
+  }
+  if (a.spec.empty()) {
+    std::cerr << "pipec run: no spec file\n" << kRunUsage;
+    return false;
+  }
+  if (a.resume && a.checkpoint.empty()) {
+    std::cerr << "pipec run: --resume needs --checkpoint DIR\n";
+    return false;
+  }
+  return true;
+}
+
+// The pipeline to run: the named one, the only one, or the one the (only) train block reads.
+const Decl* pick_pipeline(const Program& p, const std::string& name, std::string& error) {
+  std::vector<const Decl*> pipelines;
+  for (const auto& d : p.main().decls)
+    if (d->kind == DeclKind::Pipeline) pipelines.push_back(d.get());
+  if (!name.empty()) {
+    for (const Decl* d : pipelines)
+      if (d->name == name) return d;
+    error = fmt::format("no pipeline named `{}`", name);
+  } else if (pipelines.size() == 1) {
+    return pipelines[0];
+  } else if (pipelines.empty()) {
+    error = "the spec declares no pipeline";
+  } else {
+    for (const auto& d : p.main().decls) {
+      if (d->kind != DeclKind::Train) continue;
+      for (const TrainEntry& e : d->entries)
+        if (e.key == "data" && e.value->kind == ExprKind::Name) {
+          for (const Decl* pd : pipelines)
+            if (pd->name == e.value->as<NameExpr>()->name) return pd;
+        }
+    }
+    error = "the spec declares several pipelines; choose one with --pipeline:";
+  }
+  for (const Decl* d : pipelines) error += " " + d->name;
+  return nullptr;
+}
+
+int64_t examples_in(const Chunk& c, int batch_rank) {
+  if (batch_rank == 0 || c.columns.empty()) return c.rows;
+  const Column& col = c.columns[0];
+  if (!col.ragged) return col.dense.rank() >= 2 ? c.rows * col.dense.shape()[1] : c.rows;
+  int64_t n = 0;
+  for (const Tensor& t : col.rows) n += t.rank() >= 1 ? t.shape()[0] : 1;
+  return n;
+}
+
+Tensor row_of(const Column& col, int64_t r) {
+  if (col.ragged) return col.rows[r];
+  const Tensor& d = col.dense;
+  Shape s(d.shape().begin() + 1, d.shape().end());
+  Tensor t = Tensor::empty(d.dtype(), s);
+  if (d.dtype() == DType::Bytes) {
+    int64_t per = t.num_elements();
+    std::string blob;
+    std::vector<int64_t> offs{0};
+    for (int64_t i = 0; i < per; ++i) {
+      blob += d.str(r * per + i);
+      offs.push_back(static_cast<int64_t>(blob.size()));
+    }
+    t.set_strings(std::move(blob), std::move(offs));
+  } else {
+    std::memcpy(t.raw(), d.raw() + r * t.byte_size(), t.byte_size());
+  }
+  return t;
+}
+
+void write_element(const std::string& dir, int64_t index, const std::vector<Field>& fields, const Chunk& c, int64_t r) {
+  fs::path folder = fs::path(dir) / fmt::format("{:06d}", index);
+  fs::create_directories(folder);
+  for (size_t k = 0; k < fields.size(); ++k) write_npy((folder / (fields[k].name + ".npy")).string(), row_of(c.columns[k], r));
+}
+
+struct Summary {
+  int64_t elements = 0;
+  int64_t examples = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched) {
+  const Plan& plan = run.plan();
+  const RunContext& ctx = run.context();
+  double secs = std::max(s.seconds, 1e-9);
+  out << fmt::format("pipeline {}: {} {} ({} examples) in {:.2f} s\n", name, format_thousands(s.elements),
+                     batched ? "batches" : "elements", format_thousands(s.examples), s.seconds);
+  out << fmt::format("  examples/s  {}\n", format_thousands(static_cast<uint64_t>(s.examples / secs)));
+  out << fmt::format("  output      {}\n", format_byte_rate(s.bytes / secs));
+  out << fmt::format("  peak RSS    {:.1f} MB\n", peak_rss_bytes() / 1e6);
+  uint64_t total_busy = 0;
+  for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
+  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}\n", "", "stage", "elements out", "busy", "share");
+  size_t worst = 0;
+  uint64_t worst_ns = 0;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    StageStatsSnapshot snap = ctx.stats[i]->snapshot();
+    double share = total_busy ? 100.0 * snap.busy_ns / total_busy : 0;
+    if (snap.busy_ns > worst_ns) {
+      worst_ns = snap.busy_ns;
+      worst = i;
+    }
+    std::string extra;
+    if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%{}\n", i, plan.stages[i].op,
+                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, extra);
+  }
+  if (total_busy)
+    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
+                       100.0 * worst_ns / total_busy);
+}
+
+void write_stats_json(const std::string& path, const PipelineRun& run, const std::string& name, const Summary& s) {
+  const RunContext& ctx = run.context();
+  std::ofstream o(path);
+  o << "{\n";
+  o << fmt::format("  \"pipeline\": \"{}\",\n  \"elements\": {},\n  \"examples\": {},\n  \"bytes\": {},\n", name, s.elements,
+                   s.examples, s.bytes);
+  o << fmt::format("  \"seconds\": {:.6f},\n  \"examples_per_second\": {:.3f},\n  \"peak_rss_bytes\": {},\n", s.seconds,
+                   s.examples / std::max(s.seconds, 1e-9), peak_rss_bytes());
+  o << "  \"stages\": [\n";
+  for (size_t i = 0; i < run.plan().stages.size(); ++i) {
+    StageStatsSnapshot snap = ctx.stats[i]->snapshot();
+    o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
+                     "\"dropped\": {}}}{}\n",
+                     i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
+                     i + 1 < run.plan().stages.size() ? "," : "");
+  }
+  o << "  ]\n}\n";
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  if (wants_help(args)) {
+    std::cout << kRunUsage;
+    return 0;
+  }
+  SpecOptions opts;
+  std::vector<std::string> rest;
+  if (!parse_spec_options(args, opts, rest, "run",
+                          {"--pipeline", "--take", "--output", "--seed", "--threads", "--checkpoint", "--checkpoint-every",
+                           "--resume", "--stats-json"}))
+    return 2;
+  RunArgs a;
+  if (!parse_run_args(rest, a)) return 2;
+
+  auto program = check_file(a.spec, opts.check);
+  if (!program->io_error.empty()) {
+    std::cerr << "pipec run: " << program->io_error << "\n";
+    return 2;
+  }
+  program->diags.print(std::cerr, opts.color);
+  if (program->diags.has_errors()) return 1;
+  std::string error;
+  const Decl* decl = pick_pipeline(*program, a.pipeline, error);
+  if (!decl) {
+    std::cerr << "pipec run: " << error << "\n";
+    return 2;
+  }
+  Plan plan = lower_pipeline(*program, *decl);
+  if (auto problems = verify_plan(plan); !problems.empty()) {
+    std::cerr << "pipec run: internal error: the plan does not verify:\n";
+    for (auto& p : problems) std::cerr << "  " << p << "\n";
+    return 2;
+  }
+  const ElementInfo& out_elem = plan.stages.back().element;
+  bool batched = out_elem.batch_rank > 0;
+
+  install_signal_cancellation();
+  CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
+  RunOptions ro;
+  ro.seed = a.seed;
+  ro.threads = a.threads;
+  ro.spec_dir = fs::path(a.spec).parent_path().string();
+  ro.cancel = &cancel;
+  bool tty = isatty(STDERR_FILENO) && !opts.quiet;
+  Summary sum;
+  try {
+    PipelineRun run(plan, ro);
+    fs::path ckpt = a.checkpoint.empty() ? fs::path() : fs::path(a.checkpoint) / "state.ckpt";
+    if (!a.checkpoint.empty()) fs::create_directories(a.checkpoint);
+    if (a.resume) {
+      if (!fs::exists(ckpt)) {
+        std::cerr << "pipec run: no checkpoint to resume from at " << ckpt.string() << "\n";
+        return 2;
+      }
+      run.restore_checkpoint(ckpt);
+      if (!opts.quiet) std::cerr << "resumed at element " << run.delivered() << "\n";
+    }
+    for (const std::string& w : run.context().warnings) std::cerr << w << "\n";
+    auto start = std::chrono::steady_clock::now();
+    auto last_print = start;
+    int64_t next_checkpoint = run.delivered() + a.checkpoint_every;
+    Chunk c;
+    std::optional<uint64_t> total;
+    while (!(a.take && sum.elements >= *a.take)) {
+      int64_t first = run.delivered();
+      if (!run.next(c)) break;
+      int64_t rows = c.rows;
+      if (a.take) rows = std::min<int64_t>(rows, *a.take - sum.elements);
+      if (rows < c.rows) c = slice_rows(c, 0, rows);
+      if (!a.output.empty())
+        for (int64_t r = 0; r < rows; ++r) write_element(a.output, first + r, out_elem.fields, c, r);
+      sum.elements += rows;
+      sum.examples += examples_in(c, out_elem.batch_rank);
+      sum.bytes += static_cast<int64_t>(chunk_bytes(c));
+      if (!ckpt.empty() && run.delivered() >= next_checkpoint) {
+        run.save_checkpoint(ckpt);
+        next_checkpoint = run.delivered() + a.checkpoint_every;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (tty && now - last_print > std::chrono::milliseconds(250)) {
+        last_print = now;
+        ProgressLine pl;
+        pl.batches = static_cast<uint64_t>(sum.elements);
+        pl.examples = static_cast<uint64_t>(sum.examples);
+        pl.bytes = static_cast<uint64_t>(sum.bytes);
+        pl.elapsed_seconds = std::chrono::duration<double>(now - start).count();
+        if (a.take && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(*a.take * sum.examples / sum.elements);
+        std::cerr << "\r" << pl.format() << "\033[K" << std::flush;
+      }
+    }
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (tty) std::cerr << "\r\033[K";
+    if (!ckpt.empty()) run.save_checkpoint(ckpt);
+    if (!opts.quiet) print_summary(std::cerr, run, decl->name, sum, batched);
+    if (!a.stats_json.empty()) write_stats_json(a.stats_json, run, decl->name, sum);
+  } catch (const CancelledError&) {
+    if (tty) std::cerr << "\r\033[K";
+    std::cerr << "pipec run: interrupted after " << sum.elements << " elements\n";
+    return 130;
+  } catch (const std::exception& e) {
+    if (tty) std::cerr << "\r\033[K";
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pipec

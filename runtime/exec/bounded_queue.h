@@ -1,0 +1,134 @@
+// A bounded multi-producer multi-consumer blocking queue: the buffer between two pipeline stages.
+//
+// Bounded so a fast producer cannot run ahead of a slow consumer and fill memory (backpressure).
+// close() is how a producer says "no more items"; consumers drain what is left and then see an empty
+// optional. Every blocking call can also observe a CancellationToken and returns promptly when it
+// fires, so Ctrl-C never leaves a thread stuck on a full or empty queue.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <utility>
+
+#include "runtime/exec/cancellation.h"
+
+namespace pipec {
+
+template <class T>
+class BoundedQueue {
+ public:
+  /// capacity >= 1 items.
+  explicit BoundedQueue(size_t capacity) : capacity_(capacity) {
+    if (capacity == 0) throw std::invalid_argument("BoundedQueue: capacity must be at least 1");
+  }
+  BoundedQueue(const BoundedQueue&) = delete;
+  BoundedQueue& operator=(const BoundedQueue&) = delete;
+
+  /// Blocks while full. Returns false if the queue is or becomes closed; `item` is moved from only on
+  /// success, so on false the caller still owns it (e.g. to keep it for a checkpoint).
+  bool push(T&& item) { return push_impl(item, std::stop_token{}); }
+  bool push(const T& item) {
+    T copy(item);
+    return push_impl(copy, std::stop_token{});
+  }
+  /// As push(), but also returns false (leaving `item` untouched) when `cancel` fires while waiting.
+  bool push(T&& item, const CancellationToken& cancel) { return push_impl(item, cancel.stop_token()); }
+  bool push(const T& item, const CancellationToken& cancel) {
+    T copy(item);
+    return push_impl(copy, cancel.stop_token());
+  }
+
+  /// Blocks while empty and open. Returns nullopt once the queue is closed and drained.
+  std::optional<T> pop() { return pop_impl(std::stop_token{}); }
+  /// As pop(), but also returns nullopt when `cancel` fires while waiting; tell the two apart with
+  /// cancel.cancelled().
+  std::optional<T> pop(const CancellationToken& cancel) { return pop_impl(cancel.stop_token()); }
+
+  /// Non-blocking variants. try_push leaves `item` untouched when it returns false (full or closed).
+  bool try_push(T& item) {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || items_.size() >= capacity_) return false;
+      items_.push_back(std::move(item));
+    }
+    not_empty_.notify_one();
+    return true;
+  }
+  std::optional<T> try_pop() {
+    std::optional<T> out;
+    {
+      std::lock_guard lock(mu_);
+      if (items_.empty()) return std::nullopt;
+      out.emplace(std::move(items_.front()));
+      items_.pop_front();
+    }
+    not_full_.notify_one();
+    return out;
+  }
+
+  /// No more pushes: wakes every waiter. Items already queued can still be popped. Idempotent.
+  void close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+    }
+    not_full_.notify_all();
+    not_empty_.notify_all();
+  }
+
+  bool closed() const {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    return items_.size();
+  }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  // Moves from `item` only when it is enqueued.
+  bool push_impl(T& item, std::stop_token stop) {
+    {
+      std::unique_lock lock(mu_);
+      // wait() returns the predicate's value; false means the stop token fired first.
+      if (!not_full_.wait(lock, stop, [&] { return closed_ || items_.size() < capacity_; })) {
+        return false;
+      }
+      if (closed_) return false;
+      items_.push_back(std::move(item));
+    }
+    not_empty_.notify_one();
+    return true;
+  }
+
+  std::optional<T> pop_impl(std::stop_token stop) {
+    std::optional<T> out;
+    {
+      std::unique_lock lock(mu_);
+      if (!not_empty_.wait(lock, stop, [&] { return closed_ || !items_.empty(); })) {
+        return std::nullopt;
+      }
+      if (items_.empty()) return std::nullopt;  // closed and drained
+      out.emplace(std::move(items_.front()));
+      items_.pop_front();
+    }
+    not_full_.notify_one();
+    return out;
+  }
+
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  // condition_variable_any because only it has the stop_token-aware wait.
+  std::condition_variable_any not_full_;
+  std::condition_variable_any not_empty_;
+  std::deque<T> items_;
+  bool closed_ = false;
+};
+
+}  // namespace pipec

@@ -1,0 +1,80 @@
+// Philox4x32-10 counter-based RNG and the per-element RandomStream built on it.
+//
+// Why counter-based: a pipeline draws random numbers for element i on whatever thread happens to run
+// it. With a sequential generator the value would depend on scheduling; with Philox the value is a
+// pure function of (key, counter), so element i always gets the same numbers no matter how many
+// threads there are or which other elements were processed first.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace pipec {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+/// One Philox4x32 block with 10 rounds (Salmon et al., SC'11; matches Random123's philox4x32_10).
+PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
+
+/// A deterministic stream of random numbers for one (seed, op, element, epoch).
+///
+/// Mapping onto Philox (this is a reproducibility contract: changing it changes every pipeline's
+/// output, so tests pin it):
+///   key     = first two words of philox4x32_10({op_id lo, op_id hi, epoch hi, kKeyDomain},
+///                                              {seed lo, seed hi})
+///   counter = {element_index lo, element_index hi, epoch lo, draw_block}
+/// The key derivation is itself a Philox call so that (seed, op_id) pairs that differ in a single bit
+/// still get unrelated keys; the 128 input bits of seed and op_id cannot fit in a 64-bit key
+/// verbatim. draw_block starts at 0 and increments each time the 4 words of a block are used up; a
+/// stream throws std::length_error rather than wrap after 2^32 - 1 blocks (about 2^34 u32 values).
+///
+/// next_u32/next_u64/uniform_float/uniform_double/uniform_int are bit-exact on every platform.
+/// normal() goes through std::log/std::cos, so it is exact only for a given libm.
+class RandomStream {
+ public:
+  /// Domain-separation constant for key derivation ("key1" in ASCII).
+  static constexpr uint32_t kKeyDomain = 0x6b657931;
+
+  RandomStream(uint64_t seed, uint64_t op_id, uint64_t element_index, uint64_t epoch = 0);
+
+  /// The Philox key used for (seed, op_id, epoch); see the class comment.
+  static PhiloxKey derive_key(uint64_t seed, uint64_t op_id, uint64_t epoch);
+
+  uint32_t next_u32();
+  /// Two consecutive u32 draws, the first one in the low half.
+  uint64_t next_u64();
+
+  /// Uniform in [0, 1): the top 24 bits of a u32 times 2^-24. Every result is exactly representable
+  /// in a float (24-bit significand), so rounding can never produce 1.0f; scaling all 32 bits by
+  /// 2^-32 would round values near 2^32 up to exactly 1.0f.
+  float uniform_float();
+  /// Uniform in [0, 1) with 53 random bits (top 53 bits of next_u64() times 2^-53), same reasoning.
+  double uniform_double();
+
+  /// Uniform integer in the inclusive range [lo, hi] (requires lo <= hi; full int64 range allowed).
+  /// Unbiased: draws that fall into the incomplete last copy of the range are rejected and redrawn,
+  /// instead of taking `x % n`, which favours small values when n does not divide 2^32 (or 2^64).
+  /// Ranges of up to 2^32 values consume u32 draws, larger ones u64 draws.
+  int64_t uniform_int(int64_t lo, int64_t hi);
+
+  /// Normal(mean, stddev) by the Box-Muller transform. Each transform yields two independent normals;
+  /// the second is kept and returned by the next call.
+  double normal(double mean = 0.0, double stddev = 1.0);
+
+  const PhiloxKey& key() const { return key_; }
+  /// The counter of the next block to generate.
+  const PhiloxCounter& counter() const { return counter_; }
+
+ private:
+  void refill();
+
+  PhiloxKey key_;
+  PhiloxCounter counter_;
+  PhiloxCounter block_{};
+  int used_ = 4;  // words of block_ already handed out; 4 = need a new block
+  bool has_spare_normal_ = false;
+  double spare_normal_ = 0.0;
+};
+
+}  // namespace pipec

@@ -1,0 +1,64 @@
+// A fixed-size worker pool with future-returning submit() and a blocking parallel_for().
+//
+// Fixed size because pipeline stages are CPU-bound: more threads than cores only adds contention.
+// parallel_for lets the calling thread work on chunks too, so it makes progress even when every
+// worker is busy, including when it is called from inside a pool task (no nested-use deadlock).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace pipec {
+
+class ThreadPool {
+ public:
+  /// `num_threads` workers; 0 (the default) means std::thread::hardware_concurrency(), at least 1.
+  explicit ThreadPool(int num_threads = 0);
+  /// Runs every task already submitted (so no future is left without a value), then joins.
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  /// hardware_concurrency(), or 1 when the platform cannot tell.
+  static int default_size();
+
+  /// Runs `fn()` on a worker. The future carries its result or the exception it threw.
+  template <class F>
+  auto submit(F&& fn) -> std::future<std::invoke_result_t<std::decay_t<F>&>> {
+    using R = std::invoke_result_t<std::decay_t<F>&>;
+    // shared_ptr because std::function needs a copyable callable and packaged_task is move-only.
+    auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(fn));
+    std::future<R> result = task->get_future();
+    enqueue([task] { (*task)(); });
+    return result;
+  }
+
+  /// Calls fn(chunk_begin, chunk_end) over [begin, end) split into chunks of `grain` indices (the last
+  /// may be shorter); grain <= 0 picks about 4 chunks per thread. Blocks until every chunk has finished.
+  /// If chunks throw, the first exception caught is rethrown here after running chunks complete;
+  /// chunks not yet started are skipped.
+  void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                    const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void enqueue(std::function<void()> task);
+  void worker_loop();
+
+  std::mutex mu_;
+  std::condition_variable has_work_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace pipec

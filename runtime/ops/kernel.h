@@ -1,0 +1,92 @@
+// The kernel interface of the reference interpreter: one function per op, called once per instruction
+// per chunk on whole tensors.
+//
+// Rows: a per-row value is a tensor [rows, ...element shape]; a row-invariant value (a constant or
+// anything computed from constants only) is just [...element shape]. A kernel is called either with
+// lead = 0 (every operand and the result are element tensors: row-invariant values, or one row of a
+// ragged column) or with lead = 1 (the result has the rows dimension). With lead = 1:
+//   - element-wise kernels (KernelKind::Elementwise/Random) get operands that broadcast numpy-style
+//     against the full result: the interpreter reshapes per-row operands to [rows, 1.., ...] and
+//     row-invariant ones to [1, 1.., ...], so the kernel never needs to know about rows;
+//   - structural kernels (axes, shapes) get every operand with the rows dimension and shift their
+//     element axes by `lead`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/ops/kernel_error.h"
+#include "runtime/plan/expr_function.h"
+
+namespace pipec {
+
+struct KernelArgs {
+  const Instr& instr;
+  std::vector<Tensor> in;
+  int lead = 0;            // 1 when the result carries the rows dimension
+  int64_t rows = 1;        // the rows dimension when lead = 1
+  // Random streams: the element index of row 0 (or of the single element when lead = 0), epoch, seed.
+  uint64_t seed = 0;
+  int64_t first_index = 0;
+  int64_t epoch = 0;
+
+  DType out_dtype() const { return instr.type.dtype; }
+};
+
+using KernelFn = Tensor (*)(const KernelArgs&);
+
+enum class KernelKind {
+  Structural,   // shape and axis ops; operands all carry rows when lead = 1
+  Elementwise,  // broadcasting ops: the interpreter aligns operands
+  Random,       // per-element random numbers: always per row, operands aligned like element-wise
+};
+
+struct KernelInfo {
+  KernelFn fn = nullptr;
+  KernelKind kind = KernelKind::Structural;
+};
+
+using KernelTable = std::unordered_map<std::string, KernelInfo>;
+
+/// The kernel for `op`, or null when there is none.
+const KernelInfo* find_kernel(std::string_view op);
+
+// Each family registers its kernels (called once, by kernel_registry.cpp).
+void register_elementwise_binary(KernelTable& t);
+void register_elementwise_unary(KernelTable& t);
+void register_select(KernelTable& t);
+void register_cast(KernelTable& t);
+void register_constant(KernelTable& t);
+void register_shape_ops(KernelTable& t);
+void register_join_ops(KernelTable& t);
+void register_bits(KernelTable& t);
+void register_reductions(KernelTable& t);
+void register_random(KernelTable& t);
+
+// ---- attributes --------------------------------------------------------------------------------------
+
+const Value* find_attr(const Instr& in, const std::string& name);
+/// An Int attribute, or `fallback` when absent. Throws OpError when present but not an integer.
+int64_t attr_int(const Instr& in, const std::string& name, int64_t fallback);
+/// A List of Int (or a single Int, as a list of one). Throws OpError when absent or malformed.
+std::vector<int64_t> attr_ints(const Instr& in, const std::string& name);
+/// Normalizes a possibly negative axis against `rank` (rank + 1 when `allow_end`).
+int64_t normalize_axis(int64_t axis, int64_t rank, bool allow_end = false);
+
+// ---- shared helpers (defined by the kernel families) ---------------------------------------------------
+
+/// Converts a tensor to `to` with the cast semantics of dtype_dispatch.h (shares storage when equal).
+Tensor cast_tensor(const Tensor& x, DType to);
+/// The tensor of a const value: a scalar fills the shape, a (nested) list gives the elements row-major.
+Tensor tensor_from_value(const Value& v, DType dtype, const Shape& shape);
+/// x with its dimensions permuted: result dim i is x's dim perm[i] (a copy; numeric and bytes).
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
+/// Runs a data-movement kernel on byte-string operands: each operand becomes an i64 tensor of string
+/// numbers, `numeric` moves those, and the result picks the strings.
+Tensor via_string_indices(const KernelArgs& a, KernelFn numeric);
+
+}  // namespace pipec

@@ -1,0 +1,68 @@
+#include <fmt/format.h>
+
+#include "runtime/ops/kernel.h"
+
+namespace pipec {
+
+namespace {
+
+KernelTable build_table() {
+  KernelTable t;
+  register_elementwise_binary(t);
+  register_elementwise_unary(t);
+  register_select(t);
+  register_cast(t);
+  register_constant(t);
+  register_shape_ops(t);
+  register_join_ops(t);
+  register_bits(t);
+  register_reductions(t);
+  register_random(t);
+  return t;
+}
+
+}  // namespace
+
+const KernelInfo* find_kernel(std::string_view op) {
+  static const KernelTable table = build_table();
+  auto it = table.find(std::string(op));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+const Value* find_attr(const Instr& in, const std::string& name) {
+  auto it = in.attrs.find(name);
+  return it == in.attrs.end() ? nullptr : &it->second;
+}
+
+int64_t attr_int(const Instr& in, const std::string& name, int64_t fallback) {
+  const Value* v = find_attr(in, name);
+  if (!v) return fallback;
+  if (v->kind == Value::Int) return v->i;
+  if (v->kind == Value::Bool) return v->b ? 1 : 0;
+  if (v->kind == Value::List && v->items.size() == 1 && v->items[0].kind == Value::Int) return v->items[0].i;
+  throw OpError(fmt::format("attribute `{}` must be an integer, not {}", name, v->to_string()));
+}
+
+std::vector<int64_t> attr_ints(const Instr& in, const std::string& name) {
+  const Value* v = find_attr(in, name);
+  if (!v) throw OpError(fmt::format("missing attribute `{}`", name));
+  if (v->kind == Value::Int) return {v->i};
+  std::vector<int64_t> out;
+  if (v->kind == Value::List) {
+    for (const Value& x : v->items) {
+      if (x.kind != Value::Int) throw OpError(fmt::format("attribute `{}` must be a list of integers", name));
+      out.push_back(x.i);
+    }
+    return out;
+  }
+  throw OpError(fmt::format("attribute `{}` must be a list of integers, not {}", name, v->to_string()));
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, bool allow_end) {
+  int64_t limit = allow_end ? rank + 1 : rank;
+  int64_t a = axis < 0 ? axis + limit : axis;
+  if (a < 0 || a >= limit) throw OpError(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return a;
+}
+
+}  // namespace pipec

@@ -1,0 +1,233 @@
+#include "runtime/exec/bounded_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/exec/cancellation.h"
+
+namespace pipec {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Waits for a blocked call to return. If it does not, closes the queue so that a broken cancellation
+// path fails the test instead of hanging it in the future's destructor.
+template <class R, class Q>
+bool woke_or_close(std::future<R>& f, Q& q) {
+  if (f.wait_for(5s) == std::future_status::ready) return true;
+  q.close();
+  return false;
+}
+
+TEST(BoundedQueue, FifoOrder) {
+  BoundedQueue<int> q(4);
+  EXPECT_EQ(q.capacity(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(q.push(i));
+  EXPECT_EQ(q.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.pop(), i);
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(BoundedQueue, ZeroCapacityRejected) {
+  EXPECT_THROW(BoundedQueue<int>(0), std::invalid_argument);
+}
+
+TEST(BoundedQueue, TryVariantsNeverBlock) {
+  BoundedQueue<std::unique_ptr<int>> q(1);
+  EXPECT_FALSE(q.try_pop().has_value());
+  auto a = std::make_unique<int>(1);
+  auto b = std::make_unique<int>(2);
+  EXPECT_TRUE(q.try_push(a));
+  EXPECT_EQ(a, nullptr);  // moved in
+  EXPECT_FALSE(q.try_push(b));
+  ASSERT_NE(b, nullptr);  // left untouched when full
+  EXPECT_EQ(*b, 2);
+  EXPECT_EQ(**q.try_pop(), 1);
+}
+
+TEST(BoundedQueue, PushBlocksWhileFull) {
+  BoundedQueue<int> q(1);
+  q.push(1);
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    q.push(2);
+    pushed = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(pushed.load());
+  EXPECT_EQ(q.pop(), 1);
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  EXPECT_EQ(q.pop(), 2);
+}
+
+TEST(BoundedQueue, PopBlocksWhileEmpty) {
+  BoundedQueue<int> q(2);
+  std::atomic<bool> popped{false};
+  std::optional<int> got;
+  std::thread consumer([&] {
+    got = q.pop();
+    popped = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(popped.load());
+  q.push(7);
+  consumer.join();
+  EXPECT_EQ(got, 7);
+}
+
+TEST(BoundedQueue, CloseDrainsThenReturnsEmpty) {
+  BoundedQueue<int> q(8);
+  for (int i = 0; i < 3; ++i) q.push(i);
+  q.close();
+  EXPECT_TRUE(q.closed());
+  EXPECT_FALSE(q.push(99));
+  int tmp = 5;
+  EXPECT_FALSE(q.try_push(tmp));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(q.pop(), i);
+  EXPECT_EQ(q.pop(), std::nullopt);
+  EXPECT_EQ(q.pop(), std::nullopt);  // stays drained
+  q.close();                          // idempotent
+}
+
+TEST(BoundedQueue, CloseWakesAllBlockedConsumers) {
+  BoundedQueue<int> q(2);
+  std::vector<std::future<std::optional<int>>> consumers;
+  for (int i = 0; i < 4; ++i) consumers.push_back(std::async(std::launch::async, [&] { return q.pop(); }));
+  std::this_thread::sleep_for(30ms);
+  q.close();
+  for (auto& c : consumers) {
+    ASSERT_EQ(c.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(c.get(), std::nullopt);
+  }
+}
+
+TEST(BoundedQueue, CloseWakesBlockedProducer) {
+  BoundedQueue<int> q(1);
+  q.push(1);
+  auto producer = std::async(std::launch::async, [&] { return q.push(2); });
+  std::this_thread::sleep_for(30ms);
+  q.close();
+  ASSERT_EQ(producer.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(producer.get());
+  EXPECT_EQ(q.pop(), 1);  // the item queued before close survives; the rejected one does not
+  EXPECT_EQ(q.pop(), std::nullopt);
+}
+
+TEST(BoundedQueue, CancelWakesBlockedPop) {
+  BoundedQueue<int> q(1);
+  CancellationToken token;
+  const auto start = Clock::now();
+  auto consumer = std::async(std::launch::async, [&] { return q.pop(token); });
+  std::this_thread::sleep_for(30ms);
+  token.cancel();
+  ASSERT_TRUE(woke_or_close(consumer, q));
+  EXPECT_EQ(consumer.get(), std::nullopt);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_FALSE(q.closed());  // cancellation is not closing
+}
+
+TEST(BoundedQueue, CancelWakesBlockedPush) {
+  BoundedQueue<int> q(1);
+  q.push(1);
+  CancellationToken token;
+  auto producer = std::async(std::launch::async, [&] { return q.push(2, token); });
+  std::this_thread::sleep_for(30ms);
+  token.cancel();
+  ASSERT_TRUE(woke_or_close(producer, q));
+  EXPECT_FALSE(producer.get());
+  EXPECT_EQ(q.size(), 1u);
+}
+
+TEST(BoundedQueue, AlreadyCancelledTokenDoesNotBlock) {
+  BoundedQueue<int> q(1);
+  CancellationToken token;
+  token.cancel();
+  EXPECT_EQ(q.pop(token), std::nullopt);
+  EXPECT_TRUE(q.push(1, token));  // not full: no wait needed, so the push goes through
+  EXPECT_FALSE(q.push(2, token));  // full: would block, returns at once instead
+  EXPECT_EQ(q.pop(token), 1);      // items that are there can still be taken
+}
+
+TEST(BoundedQueue, FailedPushLeavesItemWithCaller) {
+  BoundedQueue<std::unique_ptr<int>> q(1);
+  ASSERT_TRUE(q.push(std::make_unique<int>(1)));
+  CancellationToken token;
+  token.cancel();
+  auto item = std::make_unique<int>(2);
+  EXPECT_FALSE(q.push(std::move(item), token));  // full + cancelled
+  ASSERT_NE(item, nullptr);
+  EXPECT_EQ(*item, 2);
+  q.close();
+  EXPECT_FALSE(q.push(std::move(item)));  // closed
+  ASSERT_NE(item, nullptr);
+  EXPECT_EQ(**q.pop(), 1);
+  EXPECT_EQ(q.pop(), std::nullopt);
+}
+
+TEST(BoundedQueue, PushCopiesConstLvalues) {
+  BoundedQueue<std::string> q(2);
+  const std::string s = "kept";
+  EXPECT_TRUE(q.push(s));
+  EXPECT_EQ(s, "kept");
+  EXPECT_EQ(q.pop(), "kept");
+}
+
+TEST(BoundedQueue, CancelThroughParentTokenWakesWaiter) {
+  BoundedQueue<int> q(1);
+  CancellationToken parent;
+  CancellationToken child = CancellationToken::child_of(parent);
+  auto consumer = std::async(std::launch::async, [&] { return q.pop(child); });
+  std::this_thread::sleep_for(30ms);
+  parent.cancel();
+  ASSERT_TRUE(woke_or_close(consumer, q));
+  EXPECT_EQ(consumer.get(), std::nullopt);
+}
+
+TEST(BoundedQueue, ManyProducersConsumersNoLossNoDuplicates) {
+  constexpr int kProducers = 4, kConsumers = 4, kPerProducer = 20000;
+  BoundedQueue<std::unique_ptr<int>> q(16);
+  std::vector<std::thread> producers, consumers;
+  std::vector<std::vector<int>> received(kConsumers);
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) ASSERT_TRUE(q.push(std::make_unique<int>(p * kPerProducer + i)));
+    });
+  }
+  for (int c = 0; c < kConsumers; ++c) {
+    consumers.emplace_back([&, c] {
+      while (auto item = q.pop()) received[c].push_back(**item);
+    });
+  }
+  for (auto& t : producers) t.join();
+  q.close();
+  for (auto& t : consumers) t.join();
+
+  std::vector<int> all;
+  for (auto& r : received) all.insert(all.end(), r.begin(), r.end());
+  ASSERT_EQ(all.size(), size_t{kProducers * kPerProducer});
+  std::sort(all.begin(), all.end());
+  for (int i = 0; i < kProducers * kPerProducer; ++i) ASSERT_EQ(all[i], i);
+
+  // Per producer, a single consumer sees items in the order they were pushed.
+  for (auto& r : received) {
+    std::vector<int> last(kProducers, -1);
+    for (int v : r) {
+      ASSERT_GT(v, last[v / kPerProducer]);
+      last[v / kPerProducer] = v;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipec

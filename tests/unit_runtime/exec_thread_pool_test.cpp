@@ -1,0 +1,160 @@
+#include "runtime/exec/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pipec {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ThreadPool, DefaultSizeIsHardwareConcurrency) {
+  ThreadPool pool;
+  const unsigned hw = std::thread::hardware_concurrency();
+  EXPECT_EQ(pool.size(), hw == 0 ? 1 : static_cast<int>(hw));
+  EXPECT_EQ(ThreadPool(3).size(), 3);
+}
+
+TEST(ThreadPool, SubmitReturnsValue) {
+  ThreadPool pool(2);
+  auto a = pool.submit([] { return 6 * 7; });
+  auto b = pool.submit([] { return std::string("done"); });
+  auto c = pool.submit([] {});
+  EXPECT_EQ(a.get(), 42);
+  EXPECT_EQ(b.get(), "done");
+  c.get();
+}
+
+TEST(ThreadPool, SubmitAcceptsMoveOnlyCallable) {
+  ThreadPool pool(1);
+  auto p = std::make_unique<int>(5);
+  auto f = pool.submit([p = std::move(p)] { return *p + 1; });
+  EXPECT_EQ(f.get(), 6);
+}
+
+TEST(ThreadPool, SubmitPropagatesException) {
+  ThreadPool pool(2);
+  auto f = pool.submit([]() -> int { throw std::runtime_error("boom"); });
+  EXPECT_THROW(f.get(), std::runtime_error);
+  // The worker survived the throw.
+  EXPECT_EQ(pool.submit([] { return 1; }).get(), 1);
+}
+
+TEST(ThreadPool, TasksRunConcurrently) {
+  // Each task waits for the other: only completes if two workers run them at the same time.
+  ThreadPool pool(2);
+  std::promise<void> a_started, b_started;
+  auto a = pool.submit([&] {
+    a_started.set_value();
+    return b_started.get_future().wait_for(10s) == std::future_status::ready;
+  });
+  auto b = pool.submit([&] {
+    b_started.set_value();
+    return a_started.get_future().wait_for(10s) == std::future_status::ready;
+  });
+  EXPECT_TRUE(a.get());
+  EXPECT_TRUE(b.get());
+}
+
+TEST(ThreadPool, DestructorRunsQueuedTasks) {
+  std::atomic<int> ran{0};
+  std::vector<std::future<void>> futures;
+  {
+    ThreadPool pool(1);
+    futures.push_back(pool.submit([] { std::this_thread::sleep_for(20ms); }));
+    for (int i = 0; i < 100; ++i) futures.push_back(pool.submit([&] { ++ran; }));
+  }
+  EXPECT_EQ(ran.load(), 100);
+  for (auto& f : futures) EXPECT_NO_THROW(f.get());  // no broken promises
+}
+
+TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
+  ThreadPool pool(3);
+  for (int64_t grain : {0, 1, 7, 64, 1000, 5000}) {
+    const int64_t begin = -37, end = 1000;
+    std::vector<std::atomic<int>> hits(end - begin);
+    std::atomic<int> bad_chunks{0};
+    pool.parallel_for(begin, end, grain, [&](int64_t lo, int64_t hi) {
+      if (lo < begin || hi > end || lo >= hi || (grain > 0 && hi - lo > grain)) ++bad_chunks;
+      for (int64_t i = lo; i < hi; ++i) ++hits[i - begin];
+    });
+    EXPECT_EQ(bad_chunks.load(), 0) << "grain " << grain;
+    for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "grain " << grain;
+  }
+}
+
+TEST(ThreadPool, ParallelForEmptyRangeCallsNothing) {
+  ThreadPool pool(2);
+  int calls = 0;
+  pool.parallel_for(5, 5, 1, [&](int64_t, int64_t) { ++calls; });
+  pool.parallel_for(5, 2, 1, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(ThreadPool, ParallelForUsesSeveralThreads) {
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  pool.parallel_for(0, 8, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard lock(mu);
+      ids.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(10ms);  // long enough that helpers pick up chunks
+  });
+  EXPECT_GE(ids.size(), 2u);
+}
+
+TEST(ThreadPool, ParallelForPropagatesException) {
+  ThreadPool pool(2);
+  std::atomic<int> chunks_run{0};
+  try {
+    pool.parallel_for(0, 1000, 1, [&](int64_t lo, int64_t) {
+      ++chunks_run;
+      if (lo == 5) throw std::runtime_error("chunk 5 failed");
+    });
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "chunk 5 failed");
+  }
+  // Chunks not started when the failure was seen are skipped.
+  EXPECT_LT(chunks_run.load(), 1000);
+  // The pool is still usable.
+  int64_t sum = 0;
+  pool.parallel_for(0, 10, 100, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) sum += i;
+  });
+  EXPECT_EQ(sum, 45);
+}
+
+TEST(ThreadPool, ParallelForRethrowsOneOfSeveralExceptions) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.parallel_for(0, 64, 1, [](int64_t, int64_t) { throw std::logic_error("x"); }),
+               std::logic_error);
+}
+
+TEST(ThreadPool, ParallelForInsidePoolTaskDoesNotDeadlock) {
+  // The only worker runs the outer task, so the inner parallel_for must make progress on its own.
+  ThreadPool pool(1);
+  auto f = pool.submit([&] {
+    std::atomic<int64_t> sum{0};
+    pool.parallel_for(0, 100, 3, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) sum += i;
+    });
+    return sum.load();
+  });
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), 4950);
+}
+
+}  // namespace
+}  // namespace pipec
