@@ -6,8 +6,10 @@
 //   # ...
 //
 // A first line `# mode: explain` compares the diagnostics and the plan (`pipec explain`); otherwise the
-// diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none.
-// `lang_tests --update DIR` rewrites every expected block from the current output.
+// diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none (warnings
+// are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
+// are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
+// the current output.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +26,19 @@ using namespace pipec;
 
 static const std::string kMarker = "# ---- expected output ----";
 
+// Imported files are named by their absolute path; the expected blocks name them relative to DIR so that
+// they do not depend on where the checkout lives.
+// The stdlib folder (where `import name` looks last) is shown as `<stdlib>`.
+static std::string relative_paths(std::string text) {
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  };
+  replace_all(fs::current_path().string() + "/", "");
+  replace_all(stdlib_dir(), "<stdlib>");
+  return text;
+}
+
 static std::string run_spec(const std::string& rel_path, const std::string& spec, bool explain, bool& had_errors) {
   auto program = check_text(rel_path, spec);
   std::ostringstream out;
@@ -37,7 +52,7 @@ static std::string run_spec(const std::string& rel_path, const std::string& spec
       out << print_plan(plan);
     }
   }
-  return out.str();
+  return relative_paths(out.str());
 }
 
 static std::string as_comment_block(const std::string& output) {
@@ -65,9 +80,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> files;
-  for (auto& e : fs::recursive_directory_iterator("."))
-    if (e.is_regular_file() && e.path().extension() == ".pipe" && e.path().parent_path().filename() != "imports")
-      files.push_back(fs::relative(e.path(), ".").string());
+  for (auto& e : fs::recursive_directory_iterator(".")) {
+    if (!e.is_regular_file() || e.path().extension() != ".pipe") continue;
+    fs::path rel = fs::relative(e.path(), ".");
+    bool helper = rel.parent_path().filename() == "imports" && !rel.parent_path().parent_path().empty();
+    if (!helper) files.push_back(rel.string());
+  }
   std::sort(files.begin(), files.end());
   int passed = 0, failed = 0;
   for (const auto& f : files) {

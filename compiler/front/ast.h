@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "compiler/front/source.h"
-#include "compiler/sema/type.h"
-#include "compiler/sema/value.h"
+#include "runtime/plan/type.h"
+#include "runtime/plan/value.h"
 
 namespace pipec {
 
@@ -254,6 +254,10 @@ struct Decl {
   std::vector<SchemaField> schema;
   // Train
   std::vector<TrainEntry> entries;
+
+  /// The parser reported an error inside this declaration (its AST is partial): sema still types it, for
+  /// the language server, but reports nothing about it, since such reports would only echo the syntax error.
+  bool syntax_error = false;
 
   // Filled by sema.
   Type type;

@@ -1,6 +1,7 @@
 // Builds the AST from the ANTLR parse tree. Each function names the grammar rule it handles.
 #include "compiler/front/ast_builder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -30,6 +31,17 @@ class Builder {
         out.decls.push_back(std::move(d));
       }
     }
+    // Declarations around an error of the lexer, parser or this builder are partial.
+    for (const Diagnostic& diag : diags_.all()) {
+      if (diag.range.file != file_ || !is_syntax_kind(diag.kind)) continue;
+      for (auto& d : out.decls)
+        if (diag.range.begin >= d->range.begin && diag.range.begin <= d->range.end) d->syntax_error = true;
+    }
+  }
+
+  static bool is_syntax_kind(DiagKind k) {
+    return k == DiagKind::syntax_error || k == DiagKind::bad_character || k == DiagKind::unterminated_string ||
+           k == DiagKind::invalid_number || k == DiagKind::nesting_too_deep;
   }
 
  private:
@@ -71,9 +83,10 @@ class Builder {
       if (!only_space || newlines != 1) break;
       std::string t = c.text.substr(1);
       if (!t.empty() && t[0] == ' ') t.erase(0, 1);
-      lines.insert(lines.begin(), t);
+      lines.push_back(t);  // collected bottom-up; reversed below (inserting at the front is quadratic)
       cursor = c.range.begin;
     }
+    std::reverse(lines.begin(), lines.end());
     for (size_t i = 0; i < lines.size(); ++i) d.doc += (i ? "\n" : "") + lines[i];
   }
 

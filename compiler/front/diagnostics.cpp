@@ -25,6 +25,10 @@ const DiagKindInfo& diag_kind_info(DiagKind kind) { return all_diag_kinds()[stat
 
 Diagnostic& Diagnostics::report(DiagKind kind, SourceRange range, std::string message) {
   Severity sev = diag_kind_info(kind).severity;
+  if (muted_) {
+    overflow_ = Diagnostic{kind, sev, range, std::move(message), {}, {}, {}};
+    return overflow_;
+  }
   if (sev == Severity::Error) ++errors_;
   if (sev == Severity::Warning) ++warnings_;
   if (list_.size() >= kMaxDiagnostics) {
@@ -51,21 +55,34 @@ static std::string_view severity_word(Severity s) {
   return "error";
 }
 
-// The source line with a caret under the whole range (clipped to the first line of the range).
+// The source line with a caret under the whole range (clipped to the first line of the range). Lines
+// longer than kMaxSnippet bytes show a window around the caret, marked with `...` where they are cut.
 static std::string snippet(const SourceFile& file, SourceRange range, bool color) {
+  constexpr uint32_t kMaxSnippet = 120;
   LineCol start = file.line_col(range.begin);
   std::string_view line = file.line_text(start.line);
   uint32_t line_begin = range.begin - (start.col - 1);
   uint32_t line_end = line_begin + static_cast<uint32_t>(line.size());
   uint32_t end = std::min(std::max(range.end, range.begin + 1), std::max(line_end, range.begin + 1));
+  uint32_t caret_col = start.col - 1;  // where the caret starts in the printed text
+  std::string prefix, suffix;
+  if (line.size() > kMaxSnippet) {
+    uint32_t from = caret_col > 40 ? caret_col - 40 : 0;
+    uint32_t to = std::min<uint32_t>(static_cast<uint32_t>(line.size()), from + kMaxSnippet);
+    if (from > 0) prefix = "...";
+    if (to < line.size()) suffix = "...";
+    line = line.substr(from, to - from);
+    caret_col = caret_col - from + static_cast<uint32_t>(prefix.size());
+    end = std::min(end, line_begin + to);
+  }
   std::string gutter = fmt::format("{:>5} | ", start.line);
-  std::string out = gutter;
+  std::string out = gutter + prefix;
   // Tabs are printed as single spaces so that the caret lines up.
   for (char c : line) out += c == '\t' ? ' ' : c;
-  out += "\n";
+  out += suffix + "\n";
   out += std::string(gutter.size() - 2, ' ') + "| ";
-  out += std::string(start.col - 1, ' ');
-  std::string marks = "^" + std::string(end - range.begin - 1, '~');
+  out += std::string(caret_col, ' ');
+  std::string marks = "^" + std::string(end > range.begin + 1 ? end - range.begin - 1 : 0, '~');
   out += color ? "\033[1;32m" + marks + "\033[0m" : marks;
   out += "\n";
   return out;
@@ -112,15 +129,19 @@ void Diagnostics::print(std::ostream& out, bool color) const {
   out << line << " generated.\n";
 }
 
+// Edit distance where swapping two neighbouring letters counts as one edit (`scroe` -> `score`), the most
+// common typo (optimal string alignment distance).
 static size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];

@@ -58,6 +58,11 @@ class Diagnostics {
   /// Records a diagnostic and returns it so the caller can add notes or help.
   Diagnostic& report(DiagKind kind, SourceRange range, std::string message);
 
+  /// While muted, reports are neither stored nor counted (sema checking a declaration whose syntax is
+  /// already reported as broken).
+  void set_muted(bool muted) { muted_ = muted; }
+  bool muted() const { return muted_; }
+
   const std::vector<Diagnostic>& all() const { return list_; }
   size_t error_count() const { return errors_; }
   size_t warning_count() const { return warnings_; }
@@ -77,7 +82,8 @@ class Diagnostics {
   std::vector<Diagnostic> list_;
   size_t errors_ = 0;
   size_t warnings_ = 0;
-  Diagnostic overflow_;  // returned once the limit is reached, so callers can still add notes
+  Diagnostic overflow_;  // returned once the limit is reached (or while muted), so callers can still add notes
+  bool muted_ = false;
 };
 
 /// The closest candidate to `name` by edit distance, or "" when none is close enough to suggest.

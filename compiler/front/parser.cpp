@@ -6,7 +6,10 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <functional>
+
+#include <fmt/format.h>
 
 #include "PipeLexer.h"
 #include "PipeParser.h"
@@ -33,6 +36,65 @@ std::string describe_token(const antlr4::Token* t, const antlr4::dfa::Vocabulary
   return "`" + text + "`";
 }
 
+// ANTLR's own input stream decodes UTF-8 into code points, so its token offsets would count characters
+// while every SourceRange counts bytes, and it throws on bytes that are not UTF-8. This stream gives the
+// lexer one symbol per byte instead: token offsets are byte offsets, any file can be lexed, and non-ASCII
+// bytes (meaningful only inside strings and comments) reach the lexer as symbols 0x80..0xFF.
+class ByteInputStream : public antlr4::ANTLRInputStream {
+ public:
+  explicit ByteInputStream(const std::string& text) : text_(text) {
+    _data.clear();
+    _data.reserve(text.size());
+    for (unsigned char c : text) _data.push_back(static_cast<char32_t>(c));
+  }
+
+  // Token text is the file's own bytes, so strings and comments keep their UTF-8 as written.
+  std::string getText(const antlr4::misc::Interval& interval) override {
+    if (interval.a < 0 || interval.b < 0) return "";
+    size_t start = static_cast<size_t>(interval.a);
+    size_t stop = std::min(static_cast<size_t>(interval.b), text_.size() - 1);
+    if (start >= text_.size() || stop < start) return "";
+    return text_.substr(start, stop - start + 1);
+  }
+
+ private:
+  const std::string& text_;
+};
+
+// The length of the UTF-8 sequence starting at `text[at]`, or 0 when it is not a valid one.
+size_t utf8_length(const std::string& text, size_t at) {
+  unsigned char c = static_cast<unsigned char>(text[at]);
+  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || at + n > text.size()) return 0;
+  for (size_t i = 1; i < n; ++i)
+    if ((static_cast<unsigned char>(text[at + i]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// Reports one character the language does not use (a whole UTF-8 character counts as one); returns how
+// many bytes it covered.
+size_t report_bad_character(const std::string& text, uint32_t file, uint32_t at, Diagnostics& diags) {
+  unsigned char c = static_cast<unsigned char>(text[at]);
+  if (c >= 0x80) {
+    if (size_t n = utf8_length(text, at)) {
+      diags.report(DiagKind::bad_character, {file, at, static_cast<uint32_t>(at + n)},
+                   "unexpected character `" + text.substr(at, n) + "`: names are made of ASCII letters, digits and `_`");
+      return n;
+    }
+    diags.report(DiagKind::bad_character, {file, at, at + 1},
+                 fmt::format("unexpected byte 0x{:02X}; the file is not valid UTF-8 here", c));
+    return 1;
+  }
+  if (c < 0x20 || c == 0x7F) {
+    diags.report(DiagKind::bad_character, {file, at, at + 1}, fmt::format("unexpected control character 0x{:02X}", c));
+    return 1;
+  }
+  diags.report(DiagKind::bad_character, {file, at, at + 1}, std::string("unexpected character `") + char(c) + "`");
+  return 1;
+}
+
+const char* const kDeclaration = "a declaration (`import`, `const`, `fn`, `source`, `pipeline`, `model` or `train`)";
+
 // Turns ANTLR's syntax errors into diagnostics with readable messages.
 class ErrorListener : public antlr4::BaseErrorListener {
  public:
@@ -44,7 +106,15 @@ class ErrorListener : public antlr4::BaseErrorListener {
     std::string msg = "unexpected " + describe_token(offending, recognizer->getVocabulary());
     if (parser) {
       std::string expected = expected_tokens(parser);
-      if (!expected.empty()) msg += ", expected " + expected;
+      const antlr4::Token* prev = parser->getTokenStream()->LT(-1);
+      if (expected == kDeclaration && prev && offending && offending->getType() != antlr4::Token::EOF &&
+          prev->getLine() == offending->getLine()) {
+        // The parser ended the declaration early because the expression could not go on here; a list of
+        // declaration keywords would only mislead, so say where the expression stopped instead.
+        msg += " after " + describe_token(prev, recognizer->getVocabulary());
+      } else if (!expected.empty()) {
+        msg += ", expected " + expected;
+      }
     }
     SourceRange r = token_range(file_, offending);
     // ANTLR may report several errors at one token while recovering; one is enough.
@@ -62,6 +132,13 @@ class ErrorListener : public antlr4::BaseErrorListener {
     } catch (...) {
       return "";
     }
+    // Sets that mean "anything that starts a declaration / an expression" get a name of their own.
+    using L = pipegen::PipeLexer;
+    auto has = [&](size_t token) { return set.contains(token); };
+    if (has(L::CONST) && has(L::FN) && has(L::SOURCE) && has(L::PIPELINE) && has(L::MODEL) && has(L::TRAIN) &&
+        has(L::IMPORT) && set.size() <= 8)
+      return kDeclaration;
+    if (has(L::INT) && has(L::STRING) && has(L::LPAREN) && has(L::ID)) return "an expression";
     std::vector<std::string> names;
     for (ssize_t t : set.toList()) {
       if (t == antlr4::Token::EOF) {
@@ -99,33 +176,65 @@ class ErrorListener : public antlr4::BaseErrorListener {
 
 // Lexes the whole file; bad characters are reported and dropped. Returns false when nesting is too deep
 // to parse safely.
-bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, antlr4::ANTLRInputStream& input,
+bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, pipegen::PipeLexer& lexer,
          std::vector<std::unique_ptr<antlr4::Token>>& tokens) {
-  pipegen::PipeLexer lexer(&input);
+  const std::string& text = sources.file(file).text();
   lexer.removeErrorListeners();
   int depth = 0;
   int max_depth = 0;
   SourceRange deepest;
+  std::vector<const antlr4::Token*> open;  // brackets not closed yet
+  size_t covered_until = 0;  // bytes up to here belong to a bad character already reported
   for (;;) {
     std::unique_ptr<antlr4::Token> tok = lexer.nextToken();
     size_t type = tok->getType();
     if (type == pipegen::PipeLexer::BAD_CHAR) {
       SourceRange r = token_range(file, tok.get());
-      if (tok->getText() == "\"")
-        diags.report(DiagKind::unterminated_string, r, "string literal is not closed before the end of the line");
-      else
-        diags.report(DiagKind::bad_character, r, "unexpected character `" + tok->getText() + "`");
-      // An unterminated string swallows the rest of its line so that its words are not parsed as code.
-      if (tok->getText() == "\"") {
-        for (;;) {
-          std::unique_ptr<antlr4::Token> rest = lexer.nextToken();
-          if (rest->getType() == antlr4::Token::EOF) {
-            tokens.push_back(std::move(rest));
-            return true;
-          }
-          if (rest->getType() == pipegen::PipeLexer::NEWLINE) break;
+      if (r.begin < covered_until) continue;
+      if (tok->getText() != "\"") {
+        covered_until = r.begin + report_bad_character(text, file, r.begin, diags);
+        continue;
+      }
+      // An unterminated string runs to the end of its line: the parser sees one string token there (as if
+      // it were closed), so the words inside it are not parsed as code and nothing else is reported.
+      size_t eol = text.find_first_of("\r\n", r.begin);
+      if (eol == std::string::npos) eol = text.size();
+      diags.report(DiagKind::unterminated_string, {file, r.begin, static_cast<uint32_t>(eol)},
+                   "string literal is not closed before the end of the line");
+      auto str = std::make_unique<antlr4::CommonToken>(tok.get());
+      str->setType(pipegen::PipeLexer::STRING);
+      str->setStopIndex(eol - 1);
+      str->setText(text.substr(r.begin, eol - r.begin) + "\"");
+      tokens.push_back(std::move(str));
+      // The closing quote usually went missing together with the brackets after it (`files("a/*.png)`):
+      // brackets opened earlier on the same line are closed here, so that the line parses as intended.
+      size_t line_start = text.find_last_of("\r\n", r.begin);
+      line_start = line_start == std::string::npos ? 0 : line_start + 1;
+      while (!open.empty() && open.back()->getStartIndex() >= line_start) {
+        size_t type = open.back()->getType();
+        auto close = std::make_unique<antlr4::CommonToken>(tok.get());
+        close->setType(type == pipegen::PipeLexer::LPAREN   ? pipegen::PipeLexer::RPAREN
+                       : type == pipegen::PipeLexer::LBRACK ? pipegen::PipeLexer::RBRACK
+                                                            : pipegen::PipeLexer::RBRACE);
+        close->setText(type == pipegen::PipeLexer::LPAREN ? ")" : type == pipegen::PipeLexer::LBRACK ? "]" : "}");
+        close->setStartIndex(eol - 1);
+        close->setStopIndex(eol - 1);
+        tokens.push_back(std::move(close));
+        open.pop_back();
+        if (depth > 0) --depth;
+      }
+      covered_until = eol;
+      bool at_eof = false;
+      for (;;) {
+        std::unique_ptr<antlr4::Token> rest = lexer.nextToken();
+        at_eof = rest->getType() == antlr4::Token::EOF;
+        if (at_eof || rest->getStartIndex() >= eol) {
+          // The first token past the line (a line break, or the end of the file) is kept.
+          tokens.push_back(std::move(rest));
+          break;
         }
       }
+      if (at_eof) break;
       continue;
     }
     if (type == pipegen::PipeLexer::LPAREN || type == pipegen::PipeLexer::LBRACK ||
@@ -134,9 +243,11 @@ bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, antlr4
         max_depth = depth;
         deepest = token_range(file, tok.get());
       }
+      open.push_back(tok.get());
     } else if (type == pipegen::PipeLexer::RPAREN || type == pipegen::PipeLexer::RBRACK ||
                type == pipegen::PipeLexer::RBRACE) {
       if (depth > 0) --depth;
+      if (!open.empty()) open.pop_back();
     }
     bool eof = type == antlr4::Token::EOF;
     tokens.push_back(std::move(tok));
@@ -155,9 +266,12 @@ std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_i
   auto module = std::make_unique<Module>();
   module->file = file_id;
   const std::string& text = sources.file(file_id).text();
-  antlr4::ANTLRInputStream input(text);
+  ByteInputStream input(text);
+  // The lexer must outlive the parser: tokens point back at it, and error recovery asks it for the
+  // input when it makes up a missing token.
+  pipegen::PipeLexer lexer(&input);
   std::vector<std::unique_ptr<antlr4::Token>> tokens;
-  if (!lex(sources, file_id, diags, input, tokens)) return module;
+  if (!lex(sources, file_id, diags, lexer, tokens)) return module;
 
   // Comments are kept for the formatter and for doc strings.
   for (const auto& t : tokens) {
@@ -182,10 +296,22 @@ std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_i
   pipegen::PipeParser parser(&stream);
   parser.removeErrorListeners();
   ErrorListener listener(file_id, diags);
-  parser.addErrorListener(&listener);
   pipegen::PipeParser::ProgramContext* tree = nullptr;
   try {
-    tree = parser.program();
+    // Two stages, as ANTLR recommends: the fast SLL prediction parses every valid spec (several times
+    // faster than full LL on long expressions); only when it fails is the file parsed again with full LL
+    // and error recovery, which gives the exact syntax errors.
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    try {
+      tree = parser.program();
+    } catch (const antlr4::ParseCancellationException&) {
+      parser.reset();
+      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
+      parser.addErrorListener(&listener);
+      tree = parser.program();
+    }
   } catch (const std::exception& e) {
     diags.report(DiagKind::syntax_error, {file_id, 0, 0}, std::string("the parser gave up: ") + e.what());
     return module;

@@ -223,9 +223,13 @@ void add_shape_ops(std::vector<Builtin>& out) {
                      if (n >= 0) {
                        if (inferred >= 0) {
                          if (known == 0 || n % known != 0) {
+                           // Written as given, with the -1 (shape_to_spec would print it as `?`).
+                           std::string written = "[";
+                           for (size_t i = 0; i < shape->size(); ++i) written += (i ? ", " : "") + std::to_string((*shape)[i]);
+                           written += "]";
                            ctx.error(DiagKind::reshape_mismatch, ctx.range,
-                                     fmt::format("cannot reshape {} ({} elements) to {}", type_to_string(*t), n,
-                                                 shape_to_spec(*shape)));
+                                     fmt::format("cannot reshape {} ({} elements) to {}: {} is not a multiple of {}",
+                                                 type_to_string(*t), n, written, n, known));
                            return Type::error();
                          }
                          (*shape)[inferred] = n / known;

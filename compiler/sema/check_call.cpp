@@ -8,6 +8,7 @@
 
 #include "compiler/sema/checker.h"
 #include "compiler/sema/const_eval.h"
+#include "compiler/sema/promotion.h"
 
 namespace pipec {
 
@@ -17,11 +18,19 @@ Type Checker::check_call(CallExpr& e) { return apply(*e.callee, &e, nullptr, nul
 // expr PIPE expr  # pipeExpr
 Type Checker::check_pipe(PipeExpr& e) {
   Type in = check(*e.lhs);
-  if (in.is_error()) {
-    // Still check the stage's own arguments so their errors are reported too, but quietly.
-    if (e.rhs->kind == ExprKind::Call)
-      for (Arg& a : e.rhs->as<CallExpr>()->args)
-        if (a.value->kind != ExprKind::Lambda && a.value->kind != ExprKind::Name) check(*a.value);
+  if (in.is_error() && (e.rhs->kind == ExprKind::Call || e.rhs->kind == ExprKind::Name)) {
+    // The input already failed. Still check the stage itself (its name, its arguments and the bodies of its
+    // function literals, with the element's type unknown) so that its own mistakes are reported in the same
+    // run and the names it uses count as used; its type rule stays quiet about the unknown input.
+    auto* call = e.rhs->kind == ExprKind::Call ? e.rhs->as<CallExpr>() : nullptr;
+    apply(call ? *call->callee : *e.rhs, call, e.lhs.get(), &in, e.rhs->range);
+    if (call)
+      for (Arg& a : call->args)
+        if (a.value->kind == ExprKind::Lambda) {
+          auto& lambda = *a.value->as<LambdaExpr>();
+          if (lambda.param_types.empty()) check_lambda(lambda, std::vector<Type>(lambda.params.size(), Type::error()));
+        }
+    e.rhs->type = Type::error();
     return Type::error();
   }
   if (e.rhs->kind == ExprKind::Call) {
@@ -35,12 +44,21 @@ Type Checker::check_pipe(PipeExpr& e) {
     e.rhs->type = t;
     return t;
   }
-  diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
+  auto& diag = diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
+  if (in.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
   return Type::error();
 }
 
 const Builtin* Checker::lookup_callable(const std::string& name, bool after_pipe, const Type* piped_type) {
   if (piped_type && piped_type->kind == TypeKind::Dataset) return find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
+  if (piped_type && piped_type->is_error()) {
+    // The input's type is unknown: a stage where stages are expected, otherwise what the context calls.
+    bool stages_first = ctx_ == CheckContext::Pipeline || ctx_ == CheckContext::Source;
+    if (stages_first)
+      if (auto* b = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink})) return b;
+    if (auto* b = lookup_callable(name, after_pipe, nullptr)) return b;
+    return find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
+  }
   switch (ctx_) {
     case CheckContext::Model: return find_builtin(name, {BuiltinKind::Layer, BuiltinKind::Op});
     case CheckContext::Format: return find_builtin(name, {BuiltinKind::Format});
@@ -67,8 +85,10 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
   if (Local* l = lookup_local(name)) {
     l->used = true;
     name_expr.target = l->binding;
-    diags().report(DiagKind::not_callable, callee_expr.range,
-                   fmt::format("`{}` is {}, not a function", name, type_to_string(l->type)));
+    auto& diag = diags().report(DiagKind::not_callable, callee_expr.range,
+                                fmt::format("`{}` is {}, not a function", name, type_to_string(l->type)));
+    if (piped_type && piped_type->is_tensor() && l->type.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
+    check_unbound_args(call);
     return Type::error();
   }
   if (const Decl* d = program_.global(name); d && d->kind != DeclKind::Import) {
@@ -97,11 +117,33 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     name_expr.type = Type::function(name);
     return call_builtin(*b, call, piped, piped_type, range);
   }
+  // A builtin of another family (a stage called like a function, a layer in a map body): say where it belongs.
+  if (const Builtin* other = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink, BuiltinKind::Layer, BuiltinKind::Source,
+                                                 BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy})) {
+    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
+    if ((other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) && piped_type) {
+      diags().report(DiagKind::not_a_dataset, piped->range,
+                     fmt::format("`{}` is a stage and applies to a dataset, not to {}", name, type_to_string(*piped_type)));
+    } else if (other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) {
+      diags().report(DiagKind::not_callable, callee_expr.range,
+                     fmt::format("`{}` is a stage; apply it to a dataset with `|`, as in `data | {}(...)`", name, name));
+    } else {
+      const char* where = other->kind == BuiltinKind::Layer    ? "only inside a model"
+                          : other->kind == BuiltinKind::Source ? "only to start a source or pipeline"
+                                                               : "only in a train block";
+      diags().report(DiagKind::not_callable, callee_expr.range,
+                     fmt::format("`{}` is a {} and can be used {}", name, builtin_kind_name(other->kind), where));
+    }
+    check_unbound_args(call);
+    return Type::error();
+  }
   // Unknown: the message depends on what was expected here.
   DiagKind kind = DiagKind::unknown_name;
   std::vector<std::string> candidates;
   std::string what = "function";
-  if (piped_type && piped_type->kind == TypeKind::Dataset) {
+  bool stage_expected = piped_type && (piped_type->kind == TypeKind::Dataset ||
+                                       (piped_type->is_error() && (ctx_ == CheckContext::Pipeline || ctx_ == CheckContext::Source)));
+  if (stage_expected) {
     kind = DiagKind::unknown_stage;
     what = "stage";
     candidates = builtin_names({BuiltinKind::Stage, BuiltinKind::Sink});
@@ -127,11 +169,22 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     diag.help = fmt::format("did you mean `{}`?", best);
     diag.replacement = best;
   }
-  // Check the arguments anyway so that their own mistakes are reported in the same run.
-  if (call)
-    for (Arg& a : call->args)
-      if (a.value->kind != ExprKind::Lambda) check(*a.value);
+  // Check the arguments anyway so that their own mistakes are reported in the same run (bare option words
+  // such as `auto` cannot be judged without knowing the callee).
+  check_unbound_args(call);
   return Type::error();
+}
+
+void Checker::check_unbound_args(CallExpr* call) {
+  if (!call) return;
+  const auto& words = standalone_option_words();
+  for (Arg& a : call->args) {
+    if (a.value->kind == ExprKind::Lambda) continue;
+    if (a.value->kind == ExprKind::Name && std::find(words.begin(), words.end(), a.value->as<NameExpr>()->name) != words.end() &&
+        !lookup_local(a.value->as<NameExpr>()->name) && !program_.global(a.value->as<NameExpr>()->name))
+      continue;
+    check(*a.value);
+  }
 }
 
 bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, CallContext& ctx) {
@@ -203,6 +256,7 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
   };
 
   std::set<std::string> named_seen;
+  bool misnamed = false;  // a named argument matched no parameter (a missing one is then likely it)
   if (call) {
     for (Arg& arg : call->args) {
       if (arg.name.empty()) {
@@ -215,8 +269,10 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
           continue;
         }
         if (next >= b.params.size()) {
+          size_t takes = b.params.size() - (piped ? 1 : 0);
           auto& diag = diags().report(DiagKind::too_many_arguments, arg.value->range,
-                                      fmt::format("too many arguments: `{}` takes {}", b.name, b.params.size()));
+                                      piped ? fmt::format("too many arguments: `{}` takes {} besides its input from `|`", b.name, takes)
+                                            : fmt::format("too many arguments: `{}` takes {}", b.name, takes));
           diag.notes.push_back({{}, "signature: " + b.signature()});
           ok = false;
           check(*arg.value);
@@ -240,6 +296,7 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
           diag.notes.push_back({{}, "signature: " + b.signature()});
         }
         ok = false;
+        misnamed = true;
         if (arg.value->kind != ExprKind::Lambda) check(*arg.value);
         continue;
       }
@@ -256,7 +313,9 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
   }
   ctx_ = saved;
   for (size_t i = 0; i < b.params.size(); ++i) {
-    if (b.params[i].required && !ctx.args[i].present && !b.params[i].variadic) {
+    if (b.params[i].required && !ctx.args[i].present && !b.params[i].variadic && misnamed) {
+      ok = false;
+    } else if (b.params[i].required && !ctx.args[i].present && !b.params[i].variadic) {
       auto& diag = diags().report(DiagKind::missing_argument, call ? call->args_range : ctx.range,
                                   fmt::format("`{}` needs its `{}` argument", b.name, b.params[i].name));
       diag.notes.push_back({{}, "signature: " + b.signature()});
@@ -335,6 +394,7 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
   std::vector<bool> present(params.size(), false);
   size_t next = 0;
   bool ok = true;
+  bool misnamed = false;  // a named argument matched no parameter (a missing one is then likely it)
   if (piped) {
     if (!params.empty()) {
       given[0] = {*piped_type, piped->range};
@@ -349,8 +409,17 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
       if (!a.name.empty()) {
         auto it = std::find_if(fn.params.begin(), fn.params.end(), [&](const Param& p) { return p.name == a.name; });
         if (it == fn.params.end()) {
-          diags().report(DiagKind::unknown_argument, a.name_range, fmt::format("fn `{}` has no parameter `{}`", fn.name, a.name));
+          auto& diag = diags().report(DiagKind::unknown_argument, a.name_range,
+                                      fmt::format("fn `{}` has no parameter `{}`", fn.name, a.name));
+          std::vector<std::string> names;
+          for (const Param& p : fn.params) names.push_back(p.name);
+          std::string best = closest_name(a.name, names);
+          if (!best.empty()) {
+            diag.help = fmt::format("did you mean `{}`?", best);
+            diag.replacement = best;
+          }
           ok = false;
+          misnamed = true;
           continue;
         }
         idx = static_cast<size_t>(it - fn.params.begin());
@@ -374,8 +443,9 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (!present[i]) {
-      diags().report(DiagKind::missing_argument, call ? call->args_range : range,
-                     fmt::format("fn `{}` needs its `{}` argument", fn.name, fn.params[i].name));
+      if (!misnamed)
+        diags().report(DiagKind::missing_argument, call ? call->args_range : range,
+                       fmt::format("fn `{}` needs its `{}` argument", fn.name, fn.params[i].name));
       ok = false;
       continue;
     }
@@ -386,12 +456,22 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
       continue;
     }
     bool dtype_ok = got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
-    if (!dtype_ok || got.shape != want.shape) {
+    ShapeFit fit = got.is_tensor() ? fit_shape(want.shape, got.shape) : ShapeFit::Mismatch;
+    if (dtype_ok && fit == ShapeFit::Ragged) {
+      auto& diag = diags().report(DiagKind::ragged_value, given[i].second,
+                                  fmt::format("fn `{}` takes {} as `{}`, but this is {}, whose size is known only at run time",
+                                              fn.name, type_to_string(want), fn.params[i].name, type_to_string(got)));
+      diag.notes.push_back({fn.params[i].name_range, "the parameter is declared here"});
+      diag.help = "declare the parameter with `?` for the dimensions that may vary";
+      ok = false;
+      continue;
+    }
+    if (!dtype_ok || fit != ShapeFit::Fits) {
       auto& diag = diags().report(DiagKind::type_mismatch, given[i].second,
                                   fmt::format("fn `{}` takes {} as `{}`, but this is {}", fn.name, type_to_string(want),
                                               fn.params[i].name, type_to_string(got)));
       diag.notes.push_back({fn.params[i].name_range, "the parameter is declared here"});
-      if (got.is_tensor() && got.shape == want.shape)
+      if (got.is_tensor() && fit == ShapeFit::Fits)
         diag.help = fmt::format("convert it with `{}(...)`", dtype_name(want.dtype));
       ok = false;
     }
@@ -529,7 +609,8 @@ Type CallContext::lambda(std::string_view name, const std::vector<Type>& param_t
   BoundArg& a = arg(name);
   if (!a.present || !a.expr) return Type::error();
   if (a.expr->kind != ExprKind::Lambda) {
-    // A named fn works too: `map(parse)` calls parse(element).
+    // A named fn is not a function of the element (its parameters are tensors, the element is a record):
+    // say how to call it from a function literal instead.
     if (a.expr->kind == ExprKind::Name) {
       const Decl* d = checker.program().global(a.expr->as<NameExpr>()->name);
       if (d && d->kind == DeclKind::Fn) {

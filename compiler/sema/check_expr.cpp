@@ -48,7 +48,7 @@ Type Checker::check(Expr& e) {
     case ExprKind::Pipe: t = check_pipe(*e.as<PipeExpr>()); break;
     case ExprKind::Lambda:
       // A lambda is only meaningful as an argument of map/filter, which check it with its parameter types.
-      diags().report(DiagKind::type_mismatch, e.range, "a function literal can only be an argument of map, filter or interleave");
+      diags().report(DiagKind::type_mismatch, e.range, "a function literal can only be an argument of map or filter");
       t = Type::error();
       break;
   }
@@ -166,7 +166,8 @@ Type Checker::check_index(IndexExpr& e) {
   }
   if (consumed > base.rank()) {
     diags().report(DiagKind::too_many_indices, e.range,
-                   fmt::format("{} indices for a value of rank {} ({})", consumed, base.rank(), type_to_string(base)));
+                   fmt::format("{} {} for a value of rank {} ({})", consumed, consumed == 1 ? "index" : "indices",
+                               base.rank(), type_to_string(base)));
     return Type::error();
   }
   std::vector<int64_t> out;
@@ -236,8 +237,9 @@ Type Checker::check_index(IndexExpr& e) {
     }
     auto len = slice_length(dim, bound(item.start.get()), bound(item.stop.get()), step);
     if (!len) {
-      diags().report(DiagKind::invalid_index, item.range,
-                     fmt::format("slice bounds are outside a dimension of size {}", dim));
+      auto& diag = diags().report(DiagKind::invalid_index, item.range,
+                                  fmt::format("slice bounds are outside a dimension of size {}", dim));
+      diag.help = "constant bounds must lie within the dimension (numpy would clip them; pipec reports them)";
       return Type::error();
     }
     out.push_back(*len);
@@ -271,8 +273,10 @@ Type Checker::check_unary(UnaryExpr& e) {
   }
   if (e.operand->constant) {
     FoldResult f = fold_unary(e.op, *e.operand->constant, r.dtype);
-    if (f.error == FoldError::Overflow)
+    if (f.error == FoldError::Overflow) {
       diags().report(DiagKind::integer_overflow, e.range, "the negated constant does not fit in i64");
+      return Type::error();  // reported; the const holding it should not also be called unknown
+    }
     e.constant = f.value;
   }
   return r;
@@ -340,10 +344,16 @@ Type Checker::check_binary(BinaryExpr& e) {
   r.weak = p->weak;
   if (e.lhs->constant && e.rhs->constant) {
     FoldResult f = fold_binary(e.op, *e.lhs->constant, *e.rhs->constant, result);
-    if (f.error == FoldError::DivisionByZero)
-      diags().report(DiagKind::division_by_zero, e.rhs->range, fmt::format("constant `{}` by zero", op));
-    else if (f.error == FoldError::Overflow)
-      diags().report(DiagKind::integer_overflow, e.range, "the constant result does not fit in i64");
+    if (f.error == FoldError::DivisionByZero) {
+      diags().report(DiagKind::division_by_zero, e.rhs->range,
+                     fmt::format("integer `{}` by zero", op));
+      return Type::error();
+    }
+    if (f.error == FoldError::Overflow) {
+      diags().report(DiagKind::integer_overflow, e.range,
+                     fmt::format("the constant result of `{}` does not fit in {}", op, dtype_name(result)));
+      return Type::error();
+    }
     e.constant = f.value;
   }
   return r;
@@ -420,6 +430,10 @@ Type Checker::check_record(RecordExpr& e) {
       n.name = f.name;
       n.range = f.name_range;
       t = check(n);
+      if (n.target.kind != Binding::None) {
+        program_.shorthand_bindings.push_back(n.target);
+        f.shorthand_target = &program_.shorthand_bindings.back();
+      }
     }
     if (!seen.insert(f.name).second) {
       diags().report(DiagKind::duplicate_definition, f.name_range, fmt::format("field `{}` is given twice", f.name));

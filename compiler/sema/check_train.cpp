@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/checker.h"
+#include "compiler/sema/promotion.h"
 
 namespace pipec {
 
@@ -40,6 +41,13 @@ void Checker::check_train(Decl& d) {
       if (!best.empty()) {
         diag.help = fmt::format("did you mean `{}`?", best);
         diag.replacement = best;
+      } else if (e.key == "lr" || e.key == "learning_rate" || e.key == "momentum" || e.key == "weight_decay") {
+        diag.help = fmt::format("optimizer settings are arguments of the optimizer, e.g. `optimizer = adam({} = ...)`",
+                                e.key == "learning_rate" ? "lr" : e.key);
+      } else {
+        std::string list;
+        for (size_t i = 0; i < keys.size(); ++i) list += (i ? ", " : "") + keys[i];
+        diag.notes.push_back({{}, "the entries are: " + list});
       }
       continue;
     }
@@ -49,9 +57,15 @@ void Checker::check_train(Decl& d) {
     }
     entries[e.key] = &e;
   }
-  for (const EntrySpec& s : kEntries) {
-    if (s.required && !entries.count(s.key))
-      diags().report(DiagKind::train_missing_entry, d.name_range, fmt::format("train `{}` has no `{}` entry", d.name, s.key));
+  std::vector<std::string> missing;
+  for (const EntrySpec& s : kEntries)
+    if (s.required && !entries.count(s.key)) missing.push_back(fmt::format("`{}`", s.key));
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size(); ++i) list += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+    auto& diag = diags().report(DiagKind::train_missing_entry, d.name_range,
+                                fmt::format("train `{}` is missing its {} {}", d.name, list, missing.size() == 1 ? "entry" : "entries"));
+    diag.help = "a train block needs data, model, loss and optimizer";
   }
 
   // data: a dataset whose element the other entries refer to by field name.
@@ -111,10 +125,12 @@ void Checker::check_train(Decl& d) {
       v.as<NameExpr>()->target = Binding{Binding::Option, v.as<NameExpr>()->name, {}, nullptr, nullptr};
     } else {
       std::string word = v.kind == ExprKind::Name ? v.as<NameExpr>()->name : "";
+      bool quoted = v.kind == ExprKind::StringLit;
+      if (quoted) word = v.as<StringLitExpr>()->value;
       auto& diag = diags().report(DiagKind::unknown_option, v.range, "`precision` must be one of fp32, mixed_fp16, mixed_bf16");
-      std::string best = closest_name(word, kPrecisions);
+      std::string best = std::find(kPrecisions.begin(), kPrecisions.end(), word) != kPrecisions.end() ? word : closest_name(word, kPrecisions);
       if (!best.empty()) {
-        diag.help = fmt::format("did you mean `{}`?", best);
+        diag.help = quoted ? fmt::format("write the option without quotes: `{}`", best) : fmt::format("did you mean `{}`?", best);
         diag.replacement = best;
       }
     }
@@ -142,8 +158,9 @@ Type Checker::call_model(const Decl& model, CallExpr* call, SourceRange range) {
   bool ok = true;
   if (call->args.size() != model.params.size()) {
     auto& diag = diags().report(DiagKind::model_input_mismatch, call->args_range,
-                                fmt::format("model `{}` takes {} inputs, but {} are given", model.name, model.params.size(),
-                                            call->args.size()));
+                                fmt::format("model `{}` takes {} input{}, but {} {} given", model.name, model.params.size(),
+                                            model.params.size() == 1 ? "" : "s", call->args.size(),
+                                            call->args.size() == 1 ? "is" : "are"));
     diag.notes.push_back({model.name_range, "the model is declared here"});
     ok = false;
   }
@@ -156,7 +173,16 @@ Type Checker::call_model(const Decl& model, CallExpr* call, SourceRange range) {
     }
     Type want = resolve_type(model.params[i].type);
     Type per_example = unbatched(got, batch_rank);
-    if (!want.is_error() && (!per_example.is_tensor() || per_example.dtype != want.dtype || per_example.shape != want.shape)) {
+    ShapeFit fit = per_example.is_tensor() ? fit_shape(want.shape, per_example.shape) : ShapeFit::Mismatch;
+    if (!want.is_error() && per_example.is_tensor() && per_example.dtype == want.dtype && fit == ShapeFit::Ragged) {
+      auto& diag = diags().report(DiagKind::ragged_value, call->args[i].value->range,
+                                  fmt::format("model input `{}` is {} but the data gives {} per example, whose size varies",
+                                              model.params[i].name, type_to_string(want), type_to_string(per_example)));
+      diag.notes.push_back({model.params[i].name_range, "the input is declared here"});
+      ok = false;
+      continue;
+    }
+    if (!want.is_error() && (!per_example.is_tensor() || per_example.dtype != want.dtype || fit != ShapeFit::Fits)) {
       auto& diag = diags().report(DiagKind::model_input_mismatch, call->args[i].value->range,
                                   fmt::format("model input `{}` is {} but the data gives {} per example", model.params[i].name,
                                               type_to_string(want), type_to_string(per_example)));

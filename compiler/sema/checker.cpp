@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/const_eval.h"
+#include "compiler/sema/promotion.h"
 
 namespace pipec {
 
@@ -21,7 +22,15 @@ Checker::Checker(Program& program, const CheckOptions& options) : program_(progr
 void Checker::run() {
   for (auto& m : program_.modules)
     for (auto& d : m->decls) check_decl(*d);
-  if (options_.warnings) warn_unused_globals();
+  // With syntax errors in the file, a use may sit in the part that did not parse: no unused warnings then.
+  bool syntax_errors = false;
+  for (auto& d : program_.main().decls) syntax_errors = syntax_errors || d->syntax_error;
+  for (const Diagnostic& diag : diags().all())
+    if (diag.range.file == program_.main().file &&
+        (diag.kind == DiagKind::syntax_error || diag.kind == DiagKind::bad_character ||
+         diag.kind == DiagKind::unterminated_string || diag.kind == DiagKind::nesting_too_deep))
+      syntax_errors = true;
+  if (options_.warnings && !syntax_errors) warn_unused_globals();
 }
 
 void Checker::check_decl(const Decl& decl) {
@@ -37,6 +46,9 @@ void Checker::check_decl(const Decl& decl) {
   const ElementInfo* saved_train = train_element_;
   current_decl_ = &decl;
   train_element_ = nullptr;
+  in_progress_.push_back(&decl);
+  bool saved_muted = diags().muted();
+  diags().set_muted(decl.syntax_error);
   Decl& d = const_cast<Decl&>(decl);
   switch (d.kind) {
     case DeclKind::Import: break;
@@ -47,6 +59,8 @@ void Checker::check_decl(const Decl& decl) {
     case DeclKind::Model: check_model(d); break;
     case DeclKind::Train: check_train(d); break;
   }
+  diags().set_muted(saved_muted);
+  in_progress_.pop_back();
   std::swap(saved_scopes, scopes_);
   ctx_ = saved_ctx;
   current_decl_ = saved_decl;
@@ -58,12 +72,21 @@ Type Checker::global_type(const Decl& d, SourceRange use) {
   used_[&d] = true;
   State st = state_[&d];
   if (st == State::InProgress) {
-    auto& diag = diags().report(DiagKind::recursive_definition, use,
-                                fmt::format("{} `{}` refers to itself", decl_kind_name(d.kind), d.name));
+    // The chain of declarations from `d` back to itself: `A -> B -> A`.
+    std::string chain;
+    auto from = std::find(in_progress_.begin(), in_progress_.end(), &d);
+    for (auto it = from; it != in_progress_.end(); ++it) chain += (*it)->name + " -> ";
+    chain += d.name;
+    std::string msg = from + 1 == in_progress_.end()
+                          ? fmt::format("{} `{}` refers to itself", decl_kind_name(d.kind), d.name)
+                          : fmt::format("{} `{}` refers to itself through {}", decl_kind_name(d.kind), d.name, chain);
+    auto& diag = diags().report(DiagKind::recursive_definition, use, msg);
     diag.notes.push_back({d.name_range, fmt::format("`{}` is defined here", d.name)});
     return Type::error();
   }
   if (st == State::Unchecked) check_decl(d);
+  // A declaration with a syntax error is only partly there; its uses stay quiet rather than guess.
+  if (d.syntax_error) return Type::error();
   return d.type;
 }
 
@@ -118,7 +141,8 @@ void Checker::check_fn(Decl& d) {
   if (d.result_type) {
     Type want = resolve_type(*d.result_type);
     if (!want.is_error() && !body.is_error()) {
-      bool ok = body.is_tensor() && body.shape == want.shape &&
+      // A declared `?` accepts any size (`-> f32[?]`).
+      bool ok = body.is_tensor() && fit_shape(want.shape, body.shape) == ShapeFit::Fits &&
                 (body.dtype == want.dtype || (body.weak && !(is_float(body.dtype) && !is_float(want.dtype))));
       if (!ok) {
         auto& diag = diags().report(DiagKind::return_type_mismatch, d.value->range,
@@ -193,6 +217,14 @@ Type Checker::resolve_type(const TypeSyntax& t) {
 #undef X
     auto& diag = diags().report(DiagKind::unknown_type, t.range, fmt::format("unknown type `{}`", t.name));
     std::string best = closest_name(t.name, names);
+    // Spellings from other frameworks.
+    static const std::map<std::string, std::string> aliases = {
+        {"int", "i64"},       {"long", "i64"},     {"float", "f32"},     {"double", "f64"},    {"half", "f16"},
+        {"int8", "i8"},       {"int16", "i16"},    {"int32", "i32"},     {"int64", "i64"},     {"uint8", "u8"},
+        {"uint16", "u16"},    {"uint32", "u32"},   {"uint64", "u64"},    {"float16", "f16"},   {"float32", "f32"},
+        {"float64", "f64"},   {"bfloat16", "bf16"}, {"boolean", "bool"}, {"string", "bytes"}, {"str", "bytes"},
+        {"byte", "u8"}};
+    if (auto a = aliases.find(t.name); a != aliases.end()) best = a->second;
     if (!best.empty()) {
       diag.help = fmt::format("did you mean `{}`?", best);
       diag.replacement = best;
@@ -263,6 +295,7 @@ void Checker::warn_unused_globals() {
   for (auto& d : program_.main().decls) {
     if (d->kind != DeclKind::Const && d->kind != DeclKind::Fn && d->kind != DeclKind::Source) continue;
     if (used.count(d.get()) || d->name.rfind('_', 0) == 0) continue;
+    if (program_.global(d->name) != d.get()) continue;  // a duplicate, already reported as such
     diags().report(DiagKind::unused_declaration, d->name_range,
                    fmt::format("{} `{}` is never used", decl_kind_name(d->kind), d->name));
   }

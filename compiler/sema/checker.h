@@ -70,6 +70,8 @@ class Checker {
   Type call_cast(DType to, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   bool bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, CallContext& ctx);
   const Builtin* lookup_callable(const std::string& name, bool after_pipe, const Type* piped_type);
+  /// Checks the arguments of a call whose callee is unknown or wrong, for their own mistakes.
+  void check_unbound_args(CallExpr* call);
 
   Local* lookup_local(const std::string& name);
   void push_scope() { scopes_.emplace_back(); }
@@ -84,6 +86,8 @@ class Checker {
   std::map<const Decl*, bool> used_;
   CheckContext ctx_ = CheckContext::Const;
   const Decl* current_decl_ = nullptr;
+  /// Declarations being checked, outermost first (for the chain in recursive_definition).
+  std::vector<const Decl*> in_progress_;
   /// The data element a train block's names refer to (`model = net(board, flags)`).
   const ElementInfo* train_element_ = nullptr;
 

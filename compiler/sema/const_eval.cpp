@@ -40,7 +40,8 @@ Value convert_value(const Value& v, DType to) {
   }
   if (v.kind == Value::Float) {
     double f = std::trunc(v.f);
-    if (!(f > -9.3e18 && f < 9.3e18)) return narrow(0, to);
+    // Outside i64 (or NaN) the C cast is undefined; such constants become 0.
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) return narrow(0, to);
     return narrow(static_cast<int64_t>(f), to);
   }
   return narrow(v.kind == Value::Bool ? (v.b ? 1 : 0) : v.i, to);
@@ -63,6 +64,19 @@ FoldResult fold_unary(UnaryOp op, const Value& v, DType result) {
 FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result) {
   if (!is_scalar(a) || !is_scalar(b)) return {std::nullopt, FoldError::NotFoldable};
   double x = a.as_double(), y = b.as_double();
+  // Integers compare exactly (as doubles, 2**53 + 1 would equal 2**53).
+  if (a.kind != Value::Float && b.kind != Value::Float) {
+    int64_t p = convert_value(a, DType::I64).i, q = convert_value(b, DType::I64).i;
+    switch (op) {
+      case BinaryOp::Eq: return {Value::make_bool(p == q)};
+      case BinaryOp::Ne: return {Value::make_bool(p != q)};
+      case BinaryOp::Lt: return {Value::make_bool(p < q)};
+      case BinaryOp::Le: return {Value::make_bool(p <= q)};
+      case BinaryOp::Gt: return {Value::make_bool(p > q)};
+      case BinaryOp::Ge: return {Value::make_bool(p >= q)};
+      default: break;
+    }
+  }
   switch (op) {
     case BinaryOp::Eq: return {Value::make_bool(x == y)};
     case BinaryOp::Ne: return {Value::make_bool(x != y)};
@@ -115,17 +129,27 @@ FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result
     }
     case BinaryOp::Pow: {
       if (q < 0) return {std::nullopt, FoldError::NotFoldable};
-      r = 1;
-      for (int64_t k = 0; k < q; ++k)
-        if (__builtin_mul_overflow(r, p, &r)) return {std::nullopt, FoldError::Overflow};
+      // 0, 1 and -1 never overflow, whatever the exponent; any other base overflows within 64 steps.
+      if (p == 0 || p == 1) r = (p == 0 && q > 0) ? 0 : 1;
+      else if (p == -1) r = q % 2 ? -1 : 1;
+      else {
+        r = 1;
+        for (int64_t k = 0; k < q; ++k)
+          if (__builtin_mul_overflow(r, p, &r)) return {std::nullopt, FoldError::Overflow};
+      }
       break;
     }
     case BinaryOp::BitAnd: r = p & q; break;
     case BinaryOp::BitXor: r = p ^ q; break;
-    case BinaryOp::Shl: r = (q < 0 || q > 63) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << q); break;
+    case BinaryOp::Shl:
+      r = (q < 0 || q > 63) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << q);
+      // For i64, bits shifted out (or into the sign) are an overflow like any other.
+      if (result == DType::I64 && p != 0 && q >= 0 && (q > 63 || (r >> q) != p)) return {std::nullopt, FoldError::Overflow};
+      break;
     case BinaryOp::Shr: r = (q < 0 || q > 63) ? (p < 0 ? -1 : 0) : p >> q; break;
     default: return {std::nullopt, FoldError::NotFoldable};
   }
+  if (result == DType::Bool) return {Value::make_bool(r != 0)};  // `&` and `^` of bools
   return {narrow(r, result)};
 }
 
@@ -136,7 +160,11 @@ FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DT
     double x = args[0].as_double();
     double r;
     if (name == "abs") {
-      if (!is_float(result)) return {narrow(std::llabs(convert_value(args[0], DType::I64).i), result)};
+      if (!is_float(result)) {
+        int64_t v = convert_value(args[0], DType::I64).i;
+        if (v == std::numeric_limits<int64_t>::min()) return {std::nullopt, FoldError::Overflow};
+        return {narrow(v < 0 ? -v : v, result)};
+      }
       r = std::fabs(x);
     } else if (name == "sign") r = x > 0 ? 1 : x < 0 ? -1 : 0;
     else if (name == "tanh") r = std::tanh(x);

@@ -64,6 +64,11 @@ class Loader {
       return;
     }
     uint32_t id = program_.sources.add(path, std::move(text));
+    // The main file keeps the path it was given (diagnostics show it as the user wrote it), but an import
+    // that leads back to it must still recognise it, so it is also known by its canonical path.
+    std::error_code ec;
+    std::string key = fs::weakly_canonical(path, ec).string();
+    if (!ec) loaded_[key] = id;
     load(id);
   }
 
@@ -95,7 +100,8 @@ class Loader {
       if (!fs::is_regular_file(c, ec)) continue;
       std::string key = fs::weakly_canonical(c, ec).string();
       d.import_resolved = key;
-      if (uint32_t existing = program_.sources.find(key)) {
+      uint32_t existing = loaded_.count(key) ? loaded_[key] : program_.sources.find(key);
+      if (existing) {
         for (size_t i = 0; i < stack_.size(); ++i) {
           if (stack_[i] != existing) continue;
           auto& diag = program_.diags.report(DiagKind::import_cycle, d.range,
@@ -109,6 +115,12 @@ class Loader {
       }
       std::string text, error;
       if (!read_file(key, text, error)) break;
+      if (text.size() > kMaxSpecBytes) {
+        program_.diags.report(DiagKind::syntax_error, d.name_range,
+                              fmt::format("`{}` is {} bytes; specs larger than {} bytes are refused", d.import_path,
+                                          text.size(), kMaxSpecBytes));
+        return;
+      }
       load_imported(key, std::move(text));
       return;
     }
@@ -118,26 +130,35 @@ class Loader {
   }
 
   void load_imported(const std::string& key, std::string text) {
-    if (text.size() > kMaxSpecBytes) return;
     uint32_t id = program_.sources.add(key, std::move(text));
+    loaded_[key] = id;
     load(id);
   }
 
   Program& program_;
   const CheckOptions& options_;
   std::vector<uint32_t> stack_;
+  std::map<std::string, uint32_t> loaded_;  // canonical path -> file id
 };
 
 void collect_globals(Program& p) {
+  uint32_t main_file = p.modules.empty() ? 0 : p.modules[0]->file;
   for (auto& m : p.modules) {
     for (auto& d : m->decls) {
       if (d->kind == DeclKind::Import || d->name.empty()) continue;
       auto [it, inserted] = p.globals.emplace(d->name, d.get());
-      if (!inserted) {
-        auto& diag = p.diags.report(DiagKind::duplicate_definition, d->name_range,
-                                    fmt::format("`{}` is already defined", d->name));
-        diag.notes.push_back({it->second->name_range, fmt::format("the first definition of `{}` is here", d->name)});
+      if (inserted) continue;
+      const Decl* first = it->second;
+      if (first->name_range.file == main_file && d->name_range.file != main_file) {
+        // A clash with an imported name is reported in the file being checked, where it can be fixed.
+        auto& diag = p.diags.report(DiagKind::duplicate_definition, first->name_range,
+                                    fmt::format("`{}` is also defined by an imported file", d->name));
+        diag.notes.push_back({d->name_range, fmt::format("the imported definition of `{}` is here", d->name)});
+        continue;
       }
+      auto& diag = p.diags.report(DiagKind::duplicate_definition, d->name_range,
+                                  fmt::format("`{}` is already defined", d->name));
+      diag.notes.push_back({first->name_range, fmt::format("the first definition of `{}` is here", d->name)});
     }
   }
 }

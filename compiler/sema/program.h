@@ -5,6 +5,7 @@
 // expression, stage and declaration, annotating the AST in place.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,9 @@ struct Program {
   std::map<std::string, const Decl*> globals;
   /// Set when the main file itself could not be read (a usage/I-O error, not an error in a spec).
   std::string io_error;
+  /// What the shorthand record fields (`{ board }`) refer to; RecordFieldSyntax::shorthand_target points
+  /// here (a deque keeps the addresses stable).
+  std::deque<Binding> shorthand_bindings;
 
   const Module& main() const { return *modules.at(0); }
   /// The declaration called `name`, or null.

@@ -80,6 +80,17 @@ std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>&
   return out;
 }
 
+ShapeFit fit_shape(const std::vector<int64_t>& declared, const std::vector<int64_t>& got) {
+  if (declared.size() != got.size()) return ShapeFit::Mismatch;
+  bool ragged = false;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] < 0 || declared[i] == got[i]) continue;
+    if (got[i] >= 0) return ShapeFit::Mismatch;
+    ragged = true;
+  }
+  return ragged ? ShapeFit::Ragged : ShapeFit::Fits;
+}
+
 DType true_division_dtype(DType promoted) {
   if (is_float(promoted)) return promoted;
   if (promoted == DType::I64 || promoted == DType::U64) return DType::F64;

@@ -23,6 +23,11 @@ std::optional<Promoted> promote(DType a, bool a_weak, DType b, bool b_weak);
 /// Returns nullopt when the shapes do not broadcast.
 std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
+/// How a value's shape fits a declared one (a fn parameter, a model input). A declared `?` accepts any
+/// size; a known declared size needs that size, and a value whose size is unknown there is Ragged.
+enum class ShapeFit { Fits, Mismatch, Ragged };
+ShapeFit fit_shape(const std::vector<int64_t>& declared, const std::vector<int64_t>& got);
+
 /// The dtype of `a / b` (true division): floats stay, integers divide as f32, f64 when either is 64-bit.
 DType true_division_dtype(DType promoted);
 

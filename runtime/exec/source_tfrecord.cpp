@@ -29,6 +29,12 @@ FeatureSpec feature_spec(const SchemaEntry& e) {
     bool var = !t.shape.empty() && t.shape.back() < 0;
     s = var ? FeatureSpec::var_len(e.name, kind) : t.shape.empty() ? FeatureSpec::scalar(e.name, kind) : FeatureSpec::fixed(e.name, kind, t.shape);
   }
+  // tf.io.VarLenFeature: a record without the feature has an empty list.
+  if (s.variable_length() && !e.default_value) {
+    if (s.kind == FeatureKind::Int64) s = std::move(s).with_default(std::vector<int64_t>{});
+    else if (s.kind == FeatureKind::Float) s = std::move(s).with_default(std::vector<float>{});
+    else s = std::move(s).with_default(std::vector<std::string>{});
+  }
   if (e.default_value) {
     // A scalar default fills every value of a fixed-length feature.
     int64_t n = s.variable_length() ? 1 : std::max<int64_t>(1, s.values_per_record());
@@ -115,8 +121,12 @@ class TFRecordSource : public ChunkIterator {
     batch_.clear();
     rec_file_.clear();
     rec_index_.clear();
-    while (static_cast<int64_t>(batch_.size()) < ctx_.chunk_rows) {
-      if (!next_record()) break;
+    try {
+      while (static_cast<int64_t>(batch_.size()) < ctx_.chunk_rows) {
+        if (!next_record()) break;
+      }
+    } catch (const DataError& e) {
+      throw StageError(spec(), e.what());  // names the source's place in the spec too
     }
     if (batch_.empty()) return false;
     out = parse(batch_.views());

@@ -461,12 +461,13 @@ void parse_fixed(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuild
     }
     if (got == p.count) return;
   }
-  // Missing, or present with no values: the default, if there is one.
+  // Missing: the default, if there is one. A list that is present but has the wrong number of values
+  // (even none) is an error, as in tf.io.parse_example.
   if (!p.has_default) {
     if (absent) missing(s, present);
     wrong_count(s, got, p.count);
   }
-  if (got != 0) wrong_count(s, got, p.count);
+  if (!absent) wrong_count(s, got, p.count);
   if (p.dtype == DType::Bytes) {
     for (const auto& v : p.default_strings) {
       col.blob += v;

@@ -63,14 +63,21 @@ class Interpreter {
 
   std::vector<Column> run() {
     const size_t n = fn_.body.size();
+    // Only what the results need runs; each value is released after its last use.
+    std::vector<bool> live(n, false);
+    for (const auto& [name, id] : fn_.results) live.at(static_cast<size_t>(id)) = true;
+    for (size_t i = n; i-- > 0;)
+      if (live[i])
+        for (int o : fn_.body[i].operands) live.at(static_cast<size_t>(o)) = true;
     std::vector<size_t> last_use(n, 0);
     for (size_t i = 0; i < n; ++i)
-      for (int o : fn_.body[i].operands) last_use.at(static_cast<size_t>(o)) = i;
-    for (const auto& [name, id] : fn_.results) last_use.at(static_cast<size_t>(id)) = SIZE_MAX;
+      if (live[i])
+        for (int o : fn_.body[i].operands) last_use[static_cast<size_t>(o)] = i;
+    for (const auto& [name, id] : fn_.results) last_use[static_cast<size_t>(id)] = SIZE_MAX;
     vals_.assign(n, Val{});
     for (size_t i = 0; i < n; ++i) {
       const Instr& instr = fn_.body[i];
-      if (last_use[i] == 0 && instr.op != "param") continue;  // dead code (params are checked anyway)
+      if (!live[i] && instr.op != "param") continue;  // dead code (params are checked anyway)
       try {
         vals_[i] = instr.op == "param" ? param(instr) : eval(instr);
         check_result(instr, vals_[i]);

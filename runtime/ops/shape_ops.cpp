@@ -122,12 +122,13 @@ Tensor gather_kernel(const KernelArgs& a) {
     using T = typename decltype(tag)::type;
     const T* s = reinterpret_cast<const T*>(x.raw());
     T* o = reinterpret_cast<T*>(out.raw());
+    const int64_t* ix = idx.data();  // a local: byte stores could alias the vector's own pointer
     if (inner == 1) {
       for (int64_t k = 0; k < outer; ++k, s += n, o += m)
-        for (int64_t j = 0; j < m; ++j) o[j] = s[idx[j]];
+        for (int64_t j = 0; j < m; ++j) o[j] = s[ix[j]];
     } else {
       for (int64_t k = 0; k < outer; ++k, s += n * inner)
-        for (int64_t j = 0; j < m; ++j, o += inner) std::memcpy(o, s + idx[j] * inner, static_cast<size_t>(inner) * esize);
+        for (int64_t j = 0; j < m; ++j, o += inner) std::memcpy(o, s + ix[j] * inner, static_cast<size_t>(inner) * esize);
     }
   });
   return out;

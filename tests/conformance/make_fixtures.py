@@ -1,0 +1,742 @@
+#!/usr/bin/env python3
+"""Regenerates the tf.data conformance fixtures in tests/conformance/fixtures/ with real TensorFlow.
+
+  pip install tensorflow-cpu numpy && python3 tests/conformance/make_fixtures.py [--only NAME ...]
+
+Each case is a folder fixtures/<case>/ holding
+  spec.pipe         the pipec spec of the case (its paths are relative to the spec's folder)
+  case.txt          `key = value` lines: description, elements (the count), and options for the runner
+  data/             input TFRecords, when the case has its own (shared inputs live in fixtures/_data/)
+  expected/NNNNNN/<field>.npy
+                    what tf.data yields, element by element (a whole batch per element after batch),
+                    in exactly the layout `pipec run SPEC --output DIR` writes: one file per field, dtype
+                    and shape as the spec types them, bytes as |S<longest> (null-padded).
+
+Options in case.txt that tests/unit/conformance_test.cpp reads:
+  expect_error = 1      tf.data fails on this input; `pipec run` must exit with status 1 (a data error),
+                        and no expected/ folder exists.
+  float_ulp = N         compare floating-point fields to within N units in the last place (default 0:
+                        exact, with NaN equal to NaN).
+
+The script also rewrites fixtures/npy/ (make_npy_fixtures.py, NumPy only). Everything it writes is
+deterministic: fixed seeds, sorted file lists, TensorFlow's own TFRecordWriter.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(HERE, "fixtures")
+SHARED_DATA = os.path.join(FIXTURES, "_data")
+EXTERNAL = os.path.join(os.path.dirname(REPO), "shared", "testdata", "external", "tfrecord")
+# How a spec in fixtures/<case>/ names shared/testdata/external/tfrecord/ (paths in a spec are relative
+# to the spec's folder): fixtures/<case> -> fixtures -> conformance -> tests -> repo -> its parent.
+EXTERNAL_FROM_SPEC = "../../../../../shared/testdata/external/tfrecord"
+
+sys.path.insert(0, os.path.join(REPO, "bench", "chess"))
+import tfdata_peer  # noqa: E402  (seed 002's tf.data code, ported to TF2)
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing a case
+
+
+def to_numpy(value):
+    """A TF value as the numpy array pipec writes: bytes as |S<longest> (at least 1), else as is."""
+    a = value.numpy() if hasattr(value, "numpy") else value
+    if isinstance(a, bytes) or (isinstance(a, np.ndarray) and a.dtype == object):
+        obj = np.asarray(a, dtype=object)
+        longest = max([len(x) for x in obj.ravel()] + [1])
+        return obj.astype(f"S{longest}")
+    return np.asarray(a)
+
+
+def write_case(name, spec, elements, description, data_files=None, options=None):
+    """Writes fixtures/<name>/: spec.pipe, case.txt, data/ and expected/ from `elements` (dicts)."""
+    folder = os.path.join(FIXTURES, name)
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    os.makedirs(folder)
+    with open(os.path.join(folder, "spec.pipe"), "w") as f:
+        f.write(spec.strip() + "\n")
+    for rel, records in (data_files or {}).items():
+        write_tfrecord(os.path.join(folder, "data", rel), records)
+    options = dict(options or {})
+    if elements is not None:
+        expected = os.path.join(folder, "expected")
+        os.makedirs(expected)
+        for i, element in enumerate(elements):
+            d = os.path.join(expected, f"{i:06d}")
+            os.makedirs(d)
+            for field, value in element.items():
+                np.save(os.path.join(d, field + ".npy"), to_numpy(value), allow_pickle=False)
+        options["elements"] = len(elements)
+    with open(os.path.join(folder, "case.txt"), "w") as f:
+        f.write(f"description = {' '.join(description.split())}\n")
+        for k, v in options.items():
+            f.write(f"{k} = {v}\n")
+    print(f"  {name}: {options.get('elements', 'error')} elements")
+
+
+def run_tf(ds):
+    return [{k: v for k, v in e.items()} for e in ds]
+
+
+def expect_tf_error(ds):
+    """Returns TF's error message for a dataset that must fail."""
+    try:
+        for _ in ds:
+            pass
+    except tf.errors.OpError as e:
+        # Drop the op/iterator prefix (it holds run-dependent ids) and keep TF's own reason.
+        msg = " ".join(e.message.split())
+        msg = re.sub(r"^.*?(?=(Key: |Feature: |Name: |Input to DecodeRaw|DecodeRaw))", "", msg)
+        return re.sub(r"\s*(\[Op:\w+\]|\[\[\{\{node).*$", "", msg).strip()
+    raise AssertionError("tf.data did not fail")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Input data
+
+
+def write_tfrecord(path, records):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+
+
+def feature(value=None, kind=None):
+    """A tf.train.Feature: ints -> int64_list, floats -> float_list, bytes -> bytes_list, None -> Feature{}."""
+    if kind == "empty":
+        return tf.train.Feature()
+    if kind == "int64" or (kind is None and all(isinstance(v, (int, np.integer)) for v in value)):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+    if kind == "float" or (kind is None and all(isinstance(v, float) for v in value)):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=value))
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=value))
+
+
+def example(**features):
+    # deterministic=True sorts the feature map, so regenerating gives byte-identical files.
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(deterministic=True)
+
+
+# Interleave inputs: TensorFlow's interleave kernel tests use elements [4, 5, 6] repeated twice, element x
+# expanding to x copies of x. Here each is a file of x records {x, file, idx}, so the output shows which
+# file and which record every element came from.
+INTERLEAVE_SETS = {
+    "il_456": [4, 5, 6, 4, 5, 6],
+    "il_edge": [3, 0, 1, 5, 2],   # an empty file and a one-record file
+}
+
+
+def interleave_files(set_name):
+    return sorted(glob.glob(os.path.join(SHARED_DATA, set_name, "f-*.tfrecord")))
+
+
+def make_shared_data():
+    if os.path.isdir(SHARED_DATA):
+        shutil.rmtree(SHARED_DATA)
+    for set_name, lengths in INTERLEAVE_SETS.items():
+        for k, n in enumerate(lengths):
+            write_tfrecord(os.path.join(SHARED_DATA, set_name, f"f-{k:02d}.tfrecord"),
+                           [example(x=feature([n]), file=feature([k]), idx=feature([j])) for j in range(n)])
+    # Variable-length int64 / float features, with empty rows and a batch of only empty rows.
+    lengths = [2, 0, 3, 1, 5, 2, 0, 0, 0, 4, 1]
+    rng = np.random.default_rng(11)
+    records = []
+    for i, n in enumerate(lengths):
+        v = [int(x) for x in rng.integers(-1000, 1000, n)]
+        w = [float(np.float32(x)) for x in rng.normal(size=(i % 3))]
+        feats = {"id": feature([i]), "v": feature(v, "int64"), "w": feature(w, "float")}
+        if i == 5:
+            feats["v"] = feature([], "int64")    # present with no values: an empty row
+        if i == 7:
+            feats["w"] = feature(kind="empty")   # Feature{} with no kind: also an empty row
+        records.append(example(**feats))
+    write_tfrecord(os.path.join(SHARED_DATA, "varlen.tfrecord"), records)
+
+
+VARLEN_SPEC_SOURCE = """
+source rows = tfrecord("../_data/varlen.tfrecord") {
+  id: i64
+  v: i64[?]
+  w: f32[?]
+}
+"""
+
+VARLEN_FEATURES = {
+    "id": tf.io.FixedLenFeature([], tf.int64),
+    "v": tf.io.VarLenFeature(tf.int64),
+    "w": tf.io.VarLenFeature(tf.float32),
+}
+
+
+def varlen_dataset():
+    def parse(r):
+        p = tf.io.parse_single_example(r, VARLEN_FEATURES)
+        return {"id": p["id"], "v": tf.sparse.to_dense(p["v"]), "w": tf.sparse.to_dense(p["w"])}
+    return tf.data.TFRecordDataset(os.path.join(SHARED_DATA, "varlen.tfrecord")).map(parse)
+
+
+def range_ds(*args):
+    return tf.data.Dataset.range(*args).map(lambda x: {"value": x})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cases: range + batch
+
+
+@case
+def range_batch():
+    for n in (10, 20):
+        for size in (1, 3, 7):
+            for drop in (False, True):
+                name = f"range_batch_{n}_by_{size}" + ("_drop" if drop else "")
+                spec = f"""
+# tf.data.Dataset.range({n}).batch({size}, drop_remainder={drop})
+source nums = range({n})
+pipeline p = nums | batch({size}, drop_remainder = {str(drop).lower()})
+"""
+                write_case(name, spec, run_tf(range_ds(n).batch(size, drop_remainder=drop)),
+                           f"range({n}) batched by {size}, drop_remainder {drop}")
+
+
+@case
+def range_args():
+    write_case("range_start_stop_step", """
+# tf.data.Dataset.range(2, 20, 3), unbatched: one scalar element per value
+source nums = range(2, 20, 3)
+pipeline p = nums
+""", run_tf(range_ds(2, 20, 3)), "range(2, 20, 3), unbatched: scalar elements")
+    write_case("range_negative_step", """
+# tf.data.Dataset.range(10, 0, -3)
+source nums = range(10, 0, -3)
+pipeline p = nums
+""", run_tf(range_ds(10, 0, -3)), "range(10, 0, -3), unbatched")
+    write_case("range_empty_batch", """
+# An empty input: batch yields nothing (no remainder batch of size 0)
+source nums = range(0)
+pipeline p = nums | batch(3)
+""", run_tf(range_ds(0).batch(3)), "range(0).batch(3) yields no element")
+
+
+# ---------------------------------------------------------------------------------------------------
+# shard
+
+
+@case
+def shard():
+    for n, i in ((3, 0), (3, 1), (3, 2), (1, 0), (4, 3)):
+        write_case(f"shard_10_{n}_{i}", f"""
+# tf.data.Dataset.range(10).shard({n}, {i})
+source nums = range(10)
+pipeline p = nums | shard({n}, {i})
+""", run_tf(range_ds(10).shard(n, i)), f"range(10).shard({n}, {i})")
+    write_case("shard_more_shards_than_elements", """
+# Shard 6 of 7 over 5 elements: empty
+source nums = range(5)
+pipeline p = nums | shard(7, 6)
+""", run_tf(range_ds(5).shard(7, 6)), "range(5).shard(7, 6) is empty")
+    write_case("shard_before_batch", """
+# tf.data.Dataset.range(20).shard(4, 3).batch(2)
+source nums = range(20)
+pipeline p = nums | shard(4, 3) | batch(2)
+""", run_tf(range_ds(20).shard(4, 3).batch(2)), "range(20).shard(4, 3).batch(2)")
+    write_case("shard_after_batch", """
+# tf.data.Dataset.range(20).batch(3).shard(2, 1): shards whole batches, the remainder batch included
+source nums = range(20)
+pipeline p = nums | batch(3) | shard(2, 1)
+""", run_tf(range_ds(20).batch(3).shard(2, 1)), "range(20).batch(3).shard(2, 1)")
+    write_case("shard_after_batch_drop", """
+# tf.data.Dataset.range(20).batch(3, drop_remainder=True).shard(3, 0)
+source nums = range(20)
+pipeline p = nums | batch(3, drop_remainder = true) | shard(3, 0)
+""", run_tf(range_ds(20).batch(3, drop_remainder=True).shard(3, 0)), "range(20).batch(3, True).shard(3, 0)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# repeat / take / skip
+
+
+@case
+def repeat_take_skip():
+    combos = [
+        ("repeat3", "repeat(3)", lambda d: d.repeat(3)),
+        ("repeat3_take5", "repeat(3) | take(5)", lambda d: d.repeat(3).take(5)),
+        ("repeat3_skip5", "repeat(3) | skip(5)", lambda d: d.repeat(3).skip(5)),
+        ("take0_repeat3", "take(0) | repeat(3)", lambda d: d.take(0).repeat(3)),
+        ("repeat3_take0", "repeat(3) | take(0)", lambda d: d.repeat(3).take(0)),
+        ("skip_past_end", "skip(10)", lambda d: d.skip(10)),
+        ("skip_past_end_repeat3", "skip(10) | repeat(3)", lambda d: d.skip(10).repeat(3)),
+        ("take_all_repeat2", "take(-1) | repeat(2)", lambda d: d.take(-1).repeat(2)),
+        ("take_past_end", "take(100)", lambda d: d.take(100)),
+        ("skip2_take3_repeat2", "skip(2) | take(3) | repeat(2)", lambda d: d.skip(2).take(3).repeat(2)),
+        ("repeat2_skip3_take4", "repeat(2) | skip(3) | take(4)", lambda d: d.repeat(2).skip(3).take(4)),
+        ("repeat_take7", "repeat() | take(7)", lambda d: d.repeat().take(7)),
+        ("repeat2_batch3", "repeat(2) | batch(3)", lambda d: d.repeat(2).batch(3)),
+        ("batch3_repeat2", "batch(3) | repeat(2)", lambda d: d.batch(3).repeat(2)),
+        ("batch3_repeat2_take3", "batch(3) | repeat(2) | take(3)", lambda d: d.batch(3).repeat(2).take(3)),
+        ("repeat1", "repeat(1)", lambda d: d.repeat(1)),
+    ]
+    for name, stages, fn in combos:
+        write_case(f"rts_{name}", f"""
+# tf.data.Dataset.range(4).{stages.replace(' | ', '.')}
+source nums = range(4)
+pipeline p = nums | {stages}
+""", run_tf(fn(range_ds(4))), f"range(4) | {stages}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# padded_batch
+
+
+@case
+def padded_batch():
+    def pad(size, drop=False, value=None):
+        values = None
+        if value is not None:
+            values = {"id": tf.constant(0, tf.int64), "v": tf.constant(value, tf.int64),
+                      "w": tf.constant(float(value), tf.float32)}
+        return run_tf(varlen_dataset().padded_batch(size, padding_values=values, drop_remainder=drop))
+
+    for size, drop, value in ((4, False, None), (4, True, None), (3, False, -1), (1, False, None), (20, False, 7)):
+        args = [str(size)]
+        if value is not None:
+            args.append(f"padding_value = {value}")
+        if drop:
+            args.append("drop_remainder = true")
+        name = f"padded_batch_{size}" + ("_drop" if drop else "") + (f"_pad{value}".replace("-", "m") if value is not None else "")
+        write_case(name, f"""
+# Variable-length int64 and float features (rows of 0-5 values, some empty lists, one empty Feature{{}}
+# for `w`) padded to the longest row of each batch. (A missing var-len feature: see parse_defaults.)
+{VARLEN_SPEC_SOURCE.strip()}
+pipeline p = rows | padded_batch({', '.join(args)})
+""", pad(size, drop, value),
+            f"varlen.tfrecord parsed per element with VarLenFeature, then padded_batch({', '.join(args)}); "
+            "padding_value applies to every padded field, in its dtype")
+    write_case("varlen_unbatched", f"""
+# Variable-length features, one element per record: each element's rows have their own length
+{VARLEN_SPEC_SOURCE.strip()}
+pipeline p = rows
+""", run_tf(varlen_dataset()), "varlen.tfrecord, unbatched: v and w have each record's own length")
+
+
+# ---------------------------------------------------------------------------------------------------
+# cache
+
+
+@case
+def cache():
+    write_case("cache_repeat3", """
+# tf.data.Dataset.range(5).cache().repeat(3)
+source nums = range(5)
+pipeline p = nums | cache() | repeat(3)
+""", run_tf(range_ds(5).cache().repeat(3)), "range(5).cache().repeat(3)")
+    write_case("cache_take_repeat", """
+# A cache whose first pass is cut short by take: each epoch reads the input again
+source nums = range(5)
+pipeline p = nums | cache() | take(3) | repeat(2)
+""", run_tf(range_ds(5).cache().take(3).repeat(2)), "range(5).cache().take(3).repeat(2)")
+    write_case("cache_batched_repeat2", """
+# tf.data.Dataset.range(6).batch(4).cache().repeat(2)
+source nums = range(6)
+pipeline p = nums | batch(4) | cache() | repeat(2)
+""", run_tf(range_ds(6).batch(4).cache().repeat(2)), "range(6).batch(4).cache().repeat(2)")
+    write_case("cache_varlen_repeat2", f"""
+# A cached TFRecord source with variable-length rows, replayed
+{VARLEN_SPEC_SOURCE.strip()}
+pipeline p = rows | cache() | repeat(2) | padded_batch(5)
+""", run_tf(varlen_dataset().cache().repeat(2).padded_batch(5)), "varlen.tfrecord cache().repeat(2).padded_batch(5)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# interleave
+
+
+@case
+def interleave():
+    settings = {
+        "il_456": [(1, 1), (2, 1), (2, 2), (2, 3), (3, 1), (3, 2), (4, 5), (7, 2)],
+        "il_edge": [(2, 1), (2, 2), (3, 1), (3, 4)],
+    }
+    for set_name, pairs in settings.items():
+        files = interleave_files(set_name)
+        lengths = INTERLEAVE_SETS[set_name]
+        for cycle, block in pairs:
+            def parse(r):
+                p = tf.io.parse_single_example(r, {k: tf.io.FixedLenFeature([], tf.int64) for k in ("x", "file", "idx")})
+                return {"x": p["x"], "file": p["file"], "idx": p["idx"]}
+            ds = (tf.data.Dataset.from_tensor_slices(files)
+                  .interleave(tf.data.TFRecordDataset, cycle_length=cycle, block_length=block)
+                  .map(parse).batch(100))
+            write_case(f"interleave_{set_name}_c{cycle}_b{block}", f"""
+# {len(files)} files of {lengths} records (record j of file k: x = the file's length, file = k, idx = j),
+# read cycle_length = {cycle} files at a time, block_length = {block} records from each in turn. The whole
+# output is one batch so the order is one array per field.
+source recs = tfrecord("../_data/{set_name}/f-*.tfrecord") {{
+  x: i64
+  file: i64
+  idx: i64
+}}
+pipeline p = recs | interleave(cycle_length = {cycle}, block_length = {block}) | batch(100)
+""", run_tf(ds), f"Dataset.from_tensor_slices(sorted files).interleave(TFRecordDataset, cycle_length={cycle}, "
+                 f"block_length={block}) over files of {lengths} records, then batch(100)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# parse_example on the external TFRecord files
+
+
+def external_case(name, file, compression, schema, tf_features, stages_spec, stages_tf, description, post=None):
+    """tf.io.parse_example (on batches, or per element) over shared/testdata/external/tfrecord/<file>."""
+    path = os.path.join(EXTERNAL, file)
+    comp = f", compression = {compression.lower()}" if compression else ""
+    spec = f"""
+# tf.io.parse_example over {file} (shared/testdata/external/tfrecord/), {description}
+source recs = tfrecord("{EXTERNAL_FROM_SPEC}/{file}"{comp}) {{
+{schema.strip()}
+}}
+pipeline p = recs{stages_spec}
+"""
+    ds = stages_tf(tf.data.TFRecordDataset(path, compression_type=compression or ""))
+    batched = "batch" in stages_spec
+
+    def parse(r):
+        out = tf.io.parse_example(r, tf_features) if batched else tf.io.parse_single_example(r, tf_features)
+        out = {k: (tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v) for k, v in out.items()}
+        return post(out) if post else out
+    write_case(name, spec, run_tf(ds.map(parse)), f"{file}: {description}")
+
+
+def schema_and_features(fields):
+    """fields: (name, pipec type, default or None, tf feature)."""
+    lines = []
+    for name, ptype, default, _ in fields:
+        lines.append(f"  {name}: {ptype}" + (f" = {default}" if default is not None else ""))
+    return "\n".join(lines), {name: feat for name, _, _, feat in fields}
+
+
+@case
+def external():
+    F = tf.io.FixedLenFeature
+    i64, f32, s = tf.int64, tf.float32, tf.string
+
+    schema, feats = schema_and_features([
+        ("x_float", "f32[10]", None, F([10], f32)),
+        ("x_int", "i64[10]", None, F([10], i64)),
+        ("x_byte", "bytes", None, F([], s)),
+    ])
+    external_case("parse_pytorch_example", "pytorch_data_example.tfrecord", None, schema, feats, "",
+                  lambda d: d, "4 records, fixed-length float and int64 lists and a bytes value, one element each")
+    external_case("parse_pytorch_example_batched", "pytorch_data_example.tfrecord", None, schema, feats,
+                  " | batch(3)", lambda d: d.batch(3), "batched by 3 (parse_example on each batch)")
+
+    schema, feats = schema_and_features([
+        ("species", "i64", None, F([], i64)),
+        ("culmen_depth_mm", "f32", None, F([], f32)),
+        ("culmen_length_mm", "f32", None, F([], f32)),
+        ("body_mass_g", "f32", None, F([], f32)),
+        ("flipper_length_mm", "f32", None, F([], f32)),
+    ])
+    external_case("parse_tfx_penguin", "tfx_penguin_eval.tfrecord.gz", "GZIP", schema, feats, " | batch(32)",
+                  lambda d: d.batch(32), "GZIP, 100 records batched by 32")
+
+    schema, feats = schema_and_features([
+        ("session_index", "i64", None, F([], i64)),
+        ("cur_page", "bytes", None, F([], s)),
+        ("label", "bytes", None, F([], s)),
+    ])
+    external_case("parse_tfx_next_page", "tfx_next_page.tfrecord.gz", "GZIP", schema, feats, " | batch(32)",
+                  lambda d: d.batch(32), "GZIP with FNAME and mtime in the header, 100 records batched by 32")
+
+    # Taxi: several features hold an empty Feature{} (no kind set) in some records, and
+    # pickup_census_tract holds one in every record. tf.io.parse_example treats Feature{} as missing:
+    # a FixedLenFeature takes its default (and fails without one), a VarLenFeature gives an empty row.
+    taxi_fields = [
+        ("company", "bytes", '""', F([], s, default_value=b"")),
+        ("dropoff_census_tract", "i64", "-1", F([], i64, default_value=-1)),
+        ("dropoff_community_area", "i64", "-1", F([], i64, default_value=-1)),
+        ("dropoff_latitude", "f32", "-91.5", F([], f32, default_value=-91.5)),
+        ("dropoff_longitude", "f32", "-181.25", F([], f32, default_value=-181.25)),
+        ("fare", "f32", None, F([], f32)),
+        ("payment_type", "bytes", None, F([], s)),
+        ("pickup_census_tract", "i64", "0", F([], i64, default_value=0)),
+        ("pickup_community_area", "i64", None, F([], i64)),
+        ("pickup_latitude", "f32", None, F([], f32)),
+        ("pickup_longitude", "f32", None, F([], f32)),
+        ("tips", "f32", None, F([], f32)),
+        ("trip_miles", "f32", None, F([], f32)),
+        ("trip_seconds", "i64", None, F([], i64)),
+        ("trip_start_day", "i64", None, F([], i64)),
+        ("trip_start_hour", "i64", None, F([], i64)),
+        ("trip_start_month", "i64", None, F([], i64)),
+        ("trip_start_timestamp", "i64", None, F([], i64)),
+    ]
+    schema, feats = schema_and_features(taxi_fields)
+    external_case("parse_tfx_taxi", "tfx_taxi_eval_00000.tfrecord.gz", "GZIP", schema, feats, " | batch(128)",
+                  lambda d: d.batch(128),
+                  "all 18 features, defaults where records hold an empty Feature{}; 424 records batched by 128")
+    schema, feats = schema_and_features([
+        ("trip_start_timestamp", "i64", None, F([], i64)),
+        ("pickup_census_tract", "i64[?]", None, tf.io.VarLenFeature(i64)),
+        ("dropoff_census_tract", "i64[?]", None, tf.io.VarLenFeature(i64)),
+        ("dropoff_latitude", "f32[?]", None, tf.io.VarLenFeature(f32)),
+    ])
+    external_case("parse_tfx_taxi_varlen", "tfx_taxi_eval_00000.tfrecord.gz", "GZIP", schema, feats,
+                  " | padded_batch(128)", lambda d: d.batch(128),
+                  "empty Feature{} values read as variable-length rows (empty), padded per batch of 128 "
+                  "(pickup_census_tract is empty in every record, so its batches are [n, 0]); tf.data side: "
+                  "parse_example with VarLenFeature on batches, densified with 0")
+
+    schema, feats = schema_and_features([
+        ("image_floats", "f32[784]", None, F([784], f32)),
+        ("image_class", "i64", None, F([], i64)),
+    ])
+    external_case("parse_tfx_mnist", "tfx_mnist.tfrecord", None, schema, feats, " | take(16) | batch(8)",
+                  lambda d: d.take(16).batch(8), "the first 16 of 1,000 records, batched by 8")
+
+    schema, feats = schema_and_features([
+        ("image_raw", "bytes", None, F([], s)),
+        ("height", "i64", None, F([], i64)),
+        ("width", "i64", None, F([], i64)),
+        ("depth", "i64", None, F([], i64)),
+        ("label", "i64", None, F([], i64)),
+    ])
+    external_case("parse_lite_images", "tfrecord_lite_images.tfrecord", None, schema, feats, "", lambda d: d,
+                  "2 records with JPEG bytes, one element each")
+
+    schema, feats = schema_and_features([
+        ("feature0", "i64", None, F([], i64)),
+        ("feature1", "i64", None, F([], i64)),
+        ("feature2", "bytes", None, F([], s)),
+        ("feature3", "f32", None, F([], f32)),
+    ])
+    external_case("parse_lite_test", "tfrecord_lite_test.tfrecord", None, schema, feats, " | batch(10)",
+                  lambda d: d.batch(10), "42 records batched by 10 (a remainder batch of 2)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# tf.Example defaults, missing and empty features
+
+
+@case
+def parse_defaults():
+    records = [
+        example(a=feature([5]), b=feature([1.0, 2.0]), c=feature([b"x"]), v=feature([1, 2], "int64")),
+        example(),                                                       # everything missing
+        example(a=feature(kind="empty"), b=feature(kind="empty"), c=feature(kind="empty"), v=feature(kind="empty")),
+        example(a=feature([-3]), c=feature([b""]), v=feature([], "int64")),  # empty string; empty var-len list
+    ]
+    feats = {
+        "a": tf.io.FixedLenFeature([], tf.int64, default_value=7),
+        "b": tf.io.FixedLenFeature([2], tf.float32, default_value=[0.5, -0.5]),
+        "c": tf.io.FixedLenFeature([], tf.string, default_value=b"dflt"),
+        "v": tf.io.VarLenFeature(tf.int64),
+    }
+    path = os.path.join(FIXTURES, "parse_defaults", "data", "defaults.tfrecord")
+    spec = """
+# Defaults replace a missing feature and an empty Feature{} (no kind set); a variable-length feature
+# that is missing or empty is an empty row. Records: all present / none / all Feature{} / partly empty.
+source recs = tfrecord("data/defaults.tfrecord") {
+  a: i64 = 7
+  b: f32[2] = [0.5, -0.5]
+  c: bytes = "dflt"
+  v: i64[?]
+}
+pipeline p = recs
+"""
+    tmp = os.path.join(FIXTURES, "_tmp_defaults.tfrecord")
+    write_tfrecord(tmp, records)
+
+    def parse(r):
+        out = tf.io.parse_single_example(r, feats)
+        out["v"] = tf.sparse.to_dense(out["v"])
+        return out
+    elements = run_tf(tf.data.TFRecordDataset(tmp).map(parse))
+    os.remove(tmp)
+    write_case("parse_defaults", spec, elements, "defaults for missing and Feature{} values; empty var-len rows",
+               data_files={"defaults.tfrecord": records})
+    assert os.path.exists(path)
+
+    # Where tf.data fails: pipec must fail too (exit status 1), not return defaults or garbage.
+    error_cases = [
+        ("parse_error_empty_list_with_default",
+         "an int64_list with no values for a fixed scalar that has a default: TF does not use the default "
+         "for a present but empty list, it fails",
+         [example(a=feature([1])), example(a=feature([], "int64"))],
+         "a: i64 = 7", {"a": tf.io.FixedLenFeature([], tf.int64, default_value=7)}),
+        ("parse_error_missing_no_default", "a required feature missing from record 1",
+         [example(a=feature([1])), example(b=feature([2]))],
+         "a: i64", {"a": tf.io.FixedLenFeature([], tf.int64)}),
+        ("parse_error_empty_feature_no_default", "an empty Feature{} for a required feature (no default)",
+         [example(a=feature([1])), example(a=feature(kind="empty"))],
+         "a: i64", {"a": tf.io.FixedLenFeature([], tf.int64)}),
+        ("parse_error_wrong_kind", "a float_list where the schema says int64",
+         [example(a=feature([1])), example(a=feature([1.5]))],
+         "a: i64", {"a": tf.io.FixedLenFeature([], tf.int64)}),
+        ("parse_error_wrong_count", "3 values where the schema says exactly 2",
+         [example(a=feature([1, 2])), example(a=feature([1, 2, 3]))],
+         "a: i64[2]", {"a": tf.io.FixedLenFeature([2], tf.int64)}),
+        ("parse_error_wrong_byte_length", "a 3-byte value where the schema says bytes[4] (tf: decode_raw of a "
+         "batch with a wrong-length value fails)",
+         [example(a=feature([b"abcd"])), example(a=feature([b"abc"]))],
+         "a: bytes[4]", None),
+    ]
+    for name, what, recs, field, tf_feats in error_cases:
+        write_tfrecord(tmp, recs)
+        if tf_feats is not None:
+            msg = expect_tf_error(tf.data.TFRecordDataset(tmp).map(lambda r: tf.io.parse_single_example(r, tf_feats)))
+        else:
+            ds = tf.data.TFRecordDataset(tmp).batch(2).map(
+                lambda r: tf.io.decode_raw(tf.io.parse_example(r, {"a": tf.io.FixedLenFeature([], tf.string)})["a"],
+                                           tf.uint8))
+            msg = expect_tf_error(ds)
+        os.remove(tmp)
+        write_case(name, f"""
+# tf.data fails here ({what}); pipec must fail with a data error too.
+source recs = tfrecord("data/records.tfrecord") {{
+  {field}
+}}
+pipeline p = recs
+""", None, what, data_files={"records.tfrecord": recs},
+            options={"expect_error": 1, "tf_error": msg.replace("\n", " ")[:300]})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Seed 002: the chess pipeline
+
+
+def chess_records(n, rng):
+    """Synthetic positions in the seed's format: d = 194 bytes (1552 bits), s = int64 score."""
+    out = []
+    scores = [0, 1, -1, 9, -9, 10, -10, 11, -11, 399, -400, 5000, -5000, 1 << 40, -(1 << 40)]
+    for i in range(n):
+        bits = (rng.random(1552) < rng.choice([0.04, 0.3, 0.5])).astype(np.uint8)
+        bits[1547:] = 0                               # padding
+        mate = i % 4 == 1 or i % 9 == 0
+        bits[1546] = 1 if mate else 0
+        if i < len(scores):
+            s = scores[i]
+        elif mate:
+            s = int(rng.integers(-15, 16))
+        else:
+            s = int(rng.integers(-3000, 3001))
+        out.append(example(d=feature([np.packbits(bits).tobytes()]), s=feature([s])))
+    return out
+
+
+@case
+def chess_seed002():
+    rng = np.random.default_rng(2002)
+    batch = 8
+    data = {"chess-00000-of-00002.tfrecord": chess_records(13, rng), "chess-00001-of-00002.tfrecord": chess_records(14, rng)}
+    folder = os.path.join(FIXTURES, "chess_seed002")
+    tmpdir = os.path.join(FIXTURES, "_tmp_chess")
+    for rel, recs in data.items():
+        write_tfrecord(os.path.join(tmpdir, rel), recs)
+    files = sorted(glob.glob(os.path.join(tmpdir, "chess-*.tfrecord")))
+    elements = {}
+    for mode in ("original", "vectorized"):
+        ds = tfdata_peer.seed_dataset(files, mode, batch_size=batch, shuffle=False, repeat=False, shuffle_files=False)
+        out = []
+        for d, s in ds:
+            board, flags, score = tfdata_peer.iterator_to_data(d, s, batch)
+            # The seed computes in float64; the spec types every field f32, so store TF's f64 values cast to f32.
+            out.append({"board": board.numpy().astype(np.float32), "flags": flags.numpy().astype(np.float32),
+                        "score": score.numpy().astype(np.float32)})
+        elements[mode] = out
+    shutil.rmtree(tmpdir)
+    for a, b in zip(elements["original"], elements["vectorized"], strict=True):
+        for k in a:
+            assert np.array_equal(a[k], b[k]), "original and vectorized disagree"
+    spec = """
+# Seed 002 (examples/chess/chess.pipe) against the seed's own tf.data code (bench/chess/tfdata_peer.py):
+# the same map, without the shuffle (its order comes from TF's RNG), repeat and prefetch, and with
+# batches of 8 so the fixture stays small. 27 synthetic positions in 2 files: 3 batches, 3 dropped.
+import chess_score
+
+const BATCH = 8
+
+source positions = tfrecord("data/chess-*.tfrecord") {
+  d: bytes[194]   # 1552 packed bits
+  s: i64          # engine score
+}
+
+const PLANE_ORDER = [0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23]
+const PLANE_SIGN = [1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1]
+
+pipeline train = positions
+  | map(r => {
+      bits = unpack_bits(r.d)                       # u8[1552]
+      board = reshape(bits[0:1536], [8, 8, 24])
+      board = f32(board[:, :, PLANE_ORDER]) * PLANE_SIGN
+      flags = f32(bits[1536:1546])
+      score = f32(combined_score(f64(r.s), f64(bits[1546])))
+      { board, flags, score }
+    })
+  | batch(BATCH, drop_remainder = true)
+"""
+    write_case("chess_seed002", spec, elements["original"],
+               "seed 002's per-element parse + iterator_to_data (TF2 port, float64, cast to f32), batches of 8; "
+               "the vectorized version gives the same values", data_files=data)
+    assert os.path.isdir(folder)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def check_with_pipec(pipec, names):
+    """`pipec check` on every spec written (optional: --pipec PATH)."""
+    bad = 0
+    for name in names:
+        spec = os.path.join(FIXTURES, name, "spec.pipe")
+        r = subprocess.run([pipec, "check", spec], capture_output=True, text=True)
+        if r.returncode != 0:
+            bad += 1
+            print(f"pipec check failed on {spec}:\n{r.stdout}{r.stderr}", file=sys.stderr)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Regenerates tests/conformance/fixtures with TensorFlow.")
+    ap.add_argument("--only", nargs="*", choices=sorted(CASES), help="regenerate only these groups of cases")
+    ap.add_argument("--pipec", help="a pipec binary: run `pipec check` on every spec written")
+    args = ap.parse_args()
+
+    print(f"TensorFlow {tf.__version__}, NumPy {np.__version__}")
+    import make_npy_fixtures
+    make_npy_fixtures.main()
+    make_shared_data()
+    for name in args.only or CASES:
+        print(f"{name}:")
+        CASES[name]()
+    written = sorted(d for d in os.listdir(FIXTURES) if os.path.isfile(os.path.join(FIXTURES, d, "spec.pipe")))
+    if args.pipec and check_with_pipec(args.pipec, written):
+        sys.exit(1)
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(FIXTURES) for f in fs)
+    nfiles = sum(len(fs) for _, _, fs in os.walk(FIXTURES))
+    print(f"{len(written)} cases, {nfiles} files, {total / 1e6:.2f} MB in {FIXTURES}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    main()
