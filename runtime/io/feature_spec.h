@@ -7,8 +7,8 @@
 //                 column is a U8 tensor [batch, d..., N] instead of a Bytes tensor.
 //
 // Output dtypes: Int64 -> I64, Float -> F32, Bytes -> Bytes (or U8 with byte_length).
-// A default, if given, replaces a feature that is missing from a record (a list present with the wrong number of values, even none, is an error;
-// or no kind set). For a fixed shape it holds one value (repeated) or prod(d) values; for a
+// A default, if given, replaces a feature that is missing from a record (absent, or present with
+// no kind set); a list present with the wrong number of values, even none, is an error, as in tf.io. For a fixed shape it holds one value (repeated) or prod(d) values; for a
 // variable-length feature it is the whole row (an empty default makes "missing" mean "empty", as
 // tf.io.VarLenFeature does).
 #pragma once
