@@ -188,6 +188,11 @@ Type Checker::check_index(IndexExpr& e) {
                        fmt::format("an index must be an integer or a list of integers, not {}", type_to_string(it)));
         return Type::error();
       }
+      // Indices computed at run time need dynamic slicing, which the runtime does not have yet.
+      if (!item.value->constant) {
+        diags().report(DiagKind::not_constant, item.range, "an index must be a constant (indices computed at run time are not supported yet)");
+        return Type::error();
+      }
       std::vector<int64_t> idx;
       if (item.value->constant) {
         const Value& v = *item.value->constant;
@@ -221,6 +226,12 @@ Type Checker::check_index(IndexExpr& e) {
     for (Expr* x : {item.start.get(), item.stop.get(), item.step.get()}) {
       if (x && !x->type.is_error() && (!x->type.is_scalar() || !is_integer(x->type.dtype))) {
         diags().report(DiagKind::integer_expected, x->range, "slice bounds must be integers");
+        return Type::error();
+      }
+    }
+    for (Expr* x : {item.start.get(), item.stop.get(), item.step.get()}) {
+      if (x && !x->type.is_error() && !x->constant) {
+        diags().report(DiagKind::not_constant, x->range, "slice bounds must be constants (bounds computed at run time are not supported yet)");
         return Type::error();
       }
     }
