@@ -77,7 +77,7 @@ class Interpreter {
     vals_.assign(n, Val{});
     for (size_t i = 0; i < n; ++i) {
       const Instr& instr = fn_.body[i];
-      if (!live[i] && instr.op != "param") continue;  // dead code (params are checked anyway)
+      if (!live[i]) continue;  // dead code, unused fields
       try {
         vals_[i] = instr.op == "param" ? param(instr) : eval(instr);
         check_result(instr, vals_[i]);
