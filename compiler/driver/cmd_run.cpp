@@ -186,30 +186,10 @@ int64_t examples_in(const Chunk& c, int batch_rank) {
   return n;
 }
 
-Tensor row_of(const Column& col, int64_t r) {
-  if (col.ragged) return col.rows[r];
-  const Tensor& d = col.dense;
-  Shape s(d.shape().begin() + 1, d.shape().end());
-  Tensor t = Tensor::empty(d.dtype(), s);
-  if (d.dtype() == DType::Bytes) {
-    int64_t per = t.num_elements();
-    std::string blob;
-    std::vector<int64_t> offs{0};
-    for (int64_t i = 0; i < per; ++i) {
-      blob += d.str(r * per + i);
-      offs.push_back(static_cast<int64_t>(blob.size()));
-    }
-    t.set_strings(std::move(blob), std::move(offs));
-  } else {
-    std::memcpy(t.raw(), d.raw() + r * t.byte_size(), t.byte_size());
-  }
-  return t;
-}
-
 void write_element(const std::string& dir, int64_t index, const std::vector<Field>& fields, const Chunk& c, int64_t r) {
   fs::path folder = fs::path(dir) / fmt::format("{:06d}", index);
   fs::create_directories(folder);
-  for (size_t k = 0; k < fields.size(); ++k) write_npy((folder / (fields[k].name + ".npy")).string(), row_of(c.columns[k], r));
+  for (size_t k = 0; k < fields.size(); ++k) write_npy((folder / (fields[k].name + ".npy")).string(), column_row(c.columns[k], r));
 }
 
 struct Summary {

@@ -30,6 +30,9 @@ struct Chunk {
   int64_t epoch = 0;
 };
 
+/// Row `r` of a column as a tensor of its own (a copy for dense columns), without the rows dimension.
+Tensor column_row(const Column& col, int64_t r);
+
 /// Bytes held by a chunk's tensors (for MB/s figures).
 size_t chunk_bytes(const Chunk& c);
 

@@ -70,28 +70,10 @@ class Write : public ChunkIterator {
     ex_.clear();
     for (size_t k = 0; k < c.columns.size(); ++k) {
       const Column& col = c.columns[k];
-      Tensor row = col.ragged ? col.rows[r] : row_view(col.dense, r);
+      Tensor row = column_row(col, r);
       add_feature(names_[k], row);
     }
     return ex_.serialize();
-  }
-
-  static Tensor row_view(const Tensor& dense, int64_t r) {
-    Shape s(dense.shape().begin() + 1, dense.shape().end());
-    Tensor t = Tensor::empty(dense.dtype(), s);
-    if (dense.dtype() == DType::Bytes) {
-      int64_t per = t.num_elements();
-      std::string blob;
-      std::vector<int64_t> offs{0};
-      for (int64_t i = 0; i < per; ++i) {
-        blob += dense.str(r * per + i);
-        offs.push_back(static_cast<int64_t>(blob.size()));
-      }
-      t.set_strings(std::move(blob), std::move(offs));
-    } else {
-      std::memcpy(t.raw(), dense.raw() + r * t.byte_size(), t.byte_size());
-    }
-    return t;
   }
 
   void add_feature(const std::string& name, const Tensor& t) {

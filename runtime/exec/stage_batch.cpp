@@ -131,7 +131,7 @@ class Batch : public ChunkIterator {
       std::vector<Tensor> items;
       for (const Chunk& c : rows_) {
         const Column& col = c.columns[k];
-        for (int64_t r = 0; r < c.rows; ++r) items.push_back(col.ragged ? col.rows[r] : row_of(col.dense, r));
+        for (int64_t r = 0; r < c.rows; ++r) items.push_back(column_row(col, r));
       }
       Shape maxs = items[0].shape();
       for (const Tensor& t : items) {
@@ -150,13 +150,6 @@ class Batch : public ChunkIterator {
       out.columns.push_back(Column{false, t, {}});
     }
     return out;
-  }
-
-  static Tensor row_of(const Tensor& dense, int64_t r) {
-    Shape s(dense.shape().begin() + 1, dense.shape().end());
-    Tensor t = Tensor::empty(dense.dtype(), s);
-    std::memcpy(t.raw(), dense.raw() + r * t.byte_size(), t.byte_size());
-    return t;
   }
 
   static void fill(Tensor& t, double v) {
@@ -234,7 +227,7 @@ class Unbatch : public ChunkIterator {
     for (int64_t r = 0; r < in.rows; ++r) {
       Chunk part;
       for (const Column& c : in.columns) {
-        Tensor t = c.ragged ? c.rows[r] : row(c.dense, r);
+        Tensor t = column_row(c, r);
         if (t.rank() == 0) throw StageError(spec(), "an element has no leading dimension to unbatch");
         part.rows = t.shape()[0];
         part.columns.push_back(Column{false, t, {}});
@@ -249,24 +242,6 @@ class Unbatch : public ChunkIterator {
   }
 
  private:
-  static Tensor row(const Tensor& dense, int64_t r) {
-    Shape s(dense.shape().begin() + 1, dense.shape().end());
-    Tensor t = Tensor::empty(dense.dtype(), s);
-    if (dense.dtype() == DType::Bytes) {
-      int64_t per = t.num_elements();
-      std::string blob;
-      std::vector<int64_t> offs{0};
-      for (int64_t i = 0; i < per; ++i) {
-        blob += dense.str(r * per + i);
-        offs.push_back(static_cast<int64_t>(blob.size()));
-      }
-      t.set_strings(std::move(blob), std::move(offs));
-    } else {
-      std::memcpy(t.raw(), dense.raw() + r * t.byte_size(), t.byte_size());
-    }
-    return t;
-  }
-
   IteratorPtr input_;
 };
 
