@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "runtime/plan/expr_function.h"
+#include "runtime/plan/native_kernel.h"
 
 namespace pipec {
 
@@ -27,6 +28,8 @@ struct Stage {
   std::vector<int> inputs;                          // earlier stages (zip has several; sources none)
   std::vector<SchemaEntry> schema;                  // sources with a schema
   std::shared_ptr<ExprFunction> fn;                 // map and filter
+  /// Compiled code for `fn` when a code generator produced it; the interpreter runs `fn` otherwise.
+  std::shared_ptr<const NativeKernel> native;
   ElementInfo element;                              // the element this stage produces
   SpecLoc loc;
 
