@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/native_random.h"
 
 namespace pipec::codegen {
 
@@ -167,8 +168,8 @@ class OutputBuilder {
   int add(const Node& n) {
     uint64_t fbits;
     std::memcpy(&fbits, &n.fval, 8);  // by bits: -0.0 and NaN payloads stay distinct
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
-                                  static_cast<int>(n.arg_dtype), n.op, n.var, n.input, n.table, n.ival, fbits,
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
+                                  static_cast<int>(n.arg_dtype), n.op, n.var, n.input, n.table, n.random, n.ival, fbits,
                                   fmt::join(n.args, ","));
     if (auto it = cse_.find(key); it != cse_.end()) return it->second;
     out_.nodes.push_back(n);
@@ -403,7 +404,79 @@ class OutputBuilder {
       int hit = op("eq", {x, idx.back()}, DType::Bool);
       return cast(hit, rt);
     }
+    if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);
     throw Unsupported{fmt::format("op `{}` is not compiled", in.op)};
+  }
+
+  // random_uniform / random_normal / random_int: the interpreter's formulas over per-row draws.
+  int random(const Instr& in, int id, const std::vector<int>& idx) {
+    const auto& shape = in.type.shape;
+    const DType rt = in.type.dtype;
+    RandomDraws r;
+    r.has_seed = find_attr(in, "seed") != nullptr;
+    r.seed = static_cast<uint64_t>(attr_int(in, "seed", 0));
+    r.op_id = static_cast<uint64_t>(attr_int(in, "op_id", 0));
+    if (attr_ints(in, "shape") != shape) throw Unsupported{fmt::format("{}: its shape attribute differs from its type", where(in, id))};
+    r.count = count(shape);
+    if (r.count > kMaxRandomDraws)
+      throw Unsupported{fmt::format("{} draws {} values per element (over {})", where(in, id), r.count, kMaxRandomDraws)};
+    // Operand k or the default value, as the interpreter's operand_or: cast to `dt` first.
+    auto operand_or = [&](size_t k, double fallback, DType dt) {
+      if (k < in.operands.size()) return cast(broadcast_operand(in.operands[k], shape, idx), dt);
+      Node n;
+      n.kind = NodeKind::Const;
+      n.dtype = dt;
+      if (is_float(dt)) n.fval = fallback;
+      else n.ival = static_cast<int64_t>(fallback);
+      return add(n);
+    };
+    auto draw = [&](DType dt) {
+      r.dtype = dt;
+      auto it = random_of_.find(id);
+      int rid;
+      if (it == random_of_.end()) {
+        nest_.randoms.push_back(r);
+        rid = static_cast<int>(nest_.randoms.size()) - 1;
+        random_of_[id] = rid;
+      } else {
+        rid = it->second;
+      }
+      Node n;
+      n.kind = NodeKind::Random;
+      n.dtype = dt;
+      n.random = rid;
+      n.args = {linearize(idx, shape)};
+      return add(n);
+    };
+    if (in.op == "random_uniform") {
+      const DType u = rt == DType::F64 ? DType::F64 : DType::F32;
+      r.kind = u == DType::F64 ? kRandomUniformF64 : kRandomUniformF32;
+      int x = draw(u);
+      int lo = cast(operand_or(0, 0.0, rt), u), hi = cast(operand_or(1, 1.0, rt), u);
+      return cast(op("add", {lo, op("mul", {op("sub", {hi, lo}, u), x}, u)}, u), rt);
+    }
+    if (in.op == "random_normal") {
+      r.kind = kRandomNormal;
+      int z = draw(DType::F64);
+      int mean = operand_or(0, 0.0, DType::F64), sd = operand_or(1, 1.0, DType::F64);
+      return cast(op("add", {mean, op("mul", {sd, z}, DType::F64)}, DType::F64), rt);
+    }
+    if (in.op == "random_int") {
+      if (in.operands.size() < 2) throw Unsupported{fmt::format("{} needs lo and hi", where(in, id))};
+      int64_t bound[2];
+      for (int k = 0; k < 2; ++k) {
+        const Tensor& t = folded_[in.operands[k]];
+        if (!t.defined() || t.num_elements() != 1)
+          throw Unsupported{fmt::format("{}: bounds computed per element are not compiled", where(in, id))};
+        bound[k] = cast_tensor(t, DType::I64).data<int64_t>()[0];
+      }
+      if (bound[0] >= bound[1]) throw Unsupported{fmt::format("{}: lo >= hi (the interpreter reports it)", where(in, id))};
+      r.kind = kRandomInt;
+      r.lo = bound[0];
+      r.hi = bound[1];
+      return cast(draw(DType::I64), rt);
+    }
+    throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), in.op)};
   }
 
   const ExprFunction& fn_;
@@ -414,6 +487,7 @@ class OutputBuilder {
   std::map<std::pair<int, std::vector<int>>, int> memo_;
   std::map<std::string, int> cse_;
   std::map<int, int> table_of_;
+  std::map<int, int> random_of_;
 };
 
 bool supported_dtype(DType t) { return t != DType::F16 && t != DType::BF16 && t != DType::Bytes; }
@@ -426,7 +500,8 @@ void check_instr(const Instr& in, int id) {
     throw Unsupported{fmt::format("{} has dtype {}", where(in, id), dtype_name(in.type.dtype))};
   const std::string& op = in.op;
   if (op == "param" || op == "cast" || kCompare.count(op) || op == "and" || op == "or" || op == "not" ||
-      op == "where" || op == "clip" || kStructural.count(op))
+      op == "where" || op == "clip" || kStructural.count(op) || op == "random_uniform" || op == "random_normal" ||
+      op == "random_int")
     return;
   if (kArith.count(op) || kUnary.count(op)) {
     const DType t = in.type.dtype;
@@ -528,6 +603,9 @@ std::string print_loop_nest(const LoopNest& nest) {
     s += fmt::format("  in{} {}: {}{}\n", i, nest.inputs[i].field, dtype_name(nest.inputs[i].dtype), shape_to_spec(nest.inputs[i].shape));
   for (size_t i = 0; i < nest.tables.size(); ++i)
     s += fmt::format("  table{}: {}[{}]\n", i, dtype_name(nest.tables[i].dtype), nest.tables[i].count);
+  for (size_t i = 0; i < nest.randoms.size(); ++i)
+    s += fmt::format("  random{}: kind {} op_id {} {}[{}] per row\n", i, nest.randoms[i].kind, nest.randoms[i].op_id,
+                     dtype_name(nest.randoms[i].dtype), nest.randoms[i].count);
   for (const LoopOutput& o : nest.outputs) {
     s += fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root);
     for (size_t k = 0; k < o.nodes.size(); ++k) {
@@ -542,6 +620,7 @@ std::string print_loop_nest(const LoopNest& nest) {
         case NodeKind::Op: body = fmt::format("{} n{}", n.op, fmt::join(n.args, ", n")); break;
         case NodeKind::Cast: body = fmt::format("cast n{}", n.args[0]); break;
         case NodeKind::Select: body = fmt::format("select n{}, n{}, n{}", n.args[0], n.args[1], n.args[2]); break;
+        case NodeKind::Random: body = fmt::format("random{}[n{}]", n.random, n.args[0]); break;
       }
       s += fmt::format("    n{} = {} : {}\n", k, body, dtype_name(n.dtype));
     }

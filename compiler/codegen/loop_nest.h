@@ -18,9 +18,11 @@
 // Supported ops: param, const, cast, the element-wise ops of runtime/ops/elementwise_{unary,binary}.cpp
 // (add sub mul div floordiv mod pow max min atan2 bit_and bit_or bit_xor shl shr eq ne lt le gt ge and
 // or neg not bit_not abs sign relu square tanh exp log log1p sqrt rsqrt sin cos floor ceil round
-// sigmoid), where, clip, and the structural ops above. Not supported (the function stays on the
-// interpreter and the reason says which): reductions, random ops, argmax/size, f16/bf16 and bytes
-// values, any unknown dimension, row-invariant values over kMaxTableElements elements.
+// sigmoid), where, clip, the structural ops above, and random_uniform / random_normal (any operands)
+// and random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws).
+// Not supported (the function stays on the interpreter and the reason says which): reductions,
+// argmax/size, arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant
+// values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values per row.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ enum class NodeKind : uint8_t {
            // result `dtype` (bool for comparisons and logic, arg_dtype otherwise)
   Cast,    // args[0] (of `arg_dtype`) converted to `dtype` with the interpreter's cast semantics
   Select,  // args[0] (bool) ? args[1] : args[2], all of `dtype`
+  Random,  // element args[0] (flat i64 index) of the current row's draws of random op `random`
+           // (LoopNest::randoms): f32, f64 or i64 per RandomDraws::kind
 };
 
 struct Node {
@@ -54,6 +58,7 @@ struct Node {
   int var = 0;                   // Var
   int input = 0;                 // Load
   int table = 0;                 // Table
+  int random = 0;                // Random
   int64_t ival = 0;              // Const (integer dtypes, bool)
   double fval = 0;               // Const (f32/f64; an f32 constant is exactly representable)
 };
@@ -63,6 +68,20 @@ struct ConstTable {
   DType dtype = DType::F32;
   int64_t count = 0;
   std::vector<uint8_t> bytes;
+};
+
+/// The draws of one random op for one row: a backend fills a per-row scratch buffer of `count` values
+/// by calling the runtime's `pipec_random_fill(kind, seed, op_id, first_index + row, epoch, count, lo,
+/// hi, buffer)` (runtime/ops/native_random.h) before computing the row, and Random nodes read it. The
+/// formulas that turn draws into values (lo + (hi - lo) * u, mean + std * z) are ordinary nodes.
+struct RandomDraws {
+  int32_t kind = 0;           // PipecRandomKind
+  bool has_seed = false;      // the op's own `seed` attribute; else the run seed (PipecKernelArgs::seed)
+  uint64_t seed = 0;
+  uint64_t op_id = 0;
+  int64_t count = 0;          // values per row
+  int64_t lo = 0, hi = 0;     // kRandomInt bounds [lo, hi)
+  DType dtype = DType::F32;   // of the buffer: F32, F64 or I64
 };
 
 struct LoopInput {
@@ -87,10 +106,13 @@ struct LoopNest {
   std::vector<LoopInput> inputs;     // kernel input pointer order
   std::vector<LoopOutput> outputs;   // kernel output pointer order = fn.results order
   std::vector<ConstTable> tables;
+  std::vector<RandomDraws> randoms;
 };
 
 /// Row-invariant values larger than this are not folded into tables (the function is not compiled).
 constexpr int64_t kMaxTableElements = 1 << 20;
+/// Random ops drawing more values per row than this are not compiled (the draws live on the stack).
+constexpr int64_t kMaxRandomDraws = 1 << 13;
 
 /// Lowers `fn` to loop nests. `in_fields` are the stage's input field names (params resolve their
 /// `field` attribute against them, as the interpreter does). Returns false and sets `why_not` (naming

@@ -73,8 +73,7 @@ bool run_native(const Stage& stage, const std::vector<std::string>& in_fields, c
     cols.push_back(std::move(c));
   }
   PipecKernelArgs args{inputs.data(), outputs.data(), in.rows, in.first_index, in.epoch, seed};
-  if (int32_t rc = k.fn(&args); rc != 0)
-    throw std::runtime_error(fmt::format("the compiled kernel {} failed with code {}", k.symbol, rc));
+  if (k.fn(&args) != 0) return false;
   out = std::move(cols);
   return true;
 }

@@ -1,5 +1,8 @@
 #include "compiler/codegen/llvm/emit_kernel.h"
 
+#include <functional>
+#include <set>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,6 +12,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
+
+#include "runtime/ops/native_random.h"
 
 namespace pipec::codegen {
 
@@ -78,10 +83,17 @@ class KernelEmitter {
   llvm::Type* mem_ty(DType t) { return t == DType::Bool ? b_.getInt8Ty() : ty(t); }
 
   void emit_body(llvm::Function* f) {
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", f);
+    b_.SetInsertPoint(entry_);
     const size_t ni = nest_.inputs.size(), no = nest_.outputs.size();
     for (size_t i = 0; i < ni; ++i) in_ptr_.push_back(b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i].dtype)->getPointerTo()));
     rows_ = f->getArg(static_cast<unsigned>(ni + no));
+    first_index_ = f->getArg(static_cast<unsigned>(ni + no + 1));
+    epoch_ = f->getArg(static_cast<unsigned>(ni + no + 2));
+    run_seed_ = f->getArg(static_cast<unsigned>(ni + no + 3));
+    // Per-row scratch for the draws of each random op, on the stack (sizes are bounded by the lowering).
+    for (const RandomDraws& r : nest_.randoms)
+      random_buf_.push_back(b_.CreateAlloca(mem_ty(r.dtype), b_.getInt64(r.count)));
     for (const ConstTable& t : nest_.tables) tables_.push_back(table_global(t));
     for (size_t j = 0; j < no; ++j) {
       const LoopOutput& o = nest_.outputs[j];
@@ -151,10 +163,34 @@ class KernelEmitter {
         level(d + 1, b_.CreateAdd(b_.CreateMul(flat, b_.getInt64(o.shape[d]), "", true, true), i, "", true, true));
       });
     };
+    std::set<int> randoms;
+    for (const Node& n : o.nodes)
+      if (n.kind == NodeKind::Random) randoms.insert(n.random);
     loop(rows_, [&](Value* row) {
       vars[0] = row;
+      for (int r : randoms) fill_random(r, row);
       level(0, row);
     });
+  }
+
+  // Calls pipec_random_fill for random op `r` and row `row`; a nonzero result is returned at once.
+  void fill_random(int r, Value* row) {
+    const RandomDraws& d = nest_.randoms[r];
+    auto* i64 = b_.getInt64Ty();
+    auto* i32 = b_.getInt32Ty();
+    auto callee = m_.getOrInsertFunction(
+        "pipec_random_fill", llvm::FunctionType::get(i32, {i32, i64, i64, i64, i64, i64, i64, i64, b_.getInt8PtrTy()}, false));
+    Value* seed = d.has_seed ? static_cast<Value*>(b_.getInt64(d.seed)) : run_seed_;
+    Value* rc = b_.CreateCall(callee, {b_.getInt32(d.kind), seed, b_.getInt64(d.op_id), b_.CreateAdd(first_index_, row),
+                                       epoch_, b_.getInt64(d.count), b_.getInt64(static_cast<uint64_t>(d.lo)),
+                                       b_.getInt64(static_cast<uint64_t>(d.hi)), b_.CreateBitCast(random_buf_[r], b_.getInt8PtrTy())});
+    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    auto* fail = llvm::BasicBlock::Create(ctx_, "random_failed", f);
+    auto* ok = llvm::BasicBlock::Create(ctx_, "random_ok", f);
+    b_.CreateCondBr(b_.CreateICmpNE(rc, b_.getInt32(0)), fail, ok);
+    b_.SetInsertPoint(fail);
+    b_.CreateRet(rc);
+    b_.SetInsertPoint(ok);
   }
 
   llvm::Function* libm(const std::string& name, llvm::Type* t, int nargs) {
@@ -203,6 +239,9 @@ class KernelEmitter {
       case NodeKind::Op: r = op(n.op, n.arg_dtype, a); break;
       case NodeKind::Cast: r = cast(a[0], n.arg_dtype, n.dtype); break;
       case NodeKind::Select: r = b_.CreateSelect(a[0], a[1], a[2]); break;
+      case NodeKind::Random:
+        r = b_.CreateLoad(mem_ty(n.dtype), b_.CreateGEP(mem_ty(n.dtype), random_buf_[n.random], a[0]));
+        break;
     }
     vals[id] = r;
     return r;
@@ -428,6 +467,11 @@ class KernelEmitter {
   std::vector<Value*> in_ptr_;
   std::vector<llvm::GlobalVariable*> tables_;
   Value* rows_ = nullptr;
+  Value* first_index_ = nullptr;
+  Value* epoch_ = nullptr;
+  Value* run_seed_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  std::vector<Value*> random_buf_;
 };
 
 }  // namespace
@@ -456,6 +500,7 @@ std::vector<std::pair<std::string, void*>> kernel_runtime_symbols() {
       {"fmodf", reinterpret_cast<void*>(static_cast<F2>(::fmodf))}, {"fmod", reinterpret_cast<void*>(static_cast<D2>(::fmod))},
       {"memset", reinterpret_cast<void*>(&::memset)},               {"memcpy", reinterpret_cast<void*>(&::memcpy)},
       {"memmove", reinterpret_cast<void*>(&::memmove)},
+      {"pipec_random_fill", reinterpret_cast<void*>(&pipec_random_fill)},
   };
 }
 

@@ -8,6 +8,8 @@
 // takes from libm (tanh, exp, log, log1p, sin, cos, atan2, pow, fmod, in their float and double
 // versions) is called by name, so results are bit-identical to the interpreter's when the same libm
 // resolves them; sqrt, floor, ceil, fabs, copysign are LLVM intrinsics (exact IEEE operations).
+// Random ops: each row first calls the runtime's pipec_random_fill for the draws it needs (into stack
+// buffers), and returns its nonzero code at once if it fails.
 #pragma once
 
 #include <string>
