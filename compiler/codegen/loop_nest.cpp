@@ -405,7 +405,53 @@ class OutputBuilder {
       return cast(hit, rt);
     }
     if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);
+    if (in.op == "sum" || in.op == "prod" || in.op == "mean" || in.op == "reduce_max" || in.op == "reduce_min")
+      return reduce(in, idx);
     throw Unsupported{fmt::format("op `{}` is not compiled", in.op)};
+  }
+
+  // sum / prod / mean / reduce_max / reduce_min over the `axis` attribute (all element axes without
+  // it): one Reduce node over the reduced dims flattened in row-major order (the interpreter's order).
+  int reduce(const Instr& in, const std::vector<int>& idx) {
+    const int x = in.operands.at(0);
+    const auto& xs = type_of(x).shape;
+    const DType xt = type_of(x).dtype;
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    std::vector<bool> reduced(xs.size(), find_attr(in, "axis") == nullptr);
+    if (find_attr(in, "axis"))
+      for (int64_t ax : attr_ints(in, "axis")) reduced.at(static_cast<size_t>(normalize_axis(ax, rank))) = true;
+    std::vector<int64_t> rshape;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (reduced[d]) rshape.push_back(xs[d]);
+    const int rv = out_.num_vars++;
+    std::vector<int> inner = delinearize(var(rv), rshape);
+    std::vector<int> xi;
+    size_t k = 0, o = 0;
+    for (size_t d = 0; d < xs.size(); ++d) xi.push_back(reduced[d] ? inner[k++] : idx.at(o++));
+    Node n;
+    n.kind = NodeKind::Reduce;
+    n.var = rv;
+    n.ival = count(rshape);
+    n.arg_dtype = xt;
+    n.args = {value(x, xi)};
+    const DType rt = in.type.dtype;
+    if (in.op == "reduce_max" || in.op == "reduce_min") {
+      n.op = in.op == "reduce_max" ? "max" : "min";
+      n.dtype = xt;
+      return cast(add(n), rt);
+    }
+    n.op = in.op == "prod" ? "prod" : "sum";
+    const bool float_acc = is_float(xt) || in.op == "mean";
+    n.dtype = float_acc ? DType::F64 : DType::U64;
+    int acc = add(n);
+    if (in.op == "mean") {
+      Node c;
+      c.kind = NodeKind::Const;
+      c.dtype = DType::F64;
+      c.fval = static_cast<double>(n.ival);
+      return cast(op("div", {acc, add(c)}, DType::F64), rt);
+    }
+    return float_acc ? cast(acc, rt) : cast(cast(acc, DType::I64), rt);
   }
 
   // random_uniform / random_normal / random_int: the interpreter's formulas over per-row draws.
@@ -501,7 +547,7 @@ void check_instr(const Instr& in, int id) {
   const std::string& op = in.op;
   if (op == "param" || op == "cast" || kCompare.count(op) || op == "and" || op == "or" || op == "not" ||
       op == "where" || op == "clip" || kStructural.count(op) || op == "random_uniform" || op == "random_normal" ||
-      op == "random_int")
+      op == "random_int" || op == "sum" || op == "prod" || op == "mean" || op == "reduce_max" || op == "reduce_min")
     return;
   if (kArith.count(op) || kUnary.count(op)) {
     const DType t = in.type.dtype;
@@ -585,6 +631,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
       OutputBuilder b(fn, folded, input_of, out, lo);
       std::vector<int> idx;
       for (size_t d = 0; d < lo.shape.size(); ++d) idx.push_back(b.var(static_cast<int>(d) + 1));
+      lo.num_vars = static_cast<int>(lo.shape.size()) + 1;
       lo.root = b.cast(b.value(fn.results[j].second, idx), lo.dtype);
     }
   } catch (const Unsupported& u) {
@@ -621,6 +668,7 @@ std::string print_loop_nest(const LoopNest& nest) {
         case NodeKind::Cast: body = fmt::format("cast n{}", n.args[0]); break;
         case NodeKind::Select: body = fmt::format("select n{}, n{}, n{}", n.args[0], n.args[1], n.args[2]); break;
         case NodeKind::Random: body = fmt::format("random{}[n{}]", n.random, n.args[0]); break;
+        case NodeKind::Reduce: body = fmt::format("reduce.{} n{} over v{} < {}", n.op, n.args[0], n.var, n.ival); break;
       }
       s += fmt::format("    n{} = {} : {}\n", k, body, dtype_name(n.dtype));
     }

@@ -18,10 +18,10 @@
 // Supported ops: param, const, cast, the element-wise ops of runtime/ops/elementwise_{unary,binary}.cpp
 // (add sub mul div floordiv mod pow max min atan2 bit_and bit_or bit_xor shl shr eq ne lt le gt ge and
 // or neg not bit_not abs sign relu square tanh exp log log1p sqrt rsqrt sin cos floor ceil round
-// sigmoid), where, clip, the structural ops above, and random_uniform / random_normal (any operands)
-// and random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws).
-// Not supported (the function stays on the interpreter and the reason says which): reductions,
-// argmax/size, arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant
+// sigmoid), where, clip, the structural ops above, the reductions sum, prod, mean, reduce_max and
+// reduce_min (Reduce nodes: inner loops), and random_uniform / random_normal (any operands) and
+// random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws).
+// Not supported (the function stays on the interpreter and the reason says which): argmax, size, arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant
 // values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values per row.
 #pragma once
 
@@ -47,6 +47,11 @@ enum class NodeKind : uint8_t {
   Select,  // args[0] (bool) ? args[1] : args[2], all of `dtype`
   Random,  // element args[0] (flat i64 index) of the current row's draws of random op `random`
            // (LoopNest::randoms): f32, f64 or i64 per RandomDraws::kind
+  Reduce,  // a sequential fold over loop var `var` in [0, ival) of args[0] (of `arg_dtype`, evaluated
+           // per iteration; it may use `var`), `op` one of "sum" "prod" (accumulate in `dtype`: f64 for
+           // float inputs, u64 wrap-around for integer and bool inputs) or "max" "min" (`dtype` =
+           // arg_dtype; start at -inf/+inf or the integer limits; a NaN sticks). In index order, as the
+           // interpreter folds, so float sums are bit-identical.
 };
 
 struct Node {
@@ -99,6 +104,7 @@ struct LoopOutput {
   int64_t elems = 1;
   int root = -1;               // node id of the value at (row, i1..ik)
   std::vector<Node> nodes;     // this output's expression DAG (topological: args before users)
+  int num_vars = 1;            // loop vars used: row, the output dims, then one per Reduce
 };
 
 struct LoopNest {

@@ -127,6 +127,28 @@ TEST(CodegenOps, StructuralOps) {
   expect_jit_matches(b, 23, 13);
 }
 
+class Reductions : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Reductions, FoldInTheInterpretersOrder) {
+  const DType dt = GetParam();
+  FnBuilder b;
+  int x = b.param("x", dt, {3, 4, 5});
+  const DType sum_t = dt == DType::Bool ? DType::I64 : dt;
+  auto axis = [](std::vector<int64_t> v) { return std::map<std::string, Value>{{"axis", int_list(v)}}; };
+  b.result("sum_all", b.op("sum", {x}, sum_t, {}));
+  b.result("sum_1", b.op("sum", {x}, sum_t, {3, 5}, axis({1})));
+  b.result("sum_02", b.op("sum", {x}, sum_t, {4}, axis({0, -1})));  // not contiguous
+  b.result("prod_2", b.op("prod", {x}, sum_t, {3, 4}, axis({2})));
+  b.result("mean_0", b.op("mean", {x}, is_float(dt) ? dt : DType::F32, {4, 5}, axis({0})));
+  b.result("max_1", b.op("reduce_max", {x}, dt, {3, 5}, axis({1})));
+  b.result("min_all", b.op("reduce_min", {x}, dt, {}));
+  expect_jit_matches(b, 19, 23);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, Reductions,
+                         ::testing::Values(DType::Bool, DType::U8, DType::I16, DType::U32, DType::I64, DType::U64, DType::F32, DType::F64),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
 TEST(CodegenOps, RandomOpsDrawTheInterpretersStreams) {
   FnBuilder b;
   int lo = b.param("lo", DType::F32, {});

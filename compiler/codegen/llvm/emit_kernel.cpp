@@ -149,7 +149,7 @@ class KernelEmitter {
   }
 
   void emit_output(const LoopOutput& o, Value* out) {
-    std::vector<Value*> vars(o.shape.size() + 1);
+    std::vector<Value*> vars(static_cast<size_t>(std::max<int>(o.num_vars, static_cast<int>(o.shape.size()) + 1)));
     std::function<void(size_t, Value*)> level = [&](size_t d, Value* flat) {
       if (d == o.shape.size()) {
         std::vector<Value*> vals(o.nodes.size(), nullptr);
@@ -212,9 +212,68 @@ class KernelEmitter {
   Value* fconst(DType t, double v) { return llvm::ConstantFP::get(ty(t), v); }
   Value* iconst(DType t, int64_t v) { return llvm::ConstantInt::get(ty(t), static_cast<uint64_t>(v), is_signed(t)); }
 
-  Value* node(const LoopOutput& o, int id, std::vector<Value*>& vals, const std::vector<Value*>& vars) {
+  // A Reduce node: a sequential loop carrying the accumulator. Values computed inside the loop are
+  // forgotten afterwards (they do not dominate the code after it).
+  Value* reduce(const LoopOutput& o, const Node& n, std::vector<Value*>& vals, std::vector<Value*>& vars) {
+    const DType acc_t = n.dtype, xt = n.arg_dtype;
+    const bool f = is_float(acc_t);
+    Value* init;
+    if (n.op == "sum") init = f ? fconst(acc_t, 0) : iconst(acc_t, 0);
+    else if (n.op == "prod") init = f ? fconst(acc_t, 1) : iconst(acc_t, 1);
+    else {
+      const bool mx = n.op == "max";
+      if (f) init = fconst(acc_t, mx ? -INFINITY : INFINITY);
+      else if (acc_t == DType::Bool) init = b_.getInt1(!mx);
+      else {
+        const unsigned bits = ty(acc_t)->getIntegerBitWidth();
+        llvm::APInt v = is_signed(acc_t) ? (mx ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits))
+                                         : (mx ? llvm::APInt::getMinValue(bits) : llvm::APInt::getMaxValue(bits));
+        init = llvm::ConstantInt::get(ctx_, v);
+      }
+    }
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "reduce", fn);
+    auto* body = llvm::BasicBlock::Create(ctx_, "reduce_body", fn);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "reduce_exit", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2);
+    llvm::PHINode* acc = b_.CreatePHI(ty(acc_t), 2);
+    j->addIncoming(b_.getInt64(0), pre);
+    acc->addIncoming(init, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(j, b_.getInt64(n.ival)), body, exit);
+    b_.SetInsertPoint(body);
+    std::vector<Value*> saved = vals;
+    vars.at(static_cast<size_t>(n.var)) = j;
+    Value* x = node(o, n.args[0], vals, vars);
+    vals = saved;
+    Value* next;
+    if (n.op == "sum" || n.op == "prod") {
+      Value* v = cast(x, xt, acc_t);
+      next = n.op == "sum" ? (f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v)) : (f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v));
+    } else {
+      const bool mx = n.op == "max";
+      Value* better = f ? (mx ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc))
+                        : is_signed(acc_t) ? (mx ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc))
+                                           : (mx ? b_.CreateICmpUGT(x, acc) : b_.CreateICmpULT(x, acc));
+      next = b_.CreateSelect(better, x, acc);
+      if (f) {
+        next = b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, next);       // a NaN takes over...
+        next = b_.CreateSelect(b_.CreateFCmpUNO(acc, acc), acc, next);  // ...and sticks
+      }
+    }
+    j->addIncoming(b_.CreateAdd(j, b_.getInt64(1), "", true, true), b_.GetInsertBlock());
+    acc->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    return acc;
+  }
+
+  Value* node(const LoopOutput& o, int id, std::vector<Value*>& vals, std::vector<Value*>& vars) {
     if (vals[id]) return vals[id];
     const Node& n = o.nodes[id];
+    if (n.kind == NodeKind::Reduce) return vals[id] = reduce(o, n, vals, vars);
     std::vector<Value*> a;
     for (int x : n.args) a.push_back(node(o, x, vals, vars));
     Value* r = nullptr;
@@ -242,6 +301,7 @@ class KernelEmitter {
       case NodeKind::Random:
         r = b_.CreateLoad(mem_ty(n.dtype), b_.CreateGEP(mem_ty(n.dtype), random_buf_[n.random], a[0]));
         break;
+      case NodeKind::Reduce: break;  // handled above
     }
     vals[id] = r;
     return r;
