@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
 #include "runtime/exec/cancellation.h"
@@ -29,6 +30,7 @@ static const char* kRunUsage =
     "\n"
     "Runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
     "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
+    "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.\n"
     "\n"
     "options:\n"
     "  --pipeline NAME        the pipeline to run (default: the only one, or the one a train block uses)\n"
@@ -272,15 +274,17 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
 
 int cmd_run(const Args& args) {
   if (wants_help(args)) {
-    std::cout << kRunUsage;
+    std::cout << kRunUsage << kOptFlagsHelp;
     return 0;
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  if (!parse_spec_options(args, opts, rest, "run",
-                          {"--pipeline", "--take", "--output", "--seed", "--threads", "--checkpoint", "--checkpoint-every",
-                           "--resume", "--stats-json", "--no-jit"}))
-    return 2;
+  std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",  "--threads", "--checkpoint",
+                                    "--checkpoint-every", "--resume", "--stats-json", "--no-jit"};
+  extra.insert(extra.end(), opt_flag_names().begin(), opt_flag_names().end());
+  if (!parse_spec_options(args, opts, rest, "run", extra)) return 2;
+  PassOptions passes;
+  if (!take_opt_flags(rest, passes, "run")) return 2;
   RunArgs a;
   if (!parse_run_args(rest, a)) return 2;
 
@@ -303,8 +307,15 @@ int cmd_run(const Args& args) {
     for (auto& p : problems) std::cerr << "  " << p << "\n";
     return 2;
   }
+  try {
+    run_passes(plan, passes);
+  } catch (const PassError& e) {
+    std::cerr << "pipec run: " << e.what();
+    return 2;
+  }
+  // -O0 is the reference: the lowered plan on the interpreter, no native code.
   std::optional<codegen::JitReport> jit;
-  if (!a.no_jit) jit = codegen::attach_native_kernels(plan);
+  if (!a.no_jit && passes.opt_level > 0) jit = codegen::attach_native_kernels(plan);
   const ElementInfo& out_elem = plan.stages.back().element;
   bool batched = out_elem.batch_rank > 0;
 
