@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <random>
+
 #include "compiler/passes/pass_pipeline.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/example_writer.h"
@@ -43,7 +45,7 @@ std::vector<std::vector<Tensor>> run_all(const Plan& plan, const fs::path& dir, 
 
 // Runs `pipeline p` of `spec` at -O0 and optimized (with 1 and 3 threads) and compares every element.
 // Returns the optimized plan's stage ops so the caller can check which rewrites happened.
-std::string expect_same_output(const fs::path& dir, const std::string& spec) {
+std::string expect_same_output(const fs::path& dir, const std::string& spec, std::string* plan_text = nullptr) {
   Plan reference = plan_of(spec);
   Plan optimized = reference;
   run_passes(optimized, PassOptions{});
@@ -60,6 +62,7 @@ std::string expect_same_output(const fs::path& dir, const std::string& spec) {
     }
     EXPECT_EQ(first_difference, "") << "threads " << threads << "\n" << print_plan(optimized);
   }
+  if (plan_text) *plan_text = print_plan(optimized);
   return ops_of(optimized);
 }
 
@@ -155,6 +158,51 @@ TEST(PassEquivalence, NpySourceAndNoops) {
                                        "  | map(r => { y: tanh(r.x) * 1.0 - 0.0, z: r.x + random_normal([4], seed = 4) })\n"
                                        "  | batch(3, drop_remainder = true) | repeat(2)\n");
   EXPECT_EQ(ops, "npy batch map repeat prefetch");
+}
+
+// Random chains of stages (seeded, so a failure reproduces): maps with random ops, filters, shuffles,
+// repeats, noops, take/skip, and batches at the end, each optimized and compared with -O0.
+TEST(PassEquivalence, RandomPipelines) {
+  const std::vector<std::string> middle = {
+      "map(r => { v: r.v + 1, u: r.u * 2.0 + random_uniform([]) })",
+      "map(r => { v: r.v * 3, u: r.u })",
+      "map(r => { v: r.v, u: r.u * 1.0 - 0.0 })",
+      "filter(r => r.v % 3 != 1)",
+      "filter(r => r.u < 0.7)",
+      "filter(r => random_uniform([], seed = 9) < 0.8)",
+      "shuffle(7, seed = 1)",
+      "repeat(2)",
+      "repeat(1)",
+      "skip(0)",
+      "take(-1)",
+      "skip(2)",
+      "take(50)",
+      "prefetch(2)",
+  };
+  const std::vector<std::string> ends = {
+      "",
+      " | batch(4)",
+      " | batch(5, drop_remainder = true)",
+      " | batch(3) | map(b => { s: b.v * 2, t: b.u })",
+      " | map(r => { w: r.u + random_normal([2]) }) | batch(4) | repeat(2)",
+  };
+  std::mt19937 rng(1234);
+  ScratchDir d;
+  int vectorized = 0, fused = 0;
+  for (int c = 0; c < 60; ++c) {
+    std::string spec = "pipeline p = range(" + std::to_string(20 + rng() % 40) + ") | map(r => { v: r.value, u: random_uniform([]) })";
+    int n = 2 + static_cast<int>(rng() % 5);
+    for (int k = 0; k < n; ++k) spec += " | " + middle[rng() % middle.size()];
+    spec += ends[rng() % ends.size()] + "\n";
+    SCOPED_TRACE(spec);
+    std::string text;
+    std::string ops = expect_same_output(d.path(), spec, &text);
+    if (text.find("per_row") != std::string::npos) ++vectorized;
+    if (ops.find("map_filter") != std::string::npos) ++fused;
+  }
+  // The generator does reach the rewrites it is meant to check.
+  EXPECT_GT(vectorized, 3);
+  EXPECT_GT(fused, 3);
 }
 
 }  // namespace
