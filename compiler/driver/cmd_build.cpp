@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/llvm/aot.h"
 #include "compiler/driver/build_library.h"
 #include "compiler/driver/commands.h"
 #include "compiler/driver/library_header.h"
@@ -31,6 +32,7 @@ static const char* kBuildUsage =
     "options:\n"
     "  -o, --output FILE   the library to write (required; its header is named after it)\n"
     "  --pipeline NAME     the pipeline to build (default: the only one, or the one a train block uses)\n"
+    "  --no-kernels        compile no map/filter kernels: the library runs every body on the interpreter\n"
     "  -I DIR              also search DIR for `import name`\n"
     "\n"
     "environment:\n"
@@ -69,8 +71,9 @@ int cmd_build(const Args& args) {
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  if (!parse_spec_options(args, opts, rest, "build", {"-o", "--output", "--pipeline"})) return 2;
+  if (!parse_spec_options(args, opts, rest, "build", {"-o", "--output", "--pipeline", "--no-kernels"})) return 2;
   std::string spec, output, pipeline;
+  bool kernels = true;
   for (size_t i = 0; i < rest.size(); ++i) {
     const std::string& a = rest[i];
     if (a == "-o" || a == "--output" || a == "--pipeline") {
@@ -79,6 +82,8 @@ int cmd_build(const Args& args) {
         return 2;
       }
       (a == "--pipeline" ? pipeline : output) = rest[++i];
+    } else if (a == "--no-kernels") {
+      kernels = false;
     } else if (a.rfind("--output=", 0) == 0) {
       output = a.substr(9);
     } else if (a.rfind("--pipeline=", 0) == 0) {
@@ -132,8 +137,20 @@ int cmd_build(const Args& args) {
   b.output = output;
   b.spec_dir = fs::absolute(fs::path(spec)).parent_path().lexically_normal().string();
   b.work_dir = tmp.path.string();
-  // Code generation: the kernels' object file (emit_kernels_object, which also sets each compiled
-  // stage's native->symbol) belongs here; until then every map and filter runs on the interpreter.
+  // Code generation: every map/filter body LLVM can compile goes into one object, linked into the
+  // library; emit_kernels_object sets each compiled stage's native->symbol, which the serialized plan
+  // keeps and pipe_open binds. The rest run on the interpreter.
+  int num_kernels = 0;
+  if (kernels) {
+    fs::path obj = tmp.path / "kernels.o";
+    try {
+      num_kernels = codegen::emit_kernels_object(plan, obj.string());
+    } catch (const std::exception& e) {
+      std::cerr << "pipec build: code generation failed: " << e.what() << "\n";
+      return 2;
+    }
+    if (num_kernels > 0) b.kernel_objects.push_back(obj.string());
+  }
 
   fs::path out_dir = fs::absolute(fs::path(output)).parent_path();
   std::error_code ec;
@@ -151,8 +168,8 @@ int cmd_build(const Args& args) {
     return 2;
   }
   if (!opts.quiet)
-    std::cerr << fmt::format("pipec build: wrote {} ({} fields) and {}\n", output, plan.stages.back().element.fields.size(),
-                             header.string());
+    std::cerr << fmt::format("pipec build: wrote {} ({} fields, {} compiled kernels) and {}\n", output,
+                             plan.stages.back().element.fields.size(), num_kernels, header.string());
   return 0;
 }
 

@@ -2,6 +2,8 @@
 // and the expression IR of every map and filter.
 #include <iostream>
 
+#include "compiler/codegen/llvm/jit.h"
+#include "compiler/codegen/stage_kernel.h"
 #include "compiler/driver/commands.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
@@ -13,10 +15,13 @@ static const char* kExplainUsage =
     "usage: pipec explain [options] FILE\n"
     "\n"
     "Type-checks FILE and prints the plan of each pipeline: every stage with its arguments and the element\n"
-    "type it produces, then the expression IR of every map and filter.\n"
+    "type it produces, then the expression IR of every map and filter, and whether `pipec run` compiles\n"
+    "each map/filter to native code (and if not, why).\n"
     "\n"
     "options:\n"
     "  --pipeline NAME   only this pipeline\n"
+    "  --loops           also print the loop nests the code generators compile\n"
+    "  --llvm            also print the (unoptimized) LLVM IR of the kernels\n"
     "  -I DIR            also search DIR for `import name`\n"
     "  -w, --no-warnings do not report warnings\n";
 
@@ -30,8 +35,13 @@ int cmd_explain(const Args& args) {
   if (!parse_spec_options(args, opts, rest, "explain", {"--pipeline"})) return 2;
   std::string only;
   std::vector<std::string> files;
+  bool loops = false, llvm_ir = false;
   for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == "--pipeline") {
+    if (rest[i] == "--loops") {
+      loops = true;
+    } else if (rest[i] == "--llvm") {
+      llvm_ir = true;
+    } else if (rest[i] == "--pipeline") {
       if (i + 1 >= rest.size()) {
         std::cerr << "pipec explain: --pipeline needs a name\n";
         return 2;
@@ -69,6 +79,22 @@ int cmd_explain(const Args& args) {
     if (!first) std::cout << "\n";
     first = false;
     std::cout << print_plan(plan);
+    // Code generation: which bodies become native kernels.
+    std::string kernels;
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      const Stage& s = plan.stages[i];
+      if (s.op != "map" && s.op != "filter") continue;
+      codegen::LoopNest nest;
+      std::string why;
+      if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
+        kernels += "  #" + std::to_string(i) + " " + s.op + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+        if (loops) kernels += codegen::print_loop_nest(nest);
+      } else {
+        kernels += "  #" + std::to_string(i) + " " + s.op + ": interpreter: " + why + "\n";
+      }
+    }
+    if (!kernels.empty()) std::cout << "kernels:\n" << kernels;
+    if (llvm_ir) std::cout << codegen::kernels_llvm_ir(plan);
   }
   if (!found) {
     if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";

@@ -148,6 +148,9 @@ DLDataType pipe_field_dtype(const pipe_handle* h, int32_t i);
 int32_t pipe_field_ndim(const pipe_handle* h, int32_t i);
 int64_t pipe_field_dim(const pipe_handle* h, int32_t i, int32_t d);
 
+/* How many map/filter stages run compiled kernels (the rest run on the interpreter). */
+int32_t pipe_compiled_kernels(const pipe_handle* h);
+
 /* The next output element (a batch, when the pipeline batches). On 1, out_fields[0..num_fields) each
  * hold a new DLManagedTensor on the CPU, compact row-major, pointing into the runtime's buffer without
  * a copy; the caller releases each with `t->deleter(t)` when done (in any order, from any thread; the

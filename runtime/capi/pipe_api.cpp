@@ -121,6 +121,14 @@ int64_t pipe_field_dim(const pipe_handle* h, int32_t i, int32_t d) {
   return shape[d] < 0 ? -1 : shape[d];
 }
 
+int32_t pipe_compiled_kernels(const pipe_handle* h) {
+  if (!h) {
+    set_error("pipe_compiled_kernels: the handle is NULL");
+    return -1;
+  }
+  return h->impl.compiled_kernels();
+}
+
 int pipe_next(pipe_handle* h, DLManagedTensor** out_fields) {
   if (!h || !out_fields) {
     set_error("pipe_next: the handle or the output array is NULL");

@@ -16,7 +16,8 @@ constexpr uint32_t kHandleStateVersion = 1;
 
 // Sets NativeKernel::fn from the library's symbol table; a plan naming a kernel the library does not
 // carry is refused rather than silently interpreted, since that means the library was built wrong.
-void bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
+int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
+  int bound_count = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
     if (!s.native) continue;
@@ -30,7 +31,9 @@ void bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
     bound->fn = fn;
     if (bound->backend.empty()) bound->backend = "aot";
     s.native = bound;
+    ++bound_count;
   }
+  return bound_count;
 }
 
 }  // namespace
@@ -51,7 +54,7 @@ PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o) {
   if (std::string why = capi_element_problem(lib.plan.stages.back().element); !why.empty()) throw std::runtime_error(why);
   if (o.threads < 0) throw std::invalid_argument(fmt::format("threads must be 0 (one per core) or more, not {}", o.threads));
   Plan plan = shard_after_sources(lib.plan, o.shard_count, o.shard_index);
-  bind_kernels(plan, lib.kernels);
+  compiled_kernels_ = bind_kernels(plan, lib.kernels);
   if (auto problems = verify_plan(plan); !problems.empty())
     throw std::runtime_error("the library's plan does not verify: " + problems.front());
   fields_ = plan.stages.back().element.fields;

@@ -33,6 +33,8 @@ class PipeHandle {
   PipeHandle(const PipeLibrary& lib, const pipe_options& options);
 
   const std::vector<Field>& fields() const { return fields_; }
+  /// Stages whose native kernel was bound to compiled code.
+  int compiled_kernels() const { return compiled_kernels_; }
   /// Fills out[0..fields) with the next element; false at the end. Throws on run-time errors.
   bool next(DLManagedTensor** out);
   std::string save_state();
@@ -44,6 +46,7 @@ class PipeHandle {
   std::unique_ptr<PipelineRun> run_;
   Chunk pending_;       // the chunk being handed out
   int64_t next_row_ = 0;
+  int compiled_kernels_ = 0;
 };
 
 /// Why `element` cannot be read through the C ABI, or "" when it can (every field a numeric tensor).

@@ -4,6 +4,7 @@
 #include <deque>
 #include <future>
 
+#include "runtime/exec/native_call.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/ops/interpreter.h"
 
@@ -97,12 +98,12 @@ class MapLike : public ChunkIterator {
     } catch (const std::exception& e) {
       if (!ctx_.tolerant[stage_]) throw StageError(spec(), e.what());
     }
-    // ignore_errors: run row by row and drop the rows that fail.
+    // ignore_errors: run row by row on the interpreter (the reference for errors) and drop the rows that fail.
     std::vector<uint8_t> ok(in.rows, 1);
     std::vector<Chunk> parts;
     for (int64_t r = 0; r < in.rows; ++r) {
       try {
-        parts.push_back(apply_unchecked(slice_rows(in, r, r + 1)));
+        parts.push_back(apply_unchecked(slice_rows(in, r, r + 1), /*allow_native=*/false));
       } catch (const std::exception&) {
         ok[r] = 0;
         ctx_.dropped[stage_]->fetch_add(1);
@@ -123,11 +124,13 @@ class MapLike : public ChunkIterator {
     return out;
   }
 
-  Chunk apply_unchecked(const Chunk& in) const {
+  Chunk apply_unchecked(const Chunk& in, bool allow_native = true) const {
     const Stage& s = spec();
     EvalContext ec;
     ec.seed = ctx_.seed;
-    std::vector<Column> cols = run_function(*s.fn, in_fields_, in, ec);
+    std::vector<Column> cols;
+    // A compiled kernel when the chunk fits it (dense columns of the expected dtypes), else the interpreter.
+    if (!allow_native || !s.native || !run_native(s, in_fields_, in, ec.seed, cols)) cols = run_function(*s.fn, in_fields_, in, ec);
     if (is_filter_) {
       const Tensor& keep = cols.at(0).dense;
       std::vector<uint8_t> flags(in.rows);

@@ -131,6 +131,7 @@ static int do_read(const char* dump_dir, int n, const char* data_dir) {
     fprintf(stderr, "FAIL pipe_open: %s\n", pipe_last_error());
     return 1;
   }
+  int kernels = pipe_compiled_kernels(h);
   CHECK(pipe_abi_version() == PIPE_ABI_VERSION, "ABI version %d", pipe_abi_version());
   CHECK(strcmp(pipe_pipeline_name(), CAT(UPPER, _PIPELINE)) == 0, "pipeline name %s", pipe_pipeline_name());
   CHECK(pipe_num_fields(h) == NUM_FIELDS, "pipe_num_fields %d, header %d", pipe_num_fields(h), NUM_FIELDS);
@@ -223,6 +224,7 @@ static int do_read(const char* dump_dir, int n, const char* data_dir) {
   }
   CHECK(pipe_live_tensors() == 0, "%lld tensors leaked", (long long)pipe_live_tensors());
   printf("read %d elements\n", total + got);
+  printf("compiled kernels %d\n", kernels);
   return failures ? 1 : 0;
 }
 

@@ -105,7 +105,20 @@ TEST(CapiBuild, SmallSpecMatchesPipecRunThroughCProgram) {
   CommandResult c = run_shell(shell_quote(exe.string()) + " read " + shell_quote((d / "dump").string()) + " 20");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   EXPECT_NE(c.out.find("read 13 elements"), std::string::npos) << c.out;  // 12 batches of 8 and one of 4
+  // The map is compiled into the library and bound at pipe_open.
+  EXPECT_NE(b.err.find("1 compiled kernels"), std::string::npos) << b.err;
+  EXPECT_NE(c.out.find("compiled kernels 1"), std::string::npos) << c.out;
   expect_dumps_match(d / "dump", d / "npy", {"x", "y", "z"}, 13);
+
+  // The same library without kernels (every body on the interpreter) gives the same bytes.
+  auto bi = run_pipec({"build", (d / "small.pipe").string(), "--no-kernels", "-o", (d / "interp/libsmall.so").string()});
+  ASSERT_EQ(bi.exit_code, 0) << bi.err;
+  fs::path exe_i = compile_c_test(d / "interp", "small", d / "ctest_interp");
+  fs::create_directories(d / "dump_interp");
+  CommandResult ci = run_shell(shell_quote(exe_i.string()) + " read " + shell_quote((d / "dump_interp").string()) + " 20");
+  ASSERT_EQ(ci.exit_code, 0) << ci.out;
+  EXPECT_NE(ci.out.find("compiled kernels 0"), std::string::npos) << ci.out;
+  expect_dumps_match(d / "dump_interp", d / "npy", {"x", "y", "z"}, 13);
 }
 
 TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
@@ -131,6 +144,7 @@ TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
   CommandResult c = run_shell(shell_quote(exe.string()) + " read " + shell_quote((d / "dump").string()) + " 8 " +
                               shell_quote((d / "data_home").string()));
   ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("compiled kernels 1"), std::string::npos) << c.out;
   // 3000 records make 5 batches of 512 an epoch; 8 batches cross into the second (repeat()).
   expect_dumps_match(d / "dump", d / "npy", {"board", "flags", "score"}, 8);
 }

@@ -102,6 +102,7 @@ TEST(CapiHandle, BindsKernelSymbolsAndRefusesMissingOnes) {
   }
   PipeHandle h(PipeLibrary{plan, "", {{"pipec_kernel_1", &fake_kernel}}}, defaults());
   EXPECT_EQ(h.fields().size(), 1u);
+  EXPECT_EQ(h.compiled_kernels(), 1);
 }
 
 TEST(CapiHandle, RefusesElementsDLPackCannotCarry) {
