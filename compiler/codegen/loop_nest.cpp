@@ -279,6 +279,7 @@ class OutputBuilder {
       for (size_t k = 0; k < 3; ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
       return op("clip", args, rt);
     }
+    if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);  // may have no operands
     const auto& xs = type_of(operand(0)).shape;
     if (in.op == "slice") {
       std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"), steps = attr_ints(in, "steps");
@@ -404,7 +405,6 @@ class OutputBuilder {
       int hit = op("eq", {x, idx.back()}, DType::Bool);
       return cast(hit, rt);
     }
-    if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);
     if (in.op == "sum" || in.op == "prod" || in.op == "mean" || in.op == "reduce_max" || in.op == "reduce_min")
       return reduce(in, idx);
     throw Unsupported{fmt::format("op `{}` is not compiled", in.op)};

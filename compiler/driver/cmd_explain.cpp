@@ -32,7 +32,7 @@ int cmd_explain(const Args& args) {
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  if (!parse_spec_options(args, opts, rest, "explain", {"--pipeline"})) return 2;
+  if (!parse_spec_options(args, opts, rest, "explain", {"--pipeline", "--loops", "--llvm"})) return 2;
   std::string only;
   std::vector<std::string> files;
   bool loops = false, llvm_ir = false;

@@ -252,7 +252,7 @@ int cmd_run(const Args& args) {
   std::vector<std::string> rest;
   if (!parse_spec_options(args, opts, rest, "run",
                           {"--pipeline", "--take", "--output", "--seed", "--threads", "--checkpoint", "--checkpoint-every",
-                           "--resume", "--stats-json"}))
+                           "--resume", "--stats-json", "--no-jit"}))
     return 2;
   RunArgs a;
   if (!parse_run_args(rest, a)) return 2;
