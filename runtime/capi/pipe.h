@@ -135,7 +135,9 @@ const char* pipe_pipeline_name(void);
 /* The spec's folder recorded at build time (absolute). */
 const char* pipe_spec_dir(void);
 
-/* Starts a run. `options` may be NULL (the defaults). NULL on error (see pipe_last_error). */
+/* Starts a run. `options` may be NULL (the defaults). NULL on error (see pipe_last_error): bad
+ * options, or data that cannot be found (a source's file list is made here, so a missing file is
+ * usually reported by pipe_open, otherwise by the first pipe_next). */
 pipe_handle* pipe_open(const pipe_options* options);
 
 /* The output element's fields, in order. Names stay valid until pipe_close. */
@@ -165,6 +167,8 @@ int pipe_next(pipe_handle* h, DLManagedTensor** out_fields);
 int pipe_save_state(pipe_handle* h, void** buf, size_t* len);
 void pipe_free_state(void* buf);
 int pipe_restore_state(pipe_handle* h, const void* buf, size_t len);
+/* A state of another library, seed or shard, or a damaged one, is refused before anything changes.
+ * A state whose data files changed since (fewer records) can fail half-way: close that handle. */
 
 /* Stops the run and frees the handle (NULL is allowed). Tensors still held stay valid. */
 void pipe_close(pipe_handle* h);
