@@ -127,5 +127,35 @@ TEST(PlanSerialize, LayoutMismatchNamesTheOffset) {
   EXPECT_NE(e.find("expected a stage record"), std::string::npos) << e;
 }
 
+// Corruption that keeps a valid frame (the CRC recomputed) must still give an error or a plan the
+// verifier can judge, never a crash, a hang or a huge allocation.
+TEST(PlanSerialize, MutatedPayloadsFailCleanly) {
+  std::string blob = encode_plan(small_plan());
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto rnd = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string m = blob;
+    size_t at = 20 + rnd() % (blob.size() - 24);
+    int nbytes = 1 + static_cast<int>(rnd() % 3);
+    for (int k = 0; k < nbytes && at + k < m.size() - 4; ++k) m[at + k] = static_cast<char>(rnd());
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(m.data()), static_cast<uInt>(m.size() - 4));
+    for (int i = 0; i < 4; ++i) m[m.size() - 4 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+    try {
+      Plan p = decode_plan(m, "mutated");
+      (void)verify_plan(p);
+    } catch (const PlanDecodeError&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 1000);  // most mutations break the layout and are named as such
+}
+
 }  // namespace
 }  // namespace pipec
