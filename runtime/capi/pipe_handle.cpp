@@ -52,7 +52,8 @@ std::string capi_element_problem(const ElementInfo& element) {
 PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o) {
   if (lib.plan.stages.empty()) throw std::runtime_error("the library's plan has no stages");
   if (std::string why = capi_element_problem(lib.plan.stages.back().element); !why.empty()) throw std::runtime_error(why);
-  if (o.threads < 0) throw std::invalid_argument(fmt::format("threads must be 0 (one per core) or more, not {}", o.threads));
+  if (o.threads < 0 || o.threads > 1024)
+    throw std::invalid_argument(fmt::format("threads must be between 0 (one per core) and 1024, not {}", o.threads));
   Plan plan = shard_after_sources(lib.plan, o.shard_count, o.shard_index);
   compiled_kernels_ = bind_kernels(plan, lib.kernels);
   if (auto problems = verify_plan(plan); !problems.empty())

@@ -111,5 +111,18 @@ TEST(CapiHandle, RefusesElementsDLPackCannotCarry) {
   EXPECT_THROW(PipeHandle(PipeLibrary{plan, "", {}}, defaults()), std::runtime_error);
 }
 
+TEST(CapiHandle, RefusesBadOptions) {
+  Plan plan = lower_text("pipeline p = range(2)\n", "p");
+  pipe_options o = defaults();
+  o.threads = -1;
+  EXPECT_THROW(PipeHandle(PipeLibrary{plan, "", {}}, o), std::invalid_argument);
+  o.threads = 5000;
+  EXPECT_THROW(PipeHandle(PipeLibrary{plan, "", {}}, o), std::invalid_argument);
+  o = defaults();
+  o.shard_count = 4;
+  o.shard_index = -1;
+  EXPECT_THROW(PipeHandle(PipeLibrary{plan, "", {}}, o), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace pipec
