@@ -7,6 +7,9 @@
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"
 #include "runtime/capi/shard_plan.h"
+#include "runtime/io/example_writer.h"
+#include "runtime/io/tfrecord_writer.h"
+#include "tests/unit/cli_util.h"
 
 namespace pipec {
 namespace {
@@ -84,6 +87,34 @@ TEST(CapiHandle, ShardsSplitSourcesAndKeepZipsAligned) {
   std::sort(vs.begin(), vs.end());
   EXPECT_EQ(vs, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_THROW(shard_after_sources(plan, 2, 2), std::invalid_argument);
+}
+
+TEST(CapiHandle, VariableLengthFieldsComeOutWithTheirOwnShapes) {
+  // A variable-length feature is a ragged column: each element is its own tensor, handed out as is.
+  testing::ScratchDir d;
+  {
+    TFRecordWriter w((d / "r.tfrecord").string(), TFRecordWriterOptions{});
+    for (int i = 0; i < 5; ++i) {
+      std::vector<int64_t> ids(static_cast<size_t>(i), i);
+      ExampleWriter ex;
+      ex.add_int64("ids", std::span<const int64_t>(ids.data(), ids.size()));
+      w.write(ex.serialize());
+    }
+    w.close();
+  }
+  Plan plan = lower_text("source s = tfrecord(\"r.tfrecord\") {\n  ids: i64[?]\n}\npipeline p = s\n", "p");
+  PipeHandle h(PipeLibrary{plan, d.path().string(), {}}, defaults());
+  DLManagedTensor* f[1];
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(h.next(f));
+    const DLTensor& t = f[0]->dl_tensor;
+    ASSERT_EQ(t.ndim, 1);
+    EXPECT_EQ(t.shape[0], i);
+    for (int k = 0; k < i; ++k) EXPECT_EQ(static_cast<const int64_t*>(t.data)[k], i);
+    f[0]->deleter(f[0]);
+  }
+  EXPECT_FALSE(h.next(f));
+  EXPECT_EQ(live_exported_tensors(), 0);
 }
 
 int32_t fake_kernel(const PipecKernelArgs*) { return 0; }
