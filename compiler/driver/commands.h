@@ -9,6 +9,7 @@ namespace pipec {
 
 using Args = std::vector<std::string>;
 
+int cmd_build(const Args& args);    // compiler/driver/cmd_build.cpp
 int cmd_check(const Args& args);    // compiler/driver/cmd_check.cpp
 int cmd_explain(const Args& args);  // compiler/driver/cmd_explain.cpp
 int cmd_fmt(const Args& args);      // compiler/driver/cmd_fmt.cpp

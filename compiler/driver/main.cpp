@@ -14,6 +14,7 @@ const char* kUsage =
     "usage: pipec <command> [options] [args]\n"
     "\n"
     "commands:\n"
+    "  build FILE -o L   compile a pipeline into a shared library with a C ABI (pipe.h, DLPack)\n"
     "  check FILE...     type-check specs and report diagnostics\n"
     "  explain FILE      print the plan: each stage with its element type, and the IR of each map\n"
     "  fmt FILE...       format specs canonically (-w to rewrite, --check to verify)\n"
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const Args&)> commands = {
-      {"check", cmd_check}, {"explain", cmd_explain}, {"fmt", cmd_fmt}, {"lsp", cmd_lsp}, {"run", cmd_run},
+      {"build", cmd_build}, {"check", cmd_check}, {"explain", cmd_explain}, {"fmt", cmd_fmt}, {"lsp", cmd_lsp}, {"run", cmd_run},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

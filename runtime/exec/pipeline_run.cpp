@@ -51,16 +51,24 @@ bool PipelineRun::next(Chunk& out) {
 }
 
 void PipelineRun::save_checkpoint(const std::filesystem::path& path) const {
+  write_file_atomic(path, save_state());
+}
+
+void PipelineRun::restore_checkpoint(const std::filesystem::path& path) {
+  restore_state(read_file(path), path.string());
+}
+
+std::string PipelineRun::save_state() const {
   StateWriter w(kCheckpointVersion);
   w.write_u64(fingerprint_);
   w.write_i64(delivered_);
   w.write_u64(ctx_.seed);
   root_->save(w);
-  w.write_to_file(path);
+  return w.finish();
 }
 
-void PipelineRun::restore_checkpoint(const std::filesystem::path& path) {
-  StateReader r = StateReader::from_file(path);
+void PipelineRun::restore_state(std::string bytes, const std::string& source) {
+  StateReader r(std::move(bytes), source);
   if (r.version() != kCheckpointVersion) throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
   if (r.read_u64() != fingerprint_) throw r.error("the checkpoint was written by a different pipeline");
   delivered_ = r.read_i64();

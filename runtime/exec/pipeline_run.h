@@ -31,6 +31,10 @@ class PipelineRun {
   void save_checkpoint(const std::filesystem::path& path) const;
   /// Restores a state saved by the same plan; throws CheckpointError when it does not match.
   void restore_checkpoint(const std::filesystem::path& path);
+  /// The same state as save_checkpoint, as bytes in memory (the C ABI hands them to its caller).
+  std::string save_state() const;
+  /// Restores bytes from save_state(); `source` names them in errors. Throws CheckpointError.
+  void restore_state(std::string bytes, const std::string& source);
 
   const RunContext& context() const { return ctx_; }
   const Plan& plan() const { return plan_; }

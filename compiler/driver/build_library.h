@@ -1,0 +1,31 @@
+// Turning a plan (and the object code of its kernels) into a shared library with the C ABI of
+// runtime/capi/pipe.h: the plan is serialized into a generated C file, compiled by the system C
+// compiler and linked with the PIC runtime and C ABI static libraries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/plan/plan.h"
+
+namespace pipec {
+
+struct LibraryBuild {
+  std::string output;                       // the .so to write
+  std::string spec_dir;                     // absolute; relative data paths resolve here by default
+  std::vector<std::string> kernel_objects;  // object files defining the plan's native kernel symbols
+  std::string work_dir;                     // where the generated files go (an existing folder)
+};
+
+/// Builds `b.output` from `plan`. Returns "" on success, otherwise a message saying what failed (a
+/// missing compiler or runtime library, the compiler's own output). Every symbol but the pipe_*
+/// functions is hidden, so several built libraries can share a process.
+///
+/// The tools: $PIPEC_CC (default `cc`); the static libraries libpipec_runtime.a and libpipec_capi.a
+/// from $PIPEC_RUNTIME_LIB_DIR, or where this pipec was built.
+std::string build_library(const Plan& plan, const LibraryBuild& b);
+
+/// The generated C source that embeds `plan` (exposed for tests).
+std::string embedded_plan_source(const Plan& plan, const std::string& spec_dir);
+
+}  // namespace pipec

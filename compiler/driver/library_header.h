@@ -1,0 +1,17 @@
+// The header `pipec build` writes next to a built library: the output fields as C macros and a table.
+#pragma once
+
+#include <string>
+
+#include "runtime/plan/plan.h"
+
+namespace pipec {
+
+/// The text of libNAME.h for `plan`'s output element. `prefix` is the C identifier prefix (NAME
+/// upper-cased for macros, as given for the table), `spec` the spec it came from (for the comment).
+std::string library_header_text(const Plan& plan, const std::string& prefix, const std::string& spec);
+
+/// A C identifier made of `name` (other characters become '_', a leading digit gets a '_').
+std::string c_identifier(const std::string& name);
+
+}  // namespace pipec

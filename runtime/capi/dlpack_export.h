@@ -1,0 +1,24 @@
+// Handing runtime tensors to C callers as DLPack tensors without copying them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/capi/pipe.h"
+#include "runtime/core/chunk.h"
+
+namespace pipec {
+
+/// The DLPack dtype of a runtime dtype; nullopt for byte strings, which DLPack cannot describe.
+std::optional<DLDataType> dlpack_dtype(DType t);
+
+/// Row `r` of `col` as a new DLManagedTensor pointing into the column's buffer. Its manager_ctx holds
+/// a reference to that buffer (and the shape array), so the data stays valid until the caller runs
+/// the deleter, whatever the runtime does meanwhile. Throws std::runtime_error for byte strings.
+DLManagedTensor* export_row(const Column& col, int64_t r);
+
+/// DLManagedTensors made by export_row whose deleter has not run yet.
+int64_t live_exported_tensors();
+
+}  // namespace pipec

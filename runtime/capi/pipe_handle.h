@@ -1,0 +1,55 @@
+// The run behind a `pipe_handle*`: a PipelineRun whose chunks are handed out one element at a time as
+// DLPack tensors, with save/restore that includes the part of a chunk not handed out yet.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/capi/pipe.h"
+#include "runtime/exec/pipeline_run.h"
+
+namespace pipec {
+
+/// A compiled kernel the library carries, by the symbol name the plan records.
+struct KernelSymbol {
+  const char* symbol;
+  PipecKernelFn fn;
+};
+
+/// Everything pipe_open needs besides the options: the plan, where its relative paths resolve, and
+/// the kernels that its stages' `native->symbol` names refer to.
+struct PipeLibrary {
+  Plan plan;
+  std::string spec_dir;
+  std::vector<KernelSymbol> kernels;
+};
+
+class PipeHandle {
+ public:
+  /// Shards the plan, binds every native kernel symbol to its function and starts the run. Throws
+  /// std::exception with a message for the caller (a missing kernel, a field DLPack cannot carry, a
+  /// pipeline that ends in write(...), bad shard options, a run that cannot start).
+  PipeHandle(const PipeLibrary& lib, const pipe_options& options);
+
+  const std::vector<Field>& fields() const { return fields_; }
+  /// Stages whose native kernel was bound to compiled code.
+  int compiled_kernels() const { return compiled_kernels_; }
+  /// Fills out[0..fields) with the next element; false at the end. Throws on run-time errors.
+  bool next(DLManagedTensor** out);
+  std::string save_state();
+  /// Throws CheckpointError when `bytes` is not a state of this library with these options.
+  void restore_state(std::string bytes);
+
+ private:
+  std::vector<Field> fields_;
+  std::unique_ptr<PipelineRun> run_;
+  Chunk pending_;       // the chunk being handed out
+  int64_t next_row_ = 0;
+  int compiled_kernels_ = 0;
+};
+
+/// Why `element` cannot be read through the C ABI, or "" when it can (every field a numeric tensor).
+std::string capi_element_problem(const ElementInfo& element);
+
+}  // namespace pipec
