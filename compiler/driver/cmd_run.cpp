@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/driver/commands.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
@@ -39,6 +40,8 @@ static const char* kRunUsage =
     "  --checkpoint-every N   ... every N output elements (default 100)\n"
     "  --resume               continue from DIR/state.ckpt\n"
     "  --stats-json FILE      write the summary as JSON\n"
+    "  --device auto|cpu|gpu  where the maps after to(gpu) run: the GPU when there is one (auto, the\n"
+    "                         default), always the CPU, or the GPU with an error when there is none\n"
     "  -q, --quiet            no progress line and no summary\n"
     "  -I DIR                 also search DIR for `import name`\n";
 
@@ -55,6 +58,7 @@ struct RunArgs {
   int64_t checkpoint_every = 100;
   bool resume = false;
   std::string stats_json;
+  DevicePolicy device = DevicePolicy::Auto;
 };
 
 bool parse_int(const std::string& flag, const std::string& text, int64_t& out) {
@@ -128,6 +132,15 @@ bool parse_run_args(const std::vector<std::string>& rest, RunArgs& a) {
       a.resume = true;
     } else if (flag == "--stats-json") {
       if (!need(a.stats_json)) return false;
+    } else if (flag == "--device") {
+      if (!need(v)) return false;
+      if (v == "auto") a.device = DevicePolicy::Auto;
+      else if (v == "cpu") a.device = DevicePolicy::Cpu;
+      else if (v == "gpu") a.device = DevicePolicy::Gpu;
+      else {
+        std::cerr << "pipec run: --device must be auto, cpu or gpu, not `" << v << "`\n";
+        return false;
+      }
     } else if (!flag.empty() && flag[0] == '-') {
       std::cerr << "pipec run: unknown option " << flag << " (see pipec run --help)\n";
       return false;
@@ -210,7 +223,7 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   out << fmt::format("  peak RSS    {:.1f} MB\n", peak_rss_bytes() / 1e6);
   uint64_t total_busy = 0;
   for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
-  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}\n", "", "stage", "elements out", "busy", "share");
+  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "busy", "share", "device");
   size_t worst = 0;
   uint64_t worst_ns = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -222,8 +235,8 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     }
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
-    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%{}\n", i, plan.stages[i].op,
-                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, extra);
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, plan.stages[i].op,
+                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
   }
   if (total_busy)
     out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
@@ -242,8 +255,9 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
-                     "\"dropped\": {}}}{}\n",
+                     "\"dropped\": {}, \"device\": \"{}\"}}{}\n",
                      i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
+                     ctx.stage_device.at(i),
                      i + 1 < run.plan().stages.size() ? "," : "");
   }
   o << "  ]\n}\n";
@@ -260,7 +274,7 @@ int cmd_run(const Args& args) {
   std::vector<std::string> rest;
   if (!parse_spec_options(args, opts, rest, "run",
                           {"--pipeline", "--take", "--output", "--seed", "--threads", "--checkpoint", "--checkpoint-every",
-                           "--resume", "--stats-json"}))
+                           "--resume", "--stats-json", "--device"}))
     return 2;
   RunArgs a;
   if (!parse_run_args(rest, a)) return 2;
@@ -284,6 +298,7 @@ int cmd_run(const Args& args) {
     for (auto& p : problems) std::cerr << "  " << p << "\n";
     return 2;
   }
+  if (a.device != DevicePolicy::Cpu) cuda_codegen::attach_gpu_kernels(plan);
   const ElementInfo& out_elem = plan.stages.back().element;
   bool batched = out_elem.batch_rank > 0;
 
@@ -291,6 +306,7 @@ int cmd_run(const Args& args) {
   CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
   RunOptions ro;
   ro.seed = a.seed;
+  ro.device = a.device;
   ro.threads = a.threads;
   ro.spec_dir = fs::path(a.spec).parent_path().string();
   ro.cancel = &cancel;
@@ -350,6 +366,9 @@ int cmd_run(const Args& args) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: interrupted after " << sum.elements << " elements\n";
     return 130;
+  } catch (const GpuUnavailableError& e) {
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: error: " << e.what() << "\n";
