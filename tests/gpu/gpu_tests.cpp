@@ -109,10 +109,8 @@ TEST(GpuDifferential, Arithmetic) {
   differential(
       "pipeline p = range(100_000) | to(gpu) | map(r => {\n"
       "  x = f32(r.value) * 0.25 - 3.0\n"
-      "  a: where(x > 0.0, floor(x), ceil(x)) + x * x\n"
-      "  c: clip(r.value * 7 - 300, -100, 100)\n"
-      "  e: (r.value & 6) | (r.value ^ 3)\n"
-      "  f: u8(r.value * 37)\n"
+      "  { a: where(x > 0.0, floor(x), ceil(x)) + x * x, c: clip(r.value * 7 - 300, -100, 100),\n"
+      "    e: bit_or(r.value & 6, r.value ^ 3), f: u8(r.value * 37), g: r.value > 30 && !(r.value == 50) }\n"
       "}) | batch(1000)\n");
 }
 
@@ -120,8 +118,7 @@ TEST(GpuDifferential, Transcendentals) {
   differential(
       "pipeline p = range(100_000) | to(gpu) | map(r => {\n"
       "  x = f32(r.value) * 0.001 - 50.0\n"
-      "  a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x)\n"
-      "  b: f64(x) * 2.0 + 1.0\n"
+      "  { a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x), b: tanh(f64(x)) * 2.0 + log1p(abs(f64(x))) }\n"
       "})\n",
       4e-6);
 }
@@ -132,8 +129,7 @@ TEST(GpuDifferential, BitsSlicesGathers) {
       "  v = u8([1, 2, 3, 4, 5, 6, 7, 8] * r.value + [0, 9, 18, 27, 36, 45, 54, 63])\n"
       "  bits = unpack_bits(v)\n"
       "  grid = reshape(bits[0:48], [4, 3, 4])\n"
-      "  g: f32(grid[:, :, [3, 0, 2]]) * [1.0, -1.0, 0.5]\n"
-      "  s: bits[60:4:-3]\n"
+      "  { g: f32(grid[:, :, [3, 0, 2]]) * [1.0, -1.0, 0.5], s: bits[60:4:-3] }\n"
       "}) | batch(64, drop_remainder = true)\n");
 }
 
@@ -141,9 +137,8 @@ TEST(GpuDifferential, RandomOpsGiveTheCpuValues) {
   // Same spec, same values on both devices: uniform exactly, normal within libm differences.
   differential(
       "pipeline p = range(20_000) | repeat(2) | to(gpu) | map(r => {\n"
-      "  u: random_uniform([3, 5], -2.0, 2.0)\n"
-      "  w: f64(random_uniform([7], seed = 11))\n"
-      "  n: random_normal([6], 1.0, 3.0, seed = 5)\n"
+      "  { u: random_uniform([3, 5], -2.0, 2.0), w: f64(random_uniform([7], seed = 11)),\n"
+      "    n: random_normal([6], 1.0, 3.0, seed = 5) }\n"
       "})\n",
       1e-9);
 }

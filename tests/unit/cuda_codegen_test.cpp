@@ -80,30 +80,35 @@ void expect_nvrtc_compiles(const gpu::Nvrtc& nvrtc, const GpuKernel& k, const st
 
 // Synthetic maps covering every op family the generator lowers.
 const char* kSynthetic[] = {
-    // arithmetic, casts, comparisons, where, clip, min/max, float math
+    // arithmetic, casts, comparisons, logic, where, clip, min/max/sign, bit ops, float math
     "pipeline p = range(100) | map(r => {\n"
     "  x = f32(r.value) * 0.25 - 3.0\n"
-    "  a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x)\n"
-    "  b: where(x > 0.0, floor(x), ceil(x))\n"
-    "  c: clip(r.value * 7 - 300, -100, 100)\n"
-    "  d: i32(x * 1000.0) % 1 + max(i32(r.value), 50) - min(i32(r.value), 20)\n"
-    "  e: (r.value & 6) | (r.value ^ 3)\n"
-    "  f: u8(r.value * 37)\n"
+    "  {\n"
+    "    a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x) + log1p(abs(x)) * cos(x) - sin(x) / rsqrt(abs(x) + 1.0),\n"
+    "    b: where(x > 0.0, floor(x), ceil(x)) - relu(-x) * square(x),\n"
+    "    c: clip(r.value * 7 - 300, -100, 100),\n"
+    "    d: i32(x * 1000.0) + max(i32(r.value), 50) - min(i32(r.value), 20) + sign(i32(r.value) - 40),\n"
+    "    e: bit_or(r.value & 6, r.value ^ 3) + ~r.value,\n"
+    "    f: u8(r.value * 37),\n"
+    "    g: r.value > 30 && !(r.value == 50) || r.value <= 3,\n"
+    "    h: i64(f64(r.value) * 1e18) + i64(x * 3e9)\n"
+    "  }\n"
     "})\n",
     // bits, slices, gathers, reshapes, broadcasting against constant tables
     "pipeline p = range(64) | map(r => {\n"
     "  v = u8([1, 2, 3, 4, 5, 6, 7, 8] * r.value + [0, 9, 18, 27, 36, 45, 54, 63])\n"
     "  bits = unpack_bits(v)\n"
     "  grid = reshape(bits[0:48], [4, 3, 4])\n"
-    "  g: f32(grid[:, :, [3, 0, 2]]) * [1.0, -1.0, 0.5]\n"
-    "  s: bits[60:4:-3]\n"
-    "  t: grid[1:, ::2, 1]\n"
+    "  { g: f32(grid[:, :, [3, 0, 2]]) * [1.0, -1.0, 0.5], s: bits[60:4:-3], t: grid[1:, ::2, 1] }\n"
     "})\n",
-    // random ops: uniform (f32 and f64), normal, with and without their own seed
+    // random ops: uniform (f32 and f64), normal, with and without their own seed, per-row operands
     "pipeline p = range(50) | map(r => {\n"
-    "  u: random_uniform([3, 5], -2.0, 2.0)\n"
-    "  w: f64(random_uniform([7], seed = 11)) + f64(r.value)\n"
-    "  n: random_normal([6], 1.0, 3.0, seed = 5)\n"
+    "  {\n"
+    "    u: random_uniform([3, 5], -2.0, 2.0),\n"
+    "    w: f64(random_uniform([7], seed = 11)) + f64(r.value),\n"
+    "    n: random_normal([6], 1.0, 3.0, seed = 5),\n"
+    "    m: random_normal([3], f64(r.value), 2.0)\n"
+    "  }\n"
     "})\n",
 };
 
