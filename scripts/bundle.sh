@@ -17,19 +17,23 @@ jobs=${PIPEC_BUNDLE_JOBS:-2}
 out=dist/pipec-bundle
 
 if [ ! -f build-bundle/build.ninja ]; then
-  cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPEC_BUNDLE=ON >/dev/null
+  # The same build type as scripts/build.sh, so the compiler cache built there serves this build too;
+  # the copies are stripped below.
+  cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEC_BUNDLE=ON >/dev/null
 fi
 cmake --build build-bundle --target pipec gpu_tests gpu_bench -j"$jobs"
 
 rm -rf "$out"
 mkdir -p "$out/lib"
 cp build-bundle/pipec build-bundle/tests/gpu_tests build-bundle/bench/gpu_bench "$out/"
+strip "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"
 cp -r stdlib "$out/stdlib"
-# Shared libraries the binaries still need beyond the C library level are shipped beside them.
-allowed='linux-vdso|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|ld-linux|libgcc_s\.so'
+# Shared libraries the binaries still need beyond the C/C++ library level are shipped beside them
+# (libstdc++ is allowed: libfmt.so, shipped, needs the system one).
+allowed='linux-vdso|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|ld-linux|libgcc_s\.so|libstdc\+\+\.so'
 for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"; do
   ldd "$bin" | awk '$3 ~ /^\// { print $1, $3 }' | while read -r name path; do
-    if ! echo "$name" | grep -Eq "$allowed"; then cp -L "$path" "$out/lib/$name"; fi
+    if ! echo "$name" | grep -Eq "$allowed" && [ ! -e "$out/lib/$name" ]; then cp -L "$path" "$out/lib/$name"; fi
   done
 done
 if [ "$with_nvrtc" = 1 ]; then
