@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/driver/commands.h"
 #include "compiler/driver/opt_flags.h"
@@ -44,6 +45,8 @@ static const char* kRunUsage =
     "  --resume               continue from DIR/state.ckpt\n"
     "  --stats-json FILE      write the summary as JSON\n"
     "  --no-jit               run map/filter bodies on the interpreter instead of compiling them with LLVM\n"
+    "  --device auto|cpu|gpu  where the maps after to(gpu) run: the GPU when there is one (auto, the\n"
+    "                         default), always the CPU, or the GPU with an error when there is none\n"
     "  -q, --quiet            no progress line and no summary\n"
     "  -I DIR                 also search DIR for `import name`\n";
 
@@ -61,6 +64,7 @@ struct RunArgs {
   bool resume = false;
   std::string stats_json;
   bool no_jit = false;
+  DevicePolicy device = DevicePolicy::Auto;
 };
 
 bool parse_int(const std::string& flag, const std::string& text, int64_t& out) {
@@ -136,6 +140,15 @@ bool parse_run_args(const std::vector<std::string>& rest, RunArgs& a) {
       a.resume = true;
     } else if (flag == "--stats-json") {
       if (!need(a.stats_json)) return false;
+    } else if (flag == "--device") {
+      if (!need(v)) return false;
+      if (v == "auto") a.device = DevicePolicy::Auto;
+      else if (v == "cpu") a.device = DevicePolicy::Cpu;
+      else if (v == "gpu") a.device = DevicePolicy::Gpu;
+      else {
+        std::cerr << "pipec run: --device must be auto, cpu or gpu, not `" << v << "`\n";
+        return false;
+      }
     } else if (!flag.empty() && flag[0] == '-') {
       std::cerr << "pipec run: unknown option " << flag << " (see pipec run --help)\n";
       return false;
@@ -198,7 +211,7 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   if (jit) out << fmt::format("  kernels     {}\n", jit->summary());
   uint64_t total_busy = 0;
   for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
-  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}\n", "", "stage", "elements out", "busy", "share");
+  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "busy", "share", "device");
   size_t worst = 0;
   uint64_t worst_ns = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -211,8 +224,8 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
-    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%{}\n", i, plan.stages[i].op,
-                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, extra);
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, plan.stages[i].op,
+                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
   }
   if (total_busy)
     out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
@@ -235,9 +248,9 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
-                     "\"dropped\": {}, \"backend\": \"{}\"}}{}\n",
+                     "\"dropped\": {}, \"backend\": \"{}\", \"device\": \"{}\"}}{}\n",
                      i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
-                     stage_backend(run.plan().stages[i]),
+                     stage_backend(run.plan().stages[i]), ctx.stage_device.at(i),
                      i + 1 < run.plan().stages.size() ? "," : "");
   }
   o << "  ]\n}\n";
@@ -252,8 +265,8 @@ int cmd_run(const Args& args) {
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",  "--threads", "--checkpoint",
-                                    "--checkpoint-every", "--resume", "--stats-json", "--no-jit"};
+  std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",   "--threads", "--checkpoint",
+                                    "--checkpoint-every", "--resume", "--stats-json", "--no-jit", "--device"};
   extra.insert(extra.end(), opt_flag_names().begin(), opt_flag_names().end());
   if (!parse_spec_options(args, opts, rest, "run", extra)) return 2;
   PassOptions passes;
@@ -286,6 +299,8 @@ int cmd_run(const Args& args) {
     std::cerr << "pipec run: " << e.what();
     return 2;
   }
+  // The GPU generator sees the final (optimized) map stages.
+  if (a.device != DevicePolicy::Cpu) cuda_codegen::attach_gpu_kernels(plan);
   // -O0 is the reference: the lowered plan on the interpreter, no native code.
   std::optional<codegen::JitReport> jit;
   if (!a.no_jit && passes.opt_level > 0) jit = codegen::attach_native_kernels(plan);
@@ -296,6 +311,7 @@ int cmd_run(const Args& args) {
   CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
   RunOptions ro;
   ro.seed = a.seed;
+  ro.device = a.device;
   ro.threads = a.threads;
   ro.spec_dir = fs::path(a.spec).parent_path().string();
   ro.cancel = &cancel;
@@ -355,6 +371,9 @@ int cmd_run(const Args& args) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: interrupted after " << sum.elements << " elements\n";
     return 130;
+  } catch (const GpuUnavailableError& e) {
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: error: " << e.what() << "\n";

@@ -29,7 +29,11 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     return make_tfrecord_source(ctx, s.inputs[0], epoch, cycle, block);
   }
   IteratorPtr input = build_iterator(ctx, s.inputs.at(0), epoch);
-  if (op == "map") return make_map(ctx, stage, std::move(input));
+  if (op == "map") {
+    if (ctx.gpu && ctx.plan->stages.at(s.inputs.at(0)).element.on_gpu)
+      if (IteratorPtr g = make_gpu_map(ctx, stage, input)) return g;
+    return make_map(ctx, stage, std::move(input));
+  }
   if (op == "filter" || op == "map_filter") return make_filter(ctx, stage, std::move(input));
   if (op == "batch") return make_batch(ctx, stage, std::move(input), false);
   if (op == "padded_batch") return make_batch(ctx, stage, std::move(input), true);

@@ -1,5 +1,6 @@
 #include "runtime/exec/iterator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -13,6 +14,10 @@ int64_t now_ns() {
       .count();
 }
 }  // namespace
+
+void RunContext::warn_once(const std::string& w) {
+  if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+}
 
 std::string RunContext::resolve_path(const std::string& p) const {
   if (p.empty() || p[0] == '/' || spec_dir.empty()) return p;

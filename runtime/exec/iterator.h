@@ -21,6 +21,10 @@
 
 namespace pipec {
 
+namespace gpu {
+struct CudaDriver;
+}
+
 /// What every iterator of one run shares.
 struct RunContext {
   const Plan* plan = nullptr;
@@ -40,6 +44,17 @@ struct RunContext {
   std::vector<std::shared_ptr<void>> shared;  // per stage
   /// Warnings already printed (printed once per run).
   std::vector<std::string> warnings;
+  /// Where each stage runs: "cpu", or "gpu: <device name>" (the run summary shows it).
+  std::vector<std::string> stage_device;
+  /// The GPU that runs the maps after to(gpu); null when they run on the CPU.
+  const gpu::CudaDriver* gpu = nullptr;
+  /// --device gpu: a stage after to(gpu) that cannot run on the GPU is an error, not a warning.
+  bool gpu_required = false;
+  /// Why there is no GPU, when the plan has to(gpu) and none could be opened.
+  std::string gpu_unavailable;
+
+  /// Adds `w` to `warnings` unless it is there already.
+  void warn_once(const std::string& w);
 
   std::string resolve_path(const std::string& p) const;
   void check_cancelled() const;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/gpu/cuda_loader.h"
+
 namespace pipec {
 
 namespace {
@@ -34,6 +36,18 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   for (size_t i = 0; i < n; ++i)
     if (plan_.stages[i].op == "ignore_errors")
       for (int in : plan_.stages[i].inputs) mark(in);
+  ctx_.stage_device.assign(n, "cpu");
+  bool to_gpu = false;
+  for (const Stage& s : plan_.stages)
+    if (s.op == "to" && s.arg("device") && s.arg("device")->s == "gpu") to_gpu = true;
+  if (options.device == DevicePolicy::Gpu) {
+    std::string why;
+    ctx_.gpu = gpu::cuda_driver(&why);
+    if (!ctx_.gpu) throw GpuUnavailableError("--device gpu: no GPU to run on: " + why);
+    ctx_.gpu_required = true;
+  } else if (options.device == DevicePolicy::Auto && to_gpu) {
+    ctx_.gpu = gpu::cuda_driver(&ctx_.gpu_unavailable);
+  }
   // The plan's text identifies it: a checkpoint of another plan is refused.
   fingerprint_ = std::hash<std::string>{}(print_plan(plan_));
   root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);

@@ -4,13 +4,25 @@
 
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "runtime/exec/iterator.h"
 
 namespace pipec {
 
+/// Where the stages after to(gpu) run: on the GPU when there is one (auto), always on the CPU, or on
+/// the GPU with an error when there is none (gpu).
+enum class DevicePolicy { Auto, Cpu, Gpu };
+
+/// --device gpu found no GPU to run on.
+class GpuUnavailableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct RunOptions {
+  DevicePolicy device = DevicePolicy::Auto;
   uint64_t seed = 0;
   int threads = 0;  // 0 = one per core
   std::string spec_dir;

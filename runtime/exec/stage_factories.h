@@ -16,6 +16,9 @@ IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
+/// The map on the GPU when ctx.gpu is set and the stage has a kernel; null (input untouched, a warning
+/// recorded) when it must run on the CPU instead. Throws StageError when ctx.gpu_required.
+IteratorPtr make_gpu_map(RunContext& ctx, int stage, IteratorPtr& input);
 IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);

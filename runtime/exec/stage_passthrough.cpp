@@ -1,8 +1,7 @@
 // Stages that change nothing in the data here: ignore_errors (its work is done by the stages before it,
-// which run tolerant and count what they drop) and to(device) (without GPU support in this build the
-// stages after to(gpu) run on the CPU, after one warning).
-#include <algorithm>
-
+// which run tolerant and count what they drop) and to(device): the chunks stay in host memory and the
+// maps after to(gpu) copy them in themselves (stage_gpu_map.cpp); with no GPU they run on the CPU,
+// after one warning that says why.
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -13,10 +12,9 @@ class Passthrough : public ChunkIterator {
  public:
   Passthrough(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Stage& s = spec();
-    if (s.op == "to" && s.arg("device") && s.arg("device")->s == "gpu") {
-      std::string w = (s.loc.valid() ? s.loc.to_string() + ": " : std::string()) +
-                      "warning: to(gpu): this build runs without a GPU, so the stages after it run on the CPU";
-      if (std::find(ctx.warnings.begin(), ctx.warnings.end(), w) == ctx.warnings.end()) ctx.warnings.push_back(w);
+    if (s.op == "to" && s.arg("device") && s.arg("device")->s == "gpu" && !ctx.gpu && !ctx.gpu_unavailable.empty()) {
+      ctx.warn_once((s.loc.valid() ? s.loc.to_string() + ": " : std::string()) + "warning: to(gpu): no GPU (" +
+                    ctx.gpu_unavailable + "), so the stages after it run on the CPU");
     }
   }
   void save(StateWriter& w) const override { input_->save(w); }

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "runtime/plan/expr_function.h"
+#include "runtime/plan/gpu_kernel.h"
 #include "runtime/plan/native_kernel.h"
 
 namespace pipec {
@@ -30,6 +31,8 @@ struct Stage {
   std::shared_ptr<ExprFunction> fn;                 // map and filter
   /// Compiled code for `fn` when a code generator produced it; the interpreter runs `fn` otherwise.
   std::shared_ptr<const NativeKernel> native;
+  /// CUDA source for a map after to(gpu), when the CUDA code generator could lower its body.
+  std::shared_ptr<const GpuKernel> gpu;
   ElementInfo element;                              // the element this stage produces
   SpecLoc loc;
 

@@ -1,0 +1,119 @@
+// map after to(gpu) with a GPU present: the stage's generated CUDA kernel runs on the device through a
+// GpuMapExecutor (runtime/gpu), `depth` chunks in flight so copies overlap compute. The executor is
+// made once per run (ctx.shared) and survives the iterator being rebuilt for the next epoch.
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "runtime/exec/stage_factories.h"
+#include "runtime/gpu/cuda_loader.h"
+#include "runtime/gpu/gpu_error.h"
+#include "runtime/gpu/gpu_map_executor.h"
+
+namespace pipec {
+
+namespace {
+
+class GpuMap : public ChunkIterator {
+ public:
+  GpuMap(RunContext& ctx, int stage, IteratorPtr input, std::shared_ptr<gpu::GpuMapExecutor> exec)
+      : ChunkIterator(ctx, stage), input_(std::move(input)), exec_(std::move(exec)) {}
+
+  ~GpuMap() override {
+    // The executor outlives this iterator: leave none of this iterator's chunks in it.
+    try {
+      while (exec_->has_pending()) exec_->collect();
+    } catch (...) {
+    }
+  }
+
+  void save(StateWriter& w) const override {
+    // Chunks in flight are finished first, so the checkpoint holds their results.
+    while (exec_->has_pending()) ready_.push_back(exec_->collect());
+    input_->save(w);
+    w.write_u64(ready_.size());
+    for (const Chunk& c : ready_) save_chunk(w, c);
+    w.write_u32(input_done_ ? 1 : 0);
+  }
+  void restore(StateReader& r) override {
+    while (exec_->has_pending()) exec_->collect();
+    input_->restore(r);
+    ready_.clear();
+    uint64_t n = r.read_u64();
+    for (uint64_t i = 0; i < n; ++i) ready_.push_back(restore_chunk(r));
+    input_done_ = r.read_u32() != 0;
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    try {
+      // Keep every slot busy: the next chunks are copied in while the oldest computes.
+      while (!input_done_ && ready_.empty() && exec_->can_submit()) {
+        Chunk in;
+        if (!pull(*input_, in)) {
+          input_done_ = true;
+          break;
+        }
+        exec_->submit(in, ctx_.seed);
+      }
+      if (!ready_.empty()) {
+        out = std::move(ready_.front());
+        ready_.pop_front();
+        return true;
+      }
+      if (!exec_->has_pending()) return false;
+      out = exec_->collect();
+      return true;
+    } catch (const gpu::GpuError& e) {
+      throw StageError(spec(), e.what());
+    }
+  }
+
+ private:
+  IteratorPtr input_;
+  std::shared_ptr<gpu::GpuMapExecutor> exec_;
+  mutable std::deque<Chunk> ready_;
+  bool input_done_ = false;
+};
+
+std::vector<gpu::GpuColumnSpec> column_specs(const std::vector<Field>& fields) {
+  std::vector<gpu::GpuColumnSpec> out;
+  for (const Field& f : fields) out.push_back({f.type->dtype, f.type->shape});
+  return out;
+}
+
+std::shared_ptr<gpu::GpuMapExecutor> make_executor(RunContext& ctx, int stage) {
+  const Stage& s = ctx.plan->stages.at(stage);
+  if (auto& shared = ctx.shared.at(stage)) return std::static_pointer_cast<gpu::GpuMapExecutor>(shared);
+  const auto& in_fields = ctx.plan->stages.at(s.inputs.at(0)).element.fields;
+  std::vector<gpu::GpuColumnSpec> ins;
+  for (int f : s.gpu->input_fields) ins.push_back(column_specs({in_fields.at(f)})[0]);
+  auto exec = std::make_shared<gpu::GpuMapExecutor>(*ctx.gpu, *s.gpu, std::move(ins), column_specs(s.element.fields));
+  ctx.shared[stage] = exec;
+  return exec;
+}
+
+}  // namespace
+
+IteratorPtr make_gpu_map(RunContext& ctx, int stage, IteratorPtr& input) {
+  const Stage& s = ctx.plan->stages.at(stage);
+  const std::string where = s.loc.valid() ? s.loc.to_string() + ": " : std::string();
+  std::string why;
+  if (!ctx.gpu) return nullptr;
+  if (!s.gpu || !s.gpu->unsupported.empty()) {
+    why = s.gpu ? s.gpu->unsupported : "no CUDA kernel was generated for it";
+  } else {
+    try {
+      auto exec = make_executor(ctx, stage);
+      ctx.stage_device.at(stage) = "gpu: " + exec->describe();
+      return std::make_unique<GpuMap>(ctx, stage, std::move(input), std::move(exec));
+    } catch (const gpu::GpuError& e) {
+      why = e.what();
+    }
+  }
+  if (ctx.gpu_required) throw StageError(s, "--device gpu: this map cannot run on the GPU: " + why);
+  ctx.warn_once(where + "warning: this map after to(gpu) runs on the CPU: " + why);
+  return nullptr;
+}
+
+}  // namespace pipec

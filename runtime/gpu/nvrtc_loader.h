@@ -1,0 +1,41 @@
+// NVRTC, the CUDA run-time compiler, opened with dlopen: CUDA C++ source in, PTX out. It needs no GPU,
+// so CI compiles every generated kernel with it even though nothing there can run one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pipec::gpu {
+
+struct PtxResult {
+  bool ok = false;
+  std::string ptx;
+  std::string log;  // NVRTC's messages (the errors when !ok)
+};
+
+class Nvrtc {
+ public:
+  /// NVRTC opened once per process; null with `why` filled when it is not installed. Searched as
+  /// $PIPEC_NVRTC_LIBRARY, then libnvrtc.so(.13/.12/.11.2) on the loader's path, then in
+  /// $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. NVRTC opens its builtins library
+  /// (libnvrtc-builtins) from beside itself.
+  static const Nvrtc* get(std::string* why = nullptr);
+
+  /// Compiles `source` to PTX for compute capability `arch` (80 for sm_80) with `options` added.
+  PtxResult compile(const std::string& source, const std::string& name, int arch,
+                    const std::vector<std::string>& options = {}) const;
+
+  /// "13.0"
+  std::string version() const;
+  const std::string& library() const { return library_; }
+
+  struct Api;
+  ~Nvrtc();
+
+ private:
+  Nvrtc() = default;
+  Api* api_ = nullptr;
+  std::string library_;
+};
+
+}  // namespace pipec::gpu

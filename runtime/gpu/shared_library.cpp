@@ -1,0 +1,39 @@
+#include "runtime/gpu/shared_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+namespace pipec::gpu {
+
+void* SharedLibrary::symbol(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }
+
+SharedLibrary open_first_library(const std::vector<std::string>& candidates, std::string& why) {
+  SharedLibrary lib;
+  std::string tried;
+  for (const std::string& c : candidates) {
+    if (c.empty()) continue;
+    dlerror();
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      lib.handle = h;
+      lib.path = c;
+      return lib;
+    }
+    const char* e = dlerror();
+    if (!tried.empty()) tried += "; ";
+    tried += e ? e : c + ": cannot open";
+  }
+  why = tried.empty() ? "no candidate library names" : tried;
+  return lib;
+}
+
+std::vector<std::string> cuda_library_dirs() {
+  std::vector<std::string> dirs;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64");
+  dirs.push_back("/usr/local/cuda/lib64");
+  dirs.push_back("/usr/local/cuda/lib");
+  return dirs;
+}
+
+}  // namespace pipec::gpu
