@@ -16,6 +16,8 @@
 #include "compiler/ir/lower.h"
 #include "runtime/exec/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
+#include "compiler/passes/crop_pushdown.h"
+#include <cstdlib>
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
 
@@ -279,6 +281,9 @@ int cmd_run(const Args& args) {
     return 2;
   }
   Plan plan = lower_pipeline(*program, *decl);
+  // Until the pass pipeline (compiler/passes/pass_pipeline) lists it as "crop-pushdown", run applies
+  // crop pushdown itself; PIPEC_NO_CROP_PUSHDOWN=1 turns it off for comparisons (bench/images).
+  if (!std::getenv("PIPEC_NO_CROP_PUSHDOWN")) crop_pushdown(plan);
   if (auto problems = verify_plan(plan); !problems.empty()) {
     std::cerr << "pipec run: internal error: the plan does not verify:\n";
     for (auto& p : problems) std::cerr << "  " << p << "\n";

@@ -127,6 +127,7 @@ class MapLike : public ChunkIterator {
     const Stage& s = spec();
     EvalContext ec;
     ec.seed = ctx_.seed;
+    ec.spec_dir = ctx_.spec_dir;
     std::vector<Column> cols = run_function(*s.fn, in_fields_, in, ec);
     if (is_filter_) {
       const Tensor& keep = cols.at(0).dense;
