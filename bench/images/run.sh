@@ -39,7 +39,7 @@ samples=$(ls $D/seg/image/*.png | wc -l)
 pipec_rate() {
   local spec=$1 take=$2; shift 2
   local tmp; tmp=$(mktemp)
-  env "$@" "$PIPEC" run "$spec" --quiet --threads 2 --take "$take" --stats-json "$tmp" >/dev/null
+  env "$@" "$PIPEC" run "$spec" --pipeline train --quiet --threads 2 --take "$take" --stats-json "$tmp" >/dev/null
   $PY -c "import json; print(json.load(open('$tmp'))['examples_per_second'])"
   rm -f "$tmp"
 }

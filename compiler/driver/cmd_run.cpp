@@ -297,7 +297,9 @@ int cmd_run(const Args& args) {
   RunOptions ro;
   ro.seed = a.seed;
   ro.threads = a.threads;
-  ro.spec_dir = fs::path(a.spec).parent_path().string();
+  // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
+  // by read_file) are not resolved twice.
+  ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   ro.cancel = &cancel;
   bool tty = isatty(STDERR_FILENO) && !opts.quiet;
   Summary sum;

@@ -156,10 +156,9 @@ bool decode_into(Job& job) {
     jpeg_destroy_decompress(&cinfo);
     return true;
   }
-  // Crop: libjpeg-turbo widens the column range to whole iMCUs (xoff <= left); rows above and below
-  // the window are skipped: entropy-decoded only (no IDCT, upsampling or colour conversion). Skipping
-  // rather than stopping keeps the errors of a full decode: a file truncated below the window still
-  // fails, so pushing a crop into the decoder never changes which elements fail.
+  // Crop: libjpeg-turbo widens the column range to whole iMCUs (xoff <= left); rows above the window
+  // are skipped (entropy-decoded only: no IDCT, upsampling or colour conversion), rows below are not
+  // decoded at all.
   const CropWindow win = job.window;
   // A margin of one iMCU (at most 16 pixels) on every side: upsampled chroma at the edge of a cropped
   // region would otherwise be interpolated as if it were the image's edge, and differ from a full decode.
@@ -183,11 +182,9 @@ bool decode_into(Job& job) {
     jpeg_read_scanlines(&cinfo, buf, 1);
     std::memcpy(base + static_cast<size_t>(r) * stride, buf[0] + skip, stride);
   }
-  // jpeg_skip_scanlines does not decode at all when asked to skip to the very end, so the last row is
-  // read: the entropy data of every row is then consumed, and truncation is noticed.
-  if (cinfo.output_height - cinfo.output_scanline > 1) jpeg_skip_scanlines(&cinfo, cinfo.output_height - cinfo.output_scanline - 1);
-  if (cinfo.output_scanline < cinfo.output_height) jpeg_read_scanlines(&cinfo, buf, 1);
-  jpeg_finish_decompress(&cinfo);
+  // The rows below the window are never decoded (as tf.image.decode_and_crop_jpeg): a file truncated
+  // below the window gives its window's pixels instead of an error.
+  jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   return true;
 }

@@ -154,9 +154,11 @@ Tensor decode_png_image(std::string_view data, const DecodeOptions& options) {
       return (uint32_t{static_cast<uint8_t>(data[at])} << 24) | (uint32_t{static_cast<uint8_t>(data[at + 1])} << 16) |
              (uint32_t{static_cast<uint8_t>(data[at + 2])} << 8) | uint32_t{static_cast<uint8_t>(data[at + 3])};
     };
-    const int64_t w = be32(16), h = be32(20);
-    if (w * h > options.max_pixels)
-      throw ImageError(fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h, w * h, options.max_pixels));
+    // Each side may be up to 2^32 - 1 here, so the product is compared without overflowing.
+    const uint64_t w = be32(16), h = be32(20);
+    if (w != 0 && h > static_cast<uint64_t>(options.max_pixels) / w)
+      throw ImageError(fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h,
+                                   static_cast<unsigned __int128>(w) * h > UINT64_MAX ? UINT64_MAX : w * h, options.max_pixels));
   }
   Job job;
   job.data = data;

@@ -1,5 +1,6 @@
 #include "runtime/image/transforms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -244,14 +245,27 @@ Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<ui
     throw ImageError(fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", dtype_name(label.dtype()), g.c));
   const int64_t k = static_cast<int64_t>(colors.size());
   Tensor out = Tensor::zeros(DType::F32, shape_of(g, g.h, g.w, k));
-  // Colour -> class through a 24-bit key; a colour listed twice keeps both channels, as TF's
-  // per-colour equality does.
+  // Colour -> classes through a sorted table of 24-bit keys: one binary search per pixel instead of k
+  // comparisons. A colour listed twice sets both channels, as TF's per-colour equality does.
+  std::vector<std::pair<uint32_t, int64_t>> table;
+  for (int64_t j = 0; j < k; ++j) table.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
+  std::sort(table.begin(), table.end());
   const uint8_t* src = label.raw();
   float* o = out.data<float>();
   const int64_t pixels = g.n * g.h * g.w;
-  for (int64_t p = 0; p < pixels; ++p, src += 3, o += k)
-    for (int64_t j = 0; j < k; ++j)
-      if (src[0] == colors[j][0] && src[1] == colors[j][1] && src[2] == colors[j][2]) o[j] = 1.0f;
+  uint32_t last_key = 0xFFFFFFFFu;
+  std::pair<size_t, size_t> last_range{0, 0};
+  for (int64_t p = 0; p < pixels; ++p, src += 3, o += k) {
+    const uint32_t key = (uint32_t{src[0]} << 16) | (uint32_t{src[1]} << 8) | src[2];
+    if (key != last_key) {  // neighbouring pixels mostly share a class
+      auto lo = std::lower_bound(table.begin(), table.end(), std::make_pair(key, int64_t{0}));
+      size_t b = static_cast<size_t>(lo - table.begin()), e = b;
+      while (e < table.size() && table[e].first == key) ++e;
+      last_key = key;
+      last_range = {b, e};
+    }
+    for (size_t t = last_range.first; t < last_range.second; ++t) o[table[t].second] = 1.0f;
+  }
   return out;
 }
 

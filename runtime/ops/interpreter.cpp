@@ -188,6 +188,14 @@ class Interpreter {
         throw OpError(fmt::format("element {}: {}", in_.first_index + r, e.what()));
       }
     }
+    // A result whose type has unknown dims (a decoded image) stays one tensor per row: stacking it
+    // would copy every image once more only for the next per-row op to copy it out again.
+    if (!instr.type.fully_known()) {
+      Val v;
+      v.kind = Val::Ragged;
+      v.rows = std::move(outs);
+      return v;
+    }
     return from_rows(std::move(outs), instr.type.dtype, {});
   }
 

@@ -25,7 +25,7 @@ seeds="$build/seeds/images"
 artifacts="$build/artifacts/images/"
 mkdir -p "$corpus" "$seeds" "$artifacts"
 rm -f "$seeds"/*
-cp "$shared"/testdata/external/png/*.png "$shared"/testdata/external/jpeg/*.jp*g "$seeds"/ 2>/dev/null || true
+cp "$shared"/testdata/external/png/*.png "$shared"/testdata/external/jpeg/*.jp*g "$root"/tests/fuzz/image_regressions/* "$seeds"/ 2>/dev/null || true
 echo "fuzz: $(ls "$seeds" | wc -l) seed files; running for ${seconds}s"
 log="$build/fuzz_images.log"
 marker="$build/.fuzz_images_started"

@@ -149,15 +149,25 @@ TEST(ImageDecode, TruncatedAndBrokenJpegsFailClearly) {
       EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
     }
   }
-  // A cropping decode fails on them too, even with the window above the point where the data ends
-  // (crop pushdown must not turn a failing element into a passing one).
-  for (const char* name : {"wuffs_peacock.default.truncated.jpeg", "wuffs_peacock.progressive.truncated.jpeg"}) {
+  // A cropping decode stops at the bottom of its window (as tf.image.decode_and_crop_jpeg does): a
+  // window above the point where the data ends decodes, and its pixels are those of the complete file.
+  {
+    std::string good_file = testing::read_file(external("jpeg/wuffs_peacock.default.jpeg"));
+    std::string cut = testing::read_file(external("jpeg/wuffs_peacock.default.truncated.jpeg"));
+    ASSERT_EQ(good_file.substr(0, cut.size()), cut) << "the truncated file is a prefix of the good one";
     DecodeOptions o;
     o.window = [](int64_t, int64_t, CropWindow& out, std::string&) {
-      out = CropWindow{0, 0, 1, 1};
+      out = CropWindow{2, 3, 8, 50};
       return true;
     };
-    EXPECT_THROW(decode_jpeg_image(testing::read_file(external(std::string("jpeg/") + name)), o), ImageError) << name;
+    Tensor from_cut = decode_jpeg_image(cut, o);
+    EXPECT_TRUE(from_cut.equals(crop_image(decode_jpeg_image(good_file, {}), CropWindow{2, 3, 8, 50})));
+    // A window reaching past the end of the data fails.
+    o.window = [](int64_t h, int64_t w, CropWindow& out, std::string&) {
+      out = CropWindow{h - 8, 0, 8, w};
+      return true;
+    };
+    EXPECT_THROW(decode_jpeg_image(cut, o), ImageError);
   }
   // Every prefix of a good file fails cleanly (no crash, no hang, no garbage).
   std::string good = testing::read_file(external("jpeg/wuffs_peacock.default.jpeg"));
@@ -251,6 +261,26 @@ TEST(ImageDecode, WindowThatDoesNotFitIsAnError) {
     return true;
   };
   EXPECT_THROW(decode_jpeg_image(data, o), ImageError);
+}
+
+}  // namespace
+}  // namespace pipec
+
+namespace pipec {
+namespace {
+
+// Inputs the decoder fuzzer (tests/fuzz/fuzz_images.cpp) found; each must fail cleanly.
+TEST(ImageDecode, FuzzerRegressions) {
+  for (const auto& e : fs::directory_iterator(std::string(PIPEC_SOURCE_DIR) + "/tests/fuzz/image_regressions")) {
+    std::string data = testing::read_file(e.path().string());
+    for (int ch : {0, 1, 3, 4}) {
+      DecodeOptions o;
+      o.channels = ch;
+      o.max_pixels = 1 << 20;
+      EXPECT_THROW(decode_png_image(data, o), ImageError) << e.path();
+      if (ch != 4) EXPECT_THROW(decode_jpeg_image(data, o), ImageError) << e.path();
+    }
+  }
 }
 
 }  // namespace
