@@ -8,6 +8,9 @@
 // `crop` (random | central) and that crop's attributes. Random ops carry `op_id` and maybe `seed`;
 // their windows and flips are drawn as runtime/image/crop_window.h documents.
 #include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -35,13 +38,24 @@ std::string resolve(const KernelArgs& a, std::string_view p) {
   return *a.spec_dir + "/" + path;
 }
 
+// One read into a string of the file's size (no stream buffering: images are read whole, once).
 std::string read_whole_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw OpError(fmt::format("cannot open {}", path));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw OpError(fmt::format("cannot read {}", path));
-  return ss.str();
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw OpError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  std::string data;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > 0) data.resize(static_cast<size_t>(size));
+    std::rewind(f);
+  }
+  data.resize(data.empty() ? 0 : std::fread(data.data(), 1, data.size(), f));
+  // Files that do not report a size (pipes), or grew meanwhile, are read on in blocks.
+  char block[65536];
+  for (size_t n; (n = std::fread(block, 1, sizeof(block), f)) > 0;) data.append(block, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw OpError(fmt::format("cannot read {}", path));
+  return data;
 }
 
 std::string_view scalar_bytes(const Tensor& t, const char* what) {
