@@ -20,6 +20,7 @@
 #include "compiler/ir/lower.h"
 #include "runtime/exec/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
+#include <cstdlib>
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
 
@@ -313,7 +314,9 @@ int cmd_run(const Args& args) {
   ro.seed = a.seed;
   ro.device = a.device;
   ro.threads = a.threads;
-  ro.spec_dir = fs::path(a.spec).parent_path().string();
+  // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
+  // by read_file) are not resolved twice.
+  ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   ro.cancel = &cancel;
   bool tty = isatty(STDERR_FILENO) && !opts.quiet;
   Summary sum;

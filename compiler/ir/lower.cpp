@@ -1,5 +1,7 @@
 #include "compiler/ir/lower.h"
 
+#include "compiler/ir/fuse_file_decode.h"
+
 #include <climits>
 #include <map>
 #include <set>
@@ -17,7 +19,8 @@ namespace {
 
 // Builtin parameters that are compile-time attributes of an instruction rather than tensor operands.
 const std::set<std::string> kStaticParams = {"shape", "axis", "depth", "perm", "height", "width", "seed", "method",
-                                             "dtype", "channels", "colors", "classes", "fraction"};
+                                             "dtype", "channels", "colors", "classes", "fraction",
+                                             "max_pixels", "quality"};
 
 // A lowered value: one SSA value, or a record of them (a lambda parameter, a record literal).
 struct LValue {
@@ -553,6 +556,7 @@ Plan lower_pipeline(const Program& program, const Decl& pipeline) {
   plan.name = pipeline.name;
   PlanLowering lowering(program, plan);
   lowering.lower(*pipeline.value);
+  fuse_file_decodes(plan);
   return plan;
 }
 

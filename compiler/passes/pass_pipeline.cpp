@@ -12,6 +12,7 @@
 #include "compiler/passes/plan_edit.h"
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
+#include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/vectorize_map_after_batch.h"
 
 namespace pipec {
@@ -28,8 +29,8 @@ const std::vector<PassInfo>& pass_list() {
       {"algebraic_simplification", algebraic_simplification, "bit-exact identities: x * 1, x - 0, cast to own type, ..."},
       {"common_subexpression_elimination", common_subexpression_elimination, "reuse equal values computed twice"},
       {"projection_pushdown", projection_pushdown, "sources parse and maps compute only the fields someone reads"},
-      // crop_pushdown (compiler/passes/crop_pushdown.h) registers here: it sees the projected plan, and
-      // what its rewrite leaves unused goes in dead_code_elimination below.
+      // Crop pushdown sees the projected plan; what its rewrite leaves unused goes in dead code elimination.
+      {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg decodes only its window"},
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
       // otherwise have to stack.
       {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},

@@ -128,6 +128,7 @@ Type rule_decode(CallContext& ctx) {
     }
     channels = *c == 0 ? kUnknownDim : *c;
   }
+  if (ctx.has("max_pixels") && !ctx.const_int("max_pixels", 1)) return Type::error();
   DType dt = ctx.has("dtype") && ctx.arg("dtype").option == "u16" ? DType::U16 : DType::U8;
   return Type::tensor(dt, {kUnknownDim, kUnknownDim, channels});
 }
@@ -296,6 +297,32 @@ Type rule_one_hot_colors(CallContext& ctx) {
   return with_hwc(*t, DType::F32, img_h(*t), img_w(*t), classes);
 }
 
+// encode_png / encode_jpeg: one image [h, w, c] -> its file's bytes.
+Type rule_encode(CallContext& ctx) {
+  auto t = ctx.tensor("image");
+  if (!t) return Type::error();
+  const bool jpeg = ctx.builtin.name == "encode_jpeg";
+  const int64_t c = t->rank() == 3 ? t->shape[2] : 0;
+  const bool channels_ok = c < 0 || (jpeg ? (c == 1 || c == 3) : (c >= 1 && c <= 4));
+  const bool dtype_ok = t->dtype == DType::U8 || (!jpeg && t->dtype == DType::U16);
+  if (t->rank() != 3 || !channels_ok || !dtype_ok) {
+    auto& diag = ctx.error(DiagKind::type_mismatch, ctx.arg("image").range,
+                           fmt::format("{} takes one image {} [height, width, {}], not {}", ctx.builtin.name,
+                                       jpeg ? "u8" : "u8 or u16", jpeg ? "1 or 3" : "1 to 4", type_to_string(*t)));
+    if (is_float(t->dtype)) diag.help = "convert it first, e.g. convert_image_dtype(x, u8)";
+    return Type::error();
+  }
+  if (jpeg && ctx.has("quality")) {
+    auto q = ctx.const_int("quality", 1);
+    if (!q) return Type::error();
+    if (*q > 100) {
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg("quality").range, "quality must be 1 to 100");
+      return Type::error();
+    }
+  }
+  return Type::tensor(DType::Bytes);
+}
+
 }  // namespace
 
 void register_image_builtins(std::vector<Builtin>& out) {
@@ -303,18 +330,28 @@ void register_image_builtins(std::vector<Builtin>& out) {
                          "Reads the whole file at `path` into one byte string (bytes -> bytes), e.g. an image file "
                          "named by files(...) or by a csv column, to hand to decode_jpeg or decode_png.",
                          rule_read_file));
-  out.push_back(image_op("decode_jpeg", {req("contents"), opt("channels", "3")},
+  out.push_back(image_op("decode_jpeg", {req("contents"), opt("channels", "3"), opt("max_pixels", "2^28")},
                          "Decodes a JPEG with libjpeg-turbo into u8[height, width, channels]. channels: 1 grey, 3 RGB, "
-                         "0 as stored (the channel dimension is then unknown).",
+                         "0 as stored (the channel dimension is then unknown). An image of more than max_pixels "
+                         "pixels is refused before it is decoded.",
                          rule_decode));
-  out.push_back(image_op("decode_png", {req("contents"), opt("channels", "3"), opt("dtype", "u8", {"u8", "u16"})},
+  out.push_back(image_op("decode_png", {req("contents"), opt("channels", "3"), opt("dtype", "u8", {"u8", "u16"}), opt("max_pixels", "2^28")},
                          "Decodes a PNG (any bit depth, palette, grey, alpha) into [height, width, channels]. channels: "
-                         "1 grey, 3 RGB, 4 RGBA, 0 as stored (unknown channel dimension); dtype u16 keeps 16-bit samples.",
+                         "1 grey, 3 RGB, 4 RGBA, 0 as stored (unknown channel dimension); dtype u16 keeps 16-bit samples. "
+                         "An image of more than max_pixels pixels is refused before it is decoded.",
                          rule_decode));
-  out.push_back(image_op("decode_image", {req("contents"), opt("channels", "3")},
+  out.push_back(image_op("decode_image", {req("contents"), opt("channels", "3"), opt("max_pixels", "2^28")},
                          "Decodes a JPEG or PNG, recognised by its first bytes, into u8[height, width, channels]. "
-                         "channels: 1, 3, 4, or 0 as stored.",
+                         "channels: 1, 3, 4, or 0 as stored. An image of more than max_pixels pixels is refused.",
                          rule_decode));
+  out.push_back(image_op("encode_png", {req("image")},
+                         "Encodes an image u8 or u16 [height, width, 1..4] as a PNG file's bytes (write them with "
+                         "write(files(...))).",
+                         rule_encode));
+  out.push_back(image_op("encode_jpeg", {req("image"), opt("quality", "95")},
+                         "Encodes an image u8 [height, width, 1 or 3] as a baseline JPEG file's bytes at `quality` "
+                         "(1..100; RGB uses 4:2:0 chroma subsampling).",
+                         rule_encode));
   out.push_back(image_op("random_crop", {req("images"), req("height"), req("width"), opt("seed", "run seed")},
                          "Crops a random height x width window out of an image; given a record of images (paired "
                          "data such as {blurred, sharp}), cuts the same window out of every field.",

@@ -223,9 +223,31 @@ Type rule_write(CallContext& ctx) {
   }
   if (in->infinite)
     ctx.error(DiagKind::unreachable_stage, ctx.range, "writing an infinite dataset never finishes; add take(n) or remove repeat()");
+  if (f.type.name == "format:files") {
+    // Every field is one file per element: it must be a byte string (encode_png / encode_jpeg give one).
+    for (const Field& fl : in->fields)
+      if (!fl.type->is_tensor() || fl.type->dtype != DType::Bytes || fl.type->rank() != 0) {
+        auto& diag = ctx.error(DiagKind::type_mismatch, f.range,
+                               fmt::format("files(...) writes one byte string per field, but `{}` is {}", fl.name, type_to_string(*fl.type)));
+        diag.help = "encode images first, e.g. { image: encode_png(img) }";
+        return Type::error();
+      }
+  }
   ElementInfo out = *in;
   out.is_sink = true;
   return dataset_of(std::move(out));
+}
+
+Type rule_files_format(CallContext& ctx) {
+  auto path = ctx.const_string("path");
+  if (!path) return Type::error();
+  if (path->find("{index}") == std::string::npos) {
+    auto& diag = ctx.error(DiagKind::invalid_argument_value, ctx.arg("path").range,
+                           "files(...) needs `{index}` in its path, where each element's number goes");
+    diag.help = "e.g. files(\"data/{field}/{index}.png\")";
+    return Type::error();
+  }
+  return Type::opaque("format:files");
 }
 
 Type rule_tfrecord_format(CallContext& ctx) {
@@ -281,6 +303,13 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                         {req("path"), opt("shards", "1"), opt("compression", "none", {"none", "gzip", "zlib"})},
                         "TFRecord files of tf.train.Example records, as an output format of write(...).",
                         rule_tfrecord_format});
+  out.push_back(Builtin{"files",
+                        BuiltinKind::Format,
+                        {req("path")},
+                        "One file per element and field, as an output format of write(...): the path's {field} is "
+                        "replaced by the field name and {index} by the element number (6 digits). Every field must "
+                        "be a byte string, e.g. encode_png(image).",
+                        rule_files_format});
 }
 
 }  // namespace pipec

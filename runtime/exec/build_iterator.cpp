@@ -42,7 +42,11 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
   if (op == "take" || op == "skip" || op == "shard") return make_take_skip_shard(ctx, stage, std::move(input));
   if (op == "prefetch") return make_prefetch(ctx, stage, std::move(input));
   if (op == "ignore_errors" || op == "to") return make_passthrough(ctx, stage, std::move(input));
-  if (op == "write") return make_write(ctx, stage, std::move(input));
+  if (op == "write") {
+    const Value* f = s.arg("format");
+    bool files = f && f->kind == Value::List && !f->items.empty() && f->items[0].s == "files";
+    return files ? make_write_files(ctx, stage, std::move(input)) : make_write(ctx, stage, std::move(input));
+  }
   throw StageError(s, "this stage cannot run yet");
 }
 

@@ -21,6 +21,12 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   ctx_.threads = threads;
   ctx_.pool = pool_.get();
   ctx_.cancel = options.cancel;
+  // Image pipelines move small chunks: a map runs its chunks in parallel (not the rows of one chunk),
+  // per-element decoding is the whole cost, and a chunk of 1024 decoded images would be gigabytes.
+  for (const Stage& s : plan_.stages)
+    if (s.fn)
+      for (const Instr& in : s.fn->body)
+        if (in.op == "read_file" || in.op.rfind("decode_", 0) == 0 || in.op.rfind("encode_", 0) == 0) ctx_.chunk_rows = 8;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
     ctx_.stats.push_back(std::make_unique<StageStats>(plan_.stages[i].op));

@@ -29,5 +29,6 @@ IteratorPtr make_cache(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_prefetch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_passthrough(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_write(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_write_files(RunContext& ctx, int stage, IteratorPtr input);
 
 }  // namespace pipec

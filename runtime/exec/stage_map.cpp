@@ -144,6 +144,7 @@ class MapLike : public ChunkIterator {
     const Stage& s = spec();
     EvalContext ec;
     ec.seed = ctx_.seed;
+    ec.spec_dir = ctx_.spec_dir;
     std::vector<Column> cols;
     // A compiled kernel when the chunk fits it (dense columns of the expected dtypes), else the interpreter.
     if (!allow_native || !s.native || !run_native(s, in_fields_, in, ec.seed, cols)) cols = run_function(*s.fn, in_fields_, in, ec);

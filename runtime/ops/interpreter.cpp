@@ -131,8 +131,16 @@ class Interpreter {
       any_ragged = any_ragged || v.kind == Val::Ragged;
     }
     if (any_ragged) return eval_per_row(instr, *k);
+    if (k->kind == KernelKind::PerRow) {
+      // Shapes depend on the data: one call per element, unless every operand is row-invariant and
+      // nothing random is drawn (then one call serves every row).
+      if (any_rows || find_attr(instr, "op_id")) return eval_per_row(instr, *k);
+      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir};
+      for (int o : instr.operands) args.in.push_back(vals_[o].t);
+      return Val{Val::Invariant, finish(instr, k->fn(args)), {}};
+    }
     const bool lead = k->kind == KernelKind::Random || any_rows;
-    KernelArgs args{instr, {}, lead ? 1 : 0, in_.rows, ctx_.seed, in_.first_index, in_.epoch};
+    KernelArgs args{instr, {}, lead ? 1 : 0, in_.rows, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir};
     if (!lead) {
       for (int o : instr.operands) args.in.push_back(vals_[o].t);
       return Val{Val::Invariant, finish(instr, k->fn(args)), {}};
@@ -169,7 +177,7 @@ class Interpreter {
   Val eval_per_row(const Instr& instr, const KernelInfo& k) {
     std::vector<Tensor> outs(static_cast<size_t>(in_.rows));
     for (int64_t r = 0; r < in_.rows; ++r) {
-      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index + r, in_.epoch};
+      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index + r, in_.epoch, &ctx_.spec_dir};
       for (int o : instr.operands) {
         const Val& v = vals_[o];
         args.in.push_back(v.kind == Val::Ragged ? v.rows[r] : v.kind == Val::Rows ? row_of(v.t, r) : v.t);
@@ -179,6 +187,14 @@ class Interpreter {
       } catch (const OpError& e) {
         throw OpError(fmt::format("element {}: {}", in_.first_index + r, e.what()));
       }
+    }
+    // A result whose type has unknown dims (a decoded image) stays one tensor per row: stacking it
+    // would copy every image once more only for the next per-row op to copy it out again.
+    if (!instr.type.fully_known()) {
+      Val v;
+      v.kind = Val::Ragged;
+      v.rows = std::move(outs);
+      return v;
     }
     return from_rows(std::move(outs), instr.type.dtype, {});
   }

@@ -19,6 +19,7 @@ namespace pipec {
 
 struct EvalContext {
   uint64_t seed = 0;  // the run seed: random ops without a `seed` attribute use it
+  std::string spec_dir;  // relative paths read by image ops (read_file, decoders, colour CSVs)
 };
 
 /// Runs `fn` over every row of `in`. `in_fields` names in's columns (the element's field order); each

@@ -33,6 +33,7 @@ struct KernelArgs {
   uint64_t seed = 0;
   int64_t first_index = 0;
   int64_t epoch = 0;
+  const std::string* spec_dir = nullptr;  // relative file paths (read_file, decoders, CSVs) resolve against it
 
   DType out_dtype() const { return instr.type.dtype; }
 };
@@ -43,6 +44,7 @@ enum class KernelKind {
   Structural,   // shape and axis ops; operands all carry rows when lead = 1
   Elementwise,  // broadcasting ops: the interpreter aligns operands
   Random,       // per-element random numbers: always per row, operands aligned like element-wise
+  PerRow,       // data-dependent shapes (image decoding, crops): called once per element with lead = 0
 };
 
 struct KernelInfo {
@@ -66,6 +68,7 @@ void register_join_ops(KernelTable& t);
 void register_bits(KernelTable& t);
 void register_reductions(KernelTable& t);
 void register_random(KernelTable& t);
+void register_image_ops(KernelTable& t);
 
 // ---- attributes --------------------------------------------------------------------------------------
 

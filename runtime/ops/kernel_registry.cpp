@@ -18,6 +18,7 @@ KernelTable build_table() {
   register_bits(t);
   register_reductions(t);
   register_random(t);
+  register_image_ops(t);
   return t;
 }
 

@@ -47,7 +47,7 @@ syn keyword pipeOp abs sign neg tanh exp log log1p sqrt rsqrt sin cos floor ceil
 syn keyword pipeOp square max min pow atan2 bit_or bit_and bit_xor where clip unpack_bits pack_bits
 syn keyword pipeOp reshape stack concat transpose expand_dims squeeze one_hot sum mean prod
 syn keyword pipeOp reduce_max reduce_min argmax random_uniform random_normal random_int size
-syn keyword pipeOp read_file decode_jpeg decode_png decode_image random_crop crop_or_pad resize
+syn keyword pipeOp read_file decode_jpeg decode_png decode_image encode_png encode_jpeg random_crop crop_or_pad resize
 syn keyword pipeOp flip_left_right flip_up_down random_flip_left_right random_flip_up_down
 syn keyword pipeOp central_crop convert_image_dtype normalize rgb_to_grayscale distance_transform
 syn keyword pipeOp one_hot_colors

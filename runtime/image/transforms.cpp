@@ -1,0 +1,272 @@
+#include "runtime/image/transforms.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/ops/dtype_dispatch.h"
+
+namespace pipec {
+
+namespace {
+
+// An image or a batch seen as n images of h x w pixels of `pixel` bytes each.
+struct Geometry {
+  int64_t n = 1, h = 0, w = 0, c = 0;
+  size_t pixel = 0;  // bytes per pixel (c * element size)
+  bool batch = false;
+};
+
+Geometry geometry(const Tensor& t) {
+  const Shape& s = t.shape();
+  if (t.rank() != 3 && t.rank() != 4)
+    throw ImageError(fmt::format("expected an image [h, w, c] or a batch [n, h, w, c], got shape {}", shape_to_string(s)));
+  if (t.dtype() == DType::Bytes) throw ImageError("expected pixels, got byte strings (decode the image first)");
+  Geometry g;
+  g.batch = t.rank() == 4;
+  size_t k = g.batch ? 1 : 0;
+  g.n = g.batch ? s[0] : 1;
+  g.h = s[k];
+  g.w = s[k + 1];
+  g.c = s[k + 2];
+  g.pixel = static_cast<size_t>(g.c) * dtype_size(t.dtype());
+  return g;
+}
+
+Shape shape_of(const Geometry& g, int64_t h, int64_t w, int64_t c) {
+  if (g.batch) return {g.n, h, w, c};
+  return {h, w, c};
+}
+
+}  // namespace
+
+Tensor crop_image(const Tensor& images, const CropWindow& win) {
+  Geometry g = geometry(images);
+  if (win.top < 0 || win.left < 0 || win.top + win.height > g.h || win.left + win.width > g.w || win.height < 0 || win.width < 0)
+    throw ImageError(fmt::format("the {}x{} window at ({}, {}) does not fit the {}x{} image", win.height, win.width, win.top,
+                                 win.left, g.h, g.w));
+  Tensor out = Tensor::empty(images.dtype(), shape_of(g, win.height, win.width, g.c));
+  const uint8_t* src = images.raw();
+  uint8_t* dst = out.raw();
+  const size_t row = static_cast<size_t>(win.width) * g.pixel;
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t y = 0; y < win.height; ++y) {
+      const uint8_t* s = src + ((static_cast<size_t>(i * g.h + win.top + y) * g.w + win.left) * g.pixel);
+      std::memcpy(dst, s, row);
+      dst += row;
+    }
+  return out;
+}
+
+Tensor crop_or_pad_image(const Tensor& images, int64_t th, int64_t tw) {
+  Geometry g = geometry(images);
+  auto pad_offset = [](int64_t d, int64_t t) { return t > d ? (t - d) / 2 : 0; };
+  CropWindow win;
+  win.top = g.h > th ? (g.h - th) / 2 : 0;
+  win.left = g.w > tw ? (g.w - tw) / 2 : 0;
+  win.height = std::min(g.h, th);
+  win.width = std::min(g.w, tw);
+  Tensor cropped = crop_image(images, win);
+  if (win.height == th && win.width == tw) return cropped;
+  const int64_t py = pad_offset(g.h, th), px = pad_offset(g.w, tw);
+  Tensor out = Tensor::zeros(images.dtype(), shape_of(g, th, tw, g.c));
+  const size_t row = static_cast<size_t>(win.width) * g.pixel;
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t y = 0; y < win.height; ++y)
+      std::memcpy(out.raw() + (static_cast<size_t>((i * th + py + y) * tw + px) * g.pixel),
+                  cropped.raw() + static_cast<size_t>(i * win.height + y) * row, row);
+  return out;
+}
+
+Tensor flip_image(const Tensor& images, bool horizontal, const std::vector<bool>& flip) {
+  Geometry g = geometry(images);
+  if (static_cast<int64_t>(flip.size()) != g.n) throw ImageError("internal: one flip choice per image expected");
+  Tensor out = Tensor::empty(images.dtype(), images.shape());
+  const size_t row = static_cast<size_t>(g.w) * g.pixel, img = row * static_cast<size_t>(g.h);
+  for (int64_t i = 0; i < g.n; ++i) {
+    const uint8_t* src = images.raw() + static_cast<size_t>(i) * img;
+    uint8_t* dst = out.raw() + static_cast<size_t>(i) * img;
+    if (!flip[static_cast<size_t>(i)]) {
+      std::memcpy(dst, src, img);
+    } else if (!horizontal) {
+      for (int64_t y = 0; y < g.h; ++y) std::memcpy(dst + static_cast<size_t>(y) * row, src + static_cast<size_t>(g.h - 1 - y) * row, row);
+    } else {
+      for (int64_t y = 0; y < g.h; ++y) {
+        const uint8_t* s = src + static_cast<size_t>(y) * row;
+        uint8_t* d = dst + static_cast<size_t>(y) * row;
+        for (int64_t x = 0; x < g.w; ++x) std::memcpy(d + static_cast<size_t>(x) * g.pixel, s + static_cast<size_t>(g.w - 1 - x) * g.pixel, g.pixel);
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct Interp {
+  int64_t lo, hi;
+  float lerp;
+};
+
+// TF's compute_interpolation_weights with HalfPixelScaler, in f32.
+std::vector<Interp> bilinear_weights(int64_t out, int64_t in) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  std::vector<Interp> r(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    const float v = (static_cast<float>(i) + 0.5f) * scale - 0.5f;
+    const float f = std::floor(v);
+    r[i].lo = std::max<int64_t>(static_cast<int64_t>(f), 0);
+    r[i].hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(v)), in - 1);
+    r[i].lerp = v - f;
+  }
+  return r;
+}
+
+}  // namespace
+
+Tensor resize_image(const Tensor& images, int64_t th, int64_t tw, bool nearest) {
+  Geometry g = geometry(images);
+  if (g.h < 1 || g.w < 1) throw ImageError(fmt::format("cannot resize an empty {}x{} image", g.h, g.w));
+  if (nearest) {
+    const float sy = static_cast<float>(g.h) / static_cast<float>(th), sx = static_cast<float>(g.w) / static_cast<float>(tw);
+    Tensor out = Tensor::empty(images.dtype(), shape_of(g, th, tw, g.c));
+    std::vector<int64_t> xs(static_cast<size_t>(tw));
+    for (int64_t x = 0; x < tw; ++x)
+      xs[x] = std::min<int64_t>(static_cast<int64_t>(std::floor((static_cast<float>(x) + 0.5f) * sx)), g.w - 1);
+    uint8_t* dst = out.raw();
+    for (int64_t i = 0; i < g.n; ++i)
+      for (int64_t y = 0; y < th; ++y) {
+        int64_t yy = std::min<int64_t>(static_cast<int64_t>(std::floor((static_cast<float>(y) + 0.5f) * sy)), g.h - 1);
+        const uint8_t* srow = images.raw() + static_cast<size_t>((i * g.h + yy) * g.w) * g.pixel;
+        for (int64_t x = 0; x < tw; ++x, dst += g.pixel) std::memcpy(dst, srow + static_cast<size_t>(xs[x]) * g.pixel, g.pixel);
+      }
+    return out;
+  }
+  Tensor out = Tensor::empty(DType::F32, shape_of(g, th, tw, g.c));
+  const auto ys = bilinear_weights(th, g.h), xs = bilinear_weights(tw, g.w);
+  visit_numeric(images.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = images.data<T>();
+    float* o = out.data<float>();
+    auto at = [&](int64_t i, int64_t y, int64_t x, int64_t c) { return static_cast<float>(load(src[((i * g.h + y) * g.w + x) * g.c + c])); };
+    for (int64_t i = 0; i < g.n; ++i)
+      for (int64_t y = 0; y < th; ++y)
+        for (int64_t x = 0; x < tw; ++x)
+          for (int64_t c = 0; c < g.c; ++c) {
+            const Interp& Y = ys[y];
+            const Interp& X = xs[x];
+            float tl = at(i, Y.lo, X.lo, c), tr = at(i, Y.lo, X.hi, c), bl = at(i, Y.hi, X.lo, c), br = at(i, Y.hi, X.hi, c);
+            float top = tl + (tr - tl) * X.lerp;
+            float bottom = bl + (br - bl) * X.lerp;
+            *o++ = top + (bottom - top) * Y.lerp;
+          }
+  });
+  return out;
+}
+
+namespace {
+
+template <class T>
+double max_of() {
+  return static_cast<double>(std::numeric_limits<T>::max());
+}
+
+}  // namespace
+
+Tensor convert_image_dtype(const Tensor& images, DType to) {
+  const DType from = images.dtype();
+  if (from == to) return images;
+  Tensor out = Tensor::empty(to, images.shape());
+  const int64_t n = images.num_elements();
+  visit_numeric(from, [&](auto ftag) {
+    using S = typename decltype(ftag)::type;
+    visit_numeric(to, [&](auto ttag) {
+      using D = typename decltype(ttag)::type;
+      const S* src = images.data<S>();
+      D* dst = out.data<D>();
+      if constexpr (is_int_v<S> && is_float_v<D>) {
+        // TF: cast, then multiply by 1 / max computed in f64 and rounded to the float type.
+        using C = compute_t<D>;
+        const C scale = static_cast<C>(1.0 / max_of<S>());
+        for (int64_t i = 0; i < n; ++i) dst[i] = store<D>(static_cast<C>(static_cast<C>(src[i]) * scale));
+      } else if constexpr (is_float_v<S> && is_int_v<D>) {
+        using C = compute_t<S>;
+        const C scale = static_cast<C>(max_of<D>() + 0.5);
+        for (int64_t i = 0; i < n; ++i) dst[i] = float_to_int<D>(static_cast<C>(load(src[i]) * scale));
+      } else if constexpr (is_int_v<S> && is_int_v<D>) {
+        // Unsigned and signed ranges as TF: widening multiplies, narrowing floor-divides.
+        if constexpr (sizeof(D) > sizeof(S)) {
+          const uint64_t k = (static_cast<uint64_t>(std::numeric_limits<D>::max()) + 1) / (static_cast<uint64_t>(std::numeric_limits<S>::max()) + 1);
+          for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(static_cast<D>(src[i]) * static_cast<D>(k));
+        } else {
+          const uint64_t k = (static_cast<uint64_t>(std::numeric_limits<S>::max()) + 1) / (static_cast<uint64_t>(std::numeric_limits<D>::max()) + 1);
+          for (int64_t i = 0; i < n; ++i) {
+            S q = static_cast<S>(src[i] / static_cast<S>(k));
+            if (src[i] < 0 && src[i] % static_cast<S>(k) != 0) q = static_cast<S>(q - 1);  // floor division
+            dst[i] = static_cast<D>(q);
+          }
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i]);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor normalize_image(const Tensor& images, const std::vector<float>& mean, const std::vector<float>& sd) {
+  Geometry g = geometry(images);
+  auto per_channel = [&](const std::vector<float>& v, const char* what) {
+    if (v.size() == 1) return std::vector<float>(static_cast<size_t>(g.c), v[0]);
+    if (static_cast<int64_t>(v.size()) != g.c)
+      throw ImageError(fmt::format("{} has {} values but the image has {} channels", what, v.size(), g.c));
+    return v;
+  };
+  const std::vector<float> m = per_channel(mean, "mean"), s = per_channel(sd, "std");
+  std::vector<float> inv(s.size());
+  for (size_t k = 0; k < s.size(); ++k) inv[k] = s[k];
+  Tensor out = Tensor::empty(DType::F32, images.shape());
+  const int64_t pixels = images.num_elements() / std::max<int64_t>(g.c, 1);
+  visit_numeric(images.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = images.data<T>();
+    float* o = out.data<float>();
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t c = 0; c < g.c; ++c, ++src, ++o) *o = (static_cast<float>(load(*src)) - m[c]) / inv[c];
+  });
+  return out;
+}
+
+Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors) {
+  Geometry g = geometry(label);
+  if (label.dtype() != DType::U8 || g.c != 3)
+    throw ImageError(fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", dtype_name(label.dtype()), g.c));
+  const int64_t k = static_cast<int64_t>(colors.size());
+  Tensor out = Tensor::zeros(DType::F32, shape_of(g, g.h, g.w, k));
+  // Colour -> classes through a sorted table of 24-bit keys: one binary search per pixel instead of k
+  // comparisons. A colour listed twice sets both channels, as TF's per-colour equality does.
+  std::vector<std::pair<uint32_t, int64_t>> table;
+  for (int64_t j = 0; j < k; ++j) table.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
+  std::sort(table.begin(), table.end());
+  const uint8_t* src = label.raw();
+  float* o = out.data<float>();
+  const int64_t pixels = g.n * g.h * g.w;
+  uint32_t last_key = 0xFFFFFFFFu;
+  std::pair<size_t, size_t> last_range{0, 0};
+  for (int64_t p = 0; p < pixels; ++p, src += 3, o += k) {
+    const uint32_t key = (uint32_t{src[0]} << 16) | (uint32_t{src[1]} << 8) | src[2];
+    if (key != last_key) {  // neighbouring pixels mostly share a class
+      auto lo = std::lower_bound(table.begin(), table.end(), std::make_pair(key, int64_t{0}));
+      size_t b = static_cast<size_t>(lo - table.begin()), e = b;
+      while (e < table.size() && table[e].first == key) ++e;
+      last_key = key;
+      last_range = {b, e};
+    }
+    for (size_t t = last_range.first; t < last_range.second; ++t) o[table[t].second] = 1.0f;
+  }
+  return out;
+}
+
+}  // namespace pipec

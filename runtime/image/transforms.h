@@ -1,0 +1,42 @@
+// The pixel work of the image ops on one image [h, w, c] or a batch [n, h, w, c], as plain functions
+// on tensors (the kernels in runtime/ops/image_ops.cpp wrap them). Semantics are TensorFlow's tf.image
+// ops wherever TF has the op; tests/conformance/fixtures/images pins them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/image/decode_options.h"
+
+namespace pipec {
+
+/// The window `win` of every image (any dtype).
+Tensor crop_image(const Tensor& images, const CropWindow& win);
+
+/// tf.image.resize_with_crop_or_pad: centre-crop, then zero-pad centred (extra row/column at the end).
+Tensor crop_or_pad_image(const Tensor& images, int64_t th, int64_t tw);
+
+/// Mirrors image i of the batch (or the single image when flip.size() == 1) where flip[i] is set.
+/// horizontal: left-right; otherwise up-down.
+Tensor flip_image(const Tensor& images, bool horizontal, const std::vector<bool>& flip);
+
+/// tf.image.resize (v2, antialias off) with half-pixel centres. Bilinear: in = (out + 0.5) * in/out - 0.5,
+/// the four neighbours clamped to the image, interpolated in f32 (TF's ResizeBilinear); result f32.
+/// Nearest: in = min(floor((out + 0.5) * in/out), in - 1); keeps the dtype.
+Tensor resize_image(const Tensor& images, int64_t th, int64_t tw, bool nearest);
+
+/// tf.image.convert_image_dtype: int -> float x * (1 / max); float -> int x * (max + 0.5) truncated,
+/// saturated to the range (TF leaves out-of-range values undefined unless saturate = True); widening
+/// int -> int multiplies by (max_out + 1) / (max_in + 1), narrowing divides by the inverse (floor);
+/// float -> float casts.
+Tensor convert_image_dtype(const Tensor& images, DType to);
+
+/// (x - mean) / std in f32; mean and std hold one value or one per channel.
+Tensor normalize_image(const Tensor& images, const std::vector<float>& mean, const std::vector<float>& std);
+
+/// One f32 channel per colour: out[..., k] = 1 where the RGB pixel equals colors[k], else 0.
+Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors);
+
+}  // namespace pipec

@@ -1,0 +1,51 @@
+// libFuzzer target for the image decoders: arbitrary bytes through decode_png and decode_jpeg with
+// every channel count, u8 and u16, a small pixel limit (so the fuzzer cannot ask for gigabytes), and a
+// crop window picked from the input's last bytes (the cropping JPEG decode of crop pushdown).
+//
+// The contract: bad bytes give an ImageError, never a crash, a leak (longjmp out of libjpeg/libpng
+// must free everything), a hang, or a result whose shape disagrees with what was asked.
+//
+// Build and run with tests/fuzz/run_images.sh.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/png_decoder.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace pipec;
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  const uint8_t pick = size ? data[size - 1] : 0;
+  for (int ch : {0, 1, 3, 4}) {
+    DecodeOptions o;
+    o.channels = ch;
+    o.u16 = (pick & 1) != 0;
+    o.max_pixels = 1 << 20;
+    try {
+      Tensor t = decode_png_image(bytes, o);
+      if (t.rank() != 3 || (ch != 0 && t.shape()[2] != ch)) __builtin_trap();
+    } catch (const ImageError&) {
+    }
+    if (ch == 4) continue;
+    o.u16 = false;
+    try {
+      Tensor t = decode_jpeg_image(bytes, o);
+      if (t.rank() != 3 || (ch != 0 && t.shape()[2] != ch)) __builtin_trap();
+    } catch (const ImageError&) {
+    }
+    o.window = [pick](int64_t h, int64_t w, CropWindow& win, std::string&) {
+      win.height = 1 + (pick % 7) % h;
+      win.width = 1 + (pick % 5) % w;
+      win.top = (pick / 7) % (h - win.height + 1);
+      win.left = (pick / 5) % (w - win.width + 1);
+      return true;
+    };
+    try {
+      Tensor t = decode_jpeg_image(bytes, o);
+      if (t.rank() != 3) __builtin_trap();
+    } catch (const ImageError&) {
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,151 @@
+// The image ops against TensorFlow's tf.image (fixtures made by make_image_fixtures.py), and the
+// random ops' reproducibility contract (crop_window.h): same stream -> same window and flip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/exec/philox.h"
+#include "runtime/image/crop_window.h"
+#include "runtime/image/transforms.h"
+#include "runtime/io/npy.h"
+#include "runtime/ops/interpreter.h"
+#include "runtime/ops/kernel.h"
+#include "tests/unit_runtime/io_test_util.h"
+
+namespace pipec {
+namespace {
+
+Tensor fx(const std::string& name) {
+  return read_npy(std::string(PIPEC_SOURCE_DIR) + "/tests/conformance/fixtures/images/ops_" + name + ".npy");
+}
+
+Tensor input() { return fx("input_u8_7x10x3"); }
+
+void expect_equal(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TRUE(got.equals(want));
+}
+
+void expect_close(const Tensor& got, const Tensor& want, float tol) {
+  ASSERT_EQ(got.dtype(), DType::F32);
+  ASSERT_EQ(got.shape(), want.shape());
+  float worst = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i) worst = std::max(worst, std::fabs(got.data<float>()[i] - want.data<float>()[i]));
+  EXPECT_LE(worst, tol);
+}
+
+TEST(ImageOps, CropOrPadMatchesTensorFlow) {
+  expect_equal(crop_or_pad_image(input(), 5, 12), fx("crop_or_pad_5x12"));
+  expect_equal(crop_or_pad_image(input(), 9, 4), fx("crop_or_pad_9x4"));
+  expect_equal(crop_or_pad_image(input(), 8, 11), fx("crop_or_pad_8x11"));
+}
+
+TEST(ImageOps, CentralCropMatchesTensorFlow) {
+  for (double f : {0.5, 0.7}) {
+    CropWindow w = central_crop_window(7, 10, f);
+    expect_equal(crop_image(input(), w), fx(f == 0.5 ? "central_crop_0.5" : "central_crop_0.7"));
+  }
+}
+
+TEST(ImageOps, FlipsMatchTensorFlow) {
+  expect_equal(flip_image(input(), true, {true}), fx("flip_left_right"));
+  expect_equal(flip_image(input(), false, {true}), fx("flip_up_down"));
+  expect_equal(flip_image(input(), true, {false}), input());
+}
+
+TEST(ImageOps, ConvertImageDtypeMatchesTensorFlow) {
+  expect_equal(convert_image_dtype(input(), DType::F32), fx("convert_f32"));
+  expect_equal(convert_image_dtype(input(), DType::U16), fx("convert_u16"));
+  expect_equal(convert_image_dtype(fx("input_f32_7x10x3"), DType::U8), fx("convert_f32_to_u8"));
+  expect_equal(convert_image_dtype(fx("input_u16_7x10x3"), DType::U8), fx("convert_u16_to_u8"));
+}
+
+TEST(ImageOps, ResizeMatchesTensorFlow) {
+  expect_close(resize_image(input(), 4, 6, false), fx("resize_bilinear_4x6"), 1e-4f);
+  expect_close(resize_image(input(), 13, 17, false), fx("resize_bilinear_13x17"), 1e-4f);
+  expect_equal(resize_image(input(), 4, 6, true), fx("resize_nearest_4x6"));
+  expect_equal(resize_image(input(), 13, 17, true), fx("resize_nearest_13x17"));
+}
+
+TEST(ImageOps, NormalizePerChannel) {
+  Tensor x = input();
+  Tensor y = normalize_image(x, {10, 20, 30}, {2, 4, 5});
+  ASSERT_EQ(y.shape(), x.shape());
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float m[] = {10, 20, 30}, s[] = {2, 4, 5};
+    EXPECT_FLOAT_EQ(y.data<float>()[i], (static_cast<float>(x.data<uint8_t>()[i]) - m[i % 3]) / s[i % 3]);
+  }
+  EXPECT_THROW(normalize_image(x, {1, 2}, {1}), ImageError);
+}
+
+TEST(ImageOps, OneHotColors) {
+  Tensor label = Tensor::empty(DType::U8, {1, 3, 3});
+  const uint8_t px[] = {128, 0, 0, 0, 128, 0, 9, 9, 9};
+  std::memcpy(label.raw(), px, 9);
+  Tensor y = one_hot_colors_image(label, {{128, 0, 0}, {0, 128, 0}, {0, 0, 0}});
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 3}));
+  const float want[] = {1, 0, 0, 0, 1, 0, 0, 0, 0};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(y.data<float>()[i], want[i]) << i;
+}
+
+TEST(ImageOps, RandomCropWindowIsAPureFunctionOfTheStream) {
+  // The contract: top = uniform_int(0, h - ch), then left = uniform_int(0, w - cw).
+  RandomStream a(7, 3, 41, 2), b(7, 3, 41, 2);
+  CropWindow w = random_crop_window(300, 400, 256, 256, a);
+  EXPECT_EQ(w.top, b.uniform_int(0, 44));
+  EXPECT_EQ(w.left, b.uniform_int(0, 144));
+  EXPECT_EQ(w.height, 256);
+  RandomStream c(7, 3, 41, 2);
+  EXPECT_THROW(random_crop_window(100, 400, 256, 256, c), ImageError);
+  // Different elements get different windows (with overwhelming probability over 16 draws).
+  std::set<int64_t> tops;
+  for (uint64_t e = 0; e < 16; ++e) {
+    RandomStream s(7, 3, e, 0);
+    tops.insert(random_crop_window(1000, 1000, 10, 10, s).top);
+  }
+  EXPECT_GT(tops.size(), 8u);
+}
+
+// Through the interpreter: a paired random_crop (two instructions sharing op_id) cuts the same window
+// out of both fields, per element, independent of chunking.
+TEST(ImageOps, PairedRandomCropSharesTheWindow) {
+  ExprFunction fn;
+  Type img = Type::tensor(DType::U8, {kUnknownDim, kUnknownDim, 3});
+  fn.add(Instr{"param", {}, {{"field", Value::make_string("a")}}, img, {}});
+  fn.add(Instr{"param", {}, {{"field", Value::make_string("b")}}, img, {}});
+  std::map<std::string, Value> attrs{{"height", Value::make_int(3)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}};
+  Type out = Type::tensor(DType::U8, {3, 4, 3});
+  fn.add(Instr{"random_crop", {0}, attrs, out, {}});
+  fn.add(Instr{"random_crop", {1}, attrs, out, {}});
+  fn.results = {{"a", 2}, {"b", 3}};
+  Chunk in;
+  in.rows = 5;
+  in.first_index = 10;
+  Column ca, cb;
+  ca.ragged = cb.ragged = true;
+  for (int r = 0; r < 5; ++r) {
+    ca.rows.push_back(input());
+    cb.rows.push_back(input());
+  }
+  in.columns = {ca, cb};
+  EvalContext ctx;
+  ctx.seed = 5;
+  auto cols = run_function(fn, {"a", "b"}, in, ctx);
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_TRUE(cols[0].dense.equals(cols[1].dense));
+  // Row 2 of this chunk is element 12: the same window as a chunk holding element 12 alone.
+  Chunk one;
+  one.rows = 1;
+  one.first_index = 12;
+  Column oa = ca, ob = cb;
+  oa.rows.resize(1);
+  ob.rows.resize(1);
+  one.columns = {oa, ob};
+  auto single = run_function(fn, {"a", "b"}, one, ctx);
+  const size_t row_bytes = 3 * 4 * 3;
+  EXPECT_EQ(std::memcmp(single[0].dense.raw(), cols[0].dense.raw() + 2 * row_bytes, row_bytes), 0);
+}
+
+}  // namespace
+}  // namespace pipec
