@@ -385,9 +385,10 @@ class OutputBuilder {
       std::vector<int> ii = idx;
       int last = idx.back();
       ii.back() = index("div", last, iconst(8));
-      int byte = value(operand(0), ii);
-      int shift = cast(index("sub", iconst(7), index("mod", last, iconst(8))), DType::U8);
-      return op("bit_and", {op("shr", {byte, shift}, DType::U8), iconst(1, DType::U8)}, DType::U8);
+      // Shift in 32 bits: x86 has vector shifts by per-lane counts for 32-bit lanes, not for bytes.
+      int byte = cast(value(operand(0), ii), DType::U32);
+      int shift = cast(index("sub", iconst(7), index("mod", last, iconst(8))), DType::U32);
+      return cast(op("bit_and", {op("shr", {byte, shift}, DType::U32), iconst(1, DType::U32)}, DType::U32), DType::U8);
     }
     if (in.op == "pack_bits") {
       std::vector<int> ii = idx;

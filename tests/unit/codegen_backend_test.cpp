@@ -228,5 +228,30 @@ TEST(CodegenCli, RunReportsKernelsAndExplainSaysWhatCompiles) {
   unsetenv("PIPEC_CACHE_DIR");
 }
 
+TEST(CodegenCli, FilterAndMapOutputsEqualTheInterpreters) {
+  ScratchDir d;
+  setenv("PIPEC_CACHE_DIR", (d.path() / "cache").c_str(), 1);
+  testing::write_file(d / "p.pipe",
+                      "pipeline p = range(1000)\n"
+                      "  | map(r => { x: r.value, u: random_uniform([3], -1.0, 1.0), n: random_normal([2]) })\n"
+                      "  | filter(r => r.x % 3 != 1 && r.u[0] < 0.5)\n"
+                      "  | map(r => { y: f32(r.x) * 0.5 + r.u, z: sum(r.n) })\n"
+                      "  | batch(7)\n");
+  auto jit = testing::run_pipec({"run", (d / "p.pipe").string(), "--seed", "5", "--output", (d / "jit").string()});
+  ASSERT_EQ(jit.exit_code, 0) << jit.err;
+  EXPECT_EQ(jit.err.find("[interpreter]"), std::string::npos) << jit.err;  // all three bodies compiled
+  auto ref = testing::run_pipec({"run", (d / "p.pipe").string(), "--seed", "5", "--no-jit", "--output", (d / "ref").string()});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "ref")) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    fs::path other = d / "jit" / fs::relative(e.path(), d / "ref");
+    EXPECT_EQ(testing::read_all(e.path()), testing::read_all(other)) << other;
+  }
+  EXPECT_GT(files, 100u);
+  unsetenv("PIPEC_CACHE_DIR");
+}
+
 }  // namespace
 }  // namespace pipec
