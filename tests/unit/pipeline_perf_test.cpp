@@ -96,10 +96,12 @@ TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
   Compiled c = compile(d / "p.pipe");
   PipelineRun run(c.plan, options(d / "p.pipe", 2));
   Chunk chunk;
-  // Warm-up: three epochs (32 batches each), then let the prefetch queue fill up completely, so every
-  // buffer the steady state ever holds at once has been made.
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(run.next(chunk));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Warm-up: ten epochs (32 batches each), pausing now and then so the prefetch queue and the map's
+  // window fill up completely: every buffer the steady state ever holds at once has then been made.
+  for (int i = 0; i < 320; ++i) {
+    ASSERT_TRUE(run.next(chunk));
+    if (i % 40 == 39) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
   BufferPoolStats before = BufferPool::global().stats();
   int64_t checksum = 0;
   for (int i = 0; i < 400; ++i) {  // more than twelve epochs: new source, shuffle buffer and batches each time
