@@ -69,7 +69,7 @@ TEST(BufferPool, CacheCapSendsBuffersBackToMalloc) {
   EXPECT_EQ(pool.stats().cached_bytes, 0u);
 }
 
-TEST(BufferPool, ThreadsAllocatingAndFreingConcurrentlyKeepTheCountsConsistent) {
+TEST(BufferPool, ThreadsAllocatingAndFreeingConcurrentlyKeepTheCountsConsistent) {
   BufferPool& pool = BufferPool::global();
   BufferPoolStats before = pool.stats();
   std::vector<std::thread> threads;
