@@ -94,14 +94,18 @@ TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
              "  | repeat()\n"
              "  | prefetch(2)\n");
   Compiled c = compile(d / "p.pipe");
-  PipelineRun run(c.plan, options(d / "p.pipe", 2));
+  // One worker thread: the map computes one chunk at a time, so how many buffers are alive at once
+  // depends only on how full the queues are, not on how two workers' chunks happen to overlap.
+  PipelineRun run(c.plan, options(d / "p.pipe", 1));
   Chunk chunk;
-  // Warm-up: ten epochs (32 batches each), pausing now and then so the prefetch queue and the map's
-  // window fill up completely: every buffer the steady state ever holds at once has then been made.
-  for (int i = 0; i < 320; ++i) {
+  // Warm-up: four epochs (32 batches each) with a pause after every batch, so the prefetch queue and
+  // the map's window are full at every point of an epoch (its boundaries included): every buffer the
+  // steady state can hold at once has then been made. Then two epochs at full speed.
+  for (int i = 0; i < 130; ++i) {
     ASSERT_TRUE(run.next(chunk));
-    if (i % 40 == 39) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(run.next(chunk));
   BufferPoolStats before = BufferPool::global().stats();
   int64_t checksum = 0;
   for (int i = 0; i < 400; ++i) {  // more than twelve epochs: new source, shuffle buffer and batches each time
