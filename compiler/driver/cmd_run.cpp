@@ -1,5 +1,6 @@
 // `pipec run SPEC`: check, lower and run a pipeline on the CPU, with a progress line, a summary of
 // where the time went, NumPy output for inspection, and iterator checkpoints.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,9 +19,9 @@
 #include "compiler/driver/pick_pipeline.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
+#include "runtime/core/buffer_pool.h"
 #include "runtime/exec/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
-#include <cstdlib>
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
 
@@ -210,6 +211,9 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   out << fmt::format("  output      {}\n", format_byte_rate(s.bytes / secs));
   out << fmt::format("  peak RSS    {:.1f} MB\n", peak_rss_bytes() / 1e6);
   if (jit) out << fmt::format("  kernels     {}\n", jit->summary());
+  BufferPoolStats pool = BufferPool::global().stats();
+  out << fmt::format("  buffers     {} fresh ({:.1f} MB), {} reused\n", format_thousands(pool.fresh_count),
+                     pool.fresh_bytes / 1e6, format_thousands(pool.reused_count));
   uint64_t total_busy = 0;
   for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
   out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "busy", "share", "device");
@@ -245,6 +249,9 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
   if (jit)
     o << fmt::format("  \"jit\": {{\"compiled\": {}, \"cached\": {}, \"compile_ms\": {:.3f}}},\n", jit->compiled, jit->cached,
                      jit->compile_ms);
+  BufferPoolStats pool = BufferPool::global().stats();
+  o << fmt::format("  \"buffer_pool\": {{\"fresh_count\": {}, \"fresh_bytes\": {}, \"reused_count\": {}, \"reused_bytes\": {}}},\n",
+                   pool.fresh_count, pool.fresh_bytes, pool.reused_count, pool.reused_bytes);
   o << "  \"stages\": [\n";
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
@@ -308,6 +315,11 @@ int cmd_run(const Args& args) {
   const ElementInfo& out_elem = plan.stages.back().element;
   bool batched = out_elem.batch_rank > 0;
 
+  // Tensor buffers are recycled by the buffer pool; keep glibc from returning big blocks to the OS
+  // and mapping them afresh (page faults on every batch) before the pool has warmed up, and for the
+  // allocations that do not go through it.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   install_signal_cancellation();
   CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
   RunOptions ro;

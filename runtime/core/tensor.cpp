@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "runtime/core/buffer_pool.h"
+
 namespace pipec {
 
 int64_t shape_num_elements(const Shape& shape) {
@@ -28,7 +30,7 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
     t.offsets_.assign(static_cast<size_t>(n) + 1, 0);
   } else {
     size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
-    t.data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes > 0 ? bytes : 1]);
+    t.data_ = BufferPool::global().allocate(bytes > 0 ? bytes : 1);  // recycled storage
   }
   return t;
 }

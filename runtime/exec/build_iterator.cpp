@@ -6,7 +6,14 @@ namespace pipec {
 std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_t epoch) {
   const Stage& s = ctx.plan->stages.at(stage);
   const std::string& op = s.op;
-  if (op == "tfrecord") return make_tfrecord_source(ctx, stage, epoch, 1, 1);
+  if (op == "tfrecord") {
+    // parallel_reads = N: tf.data's TFRecordDataset(num_parallel_reads = N), an interleave of N files,
+    // one record from each in turn, with the N files read concurrently. `auto` (the default) keeps
+    // reading one file after another, so the order never depends on the machine's core count.
+    const Value* pr = s.arg("parallel_reads");
+    if (pr && pr->kind == Value::Int && pr->i > 1) return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, true);
+    return make_tfrecord_source(ctx, stage, epoch, 1, 1, false);
+  }
   if (op == "range") return make_range_source(ctx, stage, epoch);
   if (op == "files" || op == "list_files") return make_files_source(ctx, stage, epoch);
   if (op == "csv") return make_csv_source(ctx, stage, epoch);
@@ -26,7 +33,8 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     if (const Value* v = s.arg("cycle_length"); v && v->kind == Value::Int) cycle = v->i;
     int64_t block = 1;
     if (const Value* v = s.arg("block_length")) block = v->i;
-    return make_tfrecord_source(ctx, s.inputs[0], epoch, cycle, block);
+    // Several files open at once: read them concurrently (the order stays the interleave's).
+    return make_tfrecord_source(ctx, s.inputs[0], epoch, cycle, block, cycle > 1 && ctx.threads != 1);
   }
   IteratorPtr input = build_iterator(ctx, s.inputs.at(0), epoch);
   if (op == "map") {

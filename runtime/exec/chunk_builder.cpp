@@ -1,5 +1,6 @@
 #include "runtime/exec/chunk_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -37,27 +38,89 @@ void ChunkBuilder::reset() {
 
 void ChunkBuilder::add_row(const Chunk& src, int64_t row) { add_rows(src, row, row + 1); }
 
-void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end) {
+void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end, ThreadPool* pool) {
   int64_t n = end - begin;
   if (n <= 0) return;
   if (rows_ + n > capacity_) throw std::logic_error("ChunkBuilder: capacity exceeded");
   if (src.columns.size() != cols_.size()) throw std::logic_error("ChunkBuilder: column count differs");
+  size_t dense_bytes = 0;
   for (size_t i = 0; i < cols_.size(); ++i) {
     ColumnBuilder& b = cols_[i];
     const Column& c = src.columns[i];
-    if (b.ragged || c.ragged) {
-      if (!c.ragged) throw std::logic_error("ChunkBuilder: ragged/dense column mismatch");
-      for (int64_t r = begin; r < end; ++r) b.rows.push_back(c.rows[r]);
+    if (b.ragged) {
+      // Dense rows into a ragged column: each becomes a tensor of its own.
+      for (int64_t r = begin; r < end; ++r) b.rows.push_back(c.ragged ? c.rows[r] : column_row(c, r));
+    } else if (c.ragged) {
+      // Byte strings kept one tensor per row (a shuffle buffer) back into one dense column.
+      if (b.dtype != DType::Bytes) throw std::logic_error("ChunkBuilder: ragged/dense column mismatch");
+      for (int64_t r = begin; r < end; ++r) {
+        const Tensor& t = c.rows[r];
+        for (int64_t k = 0; k < t.num_elements(); ++k) {
+          b.blob += t.str(k);
+          b.offsets.push_back(static_cast<int64_t>(b.blob.size()));
+        }
+      }
     } else if (b.dtype == DType::Bytes) {
       for (int64_t r = begin; r < end; ++r) {
         b.blob += c.dense.str(r);
         b.offsets.push_back(static_cast<int64_t>(b.blob.size()));
       }
     } else {
-      std::memcpy(b.data.raw() + rows_ * b.row_bytes, c.dense.raw() + begin * b.row_bytes, n * b.row_bytes);
+      dense_bytes += static_cast<size_t>(n) * b.row_bytes;
     }
   }
+  // Fixed-size rows: one memcpy per column, or per column and slice of rows when split across threads.
+  auto copy = [&](int64_t lo, int64_t hi) {
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      ColumnBuilder& b = cols_[i];
+      if (b.ragged || b.dtype == DType::Bytes) continue;
+      std::memcpy(b.data.raw() + (rows_ + lo) * b.row_bytes, src.columns[i].dense.raw() + (begin + lo) * b.row_bytes,
+                  static_cast<size_t>(hi - lo) * b.row_bytes);
+    }
+  };
+  if (pool && pool->size() > 1 && dense_bytes >= kParallelCopyBytes && n > 1) {
+    int64_t parts = std::min<int64_t>(n, pool->size());
+    pool->parallel_for(0, n, (n + parts - 1) / parts, copy);
+  } else if (dense_bytes > 0) {
+    copy(0, n);
+  }
   rows_ += n;
+}
+
+bool ChunkBuilder::compatible(const Chunk& c) const {
+  if (c.columns.size() != cols_.size()) return false;
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    const ColumnBuilder& b = cols_[i];
+    const Column& col = c.columns[i];
+    if (b.ragged != col.ragged) return false;
+    if (b.ragged) continue;
+    const Shape& s = col.dense.shape();
+    if (col.dense.dtype() != b.dtype || s.empty() || !std::equal(s.begin() + 1, s.end(), b.row_shape.begin(), b.row_shape.end()))
+      return false;
+  }
+  return true;
+}
+
+Chunk ChunkBuilder::snapshot() const {
+  Chunk out;
+  out.rows = rows_;
+  for (const ColumnBuilder& b : cols_) {
+    Column c;
+    c.ragged = b.ragged;
+    Shape s = b.row_shape;
+    s.insert(s.begin(), rows_);
+    if (b.ragged) {
+      c.rows = b.rows;
+    } else if (b.dtype == DType::Bytes) {
+      c.dense = Tensor::empty(DType::Bytes, s);
+      c.dense.set_strings(b.blob, b.offsets);
+    } else {
+      c.dense = Tensor::empty(b.dtype, s);
+      std::memcpy(c.dense.raw(), b.data.raw(), static_cast<size_t>(rows_) * b.row_bytes);
+    }
+    out.columns.push_back(std::move(c));
+  }
+  return out;
 }
 
 Chunk ChunkBuilder::finish() {

@@ -1,12 +1,15 @@
 // ChunkBuilder: collects rows copied out of other chunks into a new chunk (batch, shuffle, filter,
 // take). Dense columns are filled in one preallocated buffer, byte strings in one blob, so copying a
-// row costs a memcpy, not an allocation.
+// row costs a memcpy, not an allocation. A builder is meant to be kept and reused: finish() hands its
+// full buffers out and takes fresh ones from the tensor buffer pool, so a stage that builds the same
+// chunks over and over allocates nothing in steady state.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "runtime/core/chunk.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace pipec {
 
@@ -17,14 +20,20 @@ class ChunkBuilder {
 
   /// Copies row `row` of `src` (same layout as the prototype) to the end.
   void add_row(const Chunk& src, int64_t row);
-  /// Copies rows [begin, end).
-  void add_rows(const Chunk& src, int64_t begin, int64_t end);
+  /// Copies rows [begin, end). With a pool, a copy of many bytes is split across its threads.
+  void add_rows(const Chunk& src, int64_t begin, int64_t end, ThreadPool* pool = nullptr);
+  /// Whether rows of `c` can be added: same columns, dense/ragged kinds, dtypes and row shapes.
+  bool compatible(const Chunk& c) const;
+  /// A copy of the rows added so far (for checkpoints); the builder is unchanged.
+  Chunk snapshot() const;
   int64_t rows() const { return rows_; }
   int64_t capacity() const { return capacity_; }
   bool full() const { return rows_ >= capacity_; }
 
   /// The chunk built so far (dense tensors trimmed to rows()); the builder is empty afterwards.
   Chunk finish();
+  /// Copies of at least this many bytes are split across the pool's threads.
+  static constexpr size_t kParallelCopyBytes = size_t(1) << 20;
 
  private:
   struct ColumnBuilder {

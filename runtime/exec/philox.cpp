@@ -48,6 +48,11 @@ RandomStream::RandomStream(uint64_t seed, uint64_t op_id, uint64_t element_index
       counter_{static_cast<uint32_t>(element_index), static_cast<uint32_t>(element_index >> 32),
                static_cast<uint32_t>(epoch), 0} {}
 
+RandomStream::RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch)
+    : key_(key),
+      counter_{static_cast<uint32_t>(element_index), static_cast<uint32_t>(element_index >> 32),
+               static_cast<uint32_t>(epoch), 0} {}
+
 void RandomStream::refill() {
   if (counter_[3] == std::numeric_limits<uint32_t>::max()) {
     // Wrapping would silently repeat the stream from block 0.

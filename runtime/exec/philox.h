@@ -37,6 +37,9 @@ class RandomStream {
   static constexpr uint32_t kKeyDomain = 0x6b657931;
 
   RandomStream(uint64_t seed, uint64_t op_id, uint64_t element_index, uint64_t epoch = 0);
+  /// The same stream with the key already derived (derive_key(seed, op_id, epoch)): a stage that makes
+  /// one stream per element derives the key once instead of once per element.
+  RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch);
 
   /// The Philox key used for (seed, op_id, epoch); see the class comment.
   static PhiloxKey derive_key(uint64_t seed, uint64_t op_id, uint64_t epoch);

@@ -8,6 +8,7 @@
 
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/philox.h"
+#include "runtime/exec/read_ahead_reader.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/example_parser.h"
@@ -60,8 +61,12 @@ FeatureSpec feature_spec(const SchemaEntry& e) {
 
 class TFRecordSource : public ChunkIterator {
  public:
-  TFRecordSource(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length)
-      : ChunkIterator(ctx, stage), epoch_(epoch), cycle_length_(cycle_length), block_length_(block_length) {
+  TFRecordSource(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length, bool read_ahead)
+      : ChunkIterator(ctx, stage),
+        epoch_(epoch),
+        cycle_length_(cycle_length),
+        block_length_(block_length),
+        read_ahead_(read_ahead) {
     const Stage& s = spec();
     std::vector<FeatureSpec> specs;
     for (const SchemaEntry& e : s.schema) specs.push_back(feature_spec(e));
@@ -105,14 +110,15 @@ class TFRecordSource : public ChunkIterator {
     for (Slot& s : slots_) {
       s.file = r.read_i64();
       s.consumed = r.read_i64();
-      s.reader.reset();
+      s.close();
       if (s.file < 0) continue;
       if (static_cast<size_t>(s.file) >= files_.size()) throw r.error("tfrecord state names a file that no longer matches");
       // Reopen and skip what was already delivered.
-      s.reader = std::make_unique<TFRecordReader>(files_[s.file], options_);
+      auto reader = std::make_unique<TFRecordReader>(files_[s.file], options_);
       std::string_view rec;
       for (int64_t i = 0; i < s.consumed; ++i)
-        if (!s.reader->next(rec)) throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
+        if (!reader->next(rec)) throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
+      s.open(std::move(reader), read_ahead_, ctx_.cancel);
     }
   }
 
@@ -137,21 +143,34 @@ class TFRecordSource : public ChunkIterator {
   }
 
  private:
+  // One file of the interleave cycle, read here or (parallel reads) on a thread of its own.
   struct Slot {
     int64_t file = -1;
     int64_t consumed = 0;
     std::unique_ptr<TFRecordReader> reader;
+    std::unique_ptr<ReadAheadReader> ahead;
+
+    bool is_open() const { return reader || ahead; }
+    void open(std::unique_ptr<TFRecordReader> r, bool read_ahead, const CancellationToken* cancel) {
+      if (read_ahead) ahead = std::make_unique<ReadAheadReader>(std::move(r), cancel);
+      else reader = std::move(r);
+    }
+    bool next(std::string_view& rec) { return ahead ? ahead->next(rec) : reader->next(rec); }
+    void close() {
+      ahead.reset();
+      reader.reset();
+    }
   };
 
   // One record in interleave order, appended to batch_; false at the end of all files.
   bool next_record() {
     for (;;) {
       Slot& slot = slots_[cycle_index_];
-      if (slot.reader) {
+      if (slot.is_open()) {
         std::string_view rec;
         bool got = false;
         try {
-          got = slot.reader->next(rec);
+          got = slot.next(rec);
         } catch (const DataError& e) {
           if (!tolerant()) throw;
           // The framing of this file can no longer be trusted: drop the rest of it.
@@ -166,7 +185,7 @@ class TFRecordSource : public ChunkIterator {
           if (++block_index_ >= block_length_) advance();
           return true;
         }
-        slot.reader.reset();
+        slot.close();
         slot.file = -1;
         advance();
         continue;
@@ -175,7 +194,7 @@ class TFRecordSource : public ChunkIterator {
         slot.file = static_cast<int64_t>(next_file_++);
         slot.consumed = 0;
         try {
-          slot.reader = std::make_unique<TFRecordReader>(files_[slot.file], options_);
+          slot.open(std::make_unique<TFRecordReader>(files_[slot.file], options_), read_ahead_, ctx_.cancel);
         } catch (const DataError& e) {
           if (!tolerant()) throw;
           ctx_.dropped[stage_]->fetch_add(1);
@@ -186,7 +205,7 @@ class TFRecordSource : public ChunkIterator {
       }
       // No more files: finish when every slot is empty.
       bool any = false;
-      for (const Slot& s : slots_) any = any || s.reader != nullptr;
+      for (const Slot& s : slots_) any = any || s.is_open();
       if (!any) return false;
       advance();
     }
@@ -267,6 +286,7 @@ class TFRecordSource : public ChunkIterator {
   int64_t epoch_;
   int64_t cycle_length_;
   int64_t block_length_;
+  bool read_ahead_;
   std::vector<std::string> files_;
   TFRecordReaderOptions options_;
   std::unique_ptr<ExampleParser> parser_;
@@ -281,8 +301,8 @@ class TFRecordSource : public ChunkIterator {
 }  // namespace
 
 std::unique_ptr<ChunkIterator> make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length,
-                                                    int64_t block_length) {
-  return std::make_unique<TFRecordSource>(ctx, stage, epoch, cycle_length, block_length);
+                                                    int64_t block_length, bool read_ahead) {
+  return std::make_unique<TFRecordSource>(ctx, stage, epoch, cycle_length, block_length, read_ahead);
 }
 
 }  // namespace pipec

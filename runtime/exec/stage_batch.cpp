@@ -2,6 +2,7 @@
 // Each output element is one batch; a chunk carries one batch ([1, n, ...] columns), and the last,
 // smaller batch keeps its real size unless drop_remainder is set, exactly as tf.data does.
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -43,7 +44,10 @@ class Batch : public ChunkIterator {
     w.write_i64(produced_);
     input_->save(w);
     save_chunk(w, offset_ < pending_.rows ? slice_rows(pending_, offset_, pending_.rows) : Chunk{});
-    w.write_u64(rows_.size());
+    // The rows of the batch being built: those in the builder come before any in rows_.
+    bool building = builder_ && builder_->rows() > 0;
+    w.write_u64(rows_.size() + (building ? 1 : 0));
+    if (building) save_chunk(w, builder_->snapshot());
     for (const Chunk& c : rows_) save_chunk(w, c);
     w.write_u32(done_ ? 1 : 0);
   }
@@ -53,6 +57,7 @@ class Batch : public ChunkIterator {
     pending_ = restore_chunk(r);
     offset_ = 0;
     rows_.clear();
+    builder_.reset();
     uint64_t n = r.read_u64();
     for (uint64_t i = 0; i < n; ++i) rows_.push_back(restore_chunk(r));
     done_ = r.read_u32() != 0;
@@ -60,8 +65,10 @@ class Batch : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
-    // rows_ collects pieces of input chunks until they hold size_ rows.
-    int64_t have = 0;
+    // Dense input rows are copied once, straight into the batch's own buffers (builder_, kept from
+    // batch to batch). Ragged inputs, padded_batch and rows restored from a checkpoint go through
+    // rows_, pieces of input chunks that stack() or pad() assemble at the end.
+    int64_t have = builder_ ? builder_->rows() : 0;
     for (const Chunk& c : rows_) have += c.rows;
     while (have < size_ && !done_) {
       if (offset_ >= pending_.rows) {
@@ -73,16 +80,31 @@ class Batch : public ChunkIterator {
         continue;
       }
       int64_t take = std::min(size_ - have, pending_.rows - offset_);
+      if (!padded_ && rows_.empty() && all_dense(pending_)) {
+        if (!builder_ || !builder_->compatible(pending_)) {
+          if (builder_ && builder_->rows() > 0) rows_.push_back(builder_->finish());
+          builder_.emplace(pending_, size_);
+        }
+        if (rows_.empty()) {
+          builder_->add_rows(pending_, offset_, offset_ + take, ctx_.pool);
+          offset_ += take;
+          have += take;
+          continue;
+        }
+      }
+      if (builder_ && builder_->rows() > 0) rows_.insert(rows_.begin(), builder_->finish());
       rows_.push_back(offset_ == 0 && take == pending_.rows ? pending_ : slice_rows(pending_, offset_, offset_ + take));
       offset_ += take;
       have += take;
     }
     if (have == 0 || (have < size_ && drop_)) {
       rows_.clear();
+      if (builder_) builder_->finish();
       return false;
     }
     try {
-      out = padded_ ? pad(have) : stack(have);
+      if (rows_.empty()) out = as_single_element(builder_->finish());
+      else out = padded_ ? pad(have) : stack(have);
     } catch (const std::runtime_error& e) {
       throw StageError(spec(), e.what());
     }
@@ -95,10 +117,20 @@ class Batch : public ChunkIterator {
   }
 
  private:
+  static bool all_dense(const Chunk& c) {
+    for (const Column& col : c.columns)
+      if (col.ragged) return false;
+    return true;
+  }
+
   Chunk stack(int64_t n) {
     // Ragged columns whose rows happen to agree in shape are stacked densely.
     ChunkBuilder b(densify(rows_[0]), n);
-    for (const Chunk& c : rows_) b.add_rows(densify(c), 0, c.rows);
+    for (const Chunk& c : rows_) {
+      Chunk d = densify(c);
+      if (!b.compatible(d)) throw std::runtime_error("the elements of a batch have different shapes; use padded_batch");
+      b.add_rows(d, 0, c.rows);
+    }
     return as_single_element(b.finish());
   }
 
@@ -202,6 +234,7 @@ class Batch : public ChunkIterator {
   Chunk pending_;
   int64_t offset_ = 0;
   std::vector<Chunk> rows_;
+  std::optional<ChunkBuilder> builder_;  // the batch being built from dense rows
   bool done_ = false;
 };
 

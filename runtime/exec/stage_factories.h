@@ -9,7 +9,10 @@ namespace pipec {
 
 using IteratorPtr = std::unique_ptr<ChunkIterator>;
 
-IteratorPtr make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length);
+/// cycle_length files are interleaved block_length records at a time; with read_ahead each open file is
+/// read on a thread of its own (parallel reads), in the same order.
+IteratorPtr make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length,
+                                 bool read_ahead);
 IteratorPtr make_range_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);

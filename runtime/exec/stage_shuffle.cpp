@@ -3,7 +3,9 @@
 // next input element (or, once the input is exhausted, with the last slot). The slot choice for output
 // element i comes from the Philox stream (seed, stage, i, epoch), so the order is reproducible and
 // independent of thread count; with reshuffle_each_iteration = false every epoch uses epoch 0's order.
+#include <array>
 #include <cstring>
+#include <optional>
 
 #include "runtime/exec/chunk_builder.h"
 #include "runtime/exec/philox.h"
@@ -24,6 +26,7 @@ class Shuffle : public ChunkIterator {
     const Value* re = s.arg("reshuffle_each_iteration");
     epoch_key_ = (!re || re->b) ? epoch : 0;
     epoch_ = epoch;
+    key_ = RandomStream::derive_key(seed_, static_cast<uint64_t>(stage), static_cast<uint64_t>(epoch_key_));
   }
 
   void save(StateWriter& w) const override {
@@ -31,7 +34,14 @@ class Shuffle : public ChunkIterator {
     input_->save(w);
     save_chunk(w, offset_ < pending_.rows ? slice_rows(pending_, offset_, pending_.rows) : Chunk{});
     w.write_u32(input_done_ ? 1 : 0);
-    save_chunk(w, live_ > 0 ? slice_rows(buffer_, 0, live_) : Chunk{});
+    // Saved in the input's layout (byte strings dense again), as restore() and fill() expect.
+    Chunk live;
+    if (live_ > 0) {
+      ChunkBuilder b(output_layout(), live_);
+      b.add_rows(buffer_, 0, live_);
+      live = b.finish();
+    }
+    save_chunk(w, live);
   }
   void restore(StateReader& r) override {
     produced_ = r.read_i64();
@@ -41,6 +51,7 @@ class Shuffle : public ChunkIterator {
     input_done_ = r.read_u32() != 0;
     buffer_ = restore_chunk(r);
     live_ = buffer_.rows;
+    ahead_ = {};
     filled_ = false;  // a restored buffer may be short of capacity if the input had not ended
   }
 
@@ -48,10 +59,14 @@ class Shuffle : public ChunkIterator {
   bool produce(Chunk& out) override {
     fill();
     if (live_ == 0) return false;
-    ChunkBuilder b(buffer_, std::min(ctx_.chunk_rows, live_ + (input_done_ ? 0 : ctx_.chunk_rows)));
+    // One builder for the whole epoch: its buffers are recycled, and rows go straight into them.
+    if (!out_) out_.emplace(output_layout(), ctx_.chunk_rows);
+    ChunkBuilder& b = *out_;
     while (!b.full() && live_ > 0) {
-      RandomStream rng(seed_, static_cast<uint64_t>(stage_), static_cast<uint64_t>(produced_), static_cast<uint64_t>(epoch_key_));
-      int64_t slot = rng.uniform_int(0, live_ - 1);
+      int64_t slot = draw(produced_);
+      // The buffer is far bigger than the caches and slots are random: start loading the row that
+      // kAhead elements later will take, so its cache misses overlap with this work.
+      draw_ahead(produced_ + kAhead);
       b.add_row(buffer_, slot);
       ++produced_;
       if (next_input_row()) {
@@ -71,6 +86,33 @@ class Shuffle : public ChunkIterator {
   }
 
  private:
+  static constexpr int64_t kAhead = 8;
+
+  // The slot output element i takes: uniform in [0, live_) from the stream (seed, stage, i, epoch).
+  int64_t slot_for(int64_t i) const {
+    RandomStream rng(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_));
+    return rng.uniform_int(0, live_ - 1);
+  }
+  int64_t draw(int64_t i) {
+    const Drawn& d = ahead_[static_cast<size_t>(i % kAhead)];
+    return d.index == i && d.live == live_ ? d.slot : slot_for(i);
+  }
+  // Draws element i's slot now, assuming the buffer is still live_ long then (draw() checks), and
+  // prefetches that row of every fixed-size column.
+  void draw_ahead(int64_t i) {
+    Drawn& d = ahead_[static_cast<size_t>(i % kAhead)];
+    d.index = i;
+    d.live = live_;
+    d.slot = slot_for(i);
+    for (const Column& c : buffer_.columns) {
+      if (c.ragged || c.dense.dtype() == DType::Bytes || c.dense.shape().empty() || c.dense.shape()[0] == 0) continue;
+      size_t row_bytes = c.dense.byte_size() / static_cast<size_t>(c.dense.shape()[0]);
+      const uint8_t* row = c.dense.raw() + static_cast<size_t>(d.slot) * row_bytes;
+      for (size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(row + off);
+      __builtin_prefetch(row + row_bytes - 1);
+    }
+  }
+
   // Makes pending_[offset_] the next input row; false when the input is exhausted.
   bool next_input_row() {
     while (offset_ >= pending_.rows) {
@@ -101,7 +143,39 @@ class Shuffle : public ChunkIterator {
     if (b) {
       buffer_ = b->finish();
       live_ = buffer_.rows;
+      strings_as_rows(buffer_);
     }
+  }
+
+  // Byte strings change length, so a dense Bytes column (one blob) cannot take a new string in the
+  // middle: in the buffer such columns hold one tensor per row instead, and overwriting a slot is O(1).
+  void strings_as_rows(Chunk& c) {
+    if (bytes_row_shape_.size() < c.columns.size()) bytes_row_shape_.resize(c.columns.size());
+    for (size_t k = 0; k < c.columns.size(); ++k) {
+      Column& col = c.columns[k];
+      if (col.ragged || col.dense.dtype() != DType::Bytes) continue;
+      bytes_row_shape_[k] = Shape(col.dense.shape().begin() + 1, col.dense.shape().end());
+      std::vector<Tensor> rows;
+      rows.reserve(static_cast<size_t>(c.rows));
+      for (int64_t r = 0; r < c.rows; ++r) rows.push_back(column_row(col, r));
+      col = Column{true, Tensor(), std::move(rows)};
+    }
+  }
+
+  // The layout of output chunks: the buffer's, with its per-row byte-string columns dense again.
+  Chunk output_layout() const {
+    Chunk layout;
+    for (size_t k = 0; k < buffer_.columns.size(); ++k) {
+      if (k < bytes_row_shape_.size() && bytes_row_shape_[k]) {
+        Shape s = *bytes_row_shape_[k];
+        s.insert(s.begin(), 0);
+        layout.columns.push_back(Column{false, Tensor::empty(DType::Bytes, s), {}});
+      } else {
+        const Column& c = buffer_.columns[k];
+        layout.columns.push_back(c.ragged ? Column{true, Tensor(), {}} : c);
+      }
+    }
+    return layout;
   }
 
   // dst row `d` := src row `s` (same layout).
@@ -110,14 +184,9 @@ class Shuffle : public ChunkIterator {
       Column& dc = dst.columns[k];
       const Column& sc = src.columns[k];
       if (dc.ragged) {
-        dc.rows[d] = sc.rows[s];
+        dc.rows[d] = sc.ragged ? sc.rows[s] : column_row(sc, s);
       } else if (dc.dense.dtype() == DType::Bytes) {
-        // Strings change length: rebuild this column (rare in shuffles of parsed records).
-        std::vector<std::string> v;
-        for (int64_t i = 0; i < dc.dense.num_elements(); ++i) v.emplace_back(dc.dense.str(i));
-        int64_t per = dc.dense.num_elements() / std::max<int64_t>(1, dc.dense.shape()[0]);
-        for (int64_t i = 0; i < per; ++i) v[d * per + i] = std::string(sc.dense.str(s * per + i));
-        dc.dense = Tensor::from_strings(v, dc.dense.shape());
+        throw std::logic_error("shuffle: a byte-string column of the buffer is not stored per row");
       } else {
         size_t row_bytes = dc.dense.byte_size() / static_cast<size_t>(std::max<int64_t>(1, dc.dense.shape()[0]));
         if (&dst == &src && d == s) continue;
@@ -126,7 +195,16 @@ class Shuffle : public ChunkIterator {
     }
   }
 
+  struct Drawn {
+    int64_t index = -1;
+    int64_t live = 0;
+    int64_t slot = 0;
+  };
   IteratorPtr input_;
+  std::array<Drawn, kAhead> ahead_{};
+  std::vector<std::optional<Shape>> bytes_row_shape_;  // per column: set when stored per row in the buffer
+  std::optional<ChunkBuilder> out_;
+  PhiloxKey key_{};
   int64_t capacity_ = 1;
   uint64_t seed_ = 0;
   int64_t epoch_key_ = 0;

@@ -402,6 +402,31 @@ pipeline p = recs | interleave(cycle_length = {cycle}, block_length = {block}) |
                  f"block_length={block}) over files of {lengths} records, then batch(100)")
 
 
+@case
+def parallel_reads():
+    """TFRecordDataset(files, num_parallel_reads=N): a deterministic interleave of N files, block 1."""
+    for set_name, reads in {"il_456": [2, 3, 4], "il_edge": [2, 3]}.items():
+        files = interleave_files(set_name)
+        lengths = INTERLEAVE_SETS[set_name]
+        for n in reads:
+            def parse(r):
+                p = tf.io.parse_single_example(r, {k: tf.io.FixedLenFeature([], tf.int64) for k in ("x", "file", "idx")})
+                return {"x": p["x"], "file": p["file"], "idx": p["idx"]}
+            ds = tf.data.TFRecordDataset(files, num_parallel_reads=n).map(parse).batch(100)
+            write_case(f"parallel_reads_{set_name}_n{n}", f"""
+# {len(files)} files of {lengths} records (record j of file k: x = the file's length, file = k, idx = j),
+# read with parallel_reads = {n}: {n} files at a time, one record from each in turn, read concurrently.
+# The whole output is one batch so the order is one array per field.
+source recs = tfrecord("../_data/{set_name}/f-*.tfrecord", parallel_reads = {n}) {{
+  x: i64
+  file: i64
+  idx: i64
+}}
+pipeline p = recs | batch(100)
+""", run_tf(ds), f"TFRecordDataset(sorted files, num_parallel_reads={n}) over files of {lengths} records, "
+                 f"then batch(100)")
+
+
 # ---------------------------------------------------------------------------------------------------
 # parse_example on the external TFRecord files
 

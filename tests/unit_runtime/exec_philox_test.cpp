@@ -263,3 +263,13 @@ TEST(PhiloxRandomStream, NeighbouringElementsDiffer) {
 
 }  // namespace
 }  // namespace pipec
+
+namespace pipec {
+TEST(PhiloxRandomStream, PrederivedKeyGivesTheSameStream) {
+  for (uint64_t element : {0ull, 1ull, 12345678901ull}) {
+    RandomStream a(7, 3, element, 2);
+    RandomStream b(RandomStream::derive_key(7, 3, 2), element, 2);
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(a.next_u32(), b.next_u32());
+  }
+}
+}  // namespace pipec
