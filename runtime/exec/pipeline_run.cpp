@@ -19,6 +19,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   ctx_.threads = threads;
   ctx_.pool = pool_.get();
   ctx_.cancel = options.cancel;
+  if (options.chunk_rows > 0) ctx_.chunk_rows = options.chunk_rows;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
     ctx_.stats.push_back(std::make_unique<StageStats>(plan_.stages[i].op));
