@@ -47,7 +47,9 @@ int64_t ordered(DType dt, const uint8_t* p) {
   return bits & sign ? -mag : mag;
 }
 
-std::string value_text(DType dt, const uint8_t* p) {
+}  // namespace
+
+std::string scalar_text(DType dt, const uint8_t* p) {
   switch (dt) {
     case DType::Bool: return p[0] ? "true" : "false";
     case DType::U8: return std::to_string(p[0]);
@@ -65,6 +67,10 @@ std::string value_text(DType dt, const uint8_t* p) {
     default: return "?";
   }
 }
+
+namespace {
+
+std::string value_text(DType dt, const uint8_t* p) { return scalar_text(dt, p); }
 
 std::string shape_text(const Shape& s) {
   std::string t = "[";

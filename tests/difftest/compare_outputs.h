@@ -42,6 +42,9 @@ struct Mismatch {
 /// The first difference between `ref` and `got`, or nullopt when they agree under `tol`.
 std::optional<Mismatch> compare_outputs(const RunOutput& ref, const RunOutput& got, Tolerance tol);
 
+/// One value of dtype `dt` at `p`, readable (floats also as bits).
+std::string scalar_text(DType dt, const uint8_t* p);
+
 /// Distance in units in the last place between two floats of dtype `dt` given as raw bits; 0 for
 /// NaN vs NaN and +0 vs -0.
 int64_t ulp_distance(DType dt, const uint8_t* a, const uint8_t* b);

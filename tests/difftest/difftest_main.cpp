@@ -4,13 +4,14 @@
 // interpreter (tests/difftest/compare_outputs.h). Then does the same for the examples.
 //
 //   difftest [--seeds N] [--first S] [--seed S] [--keep DIR] [--pipec PATH] [--no-examples] [--examples-only]
-//            [--source-dir DIR] [-v]
+//            [--source-dir DIR] [--spec FILE] [--known-bugs] [-v]
 //
 // A mismatch prints the seed, the variant, element, field, first differing index and the spec, and
 // keeps the case folder under --keep (default ./difftest-failures) for `difftest --seed S`.
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -31,7 +32,7 @@ using namespace pipec::difftest;
 
 namespace {
 
-struct Options {
+struct HarnessOptions {
   int64_t seeds = 200;
   uint64_t first = 1;
   std::optional<uint64_t> one_seed;
@@ -41,6 +42,8 @@ struct Options {
   bool examples = true;
   bool generated = true;
   bool verbose = false;
+  bool known_bugs = false;  // --known-bugs: also generate patterns that hit known runtime bugs
+  fs::path spec;  // --spec FILE: compare the variants on an existing spec instead
 };
 
 struct Tally {
@@ -58,6 +61,22 @@ std::string read_all(const fs::path& p) {
   return ss.str();
 }
 
+// A short rendering of a small tensor for -v: dtype, shape and up to 16 values.
+std::string tensor_text(const Tensor& t) {
+  std::string s = fmt::format("{}[", dtype_name(t.dtype()));
+  for (size_t i = 0; i < t.shape().size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  s += "]";
+  if (t.dtype() == DType::Bytes) return s;
+  s += " =";
+  int64_t n = std::min<int64_t>(t.num_elements(), 16);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* p = t.raw() + i * dtype_size(t.dtype());
+    s += " " + scalar_text(t.dtype(), p);
+  }
+  if (t.num_elements() > n) s += " ...";
+  return s;
+}
+
 void report_mismatch(const std::string& label, const Variant& v, const Mismatch& m, const fs::path& spec, const fs::path& kept) {
   std::cout << fmt::format("MISMATCH {} variant {} ({}): element {}, field `{}`, index {}: reference {}\n", label, v.name,
                            v.tolerance == Tolerance::Exact ? "exact" : "ulp bound", m.element, m.field, m.index, m.what);
@@ -68,7 +87,7 @@ void report_mismatch(const std::string& label, const Variant& v, const Mismatch&
 }
 
 // Runs every variant on one spec and compares it with the reference. Returns false on a mismatch.
-bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const Options& o, Tally& t,
+bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const HarnessOptions& o, Tally& t,
                   const fs::path& keep_as) {
   RunOutput ref = run_variant(reference_variant(), req, o.pipec);
   if (!ref.ok) {
@@ -89,13 +108,17 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
       report_mismatch(label, v, *m, req.spec, keep_as);
     }
   }
-  if (o.verbose && ref.ok) std::cout << fmt::format("{}: {} elements agree\n", label, ref.elements.size());
+  if (o.verbose && ref.ok) {
+    std::cout << fmt::format("{}: {} elements{}\n", label, ref.elements.size(), ok ? " agree" : "");
+    for (size_t e = 0; e < ref.elements.size() && e < 20; ++e)
+      for (const auto& [name, tensor] : ref.elements[e]) std::cout << fmt::format("  #{} {}: {}\n", e, name, tensor_text(tensor));
+  }
   return ok;
 }
 
-bool run_generated(uint64_t seed, const VariantSet& variants, const Options& o, Tally& t, const fs::path& work) {
+bool run_generated(uint64_t seed, const VariantSet& variants, const HarnessOptions& o, Tally& t, const fs::path& work) {
   ++t.cases;
-  GeneratedCase c = generate_case(seed);
+  GeneratedCase c = generate_case(seed, o.known_bugs);
   fs::path dir = work / fmt::format("case-{}", seed);
   write_case(c, dir);
   fs::path spec = dir / "spec.pipe";
@@ -123,7 +146,7 @@ bool run_generated(uint64_t seed, const VariantSet& variants, const Options& o, 
 
 // examples/chess with a small data set made by its own make_data.pipe; the other examples when their
 // data is present (they read images that are not in the repository).
-bool run_examples(const VariantSet& variants, const Options& o, Tally& t, const fs::path& work) {
+bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t, const fs::path& work) {
   bool ok = true;
   fs::path chess = work / "chess";
   fs::create_directories(chess);
@@ -166,7 +189,7 @@ bool run_examples(const VariantSet& variants, const Options& o, Tally& t, const 
   return ok;
 }
 
-bool parse_args(int argc, char** argv, Options& o) {
+bool parse_args(int argc, char** argv, HarnessOptions& o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -183,20 +206,23 @@ bool parse_args(int argc, char** argv, Options& o) {
       else if (a == "--no-examples") o.examples = false;
       else if (a == "--examples-only") o.generated = false;
       else if (a == "-v" || a == "--verbose") o.verbose = true;
+      else if (a == "--spec") o.spec = value();
+      else if (a == "--known-bugs") o.known_bugs = true;
       else throw std::invalid_argument("unknown option " + a);
     } catch (const std::exception& e) {
       std::cerr << "difftest: " << e.what() << "\n";
       return false;
     }
   }
-  if (o.one_seed) o.examples = false;
+  if (o.one_seed || !o.spec.empty()) o.examples = false;
+  if (!o.spec.empty()) o.generated = false;
   return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  HarnessOptions o;
   if (!parse_args(argc, argv, o)) return 2;
   auto start = std::chrono::steady_clock::now();
   if (std::string problem = comparator_self_check(); !problem.empty()) {
@@ -208,6 +234,9 @@ int main(int argc, char** argv) {
   for (const Variant& v : variants.enabled) std::cout << " " << v.name << (v.tolerance == Tolerance::Exact ? " (exact)" : " (ulp)");
   std::cout << "\n";
   for (const std::string& s : variants.skipped) std::cout << "difftest: variant not run: " << s << "\n";
+  if (!o.known_bugs)
+    std::cout << "difftest: not generated (known runtime bug, --known-bugs to include): shuffle after a batch without "
+                 "drop_remainder\n";
   fs::path work = fs::temp_directory_path() / fmt::format("pipec-difftest-{}", ::getpid());
   fs::create_directories(work);
   Tally t;
@@ -218,6 +247,11 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < count; ++i) ok = run_generated(first + static_cast<uint64_t>(i), variants, o, t, work) && ok;
   }
   if (o.examples) ok = run_examples(variants, o, t, work) && ok;
+  if (!o.spec.empty()) {
+    ++t.cases;
+    RunRequest req{fs::absolute(o.spec), "", std::nullopt, work / "scratch"};
+    ok = compare_case(o.spec.string(), req, variants, o, t, o.keep / "spec") && ok;
+  }
   std::error_code ec;
   fs::remove_all(work, ec);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

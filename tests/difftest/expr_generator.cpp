@@ -1,7 +1,9 @@
 #include "tests/difftest/expr_generator.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -39,7 +41,7 @@ std::string ExprGenerator::literal_float() {
 
 GExpr ExprGenerator::cast(GExpr x, DType to) {
   if (x.type.dtype == to) return x;
-  return {name(to) + "(" + x.text + ")", {to, x.type.shape}};
+  return {name(to) + "(" + x.text + ")", {to, x.type.shape}, x.constant};
 }
 
 // A constant tensor written as a (nested) list literal under a cast: `i16([[1, -3], [7, 0]])`.
@@ -52,7 +54,7 @@ GExpr ExprGenerator::constant_tensor(const std::vector<int64_t>& shape) {
     for (int64_t i = 0; i < shape[axis]; ++i) s += (i ? ", " : "") + build(axis + 1);
     return s + "]";
   };
-  return {name(dt) + "(" + build(0) + ")", {dt, shape}};
+  return {name(dt) + "(" + build(0) + ")", {dt, shape}, true};
 }
 
 // random_uniform / random_normal / random_int with a fixed seed; some calls give only `hi` or only
@@ -82,7 +84,7 @@ GExpr ExprGenerator::scalar_leaf() {
   if (k == 1) return random_op({});
   DType dt = rng_.pick(all_numeric_dtypes());
   std::string v = is_float(dt) && rng_.chance(0.5) ? literal_float() : literal_int();
-  return {name(dt) + "(" + v + ")", {dt, {}}};
+  return {name(dt) + "(" + v + ")", {dt, {}}, true};
 }
 
 GExpr ExprGenerator::leaf(const std::vector<int64_t>& shape) {
@@ -105,6 +107,12 @@ GExpr ExprGenerator::leaf(const std::vector<int64_t>& shape) {
 }
 
 GExpr ExprGenerator::unary(GExpr x) {
+  GExpr r = unary_of(x);
+  r.constant = x.constant;
+  return r;
+}
+
+GExpr ExprGenerator::unary_of(const GExpr& x) {
   DType t = x.type.dtype;
   switch (rng_.range(0, 7)) {
     case 0: return cast(x, rng_.pick(all_numeric_dtypes()));
@@ -147,11 +155,14 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
     // A weak literal adopts the other operand's dtype (a float literal with integers gives f32).
     weak = true;
     bool fl = rng_.chance(0.4);
-    b = {fl ? literal_float() : literal_int(), {fl ? DType::F64 : DType::I64, {}}};
+    b = {fl ? literal_float() : literal_int(), {fl ? DType::F64 : DType::I64, {}}, true};
+  }
+  if (a.constant && b.constant) {
+    b = random_op(b.type.shape);
+    weak = false;
   }
   if (rng_.chance(0.5) && !weak) std::swap(a, b);
-  auto p = promote(a.type.dtype, false, b.type.dtype, weak && &b == &b);
-  if (weak) p = promote(a.type.dtype, false, b.type.dtype, true);
+  auto p = promote(a.type.dtype, false, b.type.dtype, weak);
   if (!p) return a;
   DType pd = p->dtype;
   std::vector<int64_t> rs = a.type.shape.size() >= b.type.shape.size() ? a.type.shape : b.type.shape;
@@ -162,7 +173,7 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
     case 0: return bin("+", arith);
     case 1: return bin("-", arith);
     case 2: return bin("*", arith);
-    case 3: return bin("/", is_float(pd) ? pd : (pd == DType::I64 || pd == DType::U64 ? DType::F64 : DType::F32));
+    case 3: return bin("/", true_division_dtype(pd));
     case 4: return bin("//", arith);
     case 5: return bin("%", arith);
     case 6: {
@@ -174,6 +185,7 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
       return call("max", pd);
     case 8:
       if (is_integer(pd)) return bin(rng_.chance(0.5) ? "<<" : ">>", pd);
+      if (pd == DType::Bool) return bin("!=", DType::Bool);
       return call("min", pd);
     case 9:
       if (pd == DType::Bool) return bin(rng_.chance(0.5) ? "&&" : "||", DType::Bool);
@@ -195,6 +207,13 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
 }
 
 GExpr ExprGenerator::shape_op(GExpr x, int depth) {
+  GExpr r = shape_op_of(x, depth);
+  // A concat or stack with a non-constant second item has already cleared the flag.
+  if (r.text != x.text && r.text.find("concat(") != 0 && r.text.find("stack(") != 0) r.constant = x.constant;
+  return r;
+}
+
+GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
   const std::vector<int64_t>& s = x.type.shape;
   int64_t rank = static_cast<int64_t>(s.size());
   DType t = x.type.dtype;
@@ -236,7 +255,8 @@ GExpr ExprGenerator::shape_op(GExpr x, int depth) {
           auto r = s;
           r[axis] = n;
           if (!fits(r)) break;
-          return {fmt::format(axis == 0 ? "{}[{}]" : "{}[:, {}]", x.text, idx), {t, r}};
+          std::string text = axis == 0 ? fmt::format("{}[{}]", x.text, idx) : fmt::format("{}[:, {}]", x.text, idx);
+          return {text, {t, r}};
         }
         break;
       case 4:  // reshape: flatten, or split the element count into two dimensions
@@ -278,11 +298,11 @@ GExpr ExprGenerator::shape_op(GExpr x, int depth) {
         if (rng_.chance(0.5)) {
           r[static_cast<size_t>(axis)] *= 2;
           if (!fits(r)) break;
-          return {fmt::format("concat([{}, {}], axis = {})", x.text, y.text, axis), {t, r}};
+          return {fmt::format("concat([{}, {}], axis = {})", x.text, y.text, axis), {t, r}, x.constant && y.constant};
         }
         r.insert(r.begin() + axis, 2);
         if (!fits(r)) break;
-        return {fmt::format("stack([{}, {}], axis = {})", x.text, y.text, axis), {t, r}};
+        return {fmt::format("stack([{}, {}], axis = {})", x.text, y.text, axis), {t, r}, x.constant && y.constant};
       }
       case 8:
       case 9: {  // reductions, over everything or one axis

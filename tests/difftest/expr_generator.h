@@ -14,6 +14,9 @@ namespace pipec::difftest {
 struct GExpr {
   std::string text;
   GType type;
+  // Made of literals only: the checker folds it, and reports what Python would raise (division by
+  // zero, i64 overflow) as errors, so two constants never meet in a binary op.
+  bool constant = false;
 };
 
 /// A name visible in a body: `r.field` or a block binding.
@@ -41,8 +44,10 @@ class ExprGenerator {
   GExpr leaf(const std::vector<int64_t>& shape);
   GExpr scalar_leaf();
   GExpr unary(GExpr x);
+  GExpr unary_of(const GExpr& x);
   GExpr binary(const std::vector<int64_t>& shape, int depth);
   GExpr shape_op(GExpr x, int depth);
+  GExpr shape_op_of(const GExpr& x, int depth);
   GExpr constant_tensor(const std::vector<int64_t>& shape);
   GExpr random_op(const std::vector<int64_t>& shape);
   GExpr cast(GExpr x, DType to);

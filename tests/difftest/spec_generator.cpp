@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -73,7 +74,7 @@ std::vector<int64_t> random_shape(Rng& rng, int max_rank) {
 
 class SpecBuilder {
  public:
-  explicit SpecBuilder(uint64_t seed) : rng_(seed * 0x9E3779B97F4A7C15ULL + 1) { c_.seed = seed; }
+  SpecBuilder(uint64_t seed, bool known_bugs) : rng_(seed * 0x9E3779B97F4A7C15ULL + 1), known_bugs_(known_bugs) { c_.seed = seed; }
 
   GeneratedCase build() {
     std::string head = source();
@@ -106,14 +107,19 @@ class SpecBuilder {
         if (rng_.chance(0.5)) return fmt::format("range({})", rng_.range(0, 40));
         return fmt::format("range({}, {}, {})", rng_.range(-20, 5), rng_.range(5, 60), rng_.range(1, 3));
       }
-      case 2: return npy_source("a.npy", "a", rng_.range(0, 30));
+      case 2:
+        // Schemas are written on source declarations only.
+        decls_ += "source sa = " + npy_source("a.npy", "a", rng_.range(0, 30)) + "\n";
+        return "sa";
       case 3: {
         // Two npy arrays zipped: the shorter one ends the dataset.
         decls_ += "source sa = " + npy_source("a.npy", "a", rng_.range(1, 30)) + "\n";
         decls_ += "source sb = " + npy_source("b.npy", "b", rng_.range(1, 30)) + "\n";
         return "zip(sa, sb)";
       }
-      default: return tfrecord_source();
+      default:
+        decls_ += "source records = " + tfrecord_source() + "\n";
+        return "records";
     }
   }
 
@@ -205,6 +211,7 @@ class SpecBuilder {
           int64_t n = rng_.range(1, 5);
           bool drop = rng_.chance(0.5);
           for (Field& f : fields_) f.type.shape.insert(f.type.shape.begin(), drop ? n : -1);
+          if (!drop) ragged_batches_ = true;
           ++batch_rank_;
           return drop ? fmt::format("batch({}, drop_remainder = true)", n) : fmt::format("batch({})", n);
         }
@@ -215,6 +222,10 @@ class SpecBuilder {
           return "unbatch()";
         }
         case 6: {
+          // Known runtime bug (reported, not fixed here): ChunkBuilder::add_rows copies dense rows with
+          // the first chunk's row size, so a shuffle buffer holding a full batch and a smaller last
+          // batch reads past the smaller one. Avoided unless asked for.
+          if (ragged_batches_ && !known_bugs_) continue;
           int64_t buffer = rng_.range(1, 20);
           if (rng_.chance(0.3)) return fmt::format("shuffle({}, seed = {}, reshuffle_each_iteration = false)", buffer, rng_.range(0, 99));
           return fmt::format("shuffle({}, seed = {})", buffer, rng_.range(0, 99));
@@ -244,13 +255,15 @@ class SpecBuilder {
   std::vector<std::string> field_texts_;
   std::vector<std::string> locals_;
   int batch_rank_ = 0;
+  bool ragged_batches_ = false;  // a batch without drop_remainder happened upstream
+  bool known_bugs_ = false;
   int repeats_ = 0;
   int next_field_ = 0;
 };
 
 }  // namespace
 
-GeneratedCase generate_case(uint64_t seed) { return SpecBuilder(seed).build(); }
+GeneratedCase generate_case(uint64_t seed, bool known_bugs) { return SpecBuilder(seed, known_bugs).build(); }
 
 void write_case(const GeneratedCase& c, const fs::path& dir) {
   fs::create_directories(dir / "data");

@@ -1,6 +1,7 @@
 #include "tests/difftest/variants.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,7 +14,6 @@
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/npy.h"
-#include "runtime/plan/verifier.h"
 
 namespace pipec::difftest {
 
