@@ -4,7 +4,7 @@
 // interpreter (tests/difftest/compare_outputs.h). Then does the same for the examples.
 //
 //   difftest [--seeds N] [--first S] [--seed S] [--keep DIR] [--pipec PATH] [--no-examples] [--examples-only]
-//            [--source-dir DIR] [--spec FILE] [--known-bugs] [-v]
+//            [--source-dir DIR] [--spec FILE] [--known-bugs] [--lib-every K] [--lib-reader PATH] [-v]
 //
 // A mismatch prints the seed, the variant, element, field, first differing index and the spec, and
 // keeps the case folder under --keep (default ./difftest-failures) for `difftest --seed S`.
@@ -38,6 +38,8 @@ struct HarnessOptions {
   std::optional<uint64_t> one_seed;
   fs::path keep = "difftest-failures";
   std::string pipec = PIPEC_BINARY;
+  std::string lib_reader = DIFFTEST_LIB_READER;
+  int lib_every = 10;  // the built-library variant links a library per case: every 10th case
   fs::path source_dir = PIPEC_SOURCE_DIR;
   bool examples = true;
   bool generated = true;
@@ -88,15 +90,18 @@ void report_mismatch(const std::string& label, const Variant& v, const Mismatch&
 
 // Runs every variant on one spec and compares it with the reference. Returns false on a mismatch.
 bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const HarnessOptions& o, Tally& t,
-                  const fs::path& keep_as) {
+                  const fs::path& keep_as, bool every_variant = false) {
   RunOutput ref = run_variant(reference_variant(), req, o.pipec);
+  int64_t case_index = t.cases;
   if (!ref.ok) {
     ++t.run_errors;
     if (o.verbose) std::cout << fmt::format("{}: the reference run failed: {}\n", label, ref.error);
   }
   bool ok = true;
   for (const Variant& v : variants.enabled) {
-    RunOutput got = run_variant(v, req, o.pipec);
+    // Slow variants run on every n-th generated case (the first included) and on every example.
+    if (!every_variant && (case_index - 1) % v.every != 0) continue;
+    RunOutput got = run_variant(v, req, o.pipec, o.lib_reader);
     ++t.compared[v.name];
     if (auto m = compare_outputs(ref, got, v.tolerance)) {
       ++t.mismatches;
@@ -166,7 +171,7 @@ bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t,
   // 512-element batches of 1500 records: the 4 batches taken cross the end of the first epoch.
   RunRequest req{chess / "chess.pipe", "", 4, chess / "scratch"};
   ++t.cases;
-  ok = compare_case("example chess", req, variants, o, t, o.keep / "example-chess") && ok;
+  ok = compare_case("example chess", req, variants, o, t, o.keep / "example-chess", true) && ok;
   std::cout << "example chess: compared on 4 batches of 1500 generated records\n";
   for (const char* name : {"deblur", "preprocess", "segmentation"}) {
     fs::path spec = o.source_dir / "examples" / name / (std::string(name) + ".pipe");
@@ -183,7 +188,7 @@ bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t,
       }
       ++t.cases;
       ok = compare_case(fmt::format("example {} pipeline {}", name, d->name), r, variants, o, t,
-                        o.keep / fmt::format("example-{}-{}", name, d->name)) && ok;
+                        o.keep / fmt::format("example-{}-{}", name, d->name), true) && ok;
     }
   }
   return ok;
@@ -208,6 +213,8 @@ bool parse_args(int argc, char** argv, HarnessOptions& o) {
       else if (a == "-v" || a == "--verbose") o.verbose = true;
       else if (a == "--spec") o.spec = value();
       else if (a == "--known-bugs") o.known_bugs = true;
+      else if (a == "--lib-every") o.lib_every = std::stoi(value());
+      else if (a == "--lib-reader") o.lib_reader = value();
       else throw std::invalid_argument("unknown option " + a);
     } catch (const std::exception& e) {
       std::cerr << "difftest: " << e.what() << "\n";
@@ -229,9 +236,11 @@ int main(int argc, char** argv) {
     std::cout << "difftest: " << problem << "\n";
     return 1;
   }
-  VariantSet variants = detect_variants(o.pipec);
+  VariantSet variants = detect_variants(o.pipec, o.lib_reader, o.lib_every);
   std::cout << "difftest: reference " << reference_variant().name << "; variants compared:";
-  for (const Variant& v : variants.enabled) std::cout << " " << v.name << (v.tolerance == Tolerance::Exact ? " (exact)" : " (ulp)");
+  for (const Variant& v : variants.enabled)
+    std::cout << " " << v.name << (v.tolerance == Tolerance::Exact ? " (exact" : " (ulp")
+              << (v.every > 1 ? fmt::format(", every {}th case)", v.every) : ")");
   std::cout << "\n";
   for (const std::string& s : variants.skipped) std::cout << "difftest: variant not run: " << s << "\n";
   if (!o.known_bugs)
@@ -250,7 +259,7 @@ int main(int argc, char** argv) {
   if (!o.spec.empty()) {
     ++t.cases;
     RunRequest req{fs::absolute(o.spec), "", std::nullopt, work / "scratch"};
-    ok = compare_case(o.spec.string(), req, variants, o, t, o.keep / "spec") && ok;
+    ok = compare_case(o.spec.string(), req, variants, o, t, o.keep / "spec", true) && ok;
   }
   std::error_code ec;
   fs::remove_all(work, ec);

@@ -89,6 +89,8 @@ RunOutput run_in_process(const Variant& v, const RunRequest& req) {
   return out;
 }
 
+void read_output_dir(const fs::path& dir, RunOutput& out);
+
 // `pipec run --output DIR`, read back: DIR/NNNNNN/<field>.npy.
 RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::string& pipec) {
   RunOutput out;
@@ -105,6 +107,40 @@ RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::s
     out.error = fmt::format("pipec run exited with {}: {}", code, err);
     return out;
   }
+  read_output_dir(dir, out);
+  fs::remove_all(dir, ec);
+  return out;
+}
+
+// The library `pipec build` makes of the spec, read by difftest_read_lib into the same layout.
+RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& reader) {
+  RunOutput out;
+  fs::path lib = req.scratch / "lib" / "libcase.so";
+  fs::path dir = req.scratch / ("out-" + v.name);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(lib.parent_path());
+  std::vector<std::string> args = {"build", req.spec.string(), "-o", lib.string()};
+  if (!req.pipeline.empty()) args.insert(args.end(), {"--pipeline", req.pipeline});
+  args.insert(args.end(), v.flags.begin(), v.flags.end());
+  std::string err;
+  if (int code = run_command(pipec, args, req.scratch, nullptr, &err)) {
+    out.error = fmt::format("pipec build exited with {}: {}", code, err);
+    return out;
+  }
+  std::vector<std::string> rargs = {lib.string(), dir.string()};
+  if (req.take) rargs.push_back(std::to_string(*req.take));
+  if (int code = run_command(reader, rargs, req.scratch, nullptr, &err)) {
+    out.error = fmt::format("difftest_read_lib exited with {}: {}", code, err);
+    return out;
+  }
+  read_output_dir(dir, out);
+  fs::remove_all(dir, ec);
+  fs::remove_all(lib.parent_path(), ec);
+  return out;
+}
+
+void read_output_dir(const fs::path& dir, RunOutput& out) {
   try {
     std::vector<fs::path> folders;
     if (fs::exists(dir))
@@ -113,7 +149,7 @@ RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::s
     for (size_t i = 0; i < folders.size(); ++i) {
       if (folders[i].filename() != fmt::format("{:06d}", i)) {
         out.error = "unexpected output folder " + folders[i].string();
-        return out;
+        return;
       }
       Element e;
       for (const auto& f : fs::directory_iterator(folders[i]))
@@ -124,8 +160,6 @@ RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::s
   } catch (const std::exception& e) {
     out.error = e.what();
   }
-  fs::remove_all(dir, ec);
-  return out;
 }
 
 }  // namespace
@@ -146,7 +180,7 @@ int run_command(const std::string& pipec, const std::vector<std::string>& args, 
 
 Variant reference_variant() { return Variant{"interp-threads1", true, 1, 0, {}, Tolerance::Exact}; }
 
-VariantSet detect_variants(const std::string& pipec) {
+VariantSet detect_variants(const std::string& pipec, const std::string& lib_reader, int lib_every) {
   VariantSet s;
   // Scheduling must not change a single bit: several threads, and chunks of odd sizes (one row, a
   // prime) that put chunk boundaries inside batches, shuffle buffers and repeats.
@@ -175,17 +209,26 @@ VariantSet detect_variants(const std::string& pipec) {
   }
   std::string build_help;
   int build_code = run_command(pipec, {"build", "--help"}, scratch, &build_help);
-  if (build_code == 0)
-    s.skipped.push_back("built-library: `pipec build` exists but this harness has no C reader for its library yet");
-  else
+  if (build_code == 0 && lib_reader.empty()) {
+    s.skipped.push_back("built-library: no difftest_read_lib program given");
+  } else if (build_code == 0) {
+    // Libraries may run compiled kernels: the ulp bound applies. Building one links a library, so it
+    // runs on every lib_every-th case only.
+    Variant v{"built-library", false, 0, 0, {}, Tolerance::Ulp};
+    v.built_library = true;
+    v.every = std::max(1, lib_every);
+    s.enabled.push_back(v);
+  } else
     s.skipped.push_back(fmt::format("built-library: `pipec build --help` failed (exit {}): no `pipec build` in this tree", build_code));
   std::error_code ec;
   fs::remove_all(scratch, ec);
   return s;
 }
 
-RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec) {
-  return v.in_process ? run_in_process(v, req) : run_command_line(v, req, pipec);
+RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& lib_reader) {
+  if (v.in_process) return run_in_process(v, req);
+  if (v.built_library) return run_built_library(v, req, pipec, lib_reader);
+  return run_command_line(v, req, pipec);
 }
 
 }  // namespace pipec::difftest

@@ -24,6 +24,8 @@ struct Variant {
   int64_t chunk_rows = 0;          // in-process: rows per source chunk (0 = the runtime's default)
   std::vector<std::string> flags;  // command line: extra `pipec run` flags
   Tolerance tolerance = Tolerance::Exact;
+  bool built_library = false;      // `pipec build` the spec, read the library with difftest_read_lib
+  int every = 1;                   // run on every n-th case only (for slow variants)
 };
 
 struct RunRequest {
@@ -41,10 +43,11 @@ struct VariantSet {
   std::vector<Variant> enabled;
   std::vector<std::string> skipped;  // "pipec-run-O0: `pipec run --help` lists no -O0"
 };
-VariantSet detect_variants(const std::string& pipec_binary);
+/// `lib_reader`: the difftest_read_lib program; `lib_every`: how often the built-library variant runs.
+VariantSet detect_variants(const std::string& pipec_binary, const std::string& lib_reader, int lib_every);
 
 /// Runs `req` as `v` describes. Never throws: a failure is reported in RunOutput::error.
-RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec_binary);
+RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec_binary, const std::string& lib_reader = "");
 
 /// Runs `pipec ARGS` with stdout and stderr captured into files under `scratch`; returns the exit
 /// code and fills `out` / `err` when given.
