@@ -157,6 +157,11 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
     bool fl = rng_.chance(0.4);
     b = {fl ? literal_float() : literal_int(), {fl ? DType::F64 : DType::I64, {}}, true};
   }
+  if (weak && a.type.dtype == DType::Bool) {
+    // A weak number meeting a bool takes the bool's dtype, which `&&` and friends then refuse.
+    b = scalar_leaf();
+    weak = false;
+  }
   if (a.constant && b.constant) {
     b = random_op(b.type.shape);
     weak = false;
