@@ -5,8 +5,9 @@
 //   # names/fail_unknown.pipe:3:7: error[unknown_name]: unknown name `flgs`
 //   # ...
 //
-// A first line `# mode: explain` compares the diagnostics and the plan (`pipec explain`); otherwise the
-// diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none (warnings
+// A first line `# mode: explain` compares the diagnostics and the plan as lowered (`pipec explain -O0`),
+// `# mode: optimized` the plan after the optimizer (`pipec explain`), `# mode: passes` the plan after
+// every pass (`pipec explain --passes`); otherwise the diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
 // the current output.
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "compiler/ir/lower.h"
+#include "compiler/passes/pass_pipeline.h"
 #include "compiler/sema/program.h"
 
 namespace fs = std::filesystem;
@@ -39,17 +41,33 @@ static std::string relative_paths(std::string text) {
   return text;
 }
 
-static std::string run_spec(const std::string& rel_path, const std::string& spec, bool explain, bool& had_errors) {
+enum class Mode { Check, Explain, Optimized, Passes };
+
+static std::string run_spec(const std::string& rel_path, const std::string& spec, Mode mode, bool& had_errors) {
   auto program = check_text(rel_path, spec);
   std::ostringstream out;
   program->diags.print(out, false);
   had_errors = program->diags.has_errors();
-  if (explain && !had_errors) {
+  if (mode != Mode::Check && !had_errors) {
     for (const auto& d : program->main().decls) {
       if (d->kind != DeclKind::Pipeline) continue;
       Plan plan = lower_pipeline(*program, *d);
       for (auto& p : verify_plan(plan)) out << "VERIFIER: " << p << "\n";
-      out << print_plan(plan);
+      if (mode == Mode::Explain) {
+        out << print_plan(plan);
+        continue;
+      }
+      PassOptions opts;
+      if (mode == Mode::Passes)
+        opts.log = [&](const std::string& pass, bool changed, const Plan& after) {
+          out << "== after " << pass << (changed ? " ==\n" + print_plan(after) : ": unchanged ==\n");
+        };
+      try {
+        run_passes(plan, opts);
+      } catch (const PassError& e) {
+        out << "PASS ERROR: " << e.what();
+      }
+      if (mode == Mode::Optimized) out << print_plan(plan);
     }
   }
   return relative_paths(out.str());
@@ -96,9 +114,12 @@ int main(int argc, char** argv) {
     size_t marker = text.find(kMarker);
     std::string spec = marker == std::string::npos ? text : text.substr(0, marker);
     std::string expected = marker == std::string::npos ? "" : text.substr(marker);
-    bool explain = spec.rfind("# mode: explain", 0) == 0;
+    Mode mode = spec.rfind("# mode: explain", 0) == 0     ? Mode::Explain
+                : spec.rfind("# mode: optimized", 0) == 0 ? Mode::Optimized
+                : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
+                                                           : Mode::Check;
     bool had_errors = false;
-    std::string output = run_spec(f, spec, explain, had_errors);
+    std::string output = run_spec(f, spec, mode, had_errors);
     std::string actual = as_comment_block(output);
     bool must_fail = fs::path(f).filename().string().rfind("fail_", 0) == 0;
     std::string problem;

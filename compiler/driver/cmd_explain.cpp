@@ -1,8 +1,12 @@
 // `pipec explain FILE [--pipeline NAME]`: the plan of each pipeline, stage by stage with element types,
-// and the expression IR of every map and filter.
+// and the expression IR of every map and filter. The optimized plan by default, the lowered one with
+// -O0, and with --passes the plan after every optimizer pass.
 #include <iostream>
 
+#include "compiler/codegen/llvm/jit.h"
+#include "compiler/codegen/stage_kernel.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
 #include "compiler/sema/program.h"
@@ -12,26 +16,43 @@ namespace pipec {
 static const char* kExplainUsage =
     "usage: pipec explain [options] FILE\n"
     "\n"
-    "Type-checks FILE and prints the plan of each pipeline: every stage with its arguments and the element\n"
-    "type it produces, then the expression IR of every map and filter.\n"
+    "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
+    "the element type it produces, then the expression IR of every map and filter, and whether `pipec run`\n"
+    "compiles each map/filter to native code (and if not, why).\n"
     "\n"
     "options:\n"
-    "  --pipeline NAME   only this pipeline\n"
-    "  -I DIR            also search DIR for `import name`\n"
-    "  -w, --no-warnings do not report warnings\n";
+    "  --pipeline NAME        only this pipeline\n"
+    "  --passes               the lowered plan, then the plan after each optimizer pass (or \"unchanged\")\n"
+    "  --loops                also print the loop nests the code generators compile\n"
+    "  --llvm                 also print the (unoptimized) LLVM IR of the kernels\n"
+    "  -I DIR                 also search DIR for `import name`\n"
+    "  -w, --no-warnings      do not report warnings\n";
 
 int cmd_explain(const Args& args) {
   if (wants_help(args)) {
-    std::cout << kExplainUsage;
+    std::cout << kExplainUsage << kOptFlagsHelp;
     return 0;
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  if (!parse_spec_options(args, opts, rest, "explain", {"--pipeline"})) return 2;
+  std::vector<std::string> extra = opt_flag_names();
+  extra.push_back("--pipeline");
+  extra.push_back("--passes");
+  extra.push_back("--loops");
+  extra.push_back("--llvm");
+  if (!parse_spec_options(args, opts, rest, "explain", extra)) return 2;
+  PassOptions passes;
+  if (!take_opt_flags(rest, passes, "explain")) return 2;
+  bool show_passes = false;
   std::string only;
   std::vector<std::string> files;
+  bool loops = false, llvm_ir = false;
   for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == "--pipeline") {
+    if (rest[i] == "--loops") {
+      loops = true;
+    } else if (rest[i] == "--llvm") {
+      llvm_ir = true;
+    } else if (rest[i] == "--pipeline") {
       if (i + 1 >= rest.size()) {
         std::cerr << "pipec explain: --pipeline needs a name\n";
         return 2;
@@ -39,6 +60,8 @@ int cmd_explain(const Args& args) {
       only = rest[++i];
     } else if (rest[i].rfind("--pipeline=", 0) == 0) {
       only = rest[i].substr(11);
+    } else if (rest[i] == "--passes") {
+      show_passes = true;
     } else {
       files.push_back(rest[i]);
     }
@@ -68,7 +91,36 @@ int cmd_explain(const Args& args) {
     }
     if (!first) std::cout << "\n";
     first = false;
-    std::cout << print_plan(plan);
+    if (show_passes) {
+      std::cout << "== lowered ==\n" << print_plan(plan);
+      passes.log = [](const std::string& pass, bool changed, const Plan& after) {
+        if (changed) std::cout << "\n== after " << pass << " ==\n" << print_plan(after);
+        else std::cout << "\n== after " << pass << ": unchanged ==\n";
+      };
+    }
+    try {
+      run_passes(plan, passes);
+    } catch (const PassError& e) {
+      std::cerr << "pipec explain: " << e.what();
+      return 2;
+    }
+    if (!show_passes) std::cout << print_plan(plan);
+    // Code generation: which bodies of the (optimized) plan become native kernels.
+    std::string kernels;
+    for (size_t i = 0; i < plan.stages.size() && passes.opt_level > 0; ++i) {
+      const Stage& s = plan.stages[i];
+      if (s.op != "map" && s.op != "filter") continue;
+      codegen::LoopNest nest;
+      std::string why;
+      if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
+        kernels += "  #" + std::to_string(i) + " " + s.op + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+        if (loops) kernels += codegen::print_loop_nest(nest);
+      } else {
+        kernels += "  #" + std::to_string(i) + " " + s.op + ": interpreter: " + why + "\n";
+      }
+    }
+    if (!kernels.empty()) std::cout << "kernels:\n" << kernels;
+    if (llvm_ir) std::cout << codegen::kernels_llvm_ir(plan);
   }
   if (!found) {
     if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";

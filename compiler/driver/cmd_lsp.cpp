@@ -1,11 +1,9 @@
 // `pipec lsp`: the language server, speaking LSP over stdin/stdout (see docs/editors.md).
-#include <pthread.h>
-
 #include <cstdio>
-#include <functional>
 #include <iostream>
 
 #include "compiler/driver/commands.h"
+#include "compiler/front/big_stack.h"
 #include "compiler/lsp/server.h"
 
 namespace pipec {
@@ -27,21 +25,7 @@ int cmd_lsp(const Args& args) {
   // Checking a spec recurses on deeply nested expressions; a private thread with a large stack keeps a
   // pathological buffer from overflowing the main thread's stack.
   int code = 1;
-  std::function<void()> work = [&] { code = lsp::run_lsp_server(std::cin, std::cout); };
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t(512) << 20);
-  pthread_t thread;
-  auto trampoline = [](void* p) -> void* {
-    (*static_cast<std::function<void()>*>(p))();
-    return nullptr;
-  };
-  if (pthread_create(&thread, &attr, trampoline, &work) == 0) {
-    pthread_join(thread, nullptr);
-  } else {
-    work();
-  }
-  pthread_attr_destroy(&attr);
+  run_with_big_stack(size_t(512) << 20, [&] { code = lsp::run_lsp_server(std::cin, std::cout); });
   std::cout.flush();
   return code;
 }

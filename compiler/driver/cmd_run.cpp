@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/llvm/jit.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/ir/lower.h"
 #include "runtime/exec/cancellation.h"
@@ -28,6 +30,7 @@ static const char* kRunUsage =
     "\n"
     "Runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
     "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
+    "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.\n"
     "\n"
     "options:\n"
     "  --pipeline NAME        the pipeline to run (default: the only one, or the one a train block uses)\n"
@@ -39,6 +42,7 @@ static const char* kRunUsage =
     "  --checkpoint-every N   ... every N output elements (default 100)\n"
     "  --resume               continue from DIR/state.ckpt\n"
     "  --stats-json FILE      write the summary as JSON\n"
+    "  --no-jit               run map/filter bodies on the interpreter instead of compiling them with LLVM\n"
     "  -q, --quiet            no progress line and no summary\n"
     "  -I DIR                 also search DIR for `import name`\n";
 
@@ -55,6 +59,7 @@ struct RunArgs {
   int64_t checkpoint_every = 100;
   bool resume = false;
   std::string stats_json;
+  bool no_jit = false;
 };
 
 bool parse_int(const std::string& flag, const std::string& text, int64_t& out) {
@@ -124,6 +129,8 @@ bool parse_run_args(const std::vector<std::string>& rest, RunArgs& a) {
         return false;
       }
       a.checkpoint_every = n;
+    } else if (flag == "--no-jit") {
+      a.no_jit = true;
     } else if (flag == "--resume") {
       a.resume = true;
     } else if (flag == "--stats-json") {
@@ -199,7 +206,14 @@ struct Summary {
   double seconds = 0;
 };
 
-void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched) {
+// The backend that runs stage `i`'s body: the compiled kernel's or the interpreter ("" for other stages).
+std::string stage_backend(const Stage& s) {
+  if (s.op != "map" && s.op != "filter") return "";
+  return s.native && s.native->fn ? s.native->backend : "interpreter";
+}
+
+void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched,
+                   const codegen::JitReport* jit) {
   const Plan& plan = run.plan();
   const RunContext& ctx = run.context();
   double secs = std::max(s.seconds, 1e-9);
@@ -208,6 +222,7 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   out << fmt::format("  examples/s  {}\n", format_thousands(static_cast<uint64_t>(s.examples / secs)));
   out << fmt::format("  output      {}\n", format_byte_rate(s.bytes / secs));
   out << fmt::format("  peak RSS    {:.1f} MB\n", peak_rss_bytes() / 1e6);
+  if (jit) out << fmt::format("  kernels     {}\n", jit->summary());
   uint64_t total_busy = 0;
   for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
   out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}\n", "", "stage", "elements out", "busy", "share");
@@ -222,6 +237,7 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     }
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
+    if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
     out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%{}\n", i, plan.stages[i].op,
                        format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, extra);
   }
@@ -230,7 +246,8 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
                        100.0 * worst_ns / total_busy);
 }
 
-void write_stats_json(const std::string& path, const PipelineRun& run, const std::string& name, const Summary& s) {
+void write_stats_json(const std::string& path, const PipelineRun& run, const std::string& name, const Summary& s,
+                      const codegen::JitReport* jit) {
   const RunContext& ctx = run.context();
   std::ofstream o(path);
   o << "{\n";
@@ -238,12 +255,16 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
                    s.examples, s.bytes);
   o << fmt::format("  \"seconds\": {:.6f},\n  \"examples_per_second\": {:.3f},\n  \"peak_rss_bytes\": {},\n", s.seconds,
                    s.examples / std::max(s.seconds, 1e-9), peak_rss_bytes());
+  if (jit)
+    o << fmt::format("  \"jit\": {{\"compiled\": {}, \"cached\": {}, \"compile_ms\": {:.3f}}},\n", jit->compiled, jit->cached,
+                     jit->compile_ms);
   o << "  \"stages\": [\n";
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
-                     "\"dropped\": {}}}{}\n",
+                     "\"dropped\": {}, \"backend\": \"{}\"}}{}\n",
                      i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
+                     stage_backend(run.plan().stages[i]),
                      i + 1 < run.plan().stages.size() ? "," : "");
   }
   o << "  ]\n}\n";
@@ -253,15 +274,17 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
 
 int cmd_run(const Args& args) {
   if (wants_help(args)) {
-    std::cout << kRunUsage;
+    std::cout << kRunUsage << kOptFlagsHelp;
     return 0;
   }
   SpecOptions opts;
   std::vector<std::string> rest;
-  if (!parse_spec_options(args, opts, rest, "run",
-                          {"--pipeline", "--take", "--output", "--seed", "--threads", "--checkpoint", "--checkpoint-every",
-                           "--resume", "--stats-json"}))
-    return 2;
+  std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",  "--threads", "--checkpoint",
+                                    "--checkpoint-every", "--resume", "--stats-json", "--no-jit"};
+  extra.insert(extra.end(), opt_flag_names().begin(), opt_flag_names().end());
+  if (!parse_spec_options(args, opts, rest, "run", extra)) return 2;
+  PassOptions passes;
+  if (!take_opt_flags(rest, passes, "run")) return 2;
   RunArgs a;
   if (!parse_run_args(rest, a)) return 2;
 
@@ -284,6 +307,15 @@ int cmd_run(const Args& args) {
     for (auto& p : problems) std::cerr << "  " << p << "\n";
     return 2;
   }
+  try {
+    run_passes(plan, passes);
+  } catch (const PassError& e) {
+    std::cerr << "pipec run: " << e.what();
+    return 2;
+  }
+  // -O0 is the reference: the lowered plan on the interpreter, no native code.
+  std::optional<codegen::JitReport> jit;
+  if (!a.no_jit && passes.opt_level > 0) jit = codegen::attach_native_kernels(plan);
   const ElementInfo& out_elem = plan.stages.back().element;
   bool batched = out_elem.batch_rank > 0;
 
@@ -344,8 +376,8 @@ int cmd_run(const Args& args) {
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
-    if (!opts.quiet) print_summary(std::cerr, run, decl->name, sum, batched);
-    if (!a.stats_json.empty()) write_stats_json(a.stats_json, run, decl->name, sum);
+    if (!opts.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr);
+    if (!a.stats_json.empty()) write_stats_json(a.stats_json, run, decl->name, sum, jit ? &*jit : nullptr);
   } catch (const CancelledError&) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: interrupted after " << sum.elements << " elements\n";

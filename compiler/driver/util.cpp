@@ -1,11 +1,8 @@
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "compiler/driver/commands.h"
+#include "compiler/front/source.h"
 
 namespace pipec {
 
@@ -22,20 +19,7 @@ bool read_text_file(const std::string& path, std::string& text, std::string& err
     text = ss.str();
     return true;
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error = "Is a directory";
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-  return true;
+  return read_source_file(path, text, error);
 }
 
 }  // namespace pipec

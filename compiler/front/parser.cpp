@@ -4,7 +4,6 @@
 // the parser, and so that nesting depth can be checked before ANTLR recurses into it.
 #include "compiler/front/parser.h"
 
-#include <pthread.h>
 
 #include <algorithm>
 #include <functional>
@@ -15,6 +14,7 @@
 #include "PipeParser.h"
 #include "antlr4-runtime.h"
 #include "compiler/front/ast_builder.h"
+#include "compiler/front/big_stack.h"
 
 namespace pipec {
 
@@ -326,29 +326,13 @@ std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file
   // ANTLR's prediction and our AST builder recurse on long operator chains; a private thread with a large
   // stack keeps even a 10 MB file of `1+1+...` from overflowing the caller's stack.
   std::unique_ptr<Module> result;
-  std::exception_ptr error;
-  std::function<void()> work = [&] {
-    try {
-      result = parse_impl(sources, file_id, diags);
-    } catch (...) {
-      error = std::current_exception();
-    }
-  };
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t(1) << 30);
-  pthread_t thread;
-  auto trampoline = [](void* p) -> void* {
-    (*static_cast<std::function<void()>*>(p))();
-    return nullptr;
-  };
-  if (pthread_create(&thread, &attr, trampoline, &work) == 0) {
-    pthread_join(thread, nullptr);
-  } else {
-    work();
+  bool failed = false;
+  try {
+    run_with_big_stack(size_t(1) << 30, [&] { result = parse_impl(sources, file_id, diags); });
+  } catch (...) {
+    failed = true;
   }
-  pthread_attr_destroy(&attr);
-  if (error || !result) {
+  if (failed || !result) {
     result = std::make_unique<Module>();
     result->file = file_id;
     diags.report(DiagKind::syntax_error, {file_id, 0, 0}, "the file could not be parsed");

@@ -1,6 +1,11 @@
 #include "compiler/front/source.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace pipec {
 
@@ -43,6 +48,23 @@ uint32_t SourceManager::find(std::string_view path) const {
   for (uint32_t i = 0; i < files_.size(); ++i)
     if (files_[i]->path() == path) return i + 1;
   return 0;
+}
+
+bool read_source_file(const std::string& path, std::string& text, std::string& error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    error = "it is a directory";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
 }
 
 }  // namespace pipec

@@ -57,4 +57,8 @@ class SourceManager {
   std::vector<std::unique_ptr<SourceFile>> files_;
 };
 
+/// Reads a whole file as bytes. On failure returns false with `error` saying why ("it is a directory",
+/// or the system's reason such as "No such file or directory").
+bool read_source_file(const std::string& path, std::string& text, std::string& error);
+
 }  // namespace pipec

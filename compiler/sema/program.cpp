@@ -32,23 +32,6 @@ namespace {
 // Files larger than this are refused before parsing: no spec is this big, and it bounds memory.
 constexpr size_t kMaxSpecBytes = 16u << 20;
 
-bool read_file(const std::string& path, std::string& out, std::string& error) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    error = "it is a directory";
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
-
 class Loader {
  public:
   Loader(Program& p, const CheckOptions& o) : program_(p), options_(o) {}
@@ -114,7 +97,7 @@ class Loader {
         return;  // already loaded through another import
       }
       std::string text, error;
-      if (!read_file(key, text, error)) break;
+      if (!read_source_file(key, text, error)) break;
       if (text.size() > kMaxSpecBytes) {
         program_.diags.report(DiagKind::syntax_error, d.name_range,
                               fmt::format("`{}` is {} bytes; specs larger than {} bytes are refused", d.import_path,
@@ -181,7 +164,7 @@ std::unique_ptr<Program> check_text(const std::string& path, std::string text, c
 
 std::unique_ptr<Program> check_file(const std::string& path, const CheckOptions& options) {
   std::string text, error;
-  if (!read_file(path, text, error)) {
+  if (!read_source_file(path, text, error)) {
     auto p = std::make_unique<Program>();
     p->io_error = fmt::format("cannot read {}: {}", path, error);
     auto m = std::make_unique<Module>();

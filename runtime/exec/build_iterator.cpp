@@ -30,7 +30,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
   }
   IteratorPtr input = build_iterator(ctx, s.inputs.at(0), epoch);
   if (op == "map") return make_map(ctx, stage, std::move(input));
-  if (op == "filter") return make_filter(ctx, stage, std::move(input));
+  if (op == "filter" || op == "map_filter") return make_filter(ctx, stage, std::move(input));
   if (op == "batch") return make_batch(ctx, stage, std::move(input), false);
   if (op == "padded_batch") return make_batch(ctx, stage, std::move(input), true);
   if (op == "unbatch") return make_unbatch(ctx, stage, std::move(input));

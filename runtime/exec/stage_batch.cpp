@@ -86,6 +86,8 @@ class Batch : public ChunkIterator {
     } catch (const std::runtime_error& e) {
       throw StageError(spec(), e.what());
     }
+    // A batch belongs to the epoch of its elements: maps after it key their random ops by it.
+    out.epoch = rows_.front().epoch;
     rows_.clear();
     out.first_index = produced_;
     produced_ += 1;

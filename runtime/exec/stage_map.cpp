@@ -1,9 +1,14 @@
 // map(fn) and filter(predicate): run the stage's expression function on whole chunks with the
 // interpreter. Several chunks are in flight on the thread pool at once; results come out in input
 // order (tf.data's deterministic = true), so the output never depends on the thread count.
+// Two forms the optimizer makes run here too: map_filter (a map and the filter after it, one function
+// whose last result is the keep flag) and a map with `per_row = n` (moved after its batch; it runs on
+// the element rows of the batches, runtime/exec/row_view.h).
 #include <deque>
 #include <future>
 
+#include "runtime/exec/native_call.h"
+#include "runtime/exec/row_view.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/ops/interpreter.h"
 
@@ -19,6 +24,8 @@ class MapLike : public ChunkIterator {
     for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
     window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
+    if (const Value* p = s.arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
+    fused_map_ = s.op == "map_filter";
   }
 
   // Tasks on the pool refer to this iterator: wait for every one before going away (an error in one
@@ -97,12 +104,12 @@ class MapLike : public ChunkIterator {
     } catch (const std::exception& e) {
       if (!ctx_.tolerant[stage_]) throw StageError(spec(), e.what());
     }
-    // ignore_errors: run row by row and drop the rows that fail.
+    // ignore_errors: run row by row on the interpreter (the reference for errors) and drop the rows that fail.
     std::vector<uint8_t> ok(in.rows, 1);
     std::vector<Chunk> parts;
     for (int64_t r = 0; r < in.rows; ++r) {
       try {
-        parts.push_back(apply_unchecked(slice_rows(in, r, r + 1)));
+        parts.push_back(apply_unchecked(slice_rows(in, r, r + 1), /*allow_native=*/false));
       } catch (const std::exception&) {
         ok[r] = 0;
         ctx_.dropped[stage_]->fetch_add(1);
@@ -123,16 +130,35 @@ class MapLike : public ChunkIterator {
     return out;
   }
 
-  Chunk apply_unchecked(const Chunk& in) const {
+  Chunk apply_unchecked(const Chunk& in, bool allow_native = true) const {
+    if (per_row_ <= 0) return apply_rows(in, allow_native);
+    Chunk out = apply_rows(batches_as_rows(in, per_row_), allow_native);
+    out.columns = rows_as_batches(std::move(out.columns), in.rows);
+    out.rows = in.rows;
+    out.first_index = in.first_index;
+    out.epoch = in.epoch;
+    return out;
+  }
+
+  Chunk apply_rows(const Chunk& in, bool allow_native) const {
     const Stage& s = spec();
     EvalContext ec;
     ec.seed = ctx_.seed;
-    std::vector<Column> cols = run_function(*s.fn, in_fields_, in, ec);
+    std::vector<Column> cols;
+    // A compiled kernel when the chunk fits it (dense columns of the expected dtypes), else the interpreter.
+    if (!allow_native || !s.native || !run_native(s, in_fields_, in, ec.seed, cols)) cols = run_function(*s.fn, in_fields_, in, ec);
     if (is_filter_) {
-      const Tensor& keep = cols.at(0).dense;
+      const Tensor& keep = (fused_map_ ? cols.back() : cols.at(0)).dense;
       std::vector<uint8_t> flags(in.rows);
       for (int64_t r = 0; r < in.rows; ++r) flags[r] = keep.data<uint8_t>()[r] != 0;
-      Chunk out = select_rows(in, flags);
+      Chunk mapped;
+      if (fused_map_) {
+        cols.pop_back();
+        mapped.rows = in.rows;
+        mapped.columns = std::move(cols);
+        mapped.epoch = in.epoch;
+      }
+      Chunk out = select_rows(fused_map_ ? mapped : in, flags);
       out.first_index = 0;  // renumbered by position below
       return out;
     }
@@ -148,6 +174,8 @@ class MapLike : public ChunkIterator {
   bool is_filter_;
   std::vector<std::string> in_fields_;
   int64_t window_ = 1;
+  int64_t per_row_ = 0;     // > 0: runs on the element rows of batches of this size
+  bool fused_map_ = false;  // map_filter: the function's last result is the keep flag
   mutable std::deque<std::future<Chunk>> inflight_;
   mutable std::deque<Chunk> ready_;
   bool input_done_ = false;

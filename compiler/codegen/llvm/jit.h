@@ -1,0 +1,48 @@
+// The JIT: compiles every compilable map/filter stage of a plan to native code with LLVM (ORC LLJIT)
+// and attaches it as Stage::native, so the runtime calls the kernel instead of the interpreter.
+//
+// Per stage: loop nest (compiler/codegen/loop_nest.h) -> LLVM IR (emit_kernel.h) -> O3 for the host
+// CPU -> object code (host_compiler.h), or the same object from the disk cache (kernel_cache.h) when
+// the IR, host and pipec version are unchanged -> linked into one LLJIT session per plan, which the
+// stages' NativeKernel::keep_alive owns. libm and memset/memcpy resolve to this process's functions
+// as absolute symbols, so the pipec binary needs no -rdynamic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/plan/plan.h"
+
+namespace pipec::codegen {
+
+struct JitOptions {
+  bool use_cache = true;
+  std::string cache_dir;  // empty: default_cache_dir()
+};
+
+struct StageJitStatus {
+  int stage = -1;
+  bool native = false;      // a kernel is attached
+  bool from_cache = false;  // ... loaded from the disk cache
+  double compile_ms = 0;    // time in LLVM (0 for cache hits)
+  std::string why_not;      // when !native: what kept it on the interpreter
+};
+
+struct JitReport {
+  std::vector<StageJitStatus> stages;  // one per map/filter stage
+  int compiled = 0;                    // kernels compiled by LLVM in this call
+  int cached = 0;                      // kernels loaded from the cache
+  double compile_ms = 0;               // total time of this call (lowering, LLVM, cache, linking)
+
+  /// "compiled 1 kernel in 85 ms", "1 kernel from cache", "no kernels (map@2: op `foo` is not compiled)".
+  std::string summary() const;
+};
+
+/// Compiles and attaches kernels to every compilable map/filter stage. Never throws for a stage that
+/// cannot be compiled: it stays on the interpreter and its status says why.
+JitReport attach_native_kernels(Plan& plan, const JitOptions& opts = {});
+
+/// The unoptimized LLVM IR of every compilable map/filter kernel (`pipec explain --llvm`).
+std::string kernels_llvm_ir(const Plan& plan);
+
+}  // namespace pipec::codegen

@@ -1,0 +1,679 @@
+#include "compiler/codegen/loop_nest.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "runtime/ops/kernel.h"
+#include "runtime/ops/native_random.h"
+
+namespace pipec::codegen {
+
+namespace {
+
+const std::set<std::string> kArith = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "max", "min",
+                                      "atan2", "bit_and", "bit_or", "bit_xor", "shl", "shr"};
+const std::set<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
+const std::set<std::string> kUnary = {"neg", "bit_not", "abs", "sign", "relu", "square", "tanh", "exp", "log",
+                                      "log1p", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "round", "sigmoid"};
+const std::set<std::string> kFloatOnly = {"atan2", "tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
+                                          "cos", "floor", "ceil", "round", "sigmoid"};
+const std::set<std::string> kIntegral = {"bit_and", "bit_or", "bit_xor", "bit_not"};  // bool and ints
+const std::set<std::string> kIntOnly = {"shl", "shr"};
+const std::set<std::string> kStructural = {"slice", "gather", "reshape", "expand_dims", "squeeze", "transpose",
+                                           "concat", "stack", "unpack_bits", "pack_bits", "one_hot"};
+
+struct Unsupported {
+  std::string why;
+};
+
+std::string where(const Instr& in, int id) {
+  return fmt::format("%{} = {}{}", id, in.op, in.loc.valid() ? " at " + in.loc.to_string() : "");
+}
+
+// Python slice bounds for one dimension (the interpreter's resolve_slice).
+struct Range {
+  int64_t start, len, step;
+};
+Range resolve_slice(int64_t s, int64_t t, int64_t step, int64_t n) {
+  constexpr int64_t kNone = INT64_MIN;
+  if (step == kNone) step = 1;
+  if (step == 0) throw Unsupported{"slice step 0"};
+  Range r{0, 0, step};
+  if (step > 0) {
+    int64_t a = s == kNone ? 0 : s < 0 ? std::max<int64_t>(s + n, 0) : std::min(s, n);
+    int64_t b = t == kNone ? n : t < 0 ? std::max<int64_t>(t + n, 0) : std::min(t, n);
+    r.start = a;
+    r.len = b > a ? (b - a + step - 1) / step : 0;
+  } else {
+    int64_t a = s == kNone ? n - 1 : s < 0 ? std::max<int64_t>(s + n, -1) : std::min(s, n - 1);
+    int64_t b = t == kNone ? -1 : t < 0 ? std::max<int64_t>(t + n, -1) : std::min(t, n - 1);
+    r.start = a;
+    r.len = a > b ? (a - b + (-step) - 1) / (-step) : 0;
+  }
+  return r;
+}
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Builds one output's expression DAG. Nodes are hash-consed so equal index arithmetic is shared.
+class OutputBuilder {
+ public:
+  OutputBuilder(const ExprFunction& fn, const std::vector<Tensor>& folded, const std::vector<int>& input_of,
+                LoopNest& nest, LoopOutput& out)
+      : fn_(fn), folded_(folded), input_of_(input_of), nest_(nest), out_(out) {}
+
+  int var(int v) {
+    Node n;
+    n.kind = NodeKind::Var;
+    n.var = v;
+    return add(n);
+  }
+  int iconst(int64_t v, DType dt = DType::I64) {
+    Node n;
+    n.kind = NodeKind::Const;
+    n.dtype = dt;
+    n.ival = v;
+    return add(n);
+  }
+  int index(const std::string& op, int a, int b) {
+    const Node& x = out_.nodes[a];
+    const Node& y = out_.nodes[b];
+    const bool xc = x.kind == NodeKind::Const, yc = y.kind == NodeKind::Const;
+    if (xc && yc) {
+      int64_t p = x.ival, q = y.ival;
+      if (op == "add") return iconst(p + q);
+      if (op == "sub") return iconst(p - q);
+      if (op == "mul") return iconst(p * q);
+      if (op == "div") return iconst(q ? p / q : 0);
+      if (op == "mod") return iconst(q ? p % q : 0);
+      if (op == "min") return iconst(std::min(p, q));
+      if (op == "max") return iconst(std::max(p, q));
+      if (op == "lt") return iconst(p < q);
+    }
+    if (op == "add" && xc && x.ival == 0) return b;
+    if ((op == "add" || op == "sub") && yc && y.ival == 0) return a;
+    if (op == "mul" && ((xc && x.ival == 0) || (yc && y.ival == 0))) return iconst(0);
+    if (op == "mul" && xc && x.ival == 1) return b;
+    if ((op == "mul" || op == "div") && yc && y.ival == 1) return a;
+    if (op == "mod" && yc && y.ival == 1) return iconst(0);
+    Node n;
+    n.kind = NodeKind::Index;
+    n.op = op;
+    n.args = {a, b};
+    return add(n);
+  }
+  int cast(int a, DType to) {
+    const Node& x = out_.nodes[a];
+    if (x.dtype == to) return a;
+    Node n;
+    n.kind = NodeKind::Cast;
+    n.dtype = to;
+    n.arg_dtype = x.dtype;
+    n.args = {a};
+    return add(n);
+  }
+  int op(const std::string& name, std::vector<int> args, DType result) {
+    Node n;
+    n.kind = NodeKind::Op;
+    n.op = name;
+    n.dtype = result;
+    n.arg_dtype = out_.nodes[args.at(0)].dtype;
+    n.args = std::move(args);
+    return add(n);
+  }
+  int select(int c, int a, int b) {
+    Node n;
+    n.kind = NodeKind::Select;
+    n.dtype = out_.nodes[a].dtype;
+    n.args = {c, a, b};
+    return add(n);
+  }
+
+  // The flat row-major index of `idx` in `shape`.
+  int linearize(const std::vector<int>& idx, const std::vector<int64_t>& shape) {
+    int flat = iconst(0);
+    for (size_t d = 0; d < shape.size(); ++d) flat = index("add", index("mul", flat, iconst(shape[d])), idx[d]);
+    return flat;
+  }
+  std::vector<int> delinearize(int flat, const std::vector<int64_t>& shape) {
+    std::vector<int> idx(shape.size());
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      int q = index("div", flat, iconst(stride));
+      idx[d] = d == 0 ? q : index("mod", q, iconst(shape[d]));
+      stride *= shape[d];
+    }
+    return idx;
+  }
+
+  // The node computing value `id` at element index `idx` (one node per dimension of its type).
+  int value(int id, const std::vector<int>& idx) {
+    auto key = std::make_pair(id, idx);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    int r = compute(id, idx);
+    memo_[key] = r;
+    return r;
+  }
+
+ private:
+  int add(const Node& n) {
+    uint64_t fbits;
+    std::memcpy(&fbits, &n.fval, 8);  // by bits: -0.0 and NaN payloads stay distinct
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
+                                  static_cast<int>(n.arg_dtype), n.op, n.var, n.input, n.table, n.random, n.ival, fbits,
+                                  fmt::join(n.args, ","));
+    if (auto it = cse_.find(key); it != cse_.end()) return it->second;
+    out_.nodes.push_back(n);
+    int id = static_cast<int>(out_.nodes.size()) - 1;
+    cse_[key] = id;
+    return id;
+  }
+
+  const Type& type_of(int id) const { return fn_.body.at(static_cast<size_t>(id)).type; }
+
+  // Operand `o` of a broadcasting op whose result has shape `shape`, at `idx`.
+  int broadcast_operand(int o, const std::vector<int64_t>& shape, const std::vector<int>& idx) {
+    const auto& os = type_of(o).shape;
+    const size_t off = shape.size() - os.size();
+    std::vector<int> oi(os.size());
+    for (size_t d = 0; d < os.size(); ++d) oi[d] = (os[d] == 1 && shape[d + off] != 1) ? iconst(0) : idx[d + off];
+    return value(o, oi);
+  }
+
+  int folded(int id, const std::vector<int>& idx) {
+    const Tensor& t = folded_[id];
+    const DType dt = t.dtype();
+    if (t.num_elements() == 1) return const_of(t, 0);
+    // One table per folded value.
+    auto it = table_of_.find(id);
+    int tid;
+    if (it == table_of_.end()) {
+      ConstTable tab;
+      tab.dtype = dt;
+      tab.count = t.num_elements();
+      tab.bytes.assign(t.raw(), t.raw() + t.byte_size());
+      nest_.tables.push_back(std::move(tab));
+      tid = static_cast<int>(nest_.tables.size()) - 1;
+      table_of_[id] = tid;
+    } else {
+      tid = it->second;
+    }
+    Node n;
+    n.kind = NodeKind::Table;
+    n.dtype = dt;
+    n.table = tid;
+    n.args = {linearize(idx, t.shape())};
+    return add(n);
+  }
+
+  int const_of(const Tensor& t, int64_t i) {
+    Node n;
+    n.kind = NodeKind::Const;
+    n.dtype = t.dtype();
+    switch (t.dtype()) {
+      case DType::Bool: n.ival = t.data<bool>()[i] ? 1 : 0; break;
+      case DType::U8: n.ival = t.data<uint8_t>()[i]; break;
+      case DType::I8: n.ival = t.data<int8_t>()[i]; break;
+      case DType::U16: n.ival = t.data<uint16_t>()[i]; break;
+      case DType::I16: n.ival = t.data<int16_t>()[i]; break;
+      case DType::U32: n.ival = t.data<uint32_t>()[i]; break;
+      case DType::I32: n.ival = t.data<int32_t>()[i]; break;
+      case DType::U64: n.ival = static_cast<int64_t>(t.data<uint64_t>()[i]); break;
+      case DType::I64: n.ival = t.data<int64_t>()[i]; break;
+      case DType::F32: n.fval = t.data<float>()[i]; break;
+      case DType::F64: n.fval = t.data<double>()[i]; break;
+      default: throw Unsupported{"a constant of an unsupported dtype"};
+    }
+    return add(n);
+  }
+
+  int compute(int id, const std::vector<int>& idx) {
+    if (folded_[id].defined()) return folded(id, idx);
+    const Instr& in = fn_.body.at(static_cast<size_t>(id));
+    const auto& shape = in.type.shape;
+    const DType rt = in.type.dtype;
+    auto operand = [&](size_t k) { return in.operands.at(k); };
+    if (in.op == "param") {
+      const LoopInput& li = nest_.inputs.at(static_cast<size_t>(input_of_.at(id)));
+      Node n;
+      n.kind = NodeKind::Load;
+      n.dtype = li.dtype;
+      n.input = input_of_.at(id);
+      n.args = {linearize(idx, li.shape)};
+      return add(n);
+    }
+    if (in.op == "cast") return cast(value(operand(0), idx), rt);
+    if (kArith.count(in.op) || kUnary.count(in.op)) {
+      std::vector<int> args;
+      for (size_t k = 0; k < in.operands.size(); ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
+      return op(in.op, args, rt);
+    }
+    if (kCompare.count(in.op)) {
+      int x = broadcast_operand(operand(0), shape, idx);
+      int y = cast(broadcast_operand(operand(1), shape, idx), out_.nodes[x].dtype);
+      return cast(op(in.op, {x, y}, DType::Bool), rt);
+    }
+    if (in.op == "and" || in.op == "or" || in.op == "not") {
+      std::vector<int> args;
+      for (size_t k = 0; k < in.operands.size(); ++k)
+        args.push_back(cast(broadcast_operand(operand(k), shape, idx), DType::Bool));
+      return cast(op(in.op, args, DType::Bool), rt);
+    }
+    if (in.op == "where") {
+      int c = cast(broadcast_operand(operand(0), shape, idx), DType::Bool);
+      int a = cast(broadcast_operand(operand(1), shape, idx), rt);
+      int b = cast(broadcast_operand(operand(2), shape, idx), rt);
+      return select(c, a, b);
+    }
+    if (in.op == "clip") {
+      std::vector<int> args;
+      for (size_t k = 0; k < 3; ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
+      return op("clip", args, rt);
+    }
+    if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);  // may have no operands
+    const auto& xs = type_of(operand(0)).shape;
+    if (in.op == "slice") {
+      std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"), steps = attr_ints(in, "steps");
+      std::vector<int> ii = idx;
+      for (size_t d = 0; d < starts.size() && d < xs.size(); ++d) {
+        Range r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
+        ii[d] = index("add", iconst(r.start), index("mul", idx[d], iconst(r.step)));
+      }
+      return value(operand(0), ii);
+    }
+    if (in.op == "gather") {
+      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
+      std::vector<int64_t> ix = attr_ints(in, "indices");
+      const int64_t n = xs[ax];
+      for (int64_t& i : ix) {
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) throw Unsupported{"a gather index out of range (the interpreter reports it)"};
+      }
+      std::vector<int> ii = idx;
+      bool affine = ix.size() >= 1;
+      const int64_t step = ix.size() >= 2 ? ix[1] - ix[0] : 0;
+      for (size_t j = 0; j < ix.size() && affine; ++j) affine = ix[j] == ix[0] + step * static_cast<int64_t>(j);
+      if (affine) {
+        ii[ax] = index("add", iconst(ix[0]), index("mul", idx[ax], iconst(step)));
+      } else {
+        ConstTable tab;
+        tab.dtype = DType::I64;
+        tab.count = static_cast<int64_t>(ix.size());
+        tab.bytes.resize(ix.size() * 8);
+        std::memcpy(tab.bytes.data(), ix.data(), ix.size() * 8);
+        nest_.tables.push_back(std::move(tab));
+        Node t;
+        t.kind = NodeKind::Table;
+        t.dtype = DType::I64;
+        t.table = static_cast<int>(nest_.tables.size()) - 1;
+        t.args = {idx[ax]};
+        ii[ax] = add(t);
+      }
+      return value(operand(0), ii);
+    }
+    if (in.op == "reshape" || in.op == "squeeze" || in.op == "expand_dims") {
+      if (count(xs) != count(shape)) throw Unsupported{"a reshape that changes the element count"};
+      // Shapes equal up to unit dims map index to index; otherwise go through the flat index.
+      std::vector<int> kept;
+      std::vector<int64_t> a, b;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1) {
+          kept.push_back(idx[d]);
+          a.push_back(shape[d]);
+        }
+      for (int64_t d : xs)
+        if (d != 1) b.push_back(d);
+      if (a == b) {
+        std::vector<int> ii;
+        size_t k = 0;
+        for (int64_t d : xs) ii.push_back(d == 1 ? iconst(0) : kept[k++]);
+        return value(operand(0), ii);
+      }
+      return value(operand(0), delinearize(linearize(idx, shape), xs));
+    }
+    if (in.op == "transpose") {
+      std::vector<int64_t> perm = attr_ints(in, "perm");
+      std::vector<int> ii(xs.size());
+      for (size_t i = 0; i < perm.size(); ++i) ii.at(static_cast<size_t>(perm[i])) = idx[i];
+      return value(operand(0), ii);
+    }
+    if (in.op == "stack") {
+      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()), true);
+      std::vector<int> ii = idx;
+      ii.erase(ii.begin() + ax);
+      int r = cast(value(operand(in.operands.size() - 1), ii), rt);
+      for (size_t k = in.operands.size() - 1; k-- > 0;) {
+        int c = op("eq", {idx[ax], iconst(static_cast<int64_t>(k))}, DType::Bool);
+        r = select(c, cast(value(operand(k), ii), rt), r);
+      }
+      return r;
+    }
+    if (in.op == "concat") {
+      const int64_t ax = normalize_axis(attr_int(in, "axis", -1), static_cast<int64_t>(xs.size()));
+      std::vector<int64_t> offs;
+      int64_t off = 0;
+      for (int o : in.operands) {
+        offs.push_back(off);
+        off += type_of(o).shape.at(ax);
+      }
+      auto part = [&](size_t k) {
+        std::vector<int> ii = idx;
+        int64_t n = type_of(operand(k)).shape.at(ax);
+        int local = index("max", index("sub", idx[ax], iconst(offs[k])), iconst(0));
+        ii[ax] = index("min", local, iconst(std::max<int64_t>(n - 1, 0)));
+        return cast(value(operand(k), ii), rt);
+      };
+      int r = part(in.operands.size() - 1);
+      for (size_t k = in.operands.size() - 1; k-- > 0;) {
+        if (type_of(operand(k)).shape.at(ax) == 0) continue;
+        int c = op("lt", {idx[ax], iconst(offs[k + 1])}, DType::Bool);
+        r = select(c, part(k), r);
+      }
+      return r;
+    }
+    if (in.op == "unpack_bits") {
+      if (type_of(operand(0)).dtype != DType::U8) throw Unsupported{"unpack_bits of a non-u8 tensor"};
+      std::vector<int> ii = idx;
+      int last = idx.back();
+      ii.back() = index("div", last, iconst(8));
+      int byte = value(operand(0), ii);
+      int shift = cast(index("sub", iconst(7), index("mod", last, iconst(8))), DType::U8);
+      return op("bit_and", {op("shr", {byte, shift}, DType::U8), iconst(1, DType::U8)}, DType::U8);
+    }
+    if (in.op == "pack_bits") {
+      std::vector<int> ii = idx;
+      int acc = iconst(0, DType::U8);
+      for (int k = 0; k < 8; ++k) {
+        ii.back() = index("add", index("mul", idx.back(), iconst(8)), iconst(k));
+        int bit = cast(value(operand(0), ii), DType::Bool);
+        acc = op("bit_or", {acc, select(bit, iconst(1 << (7 - k), DType::U8), iconst(0, DType::U8))}, DType::U8);
+      }
+      return acc;
+    }
+    if (in.op == "one_hot") {
+      std::vector<int> ii(idx.begin(), idx.end() - 1);
+      int x = cast(value(operand(0), ii), DType::I64);
+      int hit = op("eq", {x, idx.back()}, DType::Bool);
+      return cast(hit, rt);
+    }
+    if (in.op == "sum" || in.op == "prod" || in.op == "mean" || in.op == "reduce_max" || in.op == "reduce_min")
+      return reduce(in, idx);
+    throw Unsupported{fmt::format("op `{}` is not compiled", in.op)};
+  }
+
+  // sum / prod / mean / reduce_max / reduce_min over the `axis` attribute (all element axes without
+  // it): one Reduce node over the reduced dims flattened in row-major order (the interpreter's order).
+  int reduce(const Instr& in, const std::vector<int>& idx) {
+    const int x = in.operands.at(0);
+    const auto& xs = type_of(x).shape;
+    const DType xt = type_of(x).dtype;
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    std::vector<bool> reduced(xs.size(), find_attr(in, "axis") == nullptr);
+    if (find_attr(in, "axis"))
+      for (int64_t ax : attr_ints(in, "axis")) reduced.at(static_cast<size_t>(normalize_axis(ax, rank))) = true;
+    std::vector<int64_t> rshape;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (reduced[d]) rshape.push_back(xs[d]);
+    const int rv = out_.num_vars++;
+    std::vector<int> inner = delinearize(var(rv), rshape);
+    std::vector<int> xi;
+    size_t k = 0, o = 0;
+    for (size_t d = 0; d < xs.size(); ++d) xi.push_back(reduced[d] ? inner[k++] : idx.at(o++));
+    Node n;
+    n.kind = NodeKind::Reduce;
+    n.var = rv;
+    n.ival = count(rshape);
+    n.arg_dtype = xt;
+    n.args = {value(x, xi)};
+    const DType rt = in.type.dtype;
+    if (in.op == "reduce_max" || in.op == "reduce_min") {
+      n.op = in.op == "reduce_max" ? "max" : "min";
+      n.dtype = xt;
+      return cast(add(n), rt);
+    }
+    n.op = in.op == "prod" ? "prod" : "sum";
+    const bool float_acc = is_float(xt) || in.op == "mean";
+    n.dtype = float_acc ? DType::F64 : DType::U64;
+    int acc = add(n);
+    if (in.op == "mean") {
+      Node c;
+      c.kind = NodeKind::Const;
+      c.dtype = DType::F64;
+      c.fval = static_cast<double>(n.ival);
+      return cast(op("div", {acc, add(c)}, DType::F64), rt);
+    }
+    return float_acc ? cast(acc, rt) : cast(cast(acc, DType::I64), rt);
+  }
+
+  // random_uniform / random_normal / random_int: the interpreter's formulas over per-row draws.
+  int random(const Instr& in, int id, const std::vector<int>& idx) {
+    const auto& shape = in.type.shape;
+    const DType rt = in.type.dtype;
+    RandomDraws r;
+    r.has_seed = find_attr(in, "seed") != nullptr;
+    r.seed = static_cast<uint64_t>(attr_int(in, "seed", 0));
+    r.op_id = static_cast<uint64_t>(attr_int(in, "op_id", 0));
+    if (attr_ints(in, "shape") != shape) throw Unsupported{fmt::format("{}: its shape attribute differs from its type", where(in, id))};
+    r.count = count(shape);
+    if (r.count > kMaxRandomDraws)
+      throw Unsupported{fmt::format("{} draws {} values per element (over {})", where(in, id), r.count, kMaxRandomDraws)};
+    // Operand k or the default value, as the interpreter's operand_or: cast to `dt` first.
+    auto operand_or = [&](size_t k, double fallback, DType dt) {
+      if (k < in.operands.size()) return cast(broadcast_operand(in.operands[k], shape, idx), dt);
+      Node n;
+      n.kind = NodeKind::Const;
+      n.dtype = dt;
+      if (is_float(dt)) n.fval = fallback;
+      else n.ival = static_cast<int64_t>(fallback);
+      return add(n);
+    };
+    auto draw = [&](DType dt) {
+      r.dtype = dt;
+      auto it = random_of_.find(id);
+      int rid;
+      if (it == random_of_.end()) {
+        nest_.randoms.push_back(r);
+        rid = static_cast<int>(nest_.randoms.size()) - 1;
+        random_of_[id] = rid;
+      } else {
+        rid = it->second;
+      }
+      Node n;
+      n.kind = NodeKind::Random;
+      n.dtype = dt;
+      n.random = rid;
+      n.args = {linearize(idx, shape)};
+      return add(n);
+    };
+    if (in.op == "random_uniform") {
+      const DType u = rt == DType::F64 ? DType::F64 : DType::F32;
+      r.kind = u == DType::F64 ? kRandomUniformF64 : kRandomUniformF32;
+      int x = draw(u);
+      int lo = cast(operand_or(0, 0.0, rt), u), hi = cast(operand_or(1, 1.0, rt), u);
+      return cast(op("add", {lo, op("mul", {op("sub", {hi, lo}, u), x}, u)}, u), rt);
+    }
+    if (in.op == "random_normal") {
+      r.kind = kRandomNormal;
+      int z = draw(DType::F64);
+      int mean = operand_or(0, 0.0, DType::F64), sd = operand_or(1, 1.0, DType::F64);
+      return cast(op("add", {mean, op("mul", {sd, z}, DType::F64)}, DType::F64), rt);
+    }
+    if (in.op == "random_int") {
+      if (in.operands.size() < 2) throw Unsupported{fmt::format("{} needs lo and hi", where(in, id))};
+      int64_t bound[2];
+      for (int k = 0; k < 2; ++k) {
+        const Tensor& t = folded_[in.operands[k]];
+        if (!t.defined() || t.num_elements() != 1)
+          throw Unsupported{fmt::format("{}: bounds computed per element are not compiled", where(in, id))};
+        bound[k] = cast_tensor(t, DType::I64).data<int64_t>()[0];
+      }
+      if (bound[0] >= bound[1]) throw Unsupported{fmt::format("{}: lo >= hi (the interpreter reports it)", where(in, id))};
+      r.kind = kRandomInt;
+      r.lo = bound[0];
+      r.hi = bound[1];
+      return cast(draw(DType::I64), rt);
+    }
+    throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), in.op)};
+  }
+
+  const ExprFunction& fn_;
+  const std::vector<Tensor>& folded_;
+  const std::vector<int>& input_of_;
+  LoopNest& nest_;
+  LoopOutput& out_;
+  std::map<std::pair<int, std::vector<int>>, int> memo_;
+  std::map<std::string, int> cse_;
+  std::map<int, int> table_of_;
+  std::map<int, int> random_of_;
+};
+
+bool supported_dtype(DType t) { return t != DType::F16 && t != DType::BF16 && t != DType::Bytes; }
+
+// Checks one live, per-row instruction; throws Unsupported with the reason.
+void check_instr(const Instr& in, int id) {
+  if (!in.type.is_tensor() || !in.type.fully_known())
+    throw Unsupported{fmt::format("{} has type {} (not a tensor of known shape)", where(in, id), type_to_string(in.type))};
+  if (!supported_dtype(in.type.dtype))
+    throw Unsupported{fmt::format("{} has dtype {}", where(in, id), dtype_name(in.type.dtype))};
+  const std::string& op = in.op;
+  if (op == "param" || op == "cast" || kCompare.count(op) || op == "and" || op == "or" || op == "not" ||
+      op == "where" || op == "clip" || kStructural.count(op) || op == "random_uniform" || op == "random_normal" ||
+      op == "random_int" || op == "sum" || op == "prod" || op == "mean" || op == "reduce_max" || op == "reduce_min")
+    return;
+  if (kArith.count(op) || kUnary.count(op)) {
+    const DType t = in.type.dtype;
+    if (t == DType::Bool && !kIntegral.count(op))
+      throw Unsupported{fmt::format("{}: arithmetic on bool is not compiled", where(in, id))};
+    if (kFloatOnly.count(op) && !is_float(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
+    if (kIntegral.count(op) && is_float(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
+    if (kIntOnly.count(op) && !is_integer(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
+    return;
+  }
+  throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), op)};
+}
+
+}  // namespace
+
+bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& in_fields, LoopNest& out,
+                        std::string& why_not) {
+  out = LoopNest{};
+  out.name = fn.name;
+  const size_t n = fn.body.size();
+  try {
+    // Live values and which of them depend on the row.
+    std::vector<bool> live(n, false), per_row(n, false);
+    for (const auto& [name, id] : fn.results) live.at(static_cast<size_t>(id)) = true;
+    for (size_t i = n; i-- > 0;)
+      if (live[i])
+        for (int o : fn.body[i].operands) live.at(static_cast<size_t>(o)) = true;
+    std::vector<Tensor> folded(n);
+    std::vector<int> input_of(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      const Instr& in = fn.body[i];
+      if (!live[i]) continue;
+      bool row = in.op == "param" || in.op.rfind("random_", 0) == 0;
+      for (int o : in.operands) row = row || per_row[static_cast<size_t>(o)];
+      per_row[i] = row;
+      if (!row) {
+        // Fold with the interpreter's kernel: bit-identical to what it computes per chunk.
+        const KernelInfo* k = find_kernel(in.op);
+        if (!k) throw Unsupported{fmt::format("{}: no kernel to fold it", where(in, static_cast<int>(i)))};
+        if (!in.type.is_tensor() || !supported_dtype(in.type.dtype))
+          throw Unsupported{fmt::format("{} has type {}", where(in, static_cast<int>(i)), type_to_string(in.type))};
+        KernelArgs args{in, {}, 0, 1, 0, 0, 0};
+        for (int o : in.operands) args.in.push_back(folded[static_cast<size_t>(o)]);
+        Tensor t = k->fn(args);
+        if (t.dtype() != in.type.dtype) t = cast_tensor(t, in.type.dtype);
+        if (t.num_elements() > kMaxTableElements)
+          throw Unsupported{fmt::format("{} folds to {} elements (over {})", where(in, static_cast<int>(i)), t.num_elements(), kMaxTableElements)};
+        folded[i] = t;
+        continue;
+      }
+      check_instr(in, static_cast<int>(i));
+      if (in.op == "param") {
+        const Value* f = find_attr(in, "field");
+        if (!f) throw Unsupported{fmt::format("{} has no field", where(in, static_cast<int>(i)))};
+        auto it = std::find(in_fields.begin(), in_fields.end(), f->s);
+        int fi = it != in_fields.end() ? static_cast<int>(it - in_fields.begin()) : in_fields.size() == 1 ? 0 : -1;
+        if (fi < 0 && !in_fields.empty()) throw Unsupported{fmt::format("the input has no field `{}`", f->s)};
+        LoopInput li;
+        li.field = f->s;
+        li.field_index = fi;
+        li.dtype = in.type.dtype;
+        li.shape = in.type.shape;
+        li.elems = count(li.shape);
+        out.inputs.push_back(li);
+        input_of[i] = static_cast<int>(out.inputs.size()) - 1;
+      }
+    }
+    for (const auto& [name, id] : fn.results) {
+      const Instr& r = fn.body.at(static_cast<size_t>(id));
+      if (!r.type.is_tensor() || !r.type.fully_known() || !supported_dtype(r.type.dtype))
+        throw Unsupported{fmt::format("result `{}` has type {}", name, type_to_string(r.type))};
+      LoopOutput lo;
+      lo.name = name;
+      lo.dtype = r.type.dtype;
+      lo.shape = r.type.shape;
+      lo.elems = count(lo.shape);
+      out.outputs.push_back(std::move(lo));
+    }
+    for (size_t j = 0; j < fn.results.size(); ++j) {
+      LoopOutput& lo = out.outputs[j];
+      OutputBuilder b(fn, folded, input_of, out, lo);
+      std::vector<int> idx;
+      for (size_t d = 0; d < lo.shape.size(); ++d) idx.push_back(b.var(static_cast<int>(d) + 1));
+      lo.num_vars = static_cast<int>(lo.shape.size()) + 1;
+      lo.root = b.cast(b.value(fn.results[j].second, idx), lo.dtype);
+    }
+  } catch (const Unsupported& u) {
+    why_not = u.why;
+    return false;
+  } catch (const std::exception& e) {
+    why_not = e.what();
+    return false;
+  }
+  return true;
+}
+
+std::string print_loop_nest(const LoopNest& nest) {
+  std::string s = fmt::format("loops {}:\n", nest.name);
+  for (size_t i = 0; i < nest.inputs.size(); ++i)
+    s += fmt::format("  in{} {}: {}{}\n", i, nest.inputs[i].field, dtype_name(nest.inputs[i].dtype), shape_to_spec(nest.inputs[i].shape));
+  for (size_t i = 0; i < nest.tables.size(); ++i)
+    s += fmt::format("  table{}: {}[{}]\n", i, dtype_name(nest.tables[i].dtype), nest.tables[i].count);
+  for (size_t i = 0; i < nest.randoms.size(); ++i)
+    s += fmt::format("  random{}: kind {} op_id {} {}[{}] per row\n", i, nest.randoms[i].kind, nest.randoms[i].op_id,
+                     dtype_name(nest.randoms[i].dtype), nest.randoms[i].count);
+  for (const LoopOutput& o : nest.outputs) {
+    s += fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root);
+    for (size_t k = 0; k < o.nodes.size(); ++k) {
+      const Node& n = o.nodes[k];
+      std::string body;
+      switch (n.kind) {
+        case NodeKind::Var: body = n.var == 0 ? "row" : fmt::format("i{}", n.var); break;
+        case NodeKind::Const: body = is_float(n.dtype) ? fmt::format("{}", n.fval) : fmt::format("{}", n.ival); break;
+        case NodeKind::Load: body = fmt::format("in{}[n{}]", n.input, n.args[0]); break;
+        case NodeKind::Table: body = fmt::format("table{}[n{}]", n.table, n.args[0]); break;
+        case NodeKind::Index: body = fmt::format("idx.{} n{}, n{}", n.op, n.args[0], n.args[1]); break;
+        case NodeKind::Op: body = fmt::format("{} n{}", n.op, fmt::join(n.args, ", n")); break;
+        case NodeKind::Cast: body = fmt::format("cast n{}", n.args[0]); break;
+        case NodeKind::Select: body = fmt::format("select n{}, n{}, n{}", n.args[0], n.args[1], n.args[2]); break;
+        case NodeKind::Random: body = fmt::format("random{}[n{}]", n.random, n.args[0]); break;
+        case NodeKind::Reduce: body = fmt::format("reduce.{} n{} over v{} < {}", n.op, n.args[0], n.var, n.ival); break;
+      }
+      s += fmt::format("    n{} = {} : {}\n", k, body, dtype_name(n.dtype));
+    }
+  }
+  return s;
+}
+
+}  // namespace pipec::codegen

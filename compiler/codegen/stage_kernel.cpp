@@ -1,0 +1,34 @@
+#include "compiler/codegen/stage_kernel.h"
+
+namespace pipec::codegen {
+
+bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& why_not) {
+  const Stage& s = plan.stages.at(static_cast<size_t>(index));
+  if ((s.op != "map" && s.op != "filter") || !s.fn || s.inputs.size() != 1) {
+    why_not = "not a map or filter";
+    return false;
+  }
+  std::vector<std::string> fields;
+  for (const Field& f : plan.stages.at(static_cast<size_t>(s.inputs[0])).element.fields) fields.push_back(f.name);
+  if (!lower_to_loop_nest(*s.fn, fields, nest, why_not)) return false;
+  if (s.op == "filter" && (nest.outputs.size() != 1 || nest.outputs[0].elems != 1)) {
+    why_not = "the filter's predicate is not one flag per element";
+    return false;
+  }
+  for (const LoopInput& in : nest.inputs)
+    if (in.field_index < 0) {
+      why_not = "the input field `" + in.field + "` is not in the input element";
+      return false;
+    }
+  return true;
+}
+
+std::string kernel_symbol(int index) { return "pipec_kernel_" + std::to_string(index); }
+
+std::vector<int> kernel_input_fields(const LoopNest& nest) {
+  std::vector<int> out;
+  for (const LoopInput& in : nest.inputs) out.push_back(in.field_index);
+  return out;
+}
+
+}  // namespace pipec::codegen

@@ -1,0 +1,23 @@
+// Which map/filter stages of a plan can become native kernels, and their loop nests: the shared first
+// step of every code generator (LLVM JIT, `pipec build` objects, CUDA) and of `pipec explain`.
+#pragma once
+
+#include <string>
+
+#include "compiler/codegen/loop_nest.h"
+#include "runtime/plan/plan.h"
+
+namespace pipec::codegen {
+
+/// Lowers stage `index` (a map or filter) to loop nests, resolving its params against the fields of
+/// the stage's input element. Returns false with the reason when it is not a map/filter or its
+/// function is not compilable (see loop_nest.h for what is).
+bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& why_not);
+
+/// The kernel symbol of stage `index`: "pipec_kernel_<index>".
+std::string kernel_symbol(int index);
+
+/// The input field index of each kernel input pointer (NativeKernel::input_fields).
+std::vector<int> kernel_input_fields(const LoopNest& nest);
+
+}  // namespace pipec::codegen

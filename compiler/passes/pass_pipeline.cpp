@@ -1,0 +1,63 @@
+#include "compiler/passes/pass_pipeline.h"
+
+#include <algorithm>
+
+#include "compiler/passes/algebraic_simplification.h"
+#include "compiler/passes/common_subexpression_elimination.h"
+#include "compiler/passes/constant_folding.h"
+#include "compiler/passes/dead_code_elimination.h"
+#include "compiler/passes/map_filter_fusion.h"
+#include "compiler/passes/map_fusion.h"
+#include "compiler/passes/noop_elimination.h"
+#include "compiler/passes/plan_edit.h"
+#include "compiler/passes/prefetch_injection.h"
+#include "compiler/passes/projection_pushdown.h"
+#include "compiler/passes/vectorize_map_after_batch.h"
+
+namespace pipec {
+
+const std::vector<PassInfo>& pass_list() {
+  // Order matters: stage fusion first (fewer, larger functions), then the expression passes clean up
+  // what fusion put together, then fields nobody reads are dropped, then maps move after batches,
+  // then dead code goes.
+  static const std::vector<PassInfo> passes = {
+      {"noop_elimination", noop_elimination, "remove stages that change nothing (repeat(1), skip(0), identity maps, ...)"},
+      {"map_fusion", map_fusion, "map(f) | map(g) -> map(g . f)"},
+      {"map_filter_fusion", map_filter_fusion, "map(f) | filter(p) -> one map_filter stage"},
+      {"constant_folding", constant_folding, "compute instructions on constants at compile time"},
+      {"algebraic_simplification", algebraic_simplification, "bit-exact identities: x * 1, x - 0, cast to own type, ..."},
+      {"common_subexpression_elimination", common_subexpression_elimination, "reuse equal values computed twice"},
+      {"projection_pushdown", projection_pushdown, "sources parse and maps compute only the fields someone reads"},
+      // crop_pushdown (compiler/passes/crop_pushdown.h) registers here: it sees the projected plan, and
+      // what its rewrite leaves unused goes in dead_code_elimination below.
+      // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
+      // otherwise have to stack.
+      {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},
+      {"dead_code_elimination", dead_code_elimination, "remove instructions no result needs"},
+      {"prefetch_injection", prefetch_injection, "end the pipeline with prefetch(auto)"},
+  };
+  return passes;
+}
+
+bool is_pass_name(const std::string& name) {
+  const auto& list = pass_list();
+  return std::any_of(list.begin(), list.end(), [&](const PassInfo& p) { return name == p.name; });
+}
+
+void run_passes(Plan& plan, const PassOptions& options) {
+  if (options.opt_level <= 0) return;
+  clone_functions(plan);
+  for (const PassInfo& pass : pass_list()) {
+    if (std::find(options.disabled.begin(), options.disabled.end(), pass.name) != options.disabled.end()) continue;
+    bool changed = pass.run(plan);
+    if (auto problems = verify_plan(plan); !problems.empty()) {
+      std::string msg = std::string("internal error: the plan does not verify after pass `") + pass.name + "`:\n";
+      for (const auto& p : problems) msg += "  " + p + "\n";
+      msg += print_plan(plan);
+      throw PassError(msg);
+    }
+    if (options.log) options.log(pass.name, changed, plan);
+  }
+}
+
+}  // namespace pipec

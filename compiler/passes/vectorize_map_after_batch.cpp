@@ -1,0 +1,69 @@
+#include "compiler/passes/vectorize_map_after_batch.h"
+
+#include "compiler/passes/plan_edit.h"
+
+namespace pipec {
+
+namespace {
+
+bool fixed_shapes(const std::vector<Field>& fields) {
+  for (const Field& f : fields)
+    if (!f.type || !f.type->is_tensor() || !f.type->fully_known()) return false;
+  return true;
+}
+
+bool movable(const Plan& plan, int batch) {
+  const Stage& b = plan.stages[batch];
+  if (b.op != "batch" || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return false;
+  const int m = b.inputs[0];
+  const Stage& map = plan.stages[m];
+  if (map.op != "map" || !map.fn || map.native || map.arg("per_row") || map.inputs.size() != 1) return false;
+  const ElementInfo& in = plan.stages[map.inputs[0]].element;
+  if (in.batch_rank != 0 || map.element.batch_rank != 0) return false;
+  // Batching the map's input needs every input field dense; the per-row results must stack into a
+  // dense batch again.
+  if (!fixed_shapes(in.fields) || !fixed_shapes(map.element.fields)) return false;
+  if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return false;
+  // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
+  // has one epoch: the random keys of the map's rows could not all be reproduced.
+  if (upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat"; })) return false;
+  return true;
+}
+
+// The element of `batch(n)` over `fields`: each field gets the batch dimension `batch_dim` in front.
+ElementInfo batched(const std::vector<Field>& fields, const ElementInfo& like, int64_t batch_dim) {
+  ElementInfo e = like;
+  e.fields.clear();
+  for (const Field& f : fields) {
+    Type t = *f.type;
+    t.shape.insert(t.shape.begin(), batch_dim);
+    e.fields.push_back(Field{f.name, std::make_shared<const Type>(t)});
+  }
+  return e;
+}
+
+}  // namespace
+
+bool vectorize_map_after_batch(Plan& plan) {
+  bool changed = false;
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    if (!movable(plan, i)) continue;
+    const int m = plan.stages[i].inputs[0];
+    Stage batch = plan.stages[i];
+    Stage map = plan.stages[m];
+    const ElementInfo out = batch.element;  // a copy: batch.element is replaced below
+    const int64_t batch_dim = out.fields.empty() ? batch.arg("size")->i : out.fields[0].type->shape.at(0);
+    // The batch now reads what the map read; the map reads the batch and produces what the batch did.
+    batch.inputs = map.inputs;
+    batch.element = batched(plan.stages[map.inputs[0]].element.fields, out, batch_dim);
+    map.inputs = {m};
+    map.element = out;
+    map.args.push_back({"per_row", Value::make_int(batch.arg("size")->i)});
+    plan.stages[m] = std::move(batch);
+    plan.stages[i] = std::move(map);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace pipec
