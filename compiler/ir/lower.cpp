@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -250,7 +251,9 @@ class FunctionLowering {
         } else {
           int64_t i = v.i < 0 && d >= 0 ? v.i + d : v.i;
           starts.items.push_back(Value::make_int(i));
-          stops.items.push_back(Value::make_int(i + 1));
+          // On a dimension of unknown size `x[-1]` stays negative: its stop is the end, not 0 (which
+          // would make the slice empty).
+          stops.items.push_back(i + 1 == 0 ? none : Value::make_int(i + 1));
           steps.items.push_back(Value::make_int(1));
           sliced_shape.push_back(1);
           needs_slice = true;
@@ -307,6 +310,18 @@ class FunctionLowering {
     return cur;
   }
 
+  // The default of a float random op's bound parameter; nullopt for every other parameter.
+  static std::optional<double> random_bound_default(const std::string& op, const std::string& param) {
+    if (op == "random_uniform") {
+      if (param == "lo") return 0.0;
+      if (param == "hi") return 1.0;
+    } else if (op == "random_normal") {
+      if (param == "mean") return 0.0;
+      if (param == "std") return 1.0;
+    }
+    return std::nullopt;
+  }
+
   static Value shape_value(const std::vector<int64_t>& shape) {
     Value v{Value::List};
     for (int64_t d : shape) v.items.push_back(Value::make_int(d));
@@ -356,7 +371,13 @@ class FunctionLowering {
     for (size_t i = 0; i < bound.size(); ++i) {
       const Expr* x = bound[i];
       const std::string& pname = b->params[i].name;
-      if (!x) continue;
+      if (!x) {
+        // The random kernels read their bounds by position (lo, hi / mean, std): a bound left out gets
+        // its default here, so `random_uniform(s, hi = 5.0)` is not read as `lo = 5.0`.
+        if (auto d = random_bound_default(b->name, pname))
+          operands.push_back(emit_const(Value::make_float(*d), result.dtype, {}, whole.range));
+        continue;
+      }
       if (kStaticParams.count(pname) || (x->constant && !x->type.is_tensor())) {
         // Sema requires these to be constants; a missing value here is a compiler bug, not user error.
         if (!x->constant) throw std::logic_error("lowering: `" + pname + "` of " + b->name + " is not a constant");

@@ -27,6 +27,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
     if (s.fn)
       for (const Instr& in : s.fn->body)
         if (in.op == "read_file" || in.op.rfind("decode_", 0) == 0 || in.op.rfind("encode_", 0) == 0) ctx_.chunk_rows = 8;
+  if (options.chunk_rows > 0) ctx_.chunk_rows = options.chunk_rows;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
     ctx_.stats.push_back(std::make_unique<StageStats>(plan_.stages[i].op));

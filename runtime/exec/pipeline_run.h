@@ -27,6 +27,7 @@ struct RunOptions {
   int threads = 0;  // 0 = one per core
   std::string spec_dir;
   const CancellationToken* cancel = nullptr;
+  int64_t chunk_rows = 0;  // rows per source chunk; 0 = RunContext's default (differential tests vary it)
 };
 
 class PipelineRun {

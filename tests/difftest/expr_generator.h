@@ -1,0 +1,62 @@
+// Random, type-correct expressions for map and filter bodies.
+//
+// Every expression comes with the type the generator expects the checker to give it. Composite
+// expressions are fully parenthesized, so the text never depends on operator precedence.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/difftest/gen_types.h"
+
+namespace pipec::difftest {
+
+struct GExpr {
+  std::string text;
+  GType type;
+  // Made of literals only: the checker folds it, and reports what Python would raise (division by
+  // zero, i64 overflow) as errors, so two constants never meet in a binary op.
+  bool constant = false;
+};
+
+/// A name visible in a body: `r.field` or a block binding.
+struct GBinding {
+  std::string ref;
+  GType type;
+};
+
+class ExprGenerator {
+ public:
+  /// `batched`: the body runs on batches whose leading dimensions must survive, so only shape-
+  /// preserving element-wise ops are used and every tensor-shaped leaf is one of `env`.
+  ExprGenerator(Rng& rng, std::vector<GBinding> env, bool batched) : rng_(rng), env_(std::move(env)), batched_(batched) {}
+
+  void add_binding(GBinding b) { env_.push_back(std::move(b)); }
+
+  /// An expression of any type (any shape, when not batched).
+  GExpr any(int depth);
+  /// An expression of exactly `shape`.
+  GExpr shaped(const std::vector<int64_t>& shape, int depth);
+  /// A scalar bool (a filter predicate).
+  GExpr predicate(int depth);
+
+ private:
+  GExpr leaf(const std::vector<int64_t>& shape);
+  GExpr scalar_leaf();
+  GExpr unary(GExpr x);
+  GExpr unary_of(const GExpr& x);
+  GExpr binary(const std::vector<int64_t>& shape, int depth);
+  GExpr shape_op(GExpr x, int depth);
+  GExpr shape_op_of(const GExpr& x, int depth);
+  GExpr constant_tensor(const std::vector<int64_t>& shape);
+  GExpr random_op(const std::vector<int64_t>& shape);
+  GExpr cast(GExpr x, DType to);
+  std::string literal_int();
+  std::string literal_float();
+
+  Rng& rng_;
+  std::vector<GBinding> env_;
+  bool batched_;
+};
+
+}  // namespace pipec::difftest
