@@ -25,6 +25,10 @@ ChunkBuilder::ChunkBuilder(const Chunk& prototype, int64_t capacity) : capacity_
 void ChunkBuilder::reset() {
   rows_ = 0;
   for (ColumnBuilder& b : cols_) {
+    if (b.demoted) {
+      b.ragged = false;
+      b.demoted = false;
+    }
     b.blob.clear();
     b.offsets.assign(1, 0);
     b.rows.clear();
@@ -38,6 +42,35 @@ void ChunkBuilder::reset() {
 
 void ChunkBuilder::add_row(const Chunk& src, int64_t row) { add_rows(src, row, row + 1); }
 
+bool ChunkBuilder::same_row_shape(const Tensor& t, const Shape& row_shape, bool has_rows_dim) {
+  const Shape& s = t.shape();
+  size_t skip = has_rows_dim ? 1 : 0;
+  return s.size() == row_shape.size() + skip && std::equal(s.begin() + skip, s.end(), row_shape.begin());
+}
+
+void ChunkBuilder::demote(ColumnBuilder& b) {
+  std::vector<Tensor> rows;
+  rows.reserve(static_cast<size_t>(rows_));
+  int64_t per_row = shape_num_elements(b.row_shape);
+  for (int64_t r = 0; r < rows_; ++r) {
+    if (b.dtype == DType::Bytes) {
+      std::vector<std::string> strings;
+      for (int64_t k = r * per_row; k < (r + 1) * per_row; ++k)
+        strings.emplace_back(b.blob.substr(b.offsets[k], b.offsets[k + 1] - b.offsets[k]));
+      rows.push_back(Tensor::from_strings(strings, b.row_shape));
+    } else {
+      Tensor t = Tensor::empty(b.dtype, b.row_shape);
+      std::memcpy(t.raw(), b.data.raw() + r * b.row_bytes, b.row_bytes);
+      rows.push_back(std::move(t));
+    }
+  }
+  b.rows = std::move(rows);
+  b.blob.clear();
+  b.offsets.assign(1, 0);
+  b.ragged = true;
+  b.demoted = true;
+}
+
 void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end, ThreadPool* pool) {
   int64_t n = end - begin;
   if (n <= 0) return;
@@ -47,6 +80,12 @@ void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end, Thread
   for (size_t i = 0; i < cols_.size(); ++i) {
     ColumnBuilder& b = cols_[i];
     const Column& c = src.columns[i];
+    if (!b.ragged) {
+      bool fits = c.ragged ? b.dtype == DType::Bytes && std::all_of(c.rows.begin() + begin, c.rows.begin() + end,
+                                                                     [&](const Tensor& t) { return same_row_shape(t, b.row_shape, false); })
+                           : same_row_shape(c.dense, b.row_shape, true);
+      if (!fits) demote(b);
+    }
     if (b.ragged) {
       // Dense rows into a ragged column: each becomes a tensor of its own.
       for (int64_t r = begin; r < end; ++r) b.rows.push_back(c.ragged ? c.rows[r] : column_row(c, r));

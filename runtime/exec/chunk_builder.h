@@ -45,8 +45,14 @@ class ChunkBuilder {
     std::string blob;       // dense bytes
     std::vector<int64_t> offsets{0};
     std::vector<Tensor> rows;  // ragged
+    bool demoted = false;      // dense in the prototype, ragged in the chunk being built (see demote)
   };
   void reset();
+  /// Turns a dense column into one tensor per row, for the rest of the chunk being built: a field whose
+  /// type has an unknown dimension can hold rows of different shapes (the final partial batch among
+  /// full ones), which one [rows, ...] buffer cannot.
+  void demote(ColumnBuilder& b);
+  static bool same_row_shape(const Tensor& row_or_column, const Shape& row_shape, bool has_rows_dim);
 
   std::vector<ColumnBuilder> cols_;
   int64_t capacity_;

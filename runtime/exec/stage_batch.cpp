@@ -47,7 +47,11 @@ class Batch : public ChunkIterator {
     // The rows of the batch being built: those in the builder come before any in rows_.
     bool building = builder_ && builder_->rows() > 0;
     w.write_u64(rows_.size() + (building ? 1 : 0));
-    if (building) save_chunk(w, builder_->snapshot());
+    if (building) {
+      Chunk built = builder_->snapshot();
+      built.epoch = epoch_;
+      save_chunk(w, built);
+    }
     for (const Chunk& c : rows_) save_chunk(w, c);
     w.write_u32(done_ ? 1 : 0);
   }
@@ -60,6 +64,7 @@ class Batch : public ChunkIterator {
     builder_.reset();
     uint64_t n = r.read_u64();
     for (uint64_t i = 0; i < n; ++i) rows_.push_back(restore_chunk(r));
+    epoch_ = rows_.empty() ? 0 : rows_.front().epoch;
     done_ = r.read_u32() != 0;
   }
 
@@ -80,6 +85,7 @@ class Batch : public ChunkIterator {
         continue;
       }
       int64_t take = std::min(size_ - have, pending_.rows - offset_);
+      if (have == 0) epoch_ = pending_.epoch;  // a batch belongs to the epoch of its first element
       if (!padded_ && rows_.empty() && all_dense(pending_)) {
         if (!builder_ || !builder_->compatible(pending_)) {
           if (builder_ && builder_->rows() > 0) rows_.push_back(builder_->finish());
@@ -109,7 +115,7 @@ class Batch : public ChunkIterator {
       throw StageError(spec(), e.what());
     }
     // A batch belongs to the epoch of its elements: maps after it key their random ops by it.
-    out.epoch = rows_.front().epoch;
+    out.epoch = epoch_;
     rows_.clear();
     out.first_index = produced_;
     produced_ += 1;
@@ -233,6 +239,7 @@ class Batch : public ChunkIterator {
   double padding_ = 0;
   Chunk pending_;
   int64_t offset_ = 0;
+  int64_t epoch_ = 0;  // epoch of the first element of the batch being built
   std::vector<Chunk> rows_;
   std::optional<ChunkBuilder> builder_;  // the batch being built from dense rows
   bool done_ = false;

@@ -178,11 +178,27 @@ class Shuffle : public ChunkIterator {
     return layout;
   }
 
-  // dst row `d` := src row `s` (same layout).
+  // Whether row `s` of `sc` has the per-row shape of the dense column `dc`.
+  static bool same_row_shape(const Column& dc, const Column& sc, int64_t s) {
+    const Shape& d = dc.dense.shape();
+    if (sc.ragged) return sc.rows[s].shape() == Shape(d.begin() + 1, d.end());
+    const Shape& o = sc.dense.shape();
+    return o.size() == d.size() && std::equal(o.begin() + 1, o.end(), d.begin() + 1);
+  }
+
+  // dst row `d` := src row `s` (same fields; rows may differ in shape where the type allows it).
   static void overwrite_row(Chunk& dst, int64_t d, const Chunk& src, int64_t s) {
     for (size_t k = 0; k < dst.columns.size(); ++k) {
       Column& dc = dst.columns[k];
       const Column& sc = src.columns[k];
+      if (!dc.ragged && !same_row_shape(dc, sc, s)) {
+        // A field with an unknown dimension (a final partial batch among full ones): the buffer keeps
+        // this column one tensor per row from now on, so rows of any shape fit.
+        std::vector<Tensor> rows;
+        rows.reserve(static_cast<size_t>(dst.rows));
+        for (int64_t r = 0; r < dst.rows; ++r) rows.push_back(column_row(dc, r));
+        dc = Column{true, Tensor(), std::move(rows)};
+      }
       if (dc.ragged) {
         dc.rows[d] = sc.ragged ? sc.rows[s] : column_row(sc, s);
       } else if (dc.dense.dtype() == DType::Bytes) {

@@ -243,9 +243,6 @@ int main(int argc, char** argv) {
               << (v.every > 1 ? fmt::format(", every {}th case)", v.every) : ")");
   std::cout << "\n";
   for (const std::string& s : variants.skipped) std::cout << "difftest: variant not run: " << s << "\n";
-  if (!o.known_bugs)
-    std::cout << "difftest: not generated (known runtime bug, --known-bugs to include): shuffle after a batch without "
-                 "drop_remainder\n";
   fs::path work = fs::temp_directory_path() / fmt::format("pipec-difftest-{}", ::getpid());
   fs::create_directories(work);
   Tally t;

@@ -27,7 +27,7 @@ struct GeneratedCase {
 };
 
 /// `known_bugs`: also generate the patterns that hit known, reported runtime bugs (docs/design.md,
-/// "Differential testing"); off by default so the test stays green until they are fixed.
+/// "Differential testing"); none is open at present, so it changes nothing today.
 GeneratedCase generate_case(uint64_t seed, bool known_bugs = false);
 
 /// Writes spec.pipe and the data files into `dir` (created if needed).

@@ -91,5 +91,29 @@ TEST(ChunkBuilder, PerRowByteStringsBecomeOneDenseColumnAgain) {
   EXPECT_EQ(per_row.columns[0].rows[1].str(0), "a");
 }
 
+// A shuffle after batch(3) without drop_remainder sees rows of [3] and, last, a row of [2]: the builder
+// must keep each row with its own shape (it once copied the short row with the long row's size).
+TEST(ChunkBuilder, RowsOfAnotherShapeTurnTheColumnIntoOneTensorPerRow) {
+  Chunk full = numbered(2, 3, 0), part = numbered(1, 2, 100);
+  ChunkBuilder b(full, 4);
+  b.add_rows(full, 0, 2);
+  b.add_rows(part, 0, 1);
+  Chunk out = b.finish();
+  ASSERT_EQ(out.rows, 3);
+  ASSERT_TRUE(out.columns[0].ragged);
+  ASSERT_EQ(out.columns[0].rows.size(), 3u);
+  EXPECT_EQ(out.columns[0].rows[0].shape(), (Shape{3}));
+  EXPECT_EQ(out.columns[0].rows[1].data<float>()[2], 5.0f);
+  EXPECT_EQ(out.columns[0].rows[2].shape(), (Shape{2}));
+  EXPECT_EQ(out.columns[0].rows[2].data<float>()[1], 101.0f);
+  EXPECT_FALSE(out.columns[1].ragged);  // the other column kept one shape and stays dense
+  EXPECT_EQ(out.columns[1].dense.data<int64_t>()[2], 100);
+  // The next chunk starts dense again.
+  b.add_rows(full, 0, 2);
+  Chunk again = b.finish();
+  EXPECT_FALSE(again.columns[0].ragged);
+  EXPECT_EQ(again.columns[0].dense.shape(), (Shape{2, 3}));
+}
+
 }  // namespace
 }  // namespace pipec
