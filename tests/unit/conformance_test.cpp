@@ -294,6 +294,19 @@ TEST_P(Conformance, MatchesTfData) {
   bool keep = false;
 
   std::string spec = (fs::path("tests") / "conformance" / "fixtures" / name / "spec.pipe").string();
+  // Specs that read the shared test data name it relative to a checkout that sits beside shared/; a
+  // clone elsewhere (CI) runs a copy that names the shared folder this build found instead.
+  {
+    std::ifstream in(kRepo / spec);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string marker = "../../../../../shared/";
+    if (text.find(marker) != std::string::npos) {
+      for (size_t at; (at = text.find(marker)) != std::string::npos;)
+        text.replace(at, marker.size(), std::string(PIPEC_SHARED_DIR) + "/");
+      spec = (tmp / "spec.pipe").string();
+      std::ofstream(spec) << text;
+    }
+  }
   std::vector<std::string> argv = {pipec.string(), "run", spec, "--output", out.string(), "--quiet"};
   if (options.count("pipeline")) {
     argv.push_back("--pipeline");
