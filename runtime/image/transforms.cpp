@@ -173,6 +173,41 @@ double max_of() {
   return static_cast<double>(std::numeric_limits<T>::max());
 }
 
+// One (source, destination) dtype pair of convert_image_dtype. A function template rather than code in
+// the nested generic lambdas of the dtype dispatch: clang instantiates discarded `if constexpr` branches
+// there (the fuzz build uses clang).
+template <class S, class D>
+void convert_pixels(const S* src, D* dst, int64_t n) {
+  if constexpr (is_int_v<S> && is_float_v<D>) {
+    // TF: cast, then multiply by 1 / max computed in f64 and rounded to the float type.
+    using C = compute_t<D>;
+    const C scale = static_cast<C>(1.0 / max_of<S>());
+    for (int64_t i = 0; i < n; ++i) dst[i] = store<D>(static_cast<C>(static_cast<C>(src[i]) * scale));
+  } else if constexpr (is_float_v<S> && is_int_v<D>) {
+    using C = compute_t<S>;
+    const C scale = static_cast<C>(max_of<D>() + 0.5);
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_int<D>(static_cast<C>(load(src[i]) * scale));
+  } else if constexpr (is_int_v<S> && is_int_v<D>) {
+    // Unsigned and signed ranges as TF: to a larger maximum multiplies, to a smaller (or equal) one
+    // floor-divides; comparing maxima, not sizes, keeps i8 -> u8 a multiply by 2 (not a divide by 0).
+    if constexpr (static_cast<uint64_t>(std::numeric_limits<D>::max()) > static_cast<uint64_t>(std::numeric_limits<S>::max())) {
+      using W = unsigned __int128;  // max + 1 of a 64-bit type does not fit in 64 bits
+      const auto k = static_cast<uint64_t>((W(std::numeric_limits<D>::max()) + 1) / (W(std::numeric_limits<S>::max()) + 1));
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(static_cast<D>(src[i]) * static_cast<D>(k));
+    } else {
+      using W = unsigned __int128;
+      const auto k = static_cast<uint64_t>((W(std::numeric_limits<S>::max()) + 1) / (W(std::numeric_limits<D>::max()) + 1));
+      for (int64_t i = 0; i < n; ++i) {
+        S q = static_cast<S>(src[i] / static_cast<S>(k));
+        if (src[i] < 0 && src[i] % static_cast<S>(k) != 0) q = static_cast<S>(q - 1);  // floor division
+        dst[i] = static_cast<D>(q);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i]);
+  }
+}
+
 }  // namespace
 
 Tensor convert_image_dtype(const Tensor& images, DType to) {
@@ -184,33 +219,7 @@ Tensor convert_image_dtype(const Tensor& images, DType to) {
     using S = typename decltype(ftag)::type;
     visit_numeric(to, [&](auto ttag) {
       using D = typename decltype(ttag)::type;
-      const S* src = images.data<S>();
-      D* dst = out.data<D>();
-      if constexpr (is_int_v<S> && is_float_v<D>) {
-        // TF: cast, then multiply by 1 / max computed in f64 and rounded to the float type.
-        using C = compute_t<D>;
-        const C scale = static_cast<C>(1.0 / max_of<S>());
-        for (int64_t i = 0; i < n; ++i) dst[i] = store<D>(static_cast<C>(static_cast<C>(src[i]) * scale));
-      } else if constexpr (is_float_v<S> && is_int_v<D>) {
-        using C = compute_t<S>;
-        const C scale = static_cast<C>(max_of<D>() + 0.5);
-        for (int64_t i = 0; i < n; ++i) dst[i] = float_to_int<D>(static_cast<C>(load(src[i]) * scale));
-      } else if constexpr (is_int_v<S> && is_int_v<D>) {
-        // Unsigned and signed ranges as TF: widening multiplies, narrowing floor-divides.
-        if constexpr (sizeof(D) > sizeof(S)) {
-          const uint64_t k = (static_cast<uint64_t>(std::numeric_limits<D>::max()) + 1) / (static_cast<uint64_t>(std::numeric_limits<S>::max()) + 1);
-          for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(static_cast<D>(src[i]) * static_cast<D>(k));
-        } else {
-          const uint64_t k = (static_cast<uint64_t>(std::numeric_limits<S>::max()) + 1) / (static_cast<uint64_t>(std::numeric_limits<D>::max()) + 1);
-          for (int64_t i = 0; i < n; ++i) {
-            S q = static_cast<S>(src[i] / static_cast<S>(k));
-            if (src[i] < 0 && src[i] % static_cast<S>(k) != 0) q = static_cast<S>(q - 1);  // floor division
-            dst[i] = static_cast<D>(q);
-          }
-        }
-      } else {
-        for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i]);
-      }
+      convert_pixels<S, D>(images.data<S>(), out.data<D>(), n);
     });
   });
   return out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "runtime/exec/philox.h"
 #include "runtime/image/crop_window.h"
@@ -145,6 +146,23 @@ TEST(ImageOps, PairedRandomCropSharesTheWindow) {
   auto single = run_function(fn, {"a", "b"}, one, ctx);
   const size_t row_bytes = 3 * 4 * 3;
   EXPECT_EQ(std::memcmp(single[0].dense.raw(), cols[0].dense.raw() + 2 * row_bytes, row_bytes), 0);
+}
+
+// Integer to integer converts by the ratio of the maxima (TF's rule), which needs 128-bit arithmetic for
+// 64-bit types and must compare maxima, not sizes: i8 -> u8 multiplies by 2 (it once divided by 0).
+TEST(ImageOps, IntegerToIntegerConversionsUseTheRatioOfMaxima) {
+  Tensor i8 = Tensor::empty(DType::I8, {4});
+  const int8_t iv[] = {-128, -1, 0, 127};
+  std::memcpy(i8.raw(), iv, sizeof iv);
+  Tensor u8 = convert_image_dtype(i8, DType::U8);
+  const uint8_t want_u8[] = {0, 254, 0, 254};  // cast to u8, then times 2, wrapping like TF
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(u8.data<uint8_t>()[k], want_u8[k]) << k;
+  Tensor u64 = Tensor::empty(DType::U64, {2});
+  const uint64_t uv[] = {uint64_t(1) << 63, ~uint64_t(0)};
+  std::memcpy(u64.raw(), uv, sizeof uv);
+  Tensor back = convert_image_dtype(u64, DType::U8);
+  EXPECT_EQ(back.data<uint8_t>()[0], 128);
+  EXPECT_EQ(back.data<uint8_t>()[1], 255);
 }
 
 }  // namespace
