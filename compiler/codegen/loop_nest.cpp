@@ -10,6 +10,7 @@
 
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/native_random.h"
+#include "runtime/ops/slice_bounds.h"
 
 namespace pipec::codegen {
 
@@ -35,28 +36,6 @@ std::string where(const Instr& in, int id) {
   return fmt::format("%{} = {}{}", id, in.op, in.loc.valid() ? " at " + in.loc.to_string() : "");
 }
 
-// Python slice bounds for one dimension (the interpreter's resolve_slice).
-struct Range {
-  int64_t start, len, step;
-};
-Range resolve_slice(int64_t s, int64_t t, int64_t step, int64_t n) {
-  constexpr int64_t kNone = INT64_MIN;
-  if (step == kNone) step = 1;
-  if (step == 0) throw Unsupported{"slice step 0"};
-  Range r{0, 0, step};
-  if (step > 0) {
-    int64_t a = s == kNone ? 0 : s < 0 ? std::max<int64_t>(s + n, 0) : std::min(s, n);
-    int64_t b = t == kNone ? n : t < 0 ? std::max<int64_t>(t + n, 0) : std::min(t, n);
-    r.start = a;
-    r.len = b > a ? (b - a + step - 1) / step : 0;
-  } else {
-    int64_t a = s == kNone ? n - 1 : s < 0 ? std::max<int64_t>(s + n, -1) : std::min(s, n - 1);
-    int64_t b = t == kNone ? -1 : t < 0 ? std::max<int64_t>(t + n, -1) : std::min(t, n - 1);
-    r.start = a;
-    r.len = a > b ? (a - b + (-step) - 1) / (-step) : 0;
-  }
-  return r;
-}
 
 int64_t count(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -285,7 +264,8 @@ class OutputBuilder {
       std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"), steps = attr_ints(in, "steps");
       std::vector<int> ii = idx;
       for (size_t d = 0; d < starts.size() && d < xs.size(); ++d) {
-        Range r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
+        if (steps[d] == 0) throw Unsupported{"slice step 0"};
+        SliceBounds r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
         ii[d] = index("add", iconst(r.start), index("mul", idx[d], iconst(r.step)));
       }
       return value(operand(0), ii);

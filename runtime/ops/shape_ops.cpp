@@ -7,6 +7,7 @@
 
 #include "runtime/ops/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/slice_bounds.h"
 #include "runtime/ops/tensor_util.h"
 
 namespace pipec {
@@ -50,29 +51,6 @@ Shape with_rows(const KernelArgs& a, const Shape& elem) {
   return s;
 }
 
-// Python slice bounds for one dimension of size n: start, length, step.
-struct Range {
-  int64_t start, len, step;
-};
-
-Range resolve_slice(int64_t s, int64_t t, int64_t step, int64_t n) {
-  constexpr int64_t kNone = INT64_MIN;
-  if (step == 0) throw OpError("slice step cannot be zero");
-  if (step == kNone) step = 1;
-  Range r{0, 0, step};
-  if (step > 0) {
-    int64_t a = s == kNone ? 0 : s < 0 ? std::max<int64_t>(s + n, 0) : std::min(s, n);
-    int64_t b = t == kNone ? n : t < 0 ? std::max<int64_t>(t + n, 0) : std::min(t, n);
-    r.start = a;
-    r.len = b > a ? (b - a + step - 1) / step : 0;
-  } else {
-    int64_t a = s == kNone ? n - 1 : s < 0 ? std::max<int64_t>(s + n, -1) : std::min(s, n - 1);
-    int64_t b = t == kNone ? -1 : t < 0 ? std::max<int64_t>(t + n, -1) : std::min(t, n - 1);
-    r.start = a;
-    r.len = a > b ? (a - b + (-step) - 1) / (-step) : 0;
-  }
-  return r;
-}
 
 Tensor slice_kernel(const KernelArgs& a) {
   const Tensor& x = a.in.at(0);
@@ -85,7 +63,7 @@ Tensor slice_kernel(const KernelArgs& a) {
   int64_t base = 0;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t e = d - a.lead;
-    Range r{0, x.shape()[d], 1};
+    SliceBounds r{0, x.shape()[d], 1};
     if (e >= 0 && e < static_cast<int64_t>(starts.size())) r = resolve_slice(starts[e], stops[e], steps[e], x.shape()[d]);
     shape[d] = r.len;
     strides[d] = r.step * st[d];

@@ -11,6 +11,7 @@
 #include "compiler/codegen/cuda/cuda_prelude.h"
 #include "runtime/ops/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/slice_bounds.h"
 
 namespace pipec::cuda_codegen {
 
@@ -331,14 +332,10 @@ class Emitter {
     for (size_t d = 0; d < xs.size(); ++d) {
       int64_t start = 0, step = 1;
       if (d < starts.size()) {
-        // Python slice bounds for a dimension of size n (the interpreter's resolve_slice).
-        constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
-        const int64_t n = xs[d], s = starts[d], e = stops[d];
-        step = steps[d] == kNone ? 1 : steps[d];
-        if (step == 0) throw Unsupported("slice step 0" + where(v));
-        if (step > 0) start = s == kNone ? 0 : s < 0 ? std::max<int64_t>(s + n, 0) : std::min(s, n);
-        else start = s == kNone ? n - 1 : s < 0 ? std::max<int64_t>(s + n, -1) : std::min(s, n - 1);
-        (void)e;
+        if (steps[d] == 0) throw Unsupported("slice step 0" + where(v));
+        const SliceBounds r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
+        start = r.start;
+        step = r.step;
       }
       if (shape(v).at(d) == 0) return fmt::format("return ({})0;", ctype(rt));
       base += start * xst[d];
