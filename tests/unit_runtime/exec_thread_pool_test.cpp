@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -101,33 +103,41 @@ TEST(ThreadPool, ParallelForEmptyRangeCallsNothing) {
 }
 
 TEST(ThreadPool, ParallelForUsesSeveralThreads) {
+  // Every chunk waits until a second thread has joined in, so the caller cannot run them all alone
+  // however the scheduler orders things; the wait is bounded so a broken pool fails instead of hanging.
   ThreadPool pool(2);
   std::mutex mu;
+  std::condition_variable joined;
   std::set<std::thread::id> ids;
   pool.parallel_for(0, 8, 1, [&](int64_t, int64_t) {
-    {
-      std::lock_guard lock(mu);
-      ids.insert(std::this_thread::get_id());
-    }
-    std::this_thread::sleep_for(10ms);  // long enough that helpers pick up chunks
+    std::unique_lock lock(mu);
+    ids.insert(std::this_thread::get_id());
+    joined.notify_all();
+    joined.wait_for(lock, 10s, [&] { return ids.size() >= 2; });
   });
   EXPECT_GE(ids.size(), 2u);
 }
 
 TEST(ThreadPool, ParallelForPropagatesException) {
-  ThreadPool pool(2);
+  // The only worker is held busy, so the caller claims every chunk itself, in order: the failure in
+  // chunk 5 is seen before chunk 6 is claimed, and exactly chunks 0..5 run. (With free workers the count
+  // depends on scheduling: a thread that claimed chunk 5 may be descheduled while others finish the rest.)
+  ThreadPool pool(1);
+  std::promise<void> release;
+  auto blocker = pool.submit([gate = release.get_future().share()] { gate.wait(); });
   std::atomic<int> chunks_run{0};
   try {
     pool.parallel_for(0, 1000, 1, [&](int64_t lo, int64_t) {
       ++chunks_run;
       if (lo == 5) throw std::runtime_error("chunk 5 failed");
     });
-    FAIL() << "expected an exception";
+    ADD_FAILURE() << "expected an exception";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "chunk 5 failed");
   }
-  // Chunks not started when the failure was seen are skipped.
-  EXPECT_LT(chunks_run.load(), 1000);
+  EXPECT_EQ(chunks_run.load(), 6);  // chunks not started when the failure was seen are skipped
+  release.set_value();
+  blocker.get();
   // The pool is still usable.
   int64_t sum = 0;
   pool.parallel_for(0, 10, 100, [&](int64_t lo, int64_t hi) {
