@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -27,6 +28,9 @@ const std::set<std::string> kIntegral = {"bit_and", "bit_or", "bit_xor", "bit_no
 const std::set<std::string> kIntOnly = {"shl", "shr"};
 const std::set<std::string> kStructural = {"slice", "gather", "reshape", "expand_dims", "squeeze", "transpose",
                                            "concat", "stack", "unpack_bits", "pack_bits", "one_hot"};
+
+// Index tables longer than this are not folded into new tables (each fold copies the table).
+constexpr int64_t kMaxFoldedTable = 1 << 16;
 
 struct Unsupported {
   std::string why;
@@ -64,20 +68,14 @@ class OutputBuilder {
     return add(n);
   }
   int index(const std::string& op, int a, int b) {
-    const Node& x = out_.nodes[a];
-    const Node& y = out_.nodes[b];
+    const Node x = out_.nodes[a];  // copies: adding nodes below may move the vector
+    const Node y = out_.nodes[b];
     const bool xc = x.kind == NodeKind::Const, yc = y.kind == NodeKind::Const;
     if (xc && yc) {
-      int64_t p = x.ival, q = y.ival;
-      if (op == "add") return iconst(p + q);
-      if (op == "sub") return iconst(p - q);
-      if (op == "mul") return iconst(p * q);
-      if (op == "div") return iconst(q ? p / q : 0);
-      if (op == "mod") return iconst(q ? p % q : 0);
-      if (op == "min") return iconst(std::min(p, q));
-      if (op == "max") return iconst(std::max(p, q));
-      if (op == "lt") return iconst(p < q);
+      if (auto v = fold_index(op, x.ival, y.ival)) return iconst(*v);
     }
+    if (int r = split_by_divisor(op, a, b); r >= 0) return r;
+    if (int r = fold_into_table(op, a, b); r >= 0) return r;
     if (op == "add" && xc && x.ival == 0) return b;
     if ((op == "add" || op == "sub") && yc && y.ival == 0) return a;
     if (op == "mul" && ((xc && x.ival == 0) || (yc && y.ival == 0))) return iconst(0);
@@ -93,6 +91,7 @@ class OutputBuilder {
   int cast(int a, DType to) {
     const Node& x = out_.nodes[a];
     if (x.dtype == to) return a;
+    if (int r = cast_table(a, to); r >= 0) return r;
     Node n;
     n.kind = NodeKind::Cast;
     n.dtype = to;
@@ -144,6 +143,213 @@ class OutputBuilder {
   }
 
  private:
+  // ---- Index rewrites.
+  // unpack_bits and reshapes through a flat index divide row-major offsets and take their remainders
+  // (bit = (sq * 24 + plane) / 8). Splitting such a division along a multiple of the divisor leaves
+  // the loop-carried part affine (sq * 3 + plane / 8), and folding a table lookup followed by constant
+  // arithmetic into a new table leaves one lookup per element: once LLVM unrolls a short inner loop
+  // those lookups are constants, and the byte address is a base plus a constant. Both rewrites need
+  // non-negative operands (division truncates), which nonneg() proves or the rewrite is not made.
+
+  // The value of an index op on two constants (the node semantics of NodeKind::Index).
+  static std::optional<int64_t> fold_index(const std::string& op, int64_t p, int64_t q) {
+    if (op == "add") return p + q;
+    if (op == "sub") return p - q;
+    if (op == "mul") return p * q;
+    if (op == "div") return q ? p / q : 0;
+    if (op == "mod") return q ? p % q : 0;
+    if (op == "min") return std::min(p, q);
+    if (op == "max") return std::max(p, q);
+    if (op == "lt") return p < q;
+    return std::nullopt;
+  }
+
+  // True when node `id` is provably >= 0.
+  bool nonneg(int id) {
+    const Node& n = out_.nodes[id];
+    switch (n.kind) {
+      case NodeKind::Var: return true;
+      case NodeKind::Const: return is_integer(n.dtype) && n.ival >= 0;
+      case NodeKind::Table: return table_nonneg(n.table);
+      case NodeKind::Index:
+        if (n.op == "sub") return false;
+        for (size_t k = n.op == "select" ? 1 : 0; k < n.args.size(); ++k)
+          if (!nonneg(n.args[k])) return false;
+        return true;
+      default: return false;
+    }
+  }
+  bool table_nonneg(int tid) {
+    const ConstTable& t = nest_.tables[tid];
+    if (t.dtype != DType::I64) return false;
+    for (int64_t i = 0; i < t.count; ++i)
+      if (table_i64(t, i) < 0) return false;
+    return true;
+  }
+  static int64_t table_i64(const ConstTable& t, int64_t i) {
+    int64_t v;
+    std::memcpy(&v, t.bytes.data() + i * 8, 8);
+    return v;
+  }
+
+  // True when node `id` is a multiple of d (> 0) whatever the loop indices are.
+  bool multiple_of(int id, int64_t d) {
+    const Node& n = out_.nodes[id];
+    if (n.kind == NodeKind::Const) return is_integer(n.dtype) && n.ival % d == 0;
+    if (n.kind != NodeKind::Index) return false;
+    if (n.op == "mul") return multiple_of(n.args[0], d) || multiple_of(n.args[1], d);
+    if (n.op == "add" || n.op == "sub") return multiple_of(n.args[0], d) && multiple_of(n.args[1], d);
+    return false;
+  }
+  // id / d for a node that multiple_of(id, d) accepted: exact, so it distributes over + and *.
+  int exact_div(int id, int64_t d) {
+    const Node n = out_.nodes[id];
+    if (n.kind == NodeKind::Const) return iconst(n.ival / d);
+    if (n.op == "mul") {
+      const int k = multiple_of(n.args[0], d) ? 0 : 1;
+      return index("mul", exact_div(n.args[k], d), n.args[1 - k]);
+    }
+    return index(n.op, exact_div(n.args[0], d), exact_div(n.args[1], d));
+  }
+
+  // (m + r) / d = m / d + r / d and (m + r) % d = r % d when m is a multiple of d and m, r >= 0.
+  // Returns the rewritten node, or -1.
+  int split_by_divisor(const std::string& op, int a, int b) {
+    if (op != "div" && op != "mod") return -1;
+    const Node& y = out_.nodes[b];
+    if (y.kind != NodeKind::Const || y.ival <= 0 || y.ival == 1) return -1;
+    const int64_t d = y.ival;
+    if (multiple_of(a, d) && nonneg(a)) return op == "div" ? exact_div(a, d) : iconst(0);
+    const Node x = out_.nodes[a];
+    if (x.kind != NodeKind::Index || x.op != "add") return -1;
+    for (int k = 0; k < 2; ++k) {
+      const int m = x.args[k], r = x.args[1 - k];
+      if (!multiple_of(m, d) || !nonneg(m) || !nonneg(r)) continue;
+      return op == "div" ? index("add", exact_div(m, d), index("div", r, b)) : index("mod", r, b);
+    }
+    return -1;
+  }
+
+  // table[i] (op) c or c (op) table[i], for an i64 table, becomes newtable[i]. Returns it, or -1.
+  int fold_into_table(const std::string& op, int a, int b) {
+    const Node& x = out_.nodes[a];
+    const Node& y = out_.nodes[b];
+    const bool table_left = x.kind == NodeKind::Table && y.kind == NodeKind::Const;
+    const bool table_right = y.kind == NodeKind::Table && x.kind == NodeKind::Const;
+    if (!table_left && !table_right) return -1;
+    const Node& t = table_left ? x : y;
+    const int64_t c = table_left ? y.ival : x.ival;
+    const ConstTable& src = nest_.tables[t.table];
+    if (src.dtype != DType::I64 || src.count > kMaxFoldedTable) return -1;
+    std::vector<int64_t> vals(static_cast<size_t>(src.count));
+    for (int64_t i = 0; i < src.count; ++i) {
+      const int64_t v = table_i64(src, i);
+      auto r = table_left ? fold_index(op, v, c) : fold_index(op, c, v);
+      if (!r) return -1;
+      vals[static_cast<size_t>(i)] = *r;
+    }
+    ConstTable out;
+    out.dtype = DType::I64;
+    out.count = src.count;
+    out.bytes.resize(vals.size() * 8);
+    std::memcpy(out.bytes.data(), vals.data(), out.bytes.size());
+    return table_node(std::move(out), t.args[0]);
+  }
+
+  // An integer cast of an i64 table lookup becomes a lookup in a table of the target type, when every
+  // entry fits it (so no cast semantics are involved). Returns it, or -1.
+  int cast_table(int a, DType to) {
+    const Node& x = out_.nodes[a];
+    if (x.kind != NodeKind::Table || !is_integer(to)) return -1;
+    const ConstTable& src = nest_.tables[x.table];
+    if (src.dtype != DType::I64 || src.count > kMaxFoldedTable) return -1;
+    const size_t w = dtype_size(to);
+    ConstTable out;
+    out.dtype = to;
+    out.count = src.count;
+    out.bytes.resize(static_cast<size_t>(src.count) * w);
+    for (int64_t i = 0; i < src.count; ++i) {
+      const int64_t v = table_i64(src, i);
+      const bool fits = is_signed_int(to) ? (w == 8 || (v >= -(int64_t{1} << (8 * w - 1)) && v < (int64_t{1} << (8 * w - 1))))
+                                          : (v >= 0 && (w == 8 || v < (int64_t{1} << (8 * w))));
+      if (!fits) return -1;
+      std::memcpy(out.bytes.data() + static_cast<size_t>(i) * w, &v, w);  // little-endian low bytes
+    }
+    return table_node(std::move(out), x.args[0]);
+  }
+
+  // unpack_bits at bit m + r, where m is a multiple of 8 that does not depend on the innermost loop and
+  // r ranges over [0, R) with R <= 64, reads bytes m/8 .. m/8 + ceil(R/8) - 1 only: assemble them into
+  // one big-endian word W (loads LLVM hoists out of the inner loop) and take bit (W >> (8n - 1 - r)) & 1.
+  // The inner loop is then a shift by a per-lane amount, a mask and a convert: it vectorizes, where a
+  // byte load at a computed address per element does not. r must be a loop index (its extent is R)
+  // or a table read at a loop index over the whole table (so its largest value is really read: no
+  // byte beyond those the plain lowering reads is touched). Returns -1 when the pattern does not apply.
+  int unpack_bits_from_word(int operand, const std::vector<int>& idx) {
+    const int last = idx.back();
+    const Node n = out_.nodes[last];
+    int m = -1, r = -1;
+    if (n.kind == NodeKind::Index && n.op == "add") {
+      for (int k = 0; k < 2 && m < 0; ++k)
+        if (multiple_of(n.args[k], 8) && nonneg(n.args[k])) m = n.args[k], r = n.args[1 - k];
+    } else {
+      m = iconst(0), r = last;
+    }
+    if (m < 0) return -1;
+    const std::optional<int64_t> range = full_range(r);
+    if (!range || *range <= 0 || *range > 64) return -1;
+    const int64_t nbytes = (*range - 1) / 8 + 1;
+    const DType wt = nbytes <= 4 ? DType::U32 : DType::U64;
+    const int base = exact_div(m, 8);
+    std::vector<int> ii = idx;
+    int word = -1;
+    for (int64_t t = 0; t < nbytes; ++t) {
+      ii.back() = index("add", base, iconst(t));
+      int b = cast(value(operand, ii), wt);
+      if (t + 1 < nbytes) b = op("shl", {b, iconst(8 * (nbytes - 1 - t), wt)}, wt);
+      word = word < 0 ? b : op("bit_or", {word, b}, wt);
+    }
+    const int shift = cast(index("sub", iconst(8 * nbytes - 1), r), wt);
+    return cast(op("bit_and", {op("shr", {word, shift}, wt), iconst(1, wt)}, wt), DType::U8);
+  }
+
+  // An exclusive upper bound of non-negative node `id` that it attains (it equals bound - 1 for some
+  // loop index), or nullopt: a loop index of the output (its extent), or a non-negative i64 table read
+  // at such an index over the whole table (its largest entry + 1).
+  std::optional<int64_t> full_range(int id) {
+    const Node& n = out_.nodes[id];
+    if (n.kind == NodeKind::Var) {
+      if (n.var < 1 || n.var > static_cast<int>(out_.shape.size())) return std::nullopt;
+      return out_.shape[static_cast<size_t>(n.var - 1)];
+    }
+    if (n.kind != NodeKind::Table || !table_nonneg(n.table)) return std::nullopt;
+    const ConstTable& t = nest_.tables[n.table];
+    const std::optional<int64_t> at = full_range(n.args[0]);
+    if (!at || *at != t.count) return std::nullopt;
+    int64_t hi = 0;
+    for (int64_t i = 0; i < t.count; ++i) hi = std::max(hi, table_i64(t, i));
+    return hi + 1;
+  }
+
+  // A Table node reading `tab` at `at`; equal tables are stored once.
+  int table_node(ConstTable tab, int at) {
+    int tid = -1;
+    for (size_t i = 0; i < nest_.tables.size() && tid < 0; ++i) {
+      const ConstTable& t = nest_.tables[i];
+      if (t.dtype == tab.dtype && t.count == tab.count && t.bytes == tab.bytes) tid = static_cast<int>(i);
+    }
+    if (tid < 0) {
+      nest_.tables.push_back(std::move(tab));
+      tid = static_cast<int>(nest_.tables.size()) - 1;
+    }
+    Node n;
+    n.kind = NodeKind::Table;
+    n.dtype = nest_.tables[tid].dtype;
+    n.table = tid;
+    n.args = {at};
+    return add(n);
+  }
+
   int add(const Node& n) {
     uint64_t fbits;
     std::memcpy(&fbits, &n.fval, 8);  // by bits: -0.0 and NaN payloads stay distinct
@@ -290,13 +496,7 @@ class OutputBuilder {
         tab.count = static_cast<int64_t>(ix.size());
         tab.bytes.resize(ix.size() * 8);
         std::memcpy(tab.bytes.data(), ix.data(), ix.size() * 8);
-        nest_.tables.push_back(std::move(tab));
-        Node t;
-        t.kind = NodeKind::Table;
-        t.dtype = DType::I64;
-        t.table = static_cast<int>(nest_.tables.size()) - 1;
-        t.args = {idx[ax]};
-        ii[ax] = add(t);
+        ii[ax] = table_node(std::move(tab), idx[ax]);
       }
       return value(operand(0), ii);
     }
@@ -362,6 +562,7 @@ class OutputBuilder {
     }
     if (in.op == "unpack_bits") {
       if (type_of(operand(0)).dtype != DType::U8) throw Unsupported{"unpack_bits of a non-u8 tensor"};
+      if (int w = unpack_bits_from_word(operand(0), idx); w >= 0) return w;
       std::vector<int> ii = idx;
       int last = idx.back();
       ii.back() = index("div", last, iconst(8));

@@ -4,6 +4,10 @@
 // Results must be bit-identical (NaN payloads aside).
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "compiler/codegen/loop_nest.h"
+
 #include "tests/unit/codegen_util.h"
 
 namespace pipec {
@@ -131,6 +135,68 @@ TEST(CodegenOps, StructuralOps) {
   b.result("pack_bits", b.op("pack_bits", {bits}, DType::U8, {3}));
   b.result("one_hot", b.op("one_hot", {idx}, DType::F32, {5, 7}, attrs({{"depth", Value::make_int(7)}})));
   expect_jit_matches(b, 23, 13);
+}
+
+// unpack_bits followed by reshapes, gathers and slices: the loop-nest lowering splits bit offsets
+// along multiples of 8, folds index tables, and reads the bits of a whole inner loop from one word
+// (see unpack_bits_from_word in compiler/codegen/loop_nest.cpp). Each case below takes a different
+// branch: 3-byte (u32) and 8-byte (u64) words from a gather table, a plain loop index, offsets that are
+// not byte aligned, a reversed slice (no proof of non-negativity), and a gather not covering its axis.
+TEST(CodegenOps, UnpackBitsThroughIndexRewrites) {
+  FnBuilder b;
+  auto attrs = [](std::initializer_list<std::pair<const std::string, Value>> l) { return std::map<std::string, Value>(l); };
+  int bytes = b.param("bytes", DType::U8, {24});
+  int bits = b.op("unpack_bits", {bytes}, DType::U8, {192});
+  int sq = b.op("reshape", {bits}, DType::U8, {8, 24}, attrs({{"shape", int_list({8, 24})}}));
+  b.result("planes_u32", b.op("gather", {sq}, DType::U8, {8, 24}, attrs({{"axis", Value::make_int(1)},
+      {"indices", int_list({0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}})));
+  int wide = b.op("reshape", {bits}, DType::U8, {3, 64}, attrs({{"shape", int_list({3, 64})}}));
+  std::vector<int64_t> rev64;
+  for (int64_t i = 63; i >= 0; --i) rev64.push_back(i % 2 ? i : 63 - i);
+  b.result("planes_u64", b.op("gather", {wide}, DType::U8, {3, 64}, attrs({{"axis", Value::make_int(1)}, {"indices", int_list(rev64)}})));
+  b.result("partial_gather", b.op("gather", {wide}, DType::U8, {3, 2}, attrs({{"axis", Value::make_int(1)}, {"indices", int_list({9, 2})}})));
+  b.result("aligned_slice", b.op("slice", {bits}, DType::U8, {16},
+                                 attrs({{"starts", int_list({8})}, {"stops", int_list({24})}, {"steps", int_list({1})}})));
+  b.result("unaligned_slice", b.op("slice", {bits}, DType::U8, {16},
+                                   attrs({{"starts", int_list({3})}, {"stops", int_list({19})}, {"steps", int_list({1})}})));
+  b.result("reversed", b.op("slice", {bits}, DType::U8, {192},
+                            attrs({{"starts", int_list({-1})}, {"stops", int_list({-193})}, {"steps", int_list({-1})}})));
+  b.result("as_f32", b.op("cast", {b.op("reshape", {bits}, DType::U8, {2, 96}, attrs({{"shape", int_list({2, 96})}}))},
+                          DType::F32, {2, 96}));
+  expect_jit_matches(b, 29, 17);
+}
+
+// The chess board loop of seed 002 after lowering: no division or remainder is left in the index
+// arithmetic (the bit address of every element is a square's 3-byte word and a per-plane shift).
+TEST(CodegenOps, ChessBoardLoopHasNoDivisions) {
+  FnBuilder b;
+  auto attrs = [](std::initializer_list<std::pair<const std::string, Value>> l) { return std::map<std::string, Value>(l); };
+  int d = b.param("d", DType::U8, {194});
+  int bits = b.op("unpack_bits", {d}, DType::U8, {1552});
+  int board = b.op("slice", {bits}, DType::U8, {1536}, attrs({{"starts", int_list({0})}, {"stops", int_list({1536})}, {"steps", int_list({1})}}));
+  board = b.op("reshape", {board}, DType::U8, {8, 8, 24}, attrs({{"shape", int_list({8, 8, 24})}}));
+  board = b.op("gather", {board}, DType::U8, {8, 8, 24}, attrs({{"axis", Value::make_int(2)},
+      {"indices", int_list({0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}}));
+  b.result("board", b.op("cast", {board}, DType::F32, {8, 8, 24}));
+  codegen::LoopNest nest;
+  std::string why;
+  ASSERT_TRUE(codegen::lower_to_loop_nest(b.fn, {"d"}, nest, why)) << why;
+  const codegen::LoopOutput& out = nest.outputs.at(0);
+  // Walk what the root reaches (dead nodes of abandoned rewrites may remain in the list).
+  std::vector<int> todo{out.root};
+  std::set<int> seen;
+  int loads = 0;
+  while (!todo.empty()) {
+    int id = todo.back();
+    todo.pop_back();
+    if (!seen.insert(id).second) continue;
+    const codegen::Node& n = out.nodes.at(static_cast<size_t>(id));
+    if (n.kind == codegen::NodeKind::Index) EXPECT_TRUE(n.op != "div" && n.op != "mod") << "n" << id << " idx." << n.op;
+    if (n.kind == codegen::NodeKind::Load) ++loads;
+    for (int a : n.args) todo.push_back(a);
+  }
+  EXPECT_EQ(loads, 3);  // the square's three bytes
+  expect_jit_matches(b, 19, 23);
 }
 
 class Reductions : public ::testing::TestWithParam<DType> {};
