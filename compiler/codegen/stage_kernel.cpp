@@ -4,7 +4,7 @@ namespace pipec::codegen {
 
 bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& why_not) {
   const Stage& s = plan.stages.at(static_cast<size_t>(index));
-  if ((s.op != "map" && s.op != "filter") || !s.fn || s.inputs.size() != 1) {
+  if (!has_element_kernel(s) || !s.fn || s.inputs.size() != 1) {
     why_not = "not a map or filter";
     return false;
   }

@@ -109,7 +109,7 @@ int cmd_explain(const Args& args) {
     std::string kernels;
     for (size_t i = 0; i < plan.stages.size() && passes.opt_level > 0; ++i) {
       const Stage& s = plan.stages[i];
-      if (s.op != "map" && s.op != "filter") continue;
+      if (!has_element_kernel(s)) continue;
       codegen::LoopNest nest;
       std::string why;
       if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {

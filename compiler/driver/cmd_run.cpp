@@ -196,7 +196,7 @@ struct Summary {
 
 // The backend that runs stage `i`'s body: the compiled kernel's or the interpreter ("" for other stages).
 std::string stage_backend(const Stage& s) {
-  if (s.op != "map" && s.op != "filter") return "";
+  if (!has_element_kernel(s)) return "";
   return s.native && s.native->fn ? s.native->backend : "interpreter";
 }
 

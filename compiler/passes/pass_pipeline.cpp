@@ -6,6 +6,7 @@
 #include "compiler/passes/common_subexpression_elimination.h"
 #include "compiler/passes/constant_folding.h"
 #include "compiler/passes/dead_code_elimination.h"
+#include "compiler/passes/map_batch_fusion.h"
 #include "compiler/passes/map_filter_fusion.h"
 #include "compiler/passes/map_fusion.h"
 #include "compiler/passes/noop_elimination.h"
@@ -13,18 +14,20 @@
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
 #include "compiler/passes/crop_pushdown.h"
+#include "compiler/passes/shuffle_repeat_fusion.h"
 #include "compiler/passes/vectorize_map_after_batch.h"
 
 namespace pipec {
 
 const std::vector<PassInfo>& pass_list() {
-  // Order matters: stage fusion first (fewer, larger functions), then the expression passes clean up
+  // Order matters: stage fusion first (fewer, larger functions, fewer stages), then the expression passes clean up
   // what fusion put together, then fields nobody reads are dropped, then maps move after batches,
   // then dead code goes.
   static const std::vector<PassInfo> passes = {
       {"noop_elimination", noop_elimination, "remove stages that change nothing (repeat(1), skip(0), identity maps, ...)"},
       {"map_fusion", map_fusion, "map(f) | map(g) -> map(g . f)"},
       {"map_filter_fusion", map_filter_fusion, "map(f) | filter(p) -> one map_filter stage"},
+      {"shuffle_repeat_fusion", shuffle_repeat_fusion, "shuffle(b) | repeat(n) -> one shuffle_repeat stage"},
       {"constant_folding", constant_folding, "compute instructions on constants at compile time"},
       {"algebraic_simplification", algebraic_simplification, "bit-exact identities: x * 1, x - 0, cast to own type, ..."},
       {"common_subexpression_elimination", common_subexpression_elimination, "reuse equal values computed twice"},
@@ -34,6 +37,8 @@ const std::vector<PassInfo>& pass_list() {
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
       // otherwise have to stack.
       {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},
+      // What could not be vectorized (a repeat feeds the map) still gets its batch copy done by the map's threads.
+      {"map_batch_fusion", map_batch_fusion, "map(f) | batch(n) -> one map_batch stage"},
       {"dead_code_elimination", dead_code_elimination, "remove instructions no result needs"},
       {"prefetch_injection", prefetch_injection, "end the pipeline with prefetch(auto)"},
   };

@@ -58,7 +58,7 @@ bool random_keys_from(const Plan& plan, int first) {
   };
   for (size_t i = static_cast<size_t>(std::max(first, 0)); i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    if (s.op == "shuffle" || ((s.op == "files" || s.op == "list_files") && flag(s, "shuffle")) ||
+    if (s.op == "shuffle" || s.op == "shuffle_repeat" || ((s.op == "files" || s.op == "list_files") && flag(s, "shuffle")) ||
         (s.op == "tfrecord" && flag(s, "shuffle_files")))
       return true;
   }

@@ -12,7 +12,7 @@ namespace {
 using Names = std::set<std::string>;
 
 // Stages that hand on their input's fields as they are (whatever they do to the elements).
-const std::set<std::string> kPassThrough = {"batch",    "padded_batch", "unbatch", "shuffle",  "repeat", "take", "skip",
+const std::set<std::string> kPassThrough = {"batch",    "padded_batch", "unbatch", "shuffle",  "repeat", "shuffle_repeat", "take", "skip",
                                             "shard",    "prefetch",     "to",      "interleave"};
 
 Names all_fields(const ElementInfo& e) {

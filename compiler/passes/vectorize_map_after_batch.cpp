@@ -26,7 +26,7 @@ bool movable(const Plan& plan, int batch) {
   if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return false;
   // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
   // has one epoch: the random keys of the map's rows could not all be reproduced.
-  if (upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat"; })) return false;
+  if (upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat" || s.op == "shuffle_repeat"; })) return false;
   return true;
 }
 

@@ -24,6 +24,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     return make_zip(ctx, stage, epoch, std::move(inputs));
   }
   if (op == "repeat") return make_repeat(ctx, stage, epoch);
+  if (op == "shuffle_repeat") return make_shuffle_repeat(ctx, stage, epoch);
   if (op == "cache") return make_cache(ctx, stage, epoch);
   if (op == "interleave") {
     // Interleaving applies to the files of the source right before it.
@@ -43,6 +44,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     return make_map(ctx, stage, std::move(input));
   }
   if (op == "filter" || op == "map_filter") return make_filter(ctx, stage, std::move(input));
+  if (op == "map_batch") return make_map_batch(ctx, stage, std::move(input));
   if (op == "batch") return make_batch(ctx, stage, std::move(input), false);
   if (op == "padded_batch") return make_batch(ctx, stage, std::move(input), true);
   if (op == "unbatch") return make_unbatch(ctx, stage, std::move(input));

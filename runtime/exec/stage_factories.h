@@ -23,9 +23,13 @@ IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 /// recorded) when it must run on the CPU instead. Throws StageError when ctx.gpu_required.
 IteratorPtr make_gpu_map(RunContext& ctx, int stage, IteratorPtr& input);
 IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
+/// map(f) | batch(n) fused (compiler/passes/map_batch_fusion.h): the workers write results into the batches.
+IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
+/// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one buffer for every epoch.
+IteratorPtr make_shuffle_repeat(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_repeat(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_take_skip_shard(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_cache(RunContext& ctx, int stage, int64_t epoch);

@@ -7,10 +7,9 @@
 #include <deque>
 #include <future>
 
-#include "runtime/exec/native_call.h"
+#include "runtime/exec/map_apply.h"
 #include "runtime/exec/row_view.h"
 #include "runtime/exec/stage_factories.h"
-#include "runtime/ops/interpreter.h"
 
 namespace pipec {
 
@@ -141,13 +140,7 @@ class MapLike : public ChunkIterator {
   }
 
   Chunk apply_rows(const Chunk& in, bool allow_native) const {
-    const Stage& s = spec();
-    EvalContext ec;
-    ec.seed = ctx_.seed;
-    ec.spec_dir = ctx_.spec_dir;
-    std::vector<Column> cols;
-    // A compiled kernel when the chunk fits it (dense columns of the expected dtypes), else the interpreter.
-    if (!allow_native || !s.native || !run_native(s, in_fields_, in, ec.seed, cols)) cols = run_function(*s.fn, in_fields_, in, ec);
+    std::vector<Column> cols = apply_stage_function(ctx_, spec(), in_fields_, in, allow_native);
     if (is_filter_) {
       const Tensor& keep = (fused_map_ ? cols.back() : cols.at(0)).dense;
       std::vector<uint8_t> flags(in.rows);

@@ -3,6 +3,13 @@
 // next input element (or, once the input is exhausted, with the last slot). The slot choice for output
 // element i comes from the Philox stream (seed, stage, i, epoch), so the order is reproducible and
 // independent of thread count; with reshuffle_each_iteration = false every epoch uses epoch 0's order.
+//
+// shuffle_repeat(buffer, seed, reshuffle_each_iteration, count) is `shuffle(...) | repeat(count)` as one
+// stage (compiler/passes/shuffle_repeat_fusion.h): the same iterator goes on to the next epoch when
+// its buffer has drained, instead of a repeat throwing it away and building a new one. The output is
+// the unfused stages' exactly: each epoch fills and drains the buffer with the same draws (the stage
+// index and epoch in the keys are the shuffle's), chunks end where epochs end, and elements are
+// numbered across epochs as the repeat numbered them.
 #include <array>
 #include <cstring>
 #include <optional>
@@ -17,19 +24,28 @@ namespace {
 
 class Shuffle : public ChunkIterator {
  public:
+  /// `input` null: shuffle_repeat, which builds its input for each epoch itself.
   Shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input)
       : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Stage& s = spec();
     capacity_ = s.arg("buffer")->i;
     const Value* seed = s.arg("seed");
     seed_ = seed ? static_cast<uint64_t>(seed->i) : ctx.seed;
-    const Value* re = s.arg("reshuffle_each_iteration");
-    epoch_key_ = (!re || re->b) ? epoch : 0;
-    epoch_ = epoch;
-    key_ = RandomStream::derive_key(seed_, static_cast<uint64_t>(stage), static_cast<uint64_t>(epoch_key_));
+    repeats_ = !input_;
+    if (repeats_) {
+      const Value* c = s.arg("count");
+      count_ = c ? c->i : -1;
+      outer_epoch_ = epoch;
+    }
+    start_epoch(repeats_ ? input_epoch() : epoch);
+    if (repeats_) input_ = build_iterator(ctx_, spec().inputs.at(0), epoch_);
   }
 
   void save(StateWriter& w) const override {
+    if (repeats_) {
+      w.write_i64(pass_);
+      w.write_i64(total_);
+    }
     w.write_i64(produced_);
     input_->save(w);
     save_chunk(w, offset_ < pending_.rows ? slice_rows(pending_, offset_, pending_.rows) : Chunk{});
@@ -44,6 +60,12 @@ class Shuffle : public ChunkIterator {
     save_chunk(w, live);
   }
   void restore(StateReader& r) override {
+    if (repeats_) {
+      pass_ = r.read_i64();
+      total_ = r.read_i64();
+      start_epoch(input_epoch());
+      input_ = build_iterator(ctx_, spec().inputs.at(0), epoch_);
+    }
     produced_ = r.read_i64();
     input_->restore(r);
     pending_ = restore_chunk(r);
@@ -57,8 +79,16 @@ class Shuffle : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
+    if (repeats_ && count_ == 0) return false;
     fill();
-    if (live_ == 0) return false;
+    for (int empty_passes = 0; live_ == 0;) {
+      // Drained. repeat(): the next epoch, unless that was the last or the input yields nothing (an
+      // empty input would make repeat() spin forever; tf.data ends instead).
+      if (!repeats_ || (count_ >= 0 && pass_ + 1 >= count_)) return false;
+      if (++empty_passes > 1 && total_ == 0) return false;
+      next_epoch();
+      fill();
+    }
     // One builder for the whole epoch: its buffers are recycled, and rows go straight into them.
     if (!out_) out_.emplace(output_layout(), ctx_.chunk_rows);
     ChunkBuilder& b = *out_;
@@ -80,13 +110,39 @@ class Shuffle : public ChunkIterator {
     }
     int64_t n = b.rows();
     out = b.finish();
-    out.first_index = produced_ - n;
+    out.first_index = repeats_ ? total_ : produced_ - n;
     out.epoch = epoch_;
+    total_ += n;
     return true;
   }
 
  private:
   static constexpr int64_t kAhead = 8;
+
+  // Epoch `epoch` of the input: its keys. The epoch within a shuffle_repeat is pass_.
+  void start_epoch(int64_t epoch) {
+    const Value* re = spec().arg("reshuffle_each_iteration");
+    epoch_ = epoch;
+    epoch_key_ = (!re || re->b) ? epoch : 0;
+    key_ = RandomStream::derive_key(seed_, static_cast<uint64_t>(stage_), static_cast<uint64_t>(epoch_key_));
+  }
+  // The epoch number an unfused repeat(count) would have given its input for pass_.
+  int64_t input_epoch() const { return outer_epoch_ * (count_ > 0 ? count_ : 1) + pass_; }
+
+  // shuffle_repeat: the drained buffer starts the next epoch, with a new input iterator (the old one
+  // goes first, so a cache below sees its epoch end before the next begins).
+  void next_epoch() {
+    ++pass_;
+    start_epoch(input_epoch());
+    input_.reset();
+    input_ = build_iterator(ctx_, spec().inputs.at(0), epoch_);
+    produced_ = 0;
+    pending_ = Chunk{};
+    offset_ = 0;
+    input_done_ = false;
+    filled_ = false;
+    ahead_ = {};
+  }
 
   // The slot output element i takes: uniform in [0, live_) from the stream (seed, stage, i, epoch).
   int64_t slot_for(int64_t i) const {
@@ -225,6 +281,11 @@ class Shuffle : public ChunkIterator {
   uint64_t seed_ = 0;
   int64_t epoch_key_ = 0;
   int64_t epoch_ = 0;
+  bool repeats_ = false;    // shuffle_repeat
+  int64_t count_ = -1;      // shuffle_repeat: epochs, -1 forever
+  int64_t outer_epoch_ = 0; // shuffle_repeat: the epoch it was built for (by a repeat further down)
+  int64_t pass_ = 0;        // shuffle_repeat: the epoch within this stage
+  int64_t total_ = 0;       // elements produced over all epochs (shuffle_repeat's first_index)
   Chunk buffer_;      // capacity rows, of which the first live_ are elements
   int64_t live_ = 0;
   bool filled_ = false;
@@ -237,6 +298,10 @@ class Shuffle : public ChunkIterator {
 
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input) {
   return std::make_unique<Shuffle>(ctx, stage, epoch, std::move(input));
+}
+
+IteratorPtr make_shuffle_repeat(RunContext& ctx, int stage, int64_t epoch) {
+  return std::make_unique<Shuffle>(ctx, stage, epoch, nullptr);
 }
 
 }  // namespace pipec

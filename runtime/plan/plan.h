@@ -39,6 +39,10 @@ struct Stage {
   const Value* arg(const std::string& name) const;
 };
 
+/// Stages whose function runs once per element and may become a compiled kernel: map, filter, and
+/// map_batch (a map fused with the batch after it; the kernel is the map's).
+bool has_element_kernel(const Stage& s);
+
 struct Plan {
   std::string name;            // the pipeline's name
   std::vector<Stage> stages;   // topologically ordered; the last one is the output

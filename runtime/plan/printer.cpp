@@ -5,6 +5,8 @@
 
 namespace pipec {
 
+bool has_element_kernel(const Stage& s) { return s.op == "map" || s.op == "filter" || s.op == "map_batch"; }
+
 const Value* Stage::arg(const std::string& name) const {
   for (const auto& [n, v] : args)
     if (n == name) return &v;

@@ -61,17 +61,18 @@ std::vector<std::string> verify_plan(const Plan& plan) {
     bool is_source = sources.count(s.op) > 0;
     if (is_source && s.op != "zip" && !s.inputs.empty()) err("a source takes no input stage");
     if (!is_source && s.inputs.size() != 1) err("a stage takes exactly one input");
-    const bool has_fn_op = s.op == "map" || s.op == "filter" || s.op == "map_filter";
+    const bool has_fn_op = has_element_kernel(s) || s.op == "map_filter";
     if (has_fn_op && !s.fn) err("needs a function");
     if (s.fn) {
       for (auto& e : verify_function(*s.fn)) errs.push_back(e);
       // map: one result per field. map_filter (a map fused with the filter after it): the same, then
       // the keep flag. A map with per_row = n runs per element after a batch: each field is its result
-      // with the batch dimension in front.
+      // with the batch dimension in front; so is each field of map_batch (a map and the batch after it).
       const Value* per_row = s.arg("per_row");
       if (per_row && (s.op != "map" || per_row->kind != Value::Int || per_row->i < 1 || s.element.batch_rank < 1))
         err("per_row needs a map after a batch and a positive batch size");
-      if (s.op == "map" || s.op == "map_filter") {
+      const bool per_element_results = per_row || s.op == "map_batch";
+      if (s.op == "map" || s.op == "map_filter" || s.op == "map_batch") {
         size_t nfields = s.fn->results.size() - (s.op == "map_filter" ? 1 : 0);
         if (s.op == "map_filter" && (s.fn->results.empty() || s.fn->results.back().first != "keep"))
           err("a map_filter function ends with its keep flag");
@@ -82,12 +83,12 @@ std::vector<std::string> verify_plan(const Plan& plan) {
             const auto& [name, id] = s.fn->results[k];
             const Field& f = s.element.fields[k];
             std::vector<int64_t> want = f.type->shape;
-            if (per_row && !want.empty()) want.erase(want.begin());
+            if (per_element_results && !want.empty()) want.erase(want.begin());
             if (name != f.name) err(fmt::format("result `{}` should be field `{}`", name, f.name));
             else if (id >= 0 && static_cast<size_t>(id) < s.fn->body.size() &&
                      (s.fn->body[id].type.dtype != f.type->dtype || s.fn->body[id].type.shape != want))
               err(fmt::format("result `{}` is {} but the element says {}{}", name, type_to_string(s.fn->body[id].type),
-                              type_to_string(*f.type), per_row ? " (per row)" : ""));
+                              type_to_string(*f.type), per_element_results ? " (per row)" : ""));
           }
         }
       }

@@ -191,7 +191,9 @@ TEST(CodegenOps, ChessBoardLoopHasNoDivisions) {
     todo.pop_back();
     if (!seen.insert(id).second) continue;
     const codegen::Node& n = out.nodes.at(static_cast<size_t>(id));
-    if (n.kind == codegen::NodeKind::Index) EXPECT_TRUE(n.op != "div" && n.op != "mod") << "n" << id << " idx." << n.op;
+    if (n.kind == codegen::NodeKind::Index) {
+      EXPECT_TRUE(n.op != "div" && n.op != "mod") << "n" << id << " idx." << n.op;
+    }
     if (n.kind == codegen::NodeKind::Load) ++loads;
     for (int a : n.args) todo.push_back(a);
   }

@@ -128,6 +128,74 @@ TEST(PassEquivalence, MapsFusedWithTheFiltersAfterThem) {
   EXPECT_EQ(ops, "range map_filter map_filter batch prefetch");
 }
 
+TEST(PassEquivalence, ShuffleFusedWithItsRepeatAndMapFusedWithItsBatch) {
+  ScratchDir d;
+  // The map cannot move after the batch (a batch spans two epochs), so it fuses with it instead.
+  std::string ops = expect_same_output(d.path(),
+                                       "pipeline p = range(37)\n"
+                                       "  | shuffle(10, seed = 4)\n"
+                                       "  | repeat(3)\n"
+                                       "  | map(r => { v: r.value * 2, u: random_uniform([2]) + f32(r.value) })\n"
+                                       "  | batch(4)\n");
+  EXPECT_EQ(ops, "range shuffle_repeat map_batch prefetch");
+  ops = expect_same_output(d.path(),
+                           "pipeline p = range(23)\n"
+                           "  | shuffle(50, seed = 1, reshuffle_each_iteration = false)\n"
+                           "  | repeat()\n"
+                           "  | map(r => { v: r.value, n: random_normal([], seed = 3) })\n"
+                           "  | batch(6, drop_remainder = true)\n"
+                           "  | take(20)\n");
+  EXPECT_EQ(ops, "range shuffle_repeat map_batch take prefetch");
+  // The last, short batch is dropped or kept as the batch would.
+  ops = expect_same_output(d.path(), "pipeline p = range(11) | repeat(2) | map(r => { v: f64(r.value) / 3.0 }) | batch(5)\n");
+  EXPECT_EQ(ops, "range repeat map_batch prefetch");
+  ops = expect_same_output(d.path(),
+                           "pipeline p = range(11) | repeat(2) | map(r => { v: r.value }) | batch(5, drop_remainder = true)\n");
+  EXPECT_EQ(ops, "range repeat map_batch prefetch");
+}
+
+// A checkpoint taken inside the fused stages (a shuffle buffer part-way through its second epoch,
+// batches half filled) resumes into exactly the rest of the unfused run's stream.
+TEST(PassEquivalence, FusedStagesResumeFromACheckpoint) {
+  ScratchDir d;
+  const std::string spec =
+      "pipeline p = range(29) | shuffle(7, seed = 2) | repeat(3)\n"
+      "  | map(r => { v: r.value, u: random_uniform([]) }) | batch(4)\n";
+  Plan reference = plan_of(spec);
+  Plan optimized = reference;
+  run_passes(optimized, PassOptions{});
+  ASSERT_EQ(ops_of(optimized), "range shuffle_repeat map_batch prefetch");
+  auto want = run_all(reference, d.path(), 1, 5);
+  ASSERT_EQ(want.size(), 22u);  // ceil(87 / 4)
+  for (int threads : {1, 3}) {
+    for (size_t stop : {1u, 9u, 15u}) {
+      RunOptions o;
+      o.seed = 5;
+      o.threads = threads;
+      o.spec_dir = d.path().string();
+      std::string state;
+      {
+        PipelineRun first(optimized, o);
+        Chunk c;
+        for (size_t k = 0; k < stop; ++k) ASSERT_TRUE(first.next(c));
+        state = first.save_state();
+      }
+      PipelineRun resumed(optimized, o);
+      resumed.restore_state(state, "test");
+      Chunk c;
+      size_t e = stop;
+      while (resumed.next(c)) {
+        for (int64_t r = 0; r < c.rows; ++r, ++e) {
+          ASSERT_LT(e, want.size());
+          for (size_t f = 0; f < want[e].size(); ++f)
+            EXPECT_TRUE(column_row(c.columns[f], r).equals(want[e][f])) << "threads " << threads << " stop " << stop << " element " << e;
+        }
+      }
+      EXPECT_EQ(e, want.size()) << "threads " << threads << " stop " << stop;
+    }
+  }
+}
+
 TEST(PassEquivalence, TFRecordProjectionRaggedAndFixedBytes) {
   ScratchDir d;
   write_records(d / "x.tfrecord", 41);
@@ -171,6 +239,7 @@ TEST(PassEquivalence, RandomPipelines) {
       "filter(r => r.u < 0.7)",
       "filter(r => random_uniform([], seed = 9) < 0.8)",
       "shuffle(7, seed = 1)",
+      "shuffle(5, seed = 2) | repeat(2)",
       "repeat(2)",
       "repeat(1)",
       "skip(0)",
@@ -188,7 +257,7 @@ TEST(PassEquivalence, RandomPipelines) {
   };
   std::mt19937 rng(1234);
   ScratchDir d;
-  int vectorized = 0, fused = 0;
+  int vectorized = 0, fused = 0, shuffle_repeat = 0, map_batch = 0;
   for (int c = 0; c < 60; ++c) {
     std::string spec = "pipeline p = range(" + std::to_string(20 + rng() % 40) + ") | map(r => { v: r.value, u: random_uniform([]) })";
     int n = 2 + static_cast<int>(rng() % 5);
@@ -199,10 +268,14 @@ TEST(PassEquivalence, RandomPipelines) {
     std::string ops = expect_same_output(d.path(), spec, &text);
     if (text.find("per_row") != std::string::npos) ++vectorized;
     if (ops.find("map_filter") != std::string::npos) ++fused;
+    if (ops.find("shuffle_repeat") != std::string::npos) ++shuffle_repeat;
+    if (ops.find("map_batch") != std::string::npos) ++map_batch;
   }
   // The generator does reach the rewrites it is meant to check.
   EXPECT_GT(vectorized, 3);
   EXPECT_GT(fused, 3);
+  EXPECT_GT(shuffle_repeat, 1);
+  EXPECT_GT(map_batch, 1);
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 #include "compiler/passes/common_subexpression_elimination.h"
 #include "compiler/passes/constant_folding.h"
 #include "compiler/passes/dead_code_elimination.h"
+#include "compiler/passes/map_batch_fusion.h"
 #include "compiler/passes/map_filter_fusion.h"
 #include "compiler/passes/map_fusion.h"
 #include "compiler/passes/noop_elimination.h"
 #include "compiler/passes/pass_pipeline.h"
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
+#include "compiler/passes/shuffle_repeat_fusion.h"
 #include "compiler/passes/vectorize_map_after_batch.h"
 #include "runtime/ops/interpreter.h"
 #include "tests/unit/passes_test_util.h"
@@ -221,6 +223,59 @@ TEST(MapFilterFusion, LeavesAFilterBeforeAMap) {
   EXPECT_FALSE(map_filter_fusion(p));
 }
 
+TEST(ShuffleRepeatFusion, FusesAShuffleWithTheRepeatAfterIt) {
+  Plan p = plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | repeat(3) | batch(2)\n");
+  ASSERT_TRUE(shuffle_repeat_fusion(p));
+  EXPECT_EQ(ops_of(p), "range shuffle_repeat batch");
+  EXPECT_EQ(p.stages[1].arg("buffer")->i, 4);
+  EXPECT_EQ(p.stages[1].arg("seed")->i, 1);
+  EXPECT_EQ(p.stages[1].arg("count")->i, 3);
+  EXPECT_EQ(p.stages[2].inputs, std::vector<int>{1});
+  EXPECT_TRUE(verify_plan(p).empty());
+  // repeat() forever: no count argument.
+  Plan q = plan_of("pipeline p = range(10) | shuffle(4) | repeat()\n");
+  ASSERT_TRUE(shuffle_repeat_fusion(q));
+  EXPECT_EQ(ops_of(q), "range shuffle_repeat");
+  EXPECT_EQ(q.stages[1].arg("count"), nullptr);
+}
+
+TEST(ShuffleRepeatFusion, RefusesWhenAnotherStageComesBetweenOrALaterShuffleWouldMove) {
+  Plan between = plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | batch(2) | repeat(3)\n");
+  EXPECT_FALSE(shuffle_repeat_fusion(between));
+  Plan no_shuffle = plan_of("pipeline p = range(10) | repeat(3) | shuffle(4, seed = 1)\n");
+  EXPECT_FALSE(shuffle_repeat_fusion(no_shuffle));
+  // The second shuffle keys its stream by its stage index, which removing the repeat would shift.
+  Plan later = plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | repeat(2) | shuffle(3, seed = 2)\n");
+  EXPECT_FALSE(shuffle_repeat_fusion(later));
+}
+
+TEST(MapBatchFusion, FusesTheMapThatCouldNotMoveAfterItsBatch) {
+  Plan p = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: f32(r.value), n: random_uniform([3]) }) | batch(4)\n");
+  EXPECT_FALSE(vectorize_map_after_batch(p));
+  ASSERT_TRUE(map_batch_fusion(p));
+  EXPECT_EQ(ops_of(p), "range repeat map_batch");
+  const Stage& s = p.stages[2];
+  EXPECT_EQ(s.inputs, std::vector<int>{1});
+  EXPECT_EQ(s.arg("size")->i, 4);
+  ASSERT_TRUE(s.fn);
+  EXPECT_EQ(s.fn->results.size(), 2u);
+  EXPECT_EQ(element_to_string(s.element), "{v: f32[?], n: f32[?, 3]} batched(1)");
+  EXPECT_TRUE(verify_plan(p).empty()) << verify_plan(p)[0];
+}
+
+TEST(MapBatchFusion, RefusesPaddedBytesTolerantAndMovedShuffles) {
+  Plan padded = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | padded_batch(4)\n");
+  EXPECT_FALSE(map_batch_fusion(padded));
+  Plan bytes = plan_of(
+      "source s = tfrecord(\"x.tfrecord\") { name: bytes }\n"
+      "pipeline p = s | repeat(2) | map(r => { name: r.name }) | batch(4)\n");
+  EXPECT_FALSE(map_batch_fusion(bytes));
+  Plan tolerant = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4) | ignore_errors\n");
+  EXPECT_FALSE(map_batch_fusion(tolerant));
+  Plan shuffled = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4) | shuffle(3, seed = 1)\n");
+  EXPECT_FALSE(map_batch_fusion(shuffled));
+}
+
 TEST(VectorizeMapAfterBatch, MovesAFixedShapeMapAfterItsBatch) {
   Plan p = plan_of("pipeline p = range(10) | map(r => { a: f32(r.value) * 2.0, n: random_uniform([3]) }) | batch(4)\n");
   ASSERT_TRUE(vectorize_map_after_batch(p));
@@ -293,7 +348,8 @@ TEST(PassPipeline, OptLevelZeroAndDisabledPasses) {
   std::vector<std::string> ran;
   some.log = [&](const std::string& name, bool, const Plan&) { ran.push_back(name); };
   run_passes(p, some);
-  EXPECT_EQ(ops_of(p), "range map map batch prefetch");
+  // Not vectorized, the second map fuses with its batch instead.
+  EXPECT_EQ(ops_of(p), "range map map_batch prefetch");
   EXPECT_EQ(ran.size(), pass_list().size() - 2);
   for (const auto& name : ran) EXPECT_TRUE(is_pass_name(name));
   Plan all = plan_of(spec);
@@ -327,7 +383,7 @@ TEST(PassPipeline, NamesAreUniqueAndStable) {
   for (const PassInfo& p : pass_list()) EXPECT_TRUE(names.insert(p.name).second) << p.name;
   for (const char* n : {"vectorize_map_after_batch", "map_fusion", "map_filter_fusion", "noop_elimination", "prefetch_injection",
                         "projection_pushdown", "constant_folding", "common_subexpression_elimination", "dead_code_elimination",
-                        "algebraic_simplification"})
+                        "algebraic_simplification", "shuffle_repeat_fusion", "map_batch_fusion"})
     EXPECT_TRUE(is_pass_name(n)) << n;
 }
 

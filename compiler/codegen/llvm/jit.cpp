@@ -88,7 +88,7 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
   std::vector<Pending> ready;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    if (s.op != "map" && s.op != "filter") continue;
+    if (!has_element_kernel(s)) continue;
     StageJitStatus st;
     st.stage = static_cast<int>(i);
     const auto t0 = Clock::now();

@@ -1,0 +1,260 @@
+// map_batch(size, drop_remainder): `map(f) | batch(n)` as one stage (compiler/passes/map_batch_fusion.h).
+// The optimizer makes it where the map cannot move after the batch (a repeat feeds it, so a batch can
+// hold two epochs). Unfused, the map's result chunks come back to the consumer thread, which then copies
+// every row into the batch. Here each task on the pool runs f on one input chunk and copies its result
+// rows straight into the batches they belong to (input row k of this stage is row k % n of batch k / n),
+// so the copy happens on the workers, in parallel, while the results are still in cache; the consumer
+// only hands out input chunks and emits batches once every task writing into them is done.
+// Results equal the unfused stages': the map sees the same chunks (same first_index and epoch, so the
+// same random draws), a batch belongs to the epoch of its first element, and the last short batch
+// keeps its size unless drop_remainder is set. Only fields of fixed shape and numeric dtype come here.
+#include <cstring>
+#include <deque>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "runtime/exec/map_apply.h"
+#include "runtime/exec/stage_factories.h"
+
+namespace pipec {
+
+namespace {
+
+// A batch being filled: one [1, n, ...] tensor per field; rows [0, assigned) are owned by tasks.
+struct OpenBatch {
+  std::vector<Tensor> columns;
+  int64_t assigned = 0;
+  int64_t epoch = 0;
+  std::vector<std::shared_future<void>> writers;  // the tasks that write rows of this batch
+};
+
+class MapBatch : public ChunkIterator {
+ public:
+  MapBatch(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
+    const Stage& s = spec();
+    size_ = s.arg("size")->i;
+    const Value* d = s.arg("drop_remainder");
+    drop_ = d && d->b;
+    for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
+    for (const Field& f : s.element.fields) {
+      // The element is the batch's: [n, ...] per field; the map computes the row shape after n.
+      Shape row(f.type->shape.begin() + 1, f.type->shape.end());
+      row_shapes_.push_back(row);
+      dtypes_.push_back(f.type->dtype);
+      row_bytes_.push_back(static_cast<size_t>(shape_num_elements(row)) * dtype_size(f.type->dtype));
+    }
+    window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
+    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
+  }
+
+  // Tasks write into batches this iterator owns: wait for every one before going away.
+  ~MapBatch() override { wait_all(); }
+
+  void save(StateWriter& w) const override {
+    // Every task is finished first, so the open batches hold results, not work in flight.
+    wait_all();
+    for (const OpenBatch& b : open_)
+      for (const auto& f : b.writers) f.get();  // a failed task fails the save, not the restored run
+    w.write_i64(produced_);
+    input_->save(w);
+    w.write_u64(open_.size());
+    for (const OpenBatch& b : open_) {
+      Chunk rows = batch_rows(b, b.assigned);
+      rows.epoch = b.epoch;
+      save_chunk(w, rows);
+    }
+    w.write_u32(input_done_ ? 1 : 0);
+  }
+  void restore(StateReader& r) override {
+    wait_all();
+    produced_ = r.read_i64();
+    input_->restore(r);
+    open_.clear();
+    uint64_t n = r.read_u64();
+    for (uint64_t i = 0; i < n; ++i) {
+      Chunk rows = restore_chunk(r);
+      OpenBatch& b = open_batch(rows.epoch);
+      copy_rows(rows.columns, 0, rows.rows, b, 0);
+      b.assigned = rows.rows;
+    }
+    input_done_ = r.read_u32() != 0;
+  }
+
+ protected:
+  bool produce(Chunk& out) override {
+    for (;;) {
+      const bool front_assigned = !open_.empty() && (open_.front().assigned == size_ || input_done_);
+      if (!input_done_ && (static_cast<int64_t>(inflight_.size()) < window_ || !front_assigned)) {
+        if (static_cast<int64_t>(inflight_.size()) >= window_) {
+          // The window is full but the front batch still needs rows: let the oldest task finish.
+          inflight_.front().wait();
+          inflight_.pop_front();
+          continue;
+        }
+        Chunk in;
+        if (!pull(*input_, in)) input_done_ = true;
+        else if (in.rows > 0) dispatch(std::make_shared<Chunk>(std::move(in)));
+        continue;
+      }
+      if (open_.empty()) return false;
+      // get() rethrows a task's error; rows the batch then drops still had to be computed first.
+      // The tasks write through pointers into open_, so they finish before the batch leaves it.
+      for (auto& f : open_.front().writers) f.get();
+      OpenBatch b = std::move(open_.front());
+      open_.pop_front();
+      if (b.assigned < size_ && drop_) {
+        open_.clear();
+        return false;
+      }
+      out = batch_rows(b, b.assigned);
+      for (Column& c : out.columns) {
+        Shape s = c.dense.shape();
+        s.insert(s.begin(), 1);
+        c.dense = c.dense.reshaped(s);
+      }
+      out.rows = 1;
+      out.epoch = b.epoch;
+      out.first_index = produced_;
+      produced_ += 1;
+      return true;
+    }
+  }
+
+ private:
+  // Assigns the rows of `in` to the open batches (opening new ones) and starts the task that maps the
+  // chunk and writes the results there.
+  void dispatch(std::shared_ptr<Chunk> in) {
+    struct Target {
+      OpenBatch* batch;
+      int64_t src_begin, count, dst_row;
+    };
+    std::vector<Target> targets;
+    for (int64_t r = 0; r < in->rows;) {
+      if (open_.empty() || open_.back().assigned == size_) open_batch(in->epoch);
+      OpenBatch& b = open_.back();
+      int64_t take = std::min(size_ - b.assigned, in->rows - r);
+      targets.push_back({&b, r, take, b.assigned});
+      b.assigned += take;
+      r += take;
+    }
+    // OpenBatch lives in a deque that only grows at the back and shrinks at the front after its
+    // writers are done, so the pointers stay valid while the task runs.
+    auto work = [this, in, targets] {
+      std::vector<Column> cols = map_chunk(*in);
+      for (const Target& t : targets) copy_rows(cols, t.src_begin, t.count, *t.batch, t.dst_row);
+    };
+    std::shared_future<void> f;
+    if (ctx_.pool && window_ > 1) {
+      f = ctx_.pool->submit(std::move(work)).share();
+    } else {
+      std::promise<void> done;
+      try {
+        work();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+      f = done.get_future().share();
+    }
+    for (const Target& t : targets) t.batch->writers.push_back(f);
+    inflight_.push_back(f);
+  }
+
+  std::vector<Column> map_chunk(const Chunk& in) const {
+    try {
+      std::vector<Column> cols = apply_stage_function(ctx_, spec(), in_fields_, in, true);
+      check_results(cols, in.rows);
+      return cols;
+    } catch (const CancelledError&) {
+      throw;
+    } catch (const StageError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw StageError(spec(), e.what());
+    }
+  }
+
+  // The type checker promised fixed shapes and numeric dtypes; a result that breaks the promise is
+  // reported rather than copied as garbage.
+  void check_results(const std::vector<Column>& cols, int64_t rows) const {
+    if (cols.size() != row_shapes_.size())
+      throw StageError(spec(), fmt::format("the map returned {} fields, the element has {}", cols.size(), row_shapes_.size()));
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const Column& c = cols[k];
+      Shape want = row_shapes_[k];
+      want.insert(want.begin(), rows);
+      if (c.ragged || c.dense.dtype() != dtypes_[k] || c.dense.shape() != want)
+        throw StageError(spec(), fmt::format("field `{}`: the map computed {} where the element says {} {}",
+                                             spec().element.fields[k].name,
+                                             c.ragged ? std::string("rows of different shapes")
+                                                      : std::string(dtype_name(c.dense.dtype())) + " " +
+                                                            shape_to_string(c.dense.shape()),
+                                             dtype_name(dtypes_[k]), shape_to_string(want)));
+    }
+  }
+
+  OpenBatch& open_batch(int64_t epoch) {
+    OpenBatch b;
+    b.epoch = epoch;
+    for (size_t k = 0; k < row_shapes_.size(); ++k) {
+      Shape s = row_shapes_[k];
+      s.insert(s.begin(), size_);
+      b.columns.push_back(Tensor::empty(dtypes_[k], s));
+    }
+    open_.push_back(std::move(b));
+    return open_.back();
+  }
+
+  // Rows [src_begin, src_begin + count) of `cols` become rows [dst_row, ...) of `b`.
+  void copy_rows(const std::vector<Column>& cols, int64_t src_begin, int64_t count, OpenBatch& b, int64_t dst_row) const {
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const size_t rb = row_bytes_[k];
+      std::memcpy(b.columns[k].raw() + static_cast<size_t>(dst_row) * rb,
+                  cols[k].dense.raw() + static_cast<size_t>(src_begin) * rb, static_cast<size_t>(count) * rb);
+    }
+  }
+
+  // The first `rows` rows of `b` as a chunk of [rows, ...] columns (no copy when the batch is full).
+  Chunk batch_rows(const OpenBatch& b, int64_t rows) const {
+    Chunk c;
+    c.rows = rows;
+    for (size_t k = 0; k < b.columns.size(); ++k) {
+      if (rows == size_) {
+        c.columns.push_back(Column{false, b.columns[k], {}});
+        continue;
+      }
+      Shape s = row_shapes_[k];
+      s.insert(s.begin(), rows);
+      Tensor t = Tensor::empty(dtypes_[k], s);
+      std::memcpy(t.raw(), b.columns[k].raw(), static_cast<size_t>(rows) * row_bytes_[k]);
+      c.columns.push_back(Column{false, t, {}});
+    }
+    return c;
+  }
+
+  void wait_all() const {
+    for (auto& f : inflight_) f.wait();
+    inflight_.clear();
+  }
+
+  IteratorPtr input_;
+  std::vector<std::string> in_fields_;
+  std::vector<Shape> row_shapes_;
+  std::vector<DType> dtypes_;
+  std::vector<size_t> row_bytes_;
+  int64_t size_ = 1;
+  bool drop_ = false;
+  int64_t window_ = 1;
+  std::deque<OpenBatch> open_;
+  mutable std::deque<std::shared_future<void>> inflight_;
+  bool input_done_ = false;
+};
+
+}  // namespace
+
+IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input) {
+  return std::make_unique<MapBatch>(ctx, stage, std::move(input));
+}
+
+}  // namespace pipec
