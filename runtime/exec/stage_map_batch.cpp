@@ -94,7 +94,7 @@ class MapBatch : public ChunkIterator {
         }
         Chunk in;
         if (!pull(*input_, in)) input_done_ = true;
-        else if (in.rows > 0) dispatch(std::make_shared<Chunk>(std::move(in)));
+        else if (in.rows > 0) dispatch(std::move(in));
         continue;
       }
       if (open_.empty()) return false;
@@ -122,28 +122,28 @@ class MapBatch : public ChunkIterator {
   }
 
  private:
-  // Assigns the rows of `in` to the open batches (opening new ones) and starts the task that maps the
-  // chunk and writes the results there.
-  void dispatch(std::shared_ptr<Chunk> in) {
-    struct Target {
-      OpenBatch* batch;
-      int64_t src_begin, count, dst_row;
-    };
-    std::vector<Target> targets;
-    for (int64_t r = 0; r < in->rows;) {
-      if (open_.empty() || open_.back().assigned == size_) open_batch(in->epoch);
+  // Assigns the rows of `in` to the open batches (opening new ones) and starts one task per batch
+  // it touches. A chunk that spans several batches is cut at their boundaries (a copy of its input
+  // rows, which first_index and epoch follow): one task then writes into one batch, so the open
+  // batches, each as large as the results of a whole batch, stay about as many as the tasks in flight.
+  void dispatch(Chunk in) {
+    for (int64_t r = 0; r < in.rows;) {
+      if (open_.empty() || open_.back().assigned == size_) open_batch(in.epoch);
       OpenBatch& b = open_.back();
-      int64_t take = std::min(size_ - b.assigned, in->rows - r);
-      targets.push_back({&b, r, take, b.assigned});
+      const int64_t take = std::min(size_ - b.assigned, in.rows - r);
+      Chunk piece = (r == 0 && take == in.rows) ? std::move(in) : slice_rows(in, r, r + take);
+      start_task(std::make_shared<Chunk>(std::move(piece)), b, b.assigned);
       b.assigned += take;
       r += take;
     }
-    // OpenBatch lives in a deque that only grows at the back and shrinks at the front after its
-    // writers are done, so the pointers stay valid while the task runs.
-    auto work = [this, in, targets] {
-      std::vector<Column> cols = map_chunk(*in);
-      for (const Target& t : targets) copy_rows(cols, t.src_begin, t.count, *t.batch, t.dst_row);
-    };
+  }
+
+  // Maps `in` and writes its results into rows [dst_row, ...) of `b`. OpenBatch lives in a deque that
+  // only grows at the back and shrinks at the front once its writers are done, so `b` stays valid
+  // while the task runs.
+  void start_task(std::shared_ptr<Chunk> in, OpenBatch& b, int64_t dst_row) {
+    OpenBatch* target = &b;
+    auto work = [this, in, target, dst_row] { copy_rows(map_chunk(*in), 0, in->rows, *target, dst_row); };
     std::shared_future<void> f;
     if (ctx_.pool && window_ > 1) {
       f = ctx_.pool->submit(std::move(work)).share();
@@ -157,7 +157,7 @@ class MapBatch : public ChunkIterator {
       }
       f = done.get_future().share();
     }
-    for (const Target& t : targets) t.batch->writers.push_back(f);
+    b.writers.push_back(f);
     inflight_.push_back(f);
   }
 
