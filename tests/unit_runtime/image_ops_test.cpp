@@ -55,6 +55,27 @@ TEST(ImageOps, FlipsMatchTensorFlow) {
   expect_equal(flip_image(input(), true, {false}), input());
 }
 
+// Every pixel size (channels x element bytes), the specialized ones and the general one, in a batch
+// where only some images flip: against pixels reversed one by one.
+TEST(ImageOps, HorizontalFlipOfEveryPixelSize) {
+  for (auto [dtype, channels] : std::vector<std::pair<DType, int64_t>>{
+           {DType::U8, 1}, {DType::U8, 3}, {DType::U8, 4}, {DType::U8, 5}, {DType::U16, 3}, {DType::F32, 3}, {DType::F32, 4}}) {
+    const int64_t n = 3, h = 4, w = 7;
+    Tensor x = Tensor::empty(dtype, {n, h, w, channels});
+    for (size_t i = 0; i < x.byte_size(); ++i) x.raw()[i] = static_cast<uint8_t>(i * 37 + 11);
+    const std::vector<bool> flip = {true, false, true};
+    Tensor got = flip_image(x, true, flip);
+    const size_t pixel = static_cast<size_t>(channels) * dtype_size(dtype);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t c = 0; c < w; ++c) {
+          const int64_t from = flip[static_cast<size_t>(i)] ? w - 1 - c : c;
+          const size_t d = static_cast<size_t>((i * h + y) * w + c) * pixel, s = static_cast<size_t>((i * h + y) * w + from) * pixel;
+          ASSERT_EQ(std::memcmp(got.raw() + d, x.raw() + s, pixel), 0) << dtype_name(dtype) << " x" << channels << " image " << i;
+        }
+  }
+}
+
 TEST(ImageOps, ConvertImageDtypeMatchesTensorFlow) {
   expect_equal(convert_image_dtype(input(), DType::F32), fx("convert_f32"));
   expect_equal(convert_image_dtype(input(), DType::U16), fx("convert_u16"));
