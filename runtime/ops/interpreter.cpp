@@ -92,7 +92,10 @@ class Interpreter {
         if (last_use[static_cast<size_t>(o)] == i) vals_[static_cast<size_t>(o)] = Val{};
     }
     std::vector<Column> out;
-    for (const auto& [name, id] : fn_.results) out.push_back(to_column(vals_.at(static_cast<size_t>(id)), fn_.body[id].type));
+    for (const auto& [name, id] : fn_.results) {
+      stack_if_known(id);
+      out.push_back(to_column(vals_.at(static_cast<size_t>(id)), fn_.body[id].type));
+    }
     return out;
   }
 
@@ -124,6 +127,10 @@ class Interpreter {
   Val eval(const Instr& instr) {
     const KernelInfo* k = find_kernel(instr.op);
     if (!k) throw OpError("the interpreter has no kernel for this op");
+    // Per-row results of a known shape are kept one tensor per row (eval_per_row); an op that works on
+    // whole columns gets them stacked here, once.
+    if (k->kind != KernelKind::PerRow)
+      for (int o : instr.operands) stack_if_known(o);
     bool any_rows = false, any_ragged = false;
     for (int o : instr.operands) {
       const Val& v = vals_.at(static_cast<size_t>(o));
@@ -188,9 +195,10 @@ class Interpreter {
         throw OpError(fmt::format("element {}: {}", in_.first_index + r, e.what()));
       }
     }
-    // A result whose type has unknown dims (a decoded image) stays one tensor per row: stacking it
-    // would copy every image once more only for the next per-row op to copy it out again.
-    if (!instr.type.fully_known()) {
+    // A result whose type has unknown dims (a decoded image) stays one tensor per row, and so does the
+    // result of a per-row op (a crop, a flip): stacking it would copy every image once more only for
+    // the next per-row op to copy it out again. Whole-column ops and the results stack what they need.
+    if (!instr.type.fully_known() || k.kind == KernelKind::PerRow) {
       Val v;
       v.kind = Val::Ragged;
       v.rows = std::move(outs);
@@ -220,6 +228,13 @@ class Interpreter {
     else if (v.kind == Val::Rows) check_shape(instr, Shape(v.t.shape().begin() + 1, v.t.shape().end()));
     else
       for (const Tensor& t : v.rows) check_shape(instr, t.shape());
+  }
+
+  // A value kept one tensor per row whose type has a known shape becomes one [rows, ...] tensor.
+  void stack_if_known(int o) {
+    Val& v = vals_.at(static_cast<size_t>(o));
+    const Type& t = fn_.body.at(static_cast<size_t>(o)).type;
+    if (v.kind == Val::Ragged && t.fully_known()) v = from_rows(std::move(v.rows), t.dtype, t.shape);
   }
 
   Column to_column(const Val& v, const Type& type) const {
