@@ -37,7 +37,7 @@ const std::vector<PassInfo>& pass_list() {
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
       // otherwise have to stack.
       {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},
-      // What could not be vectorized (a repeat feeds the map) still gets its batch copy done by the map's threads.
+      // What could not be vectorized (a repeat feeds a random map) still gets its batch copy done by the map's threads.
       {"map_batch_fusion", map_batch_fusion, "map(f) | batch(n) -> one map_batch stage"},
       {"dead_code_elimination", dead_code_elimination, "remove instructions no result needs"},
       {"prefetch_injection", prefetch_injection, "end the pipeline with prefetch(auto)"},

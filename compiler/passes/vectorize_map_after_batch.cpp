@@ -25,8 +25,12 @@ bool movable(const Plan& plan, int batch) {
   if (!fixed_shapes(in.fields) || !fixed_shapes(map.element.fields)) return false;
   if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return false;
   // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
-  // has one epoch: the random keys of the map's rows could not all be reproduced.
-  if (upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat" || s.op == "shuffle_repeat"; })) return false;
+  // has one epoch: the random keys of the map's rows could not all be reproduced. Only random ops
+  // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the
+  // usual tf.data order, is vectorized too).
+  if (has_random_ops(*map.fn) &&
+      upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat" || s.op == "shuffle_repeat"; }))
+    return false;
   return true;
 }
 

@@ -2,8 +2,9 @@
 // runs once over whole batches (runtime/exec/row_view.h) and keys row i of batch b as element b*n + i,
 // the index it had before, so random ops agree, also for the final short batch and in every epoch.
 // Refuses unless every field the map reads and writes has a fully known shape (no ragged fields), the
-// map is the batch's only input and has no other reader, no repeat feeds the map (a batch could then
-// hold elements of two epochs), and nothing downstream is ignore_errors.
+// map is the batch's only input and has no other reader, no repeat feeds a map that draws random
+// numbers (a batch could then hold elements of two epochs, and the draws are keyed by epoch), and
+// nothing downstream is ignore_errors.
 #pragma once
 
 #include "runtime/plan/plan.h"

@@ -1,6 +1,6 @@
 // map_batch(size, drop_remainder): `map(f) | batch(n)` as one stage (compiler/passes/map_batch_fusion.h).
-// The optimizer makes it where the map cannot move after the batch (a repeat feeds it, so a batch can
-// hold two epochs). Unfused, the map's result chunks come back to the consumer thread, which then copies
+// The optimizer makes it where the map cannot move after the batch (a repeat feeds a map with random
+// ops, so a batch can hold two epochs). Unfused, the map's result chunks come back to the consumer thread, which then copies
 // every row into the batch. Here each task on the pool runs f on one input chunk and copies its result
 // rows straight into the batches they belong to (input row k of this stage is row k % n of batch k / n),
 // so the copy happens on the workers, in parallel, while the results are still in cache; the consumer

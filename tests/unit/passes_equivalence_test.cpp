@@ -147,11 +147,25 @@ TEST(PassEquivalence, ShuffleFusedWithItsRepeatAndMapFusedWithItsBatch) {
                            "  | take(20)\n");
   EXPECT_EQ(ops, "range shuffle_repeat map_batch take prefetch");
   // The last, short batch is dropped or kept as the batch would.
-  ops = expect_same_output(d.path(), "pipeline p = range(11) | repeat(2) | map(r => { v: f64(r.value) / 3.0 }) | batch(5)\n");
+  ops = expect_same_output(d.path(),
+                           "pipeline p = range(11) | repeat(2) | map(r => { v: f64(r.value) / 3.0 + f64(random_uniform([])) }) | batch(5)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
   ops = expect_same_output(d.path(),
-                           "pipeline p = range(11) | repeat(2) | map(r => { v: r.value }) | batch(5, drop_remainder = true)\n");
+                           "pipeline p = range(11) | repeat(2) | map(r => { v: r.value, u: random_uniform([]) }) | batch(5, drop_remainder = true)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
+}
+
+// tf.data's usual order, shuffle | repeat | map | batch, with a map that draws nothing: the map moves
+// after the batch although batches span epochs (nothing it computes depends on the epoch).
+TEST(PassEquivalence, MapWithoutRandomOpsVectorizedAfterARepeat) {
+  ScratchDir d;
+  std::string ops = expect_same_output(d.path(),
+                                       "pipeline p = range(37) | shuffle(8, seed = 2) | repeat(3)\n"
+                                       "  | map(r => { v: r.value * 3, w: f32(r.value) / 7.0 }) | batch(5)\n");
+  EXPECT_EQ(ops, "range shuffle_repeat batch map prefetch");
+  ops = expect_same_output(d.path(),
+                           "pipeline p = range(13) | repeat(2) | map(r => { v: r.value - 4 }) | batch(4, drop_remainder = true)\n");
+  EXPECT_EQ(ops, "range repeat batch map prefetch");
 }
 
 // A checkpoint taken inside the fused stages (a shuffle buffer part-way through its second epoch,

@@ -286,6 +286,14 @@ TEST(VectorizeMapAfterBatch, MovesAFixedShapeMapAfterItsBatch) {
   EXPECT_TRUE(verify_plan(p).empty()) << verify_plan(p)[0];
 }
 
+TEST(VectorizeMapAfterBatch, MovesAMapWithoutRandomOpsAfterARepeat) {
+  // Nothing in the map reads the epoch, so a batch spanning two epochs computes the same values.
+  Plan p = plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | repeat(2) | map(r => { v: r.value * 3 }) | batch(4)\n");
+  ASSERT_TRUE(vectorize_map_after_batch(p));
+  EXPECT_EQ(ops_of(p), "range shuffle repeat batch map");
+  EXPECT_TRUE(verify_plan(p).empty());
+}
+
 TEST(VectorizeMapAfterBatch, RefusesRaggedRepeatedAndTolerantMaps) {
   // A variable-length feature cannot be batched densely before the map has reduced it.
   Plan ragged = plan_of(
@@ -294,9 +302,11 @@ TEST(VectorizeMapAfterBatch, RefusesRaggedRepeatedAndTolerantMaps) {
   EXPECT_FALSE(vectorize_map_after_batch(ragged));
   Plan ragged_out = plan_of("pipeline p = range(10) | map(r => { v: r.value }) | padded_batch(4)\n");
   EXPECT_FALSE(vectorize_map_after_batch(ragged_out));
-  // After a repeat one batch can hold two epochs.
-  Plan repeated = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4)\n");
+  // After a repeat one batch can hold two epochs, and random draws are keyed by epoch.
+  Plan repeated = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: random_uniform([]) }) | batch(4)\n");
   EXPECT_FALSE(vectorize_map_after_batch(repeated));
+  Plan shuffled = plan_of("pipeline p = range(10) | shuffle(4) | repeat(2) | map(r => { v: f32(r.value) + random_normal([]) }) | batch(4)\n");
+  EXPECT_FALSE(vectorize_map_after_batch(shuffled));
   Plan tolerant = plan_of("pipeline p = range(10) | map(r => { v: r.value }) | batch(4) | ignore_errors\n");
   EXPECT_FALSE(vectorize_map_after_batch(tolerant));
   // A filter in between changes which elements form a batch.
