@@ -44,6 +44,9 @@ class MapBatch : public ChunkIterator {
       dtypes_.push_back(f.type->dtype);
       row_bytes_.push_back(static_cast<size_t>(shape_num_elements(row)) * dtype_size(f.type->dtype));
     }
+    size_t result_row_bytes = 0;
+    for (size_t rb : row_bytes_) result_row_bytes += rb;
+    min_task_rows_ = std::max<int64_t>(1, static_cast<int64_t>(kMinTaskBytes / std::max<size_t>(1, result_row_bytes)));
     window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
   }
@@ -122,28 +125,46 @@ class MapBatch : public ChunkIterator {
   }
 
  private:
-  // Assigns the rows of `in` to the open batches (opening new ones) and starts one task per batch
-  // it touches. A chunk that spans several batches is cut at their boundaries (a copy of its input
-  // rows, which first_index and epoch follow): one task then writes into one batch, so the open
-  // batches, each as large as the results of a whole batch, stay about as many as the tasks in flight.
+  // Assigns the rows of `in` to the open batches (opening new ones) and starts tasks that map them
+  // and write the results there. A chunk is cut at batch boundaries into tasks of at least
+  // min_task_rows_ rows: with large results (a decoded image per row) that is one task per batch, so
+  // the open batches, each as large as a whole batch of results, stay about as many as the tasks in
+  // flight; with small ones a task spans many batches and its fixed cost (a pool hand-off, a kernel
+  // call) is spread over enough rows. Cutting copies the input rows (first_index and epoch follow).
   void dispatch(Chunk in) {
+    struct Piece {
+      int64_t src_begin, count;
+      OpenBatch* batch;
+      int64_t dst_row;
+    };
+    std::vector<Piece> pieces;
+    int64_t task_begin = 0;
     for (int64_t r = 0; r < in.rows;) {
       if (open_.empty() || open_.back().assigned == size_) open_batch(in.epoch);
       OpenBatch& b = open_.back();
       const int64_t take = std::min(size_ - b.assigned, in.rows - r);
-      Chunk piece = (r == 0 && take == in.rows) ? std::move(in) : slice_rows(in, r, r + take);
-      start_task(std::make_shared<Chunk>(std::move(piece)), b, b.assigned);
+      pieces.push_back({r, take, &b, b.assigned});
       b.assigned += take;
       r += take;
+      if (r - task_begin >= min_task_rows_ || r == in.rows) {
+        Chunk part = (task_begin == 0 && r == in.rows) ? std::move(in) : slice_rows(in, task_begin, r);
+        for (Piece& p : pieces) p.src_begin -= task_begin;
+        start_task(std::make_shared<Chunk>(std::move(part)), std::move(pieces));
+        pieces.clear();
+        task_begin = r;
+      }
     }
   }
 
-  // Maps `in` and writes its results into rows [dst_row, ...) of `b`. OpenBatch lives in a deque that
-  // only grows at the back and shrinks at the front once its writers are done, so `b` stays valid
-  // while the task runs.
-  void start_task(std::shared_ptr<Chunk> in, OpenBatch& b, int64_t dst_row) {
-    OpenBatch* target = &b;
-    auto work = [this, in, target, dst_row] { copy_rows(map_chunk(*in), 0, in->rows, *target, dst_row); };
+  // Maps `in` and writes each piece of its results into its batch. OpenBatch lives in a deque that
+  // only grows at the back and shrinks at the front once its writers are done, so the pointers stay
+  // valid while the task runs.
+  template <class Pieces>
+  void start_task(std::shared_ptr<Chunk> in, Pieces pieces) {
+    auto work = [this, in, pieces] {
+      std::vector<Column> cols = map_chunk(*in);
+      for (const auto& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
+    };
     std::shared_future<void> f;
     if (ctx_.pool && window_ > 1) {
       f = ctx_.pool->submit(std::move(work)).share();
@@ -157,7 +178,7 @@ class MapBatch : public ChunkIterator {
       }
       f = done.get_future().share();
     }
-    b.writers.push_back(f);
+    for (const auto& p : pieces) p.batch->writers.push_back(f);  // each piece is in another batch
     inflight_.push_back(f);
   }
 
@@ -238,8 +259,12 @@ class MapBatch : public ChunkIterator {
     inflight_.clear();
   }
 
+  // A task computes at least this many bytes of results (unless its chunk has fewer rows).
+  static constexpr size_t kMinTaskBytes = size_t(1) << 20;
+
   IteratorPtr input_;
   std::vector<std::string> in_fields_;
+  int64_t min_task_rows_ = 1;
   std::vector<Shape> row_shapes_;
   std::vector<DType> dtypes_;
   std::vector<size_t> row_bytes_;

@@ -153,6 +153,10 @@ TEST(PassEquivalence, ShuffleFusedWithItsRepeatAndMapFusedWithItsBatch) {
   ops = expect_same_output(d.path(),
                            "pipeline p = range(11) | repeat(2) | map(r => { v: r.value, u: random_uniform([]) }) | batch(5, drop_remainder = true)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
+  // Rows of 1.2 MB: each chunk is cut into one task per batch (the other cases put many batches in a task).
+  ops = expect_same_output(d.path(),
+                           "pipeline p = range(13) | repeat(2) | map(r => { big: random_uniform([512, 600]) + f32(r.value) }) | batch(3)\n");
+  EXPECT_EQ(ops, "range repeat map_batch prefetch");
 }
 
 // tf.data's usual order, shuffle | repeat | map | batch, with a map that draws nothing: the map moves
