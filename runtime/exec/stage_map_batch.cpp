@@ -1,13 +1,14 @@
 // map_batch(size, drop_remainder): `map(f) | batch(n)` as one stage (compiler/passes/map_batch_fusion.h).
 // The optimizer makes it where the map cannot move after the batch (a repeat feeds a map with random
-// ops, so a batch can hold two epochs). Unfused, the map's result chunks come back to the consumer thread, which then copies
-// every row into the batch. Here each task on the pool runs f on one input chunk and copies its result
-// rows straight into the batches they belong to (input row k of this stage is row k % n of batch k / n),
-// so the copy happens on the workers, in parallel, while the results are still in cache; the consumer
-// only hands out input chunks and emits batches once every task writing into them is done.
-// Results equal the unfused stages': the map sees the same chunks (same first_index and epoch, so the
-// same random draws), a batch belongs to the epoch of its first element, and the last short batch
-// keeps its size unless drop_remainder is set. Only fields of fixed shape and numeric dtype come here.
+// ops, so a batch can hold two epochs). Unfused, the map's result chunks come back to the consumer
+// thread, which then copies every row into the batch. Here each task on the pool runs f on a piece of
+// an input chunk and copies its result rows straight into the batches they belong to (input row k of
+// this stage is row k % n of batch k / n), so the copy happens on the workers, in parallel, while the
+// results are still in cache; the consumer only hands out input and emits batches once every task
+// writing into them is done. Results equal the unfused stages': the map's rows keep their first_index
+// and epoch (so the same random draws), a batch belongs to the epoch of its first element, and the
+// last short batch keeps its size unless drop_remainder is set. Only fields of fixed shape and
+// numeric dtype come here.
 #include <cstring>
 #include <deque>
 #include <future>
