@@ -6,7 +6,8 @@
 #
 #   bench/chess/run.sh [BATCHES]        # default 400 batches of 512 per measured run, median of 3 runs
 #
-# Rows: pipec (default), pipec -O0 and pipec --no-jit (when `pipec run --help` lists them), the
+# Rows: pipec (default), pipec on examples/chess/chess_repeat_first.pipe (the same work written
+# shuffle | repeat | map | batch), pipec -O0 and pipec --no-jit (when `pipec run --help` lists them), the
 # hand-written C++ loop (bench/chess/handwritten.cpp) with 1 and 2 threads, tf.data running the seed's
 # original per-element code and the accepted answer's vectorized version (bench/chess/tfdata_peer.py,
 # needs TensorFlow: PYTHON=/path/to/python, default /work/tfvenv/bin/python or python3), and the memcpy
@@ -50,10 +51,11 @@ run_timed() {
   awk '{print $1 + $2}' "$TMP/time" >>"$TMP/$name.cpu"
 }
 
-# run_pipec NAME FLAGS...: one pipec run; examples/s from its --stats-json (parsed outside the timing).
+# run_pipec NAME FLAGS...: one pipec run of $SPEC (default examples/chess/chess.pipe); examples/s from
+# its --stats-json (parsed outside the timing).
 run_pipec() {
   local name=$1; shift
-  /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run examples/chess/chess.pipe --take "$BATCHES" --quiet \
+  /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run "${SPEC:-examples/chess/chess.pipe}" --take "$BATCHES" --quiet \
     --stats-json "$TMP/stats.json" "$@" 2>"$TMP/err" || { echo "note: $name failed: $(tail -3 "$TMP/err")" >&2; return 0; }
   python3 -c "import json; print(json.load(open('$TMP/stats.json'))['examples_per_second'])" >>"$TMP/$name.rate"
   awk '{print $1 + $2}' "$TMP/time" >>"$TMP/$name.cpu"
@@ -67,6 +69,7 @@ HAVE_TF=0
 
 for i in $(seq "$RUNS"); do
   run_pipec pipec
+  SPEC=examples/chess/chess_repeat_first.pipe run_pipec pipec_repeat_first
   if grep -q -- "-O0" <<<"$HELP"; then run_pipec pipec_O0 -O0; fi
   if grep -q -- "--no-jit" <<<"$HELP"; then run_pipec pipec_nojit --no-jit; fi
   if [ -x build/bench/chess_handwritten ]; then
@@ -93,7 +96,7 @@ printf '\nchess pipeline: %s batches of 512 per run, median of %s runs; %s cores
 printf 'memcpy bandwidth: %.2f GB/s written with 1 thread, %.2f GB/s with %s\n\n' \
   "$(python3 -c "print($MEMCPY_1/1e9)")" "$(python3 -c "print($MEMCPY_N/1e9)")" "$(nproc)"
 printf '%-20s %12s %16s %11s %12s %10s\n' "pipeline" "examples/s" "CPU-s / 1M ex" "pipec / it" "output MB/s" "% memcpy"
-for k in pipec pipec_O0 pipec_nojit handwritten_1t handwritten_2t tfdata_original tfdata_vectorized; do
+for k in pipec pipec_repeat_first pipec_O0 pipec_nojit handwritten_1t handwritten_2t tfdata_original tfdata_vectorized; do
   rate=$(get $k rate)
   [ -n "$rate" ] || continue
   cpu=$(get $k cpu)
