@@ -6,21 +6,17 @@ namespace pipec {
 
 namespace {
 
-bool fixed_numeric(const std::vector<Field>& fields) {
-  for (const Field& f : fields)
-    if (!f.type || !f.type->is_tensor() || !f.type->fully_known() || f.type->dtype == DType::Bytes) return false;
-  return !fields.empty();
-}
-
-bool fusible(const Plan& plan, int batch) {
-  const Stage& b = plan.stages[batch];
-  if (b.op != "batch" || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return false;
-  const int m = b.inputs[0];
+// The map's index, or -1 when the pair cannot be fused.
+int fusible(const Plan& plan, int batch) {
+  const int m = map_before_batch(plan, batch);
+  if (m < 0) return -1;
   const Stage& map = plan.stages[m];
-  if (map.op != "map" || !map.fn || map.arg("per_row") || map.inputs.size() != 1) return false;
-  if (map.element.batch_rank != 0 || map.element.on_gpu || plan.stages[map.inputs[0]].element.on_gpu) return false;
-  if (!fixed_numeric(map.element.fields)) return false;
-  return consumers(plan, m).size() == 1 && !is_tolerant(plan, m);
+  if (map.element.on_gpu || plan.stages[map.inputs[0]].element.on_gpu) return -1;
+  // The workers copy results into the batch byte for byte: fixed shapes, no byte strings.
+  if (map.element.fields.empty() || !fixed_shapes(map.element.fields)) return -1;
+  for (const Field& f : map.element.fields)
+    if (f.type->dtype == DType::Bytes) return -1;
+  return m;
 }
 
 }  // namespace
@@ -28,11 +24,10 @@ bool fusible(const Plan& plan, int batch) {
 bool map_batch_fusion(Plan& plan) {
   bool changed = false;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-    if (!fusible(plan, i)) continue;
+    const int m = fusible(plan, i);
     // The batch takes the map's function and input; the map goes. Each stage's index is unchanged
     // but for those after the map, which move up by one: a later shuffle would draw differently.
-    const int m = plan.stages[i].inputs[0];
-    if (random_keys_from(plan, m + 1)) continue;
+    if (m < 0 || random_keys_from(plan, m + 1)) continue;
     Stage& batch = plan.stages[i];
     const Stage& map = plan.stages[m];
     batch.op = "map_batch";

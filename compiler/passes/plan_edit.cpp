@@ -71,6 +71,23 @@ bool has_random_ops(const ExprFunction& fn) {
   return false;
 }
 
+int map_before_batch(const Plan& plan, int batch) {
+  const Stage& b = plan.stages.at(batch);
+  if (b.op != "batch" || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return -1;
+  const int m = b.inputs[0];
+  const Stage& map = plan.stages[m];
+  if (map.op != "map" || !map.fn || map.arg("per_row") || map.inputs.size() != 1) return -1;
+  if (map.element.batch_rank != 0 || plan.stages[map.inputs[0]].element.batch_rank != 0) return -1;
+  if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return -1;
+  return m;
+}
+
+bool fixed_shapes(const std::vector<Field>& fields) {
+  for (const Field& f : fields)
+    if (!f.type || !f.type->is_tensor() || !f.type->fully_known()) return false;
+  return true;
+}
+
 void clone_functions(Plan& plan) {
   for (Stage& s : plan.stages)
     if (s.fn) s.fn = std::make_shared<ExprFunction>(*s.fn);

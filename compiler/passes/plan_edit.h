@@ -34,6 +34,15 @@ bool random_keys_from(const Plan& plan, int first);
 /// True when the function draws random numbers (their keys include the element index).
 bool has_random_ops(const ExprFunction& fn);
 
+/// The stage a `batch(n)` with a constant n at `batch` reads, when that stage is an element map (a
+/// function, no per_row, one input, no batch dimension) with no other reader and nothing
+/// ignore_errors after it: what vectorize_map_after_batch and map_batch_fusion both start from.
+/// -1 otherwise.
+int map_before_batch(const Plan& plan, int batch);
+
+/// True when every field is a tensor whose shape is fully known.
+bool fixed_shapes(const std::vector<Field>& fields);
+
 /// Gives every stage its own copy of its function, so edits do not reach plans that share them.
 void clone_functions(Plan& plan);
 

@@ -6,24 +6,14 @@ namespace pipec {
 
 namespace {
 
-bool fixed_shapes(const std::vector<Field>& fields) {
-  for (const Field& f : fields)
-    if (!f.type || !f.type->is_tensor() || !f.type->fully_known()) return false;
-  return true;
-}
-
 bool movable(const Plan& plan, int batch) {
-  const Stage& b = plan.stages[batch];
-  if (b.op != "batch" || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return false;
-  const int m = b.inputs[0];
+  const int m = map_before_batch(plan, batch);
+  if (m < 0) return false;
   const Stage& map = plan.stages[m];
-  if (map.op != "map" || !map.fn || map.native || map.arg("per_row") || map.inputs.size() != 1) return false;
-  const ElementInfo& in = plan.stages[map.inputs[0]].element;
-  if (in.batch_rank != 0 || map.element.batch_rank != 0) return false;
+  if (map.native) return false;
   // Batching the map's input needs every input field dense; the per-row results must stack into a
   // dense batch again.
-  if (!fixed_shapes(in.fields) || !fixed_shapes(map.element.fields)) return false;
-  if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return false;
+  if (!fixed_shapes(plan.stages[map.inputs[0]].element.fields) || !fixed_shapes(map.element.fields)) return false;
   // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
   // has one epoch: the random keys of the map's rows could not all be reproduced. Only random ops
   // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the

@@ -28,7 +28,7 @@ IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
-/// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one buffer for every epoch.
+/// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one iterator for every epoch.
 IteratorPtr make_shuffle_repeat(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_repeat(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_take_skip_shard(RunContext& ctx, int stage, IteratorPtr input);

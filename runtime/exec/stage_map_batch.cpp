@@ -126,6 +126,13 @@ class MapBatch : public ChunkIterator {
   }
 
  private:
+  // Rows [src_begin, src_begin + count) of a task's chunk, which become rows [dst_row, ...) of `batch`.
+  struct Piece {
+    int64_t src_begin, count;
+    OpenBatch* batch;
+    int64_t dst_row;
+  };
+
   // Assigns the rows of `in` to the open batches (opening new ones) and starts tasks that map them
   // and write the results there. A chunk is cut at batch boundaries into tasks of at least
   // min_task_rows_ rows: with large results (a decoded image per row) that is one task per batch, so
@@ -133,11 +140,6 @@ class MapBatch : public ChunkIterator {
   // flight; with small ones a task spans many batches and its fixed cost (a pool hand-off, a kernel
   // call) is spread over enough rows. Cutting copies the input rows (first_index and epoch follow).
   void dispatch(Chunk in) {
-    struct Piece {
-      int64_t src_begin, count;
-      OpenBatch* batch;
-      int64_t dst_row;
-    };
     std::vector<Piece> pieces;
     int64_t task_begin = 0;
     for (int64_t r = 0; r < in.rows;) {
@@ -160,11 +162,10 @@ class MapBatch : public ChunkIterator {
   // Maps `in` and writes each piece of its results into its batch. OpenBatch lives in a deque that
   // only grows at the back and shrinks at the front once its writers are done, so the pointers stay
   // valid while the task runs.
-  template <class Pieces>
-  void start_task(std::shared_ptr<Chunk> in, Pieces pieces) {
+  void start_task(std::shared_ptr<Chunk> in, std::vector<Piece> pieces) {
     auto work = [this, in, pieces] {
       std::vector<Column> cols = map_chunk(*in);
-      for (const auto& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
+      for (const Piece& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
     };
     std::shared_future<void> f;
     if (ctx_.pool && window_ > 1) {
@@ -179,7 +180,7 @@ class MapBatch : public ChunkIterator {
       }
       f = done.get_future().share();
     }
-    for (const auto& p : pieces) p.batch->writers.push_back(f);  // each piece is in another batch
+    for (const Piece& p : pieces) p.batch->writers.push_back(f);  // each piece is in another batch
     inflight_.push_back(f);
   }
 
