@@ -82,6 +82,9 @@ void write_spec(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+// Buffers a new peak of simultaneously alive batches may still add after the warm-up (see below).
+constexpr uint64_t kPeakSlack = 4;
+
 TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
   ScratchDir d;
   for (int f = 0; f < 3; ++f) write_positions(d / fmt::format("pos-{}.tfrecord", f), f * 1000, 700);
@@ -114,8 +117,13 @@ TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
     checksum += chunk.columns.at(1).dense.data<int64_t>()[0];
   }
   BufferPoolStats after = BufferPool::global().stats();
-  EXPECT_EQ(after.fresh_count, before.fresh_count) << "fresh tensor buffers in steady state: "
-                                                    << after.fresh_count - before.fresh_count;
+  // How many batches are alive at once (the prefetch queue, the thread blocked on it, the map's
+  // window, the batch being built, the consumer's) depends on timing: about one run in five at full
+  // speed met a moment with one or two buffers more in use than any moment of the warm-up, and the
+  // pool then made them (and keeps them). Allocating per batch would make at least one buffer for
+  // each of the 400 batches; a handful bounds what a new peak can add.
+  const uint64_t fresh = after.fresh_count - before.fresh_count;
+  EXPECT_LE(fresh, kPeakSlack) << "fresh tensor buffers in steady state: " << fresh;
   EXPECT_GT(after.reused_count, before.reused_count + 400);  // the batches did take buffers, from the pool
   EXPECT_GT(checksum, 0);
 }
