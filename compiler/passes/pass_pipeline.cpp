@@ -14,6 +14,7 @@
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
 #include "compiler/passes/crop_pushdown.h"
+#include "compiler/passes/repeated_jpeg_index.h"
 #include "compiler/passes/shuffle_repeat_fusion.h"
 #include "compiler/passes/vectorize_map_after_batch.h"
 
@@ -34,6 +35,7 @@ const std::vector<PassInfo>& pass_list() {
       {"projection_pushdown", projection_pushdown, "sources parse and maps compute only the fields someone reads"},
       // Crop pushdown sees the projected plan; what its rewrite leaves unused goes in dead code elimination.
       {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg decodes only its window"},
+      {"repeated_jpeg_index", repeated_jpeg_index, "a cropping decode_jpeg that a repeat runs again indexes each file once"},
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
       // otherwise have to stack.
       {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},

@@ -10,11 +10,15 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "runtime/exec/philox.h"
 #include "runtime/image/decode_options.h"
 
 namespace pipec {
+
+/// Why `window` does not lie in an h x w image ("" when it does).
+std::string window_misfit(const CropWindow& window, int64_t h, int64_t w);
 
 /// random_crop's window; throws ImageError when the crop is larger than the image.
 CropWindow random_crop_window(int64_t h, int64_t w, int64_t crop_h, int64_t crop_w, RandomStream& stream);

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace pipec {
 
 /// The default pixel limit: 2^28 pixels (16384 x 16384), 768 MiB as RGB u8.
@@ -31,6 +33,11 @@ struct DecodeOptions {
   int64_t max_pixels = kDefaultMaxPixels;
   WindowFn window;       // when set, only this window is decoded (and returned)
 };
+
+/// The error for an image of h x w pixels when the limit is `max_pixels`.
+inline std::string pixel_limit_error(int64_t h, int64_t w, int64_t max_pixels) {
+  return fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h, h * w, max_pixels);
+}
 
 /// A file that is not a decodable image: the message says why ("truncated: the data ends in the middle
 /// of the image", "IHDR: CRC error", "4000 x 3000 = 12000000 pixels is more than max_pixels = 1000000").

@@ -1,63 +1,19 @@
-// libjpeg reports fatal errors through error_exit, which must not return: we longjmp back to the one
-// function that owns the decompressor (decode_into). That function keeps only plain C objects in its
-// frame, so jumping over it skips no destructor; everything C++ (the output tensor, the window
-// callback, the message) lives in the Job and is touched only by helpers that return normally.
+// Everything libjpeg touches stays in decode_into's frame as plain C objects (libjpeg_glue.h says why);
+// everything C++ (the output tensor, the window callback, the message) lives in the Job and is touched
+// only by helpers that return normally.
 #include "runtime/image/jpeg_decoder.h"
 
 #include <algorithm>
-#include <csetjmp>
-#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
-#include <jpeglib.h>
-#include <jerror.h>
+
+#include "runtime/image/crop_window.h"
+#include "runtime/image/libjpeg_glue.h"
 
 namespace pipec {
 
 namespace {
-
-struct ErrorMgr {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX + 64];
-};
-
-// The whole file is in memory, so asking for more data means the file is truncated. TensorFlow's
-// default (try_recover_truncated = false) refuses such files; so do we.
-struct Source {
-  jpeg_source_mgr pub;
-  bool truncated;
-};
-
-void on_error(j_common_ptr c) {
-  auto* e = reinterpret_cast<ErrorMgr*>(c->err);
-  auto* src = reinterpret_cast<j_decompress_ptr>(c)->src;
-  if (src && reinterpret_cast<Source*>(src)->truncated)
-    std::snprintf(e->message, sizeof(e->message), "truncated: the data ends in the middle of the image");
-  else
-    (*c->err->format_message)(c, e->message);
-  std::longjmp(e->jump, 1);
-}
-
-// Warnings (extraneous bytes, bad restart markers that were recovered) are not errors, as in TF.
-void on_message(j_common_ptr, int) {}
-
-void init_source(j_decompress_ptr) {}
-void term_source(j_decompress_ptr) {}
-
-boolean fill_input_buffer(j_decompress_ptr c) {
-  reinterpret_cast<Source*>(c->src)->truncated = true;
-  ERREXIT(c, JERR_INPUT_EOF);
-  return FALSE;
-}
-
-void skip_input_data(j_decompress_ptr c, long n) {
-  if (n <= 0) return;
-  if (static_cast<size_t>(n) > c->src->bytes_in_buffer) fill_input_buffer(c);
-  c->src->next_input_byte += n;
-  c->src->bytes_in_buffer -= static_cast<size_t>(n);
-}
 
 struct Job {
   std::string_view data;
@@ -81,7 +37,7 @@ bool allocate(Job& job, int64_t h, int64_t w, int64_t c) {
 bool check_header(Job& job, int64_t h, int64_t w, int components, int color_space) {
   try {
     if (h * w > job.options->max_pixels) {
-      job.error = fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h, h * w, job.options->max_pixels);
+      job.error = pixel_limit_error(h, w, job.options->max_pixels);
       return false;
     }
     if (color_space == JCS_CMYK || color_space == JCS_YCCK || (components != 1 && components != 3)) {
@@ -90,12 +46,8 @@ bool check_header(Job& job, int64_t h, int64_t w, int components, int color_spac
     }
     if (job.options->window) {
       if (!job.options->window(h, w, job.window, job.error)) return false;
-      const CropWindow& win = job.window;
-      if (win.top < 0 || win.left < 0 || win.height < 1 || win.width < 1 || win.top + win.height > h || win.left + win.width > w) {
-        job.error = fmt::format("the crop window {}x{} at ({}, {}) does not fit the {}x{} image", win.height, win.width,
-                                win.top, win.left, h, w);
-        return false;
-      }
+      job.error = window_misfit(job.window, h, w);
+      if (!job.error.empty()) return false;
     }
     return true;
   } catch (const std::exception& e) {
@@ -106,13 +58,9 @@ bool check_header(Job& job, int64_t h, int64_t w, int components, int color_spac
 
 bool decode_into(Job& job) {
   jpeg_decompress_struct cinfo;
-  ErrorMgr err;
-  Source src;
-  std::memset(&src, 0, sizeof(src));
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = on_error;
-  err.pub.emit_message = on_message;
-  err.message[0] = 0;
+  JpegErrors err;
+  JpegMemorySource src;
+  use_jpeg_errors(reinterpret_cast<j_common_ptr>(&cinfo), err);
   cinfo.src = nullptr;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
@@ -120,14 +68,7 @@ bool decode_into(Job& job) {
     return false;
   }
   jpeg_create_decompress(&cinfo);
-  src.pub.init_source = init_source;
-  src.pub.fill_input_buffer = fill_input_buffer;
-  src.pub.skip_input_data = skip_input_data;
-  src.pub.resync_to_restart = jpeg_resync_to_restart;
-  src.pub.term_source = term_source;
-  src.pub.next_input_byte = reinterpret_cast<const JOCTET*>(job.data.data());
-  src.pub.bytes_in_buffer = job.data.size();
-  cinfo.src = &src.pub;
+  use_jpeg_memory_source(&cinfo, src, job.data);
   jpeg_read_header(&cinfo, TRUE);
   const int64_t h = cinfo.image_height, w = cinfo.image_width;
   if (!check_header(job, h, w, cinfo.num_components, cinfo.jpeg_color_space)) {

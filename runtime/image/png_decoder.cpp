@@ -46,7 +46,7 @@ void read_data(png_structp png, png_bytep out, png_size_t n) {
 bool prepare(Job& job, int64_t h, int64_t w, int channels, int bits) {
   try {
     if (h * w > job.options->max_pixels) {
-      job.error = fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h, h * w, job.options->max_pixels);
+      job.error = pixel_limit_error(h, w, job.options->max_pixels);
       return false;
     }
     if (job.options->window) {

@@ -5,7 +5,8 @@
 // Attributes: decoders take `channels` (0 as stored), `dtype` (u16 for 16-bit PNG), `max_pixels`, and
 // `path` (true when the operand is a file path rather than the file's bytes: lowering fuses
 // decode(read_file(p)), so errors name the file). A cropping decode (crop pushdown) also carries
-// `crop` (random | central) and that crop's attributes. Random ops carry `op_id` and maybe `seed`;
+// `crop` (random | central) and that crop's attributes, and `index` when a repeat runs it again
+// (decode_from_index below). Random ops carry `op_id` and maybe `seed`;
 // their windows and flips are drawn as runtime/image/crop_window.h documents.
 #include <array>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -22,6 +24,7 @@
 #include "runtime/exec/philox.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/encoders.h"
+#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/png_decoder.h"
 #include "runtime/image/sniff.h"
@@ -106,14 +109,40 @@ WindowFn pushed_window(const KernelArgs& a) {
   throw OpError(fmt::format("unknown pushed-down crop `{}`", crop->s));
 }
 
+// A cropping decode under a repeat (`index = true`, the repeated_jpeg_index pass): the first time a
+// file is seen it is indexed (JpegWindowIndex), later its windows are cut from the index, and the file
+// is not even read again. Returns nothing when the file is not indexed (no room left, indexing off,
+// a file libjpeg complains about): the ordinary decode then runs on `data`, which this reads when it
+// has to.
+std::optional<Tensor> decode_from_index(const std::string& path, std::string_view& data, std::string& owned, bool& have_data,
+                                        const DecodeOptions& o) {
+  JpegIndexCache& cache = JpegIndexCache::process();
+  if (cache.budget() <= 0) return std::nullopt;
+  const std::string key = path.empty() ? jpeg_bytes_key(data) : jpeg_file_key(path);
+  if (key.empty()) return std::nullopt;
+  JpegIndexCache::Lookup found = cache.find(key);
+  if (!found.known) {
+    if (!have_data) {
+      owned = read_whole_file(path);
+      data = owned;
+      have_data = true;
+    }
+    if (!cache.has_room(data.size())) return std::nullopt;
+    found.index = JpegWindowIndex::build(data, o.max_pixels);
+    cache.remember(key, found.index);
+  }
+  if (!found.index) return std::nullopt;
+  return decode_jpeg_window(*found.index, o);
+}
+
 Tensor decode(const KernelArgs& a, ImageFormat want) {
   const Value* from_path = find_attr(a.instr, "path");
   std::string path, owned;
   std::string_view data;
+  bool have_data = true;
   if (from_path && from_path->b) {
     path = resolve(a, scalar_bytes(a.in.at(0), "the path"));
-    owned = read_whole_file(path);
-    data = owned;
+    have_data = false;
   } else {
     data = scalar_bytes(a.in.at(0), "the encoded image");
   }
@@ -123,9 +152,17 @@ Tensor decode(const KernelArgs& a, ImageFormat want) {
   o.u16 = a.out_dtype() == DType::U16 || (dt && dt->s == "u16");
   o.max_pixels = attr_int(a.instr, "max_pixels", kDefaultMaxPixels);
   o.window = pushed_window(a);
-  ImageFormat got = sniff_image_format(data);
+  const Value* indexed = find_attr(a.instr, "index");
   const std::string where = path.empty() ? std::string() : path + ": ";
+  ImageFormat got = ImageFormat::Unknown;
   try {
+    if (want == ImageFormat::Jpeg && o.window && indexed && indexed->b)
+      if (std::optional<Tensor> img = decode_from_index(path, data, owned, have_data, o)) return std::move(*img);
+    if (!have_data) {
+      owned = read_whole_file(path);
+      data = owned;
+    }
+    got = sniff_image_format(data);
     if (want == ImageFormat::Unknown) {
       if (got == ImageFormat::Unknown) throw ImageError("neither a JPEG nor a PNG (unrecognised first bytes)");
       want = got;

@@ -1,0 +1,224 @@
+#include "runtime/image/jpeg_window_index.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/image/crop_window.h"
+#include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/libjpeg_glue.h"
+
+namespace pipec {
+
+namespace {
+
+// The rewritten file, or the reason there is none. Kept outside rewrite_with_restarts' frame, which
+// longjmps (libjpeg_glue.h).
+struct Rewrite {
+  unsigned char* bytes = nullptr;  // malloc'ed by jpeg_mem_dest
+  unsigned long size = 0;
+  std::string why;
+};
+
+// Refuses (by value, no throw) what the ordinary decoder would refuse from the header alone.
+bool header_acceptable(const jpeg_decompress_struct& d, int64_t max_pixels, std::string& why) {
+  const int64_t h = d.image_height, w = d.image_width;
+  if (h * w > max_pixels) {
+    why = pixel_limit_error(h, w, max_pixels);
+    return false;
+  }
+  if (d.jpeg_color_space == JCS_CMYK || d.jpeg_color_space == JCS_YCCK || (d.num_components != 1 && d.num_components != 3)) {
+    why = "CMYK/YCCK JPEGs are not indexed";
+    return false;
+  }
+  return true;
+}
+
+bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& out) {
+  jpeg_decompress_struct d;
+  jpeg_compress_struct c;
+  JpegErrors err;
+  JpegMemorySource src;
+  // Zeroed objects are safe to destroy before they are created (their memory manager is null).
+  std::memset(&d, 0, sizeof(d));
+  std::memset(&c, 0, sizeof(c));
+  use_jpeg_errors(reinterpret_cast<j_common_ptr>(&d), err);
+  c.err = &err.pub;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_compress(&c);
+    jpeg_destroy_decompress(&d);
+    out.why = err.message;
+    return false;
+  }
+  jpeg_create_decompress(&d);
+  use_jpeg_memory_source(&d, src, data);
+  jpeg_read_header(&d, TRUE);
+  if (!header_acceptable(d, max_pixels, out.why)) {
+    jpeg_destroy_decompress(&d);
+    return false;
+  }
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&d);
+  if (err.warned) {
+    // libjpeg replaced damaged data by something; a crop that never reaches the damage would not see
+    // it, so such a file is not indexed and keeps the ordinary decoder's behaviour.
+    jpeg_destroy_decompress(&d);
+    out.why = "libjpeg-turbo reported corrupt data";
+    return false;
+  }
+  jpeg_create_compress(&c);
+  jpeg_mem_dest(&c, &out.bytes, &out.size);
+  jpeg_copy_critical_parameters(&d, &c);
+  c.restart_interval = 1;
+  c.optimize_coding = FALSE;
+  jpeg_write_coefficients(&c, coefficients);
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  jpeg_finish_decompress(&d);
+  jpeg_destroy_decompress(&d);
+  return true;
+}
+
+int get16(const std::string& s, size_t at) {
+  return (static_cast<unsigned char>(s[at]) << 8) | static_cast<unsigned char>(s[at + 1]);
+}
+
+void put16(std::string& s, size_t at, int64_t v) {
+  s[at] = static_cast<char>((v >> 8) & 0xFF);
+  s[at + 1] = static_cast<char>(v & 0xFF);
+}
+
+}  // namespace
+
+std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view jpeg, int64_t max_pixels, std::string* why) {
+  Rewrite r;
+  const bool ok = rewrite_with_restarts(jpeg, max_pixels, r);
+  std::shared_ptr<JpegWindowIndex> index(new JpegWindowIndex());
+  if (ok) index->data_.assign(reinterpret_cast<const char*>(r.bytes), r.size);
+  std::free(r.bytes);
+  if (!ok) {
+    if (why) *why = r.why;
+    return nullptr;
+  }
+  if (!index->parse(&r.why)) {
+    if (why) *why = "cannot index the rewritten file: " + r.why;
+    return nullptr;
+  }
+  return index;
+}
+
+// The rewritten file as libjpeg-turbo writes it: SOI, tables, SOF0/SOF1, DHT, DRI = 1, one SOS for all
+// components, the entropy-coded data with RST0..RST7 in turn after each MCU but the last, EOI.
+bool JpegWindowIndex::parse(std::string* why) {
+  const std::string& s = data_;
+  if (s.size() >= (size_t{1} << 32)) return *why = "more than 4 GiB", false;
+  size_t at = 2;
+  int components = 0, hmax = 1, vmax = 1, restart_interval = 0;
+  for (;;) {
+    if (at + 4 > s.size() || static_cast<unsigned char>(s[at]) != 0xFF) return *why = "no SOS marker", false;
+    const int marker = static_cast<unsigned char>(s[at + 1]);
+    const size_t length = static_cast<size_t>(get16(s, at + 2));
+    if (at + 2 + length > s.size()) return *why = "a marker runs past the end", false;
+    if (marker == 0xC0 || marker == 0xC1) {
+      sof_ = at;
+      height_ = get16(s, at + 5);
+      width_ = get16(s, at + 7);
+      components = static_cast<unsigned char>(s[at + 9]);
+      for (int k = 0; k < components; ++k) {
+        const int hv = static_cast<unsigned char>(s[at + 11 + 3 * static_cast<size_t>(k)]);
+        hmax = std::max(hmax, hv >> 4);
+        vmax = std::max(vmax, hv & 15);
+      }
+    } else if (marker == 0xDD) {
+      restart_interval = get16(s, at + 4);
+    } else if (marker == 0xDA) {
+      if (static_cast<unsigned char>(s[at + 4]) != components) return *why = "not one scan of all components", false;
+      scan_ = at + 2 + length;
+      break;
+    } else if (marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+      return *why = "not a baseline frame", false;
+    }
+    at += 2 + length;
+  }
+  if (sof_ == 0 || restart_interval != 1 || height_ < 1 || width_ < 1) return *why = "no frame or no restart interval of 1", false;
+  // One component: the scan is not interleaved and its MCU is one 8x8 block of pixels.
+  mcu_w_ = components == 1 ? 8 : 8 * hmax;
+  mcu_h_ = components == 1 ? 8 : 8 * vmax;
+  mcus_per_row_ = (width_ + mcu_w_ - 1) / mcu_w_;
+  mcu_rows_ = (height_ + mcu_h_ - 1) / mcu_h_;
+  const size_t mcus = static_cast<size_t>(mcus_per_row_ * mcu_rows_);
+  mcu_start_.reserve(mcus + 1);
+  mcu_start_.push_back(static_cast<uint32_t>(scan_));
+  // In entropy-coded data 0xFF is followed by 0x00 (a stuffed 0xFF byte), a restart marker or EOI.
+  const char* base = s.data();
+  const char* p = base + scan_;
+  const char* end = base + s.size();
+  while (p + 1 < end) {
+    p = static_cast<const char*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p - 1)));
+    if (!p) break;
+    const int m = static_cast<unsigned char>(p[1]);
+    if (m >= 0xD0 && m <= 0xD7) {
+      mcu_start_.push_back(static_cast<uint32_t>(p + 2 - base));
+    } else if (m == 0xD9) {
+      mcu_start_.push_back(static_cast<uint32_t>(p + 2 - base));
+      break;
+    }
+    p += 2;
+  }
+  if (mcu_start_.size() != mcus + 1) return *why = fmt::format("{} MCUs, {} markers", mcus, mcu_start_.size() - 1), false;
+  return true;
+}
+
+std::string JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside) const {
+  const int64_t m = kWindowMarginPixels;
+  const int64_t c0 = std::max<int64_t>(0, window.left - m) / mcu_w_;
+  const int64_t c1 = (std::min(width_, window.left + window.width + m) + mcu_w_ - 1) / mcu_w_;
+  const int64_t r0 = std::max<int64_t>(0, window.top - m) / mcu_h_;
+  const int64_t r1 = (std::min(height_, window.top + window.height + m) + mcu_h_ - 1) / mcu_h_;
+  // A cut that ends at the image's right or bottom edge keeps the image's partial last MCU.
+  const int64_t w = c1 == mcus_per_row_ ? width_ - c0 * mcu_w_ : (c1 - c0) * mcu_w_;
+  const int64_t h = r1 == mcu_rows_ ? height_ - r0 * mcu_h_ : (r1 - r0) * mcu_h_;
+  inside = CropWindow{window.top - r0 * mcu_h_, window.left - c0 * mcu_w_, window.height, window.width};
+
+  std::string out;
+  size_t bytes = scan_ + 2;
+  for (int64_t r = r0; r < r1; ++r)
+    bytes += mcu_start_[static_cast<size_t>(r * mcus_per_row_ + c1)] - mcu_start_[static_cast<size_t>(r * mcus_per_row_ + c0)];
+  out.reserve(bytes);
+  out.append(data_, 0, scan_);
+  put16(out, sof_ + 5, h);
+  put16(out, sof_ + 7, w);
+  // Each row's MCUs are contiguous in the file; their markers get the cut's own RST0..RST7 sequence.
+  int64_t k = 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    const size_t first = static_cast<size_t>(r * mcus_per_row_ + c0);
+    const size_t from = mcu_start_[first], to = mcu_start_[first + static_cast<size_t>(c1 - c0)];
+    const size_t at = out.size();
+    out.append(data_, from, to - from);
+    for (size_t i = first + 1; i <= first + static_cast<size_t>(c1 - c0); ++i, ++k)
+      out[at + (mcu_start_[i] - from) - 1] = static_cast<char>(0xD0 + (k & 7));
+  }
+  // The last MCU's marker becomes the end of the image.
+  out[out.size() - 1] = static_cast<char>(0xD9);
+  return out;
+}
+
+Tensor decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& options) {
+  const int64_t h = index.height(), w = index.width();
+  if (h * w > options.max_pixels) throw ImageError(pixel_limit_error(h, w, options.max_pixels));
+  CropWindow window;
+  std::string error;
+  if (!options.window || !options.window(h, w, window, error)) throw ImageError(error.empty() ? "no window to decode" : error);
+  if (std::string misfit = window_misfit(window, h, w); !misfit.empty()) throw ImageError(misfit);
+  CropWindow inside;
+  const std::string small = index.cut(window, inside);
+  DecodeOptions o = options;
+  o.window = [inside](int64_t, int64_t, CropWindow& out, std::string&) {
+    out = inside;
+    return true;
+  };
+  return decode_jpeg_image(small, o);
+}
+
+}  // namespace pipec

@@ -1,0 +1,72 @@
+// A JPEG kept so that any window of it decodes without entropy-decoding the rest of the image.
+//
+// A baseline JPEG is one Huffman-coded bit stream in which each block's DC coefficient is coded as the
+// difference from the previous block's: to decode a window, libjpeg-turbo (and tf.image.
+// decode_and_crop_jpeg) must still entropy-decode every row above it, full width, which is most of the
+// work for a 256x256 window of a 1280x720 photo. A restart marker resets that prediction and starts on
+// a byte boundary, so a file with a restart marker after every MCU (minimum coded unit: 16x16 pixels
+// for 4:2:0 colour, 8x8 for grey) can be cut: the MCUs covering a window, with their markers
+// renumbered, under a copy of the header whose frame says the window's size, make a small valid JPEG.
+//
+// build() rewrites a file that way, losslessly (libjpeg-turbo reads the quantized DCT coefficients and
+// writes them back with restart_interval = 1 and the standard Huffman tables; no pixel is decoded or
+// re-quantized), and records where each MCU starts. cut() then costs a copy of the window's bytes, and
+// decoding the cut costs what the window's MCUs cost. The pixels are the ones a full decode gives:
+// every block's coefficients are unchanged, and the cut keeps kWindowMarginPixels around the window, so
+// chroma upsampling (which reads one chroma sample, two pixels, beyond each pixel) sees the same
+// neighbours (tests/unit_runtime/jpeg_window_index_test.cpp checks every test JPEG and many windows).
+//
+// The rewritten file is about as large as the original (+2-5%: the markers, the standard tables).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/image/decode_options.h"
+
+namespace pipec {
+
+class JpegWindowIndex {
+ public:
+  /// Pixels kept around a window in a cut (then rounded out to whole MCUs).
+  static constexpr int64_t kWindowMarginPixels = 4;
+
+  /// The index of `jpeg`, or nullptr with the reason in `why` when the file is not one libjpeg-turbo
+  /// reads without complaint (corrupt or truncated data, even data libjpeg would recover from), has
+  /// more than `max_pixels` pixels, or is CMYK. Such files are decoded the ordinary way, which reports
+  /// the error (or, for a file truncated below a window, still gives the window).
+  static std::shared_ptr<const JpegWindowIndex> build(std::string_view jpeg, int64_t max_pixels, std::string* why = nullptr);
+
+  int64_t height() const { return height_; }
+  int64_t width() const { return width_; }
+  /// Bytes this index holds (the rewritten file and the MCU offsets).
+  size_t memory_bytes() const { return data_.size() + mcu_start_.size() * sizeof(uint32_t); }
+
+  /// A JPEG of the MCUs that cover `window` (which must lie in the image) plus the margin; `inside` is
+  /// where the window lies in it.
+  std::string cut(const CropWindow& window, CropWindow& inside) const;
+
+ private:
+  JpegWindowIndex() = default;
+  bool parse(std::string* why);
+
+  std::string data_;                // the file with a restart marker after every MCU
+  size_t sof_ = 0;                  // offset of the SOF marker (its height and width are at +5 and +7)
+  size_t scan_ = 0;                 // offset of the first entropy-coded byte (after the SOS header)
+  int64_t height_ = 0, width_ = 0;  // pixels
+  int64_t mcu_w_ = 8, mcu_h_ = 8;   // pixels per MCU
+  int64_t mcus_per_row_ = 0, mcu_rows_ = 0;
+  // Offset of MCU i's first byte, for i in [0, mcus]; MCU i's data ends with the 2-byte marker before
+  // mcu_start_[i + 1] (a restart marker, or EOI for the last MCU).
+  std::vector<uint32_t> mcu_start_;
+};
+
+/// What decode_jpeg_image(original, options) gives for options.window, decoded from the index: the
+/// window callback is asked once, with the image's size. Throws ImageError as the decoder does.
+Tensor decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& options);
+
+}  // namespace pipec

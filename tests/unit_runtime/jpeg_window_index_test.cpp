@@ -1,0 +1,210 @@
+// The JPEG window index (runtime/image/jpeg_window_index.h) and its store (jpeg_index_cache.h): a
+// window cut from the index decodes to exactly the pixels of a full decode, for every JPEG here and
+// many windows; files libjpeg complains about are not indexed; the store keeps to its budget and never
+// hands out the index of a file that has changed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "runtime/exec/philox.h"
+#include "runtime/image/crop_window.h"
+#include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/jpeg_index_cache.h"
+#include "runtime/image/jpeg_window_index.h"
+#include "runtime/image/transforms.h"
+#include "tests/unit_runtime/io_test_util.h"
+
+namespace pipec {
+namespace {
+
+std::string external(const std::string& rel) { return std::string(PIPEC_SHARED_DIR) + "/testdata/external/" + rel; }
+
+DecodeOptions with_window(CropWindow win, int channels = 3) {
+  DecodeOptions o;
+  o.channels = channels;
+  o.window = [win](int64_t, int64_t, CropWindow& out, std::string&) {
+    out = win;
+    return true;
+  };
+  return o;
+}
+
+// 4:2:0, 4:4:4, grey, progressive, arithmetic-coded, odd sizes: all rewritten and cut exactly.
+const char* kGoodJpegs[] = {"libjpeg-turbo_testorig.jpg",      "libjpeg-turbo_testimgint.jpg",  "libjpeg-turbo_testimgari.jpg",
+                            "wuffs_peacock.default.jpeg",      "wuffs_bricks-color.jpeg",       "wuffs_bricks-gray.jpeg",
+                            "wuffs_peacock.progressive.jpeg",  "wuffs_peacock.grayscale.jpeg",  "wuffs_mona-lisa.21x32.q50.jpeg",
+                            "wuffs_hippopotamus-bad-comment-length.jpeg", "libjpeg-turbo_monkey12.jpg"};
+
+TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
+  int checked = 0;
+  for (const char* name : kGoodJpegs) {
+    std::string data = testing::read_file(external(std::string("jpeg/") + name));
+    std::string why;
+    auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
+    if (std::string(name) == "libjpeg-turbo_monkey12.jpg") {
+      // 12-bit samples: this libjpeg-turbo reads 8-bit JPEGs only, and says so.
+      EXPECT_EQ(index, nullptr);
+      EXPECT_FALSE(why.empty());
+      continue;
+    }
+    ASSERT_NE(index, nullptr) << name << ": " << why;
+    for (int ch : {1, 3}) {
+      DecodeOptions full;
+      full.channels = ch;
+      Tensor img = decode_jpeg_image(data, full);
+      const int64_t h = img.shape()[0], w = img.shape()[1];
+      ASSERT_EQ(index->height(), h);
+      ASSERT_EQ(index->width(), w);
+      for (int k = 0; k < 60; ++k) {
+        RandomStream st(7, static_cast<uint64_t>(k), static_cast<uint64_t>(ch), 1);
+        CropWindow win;
+        win.height = 1 + st.uniform_int(0, std::min<int64_t>(h, 64) - 1);
+        win.width = 1 + st.uniform_int(0, std::min<int64_t>(w, 64) - 1);
+        win.top = st.uniform_int(0, h - win.height);
+        win.left = st.uniform_int(0, w - win.width);
+        if (k == 0) win = CropWindow{0, 0, h, w};
+        if (k == 1) win = CropWindow{h - 1, w - 1, 1, 1};
+        if (k == 2) win = CropWindow{0, 0, 1, 1};
+        if (k == 3) win = CropWindow{h / 2, 0, 1, w};
+        if (k == 4) win = CropWindow{0, w / 2, h, 1};
+        Tensor got = decode_jpeg_window(*index, with_window(win, ch));
+        ASSERT_TRUE(got.equals(crop_image(img, win)))
+            << name << " channels " << ch << " window " << win.height << "x" << win.width << " at (" << win.top << ", " << win.left << ")";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 10 * 2 * 60);
+}
+
+TEST(JpegWindowIndex, ACutHoldsOnlyTheWindowsMcus) {
+  std::string data = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));  // 227 x 149, 4:2:0
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
+  ASSERT_NE(index, nullptr);
+  // The rewrite is lossless and about the size of the file.
+  EXPECT_LT(index->memory_bytes(), data.size() * 13 / 10);
+  EXPECT_GT(index->memory_bytes(), data.size() * 8 / 10);
+  CropWindow inside;
+  const CropWindow win{index->height() / 2, index->width() / 2, 16, 16};
+  std::string small = index->cut(win, inside);
+  // At most 3 x 3 of the 15 x 10 MCUs, and the header (tables: about 600 bytes).
+  EXPECT_LT(small.size(), index->memory_bytes() / 3);
+  // The cut is a JPEG of its own: the window lies inside it, at most one MCU plus the margin from its
+  // edges.
+  Tensor whole_cut = decode_jpeg_image(small, {});
+  EXPECT_GE(inside.top, 0);
+  EXPECT_GE(inside.left, 0);
+  EXPECT_LE(inside.top, 16 + JpegWindowIndex::kWindowMarginPixels);
+  EXPECT_LE(inside.left, 16 + JpegWindowIndex::kWindowMarginPixels);
+  EXPECT_LE(inside.top + win.height, whole_cut.shape()[0]);
+  EXPECT_LE(inside.left + win.width, whole_cut.shape()[1]);
+  EXPECT_TRUE(crop_image(whole_cut, inside).equals(crop_image(decode_jpeg_image(data, {}), win)));
+}
+
+TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
+  for (const char* name : {"wuffs_peacock.default.truncated.jpeg", "wuffs_peacock.progressive.truncated.jpeg"}) {
+    std::string why;
+    EXPECT_EQ(JpegWindowIndex::build(testing::read_file(external(std::string("jpeg/") + name)), kDefaultMaxPixels, &why), nullptr);
+    EXPECT_NE(why.find("truncated"), std::string::npos) << name << ": " << why;
+  }
+  std::string good = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));  // 227 x 149
+  std::string why;
+  EXPECT_EQ(JpegWindowIndex::build(good, 227 * 149 - 1, &why), nullptr);
+  EXPECT_NE(why.find("max_pixels"), std::string::npos) << why;
+  // Damaged entropy-coded data that libjpeg decodes with a warning (it substitutes zeros): a flipped
+  // byte in the middle of the scan.
+  std::string damaged = good;
+  for (size_t at = good.size() / 2; at < good.size() / 2 + 64; ++at) damaged[at] = static_cast<char>(0xFF);
+  EXPECT_EQ(JpegWindowIndex::build(damaged, kDefaultMaxPixels, &why), nullptr);
+  // Every prefix and garbage: no index, no crash.
+  for (size_t n = 0; n + 1 < good.size(); n += 97) EXPECT_EQ(JpegWindowIndex::build(good.substr(0, n), kDefaultMaxPixels), nullptr) << n;
+  EXPECT_EQ(JpegWindowIndex::build("not a jpeg at all", kDefaultMaxPixels), nullptr);
+}
+
+TEST(JpegWindowIndex, DecodeAsksForTheWindowOnceAndChecksIt) {
+  std::string data = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
+  ASSERT_NE(index, nullptr);
+  int asked = 0;
+  DecodeOptions o;
+  o.window = [&asked](int64_t h, int64_t w, CropWindow& out, std::string&) {
+    ++asked;
+    EXPECT_EQ(h, 149);
+    EXPECT_EQ(w, 227);
+    out = CropWindow{100, 0, 100, 10};  // past the bottom
+    return true;
+  };
+  try {
+    decode_jpeg_window(*index, o);
+    ADD_FAILURE() << "a window past the bottom decoded";
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(asked, 1);
+  o.max_pixels = 1000;
+  try {
+    decode_jpeg_window(*index, o);
+    ADD_FAILURE() << "the pixel limit was not applied";
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find("max_pixels"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JpegIndexCache, KeepsToItsBudget) {
+  std::string data = testing::read_file(external("jpeg/wuffs_peacock.default.jpeg"));
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
+  ASSERT_NE(index, nullptr);
+  const int64_t one = static_cast<int64_t>(index->memory_bytes());
+  JpegIndexCache cache(one * 2 + 1000);
+  EXPECT_FALSE(cache.find("a").known);
+  EXPECT_TRUE(cache.has_room(data.size()));
+  cache.remember("a", index);
+  cache.remember("b", index);
+  EXPECT_FALSE(cache.has_room(data.size()));
+  cache.remember("c", index);  // over budget: remembered as not indexed
+  cache.remember("d", nullptr);
+  JpegIndexCache::Lookup a = cache.find("a"), c = cache.find("c"), d = cache.find("d");
+  EXPECT_TRUE(a.known && a.index);
+  EXPECT_TRUE(c.known && !c.index);
+  EXPECT_TRUE(d.known && !d.index);
+  JpegIndexCache::Stats s = cache.stats();
+  EXPECT_EQ(s.indexed, 2);
+  EXPECT_EQ(s.unindexable, 2);
+  EXPECT_EQ(s.hits, 1);
+  EXPECT_LE(s.bytes, s.budget);
+  JpegIndexCache off(0);
+  EXPECT_FALSE(off.has_room(1));
+}
+
+TEST(JpegIndexCache, AChangedFileGetsANewKey) {
+  testing::ScratchDir dir;
+  const std::string path = dir.path() + "/a.jpg";
+  testing::write_file(path, "first contents");
+  const std::string k1 = jpeg_file_key(path);
+  EXPECT_FALSE(k1.empty());
+  EXPECT_EQ(jpeg_file_key(path), k1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  testing::write_file(path, "other contents, longer");
+  EXPECT_NE(jpeg_file_key(path), k1);
+  EXPECT_EQ(jpeg_file_key(dir.path() + "/missing.jpg"), "");
+  EXPECT_EQ(jpeg_file_key(dir.path()), "") << "a directory is not a file";
+  EXPECT_EQ(jpeg_bytes_key("abc"), jpeg_bytes_key(std::string("abc")));
+  EXPECT_NE(jpeg_bytes_key("abc"), jpeg_bytes_key("abd"));
+  EXPECT_NE(jpeg_bytes_key(std::string(16, 'x')), jpeg_bytes_key(std::string(17, 'x')));
+  EXPECT_NE(jpeg_bytes_key(""), jpeg_bytes_key(std::string(1, '\0')));
+}
+
+TEST(JpegIndexCache, ParsesMemorySizes) {
+  EXPECT_EQ(parse_memory_size("0"), 0);
+  EXPECT_EQ(parse_memory_size("4096"), 4096);
+  EXPECT_EQ(parse_memory_size("512K"), 512 << 10);
+  EXPECT_EQ(parse_memory_size("512M"), int64_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("2G"), int64_t{2} << 30);
+  EXPECT_EQ(parse_memory_size("2GiB"), int64_t{2} << 30);
+  EXPECT_EQ(parse_memory_size("1t"), int64_t{1} << 40);
+  for (const char* bad : {"", "M", "-1", "12X", "1.5G", "99999999999999999999", "4GB5"}) EXPECT_EQ(parse_memory_size(bad), -1) << bad;
+}
+
+}  // namespace
+}  // namespace pipec
