@@ -2,13 +2,20 @@
 # Image pipeline benchmarks (seeds 003 and 004): throughput of pipec and of its peers on the same files,
 # in one run, printed as a table.
 #
-#   bench/images/run.sh [EPOCHS]     # default 3 epochs over the files per measured run, median of RUNS (3)
+#   bench/images/run.sh [EPOCHS]     # default 5 epochs over the files per measured run (seed 003 timed
+#                                    # 5 epochs), median of RUNS (3)
 #
-# Seed 003 (pairs of 1280x720 JPEGs; decode, one 256x256 window for both, flip, normalize), pairs/s:
-#   pipec                 bench/images/deblur_bench.pipe (crop pushdown on: a cropping decode)
-#   pipec -no-pushdown    the same spec with the crop after a full decode (--disable-pass=crop_pushdown)
-#   tf.data seed          seed 003's code (decode, normalize whole images, stacked random_crop, flip)
-#   tf.data decode_crop   extract_jpeg_shape + decode_and_crop_jpeg (the best tf.data version)
+# Seed 003 (pairs of 1280x720 JPEGs; decode, one 256x256 window for both, flip, normalize), pairs/s over
+# all epochs of a run:
+#   pipec                 bench/images/deblur_bench.pipe: crop pushdown (a cropping decode) and, as its
+#                         repeat runs the decode 5 times, the JPEG window index (repeated_jpeg_index)
+#   pipec first epoch     the same, first epoch only (--take PAIRS): the epoch that builds the index
+#   pipec no index        --disable-pass=repeated_jpeg_index: every epoch a cropping decode
+#   pipec no pushdown     --disable-pass=crop_pushdown: full decode, then crop
+#   tf.data seed          seed 003's code without its cache() (decode, normalize whole images, stacked
+#                         random_crop, flip): every epoch decodes
+#   tf.data seed+cache    seed 003's code as its article has it: decoded images cache()d in memory
+#   tf.data decode_crop   extract_jpeg_shape + decode_and_crop_jpeg (the best tf.data version without a cache)
 #   decoder alone         libjpeg-turbo decoding both whole images from memory, nothing else (2 threads)
 # Seed 004 (960x720 PNG photo + label; crop_or_pad 512, f32, one-hot of 32 colours), samples/s:
 #   pipec                 bench/images/seg_bench.pipe
@@ -16,7 +23,7 @@
 #   decoder alone         libpng decoding both PNGs from memory
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-EPOCHS=${1:-3}
+EPOCHS=${1:-5}
 RUNS=${RUNS:-3}
 PIPEC=${PIPEC:-build/pipec}
 PY=${PYTHON:-python3}
@@ -46,12 +53,14 @@ pipec_rate() {
 
 declare -A rate
 rate[pipec]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe $((pairs * EPOCHS)); done | median)
+rate[pipec_first_epoch]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe "$pairs"; done | median)
+rate[pipec_no_index]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe $((pairs * EPOCHS)) --disable-pass=repeated_jpeg_index; done | median)
 rate[pipec_no_pushdown]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe $((pairs * EPOCHS)) --disable-pass=crop_pushdown; done | median)
 # Both images of a pair: pairs/s = images/s / 2.
 rate[decoder_alone]=$(for i in $(seq "$RUNS"); do build/bench/decode_alone "$D/deblur/*/*.jpg" --threads 2 --rounds "$EPOCHS" 2>/dev/null; done | median)
 rate[decoder_alone]=$($PY -c "print(${rate[decoder_alone]} / 2)")
 if $PY -c "import tensorflow" 2>/dev/null; then
-  for m in deblur_seed deblur_crop; do
+  for m in deblur_seed deblur_cache deblur_crop; do
     rate[$m]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py $m $D/deblur "$EPOCHS"; done | median)
   done
   rate[seg_tfdata]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py seg_seed $D/seg "$EPOCHS"; done | median)
@@ -70,9 +79,12 @@ row() {  # name, rate, reference name
 }
 printf '\nseed 003: %s pairs of 1280x720 JPEGs x %s epochs, median of %s runs, %s cores\n' "$pairs" "$EPOCHS" "$RUNS" "$(nproc)"
 printf '%-34s %10s %14s\n' "pipeline" "pairs/s" "pipec / it"
-row "pipec (crop pushdown)" pipec pipec
-row "pipec (decode, then crop)" pipec_no_pushdown pipec
+row "pipec (pushdown + index)" pipec pipec
+row "pipec, first epoch only" pipec_first_epoch pipec
+row "pipec, no index" pipec_no_index pipec
+row "pipec, no pushdown" pipec_no_pushdown pipec
 row "tf.data, seed 003's code" deblur_seed pipec
+row "tf.data, seed 003's code + cache()" deblur_cache pipec
 row "tf.data, decode_and_crop_jpeg" deblur_crop pipec
 row "decoder alone (whole images)" decoder_alone pipec
 printf '\nseed 004: %s pairs of 960x720 PNGs x %s epochs, batches of 3\n' "$samples" "$EPOCHS"

@@ -4,7 +4,10 @@
   tfdata_peer.py deblur_seed   DATA EPOCHS   seed 003's code: decode whole images, normalize in f32, stack
                                              the pair, tf.image.random_crop, flip (no cache: every epoch
                                              decodes, as deblur_bench.pipe does)
-  tfdata_peer.py deblur_crop   DATA EPOCHS   the best tf.data version: read the JPEG header
+  tfdata_peer.py deblur_cache  DATA EPOCHS   seed 003's code as its article has it: the decoded, normalized
+                                             images are cache()d before the patch selection, so only the
+                                             first epoch decodes (memory: 11 MB per 1280x720 image)
+  tfdata_peer.py deblur_crop   DATA EPOCHS   the best tf.data version without a cache: read the JPEG header
                                              (extract_jpeg_shape), draw one window, decode_and_crop_jpeg
                                              both images, flip, then convert and normalize the patch only
   tfdata_peer.py seg_seed      DATA EPOCHS   seed 004's preprocess_fn (decode_png, convert_image_dtype,
@@ -27,19 +30,19 @@ PATCH = 256
 EPOCHS = 1  # set by main
 
 
-def pair_files(data, a, b, ext):
+def pair_files(data, a, b, ext, repeat=True):
     xs = sorted(glob.glob(os.path.join(data, a, "*." + ext)))
     ys = sorted(glob.glob(os.path.join(data, b, "*." + ext)))
     ds = tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(xs), tf.data.Dataset.from_tensor_slices(ys)))
-    return ds.repeat(EPOCHS), len(xs)
+    return (ds.repeat(EPOCHS) if repeat else ds), len(xs)
 
 
 def flip_pair(stack):
     return tf.cond(tf.random.uniform([]) < 0.5, lambda: tf.reverse(stack, axis=[2]), lambda: stack)
 
 
-def deblur_seed(data):
-    ds, n = pair_files(data, "blurred", "sharp", "jpg")
+def deblur_seed(data, cache=False):
+    ds, n = pair_files(data, "blurred", "sharp", "jpg", repeat=not cache)
 
     def load(path):  # the seed's load_image: decode, then scale the whole image to [-1, 1]
         image = tf.image.decode_jpeg(tf.io.read_file(path), channels=3)
@@ -52,6 +55,8 @@ def deblur_seed(data):
         return stack[0], stack[1]
 
     ds = ds.map(lambda b, s: (load(b), load(s)), num_parallel_calls=AUTOTUNE)
+    if cache:
+        ds = ds.cache().repeat(EPOCHS)
     return ds.map(select_patch, num_parallel_calls=AUTOTUNE), n
 
 
@@ -106,7 +111,9 @@ def seg_seed(data):
 def main():
     global EPOCHS
     mode, data, EPOCHS = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    ds, n = {"deblur_seed": deblur_seed, "deblur_crop": deblur_crop, "decode_only": decode_only, "seg_seed": seg_seed}[mode](data)
+    modes = {"deblur_seed": deblur_seed, "deblur_cache": lambda d: deblur_seed(d, cache=True), "deblur_crop": deblur_crop,
+             "decode_only": decode_only, "seg_seed": seg_seed}
+    ds, n = modes[mode](data)
     ds = ds.prefetch(AUTOTUNE)
     start = time.perf_counter()
     count = 0

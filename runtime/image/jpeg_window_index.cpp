@@ -8,6 +8,7 @@
 
 #include "runtime/image/crop_window.h"
 #include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/jpeg_restart_rewrite.h"
 #include "runtime/image/libjpeg_glue.h"
 
 namespace pipec {
@@ -92,10 +93,16 @@ void put16(std::string& s, size_t at, int64_t v) {
 }  // namespace
 
 std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view jpeg, int64_t max_pixels, std::string* why) {
+  std::shared_ptr<JpegWindowIndex> index(new JpegWindowIndex());
+  std::string direct_why;
+  if (rewrite_with_restart_per_mcu(jpeg, max_pixels, index->file_, direct_why)) {
+    index->direct_ = true;
+    return index;
+  }
+  index->file_ = RestartRewrite();
   Rewrite r;
   const bool ok = rewrite_with_restarts(jpeg, max_pixels, r);
-  std::shared_ptr<JpegWindowIndex> index(new JpegWindowIndex());
-  if (ok) index->data_.assign(reinterpret_cast<const char*>(r.bytes), r.size);
+  if (ok) index->file_.data.assign(reinterpret_cast<const char*>(r.bytes), r.size);
   std::free(r.bytes);
   if (!ok) {
     if (why) *why = r.why;
@@ -111,7 +118,7 @@ std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view j
 // The rewritten file as libjpeg-turbo writes it: SOI, tables, SOF0/SOF1, DHT, DRI = 1, one SOS for all
 // components, the entropy-coded data with RST0..RST7 in turn after each MCU but the last, EOI.
 bool JpegWindowIndex::parse(std::string* why) {
-  const std::string& s = data_;
+  const std::string& s = file_.data;
   if (s.size() >= (size_t{1} << 32)) return *why = "more than 4 GiB", false;
   size_t at = 2;
   int components = 0, hmax = 1, vmax = 1, restart_interval = 0;
@@ -121,9 +128,9 @@ bool JpegWindowIndex::parse(std::string* why) {
     const size_t length = static_cast<size_t>(get16(s, at + 2));
     if (at + 2 + length > s.size()) return *why = "a marker runs past the end", false;
     if (marker == 0xC0 || marker == 0xC1) {
-      sof_ = at;
-      height_ = get16(s, at + 5);
-      width_ = get16(s, at + 7);
+      file_.sof = at;
+      file_.height = get16(s, at + 5);
+      file_.width = get16(s, at + 7);
       components = static_cast<unsigned char>(s[at + 9]);
       for (int k = 0; k < components; ++k) {
         const int hv = static_cast<unsigned char>(s[at + 11 + 3 * static_cast<size_t>(k)]);
@@ -134,70 +141,70 @@ bool JpegWindowIndex::parse(std::string* why) {
       restart_interval = get16(s, at + 4);
     } else if (marker == 0xDA) {
       if (static_cast<unsigned char>(s[at + 4]) != components) return *why = "not one scan of all components", false;
-      scan_ = at + 2 + length;
+      file_.scan = at + 2 + length;
       break;
     } else if (marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
       return *why = "not a baseline frame", false;
     }
     at += 2 + length;
   }
-  if (sof_ == 0 || restart_interval != 1 || height_ < 1 || width_ < 1) return *why = "no frame or no restart interval of 1", false;
+  if (file_.sof == 0 || restart_interval != 1 || file_.height < 1 || file_.width < 1) return *why = "no frame or no restart interval of 1", false;
   // One component: the scan is not interleaved and its MCU is one 8x8 block of pixels.
-  mcu_w_ = components == 1 ? 8 : 8 * hmax;
-  mcu_h_ = components == 1 ? 8 : 8 * vmax;
-  mcus_per_row_ = (width_ + mcu_w_ - 1) / mcu_w_;
-  mcu_rows_ = (height_ + mcu_h_ - 1) / mcu_h_;
-  const size_t mcus = static_cast<size_t>(mcus_per_row_ * mcu_rows_);
-  mcu_start_.reserve(mcus + 1);
-  mcu_start_.push_back(static_cast<uint32_t>(scan_));
+  file_.mcu_w = components == 1 ? 8 : 8 * hmax;
+  file_.mcu_h = components == 1 ? 8 : 8 * vmax;
+  file_.mcus_per_row = (file_.width + file_.mcu_w - 1) / file_.mcu_w;
+  file_.mcu_rows = (file_.height + file_.mcu_h - 1) / file_.mcu_h;
+  const size_t mcus = static_cast<size_t>(file_.mcus_per_row * file_.mcu_rows);
+  file_.mcu_start.reserve(mcus + 1);
+  file_.mcu_start.push_back(static_cast<uint32_t>(file_.scan));
   // In entropy-coded data 0xFF is followed by 0x00 (a stuffed 0xFF byte), a restart marker or EOI.
   const char* base = s.data();
-  const char* p = base + scan_;
+  const char* p = base + file_.scan;
   const char* end = base + s.size();
   while (p + 1 < end) {
     p = static_cast<const char*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p - 1)));
     if (!p) break;
     const int m = static_cast<unsigned char>(p[1]);
     if (m >= 0xD0 && m <= 0xD7) {
-      mcu_start_.push_back(static_cast<uint32_t>(p + 2 - base));
+      file_.mcu_start.push_back(static_cast<uint32_t>(p + 2 - base));
     } else if (m == 0xD9) {
-      mcu_start_.push_back(static_cast<uint32_t>(p + 2 - base));
+      file_.mcu_start.push_back(static_cast<uint32_t>(p + 2 - base));
       break;
     }
     p += 2;
   }
-  if (mcu_start_.size() != mcus + 1) return *why = fmt::format("{} MCUs, {} markers", mcus, mcu_start_.size() - 1), false;
+  if (file_.mcu_start.size() != mcus + 1) return *why = fmt::format("{} MCUs, {} markers", mcus, file_.mcu_start.size() - 1), false;
   return true;
 }
 
 std::string JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside) const {
   const int64_t m = kWindowMarginPixels;
-  const int64_t c0 = std::max<int64_t>(0, window.left - m) / mcu_w_;
-  const int64_t c1 = (std::min(width_, window.left + window.width + m) + mcu_w_ - 1) / mcu_w_;
-  const int64_t r0 = std::max<int64_t>(0, window.top - m) / mcu_h_;
-  const int64_t r1 = (std::min(height_, window.top + window.height + m) + mcu_h_ - 1) / mcu_h_;
+  const int64_t c0 = std::max<int64_t>(0, window.left - m) / file_.mcu_w;
+  const int64_t c1 = (std::min(file_.width, window.left + window.width + m) + file_.mcu_w - 1) / file_.mcu_w;
+  const int64_t r0 = std::max<int64_t>(0, window.top - m) / file_.mcu_h;
+  const int64_t r1 = (std::min(file_.height, window.top + window.height + m) + file_.mcu_h - 1) / file_.mcu_h;
   // A cut that ends at the image's right or bottom edge keeps the image's partial last MCU.
-  const int64_t w = c1 == mcus_per_row_ ? width_ - c0 * mcu_w_ : (c1 - c0) * mcu_w_;
-  const int64_t h = r1 == mcu_rows_ ? height_ - r0 * mcu_h_ : (r1 - r0) * mcu_h_;
-  inside = CropWindow{window.top - r0 * mcu_h_, window.left - c0 * mcu_w_, window.height, window.width};
+  const int64_t w = c1 == file_.mcus_per_row ? file_.width - c0 * file_.mcu_w : (c1 - c0) * file_.mcu_w;
+  const int64_t h = r1 == file_.mcu_rows ? file_.height - r0 * file_.mcu_h : (r1 - r0) * file_.mcu_h;
+  inside = CropWindow{window.top - r0 * file_.mcu_h, window.left - c0 * file_.mcu_w, window.height, window.width};
 
   std::string out;
-  size_t bytes = scan_ + 2;
+  size_t bytes = file_.scan + 2;
   for (int64_t r = r0; r < r1; ++r)
-    bytes += mcu_start_[static_cast<size_t>(r * mcus_per_row_ + c1)] - mcu_start_[static_cast<size_t>(r * mcus_per_row_ + c0)];
+    bytes += file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c1)] - file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c0)];
   out.reserve(bytes);
-  out.append(data_, 0, scan_);
-  put16(out, sof_ + 5, h);
-  put16(out, sof_ + 7, w);
+  out.append(file_.data, 0, file_.scan);
+  put16(out, file_.sof + 5, h);
+  put16(out, file_.sof + 7, w);
   // Each row's MCUs are contiguous in the file; their markers get the cut's own RST0..RST7 sequence.
   int64_t k = 0;
   for (int64_t r = r0; r < r1; ++r) {
-    const size_t first = static_cast<size_t>(r * mcus_per_row_ + c0);
-    const size_t from = mcu_start_[first], to = mcu_start_[first + static_cast<size_t>(c1 - c0)];
+    const size_t first = static_cast<size_t>(r * file_.mcus_per_row + c0);
+    const size_t from = file_.mcu_start[first], to = file_.mcu_start[first + static_cast<size_t>(c1 - c0)];
     const size_t at = out.size();
-    out.append(data_, from, to - from);
+    out.append(file_.data, from, to - from);
     for (size_t i = first + 1; i <= first + static_cast<size_t>(c1 - c0); ++i, ++k)
-      out[at + (mcu_start_[i] - from) - 1] = static_cast<char>(0xD0 + (k & 7));
+      out[at + (file_.mcu_start[i] - from) - 1] = static_cast<char>(0xD0 + (k & 7));
   }
   // The last MCU's marker becomes the end of the image.
   out[out.size() - 1] = static_cast<char>(0xD9);

@@ -8,9 +8,10 @@
 // for 4:2:0 colour, 8x8 for grey) can be cut: the MCUs covering a window, with their markers
 // renumbered, under a copy of the header whose frame says the window's size, make a small valid JPEG.
 //
-// build() rewrites a file that way, losslessly (libjpeg-turbo reads the quantized DCT coefficients and
-// writes them back with restart_interval = 1 and the standard Huffman tables; no pixel is decoded or
-// re-quantized), and records where each MCU starts. cut() then costs a copy of the window's bytes, and
+// build() rewrites a file that way, losslessly, and records where each MCU starts: baseline files
+// directly (jpeg_restart_rewrite.h: the entropy-coded bits are copied, only the DC differences are
+// coded again), others (progressive, arithmetic-coded) by libjpeg-turbo reading the quantized DCT
+// coefficients and writing them back with restart_interval = 1. No pixel is decoded or re-quantized. cut() then costs a copy of the window's bytes, and
 // decoding the cut costs what the window's MCUs cost. The pixels are the ones a full decode gives:
 // every block's coefficients are unchanged, and the cut keeps kWindowMarginPixels around the window, so
 // chroma upsampling (which reads one chroma sample, two pixels, beyond each pixel) sees the same
@@ -27,6 +28,7 @@
 
 #include "runtime/core/tensor.h"
 #include "runtime/image/decode_options.h"
+#include "runtime/image/jpeg_restart_rewrite.h"
 
 namespace pipec {
 
@@ -41,10 +43,12 @@ class JpegWindowIndex {
   /// the error (or, for a file truncated below a window, still gives the window).
   static std::shared_ptr<const JpegWindowIndex> build(std::string_view jpeg, int64_t max_pixels, std::string* why = nullptr);
 
-  int64_t height() const { return height_; }
-  int64_t width() const { return width_; }
+  int64_t height() const { return file_.height; }
+  int64_t width() const { return file_.width; }
   /// Bytes this index holds (the rewritten file and the MCU offsets).
-  size_t memory_bytes() const { return data_.size() + mcu_start_.size() * sizeof(uint32_t); }
+  size_t memory_bytes() const { return file_.data.size() + file_.mcu_start.size() * sizeof(uint32_t); }
+  /// Whether build() took the fast path (jpeg_restart_rewrite.h) rather than libjpeg's transcoder.
+  bool rewritten_directly() const { return direct_; }
 
   /// A JPEG of the MCUs that cover `window` (which must lie in the image) plus the margin; `inside` is
   /// where the window lies in it.
@@ -54,15 +58,8 @@ class JpegWindowIndex {
   JpegWindowIndex() = default;
   bool parse(std::string* why);
 
-  std::string data_;                // the file with a restart marker after every MCU
-  size_t sof_ = 0;                  // offset of the SOF marker (its height and width are at +5 and +7)
-  size_t scan_ = 0;                 // offset of the first entropy-coded byte (after the SOS header)
-  int64_t height_ = 0, width_ = 0;  // pixels
-  int64_t mcu_w_ = 8, mcu_h_ = 8;   // pixels per MCU
-  int64_t mcus_per_row_ = 0, mcu_rows_ = 0;
-  // Offset of MCU i's first byte, for i in [0, mcus]; MCU i's data ends with the 2-byte marker before
-  // mcu_start_[i + 1] (a restart marker, or EOI for the last MCU).
-  std::vector<uint32_t> mcu_start_;
+  RestartRewrite file_;
+  bool direct_ = false;
 };
 
 /// What decode_jpeg_image(original, options) gives for options.window, decoded from the index: the
