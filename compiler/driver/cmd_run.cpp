@@ -22,6 +22,7 @@
 #include "runtime/core/buffer_pool.h"
 #include "runtime/exec/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
+#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
 
@@ -214,6 +215,12 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   BufferPoolStats pool = BufferPool::global().stats();
   out << fmt::format("  buffers     {} fresh ({:.1f} MB), {} reused\n", format_thousands(pool.fresh_count),
                      pool.fresh_bytes / 1e6, format_thousands(pool.reused_count));
+  const JpegIndexCache::Stats jpeg = JpegIndexCache::process().stats();
+  if (jpeg.indexed + jpeg.unindexable > 0)
+    out << fmt::format("  jpeg index  {} files ({:.1f} of {:.0f} MB{}), {} windows cut from it{}\n", format_thousands(jpeg.indexed),
+                       jpeg.bytes / 1e6, jpeg.budget / 1e6, jpeg.full ? ", full: later files decode the usual way" : "",
+                       format_thousands(jpeg.hits),
+                       jpeg.unindexable ? fmt::format(", {} not indexable", format_thousands(jpeg.unindexable)) : std::string());
   uint64_t total_busy = 0;
   for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
   out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "busy", "share", "device");
@@ -252,6 +259,9 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
   BufferPoolStats pool = BufferPool::global().stats();
   o << fmt::format("  \"buffer_pool\": {{\"fresh_count\": {}, \"fresh_bytes\": {}, \"reused_count\": {}, \"reused_bytes\": {}}},\n",
                    pool.fresh_count, pool.fresh_bytes, pool.reused_count, pool.reused_bytes);
+  const JpegIndexCache::Stats jpeg = JpegIndexCache::process().stats();
+  o << fmt::format("  \"jpeg_index\": {{\"indexed\": {}, \"unindexable\": {}, \"bytes\": {}, \"budget\": {}, \"hits\": {}, \"full\": {}}},\n",
+                   jpeg.indexed, jpeg.unindexable, jpeg.bytes, jpeg.budget, jpeg.hits, jpeg.full);
   o << "  \"stages\": [\n";
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();

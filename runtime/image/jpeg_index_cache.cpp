@@ -59,13 +59,16 @@ JpegIndexCache::Lookup JpegIndexCache::find(const std::string& key) {
 
 bool JpegIndexCache::has_room(size_t file_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return bytes_ + static_cast<int64_t>(file_bytes) + kEntryOverhead <= budget_;
+  const bool room = bytes_ + static_cast<int64_t>(file_bytes) + kEntryOverhead <= budget_;
+  if (!room && budget_ > 0) full_ = true;
+  return room;
 }
 
 void JpegIndexCache::remember(const std::string& key, std::shared_ptr<const JpegWindowIndex> index) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t cost = (index ? static_cast<int64_t>(index->memory_bytes()) : 0) + kEntryOverhead + static_cast<int64_t>(key.size());
   if (bytes_ + cost > budget_) {
+    full_ = true;
     if (!index) return;
     index = nullptr;  // too big for what is left: remembered as not indexed, which costs only the key
     if (bytes_ + kEntryOverhead + static_cast<int64_t>(key.size()) > budget_) return;
@@ -84,6 +87,7 @@ JpegIndexCache::Stats JpegIndexCache::stats() const {
   s.bytes = bytes_;
   s.budget = budget_;
   s.hits = hits_;
+  s.full = full_;
   return s;
 }
 

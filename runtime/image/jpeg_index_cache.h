@@ -44,6 +44,7 @@ class JpegIndexCache {
 
   struct Stats {
     int64_t indexed = 0, unindexable = 0, bytes = 0, budget = 0, hits = 0;
+    bool full = false;  // a file was not indexed for want of room
   };
   Stats stats() const;
   int64_t budget() const { return budget_; }
@@ -53,6 +54,7 @@ class JpegIndexCache {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const JpegWindowIndex>> entries_;
   int64_t bytes_ = 0, unindexable_ = 0, hits_ = 0;
+  mutable bool full_ = false;
 };
 
 /// The key of the file at `path` as it is now; "" when it cannot be stat'ed (the decoder then reports

@@ -1,6 +1,8 @@
 // libFuzzer target for the image decoders: arbitrary bytes through decode_png and decode_jpeg with
 // every channel count, u8 and u16, a small pixel limit (so the fuzzer cannot ask for gigabytes), and a
-// crop window picked from the input's last bytes (the cropping JPEG decode of crop pushdown).
+// crop window picked from the input's last bytes (the cropping JPEG decode of crop pushdown), and the
+// JPEG window index (repeated_jpeg_index): building one, and decoding that window from it, which must
+// give the cropping decode's pixels.
 //
 // The contract: bad bytes give an ImageError, never a crash, a leak (longjmp out of libjpeg/libpng
 // must free everything), a hang, or a result whose shape disagrees with what was asked.
@@ -11,6 +13,7 @@
 #include <string_view>
 
 #include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/jpeg_window_index.h"
 #include "runtime/image/png_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -41,10 +44,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       win.left = (pick / 5) % (w - win.width + 1);
       return true;
     };
+    bool cropped = false;
+    Tensor crop;
     try {
-      Tensor t = decode_jpeg_image(bytes, o);
-      if (t.rank() != 3) __builtin_trap();
+      crop = decode_jpeg_image(bytes, o);
+      if (crop.rank() != 3) __builtin_trap();
+      cropped = true;
     } catch (const ImageError&) {
+    }
+    if (ch != 3) continue;
+    // Decoding from the index agrees with the cropping decode: the same pixels, or both fail.
+    if (auto index = JpegWindowIndex::build(bytes, o.max_pixels)) {
+      try {
+        if (!cropped || !decode_jpeg_window(*index, o).equals(crop)) __builtin_trap();
+      } catch (const ImageError&) {
+        if (cropped) __builtin_trap();
+      }
     }
   }
   return 0;

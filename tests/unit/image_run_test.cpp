@@ -61,3 +61,58 @@ TEST(ImageRun, PixelLimitRefusesLargeImages) {
 
 }  // namespace
 }  // namespace pipec
+
+namespace pipec {
+namespace {
+
+// The JPEG window index end to end: `pipec run` reports it, its output equals the run without it
+// (PIPEC_JPEG_INDEX_MEMORY=0) and the unoptimized run, byte for byte, over four epochs; a budget too
+// small for every file indexes some and says it is full.
+TEST(ImageRun, JpegIndexIsReportedAndChangesNothingButSpeed) {
+  ScratchDir d;
+  fs::create_directories(d / "img");
+  for (const char* name : {"libjpeg-turbo_testorig.jpg", "libjpeg-turbo_testimgint.jpg", "wuffs_bricks-color.jpeg",
+                           "wuffs_peacock.default.jpeg", "wuffs_peacock.progressive.jpeg", "wuffs_bricks-gray.jpeg"})
+    fs::copy_file(external(std::string("jpeg/") + name), d / "img" / name);
+  write_text(d / "p.pipe", "import images\npipeline p = files(\"img/*.jp*g\")\n  | repeat(4)\n"
+                           "  | map(r => { x: read_jpeg_rgb(r.path) | random_crop(40, 40) | random_flip_left_right })\n");
+  auto run = [&](const std::string& out, const std::string& memory, std::vector<std::string> extra) {
+    if (memory.empty()) unsetenv("PIPEC_JPEG_INDEX_MEMORY");
+    else setenv("PIPEC_JPEG_INDEX_MEMORY", memory.c_str(), 1);
+    std::vector<std::string> args = {"run", (d / "p.pipe").string(), "--output", (d / out).string(), "--stats-json",
+                                     (d / (out + ".json")).string(), "--seed", "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_pipec(args);
+    unsetenv("PIPEC_JPEG_INDEX_MEMORY");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  // One thread: the map then never decodes a file's next epoch while its first is still being indexed,
+  // so the counts are exact.
+  auto indexed = run("indexed", "", {"--threads", "1"});
+  EXPECT_NE(indexed.err.find("jpeg index  6 files"), std::string::npos) << indexed.err;
+  EXPECT_NE(indexed.err.find("18 windows cut from it"), std::string::npos) << indexed.err;
+  const std::string json = testing::read_all(d / "indexed.json");
+  EXPECT_NE(json.find("\"jpeg_index\": {\"indexed\": 6, \"unindexable\": 0"), std::string::npos) << json;
+  auto off = run("off", "0", {});
+  EXPECT_EQ(off.err.find("jpeg index"), std::string::npos) << off.err;
+  EXPECT_NE(testing::read_all(d / "off.json").find("\"jpeg_index\": {\"indexed\": 0"), std::string::npos);
+  run("reference", "", {"-O0"});
+  // Room for about two of the six files.
+  auto small = run("small", "20K", {});
+  EXPECT_NE(small.err.find("full: later files decode the usual way"), std::string::npos) << small.err;
+  int compared = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "indexed")) {
+    if (!e.is_regular_file()) continue;
+    const fs::path rel = fs::relative(e.path(), d / "indexed");
+    const std::string want = testing::read_all(e.path());
+    EXPECT_EQ(testing::read_all(d / "off" / rel), want) << rel;
+    EXPECT_EQ(testing::read_all(d / "reference" / rel), want) << rel;
+    EXPECT_EQ(testing::read_all(d / "small" / rel), want) << rel;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 24);
+}
+
+}  // namespace
+}  // namespace pipec

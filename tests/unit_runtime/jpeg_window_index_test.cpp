@@ -4,6 +4,9 @@
 // hands out the index of a file that has changed.
 #include <gtest/gtest.h>
 
+#include <jpeglib.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -49,6 +52,12 @@ TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
       continue;
     }
     ASSERT_NE(index, nullptr) << name << ": " << why;
+    // Progressive and arithmetic-coded files go through libjpeg's transcoder, and so does one whose
+    // comment segment claims more bytes than it has (libjpeg resynchronizes on the next marker).
+    const std::string n = name;
+    const bool direct = n.find("progressive") == std::string::npos && n.find("ari") == std::string::npos &&
+                        n.find("bad-comment-length") == std::string::npos;
+    EXPECT_EQ(index->rewritten_directly(), direct) << name;
     for (int ch : {1, 3}) {
       DecodeOptions full;
       full.channels = ch;
@@ -76,6 +85,92 @@ TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
     }
   }
   EXPECT_EQ(checked, 10 * 2 * 60);
+}
+
+// A JPEG of a smooth synthetic picture with some detail, encoded by libjpeg with the given chroma
+// sampling (h, v of the first component; the others 1 x 1), restart interval (in MCUs, or one per MCU
+// row when negative), and optimized Huffman tables (which lack codes the picture does not need).
+std::string encode(int h, int w, int channels, int samp_h, int samp_v, int restart, bool optimize, bool exif) {
+  std::vector<uint8_t> px(static_cast<size_t>(h * w * channels));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < channels; ++c)
+        px[static_cast<size_t>((y * w + x) * channels + c)] = static_cast<uint8_t>((x * (c + 1) + y * 3 + ((x * y) % 7) * 20) & 0xFF);
+  jpeg_compress_struct ci;
+  jpeg_error_mgr err;
+  ci.err = jpeg_std_error(&err);
+  jpeg_create_compress(&ci);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&ci, &out, &size);
+  ci.image_width = static_cast<JDIMENSION>(w);
+  ci.image_height = static_cast<JDIMENSION>(h);
+  ci.input_components = channels;
+  ci.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&ci);
+  jpeg_set_quality(&ci, 90, TRUE);
+  ci.comp_info[0].h_samp_factor = samp_h;
+  ci.comp_info[0].v_samp_factor = samp_v;
+  if (restart < 0) ci.restart_in_rows = -restart;
+  else ci.restart_interval = static_cast<unsigned>(restart);
+  ci.optimize_coding = optimize ? TRUE : FALSE;
+  jpeg_start_compress(&ci, TRUE);
+  if (exif) {
+    std::string app1 = "Exif";
+    app1.append(2000, 'x');
+    jpeg_write_marker(&ci, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(app1.data()), static_cast<unsigned>(app1.size()));
+    jpeg_write_marker(&ci, JPEG_COM, reinterpret_cast<const JOCTET*>("a comment"), 9);
+  }
+  while (ci.next_scanline < ci.image_height) {
+    JSAMPROW row = px.data() + static_cast<size_t>(ci.next_scanline) * static_cast<size_t>(w * channels);
+    jpeg_write_scanlines(&ci, &row, 1);
+  }
+  jpeg_finish_compress(&ci);
+  jpeg_destroy_compress(&ci);
+  std::string bytes(reinterpret_cast<char*>(out), size);
+  std::free(out);
+  return bytes;
+}
+
+// The direct rewrite (jpeg_restart_rewrite.h) on every sampling libjpeg writes, with and without
+// restart markers of the file's own, with standard and optimized tables, odd sizes, extra markers.
+TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
+  struct Case {
+    int h, w, channels, samp_h, samp_v, restart;
+    bool optimize, exif;
+  };
+  const Case cases[] = {
+      {67, 101, 3, 2, 2, 0, false, false}, {67, 101, 3, 2, 2, 0, true, true},  {80, 96, 3, 2, 1, 3, false, false},
+      {75, 90, 3, 1, 2, -1, true, false},  {41, 77, 3, 1, 1, 1, false, true},  {50, 130, 3, 4, 1, 5, true, false},
+      {33, 47, 1, 1, 1, 0, false, false},  {33, 47, 1, 1, 1, 4, true, true},   {1, 1, 3, 2, 2, 0, false, false},
+      {200, 16, 3, 2, 2, -2, true, false},
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.w << "x" << c.h << " channels " << c.channels << " sampling " << c.samp_h << "x"
+                                      << c.samp_v << " restart " << c.restart << " optimized " << c.optimize);
+    const std::string data = encode(c.h, c.w, c.channels, c.samp_h, c.samp_v, c.restart, c.optimize, c.exif);
+    std::string why;
+    auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
+    ASSERT_NE(index, nullptr) << why;
+    EXPECT_TRUE(index->rewritten_directly());
+    if (c.exif) EXPECT_LT(index->memory_bytes(), data.size()) << "the Exif block and the comment are dropped";
+    Tensor img = decode_jpeg_image(data, {});
+    for (int k = 0; k < 40; ++k) {
+      RandomStream st(11, static_cast<uint64_t>(k), static_cast<uint64_t>(checked), 0);
+      CropWindow win;
+      win.height = 1 + st.uniform_int(0, c.h - 1);
+      win.width = 1 + st.uniform_int(0, c.w - 1);
+      win.top = st.uniform_int(0, c.h - win.height);
+      win.left = st.uniform_int(0, c.w - win.width);
+      if (k == 0) win = CropWindow{0, 0, c.h, c.w};
+      Tensor got = decode_jpeg_window(*index, with_window(win));
+      ASSERT_TRUE(got.equals(crop_image(img, win))) << "window " << win.height << "x" << win.width << " at (" << win.top << ", "
+                                                    << win.left << ")";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 10 * 40);
 }
 
 TEST(JpegWindowIndex, ACutHoldsOnlyTheWindowsMcus) {
