@@ -45,6 +45,7 @@ bool build_table(HuffTable& t, bool dc) {
   for (int len = 1; len <= 16; ++len) {
     t.valoffset[len] = k - next;
     for (int i = 0; i < t.counts[len]; ++i, ++k, ++next) {
+      if (next + 1 >= (1 << len)) return false;  // past the code space (or onto the all-ones code)
       if (len <= 9) {
         const int shift = 9 - len;
         for (int j = 0; j < (1 << shift); ++j) t.fast[(next << shift) | j] = static_cast<uint16_t>((len << 8) | t.values[static_cast<size_t>(k)]);
@@ -81,8 +82,8 @@ void put_be16(std::string& s, uint32_t v) {
   s.push_back(static_cast<char>(v & 0xFF));
 }
 
-// The scan's entropy-coded bytes with stuffing removed, split at the restart markers; 8 zero bytes of
-// padding so a reader may load 64 bits anywhere.
+// The scan's entropy-coded bytes with stuffing removed, split at the restart markers, and 8 zero bytes
+// (so the reader's 64-bit loads near the end stay on its fast path).
 struct Unstuffed {
   std::vector<uint8_t> bytes;
   std::vector<size_t> segment_start;
@@ -122,12 +123,18 @@ bool unstuff(std::string_view d, size_t at, Unstuffed& u, std::string& why) {
 // register, refilled a few bytes at a time, so peeking and skipping cost a shift each.
 class BitReader {
  public:
-  explicit BitReader(const uint8_t* data) : data_(data) { refill(); }
-  // Makes at least 56 bits available (the data has 8 bytes of padding, so reading ahead is safe).
+  BitReader(const uint8_t* data, size_t size) : data_(data), size_(size) { refill(); }
+  // Makes at least 56 bits available. Past the end (corrupt data runs on until its block ends, which
+  // is checked against the segment's end) the bits are zeros.
   __attribute__((always_inline)) void refill() {
-    uint64_t w;
-    std::memcpy(&w, data_ + byte_, 8);
-    buf_ |= __builtin_bswap64(w) >> count_;
+    uint64_t w = 0;
+    if (__builtin_expect(byte_ + 8 <= size_, 1)) {
+      std::memcpy(&w, data_ + byte_, 8);
+      w = __builtin_bswap64(w);
+    } else {
+      for (uint64_t i = 0; i < 8; ++i) w = w << 8 | (byte_ + i < size_ ? data_[byte_ + i] : 0);
+    }
+    buf_ |= w >> count_;
     const int take = (63 - count_) >> 3;
     byte_ += static_cast<uint64_t>(take);
     count_ += take * 8;
@@ -150,6 +157,7 @@ class BitReader {
     skip(static_cast<int>(bit & 7));
   }
   const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
 
   // One Huffman symbol; -1 for a code the table does not have. Needs 16 bits available.
   __attribute__((always_inline)) int decode(const HuffTable& t) {
@@ -170,29 +178,37 @@ class BitReader {
 
  private:
   const uint8_t* data_;
+  size_t size_;
   uint64_t byte_ = 0;  // next byte to load
   uint64_t buf_ = 0;
   int count_ = 0;      // valid bits in buf_
 };
 
-// Writes bits most significant first, stuffing a zero byte after each 0xFF.
+// Writes bits most significant first, stuffing a zero byte after each 0xFF, into memory the caller
+// sized for the worst case (every byte stuffed), 32 bits at a time when none of their bytes is 0xFF.
 class BitWriter {
  public:
-  explicit BitWriter(std::string& out) : out_(out) {}
-  void put(uint32_t bits, int n) {  // n <= 32
-    if (n == 0) return;
+  explicit BitWriter(char* at) : at_(at) {}
+  __attribute__((always_inline)) void put(uint32_t bits, int n) {  // n <= 32
     acc_ = (acc_ << n) | (bits & ((uint64_t{1} << n) - 1));
     pending_ += n;
-    while (pending_ >= 8) {
-      pending_ -= 8;
-      const char b = static_cast<char>((acc_ >> pending_) & 0xFF);
-      out_.push_back(b);
-      if (b == static_cast<char>(0xFF)) out_.push_back(0);
+    if (pending_ >= 32) {
+      pending_ -= 32;
+      const uint32_t word = static_cast<uint32_t>(acc_ >> pending_);
+      // A byte of `word` is 0xFF exactly when that byte of ~word is zero.
+      const uint32_t inv = ~word;
+      if (((inv - 0x01010101u) & ~inv & 0x80808080u) == 0) {
+        const uint32_t be = __builtin_bswap32(word);
+        std::memcpy(at_, &be, 4);
+        at_ += 4;
+      } else {
+        for (int shift = 24; shift >= 0; shift -= 8) byte(static_cast<uint8_t>(word >> shift));
+      }
     }
   }
   // Copies bits [from, to) of `in`.
   void copy(const BitReader& in, uint64_t from, uint64_t to) {
-    BitReader r(in.data());
+    BitReader r(in.data(), in.size());
     r.seek(from);
     for (uint64_t left = to - from; left > 0;) {
       r.ensure32();
@@ -204,13 +220,19 @@ class BitWriter {
   }
   // Pads the last byte with 1-bits, then a marker.
   void end_with_marker(int marker) {
-    if (pending_ > 0) put((1u << (8 - pending_)) - 1, 8 - pending_);
-    out_.push_back(static_cast<char>(0xFF));
-    out_.push_back(static_cast<char>(marker));
+    if (pending_ % 8) put((1u << (8 - pending_ % 8)) - 1, 8 - pending_ % 8);
+    for (; pending_ >= 8; pending_ -= 8) byte(static_cast<uint8_t>(acc_ >> (pending_ - 8)));
+    *at_++ = static_cast<char>(0xFF);
+    *at_++ = static_cast<char>(marker);
   }
+  char* at() const { return at_; }
 
  private:
-  std::string& out_;
+  void byte(uint8_t b) {
+    *at_++ = static_cast<char>(b);
+    if (b == 0xFF) *at_++ = 0;
+  }
+  char* at_;
   uint64_t acc_ = 0;
   int pending_ = 0;
 };
@@ -326,7 +348,12 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
   out.mcu_rows = (out.height + out.mcu_h - 1) / out.mcu_h;
   const int64_t mcus = out.mcus_per_row * out.mcu_rows;
 
-  Unstuffed u;
+  // Per-thread scratch, reused from file to file: no page faults or zero-filling for the big
+  // temporaries of every rewrite.
+  thread_local Unstuffed u;
+  thread_local std::vector<char> scan_out;
+  u.bytes.clear();
+  u.segment_start.clear();
   if (!unstuff(d, sos + 2 + sos_len, u, why)) return false;
   const size_t segments = restart_interval > 0 ? static_cast<size_t>((mcus + restart_interval - 1) / restart_interval) : 1;
   if (u.segment_start.size() != segments) return why = "the number of restart markers does not match the image", false;
@@ -355,13 +382,20 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
   o.append("\xFF\xDD\x00\x04\x00\x01", 6);
   o.append(d.substr(sos, 2 + sos_len));
   out.scan = o.size();
-  o.reserve(o.size() + u.bytes.size() + u.bytes.size() / 8 + static_cast<size_t>(mcus) * 3 + 16);
+  // The most the scan can take: each block's bits grow by at most 20 (a 9-bit DC code and 11 bits,
+  // against at least 1 before), each MCU's by 7 bits of padding and a 2-byte marker, and stuffing can
+  // double every byte.
+  int blocks_per_mcu = 0;
+  for (const Component& c : scan) blocks_per_mcu += ns == 1 ? 1 : c.h * c.v;
+  const size_t bound = 2 * (u.bytes.size() + static_cast<size_t>(mcus) * (static_cast<size_t>(blocks_per_mcu) * 3 + 3)) + 64;
+  if (scan_out.size() < bound) scan_out.resize(bound);
 
   out.mcu_start.clear();
   out.mcu_start.reserve(static_cast<size_t>(mcus) + 1);
   out.mcu_start.push_back(static_cast<uint32_t>(out.scan));
-  BitReader in(u.bytes.data());
-  BitWriter w(o);
+  BitReader in(u.bytes.data(), u.bytes.size());
+  char* const scan_base = scan_out.data();
+  BitWriter w(scan_base);
   int pred[4] = {};
   size_t segment = 0;
   uint64_t segment_end = (segments > 1 ? u.segment_start[1] : u.bytes.size() - 8) * 8;
@@ -423,8 +457,10 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
       }
     }
     w.end_with_marker(m + 1 < mcus ? 0xD0 + static_cast<int>(m & 7) : 0xD9);
-    out.mcu_start.push_back(static_cast<uint32_t>(o.size()));
+    out.mcu_start.push_back(static_cast<uint32_t>(out.scan + static_cast<size_t>(w.at() - scan_base)));
   }
+  o.reserve(out.scan + static_cast<size_t>(w.at() - scan_base));
+  o.append(scan_base, w.at());
   if (o.size() >= (size_t{1} << 32)) return why = "more than 4 GiB", false;
   return true;
 }

@@ -37,6 +37,22 @@ bool header_acceptable(const jpeg_decompress_struct& d, int64_t max_pixels, std:
   return true;
 }
 
+// Corrupt progressive or arithmetic-coded data can decode to coefficients no 8-bit baseline file can
+// code (libjpeg's decoders do not check; its SIMD Huffman encoder would then write codes the decoder
+// reads differently). Within +-1023 every value and every DC difference has a code.
+bool coefficients_in_range(jpeg_decompress_struct& d, jvirt_barray_ptr* coefficients) {
+  for (int ci = 0; ci < d.num_components; ++ci) {
+    const jpeg_component_info& comp = d.comp_info[ci];
+    for (JDIMENSION row = 0; row < comp.height_in_blocks; ++row) {
+      JBLOCKARRAY blocks = (*d.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&d), coefficients[ci], row, 1, FALSE);
+      for (JDIMENSION b = 0; b < comp.width_in_blocks; ++b)
+        for (int k = 0; k < DCTSIZE2; ++k)
+          if (blocks[0][b][k] > 1023 || blocks[0][b][k] < -1023) return false;
+    }
+  }
+  return true;
+}
+
 bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& out) {
   jpeg_decompress_struct d;
   jpeg_compress_struct c;
@@ -61,6 +77,11 @@ bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& o
     return false;
   }
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&d);
+  if (!err.warned && !coefficients_in_range(d, coefficients)) {
+    jpeg_destroy_decompress(&d);
+    out.why = "a coefficient out of the 8-bit range";
+    return false;
+  }
   if (err.warned) {
     // libjpeg replaced damaged data by something; a crop that never reaches the damage would not see
     // it, so such a file is not indexed and keeps the ordinary decoder's behaviour.
