@@ -2,9 +2,9 @@
 // files keeps an index of each file the first time (runtime/image/jpeg_window_index.h: the file
 // rewritten with a restart marker after every MCU), and later passes decode only the MCUs under the
 // window instead of entropy-decoding every row above it. The pixels are the same. The first pass pays
-// for the rewrite: for a 256x256 window of a 1280x720 photo about 2.5x the cropping decode, after which
-// each pass costs about a quarter of it, so the index pays for itself from about the fourth pass (the
-// pass asks for kMinRepeatedPasses). The index is bounded by PIPEC_JPEG_INDEX_MEMORY
+// for the rewrite: for a 256x256 window of the benchmark's 1280x720 photos, a rewrite and a cut cost
+// about 1.8x the cropping decode, and every later pass about a quarter of it, so two passes break even
+// and three win (kMinRepeatedPasses). The index is bounded by PIPEC_JPEG_INDEX_MEMORY
 // (runtime/image/jpeg_index_cache.h).
 #pragma once
 
@@ -15,7 +15,7 @@
 namespace pipec {
 
 /// Passes over the same files from which indexing is worth its first pass.
-constexpr int64_t kMinRepeatedPasses = 4;
+constexpr int64_t kMinRepeatedPasses = 3;
 
 /// Sets `index = true` on every cropping decode_jpeg in a map stage that repeats run at least
 /// kMinRepeatedPasses times (a repeat or fused shuffle_repeat upstream, or downstream with no cache in

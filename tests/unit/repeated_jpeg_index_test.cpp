@@ -60,7 +60,7 @@ int marked(const std::string& text) {
 TEST(RepeatedJpegIndex, MarksCroppingDecodesThatARepeatRunsAgain) {
   const std::string files = "files(\"" + jpeg_dir() + "/*.jpg\")";
   const std::string crop = "map(r => { img: random_crop(decode_jpeg(read_file(r.path)), 8, 8) })";
-  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(4) | " + crop + "\n"), 1);
+  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(3) | " + crop + "\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat() | " + crop + "\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | shuffle(8) | repeat(50) | " + crop + "\n"), 1) << "shuffle_repeat";
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(5)\n"), 1) << "a repeat after the map runs it again too";
@@ -68,8 +68,8 @@ TEST(RepeatedJpegIndex, MarksCroppingDecodesThatARepeatRunsAgain) {
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + " | repeat(2)\n"), 1) << "2 x 2 passes";
   // Each file once, or too few passes to win back the first one.
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + "\n"), 0);
-  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(3) | " + crop + "\n"), 0);
-  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(3)\n"), 0);
+  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + "\n"), 0);
+  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(2)\n"), 0);
   // A cache between the map and the repeat replays the first pass: the map runs once.
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | cache() | repeat()\n"), 0);
   // Not a cropping decode: the whole image is decoded anyway.
@@ -118,8 +118,8 @@ void copy_good_files(const fs::path& dir) {
 }
 
 // The unoptimized plan and the one with crop pushdown and the index give the same elements, epoch
-// after epoch; from the second epoch on the windows come from the index. (Three epochs: the pass
-// needs four to mark a decode, so these plans are marked by hand.)
+// after epoch; from the second epoch on the windows come from the index (the plans are marked by
+// hand, as the pass marks them under repeat(3)).
 void expect_same_as_unoptimized(const std::string& text, size_t elements) {
   Plan p = plan_text(text);
   Plan q = copy_plan(p);
