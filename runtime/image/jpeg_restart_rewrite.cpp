@@ -15,6 +15,7 @@ constexpr uint8_t kStdDcCounts[17] = {0, 0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 
 constexpr uint8_t kStdDcValues[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 
 constexpr int kSkipBits = 10;
+constexpr int kZrl = 0x80;  // in skip_advance: the move is a run of 16 zeros
 
 struct HuffTable {
   bool defined = false;
@@ -68,7 +69,7 @@ bool build_table(HuffTable& t, bool dc) {
       t.skip_bits[bits] = static_cast<uint8_t>(len + size);
       // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else with
       // size 0 ends the block.
-      t.skip_advance[bits] = static_cast<uint8_t>(size ? r + 1 : r == 15 ? 16 : 0);
+      t.skip_advance[bits] = static_cast<uint8_t>(size ? r + 1 : r == 15 ? 16 | kZrl : 0);
     }
   return true;
 }
@@ -438,7 +439,10 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
             in.skip(n);
             const int advance = ac.skip_advance[next];
             if (advance == 0) break;
-            k += advance;
+            k += advance & ~kZrl;
+            // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
+            // corrupt data, on which libjpeg-turbo's fast and slow decoding paths can disagree.
+            if (k > ((advance & kZrl) ? 63 : 64)) return why = "corrupt data: a block of more than 64 coefficients", false;
             continue;
           }
           const int rs = in.decode(ac);
@@ -447,9 +451,11 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
           if (size) {
             k += r + 1;
             in.skip(size);
+            if (k > 64) return why = "corrupt data: a block of more than 64 coefficients", false;
           } else {
             if (r != 15) break;
             k += 16;
+            if (k > 63) return why = "corrupt data: a block of more than 64 coefficients", false;
           }
         }
         if (in.pos() > segment_end) return why = "corrupt data: an MCU runs past its segment", false;

@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Decoding from the index agrees with the cropping decode: the same pixels, or both fail.
     if (auto index = JpegWindowIndex::build(bytes, o.max_pixels)) {
       try {
-        if (!cropped || !decode_jpeg_window(*index, o).equals(crop)) __builtin_trap();
+        Tensor from_index = decode_jpeg_window(*index, o);
+        if (!cropped || !from_index.equals(crop)) __builtin_trap();
       } catch (const ImageError&) {
         if (cropped) __builtin_trap();
       }
