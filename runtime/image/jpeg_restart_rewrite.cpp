@@ -301,18 +301,20 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
         p += 17 + total;
       }
     } else if (m == 0xDD) {
-      if (body.size() < 2) return why = "a short restart interval", false;
+      if (body.size() != 2) return why = "a restart interval segment of the wrong length", false;
       restart_interval = static_cast<int>(be16(body, 0));
     } else if (m == 0xDA) {
       sos = at;
       break;
-    } else if ((m >= 0xC2 && m <= 0xCF) || m == 0xDC || m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0xD9 || m == 0x01) {
-      return why = fmt::format("marker 0x{:02X}: not a baseline single-scan JPEG", m), false;
     } else if (m == 0xE0 || m == 0xEE || m == 0xDB) {
-      // Quantization tables; JFIF and Adobe markers say how the components map to colours. Other
-      // application segments and comments (Exif, thumbnails) do not change pixels and are dropped,
-      // so they do not weigh on every cut.
+      // Quantization tables; JFIF and Adobe markers say how the components map to colours.
       o.append(d.substr(at, 2 + len));
+    } else if ((m >= 0xE1 && m <= 0xEF) || m == 0xFE) {
+      // Other application segments and comments (Exif, thumbnails) do not change pixels and are
+      // dropped, so they do not weigh on every cut.
+    } else {
+      // Progressive, lossless or arithmetic frames, and whatever libjpeg would refuse.
+      return why = fmt::format("marker 0x{:02X}: not a baseline single-scan JPEG", m), false;
     }
     at += 2 + len;
   }
