@@ -17,6 +17,8 @@
 #   tf.data seed+cache    seed 003's code as its article has it: decoded images cache()d in memory
 #   tf.data decode_crop   extract_jpeg_shape + decode_and_crop_jpeg (the best tf.data version without a cache)
 #   decoder alone         libjpeg-turbo decoding both whole images from memory, nothing else (2 threads)
+# then, per image on one thread (jpeg_index_cost): full decode, cropping decode, index build, window
+# from the index.
 # Seed 004 (960x720 PNG photo + label; crop_or_pad 512, f32, one-hot of 32 colours), samples/s:
 #   pipec                 bench/images/seg_bench.pipe
 #   tf.data seed          seed 004's preprocess_fn
@@ -36,6 +38,12 @@ if [ ! -x build/bench/decode_alone ] || [ bench/images/decode_alone.cpp -nt buil
   mkdir -p build/bench
   g++ -std=c++20 -O2 -DNDEBUG -I. bench/images/decode_alone.cpp build/runtime/libpipec_runtime.a -lfmt -ljpeg -lpng -lz \
     -lpthread -o build/bench/decode_alone
+fi
+
+if [ ! -x build/bench/jpeg_index_cost ] || [ bench/images/jpeg_index_cost.cpp -nt build/bench/jpeg_index_cost ]; then
+  mkdir -p build/bench
+  g++ -std=c++20 -O2 -DNDEBUG -I. bench/images/jpeg_index_cost.cpp build/runtime/libpipec_runtime.a -lfmt -ljpeg -lpng -lz \
+    -lpthread -o build/bench/jpeg_index_cost
 fi
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -92,3 +100,5 @@ printf '%-34s %10s %14s\n' "pipeline" "samples/s" "pipec / it"
 row "pipec" seg_pipec seg_pipec
 row "tf.data, seed 004's code" seg_tfdata seg_pipec
 row "decoder alone (both PNGs)" seg_decoder_alone seg_pipec
+printf '\nseed 003, per image: the JPEG window index (build/bench/jpeg_index_cost)\n'
+build/bench/jpeg_index_cost "$D/deblur/*/*.jpg" --rounds "$RUNS"

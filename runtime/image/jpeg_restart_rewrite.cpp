@@ -25,10 +25,11 @@ struct HuffTable {
   int32_t maxcode[17] = {};
   int32_t valoffset[17] = {};
   // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits: the bits to
-  // skip and how far the coefficient index moves (0: end of block); bits 0 when the code and its extra
-  // bits are longer than kSkipBits (then decode() and the extra bits are taken one after the other).
-  uint8_t skip_bits[1 << 10] = {};
-  uint8_t skip_advance[1 << 10] = {};
+  // skip and how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros);
+  // bits 0 when the code and its extra bits are longer than kSkipBits (then decode() and the extra
+  // bits are taken one after the other).
+  uint8_t skip_bits[1 << kSkipBits] = {};
+  uint8_t skip_advance[1 << kSkipBits] = {};
   // encoding (the standard DC table only)
   uint16_t code[16] = {};
   uint8_t length[16] = {};
@@ -37,9 +38,7 @@ struct HuffTable {
 // Canonical codes from the counts (T.81 C.1-C.2); false for a table that overflows its code space,
 // which libjpeg also refuses (the all-ones code of each length stays unused).
 bool build_table(HuffTable& t, bool dc) {
-  int next = 0, k = 0, longest = 0;
-  for (int len = 1; len <= 16; ++len)
-    if (t.counts[len]) longest = len;
+  int next = 0, k = 0;
   if (dc)
     for (uint8_t v : t.values)
       if (v > 15) return false;
@@ -57,7 +56,6 @@ bool build_table(HuffTable& t, bool dc) {
       }
     }
     t.maxcode[len] = t.counts[len] ? next - 1 : -1;
-    if (len <= longest && next >= (1 << len)) return false;
     next <<= 1;
   }
   if (!dc)
@@ -243,22 +241,49 @@ struct Component {
   int dc = 0, ac = 0;  // table numbers, from the scan header
 };
 
-}  // namespace
+// What the markers before the entropy-coded data say.
+struct Headers {
+  std::array<HuffTable, 4> dc_tables, ac_tables;
+  std::vector<Component> frame, scan;  // frame order; scan order (the order of blocks in an MCU)
+  int restart_interval = 0;
+  size_t sos = 0;        // offset of the SOS marker
+  size_t scan_data = 0;  // offset of the first entropy-coded byte
+};
 
-bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, RestartRewrite& out, std::string& why) {
+// The scan header: every component, sequential (spectral selection 0..63), no successive
+// approximation, tables that were defined.
+bool read_scan_header(std::string_view sb, Headers& h, std::string& why) {
+  const size_t ns = sb.empty() ? 0 : static_cast<unsigned char>(sb[0]);
+  if (ns != h.frame.size() || sb.size() < 1 + 2 * ns + 3) return why = "the scan does not hold every component", false;
+  for (size_t k = 0; k < ns; ++k) {
+    const int id = static_cast<unsigned char>(sb[1 + 2 * k]);
+    auto it = std::find_if(h.frame.begin(), h.frame.end(), [&](const Component& c) { return c.id == id; });
+    if (it == h.frame.end()) return why = "the scan names an unknown component", false;
+    Component c = *it;
+    c.dc = static_cast<unsigned char>(sb[2 + 2 * k]) >> 4;
+    c.ac = static_cast<unsigned char>(sb[2 + 2 * k]) & 15;
+    if (c.dc > 3 || c.ac > 3 || !h.dc_tables[static_cast<size_t>(c.dc)].defined || !h.ac_tables[static_cast<size_t>(c.ac)].defined)
+      return why = "the scan uses an undefined Huffman table", false;
+    h.scan.push_back(c);
+  }
+  if (static_cast<unsigned char>(sb[1 + 2 * ns]) != 0 || static_cast<unsigned char>(sb[2 + 2 * ns]) != 63 ||
+      static_cast<unsigned char>(sb[3 + 2 * ns]) != 0)
+    return why = "not a sequential scan", false;
+  return true;
+}
+
+// Reads the markers up to and including SOS into `h`, and copies the kept ones into out.data (all but
+// the Huffman tables and the restart interval, which are written anew, and the segments that do not
+// change pixels). Fails on anything but one sequential 8-bit Huffman scan holding every component.
+bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRewrite& out, std::string& why) {
   if (d.size() < 4 || static_cast<unsigned char>(d[0]) != 0xFF || static_cast<unsigned char>(d[1]) != 0xD8)
     return why = "not a JPEG (no SOI marker)", false;
-  std::array<HuffTable, 4> dc_tables, ac_tables;
-  std::vector<Component> frame, scan;
-  int restart_interval = 0;
   std::string& o = out.data;
   o.assign(d.data(), 2);
-  size_t at = 2, sos = 0;
+  size_t at = 2;
   bool have_frame = false;
-  // Markers up to the scan; each kept one is copied, except the Huffman tables and the restart
-  // interval, which are written anew.
   for (;;) {
-    while (at < d.size() && static_cast<unsigned char>(d[at]) == 0xFF && at + 1 < d.size() && static_cast<unsigned char>(d[at + 1]) == 0xFF) ++at;
+    while (at + 1 < d.size() && static_cast<unsigned char>(d[at]) == 0xFF && static_cast<unsigned char>(d[at + 1]) == 0xFF) ++at;
     if (at + 4 > d.size() || static_cast<unsigned char>(d[at]) != 0xFF) return why = "no marker where one must be", false;
     const int m = static_cast<unsigned char>(d[at + 1]);
     const size_t len = be16(d, at + 2);
@@ -280,7 +305,7 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
         c.h = static_cast<unsigned char>(body[7 + 3 * k]) >> 4;
         c.v = static_cast<unsigned char>(body[7 + 3 * k]) & 15;
         if (c.h < 1 || c.h > 4 || c.v < 1 || c.v > 4) return why = "bad sampling factors", false;
-        frame.push_back(c);
+        h.frame.push_back(c);
       }
       have_frame = true;
       out.sof = o.size();
@@ -290,7 +315,7 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
         if (p + 17 > body.size()) return why = "a short Huffman table", false;
         const int cls = static_cast<unsigned char>(body[p]) >> 4, id = static_cast<unsigned char>(body[p]) & 15;
         if (cls > 1 || id > 3) return why = "a bad Huffman table class or number", false;
-        HuffTable& t = cls == 0 ? dc_tables[static_cast<size_t>(id)] : ac_tables[static_cast<size_t>(id)];
+        HuffTable& t = cls == 0 ? h.dc_tables[static_cast<size_t>(id)] : h.ac_tables[static_cast<size_t>(id)];
         t = HuffTable();
         size_t total = 0;
         for (int len = 1; len <= 16; ++len) total += t.counts[len] = static_cast<unsigned char>(body[p + static_cast<size_t>(len)]);
@@ -302,10 +327,12 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
       }
     } else if (m == 0xDD) {
       if (body.size() != 2) return why = "a restart interval segment of the wrong length", false;
-      restart_interval = static_cast<int>(be16(body, 0));
+      h.restart_interval = static_cast<int>(be16(body, 0));
     } else if (m == 0xDA) {
-      sos = at;
-      break;
+      if (!have_frame) return why = "no frame header before the scan", false;
+      h.sos = at;
+      h.scan_data = at + 2 + len;
+      return read_scan_header(body, h, why);
     } else if (m == 0xE0 || m == 0xEE || m == 0xDB) {
       // Quantization tables; JFIF and Adobe markers say how the components map to colours.
       o.append(d.substr(at, 2 + len));
@@ -318,30 +345,51 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
     }
     at += 2 + len;
   }
-  if (!have_frame) return why = "no frame header before the scan", false;
-  // The scan header: every component, sequential, no successive approximation.
-  const size_t sos_len = be16(d, sos + 2);
-  std::string_view sb = d.substr(sos + 4, sos_len - 2);
-  const size_t ns = sb.empty() ? 0 : static_cast<unsigned char>(sb[0]);
-  if (ns != frame.size() || sb.size() < 1 + 2 * ns + 3) return why = "the scan does not hold every component", false;
-  for (size_t k = 0; k < ns; ++k) {
-    const int id = static_cast<unsigned char>(sb[1 + 2 * k]);
-    auto it = std::find_if(frame.begin(), frame.end(), [&](const Component& c) { return c.id == id; });
-    if (it == frame.end()) return why = "the scan names an unknown component", false;
-    Component c = *it;
-    c.dc = static_cast<unsigned char>(sb[2 + 2 * k]) >> 4;
-    c.ac = static_cast<unsigned char>(sb[2 + 2 * k]) & 15;
-    if (c.dc > 3 || c.ac > 3 || !dc_tables[static_cast<size_t>(c.dc)].defined || !ac_tables[static_cast<size_t>(c.ac)].defined)
-      return why = "the scan uses an undefined Huffman table", false;
-    scan.push_back(c);
+}
+// Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them.
+bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
+  for (int k = 1; k < 64;) {
+    in.ensure32();
+    const uint32_t next = in.peek(kSkipBits);
+    if (const int n = ac.skip_bits[next]) {
+      in.skip(n);
+      const int advance = ac.skip_advance[next];
+      if (advance == 0) break;
+      k += advance & ~kZrl;
+      // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
+      // corrupt data, on which libjpeg-turbo's fast and slow decoding paths can disagree.
+      if (k > ((advance & kZrl) ? 63 : 64)) return why = "corrupt data: a block of more than 64 coefficients", false;
+      continue;
+    }
+    const int rs = in.decode(ac);
+    if (rs < 0) return why = "corrupt data: a bad Huffman code", false;
+    const int r = rs >> 4, size = rs & 15;
+    if (size) {
+      k += r + 1;
+      in.skip(size);
+      if (k > 64) return why = "corrupt data: a block of more than 64 coefficients", false;
+    } else {
+      if (r != 15) break;
+      k += 16;
+      if (k > 63) return why = "corrupt data: a block of more than 64 coefficients", false;
+    }
   }
-  if (static_cast<unsigned char>(sb[1 + 2 * ns]) != 0 || static_cast<unsigned char>(sb[2 + 2 * ns]) != 63 ||
-      static_cast<unsigned char>(sb[3 + 2 * ns]) != 0)
-    return why = "not a sequential scan", false;
+  return true;
+}
+
+}  // namespace
+
+bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, RestartRewrite& out, std::string& why) {
+  Headers h;
+  if (!read_headers(d, max_pixels, h, out, why)) return false;
+  std::string& o = out.data;
+  const size_t ns = h.scan.size();
+  const std::vector<Component>& scan = h.scan;
+  const int restart_interval = h.restart_interval;
 
   // MCU geometry: one block per MCU for a single component, else each component's h x v blocks.
   int hmax = 1, vmax = 1;
-  for (const Component& c : frame) {
+  for (const Component& c : h.frame) {
     hmax = std::max(hmax, c.h);
     vmax = std::max(vmax, c.v);
   }
@@ -357,7 +405,7 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
   thread_local std::vector<char> scan_out;
   u.bytes.clear();
   u.segment_start.clear();
-  if (!unstuff(d, sos + 2 + sos_len, u, why)) return false;
+  if (!unstuff(d, h.scan_data, u, why)) return false;
   const size_t segments = restart_interval > 0 ? static_cast<size_t>((mcus + restart_interval - 1) / restart_interval) : 1;
   if (u.segment_start.size() != segments) return why = "the number of restart markers does not match the image", false;
 
@@ -376,14 +424,14 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
       dht.append(reinterpret_cast<const char*>(t.values.data()), t.values.size());
     };
     if (!dc_written[c.dc]) add(0, c.dc, std_dc);
-    if (!ac_written[c.ac]) add(1, c.ac, ac_tables[static_cast<size_t>(c.ac)]);
+    if (!ac_written[c.ac]) add(1, c.ac, h.ac_tables[static_cast<size_t>(c.ac)]);
     dc_written[c.dc] = ac_written[c.ac] = true;
   }
   o.append("\xFF\xC4", 2);
   put_be16(o, static_cast<uint32_t>(dht.size() + 2));
   o.append(dht);
   o.append("\xFF\xDD\x00\x04\x00\x01", 6);
-  o.append(d.substr(sos, 2 + sos_len));
+  o.append(d.substr(h.sos, h.scan_data - h.sos));
   out.scan = o.size();
   // The most the scan can take: each block's bits grow by at most 20 (a 9-bit DC code and 11 bits,
   // against at least 1 before), each MCU's by 7 bits of padding and a 2-byte marker, and stuffing can
@@ -411,8 +459,8 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
     }
     for (size_t ci = 0; ci < scan.size(); ++ci) {
       const Component& c = scan[ci];
-      const HuffTable& dc = dc_tables[static_cast<size_t>(c.dc)];
-      const HuffTable& ac = ac_tables[static_cast<size_t>(c.ac)];
+      const HuffTable& dc = h.dc_tables[static_cast<size_t>(c.dc)];
+      const HuffTable& ac = h.ac_tables[static_cast<size_t>(c.ac)];
       const int blocks = ns == 1 ? 1 : c.h * c.v;
       for (int b = 0; b < blocks; ++b) {
         in.ensure32();
@@ -434,32 +482,7 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
         w.put(std_dc.code[category], std_dc.length[category]);
         if (category > 0) w.put(static_cast<uint32_t>(value < 0 ? value - 1 : value), category);
         const uint64_t ac_start = in.pos();
-        for (int k = 1; k < 64;) {
-          in.ensure32();
-          const uint32_t next = in.peek(kSkipBits);
-          if (const int n = ac.skip_bits[next]) {
-            in.skip(n);
-            const int advance = ac.skip_advance[next];
-            if (advance == 0) break;
-            k += advance & ~kZrl;
-            // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
-            // corrupt data, on which libjpeg-turbo's fast and slow decoding paths can disagree.
-            if (k > ((advance & kZrl) ? 63 : 64)) return why = "corrupt data: a block of more than 64 coefficients", false;
-            continue;
-          }
-          const int rs = in.decode(ac);
-          if (rs < 0) return why = "corrupt data: a bad Huffman code", false;
-          const int r = rs >> 4, size = rs & 15;
-          if (size) {
-            k += r + 1;
-            in.skip(size);
-            if (k > 64) return why = "corrupt data: a block of more than 64 coefficients", false;
-          } else {
-            if (r != 15) break;
-            k += 16;
-            if (k > 63) return why = "corrupt data: a block of more than 64 coefficients", false;
-          }
-        }
+        if (!skip_ac(in, ac, why)) return false;
         if (in.pos() > segment_end) return why = "corrupt data: an MCU runs past its segment", false;
         w.copy(in, ac_start, in.pos());
       }
