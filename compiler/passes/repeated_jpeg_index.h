@@ -3,7 +3,7 @@
 // rewritten with a restart marker after every MCU), and later passes decode only the MCUs under the
 // window instead of entropy-decoding every row above it. The pixels are the same. The first pass pays
 // for the rewrite: for a 256x256 window of the benchmark's 1280x720 photos, a rewrite and a cut cost
-// about 1.8x the cropping decode, and every later pass about a quarter of it, so two passes break even
+// about 1.7x the cropping decode, and every later pass about a quarter of it, so two passes break even
 // and three win (kMinRepeatedPasses). The index is bounded by PIPEC_JPEG_INDEX_MEMORY
 // (runtime/image/jpeg_index_cache.h).
 #pragma once
