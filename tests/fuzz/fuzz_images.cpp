@@ -15,6 +15,7 @@
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/jpeg_window_index.h"
 #include "runtime/image/png_decoder.h"
+#include "tests/fuzz/fuzz_window.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pipec;
@@ -38,10 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const ImageError&) {
     }
     o.window = [pick](int64_t h, int64_t w, CropWindow& win, std::string&) {
-      win.height = 1 + (pick % 7) % h;
-      win.width = 1 + (pick % 5) % w;
-      win.top = (pick / 7) % (h - win.height + 1);
-      win.left = (pick / 5) % (w - win.width + 1);
+      win = fuzz_window(pick, h, w);
       return true;
     };
     bool cropped = false;

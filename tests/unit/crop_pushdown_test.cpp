@@ -11,6 +11,7 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/passes_test_util.h"
 
 namespace pipec {
 namespace {
@@ -28,13 +29,6 @@ Plan plan_of(const std::string& body) {
   return {};
 }
 
-Plan copy_plan(const Plan& p) {
-  Plan c = p;
-  for (Stage& s : c.stages)
-    if (s.fn) s.fn = std::make_shared<ExprFunction>(*s.fn);
-  return c;
-}
-
 int count_op(const Plan& p, const std::string& op) {
   int n = 0;
   for (const Stage& s : p.stages)
@@ -43,27 +37,12 @@ int count_op(const Plan& p, const std::string& op) {
   return n;
 }
 
-// Every output tensor of a run, in order (ignore_errors is not used: every file here must decode or
-// the test data changed).
-std::vector<Tensor> run_all(const Plan& plan, uint64_t seed, int threads) {
-  RunOptions o;
-  o.seed = seed;
-  o.threads = threads;
-  PipelineRun run(plan, o);
-  std::vector<Tensor> out;
-  Chunk c;
-  while (run.next(c))
-    for (int64_t r = 0; r < c.rows; ++r)
-      for (const Column& col : c.columns) out.push_back(column_row(col, r));
-  return out;
-}
-
 const char* kGood = "{ img: decode_jpeg(read_file(r.path)) }";
 
 TEST(CropPushdown, RewritesRandomCropOfJpegDecode) {
   Plan p = plan_of("{ img: random_crop(decode_jpeg(read_file(r.path), channels = 3), 16, 20, seed = 4) }");
   ASSERT_EQ(count_op(p, "random_crop"), 1);
-  Plan q = copy_plan(p);
+  Plan q = testing::copy_plan(p);
   EXPECT_TRUE(crop_pushdown(q));
   EXPECT_EQ(count_op(q, "random_crop"), 0);
   EXPECT_TRUE(verify_plan(q).empty());
@@ -121,10 +100,10 @@ TEST(CropPushdown, SamePixelsAsDecodeThenCrop) {
                            "{ img: flip_left_right(random_crop(decode_jpeg(read_file(r.path)), 9, 20)) }"}) {
     SCOPED_TRACE(body);
     Plan p = plan_text(good_files_spec(dir.path(), body));
-    Plan q = copy_plan(p);
+    Plan q = testing::copy_plan(p);
     ASSERT_TRUE(crop_pushdown(q));
     for (uint64_t seed : {1u, 2u}) {
-      std::vector<Tensor> a = run_all(p, seed, 1), b = run_all(q, seed, 2);
+      std::vector<Tensor> a = testing::run_tensors(p, seed, 1), b = testing::run_tensors(q, seed, 2);
       ASSERT_EQ(a.size(), b.size());
       ASSERT_EQ(a.size(), 10u);  // every file, one field
       for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equals(b[i])) << "element " << i << " seed " << seed;

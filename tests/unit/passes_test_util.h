@@ -8,6 +8,7 @@
 
 #include "compiler/ir/lower.h"
 #include "compiler/sema/program.h"
+#include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
 
 namespace pipec::testing {
@@ -41,6 +42,28 @@ inline std::string body_ops(const ExprFunction& fn) {
   for (const Instr& in : fn.body)
     if (in.op != "param") s += (s.empty() ? "" : " ") + in.op;
   return s;
+}
+
+/// A copy of `p` whose functions are copies too, so a pass run on it leaves `p` as it was.
+inline Plan copy_plan(const Plan& p) {
+  Plan c = p;
+  for (Stage& s : c.stages)
+    if (s.fn) s.fn = std::make_shared<ExprFunction>(*s.fn);
+  return c;
+}
+
+/// Every output tensor of a run of `plan`, element by element, field by field.
+inline std::vector<Tensor> run_tensors(const Plan& plan, uint64_t seed, int threads) {
+  RunOptions o;
+  o.seed = seed;
+  o.threads = threads;
+  PipelineRun run(plan, o);
+  std::vector<Tensor> out;
+  Chunk c;
+  while (run.next(c))
+    for (int64_t r = 0; r < c.rows; ++r)
+      for (const Column& col : c.columns) out.push_back(column_row(col, r));
+  return out;
 }
 
 }  // namespace pipec::testing

@@ -7,14 +7,12 @@
 #include <filesystem>
 #include <thread>
 
-#include "compiler/ir/lower.h"
 #include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/repeated_jpeg_index.h"
-#include "compiler/sema/program.h"
-#include "runtime/exec/pipeline_run.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/plan/plan.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/passes_test_util.h"
 
 namespace pipec {
 namespace {
@@ -22,23 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string jpeg_dir() { return std::string(PIPEC_SHARED_DIR) + "/testdata/external/jpeg"; }
-
-Plan plan_text(const std::string& text) {
-  auto program = check_text("/tmp/repeated_jpeg_index_test.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors()) << text;
-  for (const auto& m : program->modules)
-    for (const auto& d : m->decls)
-      if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  ADD_FAILURE() << "no pipeline";
-  return {};
-}
-
-Plan copy_plan(const Plan& p) {
-  Plan c = p;
-  for (Stage& s : c.stages)
-    if (s.fn) s.fn = std::make_shared<ExprFunction>(*s.fn);
-  return c;
-}
 
 int indexed_decodes(const Plan& p) {
   int n = 0;
@@ -50,7 +31,7 @@ int indexed_decodes(const Plan& p) {
 
 // Crop pushdown, then the pass; the number of decodes it marked.
 int marked(const std::string& text) {
-  Plan p = plan_text(text);
+  Plan p = testing::plan_of(text);
   crop_pushdown(p);
   repeated_jpeg_index(p);
   EXPECT_TRUE(verify_plan(p).empty());
@@ -74,7 +55,7 @@ TEST(RepeatedJpegIndex, MarksCroppingDecodesThatARepeatRunsAgain) {
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | cache() | repeat()\n"), 0);
   // Not a cropping decode: the whole image is decoded anyway.
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat() | map(r => { img: decode_jpeg(read_file(r.path)) })\n"), 0);
-  Plan p = plan_text("pipeline p = " + files + " | repeat(4) | " + crop + "\n");
+  Plan p = testing::plan_of("pipeline p = " + files + " | repeat(4) | " + crop + "\n");
   crop_pushdown(p);
   EXPECT_TRUE(repeated_jpeg_index(p));
   EXPECT_FALSE(repeated_jpeg_index(p)) << "a second run has nothing left to do";
@@ -93,20 +74,6 @@ int mark_all(Plan& p) {
   return n;
 }
 
-// Every output tensor of a run, in order.
-std::vector<Tensor> run_all(const Plan& plan, uint64_t seed, int threads) {
-  RunOptions o;
-  o.seed = seed;
-  o.threads = threads;
-  PipelineRun run(plan, o);
-  std::vector<Tensor> out;
-  Chunk c;
-  while (run.next(c))
-    for (int64_t r = 0; r < c.rows; ++r)
-      for (const Column& col : c.columns) out.push_back(column_row(col, r));
-  return out;
-}
-
 // The JPEGs that decode in full (a file truncated below the window decodes with pushdown and fails
 // without it).
 void copy_good_files(const fs::path& dir) {
@@ -121,14 +88,14 @@ void copy_good_files(const fs::path& dir) {
 // after epoch; from the second epoch on the windows come from the index (the plans are marked by
 // hand, as the pass marks them under repeat(3)).
 void expect_same_as_unoptimized(const std::string& text, size_t elements) {
-  Plan p = plan_text(text);
-  Plan q = copy_plan(p);
+  Plan p = testing::plan_of(text);
+  Plan q = testing::copy_plan(p);
   ASSERT_TRUE(crop_pushdown(q));
   ASSERT_EQ(mark_all(q), 1);
   for (int threads : {1, 2}) {
     const uint64_t seed = static_cast<uint64_t>(threads);
     const int64_t hits_before = JpegIndexCache::process().stats().hits;
-    std::vector<Tensor> a = run_all(p, seed, 1), b = run_all(q, seed, threads);
+    std::vector<Tensor> a = testing::run_tensors(p, seed, 1), b = testing::run_tensors(q, seed, threads);
     ASSERT_EQ(a.size(), elements);
     ASSERT_EQ(b.size(), elements);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equals(b[i])) << "element " << i << " seed " << seed;
@@ -161,13 +128,13 @@ TEST(RepeatedJpegIndex, AFileThatChangesIsIndexedAgain) {
   testing::ScratchDir dir;
   const fs::path a = dir.path() / "a.jpg";
   const std::string text = "pipeline p = files(\"" + dir.path().string() + "/*.jpg\") | repeat(2) | map(r => { img: random_crop(decode_jpeg(read_file(r.path)), 16, 16) })\n";
-  Plan p = plan_text(text);
-  Plan q = copy_plan(p);
+  Plan p = testing::plan_of(text);
+  Plan q = testing::copy_plan(p);
   crop_pushdown(q);
   ASSERT_EQ(mark_all(q), 1);
   for (const char* name : {"libjpeg-turbo_testorig.jpg", "wuffs_bricks-color.jpeg"}) {
     fs::copy_file(jpeg_dir() + "/" + name, a, fs::copy_options::overwrite_existing);
-    std::vector<Tensor> want = run_all(p, 5, 1), got = run_all(q, 5, 1);
+    std::vector<Tensor> want = testing::run_tensors(p, 5, 1), got = testing::run_tensors(q, 5, 1);
     ASSERT_EQ(want.size(), 2u);
     ASSERT_EQ(got.size(), 2u);
     for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(want[i].equals(got[i])) << name << " element " << i;

@@ -17,6 +17,7 @@
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/jpeg_window_index.h"
 #include "runtime/image/transforms.h"
+#include "tests/fuzz/fuzz_window.h"
 #include "tests/unit_runtime/io_test_util.h"
 
 namespace pipec {
@@ -237,10 +238,7 @@ TEST(JpegWindowIndex, FuzzerRegressions) {
       DecodeOptions o;
       o.max_pixels = 1 << 20;
       o.window = [pick](int64_t h, int64_t w, CropWindow& win, std::string&) {
-        win.height = 1 + (pick % 7) % h;
-        win.width = 1 + (pick % 5) % w;
-        win.top = (pick / 7) % (h - win.height + 1);
-        win.left = (pick / 5) % (w - win.width + 1);
+        win = fuzz_window(pick, h, w);
         return true;
       };
       std::optional<Tensor> cropped;
