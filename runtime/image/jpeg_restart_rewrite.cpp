@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/image/decode_options.h"
+
 namespace pipec {
 
 namespace {
@@ -297,7 +299,7 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
       const size_t n = static_cast<unsigned char>(body[5]);
       if (out.height < 1 || out.width < 1) return why = "no image size in the frame header", false;
       if (out.height * out.width > max_pixels)
-        return why = fmt::format("{} x {} = {} pixels is more than max_pixels = {}", out.width, out.height, out.height * out.width, max_pixels), false;
+        return why = pixel_limit_error(out.height, out.width, max_pixels), false;
       if ((n != 1 && n != 3) || body.size() < 6 + 3 * n) return why = "not 1 or 3 components", false;
       for (size_t k = 0; k < n; ++k) {
         Component c;

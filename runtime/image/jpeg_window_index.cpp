@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "runtime/image/crop_window.h"
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/jpeg_restart_rewrite.h"
@@ -77,16 +75,16 @@ bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& o
     return false;
   }
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&d);
-  if (!err.warned && !coefficients_in_range(d, coefficients)) {
-    jpeg_destroy_decompress(&d);
-    out.why = "a coefficient out of the 8-bit range";
-    return false;
-  }
   if (err.warned) {
     // libjpeg replaced damaged data by something; a crop that never reaches the damage would not see
     // it, so such a file is not indexed and keeps the ordinary decoder's behaviour.
     jpeg_destroy_decompress(&d);
     out.why = "libjpeg-turbo reported corrupt data";
+    return false;
+  }
+  if (!coefficients_in_range(d, coefficients)) {
+    jpeg_destroy_decompress(&d);
+    out.why = "a coefficient out of the 8-bit range";
     return false;
   }
   jpeg_create_compress(&c);
@@ -100,10 +98,6 @@ bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& o
   jpeg_finish_decompress(&d);
   jpeg_destroy_decompress(&d);
   return true;
-}
-
-int get16(const std::string& s, size_t at) {
-  return (static_cast<unsigned char>(s[at]) << 8) | static_cast<unsigned char>(s[at + 1]);
 }
 
 void put16(std::string& s, size_t at, int64_t v) {
@@ -120,82 +114,22 @@ std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view j
     index->direct_ = true;
     return index;
   }
-  index->file_ = RestartRewrite();
+  // libjpeg's transcoder writes a baseline file with a restart marker after every MCU, which the
+  // direct rewrite then reads (and copies as it is) to find where each MCU starts.
   Rewrite r;
   const bool ok = rewrite_with_restarts(jpeg, max_pixels, r);
-  if (ok) index->file_.data.assign(reinterpret_cast<const char*>(r.bytes), r.size);
+  const std::string transcoded = ok ? std::string(reinterpret_cast<const char*>(r.bytes), r.size) : std::string();
   std::free(r.bytes);
   if (!ok) {
     if (why) *why = r.why;
     return nullptr;
   }
-  if (!index->parse(&r.why)) {
-    if (why) *why = "cannot index the rewritten file: " + r.why;
+  index->file_ = RestartRewrite();
+  if (!rewrite_with_restart_per_mcu(transcoded, max_pixels, index->file_, r.why)) {
+    if (why) *why = "cannot index libjpeg's rewrite: " + r.why;
     return nullptr;
   }
   return index;
-}
-
-// The rewritten file as libjpeg-turbo writes it: SOI, tables, SOF0/SOF1, DHT, DRI = 1, one SOS for all
-// components, the entropy-coded data with RST0..RST7 in turn after each MCU but the last, EOI.
-bool JpegWindowIndex::parse(std::string* why) {
-  const std::string& s = file_.data;
-  if (s.size() >= (size_t{1} << 32)) return *why = "more than 4 GiB", false;
-  size_t at = 2;
-  int components = 0, hmax = 1, vmax = 1, restart_interval = 0;
-  for (;;) {
-    if (at + 4 > s.size() || static_cast<unsigned char>(s[at]) != 0xFF) return *why = "no SOS marker", false;
-    const int marker = static_cast<unsigned char>(s[at + 1]);
-    const size_t length = static_cast<size_t>(get16(s, at + 2));
-    if (at + 2 + length > s.size()) return *why = "a marker runs past the end", false;
-    if (marker == 0xC0 || marker == 0xC1) {
-      file_.sof = at;
-      file_.height = get16(s, at + 5);
-      file_.width = get16(s, at + 7);
-      components = static_cast<unsigned char>(s[at + 9]);
-      for (int k = 0; k < components; ++k) {
-        const int hv = static_cast<unsigned char>(s[at + 11 + 3 * static_cast<size_t>(k)]);
-        hmax = std::max(hmax, hv >> 4);
-        vmax = std::max(vmax, hv & 15);
-      }
-    } else if (marker == 0xDD) {
-      restart_interval = get16(s, at + 4);
-    } else if (marker == 0xDA) {
-      if (static_cast<unsigned char>(s[at + 4]) != components) return *why = "not one scan of all components", false;
-      file_.scan = at + 2 + length;
-      break;
-    } else if (marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
-      return *why = "not a baseline frame", false;
-    }
-    at += 2 + length;
-  }
-  if (file_.sof == 0 || restart_interval != 1 || file_.height < 1 || file_.width < 1) return *why = "no frame or no restart interval of 1", false;
-  // One component: the scan is not interleaved and its MCU is one 8x8 block of pixels.
-  file_.mcu_w = components == 1 ? 8 : 8 * hmax;
-  file_.mcu_h = components == 1 ? 8 : 8 * vmax;
-  file_.mcus_per_row = (file_.width + file_.mcu_w - 1) / file_.mcu_w;
-  file_.mcu_rows = (file_.height + file_.mcu_h - 1) / file_.mcu_h;
-  const size_t mcus = static_cast<size_t>(file_.mcus_per_row * file_.mcu_rows);
-  file_.mcu_start.reserve(mcus + 1);
-  file_.mcu_start.push_back(static_cast<uint32_t>(file_.scan));
-  // In entropy-coded data 0xFF is followed by 0x00 (a stuffed 0xFF byte), a restart marker or EOI.
-  const char* base = s.data();
-  const char* p = base + file_.scan;
-  const char* end = base + s.size();
-  while (p + 1 < end) {
-    p = static_cast<const char*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p - 1)));
-    if (!p) break;
-    const int m = static_cast<unsigned char>(p[1]);
-    if (m >= 0xD0 && m <= 0xD7) {
-      file_.mcu_start.push_back(static_cast<uint32_t>(p + 2 - base));
-    } else if (m == 0xD9) {
-      file_.mcu_start.push_back(static_cast<uint32_t>(p + 2 - base));
-      break;
-    }
-    p += 2;
-  }
-  if (file_.mcu_start.size() != mcus + 1) return *why = fmt::format("{} MCUs, {} markers", mcus, file_.mcu_start.size() - 1), false;
-  return true;
 }
 
 std::string JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside) const {

@@ -11,7 +11,8 @@
 // build() rewrites a file that way, losslessly, and records where each MCU starts: baseline files
 // directly (jpeg_restart_rewrite.h: the entropy-coded bits are copied, only the DC differences are
 // coded again), others (progressive, arithmetic-coded) by libjpeg-turbo reading the quantized DCT
-// coefficients and writing them back with restart_interval = 1. No pixel is decoded or re-quantized. cut() then costs a copy of the window's bytes, and
+// coefficients and writing them back with restart_interval = 1 (then read by the direct rewrite to find
+// the MCUs). No pixel is decoded or re-quantized. cut() then costs a copy of the window's bytes, and
 // decoding the cut costs what the window's MCUs cost. The pixels are the ones a full decode gives:
 // every block's coefficients are unchanged, and the cut keeps kWindowMarginPixels around the window, so
 // chroma upsampling (which reads one chroma sample, two pixels, beyond each pixel) sees the same
@@ -58,7 +59,6 @@ class JpegWindowIndex {
 
  private:
   JpegWindowIndex() = default;
-  bool parse(std::string* why);
 
   RestartRewrite file_;
   bool direct_ = false;

@@ -156,7 +156,9 @@ TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
     auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
     ASSERT_NE(index, nullptr) << why;
     EXPECT_TRUE(index->rewritten_directly());
-    if (c.exif) EXPECT_LT(index->memory_bytes(), data.size()) << "the Exif block and the comment are dropped";
+    if (c.exif) {
+      EXPECT_LT(index->memory_bytes(), data.size()) << "the Exif block and the comment are dropped";
+    }
     Tensor img = decode_jpeg_image(data, {});
     for (int k = 0; k < 40; ++k) {
       RandomStream st(11, static_cast<uint64_t>(k), static_cast<uint64_t>(checked), 0);
