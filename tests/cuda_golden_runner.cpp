@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 
 namespace fs = std::filesystem;

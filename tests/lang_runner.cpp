@@ -19,7 +19,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/passes/pass_pipeline.h"
 #include "compiler/sema/program.h"
 

@@ -19,7 +19,7 @@
 
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/cuda/cuda_emitter.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_map_executor.h"

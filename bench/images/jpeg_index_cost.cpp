@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/jpeg_window_index.h"

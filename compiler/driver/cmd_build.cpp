@@ -15,7 +15,7 @@
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/pick_pipeline.h"
 #include "compiler/driver/spec_options.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "runtime/capi/pipe_handle.h"
 
 namespace pipec {

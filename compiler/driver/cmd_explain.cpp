@@ -8,7 +8,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 
 namespace pipec {

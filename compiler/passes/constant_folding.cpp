@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "compiler/passes/plan_edit.h"
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 
 namespace pipec {

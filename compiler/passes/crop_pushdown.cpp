@@ -1,6 +1,6 @@
 #include "compiler/passes/crop_pushdown.h"
 
-#include "compiler/ir/fuse_file_decode.h"
+#include "compiler/lower/fuse_file_decode.h"
 
 namespace pipec {
 

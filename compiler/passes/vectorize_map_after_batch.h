@@ -1,5 +1,5 @@
 // Plan pass `vectorize_map_after_batch`: `map(f) | batch(n)` becomes `batch(n) | map(f, per_row = n)`: the map
-// runs once over whole batches (runtime/exec/row_view.h) and keys row i of batch b as element b*n + i,
+// runs once over whole batches (runtime/exec/stages/row_view.h) and keys row i of batch b as element b*n + i,
 // the index it had before, so random ops agree, also for the final short batch and in every epoch.
 // Refuses unless every field the map reads and writes has a fully known shape (no ragged fields), the
 // map is the batch's only input and has no other reader, no repeat feeds a map that draws random

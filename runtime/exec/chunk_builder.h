@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runtime/core/chunk.h"
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 
 namespace pipec {
 

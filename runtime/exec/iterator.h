@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "runtime/core/chunk.h"
-#include "runtime/exec/cancellation.h"
+#include "runtime/threads/cancellation.h"
 #include "runtime/exec/checkpoint_io.h"
 #include "runtime/exec/stage_stats.h"
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/plan/plan.h"
 
 namespace pipec {

@@ -2,7 +2,7 @@
 // so a crop pushed into decode_jpeg cuts exactly the window the separate crop would.
 //
 // Random choices (the contract the GPU and JIT kernels reproduce): an image op with op_id k, on element
-// e of epoch p, draws from RandomStream(seed, k, e, p) (runtime/exec/philox.h):
+// e of epoch p, draws from RandomStream(seed, k, e, p) (runtime/core/philox.h):
 //   random_crop:  top = uniform_int(0, h - crop_h), then left = uniform_int(0, w - crop_w).
 //   random_flip_*: one uniform_float() per image (one for an image, n in order for a batch of n);
 //                  the image is flipped when the draw is < 0.5.
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/image/decode_options.h"
 
 namespace pipec {

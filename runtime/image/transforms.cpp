@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 
 namespace pipec {
 

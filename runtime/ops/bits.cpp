@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 
 namespace pipec {

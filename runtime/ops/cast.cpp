@@ -3,7 +3,7 @@
 // int -> int, round-to-nearest-even into f16/bf16).
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 
 namespace pipec {

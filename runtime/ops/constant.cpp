@@ -1,7 +1,7 @@
 // The const kernel: a compile-time Value (scalar, nested list or string) as a row-invariant tensor.
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 
 namespace pipec {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/elementwise_loops.h"
 #include "runtime/ops/kernel.h"
 

@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/encoders.h"
 #include "runtime/image/jpeg_index_cache.h"

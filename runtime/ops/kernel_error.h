@@ -4,16 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/core/op_error.h"
 #include "runtime/plan/expr_function.h"
 
 namespace pipec {
-
-/// What a kernel throws: the problem only ("index 30 is out of range for a dimension of size 24"). The
-/// interpreter catches it and rethrows a KernelError that names the instruction.
-class OpError : public std::runtime_error {
- public:
-  explicit OpError(const std::string& what) : std::runtime_error(what) {}
-};
 
 /// A run-time failure of one instruction on bad data, e.g.
 ///   "chess.pipe:21:15: reshape: cannot reshape a row of 1500 elements to [8, 8, 24]"

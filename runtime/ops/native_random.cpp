@@ -1,6 +1,6 @@
 #include "runtime/ops/native_random.h"
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 
 namespace pipec {
 

@@ -13,8 +13,8 @@
 // takes its default (0 and 1).
 #include <fmt/format.h>
 
-#include "runtime/exec/philox.h"
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/philox.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/elementwise_loops.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/tensor_util.h"

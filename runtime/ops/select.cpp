@@ -1,5 +1,5 @@
 // Three-operand element-wise kernels: where(cond, a, b) and clip(x, lo, hi), with broadcasting.
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/elementwise_loops.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/tensor_util.h"

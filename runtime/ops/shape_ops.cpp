@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/slice_bounds.h"
 #include "runtime/ops/tensor_util.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "runtime/ops/broadcast.h"
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel_error.h"
 
 namespace pipec {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/half.h"
+#include "runtime/core/half.h"
 
 namespace pipec::difftest {
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/npy.h"

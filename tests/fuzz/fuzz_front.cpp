@@ -13,7 +13,7 @@
 #include "compiler/front/diagnostics.h"
 #include "compiler/front/parser.h"
 #include "compiler/front/source.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/plan/plan.h"
 

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/gpu/cuda_loader.h"

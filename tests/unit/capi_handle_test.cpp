@@ -2,7 +2,7 @@
 // time from multi-row chunks, save/restore in the middle of a chunk, sharding and kernel binding.
 #include <gtest/gtest.h>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/stage_kernel.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "tests/unit/codegen_util.h"

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/llvm/jit.h"
-#include "runtime/exec/native_call.h"
+#include "runtime/exec/stages/native_call.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/plan/plan.h"
 

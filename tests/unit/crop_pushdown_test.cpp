@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/passes/crop_pushdown.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"

@@ -16,7 +16,7 @@
 #include "cli_util.h"
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/cuda/cuda_emitter.h"
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/core/chunk.h"
 #include "runtime/gpu/nvrtc_loader.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/exec/pipeline_run.h"

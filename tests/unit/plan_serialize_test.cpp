@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
 #include "runtime/plan/plan_serialize.h"
 

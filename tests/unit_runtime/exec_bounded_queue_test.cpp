@@ -1,4 +1,4 @@
-#include "runtime/exec/bounded_queue.h"
+#include "runtime/threads/bounded_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/exec/cancellation.h"
+#include "runtime/threads/cancellation.h"
 
 namespace pipec {
 namespace {

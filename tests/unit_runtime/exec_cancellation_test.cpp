@@ -1,4 +1,4 @@
-#include "runtime/exec/cancellation.h"
+#include "runtime/threads/cancellation.h"
 
 #include <gtest/gtest.h>
 

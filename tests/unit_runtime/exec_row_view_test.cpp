@@ -1,7 +1,7 @@
 // The per-row view of batches that maps moved after their batch run on.
 #include <gtest/gtest.h>
 
-#include "runtime/exec/row_view.h"
+#include "runtime/exec/stages/row_view.h"
 
 namespace pipec {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/transforms.h"
 #include "runtime/io/npy.h"

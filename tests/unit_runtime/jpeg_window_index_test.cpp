@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/jpeg_index_cache.h"

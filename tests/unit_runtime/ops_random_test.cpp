@@ -1,7 +1,7 @@
 // Random ops: values are a function of (seed, op_id, element index, epoch), so running the same rows
 // as one chunk or as several chunks gives the same numbers; they follow the documented formulas.
 #include "ops_test_util.h"
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 
 namespace pipec {
 namespace {

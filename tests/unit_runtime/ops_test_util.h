@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/core/chunk.h"
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
 

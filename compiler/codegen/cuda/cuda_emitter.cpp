@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/cuda/cuda_prelude.h"
-#include "runtime/ops/dtype_dispatch.h"
+#include "runtime/core/dtype_dispatch.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/slice_bounds.h"
 

@@ -1,6 +1,6 @@
 // The fixed text at the top of every generated CUDA kernel: scalar types, the operations whose
 // semantics need more than one C operator (wrapping integer arithmetic, NaN-propagating min/max,
-// saturating float->int casts) and Philox4x32-10 with pipec's stream mapping (runtime/exec/philox.h).
+// saturating float->int casts) and Philox4x32-10 with pipec's stream mapping (runtime/core/philox.h).
 //
 // The same text is valid host C++: without __CUDACC_RTC__/__CUDACC__ the kernel is a plain function
 // whose grid-stride loop covers every index in one call. Tests compile generated kernels with the host

@@ -1,4 +1,4 @@
-#include "runtime/exec/native_call.h"
+#include "runtime/exec/stages/native_call.h"
 
 #include <cstring>
 #include <stdexcept>

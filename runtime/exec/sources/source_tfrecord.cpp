@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "runtime/exec/iterator.h"
-#include "runtime/exec/philox.h"
-#include "runtime/exec/read_ahead_reader.h"
+#include "runtime/core/philox.h"
+#include "runtime/exec/sources/read_ahead_reader.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/example_parser.h"

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <thread>
 
-#include "runtime/exec/bounded_queue.h"
-#include "runtime/exec/cancellation.h"
+#include "runtime/threads/bounded_queue.h"
+#include "runtime/threads/cancellation.h"
 #include "runtime/io/record_batch.h"
 #include "runtime/io/tfrecord_reader.h"
 

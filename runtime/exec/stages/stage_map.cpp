@@ -3,12 +3,12 @@
 // order (tf.data's deterministic = true), so the output never depends on the thread count.
 // Two forms the optimizer makes run here too: map_filter (a map and the filter after it, one function
 // whose last result is the keep flag) and a map with `per_row = n` (moved after its batch; it runs on
-// the element rows of the batches, runtime/exec/row_view.h).
+// the element rows of the batches, runtime/exec/stages/row_view.h).
 #include <deque>
 #include <future>
 
-#include "runtime/exec/map_apply.h"
-#include "runtime/exec/row_view.h"
+#include "runtime/exec/stages/map_apply.h"
+#include "runtime/exec/stages/row_view.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {

@@ -1,5 +1,5 @@
 // files(pattern) / list_files(pattern): one element {path} per matching file, sorted unless shuffled.
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/file_glob.h"

@@ -15,7 +15,7 @@
 #include <stop_token>
 #include <utility>
 
-#include "runtime/exec/cancellation.h"
+#include "runtime/threads/cancellation.h"
 
 namespace pipec {
 

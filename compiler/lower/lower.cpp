@@ -1,6 +1,6 @@
-#include "compiler/ir/lower.h"
+#include "compiler/lower/lower.h"
 
-#include "compiler/ir/fuse_file_decode.h"
+#include "compiler/lower/fuse_file_decode.h"
 
 #include <climits>
 #include <map>

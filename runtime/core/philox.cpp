@@ -1,4 +1,4 @@
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 
 #include <cmath>
 #include <limits>

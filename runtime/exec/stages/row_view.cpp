@@ -1,4 +1,4 @@
-#include "runtime/exec/row_view.h"
+#include "runtime/exec/stages/row_view.h"
 
 #include <stdexcept>
 

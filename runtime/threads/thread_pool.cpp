@@ -1,4 +1,4 @@
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>

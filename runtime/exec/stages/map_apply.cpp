@@ -1,6 +1,6 @@
-#include "runtime/exec/map_apply.h"
+#include "runtime/exec/stages/map_apply.h"
 
-#include "runtime/exec/native_call.h"
+#include "runtime/exec/stages/native_call.h"
 #include "runtime/ops/interpreter.h"
 
 namespace pipec {

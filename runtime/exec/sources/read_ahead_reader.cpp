@@ -1,4 +1,4 @@
-#include "runtime/exec/read_ahead_reader.h"
+#include "runtime/exec/sources/read_ahead_reader.h"
 
 namespace pipec {
 

@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "runtime/exec/chunk_builder.h"
-#include "runtime/exec/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "runtime/exec/bounded_queue.h"
+#include "runtime/threads/bounded_queue.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/exec/map_apply.h"
+#include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {

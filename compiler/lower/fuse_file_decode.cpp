@@ -1,4 +1,4 @@
-#include "compiler/ir/fuse_file_decode.h"
+#include "compiler/lower/fuse_file_decode.h"
 
 #include <stdexcept>
 

@@ -16,8 +16,8 @@
 #include <type_traits>
 
 #include "runtime/core/dtype.h"
-#include "runtime/ops/half.h"
-#include "runtime/ops/kernel_error.h"
+#include "runtime/core/half.h"
+#include "runtime/core/op_error.h"
 
 namespace pipec {
 
