@@ -7,7 +7,8 @@
 //
 // A first line `# mode: explain` compares the diagnostics and the plan as lowered (`pipec explain -O0`),
 // `# mode: optimized` the plan after the optimizer (`pipec explain`), `# mode: passes` the plan after
-// every pass (`pipec explain --passes`); otherwise the diagnostics of `pipec check`. Files named fail_* must have errors; all others must have none (warnings
+// every pass (`pipec explain --passes`), `# mode: model` the training-step graph of every train block;
+// otherwise the diagnostics of `pipec check` (which compiles train blocks too). Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
 // the current output.
@@ -21,6 +22,7 @@
 
 #include "compiler/lower/lower.h"
 #include "compiler/passes/pass_pipeline.h"
+#include "compiler/train/lower_train.h"
 #include "compiler/sema/program.h"
 
 namespace fs = std::filesystem;
@@ -41,14 +43,17 @@ static std::string relative_paths(std::string text) {
   return text;
 }
 
-enum class Mode { Check, Explain, Optimized, Passes };
+enum class Mode { Check, Explain, Optimized, Passes, Model };
 
 static std::string run_spec(const std::string& rel_path, const std::string& spec, Mode mode, bool& had_errors) {
   auto program = check_text(rel_path, spec);
+  std::vector<TrainProgram> trains = lower_train_blocks(*program);
   std::ostringstream out;
   program->diags.print(out, false);
   had_errors = program->diags.has_errors();
-  if (mode != Mode::Check && !had_errors) {
+  if (mode == Mode::Model && !had_errors)
+    for (const TrainProgram& t : trains) out << print_train_program(t);
+  if (mode != Mode::Check && mode != Mode::Model && !had_errors) {
     for (const auto& d : program->main().decls) {
       if (d->kind != DeclKind::Pipeline) continue;
       Plan plan = lower_pipeline(*program, *d);
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
     Mode mode = spec.rfind("# mode: explain", 0) == 0     ? Mode::Explain
                 : spec.rfind("# mode: optimized", 0) == 0 ? Mode::Optimized
                 : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
+                : spec.rfind("# mode: model", 0) == 0     ? Mode::Model
                                                            : Mode::Check;
     bool had_errors = false;
     std::string output = run_spec(f, spec, mode, had_errors);

@@ -89,6 +89,14 @@ class FunctionLowering {
     return r;
   }
 
+  // A model expression whose graph-valued parts (`leaves`) are already params of fn_.
+  int lower_with_leaves(const Expr& e, const std::map<const Expr*, int>& leaves) {
+    prebound_ = &leaves;
+    int r = tensor(e);
+    prebound_ = nullptr;
+    return r;
+  }
+
  private:
   int emit(std::string op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
     type.weak = false;
@@ -129,6 +137,8 @@ class FunctionLowering {
   }
 
   LValue lower(const Expr& e) {
+    if (prebound_)
+      if (auto it = prebound_->find(&e); it != prebound_->end()) return value(it->second);
     // Anything sema folded to a constant is emitted as one.
     if (e.constant && e.type.is_tensor() && e.kind != ExprKind::Lambda)
       return value(emit_const(*e.constant, e.type.dtype, e.type.shape, e.range));
@@ -441,6 +451,7 @@ class FunctionLowering {
   ExprFunction& fn_;
   std::vector<std::map<std::string, LValue>> scopes_;
   int64_t next_op_id_ = 0;
+  const std::map<const Expr*, int>* prebound_ = nullptr;  // model expressions: values of the model graph
 };
 
 class PlanLowering {
@@ -571,6 +582,11 @@ class PlanLowering {
 };
 
 }  // namespace
+
+int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves) {
+  FunctionLowering fl(program, fn);
+  return fl.lower_with_leaves(e, leaves);
+}
 
 Plan lower_pipeline(const Program& program, const Decl& pipeline) {
   Plan plan;

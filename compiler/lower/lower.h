@@ -1,6 +1,8 @@
 // Lowering: a checked pipeline declaration (typed AST) -> a Plan (dataset graph + expression IR).
 #pragma once
 
+#include <map>
+
 #include "runtime/plan/plan.h"
 #include "compiler/sema/program.h"
 
@@ -10,5 +12,11 @@ namespace pipec {
 /// pipelines it refers to are inlined; fn calls in map bodies are inlined; implicit promotions become
 /// explicit casts.
 Plan lower_pipeline(const Program& program, const Decl& pipeline);
+
+/// Lowers one expression of a model body into `fn` (used by compiler/train): each expression in
+/// `leaves` is already a value of the model graph, bound to the `param` instruction given for it;
+/// everything else (arithmetic, ops, fn calls, constants) is lowered as in a map body. Returns the id of
+/// the result.
+int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves);
 
 }  // namespace pipec

@@ -47,12 +47,17 @@ void register_train_builtins(std::vector<Builtin>& out) {
                           std::string(name) + " loss between the model output and the `target` field.", rule_loss});
   out.push_back(Builtin{"adam", BuiltinKind::Optimizer,
                         {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0")},
-                        "Adam with learning rate lr.", rule_optimizer});
+                        "Adam with learning rate lr, Keras' form (eps added to sqrt(v), not to the bias-corrected sqrt(v_hat) as in "
+                        "PyTorch); a weight_decay decays the weights directly, as adamw does.",
+                        rule_optimizer});
   out.push_back(Builtin{"adamw", BuiltinKind::Optimizer,
-                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.01")},
-                        "Adam with decoupled weight decay.", rule_optimizer});
+                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.004")},
+                        "Adam with decoupled weight decay (w -= lr * weight_decay * w before each step), Keras' AdamW: its "
+                        "default weight_decay is Keras' 0.004 (PyTorch's is 0.01).",
+                        rule_optimizer});
   out.push_back(Builtin{"sgd", BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0")},
-                        "Stochastic gradient descent, with optional momentum.", rule_optimizer});
+                        "Stochastic gradient descent, with optional momentum (Keras' form: v = momentum * v - lr * g; w += v).",
+                        rule_optimizer});
   out.push_back(Builtin{"single", BuiltinKind::Strategy, {}, "Train on one device.",
                         [](CallContext&) { return Type::opaque("strategy"); }});
   out.push_back(Builtin{"mirrored", BuiltinKind::Strategy, {opt("devices", "all", {"all"})},
