@@ -6,6 +6,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/driver/spec_options.h"
 #include "compiler/sema/program.h"
+#include "compiler/train/lower_train.h"
 
 namespace pipec {
 
@@ -41,6 +42,9 @@ int cmd_check(const Args& args) {
       rc = 2;
       continue;
     }
+    // Train blocks are compiled too (gradients, model shapes), so what `pipec run` would refuse is
+    // reported here.
+    lower_train_blocks(*program);
     if (!opts.quiet) program->diags.print(std::cerr, opts.color);
     if (program->diags.has_errors() && rc == 0) rc = 1;
   }

@@ -10,6 +10,7 @@
 #include "compiler/driver/spec_options.h"
 #include "compiler/lower/lower.h"
 #include "compiler/sema/program.h"
+#include "compiler/train/lower_train.h"
 
 namespace pipec {
 
@@ -18,7 +19,9 @@ static const char* kExplainUsage =
     "\n"
     "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
     "the element type it produces, then the expression IR of every map and filter, and whether `pipec run`\n"
-    "compiles each map/filter to native code (and if not, why).\n"
+    "compiles each map/filter to native code (and if not, why); then, for each train block, the training-step\n"
+    "graph: inputs, parameters (Keras names, shapes, initializers), the forward, loss, backward and update\n"
+    "nodes with their FLOPs per example.\n"
     "\n"
     "options:\n"
     "  --pipeline NAME        only this pipeline\n"
@@ -75,6 +78,7 @@ int cmd_explain(const Args& args) {
     std::cerr << "pipec explain: " << program->io_error << "\n";
     return 2;
   }
+  std::vector<TrainProgram> trains = lower_train_blocks(*program);
   program->diags.print(std::cerr, opts.color);
   if (program->diags.has_errors()) return 1;
   bool found = false;
@@ -121,6 +125,12 @@ int cmd_explain(const Args& args) {
     }
     if (!kernels.empty()) std::cout << "kernels:\n" << kernels;
     if (llvm_ir) std::cout << codegen::kernels_llvm_ir(plan);
+  }
+  // Train blocks: the training-step graph (model, loss, gradients, optimizer) of each.
+  for (const TrainProgram& t : trains) {
+    if (!only.empty()) break;
+    std::cout << (first ? "" : "\n") << print_train_program(t);
+    first = false;
   }
   if (!found) {
     if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";

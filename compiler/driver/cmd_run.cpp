@@ -33,12 +33,12 @@ namespace fs = std::filesystem;
 static const char* kRunUsage =
     "usage: pipec run [options] SPEC\n"
     "\n"
-    "Runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
+    "Trains the spec's train block (see below), or runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
     "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
     "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.\n"
     "\n"
     "options:\n"
-    "  --pipeline NAME        the pipeline to run (default: the only one, or the one a train block uses)\n"
+    "  --pipeline NAME        run this pipeline (default: the only one, or the one a train block uses)\n"
     "  --take N               stop after N output elements (batches, when the pipeline batches)\n"
     "  --output DIR           write every output element as NumPy files DIR/NNNNNN/<field>.npy\n"
     "  --seed S               the run seed for shuffles and random ops without their own (default 0)\n"
@@ -278,9 +278,10 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
 
 int cmd_run(const Args& args) {
   if (wants_help(args)) {
-    std::cout << kRunUsage << kOptFlagsHelp;
+    std::cout << kRunUsage << kTrainUsage << kOptFlagsHelp;
     return 0;
   }
+  if (auto trained = run_training_if_asked(args)) return *trained;
   SpecOptions opts;
   std::vector<std::string> rest;
   std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",   "--threads", "--checkpoint",

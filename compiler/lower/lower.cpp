@@ -588,11 +588,13 @@ int lower_model_expression(const Program& program, ExprFunction& fn, const Expr&
   return fl.lower_with_leaves(e, leaves);
 }
 
-Plan lower_pipeline(const Program& program, const Decl& pipeline) {
+Plan lower_pipeline(const Program& program, const Decl& pipeline) { return lower_dataset(program, *pipeline.value, pipeline.name); }
+
+Plan lower_dataset(const Program& program, const Expr& dataset, const std::string& name) {
   Plan plan;
-  plan.name = pipeline.name;
+  plan.name = name;
   PlanLowering lowering(program, plan);
-  lowering.lower(*pipeline.value);
+  lowering.lower(dataset);
   fuse_file_decodes(plan);
   return plan;
 }

@@ -12,6 +12,8 @@ namespace pipec {
 /// pipelines it refers to are inlined; fn calls in map bodies are inlined; implicit promotions become
 /// explicit casts.
 Plan lower_pipeline(const Program& program, const Decl& pipeline);
+/// Lowers a dataset expression (a train block's `data` written inline) as the pipeline `name`.
+Plan lower_dataset(const Program& program, const Expr& dataset, const std::string& name);
 
 /// Lowers one expression of a model body into `fn` (used by compiler/train): each expression in
 /// `leaves` is already a value of the model graph, bound to the `param` instruction given for it;

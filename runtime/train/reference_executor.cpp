@@ -120,6 +120,7 @@ double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor
     throw std::logic_error(fmt::format("reference executor: {} inputs for {}", inputs.size(), g_.inputs.size()));
   int64_t rows = !inputs.empty() ? inputs[0].shape().at(0) : target ? target->shape().at(0) : 1;
   values_.assign(g_.values.size(), Tensor());
+  done_ = -1;
   auto feed = [&](int id, const Tensor& t, DType dtype) {
     Tensor x = t.dtype() == dtype ? t : cast_tensor(t, dtype);
     Shape want = g_.full_shape(id, rows);
@@ -135,13 +136,28 @@ double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor
   if (target && g_.target >= 0) feed(g_.target, *target, dtype_of<T>());
   std::fill(buf_.grads.begin(), buf_.grads.end(), T(0));
   loss_ = 0;
-  for (const GraphNode& n : g_.nodes) {
-    if (static_cast<int>(n.phase) > static_cast<int>(last)) continue;
-    auto start = std::chrono::steady_clock::now();
-    run_node(n, rows, step);
-    if (seconds) (*seconds)[static_cast<int>(n.phase)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  rows_ = rows;
+  run_phases(-1, last, step, seconds);
   return loss_;
+}
+
+template <class T>
+double ReferenceExecutor<T>::resume(uint64_t step, OpCategory last, PhaseSeconds* seconds) {
+  if (done_ < 0) throw std::logic_error("reference executor: resume before run");
+  run_phases(done_, last, step, seconds);
+  return loss_;
+}
+
+template <class T>
+void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds) {
+  for (const GraphNode& n : g_.nodes) {
+    int phase = static_cast<int>(n.phase);
+    if (phase <= after || phase > static_cast<int>(last)) continue;
+    auto start = std::chrono::steady_clock::now();
+    run_node(n, rows_, step);
+    if (seconds) (*seconds)[phase] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  done_ = std::max(done_, static_cast<int>(last));
 }
 
 template <class T>

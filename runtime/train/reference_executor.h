@@ -40,6 +40,9 @@ class ReferenceExecutor {
   /// converted to the graph's), `target` for the loss (null when `last` is Forward). `step` keys dropout.
   /// Returns the loss (0 without one). Adds the time of each phase to `seconds` when given.
   double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
+  /// Goes on with the same batch: runs the phases after the ones run so far, up to `last` (the training
+  /// loop looks at the loss before the backward pass and the update touch the weights).
+  double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
 
   /// A value computed by the last run (activations and gradients; parameters live in buffers()).
   const Tensor& value(int id) const { return values_.at(id); }
@@ -47,6 +50,7 @@ class ReferenceExecutor {
  private:
   T* data(int id);
   void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
 
   const ModelGraph& g_;
   uint64_t seed_;
@@ -54,6 +58,8 @@ class ReferenceExecutor {
   OptimizerSlots<T> slots_;
   std::vector<Tensor> values_;
   double loss_ = 0;
+  int64_t rows_ = 0;
+  int done_ = -1;  // the last phase run on the current batch
 };
 
 }  // namespace pipec

@@ -1,0 +1,92 @@
+// The training loop: batches from the data pipeline into the step graph on the reference executor,
+// for a fixed number of steps or epochs, with progress, timing, NaN checks and weights in and out.
+//
+// How long it runs. `steps` alone: that many steps; `epochs` alone: that many passes over the data;
+// both: `steps` per epoch (Keras' steps_per_epoch), steps x epochs in all; neither: one pass. The data
+// pipeline is read on without a restart between epochs; when a finite pipeline ends before the steps
+// are done it starts over, as `repeat()` would (append_data_repeat adds that stage to the plan, so a
+// shuffle reshuffles each pass).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/model/train_program.h"
+#include "runtime/plan/plan.h"
+#include "runtime/threads/cancellation.h"
+#include "runtime/train/reference_executor.h"
+
+namespace pipec {
+
+/// A training run stopped on bad data or a loss that is not finite; the message names the step.
+class TrainError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// --init or --save failed: a file that cannot be read or written, or weights of another model.
+class WeightsFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainLength {
+  std::optional<int64_t> steps;   // total steps, when known up front
+  std::optional<int64_t> epochs;  // passes over the data, when the run ends at the end of a pass
+  int64_t steps_per_epoch = 0;    // with both steps and epochs
+  bool repeat_data = false;       // a finite pipeline starts over when it ends
+};
+
+/// The run's length from the train block and the command line's overrides (which win).
+TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs, bool data_infinite);
+
+/// Appends `repeat()` (or `repeat(epochs)`) to the data plan as `length` needs it.
+void append_data_repeat(Plan& data, const TrainLength& length);
+
+struct TrainOptions {
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string spec_dir;
+  const CancellationToken* cancel = nullptr;
+  TrainLength length;
+  std::string init_path;  // start from these weights (safetensors)
+  std::string save_path;  // write the weights here at the end
+};
+
+struct TrainProgress {
+  int64_t step = 0;                  // steps done
+  std::optional<int64_t> total_steps;
+  int64_t epoch = 0;                 // the data pass of the last batch
+  double loss = 0;                   // of the last step
+  double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
+  int64_t examples = 0;
+  double elapsed = 0;
+  double input_wait = 0;             // seconds blocked waiting for the next batch
+};
+
+struct TrainSummary {
+  TrainProgress last;
+  PhaseSeconds phases{};             // forward, loss, backward, update
+  double first_loss = 0;
+  std::vector<double> losses;        // every step's loss
+  int64_t saved_tensors = 0;
+  double saved_bytes = 0;
+};
+
+/// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
+/// every step. Throws TrainError (bad data, non-finite loss), WeightsFileError, KernelError and
+/// CancelledError.
+TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& options,
+                          const std::function<void(const TrainProgress&)>& progress = {});
+
+/// Copies the weights of a safetensors file into the buffers; every parameter and state tensor of `g`
+/// must be there with its shape, and nothing else.
+void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers);
+/// Writes every parameter and state tensor of `g`, named as `pipec explain` shows them.
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name);
+
+}  // namespace pipec
