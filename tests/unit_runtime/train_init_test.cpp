@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runtime/train/initializers.h"
+#include "runtime/train/ref_kernels.h"
 
 namespace pipec {
 namespace {
@@ -84,6 +85,32 @@ TEST(TrainInit, KeyedBySeedAndName) {
 TEST(TrainInit, Fnv1aIsTheStandardHash) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+}
+
+}  // namespace
+}  // namespace pipec
+
+namespace pipec {
+namespace {
+
+// Dropout keeps each value with probability 1 - rate and scales it by 1 / (1 - rate); the mask is a
+// function of (seed, layer, step, example), so the same step gives the same mask and the next step another.
+TEST(TrainDropout, MaskKeepsOneMinusRateAndIsKeyedByStep) {
+  const int64_t batch = 8, per = 5000;
+  std::vector<float> a(batch * per), b(batch * per), c(batch * per), other_seed(batch * per);
+  ref::dropout_mask<float>(batch, per, 0.3, 11, 0, 4, a.data());
+  ref::dropout_mask<float>(batch, per, 0.3, 11, 0, 4, b.data());
+  ref::dropout_mask<float>(batch, per, 0.3, 11, 0, 5, c.data());
+  ref::dropout_mask<float>(batch, per, 0.3, 12, 0, 4, other_seed.data());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, other_seed);
+  int64_t kept = 0;
+  for (float v : a) {
+    ASSERT_TRUE(v == 0.0f || v == static_cast<float>(1.0 / 0.7)) << v;
+    kept += v != 0;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / a.size(), 0.7, 0.01);
 }
 
 }  // namespace
