@@ -217,6 +217,20 @@ TEST(TrainRun, ChessExampleTrains) {
   EXPECT_NE(explain.out.find("1,102,465 parameters"), std::string::npos) << explain.out;
 }
 
+// 100 examples in batches of 32: three full batches and one of 4 per epoch, each a step (the loss is the
+// mean over the batch it gets).
+TEST(TrainRun, LastShortBatchIsAStep) {
+  ScratchDir d;
+  write_file(d / "p.pipe", R"(pipeline data = range(100) | map(r => { x: [f32(r.value) / 100.0], y: [1.0] }) | batch(32)
+model net(x: f32[1]) -> f32[1] { x | dense(1) }
+train t = { data = data, model = net(x), loss = mae(y), optimizer = sgd(), epochs = 2 }
+)");
+  auto r = run_pipec({"run", (d / "p.pipe").string(), "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(losses_of(d / "s.json").size(), 8u);
+  EXPECT_NE(r.err.find("train t: 8 steps (200 examples)"), std::string::npos) << r.err;
+}
+
 TEST(TrainRun, EpochsOfDataThatNeverEndsIsAUsageError) {
   ScratchDir d;
   write_file(d / "p.pipe", R"(pipeline data = range(64) | map(r => { x: [f32(r.value)], y: [1.0] }) | batch(8) | repeat()
