@@ -168,6 +168,11 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   for (const std::string& f : g.input_fields) input_columns.push_back(field_index(element, f));
   const size_t target_column = field_index(element, g.target_field);
 
+  // The chunks' epoch counts passes over the data when the only repeat is the one append_data_repeat
+  // added (a repeat inside the pipeline numbers its own passes).
+  int repeats = 0;
+  for (const Stage& s : data.stages) repeats += s.op == "repeat" || s.op == "shuffle_repeat";
+  const bool epochs_visible = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
   TrainSummary sum;
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
@@ -188,6 +193,8 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
         break;
       }
       if (o.cancel) o.cancel->throw_if_cancelled();
+      // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
+      if (!p.total_steps && epochs_visible && c.epoch > 0 && p.step > 0) p.total_steps = p.step * *o.length.epochs;
       std::vector<Tensor> inputs;
       for (size_t k = 0; k < input_columns.size(); ++k) {
         inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, r));

@@ -59,7 +59,7 @@ struct TrainOptions {
 
 struct TrainProgress {
   int64_t step = 0;                  // steps done
-  std::optional<int64_t> total_steps;
+  std::optional<int64_t> total_steps;  // known up front with steps; with epochs alone, after the first pass
   int64_t epoch = 0;                 // the data pass of the last batch
   double loss = 0;                   // of the last step
   double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected

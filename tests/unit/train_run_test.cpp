@@ -4,6 +4,10 @@
 // still run the pipeline.
 #include <gtest/gtest.h>
 
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <regex>
 
 #include "tests/unit/cli_util.h"
@@ -229,6 +233,36 @@ train t = { data = data, model = net(x), loss = mae(y), optimizer = sgd(), epoch
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(losses_of(d / "s.json").size(), 8u);
   EXPECT_NE(r.err.find("train t: 8 steps (200 examples)"), std::string::npos) << r.err;
+}
+
+// On a terminal: a progress line with step / total (known once the first epoch ends), the smoothed
+// loss, examples/s, the share of time waiting for input and the ETA, redrawn in place.
+TEST(TrainRun, ProgressLineOnATerminal) {
+  ScratchDir d;
+  write_file(d / "fit.pipe", kFitSpec);
+  std::string spec = (d / "fit.pipe").string();
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(PIPEC_BINARY, "pipec", "run", spec.c_str(), "--epochs", "150", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child has exited
+    out.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(out, m, std::regex(R"(\rstep [0-9,]+/9,600  loss [0-9.e+-]+  [0-9,]+ ex/s  input [0-9.]+%  elapsed [0-9:]+  ETA [0-9:]+)")))
+      << out;
+  EXPECT_NE(out.find("train fit: 9,600 steps"), std::string::npos) << out;
 }
 
 TEST(TrainRun, EpochsOfDataThatNeverEndsIsAUsageError) {
