@@ -107,9 +107,4 @@ Shape ModelGraph::full_shape(int value, int64_t rows) const {
   return s;
 }
 
-std::string ModelGraph::value_label(int value) const {
-  const GraphValue& v = values.at(value);
-  return v.name.empty() ? fmt::format("%{}", value) : fmt::format("%{} {}", value, v.name);
-}
-
 }  // namespace pipec

@@ -123,8 +123,6 @@ struct ModelGraph {
   int64_t state_elements() const;
   /// The value's full shape for `rows` examples per batch: [rows, ...] when batched.
   Shape full_shape(int value, int64_t rows) const;
-  /// "%12" or "%12 conv2d/kernel".
-  std::string value_label(int value) const;
 };
 
 /// Floating-point operations of one node for a batch of `rows` examples (a multiply-add counts two,

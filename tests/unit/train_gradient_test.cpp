@@ -7,6 +7,10 @@
 
 #include <cmath>
 
+#include <set>
+
+#include "compiler/sema/builtins.h"
+#include "compiler/train/expr_gradients.h"
 #include "compiler/train/gradients.h"
 #include "runtime/train/reference_executor.h"
 #include "tests/unit/train_util.h"
@@ -108,6 +112,22 @@ TEST(TrainGradients, EveryForwardAndLossKindHasARule) {
   for (const ModelOpInfo& op : all_model_ops()) {
     bool differentiated = op.category == OpCategory::Forward || op.category == OpCategory::Loss;
     EXPECT_EQ(gradient_rule(op.op) != nullptr, differentiated) << op.name;
+  }
+}
+
+// Every op a model may use has a gradient rule or is on this list (its gradient would be an error,
+// not_differentiable, where the loss reaches parameters through it): adding an op is a decision about
+// its gradient. Integer and bool results need none: bit ops, one_hot, argmax, size.
+TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
+  const std::set<std::string> none = {
+      "bit_or", "bit_and", "bit_xor", "unpack_bits", "pack_bits", "one_hot", "prod", "argmax", "size",
+      "random_uniform", "random_normal", "random_int",  // refused in models: unsupported_in_model
+      "read_file", "decode_jpeg", "decode_png", "decode_image", "encode_png", "encode_jpeg", "random_crop", "crop_or_pad", "resize",
+      "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down", "central_crop", "convert_image_dtype",
+      "normalize", "rgb_to_grayscale", "distance_transform", "one_hot_colors"};
+  for (const Builtin& b : all_builtins()) {
+    if (b.kind != BuiltinKind::Op) continue;
+    EXPECT_NE(has_expr_gradient_rule(b.name), none.count(b.name) > 0) << b.name;
   }
 }
 
