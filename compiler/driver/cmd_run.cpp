@@ -33,8 +33,9 @@ namespace fs = std::filesystem;
 static const char* kRunUsage =
     "usage: pipec run [options] SPEC\n"
     "\n"
-    "Trains the spec's train block (see below), or runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
-    "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
+    "Trains the spec's train block (see \"Training\" below), or runs a pipeline of SPEC and reports its\n"
+    "throughput. On a terminal a progress line shows batches, examples/s, MB/s, elapsed time and the ETA\n"
+    "when known; at the end a summary shows where the time went.\n"
     "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.\n"
     "\n"
     "options:\n"
@@ -278,7 +279,7 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
 
 int cmd_run(const Args& args) {
   if (wants_help(args)) {
-    std::cout << kRunUsage << kTrainUsage << kOptFlagsHelp;
+    std::cout << kRunUsage << kOptFlagsHelp << kTrainUsage;
     return 0;
   }
   if (auto trained = run_training_if_asked(args)) return *trained;
