@@ -100,6 +100,13 @@ template <class T>
 ReferenceExecutor<T>::ReferenceExecutor(const ModelGraph& g, uint64_t seed) : g_(g), seed_(seed) {
   initialize_parameters<T>(g, seed, buf_.params, buf_.states);
   buf_.grads.assign(buf_.params.size(), T(0));
+  // A value's tensor is freed after the last node that reads it, so a step holds what is live, not
+  // every activation and gradient at once. The output and the loss stay for the caller.
+  last_use_.assign(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) last_use_[v] = static_cast<int>(i);
+  if (g.output >= 0) last_use_[g.output] = static_cast<int>(g.nodes.size());
+  if (g.loss >= 0) last_use_[g.loss] = static_cast<int>(g.nodes.size());
 }
 
 template <class T>
@@ -150,11 +157,14 @@ double ReferenceExecutor<T>::resume(uint64_t step, OpCategory last, PhaseSeconds
 
 template <class T>
 void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds) {
-  for (const GraphNode& n : g_.nodes) {
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const GraphNode& n = g_.nodes[i];
     int phase = static_cast<int>(n.phase);
     if (phase <= after || phase > static_cast<int>(last)) continue;
     auto start = std::chrono::steady_clock::now();
     run_node(n, rows_, step);
+    for (int v : n.inputs)
+      if (last_use_[v] == static_cast<int>(i)) values_[v] = Tensor();
     if (seconds) (*seconds)[phase] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   done_ = std::max(done_, static_cast<int>(last));

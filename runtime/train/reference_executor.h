@@ -44,7 +44,8 @@ class ReferenceExecutor {
   /// loop looks at the loss before the backward pass and the update touch the weights).
   double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
 
-  /// A value computed by the last run (activations and gradients; parameters live in buffers()).
+  /// A value computed by the last run and still held: the output, the loss, and values that a node of a
+  /// phase not run yet will read (each is freed after its last reader; parameters live in buffers()).
   const Tensor& value(int id) const { return values_.at(id); }
 
  private:
@@ -58,6 +59,7 @@ class ReferenceExecutor {
   OptimizerSlots<T> slots_;
   std::vector<Tensor> values_;
   double loss_ = 0;
+  std::vector<int> last_use_;  // per value: the last node that reads it (values are freed after it)
   int64_t rows_ = 0;
   int done_ = -1;  // the last phase run on the current batch
 };
