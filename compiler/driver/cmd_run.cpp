@@ -1,5 +1,5 @@
-// `pipec run SPEC`: check, lower and run a pipeline on the CPU, with a progress line, a summary of
-// where the time went, NumPy output for inspection, and iterator checkpoints.
+// `pipec run SPEC`: compile a pipeline (compiler/compile) and run it, with a progress line, a summary of
+// where the time went (or as JSON), NumPy output for inspection, and iterator checkpoints.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -11,7 +11,6 @@
 #include <optional>
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "compiler/codegen/llvm/jit.h"
@@ -207,7 +206,7 @@ int cmd_run(const Args& args) {
   if (auto code = parse_command_line(*app, args)) return *code;
 
   const DevicePolicy device = device_policy(a.device);
-  const std::optional<int64_t> take = a.take >= 0 ? std::optional<int64_t>(a.take) : std::nullopt;
+  const bool limited = a.take >= 0;  // --take N; -1 takes every element
   request.path = a.spec;
   request.pipeline = a.pipeline;
   request.options.check = flags.check_options();
@@ -256,11 +255,11 @@ int cmd_run(const Args& args) {
     int64_t next_checkpoint = run.delivered() + a.checkpoint_every;
     Chunk c;
     std::optional<uint64_t> total;
-    while (!(take && sum.elements >= *take)) {
+    while (!(limited && sum.elements >= a.take)) {
       int64_t first = run.delivered();
       if (!run.next(c)) break;
       int64_t rows = c.rows;
-      if (take) rows = std::min<int64_t>(rows, *take - sum.elements);
+      if (limited) rows = std::min<int64_t>(rows, a.take - sum.elements);
       if (rows < c.rows) c = slice_rows(c, 0, rows);
       if (!a.output.empty())
         for (int64_t r = 0; r < rows; ++r) write_element(a.output, first + r, out_elem.fields, c, r);
@@ -279,7 +278,7 @@ int cmd_run(const Args& args) {
         pl.examples = static_cast<uint64_t>(sum.examples);
         pl.bytes = static_cast<uint64_t>(sum.bytes);
         pl.elapsed_seconds = std::chrono::duration<double>(now - start).count();
-        if (take && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(*take * sum.examples / sum.elements);
+        if (limited && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(a.take * sum.examples / sum.elements);
         std::cerr << "\r" << pl.format() << "\033[K" << std::flush;
       }
     }
