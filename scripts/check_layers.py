@@ -32,6 +32,7 @@ LAYERS = [
     ["compiler/lower"],                   # checked AST -> plan
     ["compiler/passes"],                  # the optimizer
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
+    ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels
     ["compiler/fmt"],                     # the formatter
     ["compiler/lsp"],                     # the language server
     ["compiler/driver"],                  # the command line

@@ -16,8 +16,15 @@ int cmd_fmt(const Args& args);      // compiler/driver/cmd_fmt.cpp
 int cmd_lsp(const Args& args);      // compiler/driver/cmd_lsp.cpp
 int cmd_run(const Args& args);      // compiler/driver/cmd_run.cpp
 
-/// True when `args` asks for help (-h / --help).
-bool wants_help(const Args& args);
+struct Command {
+  const char* name;
+  const char* synopsis;  // "run SPEC"
+  const char* summary;   // one line for `pipec --help`
+  int (*run)(const Args& args);
+};
+
+/// Every subcommand, in the order `pipec --help` lists them.
+const std::vector<Command>& command_list();
 
 /// Reads a whole file; false (with `error` set to a readable reason) when it cannot.
 bool read_text_file(const std::string& path, std::string& text, std::string& error);

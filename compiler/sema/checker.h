@@ -46,6 +46,11 @@ class Checker {
 
   void check_decl(const Decl& decl);
   void check_const(Decl& d);
+  void check_const_value(Decl& d);
+  /// Pairs each -D override with the const it names; reports the ones that name none.
+  void match_const_overrides();
+  /// Checks the -D value of `d` against d's type and makes it d's value.
+  void apply_const_override(Decl& d, const ParsedOverride& o);
   void check_fn(Decl& d);
   void check_source(Decl& d);
   void check_pipeline(Decl& d);
@@ -88,6 +93,8 @@ class Checker {
   const Decl* current_decl_ = nullptr;
   /// Declarations being checked, outermost first (for the chain in recursive_definition).
   std::vector<const Decl*> in_progress_;
+  /// The -D override of each overridden const.
+  std::map<const Decl*, const ParsedOverride*> overrides_;
   /// The data element a train block's names refer to (`model = net(board, flags)`).
   const ElementInfo* train_element_ = nullptr;
 

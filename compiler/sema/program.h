@@ -17,12 +17,31 @@
 
 namespace pipec {
 
+/// `-D NAME=VALUE`: the const NAME of the main spec takes VALUE (Pipe source: a literal or a constant
+/// expression) instead of the value the spec gives it. The value must fit the const's type (the
+/// declared one, or that of the spec's own value) and applies before anything reads the const, so
+/// shapes that depend on it follow.
+struct ConstOverride {
+  std::string name;
+  std::string value;
+};
+
 struct CheckOptions {
   /// Folders searched for `import name` (name.pipe) after the importing file's own folder.
   /// The stdlib folder is always searched last.
   std::vector<std::string> import_paths;
   /// Report warnings (unused declarations, shadowing).
   bool warnings = true;
+  /// `-D NAME=VALUE` overrides, in command-line order.
+  std::vector<ConstOverride> const_overrides;
+};
+
+/// A `-D NAME=VALUE` as the checker sees it: its text is a source file of its own, named
+/// `<command line>` and holding `-D NAME=VALUE`, so diagnostics point into what was typed.
+struct ParsedOverride {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr value;  // null when VALUE is not one expression (that error is reported)
 };
 
 struct Program {
@@ -37,6 +56,8 @@ struct Program {
   /// What the shorthand record fields (`{ board }`) refer to; RecordFieldSyntax::shorthand_target points
   /// here (a deque keeps the addresses stable).
   std::deque<Binding> shorthand_bindings;
+  /// The -D overrides of CheckOptions, parsed.
+  std::vector<ParsedOverride> const_overrides;
 
   const Module& main() const { return *modules.at(0); }
   /// The declaration called `name`, or null.

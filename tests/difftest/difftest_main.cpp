@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 #include "tests/difftest/self_check.h"
 #include "tests/difftest/spec_generator.h"
 #include "tests/difftest/variants.h"
@@ -128,7 +128,10 @@ bool run_generated(uint64_t seed, const VariantSet& variants, const HarnessOptio
   write_case(c, dir);
   fs::path spec = dir / "spec.pipe";
   // Every generated spec must pass the checker (the same call as `pipec check`).
-  auto program = check_file(spec.string());
+  CompileRequest check;
+  check.path = spec.string();
+  check.target = CompileTarget::CheckOnly;
+  const std::unique_ptr<Program> program = compile(check).program;
   if (program->diags.has_errors()) {
     ++t.check_failures;
     std::ostringstream d;
@@ -176,7 +179,10 @@ bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t,
   for (const char* name : {"deblur", "preprocess", "segmentation"}) {
     fs::path spec = o.source_dir / "examples" / name / (std::string(name) + ".pipe");
     if (!fs::exists(spec)) continue;
-    auto program = check_file(spec.string());
+    CompileRequest check;
+    check.path = spec.string();
+    check.target = CompileTarget::CheckOnly;
+    const std::unique_ptr<Program> program = compile(check).program;
     for (const auto& d : program->main().decls) {
       if (d->kind != DeclKind::Pipeline) continue;
       RunRequest r{spec, d->name, 3, work / name};

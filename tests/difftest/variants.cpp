@@ -10,8 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/npy.h"
 
@@ -39,34 +38,23 @@ Element sorted(Element e) {
   return e;
 }
 
-const Decl* find_pipeline(const Program& p, const std::string& name, std::string& error) {
-  std::vector<const Decl*> found;
-  for (const auto& d : p.main().decls)
-    if (d->kind == DeclKind::Pipeline && (name.empty() || d->name == name)) found.push_back(d.get());
-  if (found.size() == 1) return found[0];
-  error = found.empty() ? "no pipeline" + (name.empty() ? std::string() : " named `" + name + "`")
-                        : "several pipelines: name one";
-  return nullptr;
-}
-
-// What `pipec run` does, minus the command line: check, lower, verify, run, and collect every element.
+// What `pipec run -O0 --no-jit --device cpu` does, minus the command line: compile (check, lower,
+// verify), run, and collect every element.
 RunOutput run_in_process(const Variant& v, const RunRequest& req) {
   RunOutput out;
   try {
-    auto program = check_file(req.spec.string());
-    if (!program->io_error.empty() || program->diags.has_errors()) {
+    CompileRequest request;
+    request.path = req.spec.string();
+    request.pipeline = req.pipeline;
+    request.options.passes.opt_level = 0;
+    CompileResult compiled = compile(request);
+    if (!compiled.ok()) {
       std::ostringstream diags;
-      program->diags.print(diags, false);
-      out.error = "check failed: " + program->io_error + diags.str();
+      compiled.program->diags.print(diags, false);
+      out.error = "compile failed: " + diags.str() + compiled.error;
       return out;
     }
-    const Decl* decl = find_pipeline(*program, req.pipeline, out.error);
-    if (!decl) return out;
-    Plan plan = lower_pipeline(*program, *decl);
-    if (auto problems = verify_plan(plan); !problems.empty()) {
-      out.error = "plan does not verify: " + problems[0];
-      return out;
-    }
+    const Plan& plan = compiled.pipelines[0].plan;
     const std::vector<Field>& fields = plan.stages.back().element.fields;
     RunOptions ro;
     ro.threads = v.threads;

@@ -11,9 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "compiler/codegen/cuda/attach_gpu_kernels.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_map_executor.h"
@@ -28,18 +26,16 @@ const gpu::CudaDriver* driver_or_fail() {
   return d;
 }
 
+// The plan as lowered, with the CUDA kernels of its maps after to(gpu).
 Plan plan_of(const std::string& text) {
-  auto program = check_text("gpu_test.pipe", text);
-  std::ostringstream diags;
-  program->diags.print(diags, false);
-  EXPECT_FALSE(program->diags.has_errors()) << diags.str();
-  for (const auto& d : program->main().decls)
-    if (d->kind == DeclKind::Pipeline) {
-      Plan p = lower_pipeline(*program, *d);
-      cuda_codegen::attach_gpu_kernels(p);
-      return p;
-    }
-  return {};
+  CompileOptions options;
+  options.passes.opt_level = 0;
+  options.device = DevicePolicy::Auto;
+  CompileResult r = compile_text("gpu_test.pipe", text, "", options);
+  std::ostringstream problems;
+  r.program->diags.print(problems, false);
+  EXPECT_TRUE(r.ok()) << problems.str() << r.error;
+  return r.ok() ? std::move(r.pipelines[0].plan) : Plan{};
 }
 
 std::vector<Chunk> run_all(const Plan& plan, DevicePolicy device, uint64_t seed, std::vector<std::string>* devices) {

@@ -2,8 +2,7 @@
 // time from multi-row chunks, save/restore in the middle of a chunk, sharding and kernel binding.
 #include <gtest/gtest.h>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"
 #include "runtime/capi/shard_plan.h"
@@ -14,11 +13,7 @@
 namespace pipec {
 namespace {
 
-Plan lower_text(const std::string& text, const std::string& name) {
-  auto program = check_text("t.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors());
-  return lower_pipeline(*program, *program->global(name));
-}
+Plan lower_text(const std::string& text, const std::string& name) { return testing::compiled_plan(text, name); }
 
 pipe_options defaults() {
   pipe_options o;

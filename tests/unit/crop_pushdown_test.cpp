@@ -5,9 +5,8 @@
 
 #include <filesystem>
 
-#include "compiler/lower/lower.h"
+#include "tests/unit/compile_util.h"
 #include "compiler/passes/crop_pushdown.h"
-#include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
 #include "tests/unit/cli_util.h"
@@ -20,13 +19,7 @@ std::string jpeg_dir() { return std::string(PIPEC_SHARED_DIR) + "/testdata/exter
 
 Plan plan_of(const std::string& body) {
   std::string text = "pipeline p = files(\"" + jpeg_dir() + "/*.jp*g\")\n  | filter(r => true)\n  | map(r => " + body + ")\n";
-  auto program = check_text("/tmp/crop_pushdown_test.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors()) << text;
-  for (const auto& m : program->modules)
-    for (const auto& d : m->decls)
-      if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  ADD_FAILURE() << "no pipeline";
-  return {};
+  return testing::compiled_plan(text, "p", testing::lowered_only(), "/tmp/crop_pushdown_test.pipe");
 }
 
 int count_op(const Plan& p, const std::string& op) {
@@ -84,12 +77,7 @@ std::string good_files_spec(const std::filesystem::path& dir, const std::string&
 }
 
 Plan plan_text(const std::string& text) {
-  auto program = check_text("/tmp/crop_pushdown_test.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors()) << text;
-  for (const auto& m : program->modules)
-    for (const auto& d : m->decls)
-      if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  return {};
+  return testing::compiled_plan(text, "p", testing::lowered_only(), "/tmp/crop_pushdown_test.pipe");
 }
 
 TEST(CropPushdown, SamePixelsAsDecodeThenCrop) {

@@ -16,8 +16,7 @@
 #include "cli_util.h"
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/cuda/cuda_emitter.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/core/chunk.h"
 #include "runtime/gpu/nvrtc_loader.h"
 #include "runtime/ops/interpreter.h"
@@ -41,27 +40,9 @@ const gpu::Nvrtc* nvrtc_or_fail() {
   return n;
 }
 
-std::vector<Plan> plans_of_file(const std::string& path) {
-  auto program = check_file(path);
-  std::ostringstream diags;
-  program->diags.print(diags, false);
-  EXPECT_FALSE(program->diags.has_errors()) << diags.str();
-  std::vector<Plan> plans;
-  for (const auto& d : program->main().decls)
-    if (d->kind == DeclKind::Pipeline) plans.push_back(lower_pipeline(*program, *d));
-  return plans;
-}
+std::vector<Plan> plans_of_file(const std::string& path) { return testing::compiled_plans_of_file(path); }
 
-Plan plan_of(const std::string& text) {
-  auto program = check_text("test.pipe", text);
-  std::ostringstream diags;
-  program->diags.print(diags, false);
-  EXPECT_FALSE(program->diags.has_errors()) << diags.str();
-  for (const auto& d : program->main().decls)
-    if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  ADD_FAILURE() << "no pipeline";
-  return {};
-}
+Plan plan_of(const std::string& text) { return testing::compiled_plan(text); }
 
 std::vector<std::string> input_fields(const Plan& p, const Stage& s) {
   std::vector<std::string> out;

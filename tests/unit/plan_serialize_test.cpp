@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/plan/plan_serialize.h"
 
 namespace pipec {
@@ -24,12 +23,12 @@ std::vector<std::pair<std::string, Plan>> plans_under(const fs::path& dir) {
     if (e.path().extension() == ".pipe" && e.path().filename().string().rfind("fail_", 0) != 0) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files) {
-    auto program = check_file(f.string());
-    if (program->diags.has_errors()) continue;
-    for (const auto& d : program->main().decls) {
-      if (d->kind != DeclKind::Pipeline) continue;
-      out.emplace_back(f.string() + ":" + d->name, lower_pipeline(*program, *d));
-    }
+    CompileRequest request;
+    request.path = f.string();
+    request.target = CompileTarget::EveryPipeline;
+    request.options = testing::lowered_only();
+    CompileResult r = compile(request);
+    for (CompiledPipeline& p : r.pipelines) out.emplace_back(f.string() + ":" + p.decl->name, std::move(p.plan));
   }
   return out;
 }
@@ -56,13 +55,9 @@ TEST(PlanSerialize, RoundTripsEveryExampleAndGoldenPlan) {
 }
 
 Plan small_plan() {
-  auto program = check_text("small.pipe",
-                            "source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
-                            "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n");
-  EXPECT_FALSE(program->diags.has_errors());
-  const Decl* p = program->global("p");
-  EXPECT_NE(p, nullptr);
-  return lower_pipeline(*program, *p);
+  return testing::compiled_plan("source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
+                                "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n",
+                                "p");
 }
 
 TEST(PlanSerialize, KeepsNativeKernelSymbolsButNotPointers) {
