@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -60,8 +61,13 @@ TEST(GpuRandomPipelines, EveryMapAfterToGpuGivesTheInterpretersValues) {
         continue;
       }
       ++stats.cases;
-      stats.maps += gputest::move_every_map_to_gpu(plan);
+      const int64_t kernels_before = stats.kernels;
+      const int maps = gputest::move_every_map_to_gpu(plan);
+      stats.maps += maps;
       gputest::compile_kernels(plan, side->arch, context, stats);
+      // One line per case before it runs, so that a run stopped by a timeout shows which case hung.
+      std::cout << fmt::format("[ gpu-case  ] seed {}: {} map(s), {} kernel(s)\n", seed, maps, stats.kernels - kernels_before)
+                << std::flush;
       gputest::compare_gpu_with_interpreter(plan, *side, dir.string(), std::nullopt, fmt::format("seed {}", seed), context,
                                             stats);
     }

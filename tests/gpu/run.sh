@@ -36,6 +36,14 @@ results=$scratch/results.tsv
 : >"$results"
 
 remaining() { echo $((limit - ($(date +%s) - start))); }
+# An exit code as words: step's own codes spelled out.
+rc_text() {
+  case "$1" in
+    124) echo "TIMED OUT" ;;
+    125) echo "not run: the time limit was used up" ;;
+    *) echo "exit $1" ;;
+  esac
+}
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >>"$results"; }
 
 # step NAME CAP LOG CMD...: runs CMD with a timeout of CAP seconds, cut to the time left (keeping 15 s
@@ -74,13 +82,19 @@ find_binaries() {
     echo "run.sh: no binaries: set PIPEC_BIN_DIR, carry dist/pipec-bundle (scripts/bundle.sh), or install cmake and ninja"
     return 1
   fi
+  [ -d "$bin" ] || { echo "run.sh: $bin is not a folder"; return 1; }
   bin=$(cd "$bin" && pwd)
   pipec=$bin/pipec
   gpu_tests=$bin/gpu_tests; [ -x "$gpu_tests" ] || gpu_tests=$bin/tests/gpu_tests
   gpu_bench=$bin/gpu_bench; [ -x "$gpu_bench" ] || gpu_bench=$bin/bench/gpu_bench
   for b in "$pipec" "$gpu_tests" "$gpu_bench"; do
+    [ -f "$b" ] && [ ! -x "$b" ] && chmod +x "$b"  # a copy that lost its modes on the way
     [ -x "$b" ] || { echo "run.sh: $b is missing"; return 1; }
   done
+  if ! "$pipec" --version >/dev/null; then
+    echo "run.sh: $pipec does not start here (above: the loader's reason; the bundle needs glibc >= 2.36)"
+    return 1
+  fi
   [ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ -z "${PIPEC_STDLIB:-}" ]; then
     if [ -d "$bin/stdlib" ]; then export PIPEC_STDLIB=$bin/stdlib; else export PIPEC_STDLIB=$root/stdlib; fi
@@ -160,10 +174,12 @@ make_data() {
   [ "$spec" = examples/chess/.make_data_small.pipe ] && rm -f "$spec"
 }
 
-# The map stages and where they ran, from a --stats-json file: "map:gpu: ... map:cpu".
+# Where the map stages ran, from a --stats-json file: "maps on gpu 1, cpu 3 (gpu: <executor>)".
 map_devices() {
   grep -o '"op": *"[a-z_]*"\|"device": *"[^"]*"' "$1" 2>/dev/null | paste - - |
-    sed -n 's/"op": *"\(map[a-z_]*\)"\t"device": *"\([^"]*\)"/\1 on \2/p' | paste -sd ';' -
+    sed -n 's/"op": *"map[a-z_]*"\t"device": *"\([^"]*\)"/\1/p' |
+    awk '{ kind = $1; sub(/:$/, "", kind); n[kind]++; if (kind == "gpu" && how == "") how = $0 }
+         END { s = ""; for (k in n) s = s (s == "" ? "" : ", ") k " " n[k]; printf "maps on %s%s", (s == "" ? "-" : s), (how == "" ? "" : " (" how ")") }'
 }
 
 # e2e NAME SPEC TAKE: --device gpu and --device cpu, outputs compared.
@@ -179,7 +195,7 @@ e2e() {
     # No GPU (exit 3), or a map after to(gpu) the generator cannot lower yet (exit 1, "cannot run on
     # the GPU"): run it with --device auto, which says why once and runs those maps on the CPU.
     if [ $rc = 3 ] || grep -q "cannot run on the GPU" "$first"; then
-      note="--device gpu: $(grep -m1 -o "no GPU to run on.*\|cannot run on the GPU: .*" "$first" | cut -c1-160)"
+      note="--device gpu: $(grep -m1 -o "no GPU to run on.*\|cannot run on the GPU: .*" "$first" | cut -c1-110)"
       device=auto
       rm -rf "$g"
       local second=$scratch/e2e-$name-auto.log
@@ -187,24 +203,30 @@ e2e() {
       rc=$?
       cat "$second" >>"$log"
       local warned
-      warned=$(grep -m1 -o "warning: .*runs\? on the CPU.*" "$second" | cut -c1-140)
+      warned=$(grep -m1 -o "warning: .*runs\? on the CPU.*" "$second" | cut -c1-110)
       note="$note; --device auto warned: ${warned:-NOTHING (expected a warning)}"
     fi
   fi
   if [ $rc != 0 ]; then
-    record "e2e $name" FAIL "--device $device exit $rc"
+    record "e2e $name" FAIL "--device $device: $(rc_text $rc)${note:+; $note}"
     return
   fi
-  if ! step "e2e $name --device cpu" 90 "$log" "$pipec" run "$spec" --take "$take" --device cpu --output "$c"; then
-    record "e2e $name" FAIL "--device cpu failed"
+  step "e2e $name --device cpu" 90 "$log" "$pipec" run "$spec" --take "$take" --device cpu --output "$c"
+  rc=$?
+  if [ $rc != 0 ]; then
+    record "e2e $name" FAIL "--device cpu: $(rc_text $rc)"
     return
   fi
   local where
   where=$(map_devices "$g.json")
-  if step "e2e $name compare" 60 "$log" "$gpu_tests" --compare "$c" "$g"; then
+  step "e2e $name compare" 60 "$log" "$gpu_tests" --compare "$c" "$g"
+  rc=$?
+  if [ $rc = 0 ]; then
     record "e2e $name" ok "--device $device vs cpu: same within the bounds; $where${note:+; $note}"
-  else
+  elif [ $rc = 1 ]; then
     record "e2e $name" FAIL "--device $device vs cpu: DIFFERENT (e2e.log); $where${note:+; $note}"
+  else
+    record "e2e $name" FAIL "the comparison: $(rc_text $rc)"
   fi
   rm -rf "$g" "$c"
 }
@@ -215,7 +237,10 @@ verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "-") print "n/a"; else if 
 
 main() {
   echo "== pipec GPU checks, $(date -u '+%H:%M:%S UTC'), time limit ${limit}s, results in $out"
-  find_binaries || { record binaries FAIL "no binaries"; return 2; }
+  if ! find_binaries; then
+    echo "pipec GPU checks: FAIL, no usable binaries (run.log says why)" | tee "$out/summary.txt"
+    return 2
+  fi
   local wheels
   wheels=$(wheel_library_dirs)
   [ -n "$wheels" ] && export PIPEC_CUDA_LIBRARY_PATH="${PIPEC_CUDA_LIBRARY_PATH:+$PIPEC_CUDA_LIBRARY_PATH:}$wheels"
@@ -254,7 +279,8 @@ main() {
   if [ $tests_rc = 0 ] && [ "$failed" = 0 ] && [ "$passed" -gt 0 ]; then
     record gpu_tests ok "$passed passed, $skipped skipped$([ $mode = dry ] && echo ' (dry run)')"
   else
-    record gpu_tests FAIL "$passed passed, $failed failed, $skipped skipped, exit $tests_rc"
+    record gpu_tests FAIL "$passed passed, $failed failed, $skipped skipped, $(rc_text $tests_rc)$([ $tests_rc = 124 ] &&
+      echo "; last: $(grep '^\[ RUN  \|^\[ gpu-case' "$out/gpu_tests.log" | tail -1 | cut -c1-100)")"
   fi
   if [ -n "$(ls -A "$scratch/failures")" ]; then
     tar -C "$scratch" -czf "$out/failures.tar.gz" failures && echo "== failing random cases: $out/failures.tar.gz"
@@ -266,7 +292,7 @@ main() {
     local bench_rc=$?
     val() { awk -v k="$1" '$1 == k { print $2 }' "$out/gpu_bench.log"; }
     h2d=$(val h2d_pinned_gbs); exe=$(val executor_gbs); d2d=$(val d2d_gbs); ker=$(val kernel_gbs)
-    record bench "$([ $bench_rc = 0 ] && echo ok || echo FAIL)" "exit $bench_rc"
+    record bench "$([ $bench_rc = 0 ] && echo ok || echo FAIL)" "$(rc_text $bench_rc)"
   else
     echo "== bench/gpu: no GPU, not run" | tee "$out/gpu_bench.log"
     record bench "no GPU" "not run"
