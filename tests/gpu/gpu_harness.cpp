@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -42,7 +43,7 @@ bool dry_run() { return env_is("PIPEC_GPU_DRY_RUN", "1"); }
 
 std::optional<GpuSide> gpu_side_or_fail() {
   std::string why;
-  if (const gpu::CudaDriver* d = gpu::cuda_driver(&why)) return GpuSide{DevicePolicy::Auto, d->arch, true};
+  if (const gpu::CudaDriver* d = gpu::cuda_driver(&why)) return GpuSide{DevicePolicy::Gpu, d->arch, true};
   if (dry_run()) return GpuSide{DevicePolicy::Auto, 90, false};
   ADD_FAILURE() << "these tests need a GPU: " << why
                 << "\n(PIPEC_GPU_DRY_RUN=1 runs them on the CPU fallback to check the harness only)";
@@ -57,6 +58,14 @@ int move_every_map_to_gpu(Plan& plan) {
     ++maps;
   }
   cuda_codegen::attach_gpu_kernels(plan);
+  // --device gpu refuses a map after to(gpu) that has no kernel, and the subject here is the maps that
+  // have one: the others read their input from the CPU again (their Stage::gpu keeps the reason).
+  std::set<int> feeds_a_kernel;
+  for (const Stage& s : plan.stages)
+    if (s.op == "map" && !s.inputs.empty() && s.gpu && s.gpu->unsupported.empty()) feeds_a_kernel.insert(s.inputs[0]);
+  for (const Stage& s : plan.stages)
+    if (s.op == "map" && !s.inputs.empty() && !feeds_a_kernel.count(s.inputs[0]))
+      plan.stages.at(s.inputs[0]).element.on_gpu = false;
   return maps;
 }
 
@@ -148,8 +157,8 @@ int compare_gpu_with_interpreter(const Plan& plan, const GpuSide& side, const st
     stats.compared += static_cast<int64_t>(cpu.out.elements.size());
   }
   if (side.real) {
-    // Every map with a kernel must have run on the GPU: --device auto falls back quietly when the
-    // executor refuses one (a GpuError), which is exactly what this run is here to find.
+    // Every map with a kernel must have run on the GPU (--device gpu turns an executor's refusal into
+    // an error; this also catches a map that was never handed to the GPU).
     int with_kernel = 0;
     for (const Stage& s : plan.stages) with_kernel += s.op == "map" && s.gpu && s.gpu->unsupported.empty();
     if (gpu.out.ok) {

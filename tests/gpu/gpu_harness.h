@@ -2,8 +2,8 @@
 // moved after to(gpu), NVRTC compiling its generated kernels, one run of a plan collected as elements,
 // and the counts each test prints for tests/gpu/run.sh's summary.
 //
-// Modes. On a machine with a GPU every test needs it: the GPU side runs with --device gpu and a test
-// fails when no stage ran there. Without one a test fails, saying why, unless PIPEC_GPU_DRY_RUN=1
+// Modes. On a machine with a GPU every test needs it: the GPU side runs with --device gpu, and every map
+// with a kernel must run there. Without one a test fails, saying why, unless PIPEC_GPU_DRY_RUN=1
 // (run.sh sets it when it finds no GPU): then the GPU side runs with --device auto, which falls back
 // to the interpreter, so the plans, the generated kernels (compiled by NVRTC for compute_90), the runs
 // and the comparisons are exercised on any machine. A dry run proves nothing about the GPU itself, and
@@ -26,8 +26,9 @@ namespace pipec::gputest {
 bool dry_run();
 
 /// Where the GPU side runs: the GPU (policy Gpu, its compute capability), or in a dry run the
-/// fallback (policy Auto, compute_90 for the NVRTC check). Null after a test failure saying why when
-/// there is no GPU and this is not a dry run.
+/// fallback (policy Auto, compute_90 for the NVRTC check; with no to(gpu) stage in a plan, Auto does
+/// not even look for a GPU). Null after a test failure saying why when there is no GPU and this is not
+/// a dry run.
 struct GpuSide {
   DevicePolicy policy = DevicePolicy::Gpu;
   int arch = 90;
@@ -36,7 +37,8 @@ struct GpuSide {
 std::optional<GpuSide> gpu_side_or_fail();
 
 /// Marks the input of every map stage as on the GPU, as if a to(gpu) stood before each map, and
-/// generates the kernels (attach_gpu_kernels). Returns the number of map stages.
+/// generates the kernels (attach_gpu_kernels). Maps the generator cannot lower then read from the CPU
+/// again (Stage::gpu keeps why), since --device gpu would refuse them. Returns the number of maps.
 int move_every_map_to_gpu(Plan& plan);
 
 /// Counts over the plans and runs of one test, printed as one line that run.sh collects:
