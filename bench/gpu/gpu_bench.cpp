@@ -1,6 +1,7 @@
 // bench/gpu: the physical limits of the GPU link and memory, and the generated chess kernel against them.
 //
 //   gpu_bench [--spec examples/chess/chess.pipe] [--rows 65536] [--iters 20]
+//   gpu_bench --info     # the libraries found and their versions, the GPU; exit code 2 without one
 //
 // Prints one line per figure ("name value unit"), which tests/gpu/run.sh puts in its table:
 //   h2d_pinned_gbs   cuMemcpyHtoDAsync from pinned memory (the PCIe/NVLink-C2C limit)
@@ -58,7 +59,33 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+/// What tests/gpu/run.sh prints first: which driver and NVRTC the loaders found, their versions, and
+/// the GPU. Works without a GPU (says why there is none).
+int print_info() {
+  std::string why;
+  const CudaDriver* d = cuda_driver(&why);
+  if (d) {
+    int v = 0;
+    d->cuDriverGetVersion(&v);
+    std::cout << fmt::format("driver_library {}\n", d->library);
+    std::cout << fmt::format("driver_cuda_version {}.{}\n", v / 1000, v % 1000 / 10);
+    std::cout << fmt::format("device {} sm_{} {} SMs\n", d->device_name, d->arch, d->multiprocessors);
+  } else {
+    std::cout << fmt::format("driver none: {}\n", why);
+  }
+  std::string nvrtc_why;
+  if (const Nvrtc* n = Nvrtc::get(&nvrtc_why)) {
+    std::cout << fmt::format("nvrtc_library {}\n", n->library());
+    std::cout << fmt::format("nvrtc_version {}\n", n->version());
+  } else {
+    std::cout << fmt::format("nvrtc none: {}\n", nvrtc_why);
+  }
+  return d ? 0 : 2;
+}
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--info") return print_info();
   std::string spec = "examples/chess/chess.pipe";
   int64_t rows = 65536;
   int iters = 20;

@@ -16,9 +16,9 @@ struct PtxResult {
 class Nvrtc {
  public:
   /// NVRTC opened once per process; null with `why` filled when it is not installed. Searched as
-  /// $PIPEC_NVRTC_LIBRARY, then libnvrtc.so(.13/.12/.11.2) on the loader's path, then in
-  /// $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. NVRTC opens its builtins library
-  /// (libnvrtc-builtins) from beside itself.
+  /// $PIPEC_NVRTC_LIBRARY, then libnvrtc.so(.13/.12/.11.2) on the loader's path, then in the folders
+  /// of cuda_library_dirs() ($PIPEC_CUDA_LIBRARY_PATH, the toolkit's, NVIDIA's pip wheels). NVRTC
+  /// opens its builtins library (libnvrtc-builtins) from beside itself.
   static const Nvrtc* get(std::string* why = nullptr);
 
   /// Compiles `source` to PTX for compute capability `arch` (80 for sm_80) with `options` added.

@@ -1,10 +1,12 @@
-// GPU-vs-interpreter differential tests. They need a GPU and run from tests/gpu/run.sh, not from ctest
-// (CI has no GPU); without one every test fails, saying why, rather than passing.
+// GPU-vs-interpreter differential tests on synthetic maps. They need a GPU and run from
+// tests/gpu/run.sh, not from ctest (CI has no GPU); without one every test fails, saying why, unless
+// PIPEC_GPU_DRY_RUN=1 (tests/gpu/gpu_harness.h).
 //
 // Each case runs a plan twice through PipelineRun, once with --device gpu (the maps after to(gpu) run
 // the generated kernels) and once with --device cpu (the interpreter), and compares every output
 // value: integers and bools exactly, floats within the compiler issue's tolerance (1e-6 relative, or
-// 4 ulp-scale for transcendental results).
+// 4 ulp-scale for transcendental results). The examples and the random pipelines, with every map moved
+// after to(gpu), are in gpu_examples_test.cpp and gpu_random_test.cpp.
 #include <cmath>
 #include <cstdlib>
 
@@ -15,16 +17,11 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_map_executor.h"
+#include "tests/gpu/gpu_harness.h"
 
 namespace pipec {
 namespace {
 
-const gpu::CudaDriver* driver_or_fail() {
-  std::string why;
-  const gpu::CudaDriver* d = gpu::cuda_driver(&why);
-  if (!d) ADD_FAILURE() << "these tests need a GPU: " << why;
-  return d;
-}
 
 // The plan as lowered, with the CUDA kernels of its maps after to(gpu).
 Plan plan_of(const std::string& text) {
@@ -90,13 +87,20 @@ void expect_same(const std::vector<Chunk>& gpu, const std::vector<Chunk>& cpu, d
 }
 
 void differential(const std::string& text, double rel_tol = 1e-6) {
-  if (!driver_or_fail()) return;
+  auto side = gputest::gpu_side_or_fail();
+  if (!side) return;
   Plan plan = plan_of(text);
+  gputest::GpuStats stats;
+  gputest::compile_kernels(plan, side->arch, text, stats);
+  EXPECT_GT(stats.kernels, 0) << "the generator lowered no map of\n" << text;
   std::vector<std::string> devices;
-  auto gpu = run_all(plan, DevicePolicy::Gpu, 7, &devices);
+  // Every map here has a kernel, so --device gpu must run them all there (a dry run falls back).
+  auto gpu = run_all(plan, side->real ? DevicePolicy::Gpu : DevicePolicy::Auto, 7, &devices);
   bool any_gpu = false;
   for (const std::string& d : devices) any_gpu |= d.rfind("gpu: ", 0) == 0;
-  EXPECT_TRUE(any_gpu) << "no stage ran on the GPU";
+  if (side->real) {
+    EXPECT_TRUE(any_gpu) << "no stage ran on the GPU";
+  }
   auto cpu = run_all(plan, DevicePolicy::Cpu, 7, nullptr);
   expect_same(gpu, cpu, rel_tol);
 }
@@ -140,8 +144,10 @@ TEST(GpuDifferential, RandomOpsGiveTheCpuValues) {
 }
 
 TEST(GpuExecutor, PoolReusesBuffersAcrossBatches) {
-  const gpu::CudaDriver* d = driver_or_fail();
-  if (!d) return;
+  std::string why;
+  const gpu::CudaDriver* d = gpu::cuda_driver(&why);
+  if (!d && gputest::dry_run()) GTEST_SKIP() << "dry run: the executor needs a GPU (" << why << ")";
+  ASSERT_NE(d, nullptr) << "this test needs a GPU: " << why;
   Plan plan = plan_of("pipeline p = range(10) | to(gpu) | map(r => { y: f32(r.value) * 2.0 })\n");
   const Stage& s = plan.stages.back();
   ASSERT_TRUE(s.gpu && s.gpu->unsupported.empty());
