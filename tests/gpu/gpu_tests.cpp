@@ -143,6 +143,60 @@ TEST(GpuDifferential, RandomOpsGiveTheCpuValues) {
       1e-9);
 }
 
+TEST(GpuDifferential, IntegerDivisionModuloPowersAndShiftsAtTheirEdges) {
+  // Divisors -3..3 (zero and -1 included), MIN // -1, negative exponents, shift counts past the width:
+  // every value exactly the CPU's.
+  differential(
+      "pipeline p = range(60_000) | to(gpu) | map(r => {\n"
+      "  v = i32(r.value) - 30000\n"
+      "  d = i32(r.value % 7) - 3\n"
+      "  m = i32(r.value * 0 - 2147483648)\n"
+      "  {\n"
+      "    q: v // d, md: v % d, mq: m // where(d == 0, -1, d), mm: m % d,\n"
+      "    p: (d + 1) ** (d - 1), p8: u8(r.value) ** u8(d + 3),\n"
+      "    sl: v << (d * 11), sr: v >> (d * 11), ur: u64(r.value) >> u64(d + 61)\n"
+      "  }\n"
+      "}) | batch(500)\n");
+}
+
+TEST(GpuDifferential, FloatFloorDivisionModuloPowersRounding) {
+  // fmod, floor and round are exact on the GPU; powf and atan2 may differ by a few ulps.
+  differential(
+      "pipeline p = range(60_000) | to(gpu) | map(r => {\n"
+      "  x = f32(r.value) * 0.37 - 9000.0\n"
+      "  y = f32(r.value % 9) - 4.0\n"
+      "  { fd: x // y, fm: x % y, rd: round(x * 0.5), dm: f64(x) % -2.5 }\n"
+      "})\n");
+  differential(
+      "pipeline p = range(60_000) | to(gpu) | map(r => {\n"
+      "  x = f32(r.value) * 0.001 + 0.5\n"
+      "  { pw: x ** 1.7, at: atan2(x - 30.0, 2.0), pd: f64(x) ** 0.3 }\n"
+      "})\n",
+      4e-6);
+}
+
+TEST(GpuDifferential, StructuralOpsAndReductions) {
+  // Reductions fold in the CPU's order and accumulator types, so even float sums are the same bits.
+  differential(
+      "pipeline p = range(40_000) | to(gpu) | map(r => {\n"
+      "  v = r.value % 1000 - 500\n"
+      "  m = reshape(f32([1, 2, 3, 4, 5, 6]) * f32(v) * 0.1, [2, 3])\n"
+      "  {\n"
+      "    t: transpose(m, [1, 0]), c: concat([m, m * 2.0], axis = 1), st: stack([v, -v, v * v]),\n"
+      "    pb: pack_bits(unpack_bits(u8([v, 3 * v]))), oh: one_hot(v % 5, 5),\n"
+      "    s: sum(m, axis = 1), mn: mean(m), mx: reduce_max(m, axis = 0), mi: reduce_min(m), pr: prod(i64([v, 2, 3]))\n"
+      "  }\n"
+      "}) | batch(100, drop_remainder = true)\n");
+}
+
+TEST(GpuDifferential, RandomIntGivesTheCpuValues) {
+  // A range of 3 * 2^30 values rejects a quarter of the draws; a power of two rejects none.
+  differential(
+      "pipeline p = range(20_000) | repeat(2) | to(gpu) | map(r => {\n"
+      "  { a: random_int([5], -3, 1000), b: random_int([9], 0, 3221225472, seed = 3), c: random_int([4], -8, 8) }\n"
+      "})\n");
+}
+
 TEST(GpuExecutor, PoolReusesBuffersAcrossBatches) {
   const gpu::CudaDriver* d = driver_or_fail();
   if (!d) return;
