@@ -18,7 +18,13 @@ CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::stri
     }
     k->input_fields.push_back(in.field_index);
   }
-  if (!print_cuda_kernel(nest, entry, k->source, r.error)) return r;
+  try {
+    if (!print_cuda_kernel(nest, entry, k->source, r.error)) return r;
+  } catch (const std::exception& e) {
+    // A node the printer does not know: a bug, but one that keeps the map on the CPU, not a crash.
+    r.error = std::string("the CUDA printer failed: ") + e.what();
+    return r;
+  }
   r.kernel = std::move(k);
   return r;
 }
