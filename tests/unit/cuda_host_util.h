@@ -272,13 +272,31 @@ inline const gpu::Nvrtc* nvrtc_or_fail() {
   return n;
 }
 
+/// NVRTC's log with the source line each message points at ("kernels.cu(12): ...") after it.
+inline std::string log_with_lines(const std::string& log, const std::string& source) {
+  std::vector<std::string> lines;
+  std::stringstream ss(source);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  std::string out;
+  std::stringstream ls(log);
+  for (std::string l; std::getline(ls, l);) {
+    out += l + "\n";
+    const size_t open = l.find(".cu(");
+    if (open == std::string::npos) continue;
+    const size_t n = std::strtoul(l.c_str() + open + 4, nullptr, 10);
+    if (n >= 1 && n <= lines.size()) out += "    > " + lines[n - 1] + "\n";
+  }
+  return out;
+}
+
 /// NVRTC compiles `source` to PTX for sm_80 and sm_90 (or `archs`) with the runtime's options, with every entry.
 inline void expect_nvrtc_compiles(const gpu::Nvrtc& nvrtc, const std::string& source, const std::vector<std::string>& entries,
                                   const std::string& what, const std::vector<int>& archs = {80, 90}) {
   for (int arch : archs) {
     gpu::PtxResult r = nvrtc.compile(source, "kernels.cu", arch, {"--fmad=false"});
-    EXPECT_TRUE(r.ok) << what << " for sm_" << arch << ":\n" << r.log << "\n" << (source.size() < 20000 ? source : "");
+    EXPECT_TRUE(r.ok) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
     if (!r.ok) continue;
+    EXPECT_EQ(r.log.find("warning"), std::string::npos) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
     EXPECT_NE(r.ptx.find(fmt::format(".target sm_{}", arch)), std::string::npos) << what;
     for (const std::string& e : entries) EXPECT_NE(r.ptx.find(".entry " + e), std::string::npos) << what << ": " << e;
   }

@@ -392,13 +392,13 @@ std::string kernel_text(const LoopNest& nest, const std::string& entry) {
     const LoopOutput& o = nest.outputs[j];
     if (o.elems > 0) {
       s += fmt::format("    if (u < n{}) {{\n", j);
-      s += fmt::format("      const i64 v0 = u / {0};\n      i64 e = u - v0 * {0};\n", o.elems);
+      if (o.shape.empty()) s += "      const i64 v0 = u;\n";
+      else s += fmt::format("      const i64 v0 = u / {0};\n      i64 e = u - v0 * {0};\n", o.elems);
       std::string args = "v0";
       for (size_t d = o.shape.size(); d-- > 0;) {
         if (d == 0) s += fmt::format("      const i64 v1 = e;\n");
         else s += fmt::format("      const i64 v{0} = e % {1};\n      e /= {1};\n", d + 1, o.shape[d]);
       }
-      if (o.shape.empty()) s += "      (void)e;\n";
       for (size_t d = 0; d < o.shape.size(); ++d) args += fmt::format(", v{}", d + 1);
       s += fmt::format("      out{}[u] = result{}(c, {});\n      continue;\n    }}\n", j, j, args);
     }
@@ -411,13 +411,6 @@ std::string kernel_text(const LoopNest& nest, const std::string& entry) {
 }  // namespace
 
 bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::string& source, std::string& why_not) {
-  int64_t table_elements = 0;
-  for (const codegen::ConstTable& t : nest.tables) table_elements += t.count;
-  if (table_elements > kMaxCudaTableElements) {
-    why_not = fmt::format("{}: its constant tables hold {} elements, over the {} a CUDA kernel's source may carry", nest.name,
-                          table_elements, kMaxCudaTableElements);
-    return false;
-  }
   std::string out(cuda_prelude());
   out += fmt::format("\n// ---- {} ----\nstruct Ctx {{\n", nest.name);
   for (size_t k = 0; k < nest.inputs.size(); ++k) {
@@ -426,10 +419,34 @@ bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::stri
                        fmt::join(in.shape, ", "));
   }
   out += "  i64 first_index, epoch;\n  u64 seed;\n};\n";
+  // Only the tables the results read: lowering may leave tables of rewrites it abandoned.
+  std::vector<bool> used(nest.tables.size(), false);
+  for (const LoopOutput& o : nest.outputs) {
+    std::vector<bool> seen(o.nodes.size(), false);
+    std::vector<int> todo;
+    if (o.root >= 0) todo.push_back(o.root);
+    while (!todo.empty()) {
+      const int id = todo.back();
+      todo.pop_back();
+      if (seen.at(static_cast<size_t>(id))) continue;
+      seen[static_cast<size_t>(id)] = true;
+      const Node& n = o.nodes[static_cast<size_t>(id)];
+      if (n.kind == NodeKind::Table) used.at(static_cast<size_t>(n.table)) = true;
+      todo.insert(todo.end(), n.args.begin(), n.args.end());
+    }
+  }
+  int64_t table_elements = 0;
+  for (size_t t = 0; t < nest.tables.size(); ++t) table_elements += used[t] ? nest.tables[t].count : 0;
+  if (table_elements > kMaxCudaTableElements) {
+    why_not = fmt::format("{}: its constant tables hold {} elements, over the {} a CUDA kernel's source may carry", nest.name,
+                          table_elements, kMaxCudaTableElements);
+    return false;
+  }
   std::vector<bool> table_bits;
   for (size_t t = 0; t < nest.tables.size(); ++t) {
     const codegen::ConstTable& tab = nest.tables[t];
     table_bits.push_back(has_non_finite(tab));
+    if (!used[t]) continue;
     std::string items;
     for (int64_t k = 0; k < tab.count; ++k)
       items += (k == 0 ? "" : k % 8 ? ", " : ",\n  ") + (table_bits.back() ? table_bits_literal(tab, k) : table_literal(tab, k));
