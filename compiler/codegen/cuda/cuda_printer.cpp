@@ -265,7 +265,6 @@ class ResultPrinter {
 
  private:
   struct Scope {
-    Scope* parent = nullptr;
     int depth = 0;
     std::string indent;
     std::string text;
@@ -325,7 +324,6 @@ class ResultPrinter {
   // `T nK = init; for (i64 vR = 0; vR < N; ++vR) { body; nK = step; }` in scope `s`.
   std::string reduce(int id, const Node& n, Scope* s, Scope* root) {
     Scope loop;
-    loop.parent = s;
     loop.depth = s->depth + 1;
     loop.indent = s->indent + "  ";
     var_scope_[n.var] = &loop;
@@ -363,12 +361,6 @@ class ResultPrinter {
   std::map<int, Scope*> var_scope_;  // Reduce variable -> the loop scope binding it
   std::map<int, std::string> memo_;  // node id -> its C name, while its scope is open
 };
-
-int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 std::string kernel_text(const LoopNest& nest, const std::string& entry) {
   std::string params;
