@@ -293,7 +293,7 @@ inline std::string log_with_lines(const std::string& log, const std::string& sou
 inline void expect_nvrtc_compiles(const gpu::Nvrtc& nvrtc, const std::string& source, const std::vector<std::string>& entries,
                                   const std::string& what, const std::vector<int>& archs = {80, 90}) {
   for (int arch : archs) {
-    gpu::PtxResult r = nvrtc.compile(source, "kernels.cu", arch, {"--fmad=false"});
+    gpu::PtxResult r = nvrtc.compile(source, "kernels.cu", arch, gpu::exact_math_options());
     EXPECT_TRUE(r.ok) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
     if (!r.ok) continue;
     EXPECT_EQ(r.log.find("warning"), std::string::npos) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
