@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     if (!emitted.kernel) throw std::runtime_error("the map has no CUDA lowering: " + emitted.error);
     const Nvrtc* nvrtc = Nvrtc::get(&why);
     if (!nvrtc) throw std::runtime_error(why);
-    CachedPtx ptx = compile_ptx_cached(*nvrtc, emitted.kernel->source, "bench.cu", D->arch, {"--fmad=false"});
+    CachedPtx ptx = compile_ptx_cached(*nvrtc, emitted.kernel->source, "bench.cu", D->arch, exact_math_options());
     if (!ptx.result.ok) throw std::runtime_error(ptx.result.log);
     std::cout << fmt::format("nvrtc_compile_ms {:.1f} ms{}\n", ptx.compile_ms, ptx.from_cache ? " (cached)" : "");
     CUmodule mod;

@@ -26,6 +26,8 @@ struct Nvrtc::Api {
   PFN_nvrtcGetProgramLog log = nullptr;
 };
 
+std::vector<std::string> exact_math_options() { return {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true"}; }
+
 Nvrtc::~Nvrtc() { delete api_; }
 
 const Nvrtc* Nvrtc::get(std::string* why) {

@@ -13,6 +13,12 @@ struct PtxResult {
   std::string log;  // NVRTC's messages (the errors when !ok)
 };
 
+/// The options generated map kernels are compiled with: IEEE arithmetic as on the CPU. No fused
+/// multiply-add (the interpreter rounds every multiply and add on its own, and a fusion would change
+/// the last bit of values such as lo + (hi - lo) * u), no flushing of denormals to zero, correctly
+/// rounded division and square root (NVRTC's defaults too, spelled out so they cannot drift).
+std::vector<std::string> exact_math_options();
+
 class Nvrtc {
  public:
   /// NVRTC opened once per process; null with `why` filled when it is not installed. Searched as

@@ -121,19 +121,19 @@ inline ::testing::AssertionResult same_bits(const Tensor& want, const Tensor& go
       std::memcpy(&x, a, 4);
       std::memcpy(&y, b, 4);
       if (std::isnan(x) && std::isnan(y)) continue;
-      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
     }
     if (want.dtype() == DType::F64) {
       double x, y;
       std::memcpy(&x, a, 8);
       std::memcpy(&y, b, 8);
       if (std::isnan(x) && std::isnan(y)) continue;
-      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
     }
     uint64_t x = 0, y = 0;
     std::memcpy(&x, a, size);
     std::memcpy(&y, b, size);
-    return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+    return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
   }
   return ::testing::AssertionSuccess();
 }
