@@ -1,6 +1,7 @@
 #include "compiler/lsp/server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "compiler/front/ast_query.h"
@@ -31,6 +32,8 @@ int completion_item_kind(CompletionKind k) {
     case CompletionKind::Struct: return 22;
     case CompletionKind::Event: return 23;
     case CompletionKind::TypeName: return 25;
+    case CompletionKind::Property: return 10;
+    case CompletionKind::EnumMember: return 20;
   }
   return 1;
 }
@@ -368,8 +371,14 @@ Json Server::completion(JsonView params) {
   if (!doc) return Json();
   uint32_t offset = offset_of(*doc, params["position"]);
   Json items = Json::array();
-  for (const CompletionEntry& e : complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get())) {
-    Json item = Json::object({{"label", e.label}, {"kind", completion_item_kind(e.kind)}});
+  std::vector<CompletionEntry> entries = complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const CompletionEntry& e = entries[i];
+    // sortText keeps our order (a model's layers before its ops, names in scope first) in editors that
+    // would otherwise sort by label.
+    char sort[16];
+    std::snprintf(sort, sizeof sort, "%05zu", i);
+    Json item = Json::object({{"label", e.label}, {"kind", completion_item_kind(e.kind)}, {"sortText", sort}});
     if (!e.detail.empty()) item["detail"] = e.detail;
     if (!e.documentation.empty())
       item["documentation"] = Json::object({{"kind", "markdown"}, {"value", e.documentation}});

@@ -14,6 +14,7 @@
 
 #include "compiler/front/ast.h"
 #include "compiler/front/diagnostics.h"
+#include "compiler/sema/name_rules.h"
 
 namespace pipec {
 
@@ -23,6 +24,9 @@ struct CheckOptions {
   std::vector<std::string> import_paths;
   /// Report warnings (unused declarations, shadowing).
   bool warnings = true;
+  /// A byte offset of the main file where a name starts: the checker records in Program::name_site
+  /// what it knew there and which names it would have accepted (the language server's completion).
+  std::optional<uint32_t> name_probe;
 };
 
 struct Program {
@@ -37,6 +41,8 @@ struct Program {
   /// What the shorthand record fields (`{ board }`) refer to; RecordFieldSyntax::shorthand_target points
   /// here (a deque keeps the addresses stable).
   std::deque<Binding> shorthand_bindings;
+  /// Set when CheckOptions::name_probe named a name the checker resolved.
+  std::optional<NameSite> name_site;
 
   const Module& main() const { return *modules.at(0); }
   /// The declaration called `name`, or null.
