@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/front/ast.h"
@@ -45,6 +46,20 @@ struct CompletionEntry {
 /// last version without syntax errors, may be null) is used.
 std::vector<CompletionEntry> complete_at(const std::string& path, const std::string& text, uint32_t offset,
                                          const Program* current, const Program* last_good = nullptr);
+
+struct SignatureHelp {
+  std::string label;                                 // "batch(input, size, drop_remainder = false)"
+  std::string documentation;                         // markdown
+  std::vector<std::pair<uint32_t, uint32_t>> params;  // [begin, end) of each parameter in `label`
+  int active_parameter = -1;                         // -1: none
+};
+
+/// Inside the parentheses of a call at byte `offset` of `text`: the signature of what the checker
+/// resolved the callee to, and the parameter the cursor is on (signature_help.cpp). `current` is the
+/// program checked from `text` (may be null); an unfinished call is found in a copy of the text with
+/// the declaration cut after the cursor and its brackets closed.
+std::optional<SignatureHelp> signature_help_at(const std::string& path, const std::string& text, uint32_t offset,
+                                               const Program* current);
 
 /// "fn name(a: f32[3], b: i64) -> f32", "model net(x: f32[8]) -> f32[1]".
 std::string decl_signature(const Decl& d);

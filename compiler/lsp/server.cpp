@@ -148,6 +148,7 @@ void Server::on_request(const std::string& method, const Json& id, JsonView para
   static const std::map<std::string, Handler> handlers = {
       {"textDocument/hover", &Server::hover},
       {"textDocument/completion", &Server::completion},
+      {"textDocument/signatureHelp", &Server::signature_help},
       {"textDocument/definition", &Server::definition},
       {"textDocument/references", &Server::references},
       {"textDocument/documentSymbol", &Server::document_symbols},
@@ -201,6 +202,7 @@ Json Server::initialize_result() const {
       {"textDocumentSync", Json::object({{"openClose", true}, {"change", 1}})},
       {"hoverProvider", true},
       {"completionProvider", Json::object({{"triggerCharacters", Json::array({".", "|"})}, {"resolveProvider", false}})},
+      {"signatureHelpProvider", Json::object({{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({","})}})},
       {"definitionProvider", true},
       {"referencesProvider", true},
       {"documentSymbolProvider", true},
@@ -385,6 +387,22 @@ Json Server::completion(JsonView params) {
     items.push_back(std::move(item));
   }
   return Json::object({{"isIncomplete", false}, {"items", std::move(items)}});
+}
+
+Json Server::signature_help(JsonView params) {
+  Document* doc = document(params);
+  if (!doc) return Json();
+  uint32_t offset = offset_of(*doc, params["position"]);
+  std::optional<SignatureHelp> help = signature_help_at(doc->path, doc->text, offset, doc->program.get());
+  if (!help) return Json();
+  Json parameters = Json::array();
+  for (const auto& [begin, end] : help->params) parameters.push_back(Json::object({{"label", Json::array({begin, end})}}));
+  Json signature = Json::object({{"label", help->label}, {"parameters", std::move(parameters)}});
+  if (!help->documentation.empty())
+    signature["documentation"] = Json::object({{"kind", "markdown"}, {"value", help->documentation}});
+  Json result = Json::object({{"signatures", Json::array({std::move(signature)})}, {"activeSignature", 0}});
+  if (help->active_parameter >= 0) result["activeParameter"] = help->active_parameter;
+  return result;
 }
 
 Json Server::definition(JsonView params) {

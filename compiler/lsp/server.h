@@ -2,8 +2,8 @@
 //
 // Single-threaded and synchronous: each message is handled completely before the next is read, and
 // every open document is re-checked with check_text() on open and on change, which then publishes its
-// diagnostics. Features: hover, completion, definition, references, document symbols, formatting and
-// semantic tokens (see compiler/lsp/analysis.h). Messages are nlohmann-json values (json.h). Malformed
+// diagnostics. Features: hover, completion, signature help, definition, references, document symbols,
+// formatting and semantic tokens (see compiler/lsp/analysis.h). Messages are nlohmann-json values (json.h). Malformed
 // input never crashes the server: bad framing and invalid JSON get a ParseError response, unknown
 // requests MethodNotFound, requests before `initialize` ServerNotInitialized.
 #pragma once
@@ -80,6 +80,7 @@ class Server {
 
   Json hover(JsonView params);
   Json completion(JsonView params);
+  Json signature_help(JsonView params);
   Json definition(JsonView params);
   Json references(JsonView params);
   Json document_symbols(JsonView params);

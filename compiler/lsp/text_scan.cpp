@@ -52,8 +52,11 @@ uint32_t next_decl_line(std::string_view text, uint32_t offset) {
   }
 }
 
-std::string open_brackets(std::string_view text, uint32_t from, uint32_t to) {
-  std::string open;
+namespace {
+
+/// Calls `on_code(i)` for every byte of [from, to) outside strings and comments.
+template <class F>
+void scan_code(std::string_view text, uint32_t from, uint32_t to, F on_code) {
   to = std::min<uint32_t>(to, static_cast<uint32_t>(text.size()));
   for (uint32_t i = from; i < to; ++i) {
     char c = text[i];
@@ -62,13 +65,72 @@ std::string open_brackets(std::string_view text, uint32_t from, uint32_t to) {
     } else if (c == '"') {
       for (++i; i < to && text[i] != '"' && text[i] != '\n'; ++i)
         if (text[i] == '\\') ++i;
-    } else if (c == '(' || c == '[' || c == '{') {
-      open += c;
-    } else if (c == ')' || c == ']' || c == '}') {
-      if (!open.empty()) open.pop_back();
+    } else {
+      on_code(i);
     }
   }
+}
+
+/// The name of an argument written `name = value`; "" for a positional one.
+std::string argument_name(std::string_view segment) {
+  size_t i = 0;
+  while (i < segment.size() && (segment[i] == ' ' || segment[i] == '\t' || segment[i] == '\n' || segment[i] == '\r')) ++i;
+  size_t begin = i;
+  while (i < segment.size() && is_ident_char(segment[i])) ++i;
+  if (i == begin) return "";
+  std::string name(segment.substr(begin, i - begin));
+  while (i < segment.size() && (segment[i] == ' ' || segment[i] == '\t')) ++i;
+  // `name = value`, not `a == b` or the lambda `r => ...`.
+  if (i < segment.size() && segment[i] == '=' && (i + 1 >= segment.size() || (segment[i + 1] != '=' && segment[i + 1] != '>')))
+    return name;
+  return "";
+}
+
+}  // namespace
+
+std::vector<uint32_t> open_bracket_positions(std::string_view text, uint32_t from, uint32_t to) {
+  std::vector<uint32_t> open;
+  scan_code(text, from, to, [&](uint32_t i) {
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{') open.push_back(i);
+    else if ((c == ')' || c == ']' || c == '}') && !open.empty()) open.pop_back();
+  });
   return open;
+}
+
+std::string open_brackets(std::string_view text, uint32_t from, uint32_t to) {
+  std::string open;
+  for (uint32_t i : open_bracket_positions(text, from, to)) open += text[i];
+  return open;
+}
+
+ArgumentAt argument_at(std::string_view text, uint32_t open, uint32_t offset) {
+  ArgumentAt at;
+  uint32_t segment_begin = open + 1;
+  int depth = 0;
+  scan_code(text, open + 1, offset, [&](uint32_t i) {
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    else if (c == ')' || c == ']' || c == '}') --depth;
+    else if (c == ',' && depth == 0) {
+      if (argument_name(text.substr(segment_begin, i - segment_begin)).empty()) ++at.positional_before;
+      ++at.index;
+      segment_begin = i + 1;
+    }
+  });
+  // The current argument runs to the next comma or closing bracket of the call (the cursor may be in
+  // the middle of its name).
+  uint32_t segment_end = static_cast<uint32_t>(text.size());
+  depth = 0;
+  scan_code(text, offset, segment_end, [&](uint32_t i) {
+    if (segment_end != text.size()) return;
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    else if ((c == ')' || c == ']' || c == '}') && depth-- == 0) segment_end = i;
+    else if (c == ',' && depth == 0) segment_end = i;
+  });
+  at.name = argument_name(text.substr(segment_begin, segment_end - segment_begin));
+  return at;
 }
 
 std::string closing_brackets(std::string_view open) {

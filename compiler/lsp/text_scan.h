@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pipec::lsp {
 
@@ -29,9 +30,20 @@ DeclLine enclosing_decl_line(std::string_view text, uint32_t offset);
 /// The first declaration line that starts after `offset`, or the text's size.
 uint32_t next_decl_line(std::string_view text, uint32_t offset);
 
+/// Where the brackets opened in [from, to) and not closed there are, innermost last.
+std::vector<uint32_t> open_bracket_positions(std::string_view text, uint32_t from, uint32_t to);
 /// The brackets opened in [from, to) and not closed there, innermost last ("({[" characters).
 std::string open_brackets(std::string_view text, uint32_t from, uint32_t to);
 /// The closing brackets for `open`, innermost first.
 std::string closing_brackets(std::string_view open);
+
+/// Which argument of the call whose `(` is at `open` the byte `offset` is in: its index among the
+/// arguments, how many positional arguments come before it, and its name when it is written `name = ...`.
+struct ArgumentAt {
+  size_t index = 0;
+  size_t positional_before = 0;
+  std::string name;
+};
+ArgumentAt argument_at(std::string_view text, uint32_t open, uint32_t offset);
 
 }  // namespace pipec::lsp
