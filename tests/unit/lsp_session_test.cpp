@@ -11,6 +11,7 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -269,6 +270,40 @@ TEST(LspSession, DefinitionAndReferences) {
   EXPECT_EQ(refs["result"][size_t(1)]["range"], range(12, 48, 12, 53));
 }
 
+/// The semantic token type at each (line, character) of the open document.
+std::map<std::pair<uint32_t, uint32_t>, std::string> token_types(Client& c) {
+  JsonView data = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}))["result"]["data"];
+  EXPECT_EQ(data.size() % 5, 0u);
+  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
+  uint32_t line = 0, col = 0;
+  for (size_t i = 0; i + 4 < data.size(); i += 5) {
+    uint32_t dl = static_cast<uint32_t>(data[i].as_int());
+    line += dl;
+    col = dl ? static_cast<uint32_t>(data[i + 1].as_int()) : col + static_cast<uint32_t>(data[i + 1].as_int());
+    out[{line, col}] = semantic_token_types().at(static_cast<size_t>(data[i + 3].as_int()));
+  }
+  return out;
+}
+
+// A name is coloured by what the checker resolved it to: a const or a local named like a builtin
+// (`size`, `mean`) is a variable, not a builtin function.
+TEST(LspSession, SemanticTokensFollowTheChecker) {
+  Client c;
+  c.initialize();
+  c.open(
+      "const size = 3\n"                               // 0
+      "pipeline p = range(10) | map(r => {\n"          // 1
+      "    mean = f32(r.value)\n"                      // 2
+      "    { x: mean * f32(size) }\n"                  // 3: mean at 9, f32 at 16, size at 20
+      "  })\n");
+  EXPECT_EQ(c.diagnostics(), Json::array());
+  auto types = token_types(c);
+  EXPECT_EQ((types[{3, 9}]), "variable");
+  EXPECT_EQ((types[{3, 16}]), "function");
+  EXPECT_EQ((types[{3, 20}]), "variable");
+  EXPECT_EQ((types[{1, 13}]), "function");  // range
+}
+
 TEST(LspSession, DocumentSymbolsAndSemanticTokens) {
   Client c;
   c.initialize();
@@ -283,28 +318,9 @@ TEST(LspSession, DocumentSymbolsAndSemanticTokens) {
   EXPECT_EQ(syms[size_t(3)]["name"].as_string(), "train");
   EXPECT_EQ(syms[size_t(3)]["selectionRange"], range(11, 9, 11, 14));
 
-  JsonView tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
-  JsonView data = tokens["result"]["data"];
-  ASSERT_EQ(data.size() % 5, 0u);
-  ASSERT_GT(data.size(), 50u);
-  // Decode: absolute positions and types.
-  struct Tok {
-    uint32_t line, col, len, type, mods;
-  };
-  std::vector<Tok> toks;
-  uint32_t line = 0, col = 0;
-  for (size_t i = 0; i < data.size(); i += 5) {
-    uint32_t dl = static_cast<uint32_t>(data[i].as_int());
-    line += dl;
-    col = dl ? static_cast<uint32_t>(data[i + 1].as_int()) : col + static_cast<uint32_t>(data[i + 1].as_int());
-    toks.push_back({line, col, static_cast<uint32_t>(data[i + 2].as_int()), static_cast<uint32_t>(data[i + 3].as_int()),
-                    static_cast<uint32_t>(data[i + 4].as_int())});
-  }
-  auto type_at = [&](uint32_t l, uint32_t c0) -> std::string {
-    for (const Tok& t : toks)
-      if (t.line == l && t.col == c0) return semantic_token_types()[t.type];
-    return "";
-  };
+  std::map<std::pair<uint32_t, uint32_t>, std::string> types = token_types(c);
+  ASSERT_GT(types.size(), 10u);
+  auto type_at = [&](uint32_t l, uint32_t c0) { return types[{l, c0}]; };
   EXPECT_EQ(type_at(0, 0), "comment");
   EXPECT_EQ(type_at(1, 0), "keyword");     // const
   EXPECT_EQ(type_at(1, 14), "number");     // 512
