@@ -349,6 +349,12 @@ std::optional<HoverResult> hover_at(const Program& program, uint32_t offset) {
       if (b.kind == Binding::Builtin && parse_dtype(n->name))
         return HoverResult{code_block(n->name + "(x)") + "\n\n*cast*: converts x to " + n->name + " (numbers to numbers, bytes to bytes)",
                            inner->range};
+      // In a train block a bare name is a field of the training data (its batched type), else an option word.
+      if (b.kind == Binding::Option && d->kind == DeclKind::Train && inner->type.kind != TypeKind::Symbol) {
+        if (inner->type.is_error()) return std::nullopt;
+        return HoverResult{code_block(n->name + ": " + describe_type(inner->type)) + "\n\nfield of the training data",
+                           inner->range};
+      }
       if (b.kind == Binding::Option) return HoverResult{code_block("option " + n->name), inner->range};
       return typed_hover(n->name, inner->type, inner->range);
     }
@@ -394,6 +400,14 @@ std::vector<SourceRange> definition_at(const Program& program, uint32_t offset) 
       if (auto r = field_definition(program, path, *mem)) out.push_back(*r);
       return out;
     }
+  }
+  // A field of the training data in a train block (`model = net(board)`): where the data defines it.
+  if (inner->kind == ExprKind::Name && inner->as<NameExpr>()->target.kind == Binding::Option &&
+      d->kind == DeclKind::Train && inner->type.kind != TypeKind::Symbol) {
+    for (const TrainEntry& e : d->entries)
+      if (e.key == "data" && e.value)
+        if (auto r = field_source(program, e.value.get(), inner->as<NameExpr>()->name, 0)) out.push_back(*r);
+    return out;
   }
   if (auto def = symbol_at(program, offset)) out.push_back(*def);
   return out;

@@ -283,5 +283,22 @@ TEST(LspCompletion, HoverShowsTheBuiltinOfTheContext) {
   EXPECT_NE(hover(2, 37).find("*layer*"), std::string::npos) << hover(2, 37);
 }
 
+// In a train block a bare name is a field of the training data: hover shows its (batched) type and go to
+// definition the record field the pipeline's map makes.
+TEST(LspCompletion, TrainFieldsHoverAndDefinition) {
+  Client c;
+  c.initialize();
+  c.open(kTrain);
+  JsonView h = c.request("textDocument/hover", at(7, 14));  // `x` in net(x)
+  EXPECT_NE(h["result"]["contents"]["value"].as_string().find("x: f32[?, 1]"), std::string::npos) << h;
+  EXPECT_NE(h["result"]["contents"]["value"].as_string().find("field of the training data"), std::string::npos) << h;
+  // line 1: `x:` of the map's record at 28, `y:` at 60
+  EXPECT_EQ(c.request("textDocument/definition", at(7, 14))["result"][size_t(0)]["range"], range(1, 28, 1, 29));
+  EXPECT_EQ(c.request("textDocument/definition", at(8, 13))["result"][size_t(0)]["range"], range(1, 60, 1, 61));
+  // An option word stays an option.
+  h = c.request("textDocument/hover", at(11, 14));  // fp32
+  EXPECT_NE(h["result"]["contents"]["value"].as_string().find("option fp32"), std::string::npos) << h;
+}
+
 }  // namespace
 }  // namespace pipec::lsp
