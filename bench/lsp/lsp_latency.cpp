@@ -1,5 +1,5 @@
-// Language server latency: didChange -> publishDiagnostics on a generated 1,000-line spec, plus hover and
-// `r.` completion, and the peak resident memory.
+// Language server latency: didChange -> publishDiagnostics on a generated 1,000-line spec, plus hover,
+// `r.` and `| ` completion, and the peak resident memory.
 //
 //   lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec]
 //
@@ -299,6 +299,26 @@ int main(int argc, char** argv) {
       return 1;
     completion.add(since_ms(t));
   }
+  // Completion after `| ` (re-checks a copy with a placeholder name there: the checker lists the stages).
+  const std::string stage_line = "pipeline typing = p_0 | ";
+  ++version;
+  ep->send(did_change(spec + stage_line + "\n", version));
+  ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); });
+  Stats stage_completion, stage_completion_cpu;
+  size_t stages = 0;
+  for (int i = 0; i < std::max(1, edits / 3); ++i) {
+    auto t = Clock::now();
+    double cpu = process_cpu_ms();
+    ep->send(req(2000 + i, "textDocument/completion", at(spec_lines, static_cast<int>(stage_line.size()))));
+    if (!ep->wait_for([&](JsonView m) {
+          if (m["id"].as_int(-1) != 2000 + i) return false;
+          stages = m["result"]["items"].size();
+          return true;
+        }))
+      return 1;
+    stage_completion.add(since_ms(t));
+    stage_completion_cpu.add(process_cpu_ms() - cpu);
+  }
   ep->send(req(9999, "shutdown", Json()));
   ep->wait_for(is_response(9999));
   ep->send(note("exit", Json::object()));
@@ -320,6 +340,8 @@ int main(int argc, char** argv) {
   std::cout << "hover:                           " << hover.summary() << "\n";
   if (hover_text.find("xyz") == std::string::npos) std::cout << "  (unexpected hover text: " << hover_text << ")\n";
   std::cout << "completion after `r.`:           " << completion.summary() << " (" << fields << " fields)\n";
+  std::cout << "completion after `| `:           " << stage_completion.summary() << " (" << stages << " items)\n";
+  if (!child) std::cout << "  CPU time per completion:       " << stage_completion_cpu.summary() << "\n";
   if (child) std::printf("server CPU time, whole session: %.0f ms\n", child_cpu_ms);
   std::printf("peak RSS: %.1f MiB\n", rss_kib / 1024.0);
   return 0;
