@@ -45,8 +45,12 @@ void Checker::check_decl(const Decl& decl) {
   CheckContext saved_ctx = ctx_;
   const Decl* saved_decl = current_decl_;
   const ElementInfo* saved_train = train_element_;
+  const Expr* saved_head = head_;
+  const TrainEntrySpec* saved_entry = entry_;
   current_decl_ = &decl;
   train_element_ = nullptr;
+  head_ = nullptr;
+  entry_ = nullptr;
   in_progress_.push_back(&decl);
   bool saved_muted = diags().muted();
   diags().set_muted(decl.syntax_error);
@@ -66,6 +70,8 @@ void Checker::check_decl(const Decl& decl) {
   ctx_ = saved_ctx;
   current_decl_ = saved_decl;
   train_element_ = saved_train;
+  head_ = saved_head;
+  entry_ = saved_entry;
   state_[&decl] = State::Done;
 }
 
@@ -232,7 +238,10 @@ void Checker::check_fn(Decl& d) {
 // sourceDecl : SOURCE name ASSIGN expr schema? ;
 void Checker::check_source(Decl& d) {
   ctx_ = CheckContext::Source;
+  head_ = head_name(d.value.get());
+  entry_ = nullptr;
   Type t = check(*d.value);
+  head_ = nullptr;
   if (!t.is_error() && t.kind != TypeKind::Dataset) {
     diags().report(DiagKind::not_a_dataset, d.value->range,
                    fmt::format("source `{}` must be a dataset such as tfrecord(...) or files(...), not {}", d.name,
@@ -245,7 +254,10 @@ void Checker::check_source(Decl& d) {
 // pipelineDecl : PIPELINE name ASSIGN expr ;
 void Checker::check_pipeline(Decl& d) {
   ctx_ = CheckContext::Pipeline;
+  head_ = head_name(d.value.get());
+  entry_ = nullptr;
   Type t = check(*d.value);
+  head_ = nullptr;
   if (!t.is_error() && t.kind != TypeKind::Dataset) {
     diags().report(DiagKind::not_a_dataset, d.value->range,
                    fmt::format("pipeline `{}` must be a dataset, not {}", d.name, type_to_string(t)));

@@ -14,6 +14,7 @@
 
 #include "compiler/front/ast.h"
 #include "compiler/front/diagnostics.h"
+#include "compiler/sema/name_rules.h"
 
 namespace pipec {
 
@@ -34,6 +35,9 @@ struct CheckOptions {
   bool warnings = true;
   /// `-D NAME=VALUE` overrides, in command-line order.
   std::vector<ConstOverride> const_overrides;
+  /// A byte offset of the main file where a name starts: the checker records in Program::name_site
+  /// what it knew there and which names it would have accepted (the language server's completion).
+  std::optional<uint32_t> name_probe;
 };
 
 /// A `-D NAME=VALUE` as the checker sees it: its text is a source file of its own, named
@@ -58,6 +62,8 @@ struct Program {
   std::deque<Binding> shorthand_bindings;
   /// The -D overrides of CheckOptions, parsed.
   std::vector<ParsedOverride> const_overrides;
+  /// Set when CheckOptions::name_probe named a name the checker resolved.
+  std::optional<NameSite> name_site;
 
   const Module& main() const { return *modules.at(0); }
   /// The declaration called `name`, or null.
