@@ -13,7 +13,7 @@ int64_t int_arg(const Stage& s, const char* name, int64_t fallback) {
 
 bool const_true(const ExprFunction& fn, int id) {
   const Instr& in = fn.body[static_cast<size_t>(id)];
-  if (in.op != "const" || !in.type.is_scalar()) return false;
+  if (in.op != OpKind::Const || !in.type.is_scalar()) return false;
   const Value& v = in.attrs.at("value");
   return v.is_number() && v.as_double() != 0;
 }
@@ -28,7 +28,7 @@ bool identity_map(const Plan& plan, const Stage& s) {
     const auto& [name, id] = fn.results[k];
     const Instr& p = fn.body[static_cast<size_t>(id)];
     const Type& t = *in.fields[k].type;
-    if (name != in.fields[k].name || p.op != "param" || p.attrs.at("field").s != name) return false;
+    if (name != in.fields[k].name || p.op != OpKind::Param || p.attrs.at("field").s != name) return false;
     // A u8 field may be a fixed-length byte string that reading converts into a u8 tensor.
     if (t.dtype == DType::U8 || t != *s.element.fields[k].type) return false;
   }

@@ -67,7 +67,7 @@ bool random_keys_from(const Plan& plan, int first) {
 
 bool has_random_ops(const ExprFunction& fn) {
   for (const Instr& in : fn.body)
-    if (in.op.rfind("random_", 0) == 0) return true;
+    if (op_has(in.op, OpFlag::Random)) return true;
   return false;
 }
 

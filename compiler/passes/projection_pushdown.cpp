@@ -29,7 +29,7 @@ Names fields_read(const ExprFunction& fn, const ElementInfo& input) {
   remove_unused_instrs(live);
   Names out;
   for (const Instr& in : live.body)
-    if (in.op == "param")
+    if (in.op == OpKind::Param)
       if (int k = param_field_index(in, names); k >= 0) out.insert(names[static_cast<size_t>(k)]);
   return out;
 }

@@ -50,7 +50,7 @@ bool repeated_jpeg_index(Plan& plan) {
     const int64_t runs = times(passes_upstream(plan, s.inputs[0]), passes_downstream(plan, static_cast<int>(i)));
     if (runs < kMinRepeatedPasses) continue;
     for (Instr& in : s.fn->body) {
-      if (in.op != "decode_jpeg" || !in.attrs.count("crop") || in.attrs.count("index")) continue;
+      if (in.op != OpKind::DecodeJpeg || !in.attrs.count("crop") || in.attrs.count("index")) continue;
       in.attrs["index"] = Value::make_bool(true);
       changed = true;
     }

@@ -26,7 +26,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   for (const Stage& s : plan_.stages)
     if (s.fn)
       for (const Instr& in : s.fn->body)
-        if (in.op == "read_file" || in.op.rfind("decode_", 0) == 0 || in.op.rfind("encode_", 0) == 0) ctx_.chunk_rows = 8;
+        if (op_has(in.op, OpFlag::WholeFile)) ctx_.chunk_rows = 8;
   if (options.chunk_rows > 0) ctx_.chunk_rows = options.chunk_rows;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {

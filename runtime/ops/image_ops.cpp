@@ -321,23 +321,23 @@ Tensor encode_jpeg_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_image_ops(KernelTable& t) {
-  t["read_file"] = KernelInfo{read_file_kernel, KernelKind::PerRow};
-  t["decode_jpeg"] = KernelInfo{decode_jpeg_kernel, KernelKind::PerRow};
-  t["decode_png"] = KernelInfo{decode_png_kernel, KernelKind::PerRow};
-  t["decode_image"] = KernelInfo{decode_image_kernel, KernelKind::PerRow};
-  t["random_crop"] = KernelInfo{random_crop_kernel, KernelKind::PerRow};
-  t["central_crop"] = KernelInfo{central_crop_kernel, KernelKind::PerRow};
-  t["crop_or_pad"] = KernelInfo{crop_or_pad_kernel, KernelKind::PerRow};
-  t["resize"] = KernelInfo{resize_kernel, KernelKind::PerRow};
-  t["flip_left_right"] = KernelInfo{flip_kernel<true, false>, KernelKind::PerRow};
-  t["flip_up_down"] = KernelInfo{flip_kernel<false, false>, KernelKind::PerRow};
-  t["random_flip_left_right"] = KernelInfo{flip_kernel<true, true>, KernelKind::PerRow};
-  t["random_flip_up_down"] = KernelInfo{flip_kernel<false, true>, KernelKind::PerRow};
-  t["convert_image_dtype"] = KernelInfo{convert_kernel, KernelKind::PerRow};
-  t["normalize"] = KernelInfo{normalize_kernel, KernelKind::PerRow};
-  t["one_hot_colors"] = KernelInfo{one_hot_colors_kernel, KernelKind::PerRow};
-  t["encode_png"] = KernelInfo{encode_png_kernel, KernelKind::PerRow};
-  t["encode_jpeg"] = KernelInfo{encode_jpeg_kernel, KernelKind::PerRow};
+  t.set(OpKind::ReadFile, read_file_kernel);
+  t.set(OpKind::DecodeJpeg, decode_jpeg_kernel);
+  t.set(OpKind::DecodePng, decode_png_kernel);
+  t.set(OpKind::DecodeImage, decode_image_kernel);
+  t.set(OpKind::RandomCrop, random_crop_kernel);
+  t.set(OpKind::CentralCrop, central_crop_kernel);
+  t.set(OpKind::CropOrPad, crop_or_pad_kernel);
+  t.set(OpKind::Resize, resize_kernel);
+  t.set(OpKind::FlipLeftRight, flip_kernel<true, false>);
+  t.set(OpKind::FlipUpDown, flip_kernel<false, false>);
+  t.set(OpKind::RandomFlipLeftRight, flip_kernel<true, true>);
+  t.set(OpKind::RandomFlipUpDown, flip_kernel<false, true>);
+  t.set(OpKind::ConvertImageDtype, convert_kernel);
+  t.set(OpKind::Normalize, normalize_kernel);
+  t.set(OpKind::OneHotColors, one_hot_colors_kernel);
+  t.set(OpKind::EncodePng, encode_png_kernel);
+  t.set(OpKind::EncodeJpeg, encode_jpeg_kernel);
 }
 
 }  // namespace pipec

@@ -12,6 +12,7 @@
 #include "runtime/plan/expr_function.h"
 #include "runtime/plan/gpu_kernel.h"
 #include "runtime/plan/native_kernel.h"
+#include "runtime/plan/stage_kind.h"
 
 namespace pipec {
 

@@ -117,7 +117,7 @@ class Encoder {
     u64(fn.body.size());
     for (const Instr& in : fn.body) {
       u8(kTagInstr);
-      str(in.op);
+      str(std::string(op_name(in.op)));  // by name: the enum's order may change between versions
       u64(in.operands.size());
       for (int o : in.operands) i32(o);
       u64(in.attrs.size());
@@ -309,7 +309,9 @@ class Decoder {
     for (uint64_t k = 0; k < n; ++k) {
       tag(kTagInstr, "instruction");
       Instr in;
-      in.op = str("instruction op");
+      const std::string op = str("instruction op");
+      if (auto kind = op_from_name(op)) in.op = *kind;
+      else fail(fmt::format("unknown instruction op `{}`", op));
       uint64_t nops = count(4, "operands");
       for (uint64_t o = 0; o < nops; ++o) {
         int32_t id = i32("operand");

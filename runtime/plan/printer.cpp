@@ -25,7 +25,7 @@ std::string print_function(const ExprFunction& fn) {
   bool first = true;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op != "param") continue;
+    if (in.op != OpKind::Param) continue;
     if (!first) out += ", ";
     first = false;
     out += fmt::format("%{} {}: {}", i, in.attrs.at("field").s, type_to_string(in.type));
@@ -33,8 +33,8 @@ std::string print_function(const ExprFunction& fn) {
   out += ") {\n";
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op == "param") continue;
-    std::string line = fmt::format("  %{} = {}", i, in.op);
+    if (in.op == OpKind::Param) continue;
+    std::string line = fmt::format("  %{} = {}", i, op_name(in.op));
     for (size_t k = 0; k < in.operands.size(); ++k) line += fmt::format("{} %{}", k ? "," : "", in.operands[k]);
     bool first_attr = true;
     for (const auto& [name, v] : in.attrs) {

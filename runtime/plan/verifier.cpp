@@ -7,39 +7,41 @@
 
 namespace pipec {
 
-namespace {
-
-const std::set<std::string> kElementwiseBinary = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "max", "min",
-                                                  "bit_and", "bit_or", "bit_xor", "shl", "shr", "atan2"};
-const std::set<std::string> kComparisons = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"};
-
-}  // namespace
-
 std::vector<std::string> verify_function(const ExprFunction& fn) {
   std::vector<std::string> errs;
   bool params_done = false;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, in.op, m)); };
-    if (in.op == "param") {
+    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, op_name(in.op), m)); };
+    const OpInfo& info = op_info(in.op);
+    if (info.has(OpFlag::Input)) {
       if (params_done) err("parameters must come first");
       if (!in.attrs.count("field")) err("a param needs its field name");
     } else {
       params_done = true;
     }
-    if (in.op == "const" && !in.attrs.count("value")) err("a const needs a value");
-    if (in.op == "cast" && !in.attrs.count("dtype")) err("a cast needs a dtype");
+    if (info.has(OpFlag::Constant) && !in.attrs.count("value")) err("a const needs a value");
+    if (in.op == OpKind::Cast && !in.attrs.count("dtype")) err("a cast needs a dtype");
     if (!in.type.is_tensor()) err("every value must be a tensor");
+    const int n = static_cast<int>(in.operands.size());
+    if (n < info.min_operands || (info.max_operands != kVariadic && n > info.max_operands)) {
+      std::string want = info.max_operands == kVariadic ? fmt::format("at least {}", info.min_operands)
+                         : info.min_operands == info.max_operands ? std::to_string(info.min_operands)
+                                                                  : fmt::format("{} to {}", info.min_operands, info.max_operands);
+      err(fmt::format("takes {} operands, not {}", want, n));
+    }
     for (int o : in.operands)
       if (o < 0 || static_cast<size_t>(o) >= i) err(fmt::format("operand %{} is not defined before use", o));
-    if ((kElementwiseBinary.count(in.op) || kComparisons.count(in.op)) && in.operands.size() == 2) {
+    // Binary arithmetic, comparisons and and/or see operands of one dtype (lowering inserts the casts).
+    const bool arithmetic = info.has(OpFlag::Arithmetic);
+    if ((arithmetic || info.has(OpFlag::Compare) || info.has(OpFlag::Logic)) && n == 2) {
       int a = in.operands[0], b = in.operands[1];
       if (a >= 0 && b >= 0 && static_cast<size_t>(a) < i && static_cast<size_t>(b) < i &&
           fn.body[a].type.dtype != fn.body[b].type.dtype)
         err(fmt::format("operands have different dtypes ({} and {})", dtype_name(fn.body[a].type.dtype),
                         dtype_name(fn.body[b].type.dtype)));
-      if (kElementwiseBinary.count(in.op) && a >= 0 && static_cast<size_t>(a) < i &&
-          in.type.dtype != fn.body[a].type.dtype && in.op != "div")
+      // True division's result is its float type, whatever the operands were.
+      if (arithmetic && a >= 0 && static_cast<size_t>(a) < i && in.type.dtype != fn.body[a].type.dtype && in.op != OpKind::Div)
         err("the result dtype differs from the operands'");
     }
   }

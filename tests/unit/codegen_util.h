@@ -27,7 +27,7 @@ struct FnBuilder {
 
   int param(const std::string& field, DType dt, std::vector<int64_t> shape) {
     Instr i;
-    i.op = "param";
+    i.op = OpKind::Param;
     i.attrs["field"] = Value::make_string(field);
     i.type = Type::tensor(dt, shape);
     fields.emplace_back(field, i.type);
@@ -36,7 +36,7 @@ struct FnBuilder {
   int op(const std::string& name, std::vector<int> operands, DType dt, std::vector<int64_t> shape,
          std::map<std::string, Value> attrs = {}) {
     Instr i;
-    i.op = name;
+    i.op = op_from_name(name).value();
     i.operands = std::move(operands);
     i.attrs = std::move(attrs);
     i.type = Type::tensor(dt, shape);

@@ -40,7 +40,7 @@ inline std::string ops_of(const Plan& plan) {
 inline std::string body_ops(const ExprFunction& fn) {
   std::string s;
   for (const Instr& in : fn.body)
-    if (in.op != "param") s += (s.empty() ? "" : " ") + in.op;
+    if (in.op != OpKind::Param) s += (s.empty() ? "" : " ") + std::string(op_name(in.op));
   return s;
 }
 

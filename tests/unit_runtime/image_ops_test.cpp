@@ -134,12 +134,12 @@ TEST(ImageOps, RandomCropWindowIsAPureFunctionOfTheStream) {
 TEST(ImageOps, PairedRandomCropSharesTheWindow) {
   ExprFunction fn;
   Type img = Type::tensor(DType::U8, {kUnknownDim, kUnknownDim, 3});
-  fn.add(Instr{"param", {}, {{"field", Value::make_string("a")}}, img, {}});
-  fn.add(Instr{"param", {}, {{"field", Value::make_string("b")}}, img, {}});
+  fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("a")}}, img, {}});
+  fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("b")}}, img, {}});
   std::map<std::string, Value> attrs{{"height", Value::make_int(3)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}};
   Type out = Type::tensor(DType::U8, {3, 4, 3});
-  fn.add(Instr{"random_crop", {0}, attrs, out, {}});
-  fn.add(Instr{"random_crop", {1}, attrs, out, {}});
+  fn.add(Instr{OpKind::RandomCrop, {0}, attrs, out, {}});
+  fn.add(Instr{OpKind::RandomCrop, {1}, attrs, out, {}});
   fn.results = {{"a", 2}, {"b", 3}};
   Chunk in;
   in.rows = 5;

@@ -24,13 +24,11 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-const std::set<std::string> kFloatUnary = {"tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil",
-                                           "sigmoid"};
-const std::set<std::string> kAnyUnary = {"neg", "abs", "relu", "square", "sign"};
-const std::set<std::string> kArith = {"add", "sub", "mul", "max", "min"};
-const std::set<std::string> kBitwise = {"bit_and", "bit_or", "bit_xor"};
-const std::map<std::string, std::string> kCompare = {{"eq", "=="}, {"ne", "!="}, {"lt", "<"},
-                                                     {"le", "<="}, {"gt", ">"},  {"ge", ">="}};
+const std::set<OpKind> kFloatUnary = {OpKind::Tanh, OpKind::Exp, OpKind::Log, OpKind::Log1p, OpKind::Sqrt, OpKind::Rsqrt, OpKind::Sin, OpKind::Cos, OpKind::Floor, OpKind::Ceil, OpKind::Sigmoid};
+const std::set<OpKind> kAnyUnary = {OpKind::Neg, OpKind::Abs, OpKind::Relu, OpKind::Square, OpKind::Sign};
+const std::set<OpKind> kArith = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Max, OpKind::Min};
+const std::set<OpKind> kBitwise = {OpKind::BitAnd, OpKind::BitOr, OpKind::BitXor};
+const std::map<OpKind, std::string> kCompare = {{OpKind::Eq, "=="}, {OpKind::Ne, "!="}, {OpKind::Lt, "<"}, {OpKind::Le, "<="}, {OpKind::Gt, ">"}, {OpKind::Ge, ">="}};
 
 std::string ctype(DType t) {
   switch (t) {
@@ -207,26 +205,26 @@ class Emitter {
 
   void need_operands(int v, size_t lo, size_t hi) const {
     size_t n = at(v).operands.size();
-    if (n < lo || n > hi) throw Unsupported(fmt::format("`{}` with {} operands{}", at(v).op, n, where(v)));
+    if (n < lo || n > hi) throw Unsupported(fmt::format("`{}` with {} operands{}", op_name(at(v).op), n, where(v)));
   }
 
   void emit_instr(int v) {
     const Instr& in = at(v);
-    if (!in.type.is_tensor()) throw Unsupported(fmt::format("`{}` does not produce a tensor{}", in.op, where(v)));
+    if (!in.type.is_tensor()) throw Unsupported(fmt::format("`{}` does not produce a tensor{}", op_name(in.op), where(v)));
     for (int64_t d : in.type.shape)
-      if (d < 0) throw Unsupported(fmt::format("`{}` has a shape known only at run time{}", in.op, where(v)));
+      if (d < 0) throw Unsupported(fmt::format("`{}` has a shape known only at run time{}", op_name(in.op), where(v)));
     const DType rt = in.type.dtype;
     const std::string t = ctype(rt);
     std::string body = expr(v, rt, t);
     funcs_ += fmt::format("PIPEC_DEV {} v{}(const Ctx& c, i64 row, i64 i) {{  // {}\n  (void)c; (void)row; (void)i;\n  {}\n}}\n",
-                          t, v, in.op, body);
+                          t, v, op_name(in.op), body);
   }
 
   /// The body of v's device function (statements ending in a return).
   std::string expr(int v, DType rt, const std::string& t) {
     const Instr& in = at(v);
-    const std::string& op = in.op;
-    if (op == "param") {
+    const OpKind op = in.op;
+    if (op == OpKind::Param) {
       int k = -1;
       for (size_t j = 0; j < inputs_.size(); ++j)
         if (inputs_[j] == v) k = static_cast<int>(j);
@@ -237,7 +235,7 @@ class Emitter {
       }
       return fmt::format("return c.in{}[row * {} + i];", k, numel(shape(v)));
     }
-    if (op == "const") {
+    if (op == OpKind::Const) {
       const Value* val = find_attr(in, "value");
       if (!val) throw Unsupported("const without a value" + where(v));
       Tensor tv;
@@ -252,36 +250,36 @@ class Emitter {
       tables_ += fmt::format("PIPEC_TABLE {} k{}[{}] = {{\n  {}}};\n", t, v, tv.num_elements(), items);
       return fmt::format("return k{}[i];", v);
     }
-    if (op == "cast") {
+    if (op == OpKind::Cast) {
       need_operands(v, 1, 1);
       return fmt::format("return {};", bcast(v, 0, rt));
     }
-    if (op == "reshape") {
+    if (op == OpKind::Reshape) {
       need_operands(v, 1, 1);
       return fmt::format("return {};", operand(v, 0, "i", rt));
     }
-    if (op == "unpack_bits") {
+    if (op == OpKind::UnpackBits) {
       need_operands(v, 1, 1);
       if (dtype(in.operands[0]) != DType::U8 || rt != DType::U8) throw Unsupported("unpack_bits needs u8" + where(v));
       return fmt::format("return (u8)(({} >> (7 - (i & 7))) & 1);", operand(v, 0, "(i >> 3)", DType::U8));
     }
-    if (op == "slice") return slice(v, rt);
-    if (op == "gather") return gather(v, rt);
-    if (op == "where") {
+    if (op == OpKind::Slice) return slice(v, rt);
+    if (op == OpKind::Gather) return gather(v, rt);
+    if (op == OpKind::Where) {
       need_operands(v, 3, 3);
       return fmt::format("return {} ? {} : {};", bcast(v, 0, DType::Bool), bcast(v, 1, rt), bcast(v, 2, rt));
     }
-    if (op == "clip") {
+    if (op == OpKind::Clip) {
       need_operands(v, 3, 3);
       if (rt == DType::Bool) throw Unsupported("clip of bool" + where(v));
       return fmt::format("{} x = {};\n  const {} lo = {}, hi = {};\n  x = x < lo ? lo : x;\n  return x > hi ? hi : x;", t,
                          bcast(v, 0, rt), t, bcast(v, 1, rt), bcast(v, 2, rt));
     }
-    if (op == "not") {
+    if (op == OpKind::Not) {
       need_operands(v, 1, 1);
       return fmt::format("return !{};", bcast(v, 0, DType::Bool));
     }
-    if (op == "bit_not") {
+    if (op == OpKind::BitNot) {
       need_operands(v, 1, 1);
       if (is_float(rt)) throw Unsupported("bit_not of a float" + where(v));
       if (rt == DType::Bool) return fmt::format("return !{};", bcast(v, 0, rt));
@@ -289,20 +287,20 @@ class Emitter {
     }
     if (kFloatUnary.count(op) || kAnyUnary.count(op)) {
       need_operands(v, 1, 1);
-      if (rt == DType::Bool) throw Unsupported(fmt::format("`{}` of bool{}", op, where(v)));
-      if (kFloatUnary.count(op) && !is_float(rt)) throw Unsupported(fmt::format("`{}` of {}{}", op, dtype_name(rt), where(v)));
-      return fmt::format("return p_{}({});", op, bcast(v, 0, rt));
+      if (rt == DType::Bool) throw Unsupported(fmt::format("`{}` of bool{}", op_name(op), where(v)));
+      if (kFloatUnary.count(op) && !is_float(rt)) throw Unsupported(fmt::format("`{}` of {}{}", op_name(op), dtype_name(rt), where(v)));
+      return fmt::format("return p_{}({});", op_name(op), bcast(v, 0, rt));
     }
-    if (kArith.count(op) || op == "div") {
+    if (kArith.count(op) || op == OpKind::Div) {
       need_operands(v, 2, 2);
-      if (rt == DType::Bool) throw Unsupported(fmt::format("`{}` of bool{}", op, where(v)));
-      if (op == "div" && !is_float(rt)) throw Unsupported("integer div" + where(v));
-      return fmt::format("return p_{}({}, {});", op, bcast(v, 0, rt), bcast(v, 1, rt));
+      if (rt == DType::Bool) throw Unsupported(fmt::format("`{}` of bool{}", op_name(op), where(v)));
+      if (op == OpKind::Div && !is_float(rt)) throw Unsupported("integer div" + where(v));
+      return fmt::format("return p_{}({}, {});", op_name(op), bcast(v, 0, rt), bcast(v, 1, rt));
     }
     if (kBitwise.count(op)) {
       need_operands(v, 2, 2);
-      if (is_float(rt)) throw Unsupported(fmt::format("`{}` of a float{}", op, where(v)));
-      const char* sym = op == "bit_and" ? "&" : op == "bit_or" ? "|" : "^";
+      if (is_float(rt)) throw Unsupported(fmt::format("`{}` of a float{}", op_name(op), where(v)));
+      const char* sym = op == OpKind::BitAnd ? "&" : op == OpKind::BitOr ? "|" : "^";
       return fmt::format("return ({})({} {} {});", t, bcast(v, 0, rt), sym, bcast(v, 1, rt));
     }
     if (auto it = kCompare.find(op); it != kCompare.end()) {
@@ -310,12 +308,12 @@ class Emitter {
       const DType ot = dtype(in.operands[0]);
       return fmt::format("return {} {} {};", bcast(v, 0, ot), it->second, bcast(v, 1, ot));
     }
-    if (op == "and" || op == "or") {
+    if (op == OpKind::And || op == OpKind::Or) {
       need_operands(v, 2, 2);
-      return fmt::format("return {} {} {};", bcast(v, 0, DType::Bool), op == "and" ? "&&" : "||", bcast(v, 1, DType::Bool));
+      return fmt::format("return {} {} {};", bcast(v, 0, DType::Bool), op == OpKind::And ? "&&" : "||", bcast(v, 1, DType::Bool));
     }
-    if (op == "random_uniform" || op == "random_normal") return random(v, rt, t);
-    throw Unsupported(fmt::format("op `{}` has no CUDA lowering yet{}", op, where(v)));
+    if (op == OpKind::RandomUniform || op == OpKind::RandomNormal) return random(v, rt, t);
+    throw Unsupported(fmt::format("op `{}` has no CUDA lowering yet{}", op_name(op), where(v)));
   }
 
   std::string slice(int v, DType rt) {
@@ -382,7 +380,7 @@ class Emitter {
     const std::string seed = find_attr(in, "seed") ? fmt::format("(u64){}ll", attr_int(in, "seed", 0)) : "c.seed";
     const std::string stream =
         fmt::format("{}, (u64){}ll, (u64)(c.first_index + row), (u64)c.epoch, i", seed, attr_int(in, "op_id", 0));
-    if (in.op == "random_uniform") {
+    if (in.op == OpKind::RandomUniform) {
       if (!is_float(rt)) throw Unsupported(fmt::format("random_uniform of {}{}", dtype_name(rt), where(v)));
       const std::string lo = in.operands.size() > 0 ? bcast(v, 0, rt) : (rt == DType::F64 ? "0.0" : "0.0f");
       const std::string hi = in.operands.size() > 1 ? bcast(v, 1, rt) : (rt == DType::F64 ? "1.0" : "1.0f");
