@@ -23,6 +23,7 @@
 
 #include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
+#include "runtime/image/distance_transform.h"
 #include "runtime/image/encoders.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/jpeg_decoder.h"
@@ -254,6 +255,14 @@ Tensor normalize_kernel(const KernelArgs& a) {
   return guarded([&] { return normalize_image(a.in.at(0), floats_of(a.in.at(1)), floats_of(a.in.at(2))); });
 }
 
+Tensor rgb_to_grayscale_kernel(const KernelArgs& a) {
+  return guarded([&] { return rgb_to_grayscale_image(a.in.at(0)); });
+}
+
+Tensor distance_transform_kernel(const KernelArgs& a) {
+  return guarded([&] { return distance_transform_image(a.in.at(0)); });
+}
+
 using Colors = std::vector<std::array<uint8_t, 3>>;
 
 // class_dict.csv: a header line, then `name,r,g,b` rows. Read once per process and path.
@@ -335,6 +344,8 @@ void register_image_ops(KernelTable& t) {
   t.set(OpKind::RandomFlipUpDown, flip_kernel<false, true>);
   t.set(OpKind::ConvertImageDtype, convert_kernel);
   t.set(OpKind::Normalize, normalize_kernel);
+  t.set(OpKind::RgbToGrayscale, rgb_to_grayscale_kernel);
+  t.set(OpKind::DistanceTransform, distance_transform_kernel);
   t.set(OpKind::OneHotColors, one_hot_colors_kernel);
   t.set(OpKind::EncodePng, encode_png_kernel);
   t.set(OpKind::EncodeJpeg, encode_jpeg_kernel);
