@@ -113,10 +113,10 @@ int cmd_explain(const Args& args) {
       codegen::LoopNest nest;
       std::string why;
       if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
-        kernels += "  #" + std::to_string(i) + " " + s.op + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+        kernels += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
         if (loops) kernels += codegen::print_loop_nest(nest);
       } else {
-        kernels += "  #" + std::to_string(i) + " " + s.op + ": interpreter: " + why + "\n";
+        kernels += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": interpreter: " + why + "\n";
       }
     }
     if (!kernels.empty()) std::cout << "kernels:\n" << kernels;

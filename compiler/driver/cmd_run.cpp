@@ -236,11 +236,11 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
-    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, plan.stages[i].op,
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, stage_name(plan.stages[i].kind),
                        format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
   }
   if (total_busy)
-    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
+    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, stage_name(plan.stages[worst].kind),
                        100.0 * worst_ns / total_busy);
 }
 
@@ -267,7 +267,7 @@ void write_stats_json(const std::string& path, const PipelineRun& run, const std
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
                      "\"dropped\": {}, \"backend\": \"{}\", \"device\": \"{}\"}}{}\n",
-                     i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
+                     i, stage_name(run.plan().stages[i].kind), snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
                      stage_backend(run.plan().stages[i]), ctx.stage_device.at(i),
                      i + 1 < run.plan().stages.size() ? "," : "");
   }

@@ -481,8 +481,10 @@ class PlanLowering {
     const Builtin* b = is_stage ? find_builtin(callee.name, {BuiltinKind::Stage, BuiltinKind::Sink})
                                 : find_builtin(callee.name, {BuiltinKind::Source});
     if (!b) throw std::logic_error("lowering: unknown stage " + callee.name);
+    const std::optional<StageKind> kind = stage_of_builtin(*b);
+    if (!kind) throw std::logic_error("lowering: builtin " + b->name + " has no stage in runtime/plan/stages.def");
     Stage s;
-    s.op = b->name;
+    s.kind = *kind;
     s.loc = spec_loc(program_, loc);
     s.element = *whole.type.element;
     s.inputs = inputs;
@@ -502,16 +504,16 @@ class PlanLowering {
     for (auto& [name, x] : bound) {
       if (x->kind == ExprKind::Lambda) {
         auto fn = std::make_shared<ExprFunction>();
-        fn->name = fmt::format("{}@{}", s.op, plan_.stages.size());
+        fn->name = fmt::format("{}@{}", stage_name(s.kind), plan_.stages.size());
         FunctionLowering fl(program_, *fn);
         auto& lambda = *x->as<LambdaExpr>();
         auto r = fl_result(fl, lambda);
-        if (s.op == "filter") fn->results = {{"keep", r.second}};
+        if (s.kind == StageKind::Filter) fn->results = {{"keep", r.second}};
         else fn->results = r.first;
         s.fn = fn;
         continue;
       }
-      if (s.op == "zip") {
+      if (stage_has(s.kind, StageFlag::MultiInput)) {  // zip: its datasets are its inputs
         s.inputs.push_back(lower(*x));
         continue;
       }

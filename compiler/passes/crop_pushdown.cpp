@@ -34,7 +34,7 @@ bool push_one(ExprFunction& fn, int crop_id) {
 bool crop_pushdown(Plan& plan) {
   bool changed = false;
   for (Stage& s : plan.stages) {
-    if (!s.fn || s.op != "map") continue;
+    if (!s.fn || s.kind != StageKind::Map) continue;
     for (int i = static_cast<int>(s.fn->body.size()) - 1; i >= 0; --i)
       if (i < static_cast<int>(s.fn->body.size()) && push_one(*s.fn, i)) changed = true;
   }

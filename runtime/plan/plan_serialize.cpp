@@ -145,7 +145,7 @@ class Encoder {
 
   void stage(const Stage& s) {
     u8(kTagStage);
-    str(s.op);
+    str(std::string(stage_name(s.kind)));  // by name, as instruction ops
     u64(s.args.size());
     for (const auto& [name, v] : s.args) {
       str(name);
@@ -356,7 +356,9 @@ class Decoder {
   Stage stage(size_t index) {
     tag(kTagStage, "stage");
     Stage s;
-    s.op = str("stage op");
+    const std::string kind = str("stage op");
+    if (auto k = stage_from_name(kind)) s.kind = *k;
+    else fail(fmt::format("unknown stage `{}`", kind));
     uint64_t nargs = count(10, "arguments");
     for (uint64_t a = 0; a < nargs; ++a) {
       std::string name = str("argument name");

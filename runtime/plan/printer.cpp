@@ -5,7 +5,7 @@
 
 namespace pipec {
 
-bool has_element_kernel(const Stage& s) { return s.op == "map" || s.op == "filter" || s.op == "map_batch"; }
+bool has_element_kernel(const Stage& s) { return stage_has(s.kind, StageFlag::ElementKernel); }
 
 const Value* Stage::arg(const std::string& name) const {
   for (const auto& [n, v] : args)
@@ -65,7 +65,7 @@ std::string print_plan(const Plan& plan) {
     if (s.fn) args += fmt::format("{}fn = {}", args.empty() ? "" : ", ", s.fn->name);
     std::string where;
     if (s.loc.valid()) where = fmt::format("  ({}:{})", s.loc.line, s.loc.col);
-    out += fmt::format("  #{} {}({}){}\n", i, s.op, args, where);
+    out += fmt::format("  #{} {}({}){}\n", i, stage_name(s.kind), args, where);
     for (const SchemaEntry& e : s.schema)
       out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type), e.fixed_bytes ? " (fixed-length bytes)" : "",
                          e.default_value ? " = " + e.default_value->to_string() : "");

@@ -29,7 +29,7 @@ ChessPlan load_chess() {
   EXPECT_NE(d, nullptr);
   c.plan = lower_pipeline(*c.program, *d);
   for (size_t i = 0; i < c.plan.stages.size(); ++i)
-    if (c.plan.stages[i].op == "map") c.map = static_cast<int>(i);
+    if (c.plan.stages[i].kind == StageKind::Map) c.map = static_cast<int>(i);
   return c;
 }
 

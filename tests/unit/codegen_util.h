@@ -58,11 +58,11 @@ inline Value int_list(const std::vector<int64_t>& v) {
 inline Plan one_map_plan(const FnBuilder& b, const std::string& op = "map") {
   Plan p;
   Stage src;
-  src.op = "range";
+  src.kind = StageKind::Range;
   for (const auto& [name, t] : b.fields) src.element.fields.push_back(Field{name, std::make_shared<Type>(t)});
   p.stages.push_back(src);
   Stage m;
-  m.op = op;
+  m.kind = stage_from_name(op).value();
   m.inputs = {0};
   m.fn = std::make_shared<ExprFunction>(b.fn);
   m.fn->name = op + "@1";

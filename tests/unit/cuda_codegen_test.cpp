@@ -122,7 +122,7 @@ TEST(CudaCodegen, NvrtcCompilesEveryExampleMap) {
     for (const Plan& plan : plans_of_file(path)) {
       for (size_t i = 0; i < plan.stages.size(); ++i) {
         const Stage& s = plan.stages[i];
-        if (s.op != "map" || !s.fn) continue;
+        if (s.kind != StageKind::Map || !s.fn) continue;
         auto r = emit_cuda_map(*s.fn, input_fields(plan, s), fmt::format("pipec_map_{}", i));
         const std::string what = fmt::format("{} stage #{}", ex, i);
         if (!r.kernel) {
@@ -143,7 +143,7 @@ TEST(CudaCodegen, ChessMapIsLoweredAndDeblurSaysWhyNot) {
   Plan chess = plans_of_file(std::string(PIPEC_SOURCE_DIR) + "/examples/chess/chess.pipe").at(0);
   bool found = false;
   for (const Stage& s : chess.stages)
-    if (s.op == "map") {
+    if (s.kind == StageKind::Map) {
       auto r = emit_cuda_map(*s.fn, input_fields(chess, s), "k");
       EXPECT_TRUE(r.kernel) << r.error;
       found = true;
@@ -170,7 +170,7 @@ TEST(CudaCodegen, NvrtcCompilesSyntheticMaps) {
   for (const char* text : kSynthetic) {
     Plan plan = plan_of(text);
     const Stage& s = plan.stages.back();
-    ASSERT_EQ(s.op, "map");
+    ASSERT_EQ(s.kind, StageKind::Map);
     auto r = emit_cuda_map(*s.fn, input_fields(plan, s), "pipec_map_test");
     ASSERT_TRUE(r.kernel) << r.error;
     expect_nvrtc_compiles(*nvrtc, *r.kernel, text);
@@ -348,7 +348,7 @@ TEST(CudaCodegenHost, ChessMapMatchesInterpreter) {
   Plan plan = plans_of_file(std::string(PIPEC_SOURCE_DIR) + "/examples/chess/chess.pipe").at(0);
   int maps = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
-    if (plan.stages[i].op != "map") continue;
+    if (plan.stages[i].kind != StageKind::Map) continue;
     EXPECT_GT(differential(plan, i, 1000, 1, 42), 0);
     ++maps;
   }

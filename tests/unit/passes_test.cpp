@@ -40,7 +40,7 @@ Instr op(const std::string& name, std::vector<int> operands, DType dt, std::vect
 Plan range_then(std::shared_ptr<ExprFunction> fn) {
   Plan p = plan_of("pipeline p = range(5)\n");
   Stage m;
-  m.op = "map";
+  m.kind = StageKind::Map;
   m.inputs = {0};
   m.fn = fn;
   for (const auto& [name, id] : fn->results)

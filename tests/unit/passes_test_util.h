@@ -32,7 +32,7 @@ inline Plan plan_of(const std::string& text, const std::string& name = "p") {
 /// "range map batch": the stage ops in order.
 inline std::string ops_of(const Plan& plan) {
   std::string s;
-  for (const Stage& st : plan.stages) s += (s.empty() ? "" : " ") + st.op;
+  for (const Stage& st : plan.stages) s += (s.empty() ? "" : " ") + std::string(stage_name(st.kind));
   return s;
 }
 

@@ -69,7 +69,7 @@ TEST(PlanSerialize, KeepsNativeKernelSymbolsButNotPointers) {
   Plan plan = small_plan();
   int map_stage = -1;
   for (size_t i = 0; i < plan.stages.size(); ++i)
-    if (plan.stages[i].op == "map") map_stage = static_cast<int>(i);
+    if (plan.stages[i].kind == StageKind::Map) map_stage = static_cast<int>(i);
   ASSERT_GE(map_stage, 0);
   auto k = std::make_shared<NativeKernel>();
   k->symbol = "pipec_kernel_1";
