@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     Plan& plan = compiled.pipelines[0].plan;
     int stage = -1;
     for (size_t i = 0; i < plan.stages.size() && stage < 0; ++i)
-      if (plan.stages[i].op == "map") stage = static_cast<int>(i);
+      if (plan.stages[i].kind == StageKind::Map) stage = static_cast<int>(i);
     if (stage < 0) throw std::runtime_error("the spec has no map");
     const Stage& st = plan.stages[stage];
     const auto& in_fields = plan.stages.at(st.inputs[0]).element.fields;

@@ -26,10 +26,10 @@ std::string kernel_lines(const Plan& plan, bool loops) {
     codegen::LoopNest nest;
     std::string why;
     if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
-      out += "  #" + std::to_string(i) + " " + s.op + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
       if (loops) out += codegen::print_loop_nest(nest);
     } else {
-      out += "  #" + std::to_string(i) + " " + s.op + ": interpreter: " + why + "\n";
+      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": interpreter: " + why + "\n";
     }
   }
   return out;

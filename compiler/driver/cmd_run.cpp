@@ -115,11 +115,11 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
-    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, plan.stages[i].op,
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, stage_name(plan.stages[i].kind),
                        format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
   }
   if (total_busy)
-    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
+    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, stage_name(plan.stages[worst].kind),
                        100.0 * worst_ns / total_busy);
 }
 
@@ -150,7 +150,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& ru
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     stages.push_back(Json{{"index", i},
-                          {"op", run.plan().stages[i].op},
+                          {"op", std::string(stage_name(run.plan().stages[i].kind))},
                           {"elements_out", snap.elements_out},
                           {"busy_seconds", snap.busy_ns / 1e9},
                           {"bytes_out", snap.bytes},

@@ -1,8 +1,11 @@
 // Lowering: a checked pipeline declaration (typed AST) -> a Plan (dataset graph + expression IR).
 #pragma once
 
-#include "runtime/plan/plan.h"
+#include <optional>
+
+#include "compiler/sema/builtins.h"
 #include "compiler/sema/program.h"
+#include "runtime/plan/plan.h"
 
 namespace pipec {
 
@@ -10,5 +13,12 @@ namespace pipec {
 /// pipelines it refers to are inlined; fn calls in map bodies are inlined; implicit promotions become
 /// explicit casts.
 Plan lower_pipeline(const Program& program, const Decl& pipeline);
+
+/// The IR op a call of builtin `b` (of kind Op) lowers to: the op of the same name (runtime/plan/ops.def);
+/// nullopt when the table has none, which tests/unit/op_table_coverage_test.cpp reports.
+std::optional<OpKind> op_of_builtin(const Builtin& b);
+
+/// The stage kind a call of builtin `b` (a Source, Stage or Sink) lowers to: the stage of the same name.
+std::optional<StageKind> stage_of_builtin(const Builtin& b);
 
 }  // namespace pipec

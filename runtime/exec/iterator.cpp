@@ -155,6 +155,6 @@ Chunk restore_chunk(StateReader& r) {
 }
 
 StageError::StageError(const Stage& stage, const std::string& what)
-    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + stage.op + ": " + what) {}
+    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + std::string(stage_name(stage.kind)) + ": " + what) {}
 
 }  // namespace pipec

@@ -41,7 +41,7 @@ std::vector<fs::path> example_specs(const fs::path& root) {
 
 bool writes(const Plan& plan) {
   for (const Stage& s : plan.stages)
-    if (s.op == "write") return true;
+    if (s.kind == StageKind::Write) return true;
   return false;
 }
 

@@ -53,7 +53,7 @@ std::optional<GpuSide> gpu_side_or_fail() {
 int move_every_map_to_gpu(Plan& plan) {
   int maps = 0;
   for (Stage& s : plan.stages) {
-    if (s.op != "map" || s.inputs.empty()) continue;
+    if (s.kind != StageKind::Map || s.inputs.empty()) continue;
     plan.stages.at(s.inputs[0]).element.on_gpu = true;
     ++maps;
   }
@@ -62,9 +62,9 @@ int move_every_map_to_gpu(Plan& plan) {
   // have one: the others read their input from the CPU again (their Stage::gpu keeps the reason).
   std::set<int> feeds_a_kernel;
   for (const Stage& s : plan.stages)
-    if (s.op == "map" && !s.inputs.empty() && s.gpu && s.gpu->unsupported.empty()) feeds_a_kernel.insert(s.inputs[0]);
+    if (s.kind == StageKind::Map && !s.inputs.empty() && s.gpu && s.gpu->unsupported.empty()) feeds_a_kernel.insert(s.inputs[0]);
   for (const Stage& s : plan.stages)
-    if (s.op == "map" && !s.inputs.empty() && !feeds_a_kernel.count(s.inputs[0]))
+    if (s.kind == StageKind::Map && !s.inputs.empty() && !feeds_a_kernel.count(s.inputs[0]))
       plan.stages.at(s.inputs[0]).element.on_gpu = false;
   return maps;
 }
@@ -86,7 +86,7 @@ void compile_kernels(const Plan& plan, int arch, const std::string& context, Gpu
   const gpu::Nvrtc* nvrtc = nullptr;
   std::string why;
   for (const Stage& s : plan.stages) {
-    if (s.op != "map" || !s.gpu) continue;
+    if (s.kind != StageKind::Map || !s.gpu) continue;
     if (!s.gpu->unsupported.empty()) {
       ++stats.unsupported[reason_kind(s.gpu->unsupported)];
       continue;
@@ -160,7 +160,7 @@ int compare_gpu_with_interpreter(const Plan& plan, const GpuSide& side, const st
     // Every map with a kernel must have run on the GPU (--device gpu turns an executor's refusal into
     // an error; this also catches a map that was never handed to the GPU).
     int with_kernel = 0;
-    for (const Stage& s : plan.stages) with_kernel += s.op == "map" && s.gpu && s.gpu->unsupported.empty();
+    for (const Stage& s : plan.stages) with_kernel += s.kind == StageKind::Map && s.gpu && s.gpu->unsupported.empty();
     if (gpu.out.ok) {
       EXPECT_EQ(on_gpu, with_kernel) << what << ": " << with_kernel << " map(s) have a kernel but " << on_gpu
                                      << " ran on the GPU\n" << context;

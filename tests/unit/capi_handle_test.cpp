@@ -59,7 +59,7 @@ TEST(CapiHandle, ShardsSplitSourcesAndKeepZipsAligned) {
   Plan sharded = shard_after_sources(plan, 2, 1);
   EXPECT_TRUE(verify_plan(sharded).empty()) << print_plan(sharded);
   int shards = 0;
-  for (const Stage& s : sharded.stages) shards += s.op == "shard";
+  for (const Stage& s : sharded.stages) shards += s.kind == StageKind::Shard;
   EXPECT_EQ(shards, 2) << print_plan(sharded);
   std::vector<int64_t> vs, ws;
   for (int i = 0; i < 2; ++i) {

@@ -32,7 +32,7 @@ ChessPlan load_chess() {
   c.program = std::move(r.program);
   c.plan = std::move(r.pipelines[0].plan);
   for (size_t i = 0; i < c.plan.stages.size(); ++i)
-    if (c.plan.stages[i].op == "map") c.map = static_cast<int>(i);
+    if (c.plan.stages[i].kind == StageKind::Map) c.map = static_cast<int>(i);
   return c;
 }
 

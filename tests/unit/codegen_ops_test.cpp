@@ -54,7 +54,7 @@ TEST(CodegenOps, ChessBoardLoopHasNoDivisions) {
     if (!seen.insert(id).second) continue;
     const codegen::Node& n = out.nodes.at(static_cast<size_t>(id));
     if (n.kind == codegen::NodeKind::Index) {
-      EXPECT_TRUE(n.op != "div" && n.op != "mod") << "n" << id << " idx." << n.op;
+      EXPECT_TRUE(n.index_op != codegen::IndexOp::Div && n.index_op != codegen::IndexOp::Mod) << "n" << id << " idx." << codegen::index_op_name(n.index_op);
     }
     if (n.kind == codegen::NodeKind::Load) ++loads;
     for (int a : n.args) todo.push_back(a);

@@ -99,7 +99,7 @@ TEST(Compile, KernelsOnlyAboveO0) {
   CompileResult reference = compile(req);
   ASSERT_TRUE(reference.ok());
   EXPECT_FALSE(reference.pipelines[0].jit.has_value());
-  for (const Stage& s : reference.pipelines[0].plan.stages) EXPECT_EQ(s.native, nullptr) << s.op;
+  for (const Stage& s : reference.pipelines[0].plan.stages) EXPECT_EQ(s.native, nullptr) << stage_name(s.kind);
 
   req.options.passes.opt_level = 1;
   req.options.cpu_kernels = CpuKernels::Object;
@@ -125,7 +125,7 @@ TEST(Compile, GpuKernelsUnlessTheDeviceIsTheCpu) {
   CompileResult cpu = compile(req);
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu.pipelines[0].gpu_kernels, 0);
-  for (const Stage& s : cpu.pipelines[0].plan.stages) EXPECT_FALSE(s.gpu) << s.op;
+  for (const Stage& s : cpu.pipelines[0].plan.stages) EXPECT_FALSE(s.gpu) << stage_name(s.kind);
 }
 
 }  // namespace

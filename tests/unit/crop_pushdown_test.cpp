@@ -26,7 +26,7 @@ int count_op(const Plan& p, const std::string& op) {
   int n = 0;
   for (const Stage& s : p.stages)
     if (s.fn)
-      for (const Instr& in : s.fn->body) n += in.op == op;
+      for (const Instr& in : s.fn->body) n += in.op == op_from_name(op).value();
   return n;
 }
 
@@ -43,7 +43,7 @@ TEST(CropPushdown, RewritesRandomCropOfJpegDecode) {
   for (const Stage& s : q.stages)
     if (s.fn)
       for (const Instr& in : s.fn->body)
-        if (in.op == "decode_jpeg") {
+        if (in.op == OpKind::DecodeJpeg) {
           found = true;
           EXPECT_EQ(in.attrs.at("crop").s, "random");
           EXPECT_EQ(in.type.shape, (std::vector<int64_t>{16, 20, 3}));

@@ -52,7 +52,7 @@ std::vector<HostCase> map_cases(const Plan& plan, const std::string& tag, int& n
   std::vector<HostCase> out;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    if (s.op != "map" || !s.fn || s.inputs.size() != 1) continue;
+    if (s.kind != StageKind::Map || !s.fn || s.inputs.size() != 1) continue;
     HostCase c;
     c.what = fmt::format("{} stage #{}", tag, i);
     auto r = emit_cuda_map(*s.fn, input_fields(plan, s), fmt::format("pipec_map_{}", next++));
@@ -95,7 +95,7 @@ TEST(CudaCodegen, EveryExampleMapLowersExactlyWhenTheJitCompilesIt) {
     for (const Plan& plan : plans_of_file(path)) {
       for (size_t i = 0; i < plan.stages.size(); ++i) {
         const Stage& s = plan.stages[i];
-        if (s.op != "map" || !s.fn) continue;
+        if (s.kind != StageKind::Map || !s.fn) continue;
         ++maps;
         codegen::LoopNest nest;
         std::string jit_why;
@@ -145,7 +145,7 @@ TEST(CudaCodegen, ChessMapIsLoweredAndDeblurSaysWhyNot) {
   Plan chess = plans_of_file(std::string(PIPEC_SOURCE_DIR) + "/examples/chess/chess.pipe").at(0);
   bool found = false;
   for (const Stage& s : chess.stages)
-    if (s.op == "map") {
+    if (s.kind == StageKind::Map) {
       auto r = emit_cuda_map(*s.fn, input_fields(chess, s), "k");
       EXPECT_TRUE(r.kernel) << r.error;
       found = true;

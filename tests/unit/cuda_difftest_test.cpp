@@ -79,12 +79,12 @@ Generated generate(const fs::path& root, bool with_inputs) {
       Plan plan = lower_pipeline(*program, *d);
       for (size_t i = 0; i < plan.stages.size(); ++i) {
         const Stage& s = plan.stages[i];
-        if ((s.op != "map" && s.op != "filter") || !s.fn || s.inputs.size() != 1) continue;
+        if ((s.kind != StageKind::Map && s.kind != StageKind::Filter) || !s.fn || s.inputs.size() != 1) continue;
         ++g.bodies;
         std::vector<std::string> names;
         for (const Field& f : plan.stages.at(s.inputs[0]).element.fields) names.push_back(f.name);
         auto r = cuda_codegen::emit_cuda_map(*s.fn, names, fmt::format("pipec_seed{}_stage{}", seed, i));
-        const std::string what = fmt::format("seed {} stage #{} ({})", seed, i, s.op);
+        const std::string what = fmt::format("seed {} stage #{} ({})", seed, i, stage_name(s.kind));
         if (!r.kernel) {
           EXPECT_FALSE(r.error.empty()) << what;
           g.not_lowered.push_back(what + ": " + r.error);

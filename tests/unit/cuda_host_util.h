@@ -173,7 +173,7 @@ inline std::pair<std::vector<DType>, std::vector<DType>> kernel_dtypes(const Exp
   for (int fi : k.input_fields) {
     DType dt = input.at(static_cast<size_t>(fi)).type->dtype;
     for (const Instr& in : fn.body)
-      if (in.op == "param") {
+      if (in.op == OpKind::Param) {
         const Value* f = find_attr(in, "field");
         if ((f && f->s == names[static_cast<size_t>(fi)]) || names.size() == 1) dt = in.type.dtype;
       }
@@ -192,7 +192,7 @@ inline Chunk random_chunk(const ExprFunction& fn, const std::vector<Field>& inpu
     const Type& t = *input[i].type;
     const Instr* param = nullptr;
     for (const Instr& p : fn.body)
-      if (p.op == "param") {
+      if (p.op == OpKind::Param) {
         const Value* f = find_attr(p, "field");
         if ((f && f->s == input[i].name) || input.size() == 1) param = &p;
       }

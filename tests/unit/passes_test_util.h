@@ -18,7 +18,7 @@ inline Plan plan_of(const std::string& text, const std::string& name = "p") { re
 /// "range map batch": the stage ops in order.
 inline std::string ops_of(const Plan& plan) {
   std::string s;
-  for (const Stage& st : plan.stages) s += (s.empty() ? "" : " ") + st.op;
+  for (const Stage& st : plan.stages) s += (s.empty() ? "" : " ") + std::string(stage_name(st.kind));
   return s;
 }
 
@@ -26,7 +26,7 @@ inline std::string ops_of(const Plan& plan) {
 inline std::string body_ops(const ExprFunction& fn) {
   std::string s;
   for (const Instr& in : fn.body)
-    if (in.op != "param") s += (s.empty() ? "" : " ") + in.op;
+    if (in.op != OpKind::Param) s += (s.empty() ? "" : " ") + std::string(op_name(in.op));
   return s;
 }
 

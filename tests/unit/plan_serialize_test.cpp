@@ -64,7 +64,7 @@ TEST(PlanSerialize, KeepsNativeKernelSymbolsButNotPointers) {
   Plan plan = small_plan();
   int map_stage = -1;
   for (size_t i = 0; i < plan.stages.size(); ++i)
-    if (plan.stages[i].op == "map") map_stage = static_cast<int>(i);
+    if (plan.stages[i].kind == StageKind::Map) map_stage = static_cast<int>(i);
   ASSERT_GE(map_stage, 0);
   auto k = std::make_shared<NativeKernel>();
   k->symbol = "pipec_kernel_1";
@@ -120,6 +120,34 @@ TEST(PlanSerialize, LayoutMismatchNamesTheOffset) {
   std::string e = decode_error(body);
   EXPECT_NE(e.find("payload offset"), std::string::npos) << e;
   EXPECT_NE(e.find("expected a stage record"), std::string::npos) << e;
+}
+
+// `blob` with the length-prefixed string `from` replaced by `to` (same length) and the CRC made right
+// again, so only the decoder's own checks can refuse it.
+std::string renamed(std::string blob, const std::string& from, const std::string& to) {
+  std::string prefix(8, '\0');
+  prefix[0] = static_cast<char>(from.size());
+  size_t at = blob.find(prefix + from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return blob;
+  blob.replace(at + 8, from.size(), to);
+  std::string body = blob.substr(0, blob.size() - 4);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+  for (int i = 0; i < 4; ++i) body.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return body;
+}
+
+// Ops and stages travel by name (runtime/plan/ops.def, stages.def): a name the table lacks is refused.
+TEST(PlanSerialize, UnknownOpOrStageNamesAreRefused) {
+  const std::string blob = encode_plan(small_plan());
+  std::string e = decode_error(renamed(blob, "mul", "mux"));
+  EXPECT_NE(e.find("unknown instruction op `mux`"), std::string::npos) << e;
+  EXPECT_NE(e.find("payload offset"), std::string::npos) << e;
+  e = decode_error(renamed(blob, "batch", "batcx"));
+  EXPECT_NE(e.find("unknown stage `batcx`"), std::string::npos) << e;
+  // The same blob with the names intact decodes.
+  EXPECT_EQ(decode_error(renamed(blob, "mul", "mul")), "");
 }
 
 // Corruption that keeps a valid frame (the CRC recomputed) must still give an error or a plan the

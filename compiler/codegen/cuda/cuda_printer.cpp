@@ -142,7 +142,7 @@ std::string math_fn(const char* name, DType t) { return t == DType::F32 ? std::s
 
 // ---- The op set: one loop-nest Op (its interpreter semantics on operands of dtype `t`) as CUDA text.
 // Kept in one function so the op names are mapped in one place.
-std::string op_text(const std::string& op, DType t, const std::vector<std::string>& a) {
+std::string op_text(OpKind op, DType t, const std::vector<std::string>& a) {
   const bool f = is_float(t);
   auto call = [&](const char* fn) {
     std::string s = std::string(fn) + "(";
@@ -151,70 +151,86 @@ std::string op_text(const std::string& op, DType t, const std::vector<std::strin
   };
   auto infix = [&](const char* sym) { return fmt::format("({} {} {})", a.at(0), sym, a.at(1)); };
   auto bits = [&](const char* sym) { return fmt::format("(({})({} {} {}))", ctype(t), a.at(0), sym, a.at(1)); };
-  // Binary arithmetic: floats are plain IEEE operations; integers wrap (p_add...) and follow Python
-  // for division, modulo and negative powers.
-  if (op == "add") return f ? infix("+") : call("p_add");
-  if (op == "sub") return f ? infix("-") : call("p_sub");
-  if (op == "mul") return f ? infix("*") : call("p_mul");
-  if (op == "div") return f ? infix("/") : call("p_floordiv");  // integer true division is floordiv
-  if (op == "floordiv") return call("p_floordiv");
-  if (op == "mod") return call("p_mod");
-  if (op == "pow") return f ? call(math_fn("pow", t).c_str()) : call("p_pow");
-  if (op == "max") return call("p_max");  // NaN-propagating for floats
-  if (op == "min") return call("p_min");
-  if (op == "atan2") return call(math_fn("atan2", t).c_str());
-  if (op == "bit_and") return bits("&");
-  if (op == "bit_or") return bits("|");
-  if (op == "bit_xor") return bits("^");
-  if (op == "shl") return call("p_shl");
-  if (op == "shr") return call("p_shr");
-  // Comparisons and logic (bool results); C's float comparisons are IEEE's (NaN != NaN).
-  if (op == "eq") return infix("==");
-  if (op == "ne") return infix("!=");
-  if (op == "lt") return infix("<");
-  if (op == "le") return infix("<=");
-  if (op == "gt") return infix(">");
-  if (op == "ge") return infix(">=");
-  if (op == "and") return infix("&&");
-  if (op == "or") return infix("||");
-  if (op == "not") return fmt::format("(!{})", a.at(0));
-  if (op == "clip") return call("p_clip");
-  // Unary.
-  if (op == "neg") return f ? fmt::format("(-{})", a.at(0)) : call("p_neg");
-  if (op == "bit_not") return t == DType::Bool ? fmt::format("(!{})", a.at(0)) : fmt::format("(({})~{})", ctype(t), a.at(0));
-  if (op == "abs") return call("p_abs");
-  if (op == "sign") return call("p_sign");
-  if (op == "relu") return call("p_relu");
-  if (op == "square") return f ? fmt::format("({0} * {0})", a.at(0)) : fmt::format("p_mul({0}, {0})", a.at(0));
-  if (op == "tanh" || op == "exp" || op == "log" || op == "log1p" || op == "sin" || op == "cos" || op == "sqrt" ||
-      op == "floor" || op == "ceil")
-    return call(math_fn(op.c_str(), t).c_str());
-  if (op == "rsqrt") return fmt::format("(({})1 / {}({}))", ctype(t), math_fn("sqrt", t), a.at(0));
-  if (op == "round") return call("p_round");  // half to even
-  if (op == "sigmoid") return call("p_sigmoid");
-  throw std::logic_error("cuda printer: unknown op " + op);
+  switch (op) {
+    // Binary arithmetic: floats are plain IEEE operations; integers wrap (p_add...) and follow Python
+    // for division, modulo and negative powers.
+    case OpKind::Add: return f ? infix("+") : call("p_add");
+    case OpKind::Sub: return f ? infix("-") : call("p_sub");
+    case OpKind::Mul: return f ? infix("*") : call("p_mul");
+    case OpKind::Div: return f ? infix("/") : call("p_floordiv");  // integer true division is floordiv
+    case OpKind::FloorDiv: return call("p_floordiv");
+    case OpKind::Mod: return call("p_mod");
+    case OpKind::Pow: return f ? call(math_fn("pow", t).c_str()) : call("p_pow");
+    case OpKind::Max: return call("p_max");  // NaN-propagating for floats
+    case OpKind::Min: return call("p_min");
+    case OpKind::Atan2: return call(math_fn("atan2", t).c_str());
+    case OpKind::BitAnd: return bits("&");
+    case OpKind::BitOr: return bits("|");
+    case OpKind::BitXor: return bits("^");
+    case OpKind::Shl: return call("p_shl");
+    case OpKind::Shr: return call("p_shr");
+    // Comparisons and logic (bool results); C's float comparisons are IEEE's (NaN != NaN).
+    case OpKind::Eq: return infix("==");
+    case OpKind::Ne: return infix("!=");
+    case OpKind::Lt: return infix("<");
+    case OpKind::Le: return infix("<=");
+    case OpKind::Gt: return infix(">");
+    case OpKind::Ge: return infix(">=");
+    case OpKind::And: return infix("&&");
+    case OpKind::Or: return infix("||");
+    case OpKind::Not: return fmt::format("(!{})", a.at(0));
+    case OpKind::Clip: return call("p_clip");
+    // Unary.
+    case OpKind::Neg: return f ? fmt::format("(-{})", a.at(0)) : call("p_neg");
+    case OpKind::BitNot: return t == DType::Bool ? fmt::format("(!{})", a.at(0)) : fmt::format("(({})~{})", ctype(t), a.at(0));
+    case OpKind::Abs: return call("p_abs");
+    case OpKind::Sign: return call("p_sign");
+    case OpKind::Relu: return call("p_relu");
+    case OpKind::Square: return f ? fmt::format("({0} * {0})", a.at(0)) : fmt::format("p_mul({0}, {0})", a.at(0));
+    case OpKind::Tanh:
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Log1p:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Sqrt:
+    case OpKind::Floor:
+    case OpKind::Ceil: return call(math_fn(std::string(op_name(op)).c_str(), t).c_str());
+    case OpKind::Rsqrt: return fmt::format("(({})1 / {}({}))", ctype(t), math_fn("sqrt", t), a.at(0));
+    case OpKind::Round: return call("p_round");  // half to even
+    case OpKind::Sigmoid: return call("p_sigmoid");
+    default: break;
+  }
+  throw std::logic_error("cuda printer: unknown op " + std::string(op_name(op)));
 }
 
 // Index arithmetic on non-negative i64 values (NodeKind::Index).
-std::string index_text(const std::string& op, const std::vector<std::string>& a) {
-  if (op == "add") return fmt::format("({} + {})", a.at(0), a.at(1));
-  if (op == "sub") return fmt::format("({} - {})", a.at(0), a.at(1));
-  if (op == "mul") return fmt::format("({} * {})", a.at(0), a.at(1));
-  if (op == "div") return fmt::format("({} / {})", a.at(0), a.at(1));
-  if (op == "mod") return fmt::format("({} % {})", a.at(0), a.at(1));
-  if (op == "min") return fmt::format("({0} < {1} ? {0} : {1})", a.at(0), a.at(1));
-  if (op == "max") return fmt::format("({0} > {1} ? {0} : {1})", a.at(0), a.at(1));
-  if (op == "lt") return fmt::format("(i64)({} < {})", a.at(0), a.at(1));
-  if (op == "select") return fmt::format("({} != 0 ? {} : {})", a.at(0), a.at(1), a.at(2));
-  throw std::logic_error("cuda printer: unknown index op " + op);
+std::string index_text(codegen::IndexOp op, const std::vector<std::string>& a) {
+  using codegen::IndexOp;
+  switch (op) {
+    case IndexOp::Add: return fmt::format("({} + {})", a.at(0), a.at(1));
+    case IndexOp::Sub: return fmt::format("({} - {})", a.at(0), a.at(1));
+    case IndexOp::Mul: return fmt::format("({} * {})", a.at(0), a.at(1));
+    case IndexOp::Div: return fmt::format("({} / {})", a.at(0), a.at(1));
+    case IndexOp::Mod: return fmt::format("({} % {})", a.at(0), a.at(1));
+    case IndexOp::Min: return fmt::format("({0} < {1} ? {0} : {1})", a.at(0), a.at(1));
+    case IndexOp::Max: return fmt::format("({0} > {1} ? {0} : {1})", a.at(0), a.at(1));
+    case IndexOp::Lt: return fmt::format("(i64)({} < {})", a.at(0), a.at(1));
+    case IndexOp::Select: return fmt::format("({} != 0 ? {} : {})", a.at(0), a.at(1), a.at(2));
+  }
+  throw std::logic_error("cuda printer: unknown index op");
 }
 
 // A Reduce node's starting value and step (NodeKind::Reduce: sum/prod in `acc`, max/min in the
 // operand's dtype starting at -inf/+inf or the integer limits).
 std::string reduce_init(const Node& n) {
+  using codegen::ReduceOp;
   const DType t = n.dtype;
-  if (n.op == "sum" || n.op == "prod") return is_float(t) ? (n.op == "sum" ? "0.0" : "1.0") : (n.op == "sum" ? "0ull" : "1ull");
-  const bool mx = n.op == "max";
+  if (n.reduce_op == ReduceOp::Sum || n.reduce_op == ReduceOp::Prod) {
+    const bool sum = n.reduce_op == ReduceOp::Sum;
+    return is_float(t) ? (sum ? "0.0" : "1.0") : (sum ? "0ull" : "1ull");
+  }
+  const bool mx = n.reduce_op == ReduceOp::Max;
   if (is_float(t)) return float_literal(mx ? -INFINITY : INFINITY, t);
   if (t == DType::Bool) return mx ? "false" : "true";
   const std::string T = ctype(t);
@@ -225,13 +241,17 @@ std::string reduce_init(const Node& n) {
   return int_literal(mx ? lo : -(lo + 1), t);
 }
 std::string reduce_step(const Node& n, const std::string& acc, const std::string& x) {
-  if (n.op == "sum" || n.op == "prod") {
-    const std::string v = cast_text(x, n.arg_dtype, n.dtype);
-    return fmt::format("{} {} {}", acc, n.op == "sum" ? "+" : "*", v);  // f64, or u64 (wraps)
+  using codegen::ReduceOp;
+  switch (n.reduce_op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Prod: {
+      const std::string v = cast_text(x, n.arg_dtype, n.dtype);
+      return fmt::format("{} {} {}", acc, n.reduce_op == ReduceOp::Sum ? "+" : "*", v);  // f64, or u64 (wraps)
+    }
+    case ReduceOp::Max: return fmt::format("p_fold_max({}, {})", acc, x);  // a NaN sticks
+    case ReduceOp::Min: return fmt::format("p_fold_min({}, {})", acc, x);
   }
-  if (n.op == "max") return fmt::format("p_fold_max({}, {})", acc, x);  // a NaN sticks
-  if (n.op == "min") return fmt::format("p_fold_min({}, {})", acc, x);
-  throw std::logic_error("cuda printer: unknown reduction " + n.op);
+  throw std::logic_error("cuda printer: unknown reduction");
 }
 
 // Prints one output's device function. Statements go to scopes: the function body, or the body of a
@@ -303,7 +323,7 @@ class ResultPrinter {
         e = fmt::format("table{}[{}]", n.table, a[0]);
         if (table_bits_.at(static_cast<size_t>(n.table))) e = fmt::format("PIPEC_{}_BITS({})", n.dtype == DType::F32 ? "F32" : "F64", e);
         break;
-      case NodeKind::Index: e = index_text(n.op, a); break;
+      case NodeKind::Index: e = index_text(n.index_op, a); break;
       case NodeKind::Op: e = op_text(n.op, n.arg_dtype, a); break;
       case NodeKind::Cast: e = cast_text(a[0], n.arg_dtype, n.dtype); break;
       case NodeKind::Select: e = fmt::format("({} ? {} : {})", a[0], a[1], a[2]); break;

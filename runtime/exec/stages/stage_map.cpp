@@ -24,7 +24,7 @@ class MapLike : public ChunkIterator {
     window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
     if (const Value* p = s.arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
-    fused_map_ = s.op == "map_filter";
+    fused_map_ = s.kind == StageKind::MapFilter;
   }
 
   // Tasks on the pool refer to this iterator: wait for every one before going away (an error in one
