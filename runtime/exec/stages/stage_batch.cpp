@@ -66,7 +66,16 @@ class Batch : public ChunkIterator {
     for (uint64_t i = 0; i < n; ++i) rows_.push_back(restore_chunk(r));
     epoch_ = rows_.empty() ? 0 : rows_.front().epoch;
     done_ = r.read_u32() != 0;
+    largest_pulled_ = std::max(largest_pulled_, pending_.rows);  // the rest of one input chunk
   }
+
+  // The rest of one input chunk and a batch short of full.
+  Buffered buffered() const override {
+    int64_t rows = (offset_ < pending_.rows ? pending_.rows - offset_ : 0) + (builder_ ? builder_->rows() : 0);
+    for (const Chunk& c : rows_) rows += c.rows;
+    return {rows, largest_pulled_ + size_ - 1};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
@@ -256,6 +265,7 @@ class Unbatch : public ChunkIterator {
     produced_ = r.read_i64();
     input_->restore(r);
   }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
