@@ -188,10 +188,13 @@ class Batch : public ChunkIterator {
         for (size_t d = 0; d < maxs.size(); ++d) maxs[d] = std::max(maxs[d], t.shape()[d]);
       }
       DType dt = items[0].dtype();
-      if (dt == DType::Bytes) throw std::runtime_error("padded_batch cannot pad byte strings");
       Shape s = maxs;
       s.insert(s.begin(), n);
       s.insert(s.begin(), 1);
+      if (dt == DType::Bytes) {
+        out.columns.push_back(Column{false, pad_strings(items, maxs, s), {}});
+        continue;
+      }
       Tensor t = Tensor::empty(dt, s);
       fill(t, padding_);
       int64_t slot = shape_num_elements(maxs) * static_cast<int64_t>(dtype_size(dt));
@@ -199,6 +202,28 @@ class Batch : public ChunkIterator {
       out.columns.push_back(Column{false, t, {}});
     }
     return out;
+  }
+
+  // Byte strings pad with empty strings, as tf.data's padded_batch does (padding_value is a number,
+  // for the numeric fields).
+  static Tensor pad_strings(const std::vector<Tensor>& items, const Shape& maxs, const Shape& batch_shape) {
+    const int64_t slot = shape_num_elements(maxs);
+    std::vector<std::string> strings(static_cast<size_t>(slot) * items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Tensor& t = items[i];
+      const Shape& ss = t.shape();
+      std::vector<int64_t> idx(ss.size(), 0);
+      for (int64_t e = 0; e < t.num_elements(); ++e) {
+        int64_t at = 0;  // the element's offset in the padded [maxs] block
+        for (size_t d = 0; d < ss.size(); ++d) at = at * maxs[d] + idx[d];
+        strings[i * static_cast<size_t>(slot) + static_cast<size_t>(at)] = std::string(t.str(e));
+        for (int64_t d = static_cast<int64_t>(ss.size()) - 1; d >= 0; --d) {
+          if (++idx[d] < ss[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    return Tensor::from_strings(strings, batch_shape);
   }
 
   static void fill(Tensor& t, double v) {
