@@ -163,6 +163,13 @@ class Batch : public ChunkIterator {
                                                shape_to_string(s0), shape_to_string(t.shape())));
       Shape s = s0;
       s.insert(s.begin(), static_cast<int64_t>(col.rows.size()));
+      if (col.rows[0].dtype() == DType::Bytes) {  // strings live in a blob, not in raw()
+        std::vector<std::string> strings;
+        for (const Tensor& t : col.rows)
+          for (int64_t k = 0; k < t.num_elements(); ++k) strings.emplace_back(t.str(k));
+        col = Column{false, Tensor::from_strings(strings, s), {}};
+        continue;
+      }
       Tensor d = Tensor::empty(col.rows[0].dtype(), s);
       size_t row_bytes = col.rows[0].byte_size();
       for (size_t r = 0; r < col.rows.size(); ++r) std::memcpy(d.raw() + r * row_bytes, col.rows[r].raw(), row_bytes);
