@@ -10,10 +10,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <set>
 
 #include "compiler/passes/pass_pipeline.h"
@@ -28,16 +26,17 @@ namespace pipec {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::ops_of;
 using testing::plan_of;
 using testing::ScratchDir;
 using testing::write_file;
 
 // Every stage kind build_iterator() makes an iterator for, sinks aside (they refuse checkpoints).
 const std::set<std::string> kStageKinds = {
-    "range",  "tfrecord", "csv",     "npy",      "files",   "interleave",     "zip",   "map",   "filter",
-    "map_filter", "map_batch", "batch", "padded_batch", "unbatch", "shuffle", "shuffle_repeat", "repeat", "take",
-    "skip",   "shard",    "cache",   "prefetch", "ignore_errors", "to"};
+    // sources
+    "range", "tfrecord", "csv", "npy", "files", "interleave", "zip",
+    // stages, fused forms included
+    "map", "filter", "map_filter", "map_batch", "batch", "padded_batch", "unbatch", "shuffle", "shuffle_repeat",
+    "repeat", "take", "skip", "shard", "cache", "prefetch", "ignore_errors", "to"};
 
 // The data the cases read: two tfrecord files with fixed, ragged and byte-string features, an .npy
 // array, a CSV file and a folder of files.
