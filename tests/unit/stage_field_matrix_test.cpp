@@ -4,12 +4,15 @@
 // the cells the checker refuses are exactly those expected_refusal() names (with the diagnostic kind
 // that says why), and every other cell runs to its end unoptimized and optimized, with the same
 // elements both ways; the few that fail on the data, as tf.data does, fail alike with the same message.
+// The optimized plan also runs with its maps compiled by the JIT, as `pipec run` runs it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <iostream>
 #include <set>
 
+#include "compiler/codegen/llvm/jit.h"
 #include "compiler/lower/lower.h"
 #include "compiler/passes/pass_pipeline.h"
 #include "compiler/sema/program.h"
@@ -177,7 +180,8 @@ std::string cell_spec(const Kind& k, const StageCase& s, const std::string& out)
 
 // One cell: refused as expected_refusal() says, or run to its end at -O0 and optimized with the same
 // elements (or the same data error).
-void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const std::string& out, std::set<std::string>& ops) {
+void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const std::string& out, std::set<std::string>& ops,
+                int& kernels) {
   std::string spec = cell_spec(k, s, out);
   auto program = check_text((dir / "p.pipe").string(), spec);
   const Diagnostic* error = nullptr;
@@ -202,13 +206,18 @@ void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const st
   Plan optimized = plan;
   run_passes(optimized, PassOptions{});
   for (const Stage& st : optimized.stages) ops.insert(st.op);
+  Plan compiled = optimized;
+  codegen::JitReport report = codegen::attach_native_kernels(compiled);
+  kernels += report.compiled + report.cached;
   const std::string data_error = expected_data_error(k, s);
-  std::vector<Element> want, got;
-  for (int pass = 0; pass < 2; ++pass) {
-    std::string what = pass == 0 ? "at -O0" : "optimized";
+  std::vector<Element> want, got, jit;
+  const Plan* plans[] = {&plan, &optimized, &compiled};
+  std::vector<Element>* outputs[] = {&want, &got, &jit};
+  for (int pass = 0; pass < 3; ++pass) {
+    std::string what = pass == 0 ? "at -O0" : pass == 1 ? "optimized" : "with compiled kernels";
     try {
       fs::remove_all(dir / out);
-      (pass == 0 ? want : got) = run_plan(pass == 0 ? plan : optimized, dir, pass == 0 ? 1 : 3);
+      *outputs[pass] = run_plan(*plans[pass], dir, pass == 0 ? 1 : 3);
       if (!data_error.empty()) ADD_FAILURE() << what << ": ran to its end; expected the data error `" << data_error << "`";
     } catch (const std::exception& e) {
       if (data_error.empty()) ADD_FAILURE() << what << ": checked, but failed at run time: " << e.what();
@@ -219,6 +228,16 @@ void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const st
   for (size_t e = 0; e < want.size(); ++e)
     for (size_t f = 0; f < want[e].size(); ++f)
       ASSERT_TRUE(got[e][f].equals(want[e][f])) << "the optimized run differs at element " << e << " field " << f;
+  // Compiled float math may differ in the last bits (difftest bounds it); everything else is exact.
+  ASSERT_EQ(jit.size(), want.size()) << "the run with compiled kernels has another number of elements";
+  for (size_t e = 0; e < want.size(); ++e)
+    for (size_t f = 0; f < want[e].size(); ++f) {
+      const Tensor& a = jit[e][f];
+      const Tensor& b = want[e][f];
+      ASSERT_EQ(a.dtype(), b.dtype()) << "element " << e << " field " << f;
+      ASSERT_EQ(a.shape(), b.shape()) << "element " << e << " field " << f;
+      if (!is_float(a.dtype())) ASSERT_TRUE(a.equals(b)) << "compiled kernels differ at element " << e << " field " << f;
+    }
 }
 
 TEST(StageFieldMatrix, WhatTheCheckerAcceptsRuns) {
@@ -226,11 +245,12 @@ TEST(StageFieldMatrix, WhatTheCheckerAcceptsRuns) {
   write_records(dir / "m.tfrecord");
   int cell = 0;
   std::set<std::string> ops;  // of the optimized plans that ran
+  int kernels = 0;            // compiled maps and filters among them
   for (const Kind& k : kKinds) {
     for (const StageCase& s : kStages) {
       std::string out = fmt::format("out{}", cell++);
       SCOPED_TRACE(fmt::format("{} | {}:\n{}", k.name, s.name, cell_spec(k, s, out)));
-      check_cell(dir.path(), k, s, out, ops);
+      check_cell(dir.path(), k, s, out, ops, kernels);
     }
   }
   // The stages as they run, fused forms included: a matrix that lost one would not say so otherwise.
@@ -238,6 +258,8 @@ TEST(StageFieldMatrix, WhatTheCheckerAcceptsRuns) {
                          "shuffle_repeat", "repeat", "take", "skip", "shard", "cache", "prefetch", "ignore_errors",
                          "interleave", "to", "zip", "write"})
     EXPECT_TRUE(ops.count(op)) << "no cell runs a `" << op << "` stage";
+  EXPECT_GT(kernels, 50) << "the JIT compiled (almost) none of the cells' maps";
+  std::cout << "[ kernels ] " << kernels << " maps and filters ran compiled\n";
 }
 
 }  // namespace
