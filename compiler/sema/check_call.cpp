@@ -323,6 +323,15 @@ Type Checker::call_builtin(const Builtin& b, CallExpr* call, Expr* piped, const 
     ctx.decl = current_decl_;
   if (!bind_args(b, call, piped, piped_type, ctx)) return Type::error();
   Type t = b.rule ? b.rule(ctx) : Type::error();
+  // Only a tfrecord source's own element is one that interleave can follow: any stage clears it.
+  if (t.kind == TypeKind::Dataset && t.element) {
+    const bool tfrecord = b.kind == BuiltinKind::Source && b.name == "tfrecord";
+    if (t.element->tfrecord_source != tfrecord) {
+      ElementInfo e = *t.element;
+      e.tfrecord_source = tfrecord;
+      t = Type::dataset(std::move(e));
+    }
+  }
   // Scalar math on constants folds (`tanh(0.5)`, `max(1, 2)`), so consts may use it.
   if (b.kind == BuiltinKind::Op && call && !t.is_error()) {
     std::vector<Value> values;

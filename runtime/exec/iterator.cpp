@@ -47,6 +47,7 @@ bool ChunkIterator::pull(ChunkIterator& input, Chunk& out) {
   int64_t start = now_ns();
   bool ok = input.next(out);
   child_ns_ += now_ns() - start;
+  if (ok) largest_pulled_ = std::max(largest_pulled_, out.rows);
   return ok;
 }
 

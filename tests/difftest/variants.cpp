@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/compile/compile.h"
+#include "runtime/capi/pipe_handle.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/npy.h"
 
@@ -100,9 +101,23 @@ RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::s
   return out;
 }
 
+// Why `pipec build` must refuse the pipeline (docs/capi.md: byte-string fields cannot travel as
+// DLPack), from its element as the checker types it; empty when it can be built.
+std::string library_refusal(const RunRequest& req) {
+  CompileRequest request;
+  request.path = req.spec.string();
+  request.pipeline = req.pipeline;
+  request.options.passes.opt_level = 0;
+  request.options.cpu_kernels = CpuKernels::None;
+  CompileResult r = compile(request);
+  if (!r.ok() || r.pipelines.size() != 1) return "";  // the build fails for that reason, and the comparison reports it
+  return capi_element_problem(r.pipelines[0].plan.stages.back().element);
+}
+
 // The library `pipec build` makes of the spec, read by difftest_read_lib into the same layout.
 RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& reader) {
   RunOutput out;
+  const std::string refusal = library_refusal(req);
   fs::path lib = req.scratch / "lib" / "libcase.so";
   fs::path dir = req.scratch / ("out-" + v.name);
   std::error_code ec;
@@ -112,7 +127,14 @@ RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::
   if (!req.pipeline.empty()) args.insert(args.end(), {"--pipeline", req.pipeline});
   args.insert(args.end(), v.flags.begin(), v.flags.end());
   std::string err;
-  if (int code = run_command(pipec, args, req.scratch, nullptr, &err)) {
+  int code = run_command(pipec, args, req.scratch, nullptr, &err);
+  if (!refusal.empty()) {
+    // The variant does not apply; what is checked is that `pipec build` refuses it, and why.
+    if (code == 1 && err.find(refusal) != std::string::npos) out.not_applicable = refusal;
+    else out.error = fmt::format("pipec build must refuse this pipeline ({}), but it exited with {}: {}", refusal, code, err);
+    return out;
+  }
+  if (code != 0) {
     out.error = fmt::format("pipec build exited with {}: {}", code, err);
     return out;
   }

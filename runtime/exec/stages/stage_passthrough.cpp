@@ -19,6 +19,7 @@ class Passthrough : public ChunkIterator {
   }
   void save(StateWriter& w) const override { input_->save(w); }
   void restore(StateReader& r) override { input_->restore(r); }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override { return pull(*input_, out); }

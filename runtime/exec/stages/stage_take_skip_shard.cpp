@@ -28,6 +28,7 @@ class Positional : public ChunkIterator {
     seen_ = r.read_i64();
     input_->restore(r);
   }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
