@@ -37,13 +37,14 @@ std::string BatchNormDesc::to_string() const {
 BatchNormOp::BatchNormOp(CpuKernels& kernels, const BatchNormDesc& d) : desc_(d), state_(std::make_unique<State>()) {
   const std::string what = d.to_string();
   if (d.batch < 1 || d.height < 1 || d.width < 1 || d.channels < 1) fail(what, "every size must be at least 1");
-  if (!(d.epsilon > 0)) fail(what, "epsilon must be positive");
+  if (!(d.epsilon >= 0)) fail(what, "epsilon must not be negative");
   State& st = *state_;
   st.stream = &kernels.impl().stream;
   st.threads = kernels.threads();
   st.what = what;
   const Dims data_dims{d.batch, d.channels, d.height, d.width};
   const Dims channel_dims{d.channels};
+  check_tensor_sizes(what, {{"input", data_dims}});
   const std::string key = fmt::format("{} threads {}", what, st.threads);
   ThreadScope scope(st.threads);
   with_errors(what, [&] {

@@ -34,6 +34,7 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
   const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const Dims strides{d.stride_h, d.stride_w};
   const Dims dilates{d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
   const Dims pad_l{rows_.pad_before, cols_.pad_before};

@@ -32,6 +32,7 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
   const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const Dims strides{d.stride_h, d.stride_w};
   const Dims dilates{0, 0};
   const Dims pad_l{rows_.pad_before, cols_.pad_before};

@@ -21,6 +21,7 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
   if (d.rows < 1 || d.in < 1 || d.out < 1) fail(what, "every size must be at least 1");
   const int threads = kernels.threads();
   const Dims x_dims{d.rows, d.in}, w_dims{d.out, d.in}, y_dims{d.rows, d.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const std::string key = fmt::format("dense {} {} threads {} layout {}", what, d.bias, threads,
                                       int(kernels.options().activation_layout));
   std::shared_ptr<WeightedPrimitives> prims;

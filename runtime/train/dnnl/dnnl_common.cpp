@@ -111,4 +111,18 @@ void Staged::output_done(float* data, dnnl::stream& s) {
 
 std::string dims_text(const Dims& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }
 
+void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair<const char*, Dims>> tensors) {
+  for (const auto& [name, dims] : tensors) {
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d < 1) fail(what, fmt::format("the {} tensor {} is empty", name, dims_text(dims)));
+      if (elements > kMaxTensorElements / d)
+        fail(what, fmt::format("the {} tensor {} has more than 2^31 - 1 elements, the most oneDNN 2.6 handles in one "
+                               "tensor (split the batch)",
+                               name, dims_text(dims)));
+      elements *= d;
+    }
+  }
+}
+
 }  // namespace pipec::train

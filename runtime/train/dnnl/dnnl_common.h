@@ -95,4 +95,12 @@ class Staged {
 
 std::string dims_text(const Dims& d);
 
+/// The most elements one tensor may have: oneDNN 2.6 indexes some kernels with 32-bit integers (a
+/// 2^32-element pool or dense input crashes it with a division by zero instead of an error).
+constexpr int64_t kMaxTensorElements = (int64_t(1) << 31) - 1;
+
+/// Fails with a clear message when any of the named tensors (dims in any order) is empty or has more
+/// than kMaxTensorElements elements; the product is computed without overflowing.
+void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair<const char*, Dims>> tensors);
+
 }  // namespace pipec::train

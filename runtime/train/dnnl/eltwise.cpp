@@ -33,6 +33,7 @@ EltwiseOp::EltwiseOp(CpuKernels& kernels, const EltwiseDesc& d) : desc_(d), stat
   const std::string what = d.to_string();
   if (d.count < 1) fail(what, "the count must be at least 1");
   if (d.activation.kind == ActivationKind::None) fail(what, "no activation to apply");
+  check_tensor_sizes(what, {{"input", {d.count}}});
   State& st = *state_;
   st.stream = &kernels.impl().stream;
   st.threads = kernels.threads();

@@ -37,7 +37,8 @@ std::string LayerNormDesc::to_string() const {
 LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d), state_(std::make_unique<State>()) {
   const std::string what = d.to_string();
   if (d.rows < 1 || d.features < 1) fail(what, "every size must be at least 1");
-  if (!(d.epsilon > 0)) fail(what, "epsilon must be positive");
+  if (!(d.epsilon >= 0)) fail(what, "epsilon must not be negative");
+  check_tensor_sizes(what, {{"input", {d.rows, d.features}}});
   State& st = *state_;
   st.stream = &kernels.impl().stream;
   st.threads = kernels.threads();

@@ -43,6 +43,7 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(
   const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.channels, d.height, d.width};
   const Dims y_dims{d.batch, d.channels, rows_.out, cols_.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"output", y_dims}});
   const std::string key = fmt::format("{} threads {}", what, threads);
   State& st = *state_;
   st.stream = &kernels.impl().stream;
