@@ -17,6 +17,7 @@ struct ConvCase {
   naive::Conv p;
   const char* name;
 };
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<ConvCase> conv_cases() {
   return {

@@ -15,6 +15,7 @@ struct TransposeCase {
   naive::Transpose p;
   const char* name;
 };
+void PrintTo(const TransposeCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<TransposeCase> cases() {
   return {

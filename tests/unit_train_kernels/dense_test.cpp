@@ -15,6 +15,7 @@ struct DenseCase {
   int64_t rows, in, out;
   bool bias;
 };
+void PrintTo(const DenseCase& c, std::ostream* os) { *os << c.rows << "x" << c.in << " -> " << c.out; }
 
 class DenseTest : public ::testing::TestWithParam<std::tuple<DenseCase, ActivationLayout>> {};
 

@@ -71,6 +71,7 @@ void check_norm(const NormCheck& n, const test::Data& x, const test::Data& gamma
 struct BnCase {
   int64_t n, h, w, c;
 };
+void PrintTo(const BnCase& c, std::ostream* os) { *os << c.n << "x" << c.h << "x" << c.w << "x" << c.c; }
 
 class BatchNormTest : public ::testing::TestWithParam<BnCase> {};
 

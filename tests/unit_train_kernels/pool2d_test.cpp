@@ -13,6 +13,7 @@ struct PoolCase {
   naive::Pool p;
   const char* name;
 };
+void PrintTo(const PoolCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<PoolCase> cases() {
   std::vector<PoolCase> out;

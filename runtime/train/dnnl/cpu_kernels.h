@@ -20,6 +20,7 @@ namespace pipec::train {
 /// `Any` lets oneDNN choose (a blocked layout such as nChw16c) and reorders in and out around each
 /// call, `Nhwc` asks the primitive to work on the caller's layout directly (no reorders).
 enum class ActivationLayout { Any, Nhwc };
+inline const char* layout_name(ActivationLayout l) { return l == ActivationLayout::Any ? "any" : "nhwc"; }
 
 struct CpuKernelOptions {
   /// OpenMP threads for every primitive created afterwards; 0 keeps OpenMP's default (all cores, or
