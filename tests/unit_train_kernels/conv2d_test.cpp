@@ -1,10 +1,10 @@
 // Conv2dOp forward and backward against the f64 loops, on odd shapes: batch 1 and 3, non-square images,
 // strides 2, dilation 2, `same` with even kernels, 1/3/17 channels; in both activation layouts.
 #include "runtime/train/dnnl/conv2d.h"
+#include "runtime/train/dnnl/eltwise.h"
 
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
 
 #include "tests/unit_train_kernels/train_kernel_test_util.h"
 
@@ -114,6 +114,33 @@ TEST(Conv2d, FusedActivationsApplyAfterTheBias) {
     }
     test::expect_within(y, want, tol, "conv2d + " + act.name());
   }
+}
+
+// How the step differentiates a fused layer: y = relu(conv + b) is all the forward keeps; the backward
+// takes relu' from y (EltwiseOp::backward_from_output), then the conv's backward.
+TEST(Conv2d, FusedReluForwardThenBackwardFromTheOutput) {
+  naive::Conv p{3, 5, 6, 17, 4, 3, 3, 1, 1, 1, 1, true};
+  CpuKernels kernels;
+  Conv2dOp op(kernels, desc_of(p, true, Activation::relu()));
+  auto x = random_data(p.n * p.h * p.w * p.c, 31), w = random_data(p.kh * p.kw * p.c * p.f, 32);
+  auto b = random_data(p.f, 33), dy = random_data(p.n * p.h * p.w * p.f, 34);
+  std::vector<float> y(dy.size()), dz(dy.size()), dx(x.size()), dw(w.size()), db(p.f);
+  op.forward(x.data(), w.data(), b.data(), y.data());
+  EltwiseOp relu(kernels, {Activation::relu(), int64_t(y.size())});
+  relu.backward_from_output(y.data(), dy.data(), dz.data());
+  op.backward(x.data(), w.data(), dz.data(), dx.data(), dw.data(), db.data());
+
+  naive::Result z = naive::conv2d(p, x.d, w.d, &b.d);
+  naive::Vec dz_want(dy.size());
+  for (size_t i = 0; i < dz_want.size(); ++i) dz_want[i] = z.value[i] > 0 ? dy.d[i] : 0;
+  // Where z is within rounding of 0 the two sides may disagree on the sign: skip those few.
+  const double g = test::gamma_bound(z.terms + 2);
+  for (size_t i = 0; i < dz_want.size(); ++i)
+    if (std::abs(z.value[i]) > g * z.magnitude[i]) EXPECT_EQ(dz[i], float(dz_want[i])) << "dz element " << i;
+  naive::ConvGrads grads = naive::conv2d_backward(p, x.d, w.d, test::as_data(naive::Vec(dz.begin(), dz.end())).d);
+  test::expect_within_bound(dx, grads.dx, "dx");
+  test::expect_within_bound(dw, grads.dw, "dw");
+  test::expect_within_bound(db, grads.db, "db");
 }
 
 TEST(Conv2d, ChessLayersUseOptimizedKernelsNotTheReference) {
