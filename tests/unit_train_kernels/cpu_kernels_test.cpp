@@ -58,6 +58,29 @@ TEST(CpuKernels, WeightsChangedOncePerStepIsSeenByTheNextForwardAndBackward) {
   }
 }
 
+// Dense's backward-data often wants the forward's weight layout and then shares its reordered copy.
+TEST(CpuKernels, DenseWeightsChangedOncePerStep) {
+  CpuKernels k;
+  DenseDesc d;
+  d.rows = 64, d.in = 4106, d.out = 256;
+  DenseOp op(k, d);
+  auto x = random_data(d.rows * d.in, 131), w = random_data(d.in * d.out, 132), b = random_data(d.out, 133);
+  auto dy = random_data(d.rows * d.out, 134);
+  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(d.out);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    op.forward(x.data(), w.data(), b.data(), y.data());
+    test::expect_within_bound(y, naive::dense(d.rows, d.in, d.out, x.d, w.d, &b.d), "y");
+    op.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+    test::expect_within_bound(dx, naive::dense_backward(d.rows, d.in, d.out, x.d, w.d, dy.d).dx, "dx");
+    for (size_t i = 0; i < w.size(); ++i) {
+      w.f[i] -= 0.1f * dw[i];
+      w.d[i] = w.f[i];
+    }
+    k.weights_changed();
+  }
+}
+
 TEST(CpuKernels, AnotherWeightBufferIsReorderedWithoutBeingTold) {
   CpuKernels k;
   naive::Conv p{3, 6, 5, 3, 4, 3, 3, 1, 1, 1, 1, true};

@@ -51,9 +51,12 @@ void WeightedLayer::backward(const float* x, const float* w, const float* dy, fl
     memory dy_for_bd;
     if (dx != nullptr) {
       dy_for_bd = dy_bd_.input(dy, s);
-      p.backward_data.execute(s, {{DNNL_ARG_DIFF_DST, dy_for_bd},
-                                  {DNNL_ARG_WEIGHTS, w_bd_.input_cached(w, kernels_.weights_generation(), s)},
-                                  {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
+      // Backward-data may want the forward's weight layout (dense often does): then the forward's
+      // reordered copy serves both.
+      const uint64_t generation = kernels_.weights_generation();
+      memory weights = p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s)
+                                                     : w_bd_.input_cached(w, generation, s);
+      p.backward_data.execute(s, {{DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
       dx_bd_.output_done(dx, s);
     }
     // dy and x are reordered once when both backward primitives (or the forward) want the same layout.
