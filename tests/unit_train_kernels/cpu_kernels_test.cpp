@@ -62,7 +62,7 @@ TEST(CpuKernels, WeightsChangedOncePerStepIsSeenByTheNextForwardAndBackward) {
 TEST(CpuKernels, DenseWeightsChangedOncePerStep) {
   CpuKernels k;
   DenseDesc d;
-  d.rows = 64, d.in = 4106, d.out = 256;
+  d.rows = 8, d.in = 4106, d.out = 256;
   DenseOp op(k, d);
   auto x = random_data(d.rows * d.in, 131), w = random_data(d.in * d.out, 132), b = random_data(d.out, 133);
   auto dy = random_data(d.rows * d.out, 134);
