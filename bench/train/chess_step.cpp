@@ -5,9 +5,11 @@
 //
 //   build/bench/train_chess_step [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]
 //
-// Prints the median and the fastest step in ms, the median CPU time per step, GFLOP/s at the median, and with --breakdown the median
-// time of each call in one step. The last line is machine-readable for bench/train/run.sh:
+// Prints the median and the fastest step in ms, the median CPU time per step, GFLOP/s at the median, and with
+// --breakdown the median time of each call in one step. The last line is machine-readable for bench/train/run.sh:
 //   RESULT <median ms> <fastest ms> <median CPU ms> <GFLOP per step>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include "runtime/train/dnnl/conv2d.h"
 #include "runtime/train/dnnl/dense.h"
 #include "runtime/train/dnnl/eltwise.h"
@@ -31,7 +31,7 @@ namespace {
 
 constexpr int64_t kBatch = 512, kSide = 8, kPlanes = 24, kFilters = 64, kFlags = 10, kHidden = 256;
 constexpr int64_t kFlat = kSide * kSide * kFilters;  // 4096
-constexpr int64_t kDenseIn = kFlat + kFlags;          // 4106
+constexpr int64_t kDenseIn = kFlat + kFlags;         // 4106
 
 std::vector<float> random_vector(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
@@ -90,13 +90,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--threads") threads = std::atoi(next().c_str());
-    else if (a == "--steps") steps = std::atoi(next().c_str());
-    else if (a == "--warmup") warmup = std::atoi(next().c_str());
-    else if (a == "--breakdown") breakdown = true;
-    else if (a == "--layout") layout = next() == "any" ? ActivationLayout::Any : ActivationLayout::Nhwc;
+    if (a == "--threads")
+      threads = std::atoi(next().c_str());
+    else if (a == "--steps")
+      steps = std::atoi(next().c_str());
+    else if (a == "--warmup")
+      warmup = std::atoi(next().c_str());
+    else if (a == "--breakdown")
+      breakdown = true;
+    else if (a == "--layout")
+      layout = next() == "any" ? ActivationLayout::Any : ActivationLayout::Nhwc;
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -120,7 +126,8 @@ int main(int argc, char** argv) {
   auto w2 = random_vector(9 * kFilters * kFilters, 3, 0.06f), b2 = random_vector(kFilters, 4, 0.1f);
   auto w3 = random_vector(kDenseIn * kHidden, 5, 0.04f), b3 = random_vector(kHidden, 6, 0.1f);
   auto w4 = random_vector(kHidden, 7, 0.15f), b4 = random_vector(1, 8, 0.1f);
-  auto board = random_vector(kBatch * kSide * kSide * kPlanes, 9, 1.0f), flags = random_vector(kBatch * kFlags, 10, 1.0f);
+  auto board = random_vector(kBatch * kSide * kSide * kPlanes, 9, 1.0f),
+       flags = random_vector(kBatch * kFlags, 10, 1.0f);
   auto dy = random_vector(kBatch, 11, 1.0f);  // the loss gradient at the output
   std::vector<float> a1(kBatch * kFlat), a2(kBatch * kFlat), h(kBatch * kDenseIn), a3(kBatch * kHidden), y(kBatch);
   std::vector<float> dz4(kBatch), da3(kBatch * kHidden), dz3(kBatch * kHidden), dh(kBatch * kDenseIn);
@@ -141,20 +148,20 @@ int main(int argc, char** argv) {
     timer.time("dense1 forward (+ bias, relu)", [&] { dense1.forward(h.data(), w3.data(), b3.data(), a3.data()); });
     timer.time("dense2 forward (+ bias, tanh)", [&] { dense2.forward(a3.data(), w4.data(), b4.data(), y.data()); });
     timer.time("tanh backward (from y)", [&] { tanh_out.backward_from_output(y.data(), dy.data(), dz4.data()); });
-    timer.time("dense2 backward", [&] {
-      dense2.backward(a3.data(), w4.data(), dz4.data(), da3.data(), dw4.data(), db4.data());
-    });
+    timer.time("dense2 backward",
+               [&] { dense2.backward(a3.data(), w4.data(), dz4.data(), da3.data(), dw4.data(), db4.data()); });
     timer.time("relu backward (dense1)", [&] { relu_dense.backward_from_output(a3.data(), da3.data(), dz3.data()); });
-    timer.time("dense1 backward", [&] { dense1.backward(h.data(), w3.data(), dz3.data(), dh.data(), dw3.data(), db3.data()); });
+    timer.time("dense1 backward",
+               [&] { dense1.backward(h.data(), w3.data(), dz3.data(), dh.data(), dw3.data(), db3.data()); });
     timer.time("split the flags off", [&] {
       for (int64_t r = 0; r < kBatch; ++r) std::memcpy(&da2[r * kFlat], &dh[r * kDenseIn], kFlat * sizeof(float));
     });
     timer.time("relu backward (conv2)", [&] { relu_conv.backward_from_output(a2.data(), da2.data(), dz2.data()); });
-    timer.time("conv2 backward", [&] { conv2.backward(a1.data(), w2.data(), dz2.data(), da1.data(), dw2.data(), db2.data()); });
+    timer.time("conv2 backward",
+               [&] { conv2.backward(a1.data(), w2.data(), dz2.data(), da1.data(), dw2.data(), db2.data()); });
     timer.time("relu backward (conv1)", [&] { relu_conv.backward_from_output(a1.data(), da1.data(), dz1.data()); });
-    timer.time("conv1 backward (no input gradient)", [&] {
-      conv1.backward(board.data(), w1.data(), dz1.data(), nullptr, dw1.data(), db1.data());
-    });
+    timer.time("conv1 backward (no input gradient)",
+               [&] { conv1.backward(board.data(), w1.data(), dz1.data(), nullptr, dw1.data(), db1.data()); });
     kernels.weights_changed();  // as after an optimizer step: every step reorders the weights again
   };
 
@@ -169,13 +176,15 @@ int main(int argc, char** argv) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const double gflop = step_gflop(), med = median(ms), best = *std::min_element(ms.begin(), ms.end());
-  std::printf("oneDNN %s (%s), %d thread%s, layout %s: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms), "
-              "%.1f GFLOP/s, %.0f examples/s\n",
-              CpuKernels::version().c_str(), CpuKernels::isa().c_str(), threads, threads == 1 ? "" : "s",
-              layout_name(layout), med, steps, best, median(cpu), gflop / (med / 1e3), kBatch / (med / 1e3));
+  std::printf(
+      "oneDNN %s (%s), %d thread%s, layout %s: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms), "
+      "%.1f GFLOP/s, %.0f examples/s\n",
+      CpuKernels::version().c_str(), CpuKernels::isa().c_str(), threads, threads == 1 ? "" : "s", layout_name(layout),
+      med, steps, best, median(cpu), gflop / (med / 1e3), kBatch / (med / 1e3));
   if (breakdown) {
     std::printf("  %-36s %9s\n", "call", "median ms");
-    for (const std::string& name : timer.order) std::printf("  %-36s %9.2f\n", name.c_str(), median(timer.samples[name]));
+    for (const std::string& name : timer.order)
+      std::printf("  %-36s %9.2f\n", name.c_str(), median(timer.samples[name]));
     std::printf("  implementations: conv2 %s / %s / %s, dense1 %s / %s / %s\n", conv2.implementation_forward().c_str(),
                 conv2.implementation_backward_data().c_str(), conv2.implementation_backward_weights().c_str(),
                 dense1.implementation_forward().c_str(), dense1.implementation_backward_data().c_str(),

@@ -1,11 +1,10 @@
 // Conv2dOp forward and backward against the f64 loops, on odd shapes: batch 1 and 3, non-square images,
 // strides 2, dilation 2, `same` with even kernels, 1/3/17 channels; in both activation layouts.
 #include "runtime/train/dnnl/conv2d.h"
-#include "runtime/train/dnnl/eltwise.h"
 
 #include <gtest/gtest.h>
 
-
+#include "runtime/train/dnnl/eltwise.h"
 #include "tests/unit_train_kernels/train_kernel_test_util.h"
 
 namespace pipec::train {
@@ -110,7 +109,8 @@ TEST(Conv2d, FusedActivationsApplyAfterTheBias) {
     naive::Vec want(y.size()), tol(y.size());
     for (size_t i = 0; i < y.size(); ++i) {
       want[i] = naive::activation(int(act.kind), act.alpha, z.value[i]);
-      tol[i] = 1.13 * test::gamma_bound(z.terms + 2) * z.magnitude[i] + 8 * test::kUnitRoundoff * (std::abs(want[i]) + 1e-3);
+      tol[i] =
+          1.13 * test::gamma_bound(z.terms + 2) * z.magnitude[i] + 8 * test::kUnitRoundoff * (std::abs(want[i]) + 1e-3);
     }
     test::expect_within(y, want, tol, "conv2d + " + act.name());
   }

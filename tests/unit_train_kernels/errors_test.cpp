@@ -31,7 +31,8 @@ TEST(TrainKernelErrors, InvalidShapesNameTheOpAndTheProblem) {
   CpuKernels k;
   Conv2dDesc d = small_conv();
   d.in_channels = 0;
-  EXPECT_EQ(error_of([&] { Conv2dOp op(k, d); }), "conv2d [3, 5, 7, 0] -> 4 kernel 2x2 valid: every size must be at least 1");
+  EXPECT_EQ(error_of([&] { Conv2dOp op(k, d); }),
+            "conv2d [3, 5, 7, 0] -> 4 kernel 2x2 valid: every size must be at least 1");
   d = small_conv();
   d.stride_w = 0;
   EXPECT_EQ(error_of([&] { Conv2dOp op(k, d); }),
@@ -43,13 +44,15 @@ TEST(TrainKernelErrors, InvalidShapesNameTheOpAndTheProblem) {
             "valid padding");
   Pool2dDesc p;
   p.height = 2, p.width = 2, p.size_h = 3, p.size_w = 3, p.stride_h = 3, p.stride_w = 3;
-  EXPECT_EQ(error_of([&] { Pool2dOp op(k, p); }),
-            "max_pool2d [1, 2, 2, 1] size 3x3 stride 3x3 valid: the output is empty: the window is larger than the input "
-            "with valid padding");
+  EXPECT_EQ(
+      error_of([&] { Pool2dOp op(k, p); }),
+      "max_pool2d [1, 2, 2, 1] size 3x3 stride 3x3 valid: the output is empty: the window is larger than the input "
+      "with valid padding");
   EXPECT_EQ(error_of([&] { EltwiseOp op(k, {Activation::none(), 10}); }), "none x 10: no activation to apply");
   BatchNormDesc bn;
   bn.epsilon = -1;
-  EXPECT_EQ(error_of([&] { BatchNormOp op(k, bn); }), "batch_norm [1, 1, 1, 1] epsilon -1: epsilon must not be negative");
+  EXPECT_EQ(error_of([&] { BatchNormOp op(k, bn); }),
+            "batch_norm [1, 1, 1, 1] epsilon -1: epsilon must not be negative");
 }
 
 // oneDNN 2.6 divides by zero (SIGFPE) creating a pool or an inner product over 2^32 elements, and a
@@ -63,7 +66,8 @@ TEST(TrainKernelErrors, TensorsOneDnnCannotIndexAreRefusedBeforeItSeesThem) {
             "65536] has more than 2^31 - 1 elements, the most oneDNN 2.6 handles in one tensor (split the batch)");
   DenseDesc dense;
   dense.rows = int64_t(1) << 32, dense.in = 16, dense.out = 4;
-  EXPECT_NE(error_of([&] { DenseOp op(k, dense); }).find("dense [4294967296, 16] -> 4: the input tensor"), std::string::npos);
+  EXPECT_NE(error_of([&] { DenseOp op(k, dense); }).find("dense [4294967296, 16] -> 4: the input tensor"),
+            std::string::npos);
   Conv2dDesc c = small_conv();
   c.batch = int64_t(1) << 40, c.height = 1 << 20, c.width = 1 << 20;
   EXPECT_NE(error_of([&] { Conv2dOp op(k, c); }).find("more than 2^31 - 1 elements"), std::string::npos);

@@ -57,7 +57,8 @@ void check_conv(const KerasFixture& f, int64_t filters, int64_t kh, int64_t kw, 
   CpuKernels k;
   Conv2dDesc d;
   d.batch = p.n, d.height = p.h, d.width = p.w, d.in_channels = p.c, d.filters = p.f, d.kernel_h = kh, d.kernel_w = kw;
-  d.stride_h = sh, d.stride_w = sw, d.dilation_h = dil, d.dilation_w = dil, d.padding = same ? Padding::Same : Padding::Valid;
+  d.stride_h = sh, d.stride_w = sw, d.dilation_h = dil, d.dilation_w = dil;
+  d.padding = same ? Padding::Same : Padding::Valid;
   Conv2dOp op(k, d);
   ASSERT_EQ(f.y_shape, (std::vector<int64_t>{p.n, op.out_h(), op.out_w(), filters}));
   std::vector<float> y(f.y.size()), dx(f.x.size()), dw(f.weights[0].size()), db(filters);
@@ -79,7 +80,8 @@ TEST(KerasFixtures, Conv2d) {
 
 void check_transpose(const KerasFixture& f, int64_t filters, int64_t k_size, int64_t stride, bool same) {
   SCOPED_TRACE(f.name);
-  naive::Transpose p{f.x_shape[0], f.x_shape[1], f.x_shape[2], f.x_shape[3], filters, k_size, k_size, stride, stride, same};
+  naive::Transpose p{f.x_shape[0], f.x_shape[1], f.x_shape[2], f.x_shape[3], filters,
+                     k_size,       k_size,       stride,       stride,       same};
   CpuKernels k;
   Conv2dTransposeDesc d;
   d.batch = p.n, d.height = p.h, d.width = p.w, d.in_channels = p.c, d.filters = filters;

@@ -34,13 +34,15 @@ void check_norm(const NormCheck& n, const test::Data& x, const test::Data& gamma
     int64_t k = n.group_of(e), p = n.param_of(e);
     double var = s.variance[k] + eps;
     xhat[e] = (x.d[e] - s.mean[k]) / std::sqrt(var);
-    tol[e] = 4 * g * (std::abs(gamma.d[p]) * (1 + std::abs(xhat[e])) * (s.mean_square[k] + eps) / var + std::abs(beta.d[p]));
+    tol[e] =
+        4 * g * (std::abs(gamma.d[p]) * (1 + std::abs(xhat[e])) * (s.mean_square[k] + eps) / var + std::abs(beta.d[p]));
   }
   test::expect_within(y, want, tol, "y");
 
   naive::NormGrads grads =
       naive::normalize_backward(x.d, s, eps, gamma.d, dy.d, n.groups, n.params, n.group_of, n.param_of);
-  naive::Vec mean_abs_dy(n.groups, 0.0), mean_abs_dyx(n.groups, 0.0), sum_abs_dy(n.params, 0.0), sum_abs_dyx(n.params, 0.0);
+  naive::Vec mean_abs_dy(n.groups, 0.0), mean_abs_dyx(n.groups, 0.0), sum_abs_dy(n.params, 0.0),
+      sum_abs_dyx(n.params, 0.0);
   for (size_t e = 0; e < y.size(); ++e) {
     mean_abs_dy[n.group_of(e)] += std::abs(dy.d[e] * gamma.d[n.param_of(e)]) / n.count;
     mean_abs_dyx[n.group_of(e)] += std::abs(dy.d[e] * gamma.d[n.param_of(e)] * xhat[e]) / n.count;
@@ -93,7 +95,8 @@ TEST_P(BatchNormTest, TrainingForwardBackwardAndMovingStatistics) {
   auto dy = random_data(size, 76);
   std::vector<float> dx(size, NAN), dgamma(c.c, NAN), dbeta(c.c, NAN);
   op.backward(x.data(), gamma.data(), dy.data(), dx.data(), dgamma.data(), dbeta.data());
-  NormCheck n{c.c, c.c, c.n * c.h * c.w, [&](size_t e) { return int64_t(e % c.c); }, [&](size_t e) { return int64_t(e % c.c); }};
+  NormCheck n{c.c, c.c, c.n * c.h * c.w, [&](size_t e) { return int64_t(e % c.c); },
+              [&](size_t e) { return int64_t(e % c.c); }};
   check_norm(n, x, gamma, beta, d.epsilon, y, dy, dx, dgamma, dbeta);
 
   // Keras: moving = moving * momentum + batch * (1 - momentum), with the biased batch variance.
@@ -117,11 +120,12 @@ TEST_P(BatchNormTest, TrainingForwardBackwardAndMovingStatistics) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormTest,
-                         ::testing::Values(BnCase{1, 5, 7, 3}, BnCase{3, 4, 5, 17}, BnCase{3, 6, 2, 1}, BnCase{7, 1, 1, 17}),
+                         ::testing::Values(BnCase{1, 5, 7, 3}, BnCase{3, 4, 5, 17}, BnCase{3, 6, 2, 1},
+                                           BnCase{7, 1, 1, 17}),
                          [](const auto& info) {
                            const BnCase& c = info.param;
-                           return "n" + std::to_string(c.n) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) + "_c" +
-                                  std::to_string(c.c);
+                           return "n" + std::to_string(c.n) + "_" + std::to_string(c.h) + "x" + std::to_string(c.w) +
+                                  "_c" + std::to_string(c.c);
                          });
 
 TEST(LayerNorm, ForwardAndBackwardMatchTheF64Loops) {

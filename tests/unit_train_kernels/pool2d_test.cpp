@@ -19,7 +19,8 @@ std::vector<PoolCase> cases() {
   std::vector<PoolCase> out;
   for (bool max : {true, false}) {
     out.push_back({{1, 5, 7, 3, 2, 2, 2, 2, true, max}, max ? "max_batch1_5x7_2x2_same" : "avg_batch1_5x7_2x2_same"});
-    out.push_back({{3, 6, 5, 17, 3, 3, 2, 2, true, max}, max ? "max_batch3_3x3_stride2_same" : "avg_batch3_3x3_stride2_same"});
+    out.push_back(
+        {{3, 6, 5, 17, 3, 3, 2, 2, true, max}, max ? "max_batch3_3x3_stride2_same" : "avg_batch3_3x3_stride2_same"});
     out.push_back({{3, 7, 4, 1, 3, 2, 1, 1, false, max}, max ? "max_3x2_stride1_valid" : "avg_3x2_stride1_valid"});
     out.push_back({{2, 5, 5, 3, 1, 1, 3, 3, true, max}, max ? "max_1x1_stride3_same" : "avg_1x1_stride3_same"});
     out.push_back({{3, 4, 6, 3, 4, 6, 1, 1, false, max}, max ? "max_global" : "avg_global"});
@@ -34,7 +35,8 @@ TEST_P(Pool2dTest, ForwardAndBackwardMatchTheF64Loops) {
   CpuKernels kernels;
   Pool2dDesc d;
   d.batch = p.n, d.height = p.h, d.width = p.w, d.channels = p.c, d.kind = p.max ? PoolKind::Max : PoolKind::Avg;
-  d.size_h = p.kh, d.size_w = p.kw, d.stride_h = p.sh, d.stride_w = p.sw, d.padding = p.same ? Padding::Same : Padding::Valid;
+  d.size_h = p.kh, d.size_w = p.kw, d.stride_h = p.sh, d.stride_w = p.sw;
+  d.padding = p.same ? Padding::Same : Padding::Valid;
   Pool2dOp op(kernels, d);
   naive::Pad r = p.rows(), q = p.cols();
   ASSERT_EQ(op.out_h(), r.out);
@@ -55,7 +57,8 @@ TEST_P(Pool2dTest, ForwardAndBackwardMatchTheF64Loops) {
   test::expect_within_bound(dx, naive::pool_backward(p, x.d, dy.d), "dx");
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Pool2dTest, ::testing::ValuesIn(cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Shapes, Pool2dTest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(Pool2d, AvgWithSamePaddingDividesByTheRealPixelsOnly) {
   // 1x3 image, 1x2 window, stride 2, same: outputs at columns {0, 1} and {2, padding}. TensorFlow gives

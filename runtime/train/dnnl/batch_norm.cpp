@@ -137,7 +137,8 @@ void BatchNormOp::forward_inference(const float* x, const float* gamma, const fl
   });
 }
 
-void BatchNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta) {
+void BatchNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                           float* dbeta) {
   State& st = *state_;
   ThreadScope threads(st.threads);
   with_errors(st.what, [&] {

@@ -22,13 +22,15 @@ std::string Conv2dDesc::to_string() const {
 
 Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(std::make_unique<State>()) {
   const std::string what = d.to_string();
-  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.in_channels < 1 || d.filters < 1 || d.kernel_h < 1 || d.kernel_w < 1)
+  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.in_channels < 1 || d.filters < 1 || d.kernel_h < 1 ||
+      d.kernel_w < 1)
     fail(what, "every size must be at least 1");
   if (d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 || d.dilation_w < 1)
     fail(what, "strides and dilations must be at least 1");
   rows_ = window_dim(d.height, d.kernel_h, d.stride_h, d.dilation_h, d.padding);
   cols_ = window_dim(d.width, d.kernel_w, d.stride_w, d.dilation_w, d.padding);
-  if (rows_.out < 1 || cols_.out < 1) fail(what, "the output is empty: the window is larger than the input with valid padding");
+  if (rows_.out < 1 || cols_.out < 1)
+    fail(what, "the output is empty: the window is larger than the input with valid padding");
 
   const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
@@ -58,12 +60,13 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
       // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
       // forward's blocked weights on backward-data selects oneDNN's reference kernel.
       convolution_backward_data::primitive_desc bd(
-          convolution_backward_data::desc(algorithm::convolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e, fwd);
-      convolution_backward_weights::primitive_desc bw(
-          convolution_backward_weights::desc(algorithm::convolution_direct, x, w, b, y, strides, dilates, pad_l, pad_r), e,
+          convolution_backward_data::desc(algorithm::convolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
           fwd);
+      convolution_backward_weights::primitive_desc bw(
+          convolution_backward_weights::desc(algorithm::convolution_direct, x, w, b, y, strides, dilates, pad_l, pad_r),
+          e, fwd);
       return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
-                                                                                                          d.bias);
+                                                                                                         d.bias);
     });
   });
   UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), f32_desc(w_dims, memory::format_tag::hwio),

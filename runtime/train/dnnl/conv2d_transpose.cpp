@@ -22,7 +22,8 @@ std::string Conv2dTransposeDesc::to_string() const {
 Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeDesc& d)
     : desc_(d), state_(std::make_unique<State>()) {
   const std::string what = d.to_string();
-  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.in_channels < 1 || d.filters < 1 || d.kernel_h < 1 || d.kernel_w < 1)
+  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.in_channels < 1 || d.filters < 1 || d.kernel_h < 1 ||
+      d.kernel_w < 1)
     fail(what, "every size must be at least 1");
   if (d.stride_h < 1 || d.stride_w < 1) fail(what, "strides must be at least 1");
   rows_ = transpose_dim(d.height, d.kernel_h, d.stride_h, d.padding);
@@ -56,13 +57,14 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
                                                strides, dilates, pad_l, pad_r);
       deconvolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
       deconvolution_backward_data::primitive_desc bd(
-          deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
-          fwd);
-      deconvolution_backward_weights::primitive_desc bw(
-          deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l, pad_r),
+          deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r),
           e, fwd);
-      return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(fwd, bd, bw,
-                                                                                                              d.bias);
+      deconvolution_backward_weights::primitive_desc bw(
+          deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l,
+                                               pad_r),
+          e, fwd);
+      return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(
+          fwd, bd, bw, d.bias);
     });
   });
   // HWOI: dims are (O, I, H, W); memory runs H, W, O, I.

@@ -22,8 +22,8 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
   const int threads = kernels.threads();
   const Dims x_dims{d.rows, d.in}, w_dims{d.out, d.in}, y_dims{d.rows, d.out};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
-  const std::string key = fmt::format("dense {} {} threads {} layout {}", what, d.bias, threads,
-                                      int(kernels.options().activation_layout));
+  const std::string key =
+      fmt::format("dense {} {} threads {} layout {}", what, d.bias, threads, int(kernels.options().activation_layout));
   std::shared_ptr<WeightedPrimitives> prims;
   ThreadScope scope(threads);
   with_errors(what, [&] {
@@ -38,8 +38,8 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
                                                 activation_attr(d.activation), e);
       inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), e, fwd);
       inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y), e, fwd);
-      return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(fwd, bd, bw,
-                                                                                                              d.bias);
+      return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(
+          fwd, bd, bw, d.bias);
     });
   });
   // Keras' [in, out] kernel is oneDNN's (out, in) weights stored input-major: tag io.
@@ -59,6 +59,8 @@ void DenseOp::backward(const float* x, const float* w, const float* dy, float* d
 
 std::string DenseOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
 std::string DenseOp::implementation_backward_data() const { return state_->layer->primitives().impl_backward_data; }
-std::string DenseOp::implementation_backward_weights() const { return state_->layer->primitives().impl_backward_weights; }
+std::string DenseOp::implementation_backward_weights() const {
+  return state_->layer->primitives().impl_backward_weights;
+}
 
 }  // namespace pipec::train

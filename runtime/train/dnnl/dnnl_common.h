@@ -3,12 +3,11 @@
 // error wrapping, the thread count of a call). The only header of the project that includes dnnl.hpp.
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
 

@@ -89,7 +89,8 @@ void EltwiseOp::backward_from_input(const float* x, const float* dy, float* dx) 
     st.a.set_data_handle(handle(x));
     st.b.set_data_handle(handle(dy));
     st.c.set_data_handle(dx);
-    st.prims->from_input.execute(*st.stream, {{DNNL_ARG_SRC, st.a}, {DNNL_ARG_DIFF_DST, st.b}, {DNNL_ARG_DIFF_SRC, st.c}});
+    st.prims->from_input.execute(*st.stream,
+                                 {{DNNL_ARG_SRC, st.a}, {DNNL_ARG_DIFF_DST, st.b}, {DNNL_ARG_DIFF_SRC, st.c}});
     st.stream->wait();
   });
 }
@@ -97,13 +98,15 @@ void EltwiseOp::backward_from_input(const float* x, const float* dy, float* dx) 
 void EltwiseOp::backward_from_output(const float* y, const float* dy, float* dx) {
   State& st = *state_;
   if (!st.prims->has_from_output)
-    fail(st.what, "its derivative needs the input, not the output: keep the pre-activation and use backward_from_input");
+    fail(st.what,
+         "its derivative needs the input, not the output: keep the pre-activation and use backward_from_input");
   ThreadScope threads(st.threads);
   with_errors(st.what, [&] {
     st.a.set_data_handle(handle(y));
     st.b.set_data_handle(handle(dy));
     st.c.set_data_handle(dx);
-    st.prims->from_output.execute(*st.stream, {{DNNL_ARG_DST, st.a}, {DNNL_ARG_DIFF_DST, st.b}, {DNNL_ARG_DIFF_SRC, st.c}});
+    st.prims->from_output.execute(*st.stream,
+                                  {{DNNL_ARG_DST, st.a}, {DNNL_ARG_DIFF_DST, st.b}, {DNNL_ARG_DIFF_SRC, st.c}});
     st.stream->wait();
   });
 }

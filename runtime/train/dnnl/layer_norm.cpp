@@ -27,7 +27,7 @@ struct LayerNormOp::State {
   std::string what;
   memory x, y, dy, dx, gamma, beta, dgamma, dbeta;  // the caller's (handles set per call)
   memory mean, variance;                            // owned: [rows], from the last forward
-  memory unused_shift;  // owned, zero: oneDNN 2.6's backward wants a shift it never reads
+  memory unused_shift;                              // owned, zero: oneDNN 2.6's backward wants a shift it never reads
 };
 
 std::string LayerNormDesc::to_string() const {
@@ -95,7 +95,8 @@ void LayerNormOp::forward(const float* x, const float* gamma, const float* beta,
   });
 }
 
-void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta) {
+void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                           float* dbeta) {
   State& st = *state_;
   ThreadScope threads(st.threads);
   with_errors(st.what, [&] {

@@ -27,8 +27,9 @@ struct Pool2dOp::State {
 };
 
 std::string Pool2dDesc::to_string() const {
-  return fmt::format("{} [{}, {}, {}, {}] size {}x{} stride {}x{} {}", kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d",
-                     batch, height, width, channels, size_h, size_w, stride_h, stride_w, padding_name(padding));
+  return fmt::format("{} [{}, {}, {}, {}] size {}x{} stride {}x{} {}",
+                     kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", batch, height, width, channels, size_h,
+                     size_w, stride_h, stride_w, padding_name(padding));
 }
 
 Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(std::make_unique<State>()) {
@@ -38,7 +39,8 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(
   if (d.stride_h < 1 || d.stride_w < 1) fail(what, "strides must be at least 1");
   rows_ = window_dim(d.height, d.size_h, d.stride_h, 1, d.padding);
   cols_ = window_dim(d.width, d.size_w, d.stride_w, 1, d.padding);
-  if (rows_.out < 1 || cols_.out < 1) fail(what, "the output is empty: the window is larger than the input with valid padding");
+  if (rows_.out < 1 || cols_.out < 1)
+    fail(what, "the output is empty: the window is larger than the input with valid padding");
 
   const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.channels, d.height, d.width};

@@ -54,15 +54,17 @@ void WeightedLayer::backward(const float* x, const float* w, const float* dy, fl
       // Backward-data may want the forward's weight layout (dense often does): then the forward's
       // reordered copy serves both.
       const uint64_t generation = kernels_.weights_generation();
-      memory weights = p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s)
-                                                     : w_bd_.input_cached(w, generation, s);
-      p.backward_data.execute(s, {{DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
+      memory weights =
+          p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s) : w_bd_.input_cached(w, generation, s);
+      p.backward_data.execute(
+          s, {{DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
       dx_bd_.output_done(dx, s);
     }
     // dy and x are reordered once when both backward primitives (or the forward) want the same layout.
-    memory dy_for_bw = dx != nullptr && dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst ? dy_for_bd : dy_bw_.input(dy, s);
-    memory x_for_bw = x == last_forward_x_ && x_fwd_.reorders() && p.fwd_src == p.bw_src ? x_fwd_.staged()
-                                                                                          : x_bw_.input(x, s);
+    memory dy_for_bw =
+        dx != nullptr && dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst ? dy_for_bd : dy_bw_.input(dy, s);
+    memory x_for_bw =
+        x == last_forward_x_ && x_fwd_.reorders() && p.fwd_src == p.bw_src ? x_fwd_.staged() : x_bw_.input(x, s);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, x_for_bw}, {DNNL_ARG_DIFF_DST, dy_for_bw}, {DNNL_ARG_DIFF_WEIGHTS, dw_bw_.output(dw)}};
     if (p.bias) args[DNNL_ARG_DIFF_BIAS] = db_bw_.output(db);
