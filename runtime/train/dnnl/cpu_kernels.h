@@ -6,6 +6,8 @@
 // Use: one CpuKernels for the trainer; one op object (Conv2dOp, DenseOp, ...) per layer of the step
 // graph, created once; each step calls the ops' forward and backward on raw f32 buffers in Keras
 // layouts, then `weights_changed()` once after the optimizer has written the parameters.
+// One thread at a time drives a CpuKernels and its ops (they share one oneDNN stream and own staging
+// buffers); the parallelism is inside each call, on OpenMP threads.
 #pragma once
 
 #include <cstdint>
