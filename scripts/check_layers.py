@@ -23,6 +23,7 @@ LAYERS = [
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
     ["runtime/gpu"],                      # CUDA driver / NVRTC loading, device buffers, the GPU executor
+    ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
     ["runtime/capi"],                     # the C ABI of built libraries

@@ -11,6 +11,7 @@ packages=(
   zlib1g-dev libjpeg62-turbo-dev libpng-dev
   llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
+  libdnnl-dev                           # oneDNN 2.6 (OpenMP threading): the CPU training kernels
 )
 
 missing=()
