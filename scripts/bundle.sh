@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Makes dist/pipec-bundle/: a pipec (plus gpu_tests and gpu_bench) that runs on a Linux x86-64 machine
-# with glibc >= this one's and an NVIDIA driver, without our Debian packages. antlr4-runtime, zlib,
-# libpng, libjpeg and (when the build has it) LLVM 14 are linked from their static archives, libstdc++
-# and libgcc statically; libfmt.so (Debian has no static one) is shipped in lib/ beside the binaries
-# and found through an $ORIGIN rpath. libcuda and NVRTC are opened with dlopen at run time and are not
-# shipped unless --with-nvrtc (NVRTC is large; CUDA machines usually have the toolkit).
+# Makes dist/pipec-bundle/: pipec, gpu_tests and gpu_bench that run on a Linux x86-64 machine with glibc
+# >= this one's (Debian 12: 2.36) and none of our Debian packages, e.g. a GPU machine with only a
+# driver and Python. LLVM 14, antlr4-runtime, zlib, libpng and libjpeg are linked from their static
+# archives, libstdc++ and libgcc statically; libfmt.so (Debian has no static one) is shipped in lib/
+# beside the binaries and found through an $ORIGIN rpath; stdlib/ is copied in. libcuda and NVRTC are
+# opened with dlopen at run time: the driver's libcuda from the loader path, NVRTC from the loader path,
+# the CUDA toolkit or NVIDIA's pip wheels (PyTorch brings nvidia-cuda-nvrtc), so they are not shipped.
+# --with-nvrtc ships the toolkit's NVRTC too, for a machine that has neither; it is over 100 MiB, more
+# than the device tool carries (64 MiB with the repository), so the check below then only warns.
 #
-#   bash scripts/bundle.sh [--with-nvrtc]    # builds in build-bundle/ (CPU-heavy: run it once)
-# Then copy dist/pipec-bundle/ and the repository's examples/, bench/ and tests/gpu/ to the GPU
-# machine and run `PIPEC_BIN_DIR=dist/pipec-bundle bash tests/gpu/run.sh`.
+#   nice -n 19 bash scripts/bundle.sh [--with-nvrtc]   # builds in build-bundle/ (CPU-heavy once; then
+#                                                      # incremental, and ccache serves the objects)
+# Then run the GPU checks with it: tests/gpu/README.md (the device tool carries dist/pipec-bundle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_nvrtc=0
 [ "${1:-}" = "--with-nvrtc" ] && with_nvrtc=1
 jobs=${PIPEC_BUNDLE_JOBS:-2}
 out=dist/pipec-bundle
+carry_limit=$((64 * 1048576))
 
 if [ ! -f build-bundle/build.ninja ]; then
   # The same build type as scripts/build.sh, so the compiler cache built there serves this build too;
@@ -36,12 +40,20 @@ for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"; do
     if ! echo "$name" | grep -Eq "$allowed" && [ ! -e "$out/lib/$name" ]; then cp -L "$path" "$out/lib/$name"; fi
   done
 done
+strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
 if [ "$with_nvrtc" = 1 ]; then
-  for dir in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64; do
-    if ls "$dir"/libnvrtc.so.* >/dev/null 2>&1; then
-      cp -L "$dir"/libnvrtc.so.[0-9]* "$dir"/libnvrtc-builtins.so.[0-9]* "$out/lib/" 2>/dev/null || true
-      break
-    fi
+  found=""
+  for dir in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+    if ls "$dir"/libnvrtc.so.[0-9]* >/dev/null 2>&1; then found=$dir; break; fi
+  done
+  if [ -z "$found" ]; then
+    echo "bundle.sh: --with-nvrtc: no libnvrtc.so.N in \$CUDA_HOME/lib64 or /usr/local/cuda"; exit 1
+  fi
+  # The versioned files only (libnvrtc.so.13, libnvrtc-builtins.so.13.0), which is what the loader
+  # and NVRTC itself open.
+  for f in "$found"/libnvrtc.so.[0-9]* "$found"/libnvrtc-builtins.so.[0-9]*; do
+    case "$f" in *.alt.*) continue ;; esac
+    cp -L "$f" "$out/lib/"
   done
 fi
 
@@ -62,11 +74,19 @@ done
 if ldd "$out/pipec" | grep -q 'libLLVM'; then
   echo "bundle.sh: pipec links libLLVM dynamically; the LLVM build must honour PIPEC_LLVM_STATIC"; status=1
 fi
-size=$(du -sb "$out/pipec" | cut -f1)
-echo "bundle: $out ($(du -sh "$out" | cut -f1) in all; pipec $((size / 1048576)) MiB)"
-ls -la "$out" "$out/lib"
-if [ "$size" -gt $((64 * 1048576)) ]; then
-  echo "bundle.sh: pipec is over 64 MiB"; status=1
-fi
 "$out/pipec" --version >/dev/null || { echo "bundle.sh: the bundled pipec does not start"; status=1; }
+"$out/gpu_tests" --gtest_list_tests >/dev/null || { echo "bundle.sh: the bundled gpu_tests does not start"; status=1; }
+
+# The device tool carries the repository's files and the bundle together, 64 MiB at most.
+bundle_bytes=$(du -sb "$out" | cut -f1)
+repo_bytes=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+echo "bundle: $out, $((bundle_bytes / 1024)) KiB ($(cd "$out" && du -b pipec gpu_tests gpu_bench lib/* | awk '{ printf "%s %d KiB; ", $2, $1 / 1024 }'))"
+echo "bundle + the repository's tracked files: $(((bundle_bytes + repo_bytes) / 1024)) KiB of the device tool's $((carry_limit / 1024)) KiB"
+if [ $((bundle_bytes + repo_bytes)) -gt "$carry_limit" ]; then
+  if [ "$with_nvrtc" = 1 ]; then
+    echo "bundle.sh: warning: with NVRTC the bundle is over the device tool's carry limit; copy it another way"
+  else
+    echo "bundle.sh: the bundle and the repository are over the device tool's 64 MiB carry limit"; status=1
+  fi
+fi
 exit $status

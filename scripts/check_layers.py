@@ -24,6 +24,7 @@ LAYERS = [
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
     ["runtime/gpu"],                      # CUDA driver / NVRTC loading, device buffers, the GPU executor
+    ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
     ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
@@ -35,6 +36,7 @@ LAYERS = [
     ["compiler/train"],                   # model and train blocks -> training-step graph (gradient pass)
     ["compiler/passes"],                  # the optimizer
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
+    ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels
     ["compiler/fmt"],                     # the formatter
     ["compiler/lsp"],                     # the language server
     ["compiler/driver"],                  # the command line

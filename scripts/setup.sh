@@ -7,9 +7,11 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   antlr4 libantlr4-runtime-dev          # the parser generator (4.7.2) and its C++ runtime (4.9)
   libfmt-dev libgtest-dev googletest    # formatting and the unit-test framework
+  libcli11-dev nlohmann-json3-dev       # the command line's flags; JSON (`pipec run --stats-json`, the language server)
   zlib1g-dev libjpeg62-turbo-dev libpng-dev
   llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
+  libdnnl-dev                           # oneDNN 2.6 (OpenMP threading): the CPU training kernels
 )
 
 missing=()

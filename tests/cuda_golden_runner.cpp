@@ -11,9 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/codegen/cuda/attach_gpu_kernels.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 
 namespace fs = std::filesystem;
 using namespace pipec;
@@ -25,23 +23,30 @@ static std::string read(const fs::path& p) {
   return ss.str();
 }
 
+// The kernels of the plans as lowered (-O0), so that a change in the optimizer does not move them.
 static std::string generate(const fs::path& spec, std::string& error) {
-  auto program = check_file(spec.string());
-  std::ostringstream diags;
-  program->diags.print(diags, false);
-  if (program->diags.has_errors()) {
+  CompileRequest req;
+  req.path = spec.string();
+  req.target = CompileTarget::EveryPipeline;
+  req.options.passes.opt_level = 0;
+  req.options.device = DevicePolicy::Auto;
+  CompileResult r = compile(req);
+  if (r.status == CompileStatus::SpecErrors) {
+    std::ostringstream diags;
+    r.program->diags.print(diags, false);
     error = diags.str();
     return "";
   }
+  if (!r.ok() && r.status != CompileStatus::NoPipeline) {
+    error = r.error;
+    return "";
+  }
   std::string out;
-  for (const auto& d : program->main().decls) {
-    if (d->kind != DeclKind::Pipeline) continue;
-    Plan plan = lower_pipeline(*program, *d);
-    cuda_codegen::attach_gpu_kernels(plan);
-    for (size_t i = 0; i < plan.stages.size(); ++i) {
-      const Stage& s = plan.stages[i];
+  for (const CompiledPipeline& p : r.pipelines) {
+    for (size_t i = 0; i < p.plan.stages.size(); ++i) {
+      const Stage& s = p.plan.stages[i];
       if (!s.gpu) continue;
-      out += fmt::format("// ==== pipeline {} stage #{} ====\n", d->name, i);
+      out += fmt::format("// ==== pipeline {} stage #{} ====\n", p.decl->name, i);
       out += s.gpu->unsupported.empty() ? s.gpu->source : "// not lowered: " + s.gpu->unsupported + "\n";
     }
   }

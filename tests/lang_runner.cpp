@@ -8,7 +8,8 @@
 // A first line `# mode: explain` compares the diagnostics and the plan as lowered (`pipec explain -O0`),
 // `# mode: optimized` the plan after the optimizer (`pipec explain`), `# mode: passes` the plan after
 // every pass (`pipec explain --passes`), `# mode: model` the training-step graph of every train block;
-// otherwise the diagnostics of `pipec check` (which compiles train blocks too). Files named fail_* must have errors; all others must have none (warnings
+// otherwise the diagnostics of `pipec check` (which compiles train blocks too). Lines `# -D NAME=VALUE`
+// among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
 // the current output.
@@ -18,12 +19,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
-#include "compiler/lower/lower.h"
-#include "compiler/passes/pass_pipeline.h"
-#include "compiler/train/lower_train.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 
 namespace fs = std::filesystem;
 using namespace pipec;
@@ -45,36 +44,40 @@ static std::string relative_paths(std::string text) {
 
 enum class Mode { Check, Explain, Optimized, Passes, Model };
 
-static std::string run_spec(const std::string& rel_path, const std::string& spec, Mode mode, bool& had_errors) {
-  auto program = check_text(rel_path, spec);
-  std::vector<TrainProgram> trains = lower_train_blocks(*program);
-  std::ostringstream out;
-  program->diags.print(out, false);
-  had_errors = program->diags.has_errors();
-  if (mode == Mode::Model && !had_errors)
-    for (const TrainProgram& t : trains) out << print_train_program(t);
-  if (mode != Mode::Check && mode != Mode::Model && !had_errors) {
-    for (const auto& d : program->main().decls) {
-      if (d->kind != DeclKind::Pipeline) continue;
-      Plan plan = lower_pipeline(*program, *d);
-      for (auto& p : verify_plan(plan)) out << "VERIFIER: " << p << "\n";
-      if (mode == Mode::Explain) {
-        out << print_plan(plan);
-        continue;
-      }
-      PassOptions opts;
-      if (mode == Mode::Passes)
-        opts.log = [&](const std::string& pass, bool changed, const Plan& after) {
-          out << "== after " << pass << (changed ? " ==\n" + print_plan(after) : ": unchanged ==\n");
-        };
-      try {
-        run_passes(plan, opts);
-      } catch (const PassError& e) {
-        out << "PASS ERROR: " << e.what();
-      }
-      if (mode == Mode::Optimized) out << print_plan(plan);
-    }
+// The `# -D NAME=VALUE` lines of the spec's leading comments.
+static std::vector<ConstOverride> overrides_of(const std::string& spec) {
+  std::vector<ConstOverride> out;
+  std::istringstream in(spec);
+  std::string line;
+  while (std::getline(in, line) && line.rfind("#", 0) == 0) {
+    static const std::regex directive(R"(# -D ([A-Za-z_][A-Za-z0-9_]*)=(.*))");
+    std::smatch m;
+    if (std::regex_match(line, m, directive)) out.push_back({m[1].str(), m[2].str()});
   }
+  return out;
+}
+
+static std::string run_spec(const std::string& rel_path, const std::string& spec, Mode mode, bool& had_errors) {
+  std::ostringstream out, passes;
+  CompileRequest req;
+  req.path = rel_path;
+  req.text = spec;
+  req.target = mode == Mode::Check || mode == Mode::Model ? CompileTarget::CheckOnly : CompileTarget::EveryPipeline;
+  req.options.check.const_overrides = overrides_of(spec);
+  if (mode == Mode::Explain) req.options.passes.opt_level = 0;
+  if (mode == Mode::Passes)
+    req.options.passes.log = [&](const std::string& pass, bool changed, const Plan& after) {
+      passes << "== after " << pass << (changed ? " ==\n" + print_plan(after) : ": unchanged ==\n");
+    };
+  CompileResult r = compile(req);
+  r.program->diags.print(out, false);
+  had_errors = r.program->diags.has_errors();
+  out << passes.str();
+  if (r.status == CompileStatus::InternalError) out << "INTERNAL ERROR: " << r.error << "\n";
+  if (mode == Mode::Explain || mode == Mode::Optimized)
+    for (const CompiledPipeline& p : r.pipelines) out << print_plan(p.plan);
+  if (mode == Mode::Model && !had_errors)
+    for (const CompiledTrain& t : r.trains) out << print_train_program(t.program);
   return relative_paths(out.str());
 }
 

@@ -1,6 +1,7 @@
 // bench/gpu: the physical limits of the GPU link and memory, and the generated chess kernel against them.
 //
 //   gpu_bench [--spec examples/chess/chess.pipe] [--rows 65536] [--iters 20]
+//   gpu_bench --info     # the libraries found and their versions, the GPU; exit code 2 without one
 //
 // Prints one line per figure ("name value unit"), which tests/gpu/run.sh puts in its table:
 //   h2d_pinned_gbs   cuMemcpyHtoDAsync from pinned memory (the PCIe/NVLink-C2C limit)
@@ -17,10 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/cuda/cuda_emitter.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_map_executor.h"
 #include "runtime/gpu/nvrtc_loader.h"
@@ -60,7 +59,33 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+/// What tests/gpu/run.sh prints first: which driver and NVRTC the loaders found, their versions, and
+/// the GPU. Works without a GPU (says why there is none).
+int print_info() {
+  std::string why;
+  const CudaDriver* d = cuda_driver(&why);
+  if (d) {
+    int v = 0;
+    d->cuDriverGetVersion(&v);
+    std::cout << fmt::format("driver_library {}\n", d->library);
+    std::cout << fmt::format("driver_cuda_version {}.{}\n", v / 1000, v % 1000 / 10);
+    std::cout << fmt::format("device {} sm_{} {} SMs\n", d->device_name, d->arch, d->multiprocessors);
+  } else {
+    std::cout << fmt::format("driver none: {}\n", why);
+  }
+  std::string nvrtc_why;
+  if (const Nvrtc* n = Nvrtc::get(&nvrtc_why)) {
+    std::cout << fmt::format("nvrtc_library {}\n", n->library());
+    std::cout << fmt::format("nvrtc_version {}\n", n->version());
+  } else {
+    std::cout << fmt::format("nvrtc none: {}\n", nvrtc_why);
+  }
+  return d ? 0 : 2;
+}
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--info") return print_info();
   std::string spec = "examples/chess/chess.pipe";
   int64_t rows = 65536;
   int iters = 20;
@@ -98,18 +123,21 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("d2d_gbs {:.2f} GB/s\n", 2.0 * big / t / 1e9);
 
     // The spec's first map, compiled as the runtime would.
-    auto program = check_file(spec);
-    if (program->diags.has_errors()) {
-      program->diags.print(std::cerr, false);
+    // The first pipeline as lowered (the benchmark emits its first map's kernel itself).
+    CompileRequest request;
+    request.path = spec;
+    request.target = CompileTarget::EveryPipeline;
+    request.options.passes.opt_level = 0;
+    CompileResult compiled = compile(request);
+    if (!compiled.ok()) {
+      compiled.program->diags.print(std::cerr, false);
+      std::cerr << compiled.error << "\n";
       return 1;
     }
-    const Decl* decl = nullptr;
-    for (const auto& d : program->main().decls)
-      if (d->kind == DeclKind::Pipeline && !decl) decl = d.get();
-    Plan plan = lower_pipeline(*program, *decl);
+    Plan& plan = compiled.pipelines[0].plan;
     int stage = -1;
     for (size_t i = 0; i < plan.stages.size() && stage < 0; ++i)
-      if (plan.stages[i].op == "map") stage = static_cast<int>(i);
+      if (plan.stages[i].kind == StageKind::Map) stage = static_cast<int>(i);
     if (stage < 0) throw std::runtime_error("the spec has no map");
     const Stage& st = plan.stages[stage];
     const auto& in_fields = plan.stages.at(st.inputs[0]).element.fields;
@@ -119,7 +147,7 @@ int main(int argc, char** argv) {
     if (!emitted.kernel) throw std::runtime_error("the map has no CUDA lowering: " + emitted.error);
     const Nvrtc* nvrtc = Nvrtc::get(&why);
     if (!nvrtc) throw std::runtime_error(why);
-    CachedPtx ptx = compile_ptx_cached(*nvrtc, emitted.kernel->source, "bench.cu", D->arch, {"--fmad=false"});
+    CachedPtx ptx = compile_ptx_cached(*nvrtc, emitted.kernel->source, "bench.cu", D->arch, exact_math_options());
     if (!ptx.result.ok) throw std::runtime_error(ptx.result.log);
     std::cout << fmt::format("nvrtc_compile_ms {:.1f} ms{}\n", ptx.compile_ms, ptx.from_cache ? " (cached)" : "");
     CUmodule mod;

@@ -1,5 +1,5 @@
-// Language server latency: didChange -> publishDiagnostics on a generated 1,000-line spec, plus hover and
-// `r.` completion, and the peak resident memory.
+// Language server latency: didChange -> publishDiagnostics on a generated 1,000-line spec, plus hover,
+// `r.` and `| ` completion, and the peak resident memory.
 //
 //   lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec]
 //
@@ -30,6 +30,7 @@
 #include "compiler/lsp/transport.h"
 
 using pipec::lsp::Json;
+using pipec::lsp::JsonView;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -112,14 +113,14 @@ class Endpoint {
   virtual ~Endpoint() = default;
   virtual void send(const Json& msg) = 0;
   /// Messages until one for which `pred` holds; false on timeout or end.
-  virtual bool wait_for(const std::function<bool(const Json&)>& pred) = 0;
+  virtual bool wait_for(const std::function<bool(JsonView)>& pred) = 0;
 };
 
 class InProcess : public Endpoint {
  public:
   InProcess() : server_(out_) {}
-  void send(const Json& msg) override { server_.handle(msg.dump()); }
-  bool wait_for(const std::function<bool(const Json&)>& pred) override {
+  void send(const Json& msg) override { server_.handle(pipec::lsp::dump_json(msg)); }
+  bool wait_for(const std::function<bool(JsonView)>& pred) override {
     std::istringstream in(out_.str());
     out_.str("");
     pipec::lsp::MessageReader reader(in);
@@ -158,7 +159,7 @@ class Child : public Endpoint {
     from_ = out_pipe[0];
   }
   void send(const Json& msg) override {
-    std::string bytes = pipec::lsp::frame_message(msg.dump());
+    std::string bytes = pipec::lsp::frame_message(pipec::lsp::dump_json(msg));
     size_t done = 0;
     while (done < bytes.size()) {
       ssize_t n = write(to_, bytes.data() + done, bytes.size() - done);
@@ -166,7 +167,7 @@ class Child : public Endpoint {
       done += static_cast<size_t>(n);
     }
   }
-  bool wait_for(const std::function<bool(const Json&)>& pred) override {
+  bool wait_for(const std::function<bool(JsonView)>& pred) override {
     for (;;) {
       size_t end = buf_.find("\r\n\r\n");
       if (end != std::string::npos) {
@@ -203,7 +204,7 @@ class Child : public Endpoint {
   std::string buf_;
 };
 
-bool is_diagnostics(const Json& m, int version) {
+bool is_diagnostics(JsonView m, int version) {
   return m["method"].as_string() == "textDocument/publishDiagnostics" && m["params"]["version"].as_int() == version;
 }
 
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
     child = c.get();
     ep = std::move(c);
   }
-  auto is_response = [](int id) { return [id](const Json& m) { return m["id"].as_int(-1) == id && !m.find("method"); }; };
+  auto is_response = [](int id) { return [id](JsonView m) { return m["id"].as_int(-1) == id && !m.has("method"); }; };
 
   ep->send(req(1, "initialize", Json::object({{"capabilities", Json::object()}})));
   if (!ep->wait_for(is_response(1))) return 1;
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
                                                                                    {"languageId", "pipe"},
                                                                                    {"version", 1},
                                                                                    {"text", spec}})}})));
-  if (!ep->wait_for([](const Json& m) { return is_diagnostics(m, 1); })) return 1;
+  if (!ep->wait_for([](JsonView m) { return is_diagnostics(m, 1); })) return 1;
   double open_ms = since_ms(t0);
 
   Stats change, change_cpu, hover, completion;
@@ -258,20 +259,20 @@ int main(int argc, char** argv) {
     auto t = Clock::now();
     double cpu = process_cpu_ms();
     ep->send(did_change(i % 2 ? spec : broken, version));
-    if (!ep->wait_for([&](const Json& m) { return is_diagnostics(m, version); })) return 1;
+    if (!ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); })) return 1;
     change.add(since_ms(t));
     change_cpu.add(process_cpu_ms() - cpu);
   }
   ++version;
   ep->send(did_change(spec, version));
-  ep->wait_for([&](const Json& m) { return is_diagnostics(m, version); });
+  ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); });
   // Hover on `r.xyz` in the last block's map (the 12th line of the block).
   int map_line = 1 + (blocks - 1) * 15 + 11;
   int xyz_col = static_cast<int>(std::string("  | map(r => { pos: f_").size() + std::to_string(blocks - 1).size() + 3);
   for (int i = 0; i < edits; ++i) {
     auto t = Clock::now();
     ep->send(req(100 + i, "textDocument/hover", at(map_line, xyz_col)));
-    bool ok = ep->wait_for([&](const Json& m) {
+    bool ok = ep->wait_for([&](JsonView m) {
       if (m["id"].as_int(-1) != 100 + i) return false;
       if (i == 0) hover_text = m["result"]["contents"]["value"].as_string();
       return true;
@@ -285,18 +286,38 @@ int main(int argc, char** argv) {
   int dot_col = static_cast<int>(typing_line.find("r.)") + 2);
   ++version;
   ep->send(did_change(typing, version));
-  ep->wait_for([&](const Json& m) { return is_diagnostics(m, version); });
+  ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); });
   size_t fields = 0;
   for (int i = 0; i < std::max(1, edits / 3); ++i) {
     auto t = Clock::now();
     ep->send(req(1000 + i, "textDocument/completion", at(spec_lines, dot_col)));
-    if (!ep->wait_for([&](const Json& m) {
+    if (!ep->wait_for([&](JsonView m) {
           if (m["id"].as_int(-1) != 1000 + i) return false;
           fields = m["result"]["items"].size();
           return true;
         }))
       return 1;
     completion.add(since_ms(t));
+  }
+  // Completion after `| ` (re-checks a copy with a placeholder name there: the checker lists the stages).
+  const std::string stage_line = "pipeline typing = p_0 | ";
+  ++version;
+  ep->send(did_change(spec + stage_line + "\n", version));
+  ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); });
+  Stats stage_completion, stage_completion_cpu;
+  size_t stages = 0;
+  for (int i = 0; i < std::max(1, edits / 3); ++i) {
+    auto t = Clock::now();
+    double cpu = process_cpu_ms();
+    ep->send(req(2000 + i, "textDocument/completion", at(spec_lines, static_cast<int>(stage_line.size()))));
+    if (!ep->wait_for([&](JsonView m) {
+          if (m["id"].as_int(-1) != 2000 + i) return false;
+          stages = m["result"]["items"].size();
+          return true;
+        }))
+      return 1;
+    stage_completion.add(since_ms(t));
+    stage_completion_cpu.add(process_cpu_ms() - cpu);
   }
   ep->send(req(9999, "shutdown", Json()));
   ep->wait_for(is_response(9999));
@@ -319,6 +340,8 @@ int main(int argc, char** argv) {
   std::cout << "hover:                           " << hover.summary() << "\n";
   if (hover_text.find("xyz") == std::string::npos) std::cout << "  (unexpected hover text: " << hover_text << ")\n";
   std::cout << "completion after `r.`:           " << completion.summary() << " (" << fields << " fields)\n";
+  std::cout << "completion after `| `:           " << stage_completion.summary() << " (" << stages << " items)\n";
+  if (!child) std::cout << "  CPU time per completion:       " << stage_completion_cpu.summary() << "\n";
   if (child) std::printf("server CPU time, whole session: %.0f ms\n", child_cpu_ms);
   std::printf("peak RSS: %.1f MiB\n", rss_kib / 1024.0);
   return 0;

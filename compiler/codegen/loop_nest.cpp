@@ -5,7 +5,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -17,18 +16,6 @@ namespace pipec::codegen {
 
 namespace {
 
-const std::set<std::string> kArith = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "max", "min",
-                                      "atan2", "bit_and", "bit_or", "bit_xor", "shl", "shr"};
-const std::set<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
-const std::set<std::string> kUnary = {"neg", "bit_not", "abs", "sign", "relu", "square", "tanh", "exp", "log",
-                                      "log1p", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "round", "sigmoid"};
-const std::set<std::string> kFloatOnly = {"atan2", "tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
-                                          "cos", "floor", "ceil", "round", "sigmoid"};
-const std::set<std::string> kIntegral = {"bit_and", "bit_or", "bit_xor", "bit_not"};  // bool and ints
-const std::set<std::string> kIntOnly = {"shl", "shr"};
-const std::set<std::string> kStructural = {"slice", "gather", "reshape", "expand_dims", "squeeze", "transpose",
-                                           "concat", "stack", "unpack_bits", "pack_bits", "one_hot"};
-
 // Index tables longer than this are not folded into new tables (each fold copies the table).
 constexpr int64_t kMaxFoldedTable = 1 << 16;
 
@@ -37,7 +24,7 @@ struct Unsupported {
 };
 
 std::string where(const Instr& in, int id) {
-  return fmt::format("%{} = {}{}", id, in.op, in.loc.valid() ? " at " + in.loc.to_string() : "");
+  return fmt::format("%{} = {}{}", id, op_name(in.op), in.loc.valid() ? " at " + in.loc.to_string() : "");
 }
 
 
@@ -67,7 +54,7 @@ class OutputBuilder {
     n.ival = v;
     return add(n);
   }
-  int index(const std::string& op, int a, int b) {
+  int index(IndexOp op, int a, int b) {
     const Node x = out_.nodes[a];  // copies: adding nodes below may move the vector
     const Node y = out_.nodes[b];
     const bool xc = x.kind == NodeKind::Const, yc = y.kind == NodeKind::Const;
@@ -76,15 +63,15 @@ class OutputBuilder {
     }
     if (int r = split_by_divisor(op, a, b); r >= 0) return r;
     if (int r = fold_into_table(op, a, b); r >= 0) return r;
-    if (op == "add" && xc && x.ival == 0) return b;
-    if ((op == "add" || op == "sub") && yc && y.ival == 0) return a;
-    if (op == "mul" && ((xc && x.ival == 0) || (yc && y.ival == 0))) return iconst(0);
-    if (op == "mul" && xc && x.ival == 1) return b;
-    if ((op == "mul" || op == "div") && yc && y.ival == 1) return a;
-    if (op == "mod" && yc && y.ival == 1) return iconst(0);
+    if (op == IndexOp::Add && xc && x.ival == 0) return b;
+    if ((op == IndexOp::Add || op == IndexOp::Sub) && yc && y.ival == 0) return a;
+    if (op == IndexOp::Mul && ((xc && x.ival == 0) || (yc && y.ival == 0))) return iconst(0);
+    if (op == IndexOp::Mul && xc && x.ival == 1) return b;
+    if ((op == IndexOp::Mul || op == IndexOp::Div) && yc && y.ival == 1) return a;
+    if (op == IndexOp::Mod && yc && y.ival == 1) return iconst(0);
     Node n;
     n.kind = NodeKind::Index;
-    n.op = op;
+    n.index_op = op;
     n.args = {a, b};
     return add(n);
   }
@@ -99,7 +86,7 @@ class OutputBuilder {
     n.args = {a};
     return add(n);
   }
-  int op(const std::string& name, std::vector<int> args, DType result) {
+  int op(OpKind name, std::vector<int> args, DType result) {
     Node n;
     n.kind = NodeKind::Op;
     n.op = name;
@@ -119,15 +106,15 @@ class OutputBuilder {
   // The flat row-major index of `idx` in `shape`.
   int linearize(const std::vector<int>& idx, const std::vector<int64_t>& shape) {
     int flat = iconst(0);
-    for (size_t d = 0; d < shape.size(); ++d) flat = index("add", index("mul", flat, iconst(shape[d])), idx[d]);
+    for (size_t d = 0; d < shape.size(); ++d) flat = index(IndexOp::Add, index(IndexOp::Mul, flat, iconst(shape[d])), idx[d]);
     return flat;
   }
   std::vector<int> delinearize(int flat, const std::vector<int64_t>& shape) {
     std::vector<int> idx(shape.size());
     int64_t stride = 1;
     for (size_t d = shape.size(); d-- > 0;) {
-      int q = index("div", flat, iconst(stride));
-      idx[d] = d == 0 ? q : index("mod", q, iconst(shape[d]));
+      int q = index(IndexOp::Div, flat, iconst(stride));
+      idx[d] = d == 0 ? q : index(IndexOp::Mod, q, iconst(shape[d]));
       stride *= shape[d];
     }
     return idx;
@@ -152,15 +139,18 @@ class OutputBuilder {
   // non-negative operands (division truncates), which nonneg() proves or the rewrite is not made.
 
   // The value of an index op on two constants (the node semantics of NodeKind::Index).
-  static std::optional<int64_t> fold_index(const std::string& op, int64_t p, int64_t q) {
-    if (op == "add") return p + q;
-    if (op == "sub") return p - q;
-    if (op == "mul") return p * q;
-    if (op == "div") return q ? p / q : 0;
-    if (op == "mod") return q ? p % q : 0;
-    if (op == "min") return std::min(p, q);
-    if (op == "max") return std::max(p, q);
-    if (op == "lt") return p < q;
+  static std::optional<int64_t> fold_index(IndexOp op, int64_t p, int64_t q) {
+    switch (op) {
+      case IndexOp::Add: return p + q;
+      case IndexOp::Sub: return p - q;
+      case IndexOp::Mul: return p * q;
+      case IndexOp::Div: return q ? p / q : 0;
+      case IndexOp::Mod: return q ? p % q : 0;
+      case IndexOp::Min: return std::min(p, q);
+      case IndexOp::Max: return std::max(p, q);
+      case IndexOp::Lt: return p < q;
+      case IndexOp::Select: return std::nullopt;  // three operands
+    }
     return std::nullopt;
   }
 
@@ -172,8 +162,8 @@ class OutputBuilder {
       case NodeKind::Const: return is_integer(n.dtype) && n.ival >= 0;
       case NodeKind::Table: return table_nonneg(n.table);
       case NodeKind::Index:
-        if (n.op == "sub") return false;
-        for (size_t k = n.op == "select" ? 1 : 0; k < n.args.size(); ++k)
+        if (n.index_op == IndexOp::Sub) return false;
+        for (size_t k = n.index_op == IndexOp::Select ? 1 : 0; k < n.args.size(); ++k)
           if (!nonneg(n.args[k])) return false;
         return true;
       default: return false;
@@ -197,41 +187,41 @@ class OutputBuilder {
     const Node& n = out_.nodes[id];
     if (n.kind == NodeKind::Const) return is_integer(n.dtype) && n.ival % d == 0;
     if (n.kind != NodeKind::Index) return false;
-    if (n.op == "mul") return multiple_of(n.args[0], d) || multiple_of(n.args[1], d);
-    if (n.op == "add" || n.op == "sub") return multiple_of(n.args[0], d) && multiple_of(n.args[1], d);
+    if (n.index_op == IndexOp::Mul) return multiple_of(n.args[0], d) || multiple_of(n.args[1], d);
+    if (n.index_op == IndexOp::Add || n.index_op == IndexOp::Sub) return multiple_of(n.args[0], d) && multiple_of(n.args[1], d);
     return false;
   }
   // id / d for a node that multiple_of(id, d) accepted: exact, so it distributes over + and *.
   int exact_div(int id, int64_t d) {
     const Node n = out_.nodes[id];
     if (n.kind == NodeKind::Const) return iconst(n.ival / d);
-    if (n.op == "mul") {
+    if (n.index_op == IndexOp::Mul) {
       const int k = multiple_of(n.args[0], d) ? 0 : 1;
-      return index("mul", exact_div(n.args[k], d), n.args[1 - k]);
+      return index(IndexOp::Mul, exact_div(n.args[k], d), n.args[1 - k]);
     }
-    return index(n.op, exact_div(n.args[0], d), exact_div(n.args[1], d));
+    return index(n.index_op, exact_div(n.args[0], d), exact_div(n.args[1], d));
   }
 
   // (m + r) / d = m / d + r / d and (m + r) % d = r % d when m is a multiple of d and m, r >= 0.
   // Returns the rewritten node, or -1.
-  int split_by_divisor(const std::string& op, int a, int b) {
-    if (op != "div" && op != "mod") return -1;
+  int split_by_divisor(IndexOp op, int a, int b) {
+    if (op != IndexOp::Div && op != IndexOp::Mod) return -1;
     const Node& y = out_.nodes[b];
     if (y.kind != NodeKind::Const || y.ival <= 0 || y.ival == 1) return -1;
     const int64_t d = y.ival;
-    if (multiple_of(a, d) && nonneg(a)) return op == "div" ? exact_div(a, d) : iconst(0);
+    if (multiple_of(a, d) && nonneg(a)) return op == IndexOp::Div ? exact_div(a, d) : iconst(0);
     const Node x = out_.nodes[a];
-    if (x.kind != NodeKind::Index || x.op != "add") return -1;
+    if (x.kind != NodeKind::Index || x.index_op != IndexOp::Add) return -1;
     for (int k = 0; k < 2; ++k) {
       const int m = x.args[k], r = x.args[1 - k];
       if (!multiple_of(m, d) || !nonneg(m) || !nonneg(r)) continue;
-      return op == "div" ? index("add", exact_div(m, d), index("div", r, b)) : index("mod", r, b);
+      return op == IndexOp::Div ? index(IndexOp::Add, exact_div(m, d), index(IndexOp::Div, r, b)) : index(IndexOp::Mod, r, b);
     }
     return -1;
   }
 
   // table[i] (op) c or c (op) table[i], for an i64 table, becomes newtable[i]. Returns it, or -1.
-  int fold_into_table(const std::string& op, int a, int b) {
+  int fold_into_table(IndexOp op, int a, int b) {
     const Node& x = out_.nodes[a];
     const Node& y = out_.nodes[b];
     const bool table_left = x.kind == NodeKind::Table && y.kind == NodeKind::Const;
@@ -289,7 +279,7 @@ class OutputBuilder {
     const int last = idx.back();
     const Node n = out_.nodes[last];
     int m = -1, r = -1;
-    if (n.kind == NodeKind::Index && n.op == "add") {
+    if (n.kind == NodeKind::Index && n.index_op == IndexOp::Add) {
       for (int k = 0; k < 2 && m < 0; ++k)
         if (multiple_of(n.args[k], 8) && nonneg(n.args[k])) m = n.args[k], r = n.args[1 - k];
     } else {
@@ -304,13 +294,13 @@ class OutputBuilder {
     std::vector<int> ii = idx;
     int word = -1;
     for (int64_t t = 0; t < nbytes; ++t) {
-      ii.back() = index("add", base, iconst(t));
+      ii.back() = index(IndexOp::Add, base, iconst(t));
       int b = cast(value(operand, ii), wt);
-      if (t + 1 < nbytes) b = op("shl", {b, iconst(8 * (nbytes - 1 - t), wt)}, wt);
-      word = word < 0 ? b : op("bit_or", {word, b}, wt);
+      if (t + 1 < nbytes) b = op(OpKind::Shl, {b, iconst(8 * (nbytes - 1 - t), wt)}, wt);
+      word = word < 0 ? b : op(OpKind::BitOr, {word, b}, wt);
     }
-    const int shift = cast(index("sub", iconst(8 * nbytes - 1), r), wt);
-    return cast(op("bit_and", {op("shr", {word, shift}, wt), iconst(1, wt)}, wt), DType::U8);
+    const int shift = cast(index(IndexOp::Sub, iconst(8 * nbytes - 1), r), wt);
+    return cast(op(OpKind::BitAnd, {op(OpKind::Shr, {word, shift}, wt), iconst(1, wt)}, wt), DType::U8);
   }
 
   // An exclusive upper bound of non-negative node `id` that it attains (it equals bound - 1 for some
@@ -353,8 +343,9 @@ class OutputBuilder {
   int add(const Node& n) {
     uint64_t fbits;
     std::memcpy(&fbits, &n.fval, 8);  // by bits: -0.0 and NaN payloads stay distinct
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
-                                  static_cast<int>(n.arg_dtype), n.op, n.var, n.input, n.table, n.random, n.ival, fbits,
+    std::string key = fmt::format("{}|{}|{}|{}.{}.{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
+                                  static_cast<int>(n.arg_dtype), static_cast<int>(n.op), static_cast<int>(n.index_op),
+                                  static_cast<int>(n.reduce_op), n.var, n.input, n.table, n.random, n.ival, fbits,
                                   fmt::join(n.args, ","));
     if (auto it = cse_.find(key); it != cse_.end()) return it->second;
     out_.nodes.push_back(n);
@@ -427,7 +418,12 @@ class OutputBuilder {
     const auto& shape = in.type.shape;
     const DType rt = in.type.dtype;
     auto operand = [&](size_t k) { return in.operands.at(k); };
-    if (in.op == "param") {
+    // The first operand's shape (structural ops); random ops may have no operand.
+    static const std::vector<int64_t> kNoOperand;
+    const auto& xs = in.operands.empty() ? kNoOperand : type_of(operand(0)).shape;
+    // Every op has a case: an op added to runtime/plan/ops.def makes the compiler point here.
+    switch (in.op) {
+    case OpKind::Param: {
       const LoopInput& li = nest_.inputs.at(static_cast<size_t>(input_of_.at(id)));
       Node n;
       n.kind = NodeKind::Load;
@@ -436,47 +432,88 @@ class OutputBuilder {
       n.args = {linearize(idx, li.shape)};
       return add(n);
     }
-    if (in.op == "cast") return cast(value(operand(0), idx), rt);
-    if (kArith.count(in.op) || kUnary.count(in.op)) {
+    case OpKind::Cast: return cast(value(operand(0), idx), rt);
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::FloorDiv:
+    case OpKind::Mod:
+    case OpKind::Pow:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Atan2:
+    case OpKind::BitAnd:
+    case OpKind::BitOr:
+    case OpKind::BitXor:
+    case OpKind::Shl:
+    case OpKind::Shr:
+    case OpKind::Neg:
+    case OpKind::BitNot:
+    case OpKind::Abs:
+    case OpKind::Sign:
+    case OpKind::Relu:
+    case OpKind::Square:
+    case OpKind::Tanh:
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Log1p:
+    case OpKind::Sqrt:
+    case OpKind::Rsqrt:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Floor:
+    case OpKind::Ceil:
+    case OpKind::Round:
+    case OpKind::Sigmoid: {
       std::vector<int> args;
       for (size_t k = 0; k < in.operands.size(); ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
       return op(in.op, args, rt);
     }
-    if (kCompare.count(in.op)) {
+    case OpKind::Eq:
+    case OpKind::Ne:
+    case OpKind::Lt:
+    case OpKind::Le:
+    case OpKind::Gt:
+    case OpKind::Ge: {
       int x = broadcast_operand(operand(0), shape, idx);
       int y = cast(broadcast_operand(operand(1), shape, idx), out_.nodes[x].dtype);
       return cast(op(in.op, {x, y}, DType::Bool), rt);
     }
-    if (in.op == "and" || in.op == "or" || in.op == "not") {
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Not: {
       std::vector<int> args;
       for (size_t k = 0; k < in.operands.size(); ++k)
         args.push_back(cast(broadcast_operand(operand(k), shape, idx), DType::Bool));
       return cast(op(in.op, args, DType::Bool), rt);
     }
-    if (in.op == "where") {
+    case OpKind::Where: {
       int c = cast(broadcast_operand(operand(0), shape, idx), DType::Bool);
       int a = cast(broadcast_operand(operand(1), shape, idx), rt);
       int b = cast(broadcast_operand(operand(2), shape, idx), rt);
       return select(c, a, b);
     }
-    if (in.op == "clip") {
+    case OpKind::Clip: {
       std::vector<int> args;
       for (size_t k = 0; k < 3; ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
-      return op("clip", args, rt);
+      return op(OpKind::Clip, args, rt);
     }
-    if (in.op.rfind("random_", 0) == 0) return random(in, id, idx);  // may have no operands
-    const auto& xs = type_of(operand(0)).shape;
-    if (in.op == "slice") {
+    case OpKind::RandomUniform:
+    case OpKind::RandomNormal:
+    case OpKind::RandomInt:
+      return random(in, id, idx);
+    case OpKind::Slice: {
       std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"), steps = attr_ints(in, "steps");
       std::vector<int> ii = idx;
       for (size_t d = 0; d < starts.size() && d < xs.size(); ++d) {
         if (steps[d] == 0) throw Unsupported{"slice step 0"};
         SliceBounds r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
-        ii[d] = index("add", iconst(r.start), index("mul", idx[d], iconst(r.step)));
+        ii[d] = index(IndexOp::Add, iconst(r.start), index(IndexOp::Mul, idx[d], iconst(r.step)));
       }
       return value(operand(0), ii);
     }
-    if (in.op == "gather") {
+    case OpKind::Gather: {
       const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
       std::vector<int64_t> ix = attr_ints(in, "indices");
       const int64_t n = xs[ax];
@@ -489,7 +526,7 @@ class OutputBuilder {
       const int64_t step = ix.size() >= 2 ? ix[1] - ix[0] : 0;
       for (size_t j = 0; j < ix.size() && affine; ++j) affine = ix[j] == ix[0] + step * static_cast<int64_t>(j);
       if (affine) {
-        ii[ax] = index("add", iconst(ix[0]), index("mul", idx[ax], iconst(step)));
+        ii[ax] = index(IndexOp::Add, iconst(ix[0]), index(IndexOp::Mul, idx[ax], iconst(step)));
       } else {
         ConstTable tab;
         tab.dtype = DType::I64;
@@ -500,7 +537,9 @@ class OutputBuilder {
       }
       return value(operand(0), ii);
     }
-    if (in.op == "reshape" || in.op == "squeeze" || in.op == "expand_dims") {
+    case OpKind::Reshape:
+    case OpKind::Squeeze:
+    case OpKind::ExpandDims: {
       if (count(xs) != count(shape)) throw Unsupported{"a reshape that changes the element count"};
       // Shapes equal up to unit dims map index to index; otherwise go through the flat index.
       std::vector<int> kept;
@@ -520,24 +559,24 @@ class OutputBuilder {
       }
       return value(operand(0), delinearize(linearize(idx, shape), xs));
     }
-    if (in.op == "transpose") {
+    case OpKind::Transpose: {
       std::vector<int64_t> perm = attr_ints(in, "perm");
       std::vector<int> ii(xs.size());
       for (size_t i = 0; i < perm.size(); ++i) ii.at(static_cast<size_t>(perm[i])) = idx[i];
       return value(operand(0), ii);
     }
-    if (in.op == "stack") {
+    case OpKind::Stack: {
       const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()), true);
       std::vector<int> ii = idx;
       ii.erase(ii.begin() + ax);
       int r = cast(value(operand(in.operands.size() - 1), ii), rt);
       for (size_t k = in.operands.size() - 1; k-- > 0;) {
-        int c = op("eq", {idx[ax], iconst(static_cast<int64_t>(k))}, DType::Bool);
+        int c = op(OpKind::Eq, {idx[ax], iconst(static_cast<int64_t>(k))}, DType::Bool);
         r = select(c, cast(value(operand(k), ii), rt), r);
       }
       return r;
     }
-    if (in.op == "concat") {
+    case OpKind::Concat: {
       const int64_t ax = normalize_axis(attr_int(in, "axis", -1), static_cast<int64_t>(xs.size()));
       std::vector<int64_t> offs;
       int64_t off = 0;
@@ -548,48 +587,78 @@ class OutputBuilder {
       auto part = [&](size_t k) {
         std::vector<int> ii = idx;
         int64_t n = type_of(operand(k)).shape.at(ax);
-        int local = index("max", index("sub", idx[ax], iconst(offs[k])), iconst(0));
-        ii[ax] = index("min", local, iconst(std::max<int64_t>(n - 1, 0)));
+        int local = index(IndexOp::Max, index(IndexOp::Sub, idx[ax], iconst(offs[k])), iconst(0));
+        ii[ax] = index(IndexOp::Min, local, iconst(std::max<int64_t>(n - 1, 0)));
         return cast(value(operand(k), ii), rt);
       };
       int r = part(in.operands.size() - 1);
       for (size_t k = in.operands.size() - 1; k-- > 0;) {
         if (type_of(operand(k)).shape.at(ax) == 0) continue;
-        int c = op("lt", {idx[ax], iconst(offs[k + 1])}, DType::Bool);
+        int c = op(OpKind::Lt, {idx[ax], iconst(offs[k + 1])}, DType::Bool);
         r = select(c, part(k), r);
       }
       return r;
     }
-    if (in.op == "unpack_bits") {
+    case OpKind::UnpackBits: {
       if (type_of(operand(0)).dtype != DType::U8) throw Unsupported{"unpack_bits of a non-u8 tensor"};
       if (int w = unpack_bits_from_word(operand(0), idx); w >= 0) return w;
       std::vector<int> ii = idx;
       int last = idx.back();
-      ii.back() = index("div", last, iconst(8));
+      ii.back() = index(IndexOp::Div, last, iconst(8));
       // Shift in 32 bits: x86 has vector shifts by per-lane counts for 32-bit lanes, not for bytes.
       int byte = cast(value(operand(0), ii), DType::U32);
-      int shift = cast(index("sub", iconst(7), index("mod", last, iconst(8))), DType::U32);
-      return cast(op("bit_and", {op("shr", {byte, shift}, DType::U32), iconst(1, DType::U32)}, DType::U32), DType::U8);
+      int shift = cast(index(IndexOp::Sub, iconst(7), index(IndexOp::Mod, last, iconst(8))), DType::U32);
+      return cast(op(OpKind::BitAnd, {op(OpKind::Shr, {byte, shift}, DType::U32), iconst(1, DType::U32)}, DType::U32), DType::U8);
     }
-    if (in.op == "pack_bits") {
+    case OpKind::PackBits: {
       std::vector<int> ii = idx;
       int acc = iconst(0, DType::U8);
       for (int k = 0; k < 8; ++k) {
-        ii.back() = index("add", index("mul", idx.back(), iconst(8)), iconst(k));
+        ii.back() = index(IndexOp::Add, index(IndexOp::Mul, idx.back(), iconst(8)), iconst(k));
         int bit = cast(value(operand(0), ii), DType::Bool);
-        acc = op("bit_or", {acc, select(bit, iconst(1 << (7 - k), DType::U8), iconst(0, DType::U8))}, DType::U8);
+        acc = op(OpKind::BitOr, {acc, select(bit, iconst(1 << (7 - k), DType::U8), iconst(0, DType::U8))}, DType::U8);
       }
       return acc;
     }
-    if (in.op == "one_hot") {
+    case OpKind::OneHot: {
       std::vector<int> ii(idx.begin(), idx.end() - 1);
       int x = cast(value(operand(0), ii), DType::I64);
-      int hit = op("eq", {x, idx.back()}, DType::Bool);
+      int hit = op(OpKind::Eq, {x, idx.back()}, DType::Bool);
       return cast(hit, rt);
     }
-    if (in.op == "sum" || in.op == "prod" || in.op == "mean" || in.op == "reduce_max" || in.op == "reduce_min")
+    case OpKind::Sum:
+    case OpKind::Prod:
+    case OpKind::Mean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
       return reduce(in, idx);
-    throw Unsupported{fmt::format("op `{}` is not compiled", in.op)};
+    // Not compiled: check_instr refuses these first (the op table gives them no LLVM lowering); a
+    // const is always folded.
+    case OpKind::Const:
+    case OpKind::Argmax:
+    case OpKind::Size:
+    case OpKind::ReadFile:
+    case OpKind::DecodeJpeg:
+    case OpKind::DecodePng:
+    case OpKind::DecodeImage:
+    case OpKind::EncodePng:
+    case OpKind::EncodeJpeg:
+    case OpKind::RandomCrop:
+    case OpKind::CentralCrop:
+    case OpKind::CropOrPad:
+    case OpKind::Resize:
+    case OpKind::FlipLeftRight:
+    case OpKind::FlipUpDown:
+    case OpKind::RandomFlipLeftRight:
+    case OpKind::RandomFlipUpDown:
+    case OpKind::ConvertImageDtype:
+    case OpKind::Normalize:
+    case OpKind::RgbToGrayscale:
+    case OpKind::DistanceTransform:
+    case OpKind::OneHotColors:
+      break;
+    }
+    throw Unsupported{fmt::format("op `{}` is not compiled", op_name(in.op))};
   }
 
   // sum / prod / mean / reduce_max / reduce_min over the `axis` attribute (all element axes without
@@ -617,21 +686,21 @@ class OutputBuilder {
     n.arg_dtype = xt;
     n.args = {value(x, xi)};
     const DType rt = in.type.dtype;
-    if (in.op == "reduce_max" || in.op == "reduce_min") {
-      n.op = in.op == "reduce_max" ? "max" : "min";
+    if (in.op == OpKind::ReduceMax || in.op == OpKind::ReduceMin) {
+      n.reduce_op = in.op == OpKind::ReduceMax ? ReduceOp::Max : ReduceOp::Min;
       n.dtype = xt;
       return cast(add(n), rt);
     }
-    n.op = in.op == "prod" ? "prod" : "sum";
-    const bool float_acc = is_float(xt) || in.op == "mean";
+    n.reduce_op = in.op == OpKind::Prod ? ReduceOp::Prod : ReduceOp::Sum;
+    const bool float_acc = is_float(xt) || in.op == OpKind::Mean;
     n.dtype = float_acc ? DType::F64 : DType::U64;
     int acc = add(n);
-    if (in.op == "mean") {
+    if (in.op == OpKind::Mean) {
       Node c;
       c.kind = NodeKind::Const;
       c.dtype = DType::F64;
       c.fval = static_cast<double>(n.ival);
-      return cast(op("div", {acc, add(c)}, DType::F64), rt);
+      return cast(op(OpKind::Div, {acc, add(c)}, DType::F64), rt);
     }
     return float_acc ? cast(acc, rt) : cast(cast(acc, DType::I64), rt);
   }
@@ -676,20 +745,20 @@ class OutputBuilder {
       n.args = {linearize(idx, shape)};
       return add(n);
     };
-    if (in.op == "random_uniform") {
+    if (in.op == OpKind::RandomUniform) {
       const DType u = rt == DType::F64 ? DType::F64 : DType::F32;
       r.kind = u == DType::F64 ? kRandomUniformF64 : kRandomUniformF32;
       int x = draw(u);
       int lo = cast(operand_or(0, 0.0, rt), u), hi = cast(operand_or(1, 1.0, rt), u);
-      return cast(op("add", {lo, op("mul", {op("sub", {hi, lo}, u), x}, u)}, u), rt);
+      return cast(op(OpKind::Add, {lo, op(OpKind::Mul, {op(OpKind::Sub, {hi, lo}, u), x}, u)}, u), rt);
     }
-    if (in.op == "random_normal") {
+    if (in.op == OpKind::RandomNormal) {
       r.kind = kRandomNormal;
       int z = draw(DType::F64);
       int mean = operand_or(0, 0.0, DType::F64), sd = operand_or(1, 1.0, DType::F64);
-      return cast(op("add", {mean, op("mul", {sd, z}, DType::F64)}, DType::F64), rt);
+      return cast(op(OpKind::Add, {mean, op(OpKind::Mul, {sd, z}, DType::F64)}, DType::F64), rt);
     }
-    if (in.op == "random_int") {
+    if (in.op == OpKind::RandomInt) {
       if (in.operands.size() < 2) throw Unsupported{fmt::format("{} needs lo and hi", where(in, id))};
       int64_t bound[2];
       for (int k = 0; k < 2; ++k) {
@@ -704,7 +773,7 @@ class OutputBuilder {
       r.hi = bound[1];
       return cast(draw(DType::I64), rt);
     }
-    throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), in.op)};
+    throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), op_name(in.op))};
   }
 
   const ExprFunction& fn_;
@@ -726,21 +795,16 @@ void check_instr(const Instr& in, int id) {
     throw Unsupported{fmt::format("{} has type {} (not a tensor of known shape)", where(in, id), type_to_string(in.type))};
   if (!supported_dtype(in.type.dtype))
     throw Unsupported{fmt::format("{} has dtype {}", where(in, id), dtype_name(in.type.dtype))};
-  const std::string& op = in.op;
-  if (op == "param" || op == "cast" || kCompare.count(op) || op == "and" || op == "or" || op == "not" ||
-      op == "where" || op == "clip" || kStructural.count(op) || op == "random_uniform" || op == "random_normal" ||
-      op == "random_int" || op == "sum" || op == "prod" || op == "mean" || op == "reduce_max" || op == "reduce_min")
-    return;
-  if (kArith.count(op) || kUnary.count(op)) {
+  const OpInfo& info = op_info(in.op);
+  // The op table says which ops the loop nests lower; compute() has the code for exactly those.
+  if (!info.compiled_by(OpBackend::Llvm)) throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), info.name)};
+  if (info.has(OpFlag::Arithmetic) || info.has(OpFlag::UnaryMath)) {
     const DType t = in.type.dtype;
-    if (t == DType::Bool && !kIntegral.count(op))
-      throw Unsupported{fmt::format("{}: arithmetic on bool is not compiled", where(in, id))};
-    if (kFloatOnly.count(op) && !is_float(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
-    if (kIntegral.count(op) && is_float(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
-    if (kIntOnly.count(op) && !is_integer(t)) throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
-    return;
+    const bool bitwise = info.has(OpFlag::Bitwise);  // bool and integers
+    if (t == DType::Bool && !bitwise) throw Unsupported{fmt::format("{}: arithmetic on bool is not compiled", where(in, id))};
+    if ((info.has(OpFlag::FloatOnly) && !is_float(t)) || (bitwise && is_float(t)) || (info.has(OpFlag::IntegerOnly) && !is_integer(t)))
+      throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
   }
-  throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), op)};
 }
 
 }  // namespace
@@ -762,7 +826,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
     for (size_t i = 0; i < n; ++i) {
       const Instr& in = fn.body[i];
       if (!live[i]) continue;
-      bool row = in.op == "param" || in.op.rfind("random_", 0) == 0;
+      bool row = op_has(in.op, OpFlag::Input) || op_has(in.op, OpFlag::Random);
       for (int o : in.operands) row = row || per_row[static_cast<size_t>(o)];
       per_row[i] = row;
       if (!row) {
@@ -781,7 +845,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
         continue;
       }
       check_instr(in, static_cast<int>(i));
-      if (in.op == "param") {
+      if (in.op == OpKind::Param) {
         const Value* f = find_attr(in, "field");
         if (!f) throw Unsupported{fmt::format("{} has no field", where(in, static_cast<int>(i)))};
         auto it = std::find(in_fields.begin(), in_fields.end(), f->s);
@@ -826,6 +890,31 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
   return true;
 }
 
+std::string_view index_op_name(IndexOp op) {
+  switch (op) {
+    case IndexOp::Add: return "add";
+    case IndexOp::Sub: return "sub";
+    case IndexOp::Mul: return "mul";
+    case IndexOp::Div: return "div";
+    case IndexOp::Mod: return "mod";
+    case IndexOp::Min: return "min";
+    case IndexOp::Max: return "max";
+    case IndexOp::Lt: return "lt";
+    case IndexOp::Select: return "select";
+  }
+  return "?";
+}
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
 std::string print_loop_nest(const LoopNest& nest) {
   std::string s = fmt::format("loops {}:\n", nest.name);
   for (size_t i = 0; i < nest.inputs.size(); ++i)
@@ -845,12 +934,12 @@ std::string print_loop_nest(const LoopNest& nest) {
         case NodeKind::Const: body = is_float(n.dtype) ? fmt::format("{}", n.fval) : fmt::format("{}", n.ival); break;
         case NodeKind::Load: body = fmt::format("in{}[n{}]", n.input, n.args[0]); break;
         case NodeKind::Table: body = fmt::format("table{}[n{}]", n.table, n.args[0]); break;
-        case NodeKind::Index: body = fmt::format("idx.{} n{}, n{}", n.op, n.args[0], n.args[1]); break;
-        case NodeKind::Op: body = fmt::format("{} n{}", n.op, fmt::join(n.args, ", n")); break;
+        case NodeKind::Index: body = fmt::format("idx.{} n{}", index_op_name(n.index_op), fmt::join(n.args, ", n")); break;
+        case NodeKind::Op: body = fmt::format("{} n{}", op_name(n.op), fmt::join(n.args, ", n")); break;
         case NodeKind::Cast: body = fmt::format("cast n{}", n.args[0]); break;
         case NodeKind::Select: body = fmt::format("select n{}, n{}, n{}", n.args[0], n.args[1], n.args[2]); break;
         case NodeKind::Random: body = fmt::format("random{}[n{}]", n.random, n.args[0]); break;
-        case NodeKind::Reduce: body = fmt::format("reduce.{} n{} over v{} < {}", n.op, n.args[0], n.var, n.ival); break;
+        case NodeKind::Reduce: body = fmt::format("reduce.{} n{} over v{} < {}", reduce_op_name(n.reduce_op), n.args[0], n.var, n.ival); break;
       }
       s += fmt::format("    n{} = {} : {}\n", k, body, dtype_name(n.dtype));
     }

@@ -15,18 +15,21 @@
 //     interpreter's own kernels and become constant tables (Table nodes) or scalar constants (Const),
 //     so they are bit-identical to what the interpreter computes.
 //
-// Supported ops: param, const, cast, the element-wise ops of runtime/ops/elementwise_{unary,binary}.cpp
-// (add sub mul div floordiv mod pow max min atan2 bit_and bit_or bit_xor shl shr eq ne lt le gt ge and
-// or neg not bit_not abs sign relu square tanh exp log log1p sqrt rsqrt sin cos floor ceil round
-// sigmoid), where, clip, the structural ops above, the reductions sum, prod, mean, reduce_max and
-// reduce_min (Reduce nodes: inner loops), and random_uniform / random_normal (any operands) and
-// random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws).
-// Not supported (the function stays on the interpreter and the reason says which): argmax, size, arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant
-// values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values per row.
+// Supported ops: those whose row in runtime/plan/ops.def names the Llvm back end (the test
+// tests/unit/op_table_coverage_test.cpp lowers each of them, and checks the others are refused):
+// param, const, cast, the element-wise ops (arithmetic, comparisons, logic, unary math), where, clip,
+// the structural ops above, the reductions sum, prod, mean, reduce_max and reduce_min (Reduce nodes:
+// inner loops), and random_uniform / random_normal (any operands) and random_int (row-invariant scalar
+// bounds), whose draws are materialized per row (RandomDraws).
+// Not supported (the function stays on the interpreter and the reason says which): the other ops
+// (argmax, size, images), arithmetic on bool, f16/bf16 and bytes values, any unknown dimension,
+// row-invariant values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values
+// per row.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/core/dtype.h"
@@ -34,13 +37,24 @@
 
 namespace pipec::codegen {
 
+/// Index arithmetic on non-negative i64 values (NodeKind::Index).
+enum class IndexOp : uint8_t {
+  Add, Sub, Mul,
+  Div,     // truncating
+  Mod, Min, Max,
+  Lt,      // 1 or 0
+  Select,  // a ? b : c
+};
+
+/// The fold of a Reduce node.
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min };
+
 enum class NodeKind : uint8_t {
   Var,     // loop index `var` (i64)
   Const,   // a scalar of `dtype`: ints in `ival` (sign- or zero-extended), floats in `fval`
   Load,    // element args[0] (flat i64 index within the row) of input `input`, in the current row
   Table,   // element args[0] (flat i64 index) of constant table `table`
-  Index,   // i64 index arithmetic on non-negative values: `op` is one of
-           // "add" "sub" "mul" "div" (truncating) "mod" "min" "max" "lt" (1/0) "select" (a ? b : c)
+  Index,   // i64 index arithmetic on non-negative values: `index_op`
   Op,      // the IR element-wise op `op` (its interpreter semantics) on args of dtype `arg_dtype`;
            // result `dtype` (bool for comparisons and logic, arg_dtype otherwise)
   Cast,    // args[0] (of `arg_dtype`) converted to `dtype` with the interpreter's cast semantics
@@ -48,8 +62,8 @@ enum class NodeKind : uint8_t {
   Random,  // element args[0] (flat i64 index) of the current row's draws of random op `random`
            // (LoopNest::randoms): f32, f64 or i64 per RandomDraws::kind
   Reduce,  // a sequential fold over loop var `var` in [0, ival) of args[0] (of `arg_dtype`, evaluated
-           // per iteration; it may use `var`), `op` one of "sum" "prod" (accumulate in `dtype`: f64 for
-           // float inputs, u64 wrap-around for integer and bool inputs) or "max" "min" (`dtype` =
+           // per iteration; it may use `var`), `reduce_op` Sum or Prod (accumulate in `dtype`: f64 for
+           // float inputs, u64 wrap-around for integer and bool inputs) or Max or Min (`dtype` =
            // arg_dtype; start at -inf/+inf or the integer limits; a NaN sticks). In index order, as the
            // interpreter folds, so float sums are bit-identical.
 };
@@ -58,7 +72,9 @@ struct Node {
   NodeKind kind = NodeKind::Const;
   DType dtype = DType::I64;      // the node's scalar type (Var, Index: I64)
   DType arg_dtype = DType::I64;  // Op and Cast: the operands' dtype
-  std::string op;                // Op, Index
+  OpKind op = OpKind::Add;       // Op
+  IndexOp index_op = IndexOp::Add;  // Index
+  ReduceOp reduce_op = ReduceOp::Sum;  // Reduce
   std::vector<int> args;         // earlier node ids
   int var = 0;                   // Var
   int input = 0;                 // Load
@@ -128,5 +144,9 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
 
 /// A readable dump of the loop nests (for tests and `pipec explain --loops`).
 std::string print_loop_nest(const LoopNest& nest);
+
+/// "add", "select": the names print_loop_nest shows.
+std::string_view index_op_name(IndexOp op);
+std::string_view reduce_op_name(ReduceOp op);
 
 }  // namespace pipec::codegen

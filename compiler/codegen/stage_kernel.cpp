@@ -11,7 +11,7 @@ bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& w
   std::vector<std::string> fields;
   for (const Field& f : plan.stages.at(static_cast<size_t>(s.inputs[0])).element.fields) fields.push_back(f.name);
   if (!lower_to_loop_nest(*s.fn, fields, nest, why_not)) return false;
-  if (s.op == "filter" && (nest.outputs.size() != 1 || nest.outputs[0].elems != 1)) {
+  if (s.kind == StageKind::Filter && (nest.outputs.size() != 1 || nest.outputs[0].elems != 1)) {
     why_not = "the filter's predicate is not one flag per element";
     return false;
   }

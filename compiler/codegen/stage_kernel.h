@@ -1,5 +1,6 @@
 // Which map/filter stages of a plan can become native kernels, and their loop nests: the shared first
-// step of every code generator (LLVM JIT, `pipec build` objects, CUDA) and of `pipec explain`.
+// step of the LLVM JIT, `pipec build` objects and `pipec explain`. (The CUDA generator lowers a map's
+// function with the same lower_to_loop_nest, through cuda/cuda_emitter.h, and says the same things.)
 #pragma once
 
 #include <string>

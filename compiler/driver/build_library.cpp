@@ -1,11 +1,16 @@
 #include "compiler/driver/build_library.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -17,12 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string c_string_literal(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -33,15 +32,63 @@ std::string c_string_literal(const std::string& s) {
   return out + "\"";
 }
 
-// Runs `cmd` through the shell; returns its exit code and puts stdout+stderr in `output`.
-int run_command(const std::string& cmd, std::string& output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
+// Runs `argv` (argv[0] looked up in PATH) with no shell in between, so no word of it is ever
+// interpreted; returns its exit code (127 when it cannot be started) and puts stdout+stderr in `output`.
+int run_program(const std::vector<std::string>& argv, std::string& output) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    output = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  if (err != 0) {
+    close(pipe_fds[0]);
+    output = std::strerror(err);
+    return err == ENOENT || err == EACCES ? 127 : -1;
+  }
   char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  int status = pclose(p);
+  for (;;) {
+    ssize_t n = read(pipe_fds[0], buf, sizeof buf);
+    if (n > 0) output.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The command as a shell would need it, for the error message only.
+std::string shown_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,+:@") ==
+                                   std::string::npos;
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += (out.empty() ? "" : " ") + (plain ? a : q + "'");
+  }
+  return out;
+}
+
+// The words of a space-separated list of libraries (CMake's PIPEC_LINK_LIBS).
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
 }
 
 bool write_text(const fs::path& path, const std::string& text) {
@@ -103,15 +150,19 @@ std::string build_library(const Plan& plan, const LibraryBuild& b) {
   if (!write_text(src, embedded_plan_source(plan, b.spec_dir)) || !write_text(map, kVersionScript))
     return fmt::format("cannot write the generated files in {}", b.work_dir);
 
-  std::string cmd = fmt::format("{} -shared -fPIC -O1 -o {} {}", quote(cc), quote(b.output), quote(src.string()));
-  for (const std::string& obj : b.kernel_objects) cmd += " " + quote(obj);
-  cmd += fmt::format(" -Wl,--whole-archive {} -Wl,--no-whole-archive {} {} -lz -lstdc++ -lm -lpthread -ldl", quote(capi_lib),
-                     quote(runtime_lib), PIPEC_LINK_LIBS);
-  cmd += fmt::format(" -Wl,--version-script={} -Wl,-Bsymbolic -Wl,--no-undefined -Wl,--strip-debug", quote(map.string()));
+  // $PIPEC_CC may carry flags of its own (`clang -fuse-ld=lld`): its words come first.
+  std::vector<std::string> argv = split_words(cc);
+  if (argv.empty()) argv.push_back("cc");
+  argv.insert(argv.end(), {"-shared", "-fPIC", "-O1", "-o", b.output, src.string()});
+  argv.insert(argv.end(), b.kernel_objects.begin(), b.kernel_objects.end());
+  argv.insert(argv.end(), {"-Wl,--whole-archive", capi_lib, "-Wl,--no-whole-archive", runtime_lib});
+  for (const std::string& lib : split_words(PIPEC_LINK_LIBS)) argv.push_back(lib);
+  argv.insert(argv.end(), {"-lz", "-lstdc++", "-lm", "-lpthread", "-ldl", "-Wl,--version-script=" + map.string(),
+                           "-Wl,-Bsymbolic", "-Wl,--no-undefined", "-Wl,--strip-debug"});
   std::string output;
-  int rc = run_command(cmd, output);
+  int rc = run_program(argv, output);
   if (rc == 127) return fmt::format("the C compiler `{}` was not found (set PIPEC_CC to one)", cc);
-  if (rc != 0) return fmt::format("linking failed (exit code {}):\n  {}\n{}", rc, cmd, output);
+  if (rc != 0) return fmt::format("linking failed (exit code {}):\n  {}\n{}", rc, shown_command(argv), output);
   return "";
 }
 

@@ -8,37 +8,19 @@
 
 #include <fmt/format.h>
 
-#include "compiler/codegen/llvm/aot.h"
+#include "compiler/compile/compile.h"
 #include "compiler/driver/build_library.h"
+#include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/compile_report.h"
 #include "compiler/driver/library_header.h"
 #include "compiler/driver/opt_flags.h"
-#include "compiler/driver/pick_pipeline.h"
 #include "compiler/driver/spec_options.h"
-#include "compiler/lower/lower.h"
 #include "runtime/capi/pipe_handle.h"
 
 namespace pipec {
 
 namespace fs = std::filesystem;
-
-static const char* kBuildUsage =
-    "usage: pipec build [options] SPEC -o libNAME.so\n"
-    "\n"
-    "Compiles a pipeline of SPEC into a shared library that C, C++ and Python (ctypes, DLPack) programs\n"
-    "read batches from through the C ABI in pipe.h. Writes libNAME.so, libNAME.h (the fields: names,\n"
-    "dtypes, shapes) and pipe.h into the output's folder. Relative data paths resolve against SPEC's\n"
-    "folder unless pipe_options.data_dir says otherwise.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE   the library to write (required; its header is named after it)\n"
-    "  --pipeline NAME     the pipeline to build (default: the only one, or the one a train block uses)\n"
-    "  --no-kernels        compile no map/filter kernels: the library runs every body on the interpreter\n"
-    "  -I DIR              also search DIR for `import name`\n"
-    "\n"
-    "environment:\n"
-    "  PIPEC_CC                the C compiler and linker (default: cc)\n"
-    "  PIPEC_RUNTIME_LIB_DIR   folder with libpipec_runtime.a and libpipec_capi.a (default: this build's)\n";
 
 namespace {
 
@@ -66,104 +48,58 @@ struct TempDir {
 }  // namespace
 
 int cmd_build(const Args& args) {
-  if (wants_help(args)) {
-    std::cout << kBuildUsage << kOptFlagsHelp;
-    return 0;
-  }
-  SpecOptions opts;
-  std::vector<std::string> rest;
-  std::vector<std::string> extra = {"-o", "--output", "--pipeline", "--no-kernels"};
-  extra.insert(extra.end(), opt_flag_names().begin(), opt_flag_names().end());
-  if (!parse_spec_options(args, opts, rest, "build", extra)) return 2;
-  PassOptions passes;
-  if (!take_opt_flags(rest, passes, "build")) return 2;
-  std::string spec, output, pipeline;
-  bool kernels = true;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    const std::string& a = rest[i];
-    if (a == "-o" || a == "--output" || a == "--pipeline") {
-      if (i + 1 >= rest.size()) {
-        std::cerr << "pipec build: " << a << " needs a value\n";
-        return 2;
-      }
-      (a == "--pipeline" ? pipeline : output) = rest[++i];
-    } else if (a == "--no-kernels") {
-      kernels = false;
-    } else if (a.rfind("--output=", 0) == 0) {
-      output = a.substr(9);
-    } else if (a.rfind("--pipeline=", 0) == 0) {
-      pipeline = a.substr(11);
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "pipec build: unknown option " << a << " (see pipec build --help)\n";
-      return 2;
-    } else if (spec.empty()) {
-      spec = a;
-    } else {
-      std::cerr << "pipec build: expected one spec file, got `" << spec << "` and `" << a << "`\n";
-      return 2;
-    }
-  }
-  if (spec.empty() || output.empty()) {
-    std::cerr << "pipec build: " << (spec.empty() ? "no spec file" : "no output: give -o libNAME.so") << "\n" << kBuildUsage;
-    return 2;
-  }
-
-  auto program = check_file(spec, opts.check);
-  if (!program->io_error.empty()) {
-    std::cerr << "pipec build: " << program->io_error << "\n";
-    return 2;
-  }
-  program->diags.print(std::cerr, opts.color);
-  if (program->diags.has_errors()) return 1;
-  std::string error;
-  const Decl* decl = pick_pipeline(*program, pipeline, error);
-  if (!decl) {
-    std::cerr << "pipec build: " << error << "\n";
-    return 2;
-  }
-  Plan plan = lower_pipeline(*program, *decl);
-  // The same optimized plan `pipec run` executes; -O0, like `pipec run -O0`, is the lowered plan on the
-  // interpreter (the reference), so it compiles no kernels either.
-  if (passes.opt_level == 0) kernels = false;
-  try {
-    run_passes(plan, passes);
-  } catch (const PassError& e) {
-    std::cerr << "pipec build: " << e.what();
-    return 2;
-  }
-  if (auto problems = verify_plan(plan); !problems.empty()) {
-    std::cerr << "pipec build: internal error: the plan does not verify:\n";
-    for (auto& p : problems) std::cerr << "  " << p << "\n";
-    return 2;
-  }
-  if (std::string why = capi_element_problem(plan.stages.back().element); !why.empty()) {
-    std::cerr << fmt::format("pipec build: pipeline `{}` cannot be built into a library: {}\n", decl->name, why);
-    return 1;
-  }
+  SpecFlags flags;
+  CompileRequest request;
+  std::string output;
+  bool no_kernels = false;
+  auto app = make_command(
+      "build", "SPEC -o libNAME.so",
+      "Compiles a pipeline of SPEC into a shared library that C, C++ and Python (ctypes, DLPack) programs\n"
+      "read batches from through the C ABI in pipe.h. Writes libNAME.so, libNAME.h (the fields: names,\n"
+      "dtypes, shapes) and pipe.h into the output's folder. Relative data paths resolve against SPEC's\n"
+      "folder unless pipe_options.data_dir says otherwise.");
+  app->add_option("SPEC", request.path, "the spec")->required();
+  app->add_option("-o,--output", output, "the library to write (its header is named after it)")->type_name("FILE")->required();
+  app->add_option("--pipeline", request.pipeline, "the pipeline to build (default: the only one, or the one a train block uses)")
+      ->type_name("NAME");
+  app->add_flag("--no-kernels", no_kernels, "compile no map/filter kernels: the library runs every body on the interpreter");
+  add_spec_flags(*app, flags, "no line saying what was written");
+  add_opt_flags(*app, request.options.passes);
+  app->footer("environment:\n"
+              "  PIPEC_CC                the C compiler and linker (default: cc)\n"
+              "  PIPEC_RUNTIME_LIB_DIR   folder with libpipec_runtime.a and libpipec_capi.a (default: this build's)");
+  if (auto code = parse_command_line(*app, args)) return *code;
 
   TempDir tmp;
   if (tmp.path.empty()) {
     std::cerr << "pipec build: cannot create a temporary folder\n";
     return 2;
   }
+  // The same optimized plan `pipec run` executes; at -O0 (the reference, the lowered plan on the
+  // interpreter) compile() makes no kernels either. Every map/filter body LLVM can compile goes into one
+  // object linked into the library; each compiled stage's native->symbol is kept in the serialized plan,
+  // which pipe_open binds. A library's plan runs on the CPU: no CUDA kernels.
+  const fs::path object = tmp.path / "kernels.o";
+  request.options.check = flags.check_options();
+  request.options.cpu_kernels = no_kernels ? CpuKernels::None : CpuKernels::Object;
+  request.options.object_path = object.string();
+  request.options.device = DevicePolicy::Cpu;
+  CompileResult compiled = compile(request);
+  if (auto code = report_compile(compiled, "build", flags)) return *code;
+  const Decl* decl = compiled.pipelines[0].decl;
+  const Plan& plan = compiled.pipelines[0].plan;
+  const int num_kernels = compiled.pipelines[0].object_kernels;
+  if (std::string why = capi_element_problem(plan.stages.back().element); !why.empty()) {
+    std::cerr << fmt::format("pipec build: pipeline `{}` cannot be built into a library: {}\n", decl->name, why);
+    return 1;
+  }
+
+  const std::string& spec = request.path;
   LibraryBuild b;
   b.output = output;
   b.spec_dir = fs::absolute(fs::path(spec)).parent_path().lexically_normal().string();
   b.work_dir = tmp.path.string();
-  // Code generation: every map/filter body LLVM can compile goes into one object, linked into the
-  // library; emit_kernels_object sets each compiled stage's native->symbol, which the serialized plan
-  // keeps and pipe_open binds. The rest run on the interpreter.
-  int num_kernels = 0;
-  if (kernels) {
-    fs::path obj = tmp.path / "kernels.o";
-    try {
-      num_kernels = codegen::emit_kernels_object(plan, obj.string());
-    } catch (const std::exception& e) {
-      std::cerr << "pipec build: code generation failed: " << e.what() << "\n";
-      return 2;
-    }
-    if (num_kernels > 0) b.kernel_objects.push_back(obj.string());
-  }
+  if (num_kernels > 0) b.kernel_objects.push_back(object.string());
 
   fs::path out_dir = fs::absolute(fs::path(output)).parent_path();
   std::error_code ec;
@@ -180,7 +116,7 @@ int cmd_build(const Args& args) {
     std::cerr << fmt::format("pipec build: cannot write {} and pipe.h: {}\n", header.string(), ec.message());
     return 2;
   }
-  if (!opts.quiet)
+  if (!flags.quiet)
     std::cerr << fmt::format("pipec build: wrote {} ({} fields, {} compiled kernels) and {}\n", output,
                              plan.stages.back().element.fields.size(), num_kernels, header.string());
   return 0;

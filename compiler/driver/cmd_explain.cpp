@@ -1,141 +1,101 @@
-// `pipec explain FILE [--pipeline NAME]`: the plan of each pipeline, stage by stage with element types,
-// and the expression IR of every map and filter. The optimized plan by default, the lowered one with
-// -O0, and with --passes the plan after every optimizer pass.
+// `pipec explain FILE [--pipeline NAME | --train NAME]`: the plan of each pipeline, stage by stage with
+// element types, and the expression IR of every map and filter. The optimized plan by default, the
+// lowered one with -O0, and with --passes the plan after every optimizer pass. Then the training-step
+// graph of each train block (with --train, of that one, after the plan of its data).
 #include <iostream>
+#include <map>
 
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/codegen/stage_kernel.h"
+#include "compiler/compile/compile.h"
+#include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/compile_report.h"
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
-#include "compiler/train/lower_train.h"
 
 namespace pipec {
 
-static const char* kExplainUsage =
-    "usage: pipec explain [options] FILE\n"
-    "\n"
-    "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
-    "the element type it produces, then the expression IR of every map and filter, and whether `pipec run`\n"
-    "compiles each map/filter to native code (and if not, why); then, for each train block, the training-step\n"
-    "graph: inputs, parameters (Keras names, shapes, initializers), the forward, loss, backward and update\n"
-    "nodes with their FLOPs per example.\n"
-    "\n"
-    "options:\n"
-    "  --pipeline NAME        only this pipeline\n"
-    "  --passes               the lowered plan, then the plan after each optimizer pass (or \"unchanged\")\n"
-    "  --loops                also print the loop nests the code generators compile\n"
-    "  --llvm                 also print the (unoptimized) LLVM IR of the kernels\n"
-    "  -I DIR                 also search DIR for `import name`\n"
-    "  -w, --no-warnings      do not report warnings\n";
+namespace {
+
+// Which bodies of the (optimized) plan `pipec run` compiles to native kernels, and why the others not.
+std::string kernel_lines(const Plan& plan, bool loops) {
+  std::string out;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    if (!has_element_kernel(s)) continue;
+    codegen::LoopNest nest;
+    std::string why;
+    if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
+      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+      if (loops) out += codegen::print_loop_nest(nest);
+    } else {
+      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": interpreter: " + why + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 int cmd_explain(const Args& args) {
-  if (wants_help(args)) {
-    std::cout << kExplainUsage << kOptFlagsHelp;
-    return 0;
+  SpecFlags flags;
+  CompileRequest request;
+  bool show_passes = false, loops = false, llvm_ir = false;
+  auto app = make_command(
+      "explain", "FILE",
+      "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
+      "the element type it produces, then the expression IR of every map and filter, and whether `pipec run`\n"
+      "compiles each map/filter to native code (and if not, why); then, for each train block, the training-step\n"
+      "graph: inputs, parameters (Keras names, shapes, initializers), the forward, loss, backward and update\n"
+      "nodes with their FLOPs per example.");
+  app->add_option("FILE", request.path, "the spec")->required();
+  auto* pipeline = app->add_option("--pipeline", request.pipeline, "only this pipeline")->type_name("NAME");
+  app->add_option("--train", request.train.block, "only this train block: the plan of its data, then its step graph")
+      ->type_name("NAME")
+      ->excludes(pipeline);
+  app->add_flag("--passes", show_passes, "the lowered plan, then the plan after each optimizer pass (or \"unchanged\")");
+  app->add_flag("--loops", loops, "also print the loop nests the code generators compile");
+  app->add_flag("--llvm", llvm_ir, "also print the (unoptimized) LLVM IR of the kernels");
+  add_spec_flags(*app, flags, "print diagnostics only when there are errors");
+  add_opt_flags(*app, request.options.passes);
+  if (auto code = parse_command_line(*app, args)) return *code;
+
+  request.target = !request.pipeline.empty()      ? CompileTarget::OnePipeline
+                   : !request.train.block.empty() ? CompileTarget::Train
+                                                  : CompileTarget::EveryPipeline;
+  request.options.check = flags.check_options();
+  // Each pipeline's output is collected while it compiles and printed in order afterwards.
+  std::map<const Decl*, std::string> shown;
+  const Decl* current = nullptr;
+  if (show_passes) {
+    request.options.on_lowered = [&](const Decl& d, const Plan& lowered) {
+      current = &d;
+      shown[current] = "== lowered ==\n" + print_plan(lowered);
+    };
+    request.options.passes.log = [&](const std::string& pass, bool changed, const Plan& after) {
+      std::string& out = shown[current];
+      if (changed) out += "\n== after " + pass + " ==\n" + print_plan(after);
+      else out += "\n== after " + pass + ": unchanged ==\n";
+    };
   }
-  SpecOptions opts;
-  std::vector<std::string> rest;
-  std::vector<std::string> extra = opt_flag_names();
-  extra.push_back("--pipeline");
-  extra.push_back("--passes");
-  extra.push_back("--loops");
-  extra.push_back("--llvm");
-  if (!parse_spec_options(args, opts, rest, "explain", extra)) return 2;
-  PassOptions passes;
-  if (!take_opt_flags(rest, passes, "explain")) return 2;
-  bool show_passes = false;
-  std::string only;
-  std::vector<std::string> files;
-  bool loops = false, llvm_ir = false;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == "--loops") {
-      loops = true;
-    } else if (rest[i] == "--llvm") {
-      llvm_ir = true;
-    } else if (rest[i] == "--pipeline") {
-      if (i + 1 >= rest.size()) {
-        std::cerr << "pipec explain: --pipeline needs a name\n";
-        return 2;
-      }
-      only = rest[++i];
-    } else if (rest[i].rfind("--pipeline=", 0) == 0) {
-      only = rest[i].substr(11);
-    } else if (rest[i] == "--passes") {
-      show_passes = true;
-    } else {
-      files.push_back(rest[i]);
-    }
-  }
-  if (files.size() != 1) {
-    std::cerr << "pipec explain: expected one spec file\n" << kExplainUsage;
-    return 2;
-  }
-  auto program = check_file(files[0], opts.check);
-  if (!program->io_error.empty()) {
-    std::cerr << "pipec explain: " << program->io_error << "\n";
-    return 2;
-  }
-  std::vector<TrainProgram> trains = lower_train_blocks(*program);
-  program->diags.print(std::cerr, opts.color);
-  if (program->diags.has_errors()) return 1;
-  bool found = false;
+  CompileResult result = compile(request);
+  if (auto code = report_compile(result, "explain", flags, !flags.quiet || result.status == CompileStatus::SpecErrors))
+    return *code;
   bool first = true;
-  for (const auto& d : program->main().decls) {
-    if (d->kind != DeclKind::Pipeline || (!only.empty() && d->name != only)) continue;
-    found = true;
-    Plan plan = lower_pipeline(*program, *d);
-    auto problems = verify_plan(plan);
-    if (!problems.empty()) {
-      std::cerr << "pipec explain: internal error: the plan of `" << d->name << "` does not verify:\n";
-      for (auto& p : problems) std::cerr << "  " << p << "\n";
-      return 2;
-    }
+  for (const CompiledPipeline& p : result.pipelines) {
     if (!first) std::cout << "\n";
     first = false;
-    if (show_passes) {
-      std::cout << "== lowered ==\n" << print_plan(plan);
-      passes.log = [](const std::string& pass, bool changed, const Plan& after) {
-        if (changed) std::cout << "\n== after " << pass << " ==\n" << print_plan(after);
-        else std::cout << "\n== after " << pass << ": unchanged ==\n";
-      };
-    }
-    try {
-      run_passes(plan, passes);
-    } catch (const PassError& e) {
-      std::cerr << "pipec explain: " << e.what();
-      return 2;
-    }
-    if (!show_passes) std::cout << print_plan(plan);
-    // Code generation: which bodies of the (optimized) plan become native kernels.
-    std::string kernels;
-    for (size_t i = 0; i < plan.stages.size() && passes.opt_level > 0; ++i) {
-      const Stage& s = plan.stages[i];
-      if (!has_element_kernel(s)) continue;
-      codegen::LoopNest nest;
-      std::string why;
-      if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
-        kernels += "  #" + std::to_string(i) + " " + s.op + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
-        if (loops) kernels += codegen::print_loop_nest(nest);
-      } else {
-        kernels += "  #" + std::to_string(i) + " " + s.op + ": interpreter: " + why + "\n";
-      }
-    }
-    if (!kernels.empty()) std::cout << "kernels:\n" << kernels;
-    if (llvm_ir) std::cout << codegen::kernels_llvm_ir(plan);
+    std::cout << (show_passes ? shown[p.decl] : print_plan(p.plan));
+    if (request.options.passes.opt_level > 0)
+      if (std::string kernels = kernel_lines(p.plan, loops); !kernels.empty()) std::cout << "kernels:\n" << kernels;
+    if (llvm_ir) std::cout << codegen::kernels_llvm_ir(p.plan);
   }
   // Train blocks: the training-step graph (model, loss, gradients, optimizer) of each.
-  for (const TrainProgram& t : trains) {
-    if (!only.empty()) break;
-    std::cout << (first ? "" : "\n") << print_train_program(t);
+  for (const CompiledTrain& t : result.trains) {
+    if (!first) std::cout << "\n";
     first = false;
-  }
-  if (!found) {
-    if (!only.empty()) std::cerr << "pipec explain: no pipeline named `" << only << "` in " << files[0] << "\n";
-    else std::cerr << "pipec explain: " << files[0] << " declares no pipeline\n";
-    return 2;
+    std::cout << print_train_program(t.program);
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
 #include "compiler/fmt/formatter.h"
 #include "compiler/front/diagnostics.h"
@@ -20,17 +21,6 @@
 namespace pipec {
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: pipec fmt [-w | --check] FILE...\n"
-    "\n"
-    "Prints each .pipe FILE in its canonical layout; `-` reads standard input.\n"
-    "\n"
-    "  -w          rewrite the files in place (only those that change)\n"
-    "  --check     print `FILE: not formatted` for each file that would change; exit 1 if any\n"
-    "  -h, --help  show this help\n"
-    "\n"
-    "Files with syntax errors are left alone: their errors are printed and the exit code is 1.\n";
 
 enum class Mode { Print, Write, Check };
 
@@ -78,36 +68,16 @@ bool replace_file(const std::string& path, const std::string& text, std::string&
 }  // namespace
 
 int cmd_fmt(const Args& args) {
-  if (wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
   bool write = false;
   bool check = false;
-  bool options_done = false;
   std::vector<std::string> files;
-  for (const std::string& a : args) {
-    if (!options_done && a == "--") {
-      options_done = true;
-    } else if (!options_done && a == "-w") {
-      write = true;
-    } else if (!options_done && a == "--check") {
-      check = true;
-    } else if (!options_done && a.size() > 1 && a[0] == '-') {
-      std::cerr << "pipec fmt: unknown option `" << a << "`\n" << kUsage;
-      return 2;
-    } else {
-      files.push_back(a);
-    }
-  }
-  if (write && check) {
-    std::cerr << "pipec fmt: -w and --check cannot be used together\n";
-    return 2;
-  }
-  if (files.empty()) {
-    std::cerr << "pipec fmt: no input files (use `-` for standard input)\n" << kUsage;
-    return 2;
-  }
+  auto app = make_command("fmt", "FILE...", "Prints each .pipe FILE in its canonical layout; `-` reads standard input.");
+  app->add_option("FILE", files, "the specs")->required();
+  auto* write_flag = app->add_flag("-w", write, "rewrite the files in place (only those that change)");
+  app->add_flag("--check", check, "print `FILE: not formatted` for each file that would change; exit 1 if any")
+      ->excludes(write_flag);
+  app->footer("Files with syntax errors are left alone: their errors are printed and the exit code is 1.");
+  if (auto code = parse_command_line(*app, args)) return *code;
   Mode mode = write ? Mode::Write : check ? Mode::Check : Mode::Print;
   bool color = ::isatty(STDERR_FILENO) != 0;
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
 #include "compiler/front/big_stack.h"
 #include "compiler/lsp/server.h"
@@ -9,18 +10,12 @@
 namespace pipec {
 
 int cmd_lsp(const Args& args) {
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help") {
-      std::cout << "usage: pipec lsp [--stdio]\n\n"
-                   "Runs the pipec language server on standard input and output (LSP, JSON-RPC 2.0 with\n"
-                   "Content-Length framing). Editors start it themselves; see docs/editors.md.\n";
-      return 0;
-    }
-    if (a != "--stdio") {
-      std::cerr << "pipec lsp: unknown argument `" << a << "` (try --help)\n";
-      return 2;
-    }
-  }
+  bool stdio = true;
+  auto app = make_command("lsp", "",
+                          "Runs the pipec language server on standard input and output (LSP, JSON-RPC 2.0 with\n"
+                          "Content-Length framing). Editors start it themselves; see docs/editors.md.");
+  app->add_flag("--stdio", stdio, "speak on stdin/stdout (the only transport, and the default)");
+  if (auto code = parse_command_line(*app, args)) return *code;
   std::ios::sync_with_stdio(false);
   // Checking a spec recurses on deeply nested expressions; a private thread with a large stack keeps a
   // pathological buffer from overflowing the main thread's stack.

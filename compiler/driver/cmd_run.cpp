@@ -1,8 +1,11 @@
-// `pipec run SPEC`: check, lower and run a pipeline on the CPU, with a progress line, a summary of
-// where the time went, NumPy output for inspection, and iterator checkpoints.
+// `pipec run SPEC`: compile a pipeline (compiler/compile) and run it, with a progress line, a summary of
+// where the time went (or as JSON), NumPy output for inspection, and iterator checkpoints. A spec with
+// a train block trains instead (compiler/driver/cmd_train.cpp) unless a pipeline flag asks for the
+// pipeline.
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,14 +14,16 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/llvm/jit.h"
+#include "compiler/compile/compile.h"
+#include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/compile_report.h"
 #include "compiler/driver/opt_flags.h"
-#include "compiler/driver/pick_pipeline.h"
+#include "compiler/driver/run_args.h"
 #include "compiler/driver/spec_options.h"
-#include "compiler/lower/lower.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
@@ -30,148 +35,10 @@ namespace pipec {
 
 namespace fs = std::filesystem;
 
-static const char* kRunUsage =
-    "usage: pipec run [options] SPEC\n"
-    "\n"
-    "Trains the spec's train block (see \"Training\" below), or runs a pipeline of SPEC and reports its\n"
-    "throughput. On a terminal a progress line shows batches, examples/s, MB/s, elapsed time and the ETA\n"
-    "when known; at the end a summary shows where the time went.\n"
-    "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.\n"
-    "\n"
-    "options:\n"
-    "  --pipeline NAME        run this pipeline (default: the only one, or the one a train block uses)\n"
-    "  --take N               stop after N output elements (batches, when the pipeline batches)\n"
-    "  --output DIR           write every output element as NumPy files DIR/NNNNNN/<field>.npy\n"
-    "  --seed S               the run seed for shuffles and random ops without their own (default 0)\n"
-    "  --threads N            worker threads (default: one per core)\n"
-    "  --checkpoint DIR       save the iterator state in DIR/state.ckpt\n"
-    "  --checkpoint-every N   ... every N output elements (default 100)\n"
-    "  --resume               continue from DIR/state.ckpt\n"
-    "  --stats-json FILE      write the summary as JSON\n"
-    "  --no-jit               run map/filter bodies on the interpreter instead of compiling them with LLVM\n"
-    "  --device auto|cpu|gpu  where the maps after to(gpu) run: the GPU when there is one (auto, the\n"
-    "                         default), always the CPU, or the GPU with an error when there is none\n"
-    "  -q, --quiet            no progress line and no summary\n"
-    "  -I DIR                 also search DIR for `import name`\n";
-
 namespace {
 
-struct RunArgs {
-  std::string spec;
-  std::string pipeline;
-  std::optional<int64_t> take;
-  std::string output;
-  uint64_t seed = 0;
-  int threads = 0;
-  std::string checkpoint;
-  int64_t checkpoint_every = 100;
-  bool resume = false;
-  std::string stats_json;
-  bool no_jit = false;
-  DevicePolicy device = DevicePolicy::Auto;
-};
-
-bool parse_int(const std::string& flag, const std::string& text, int64_t& out) {
-  try {
-    size_t pos = 0;
-    long long v = std::stoll(text, &pos);
-    if (pos != text.size()) throw std::invalid_argument(text);
-    out = v;
-    return true;
-  } catch (...) {
-    std::cerr << "pipec run: " << flag << " needs an integer, not `" << text << "`\n";
-    return false;
-  }
-}
-
-bool parse_run_args(const std::vector<std::string>& rest, RunArgs& a) {
-  for (size_t i = 0; i < rest.size(); ++i) {
-    std::string flag = rest[i];
-    std::string value;
-    bool has_value = false;
-    if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    auto need = [&](std::string& out) {
-      if (has_value) {
-        out = value;
-        return true;
-      }
-      if (i + 1 >= rest.size()) {
-        std::cerr << "pipec run: " << flag << " needs a value\n";
-        return false;
-      }
-      out = rest[++i];
-      return true;
-    };
-    int64_t n = 0;
-    std::string v;
-    if (flag == "--pipeline") {
-      if (!need(a.pipeline)) return false;
-    } else if (flag == "--take") {
-      if (!need(v) || !parse_int(flag, v, n)) return false;
-      if (n < 0) {
-        std::cerr << "pipec run: --take must be 0 or more\n";
-        return false;
-      }
-      a.take = n;
-    } else if (flag == "--output") {
-      if (!need(a.output)) return false;
-    } else if (flag == "--seed") {
-      if (!need(v) || !parse_int(flag, v, n)) return false;
-      a.seed = static_cast<uint64_t>(n);
-    } else if (flag == "--threads") {
-      if (!need(v) || !parse_int(flag, v, n)) return false;
-      if (n < 1 || n > 1024) {
-        std::cerr << "pipec run: --threads must be between 1 and 1024\n";
-        return false;
-      }
-      a.threads = static_cast<int>(n);
-    } else if (flag == "--checkpoint") {
-      if (!need(a.checkpoint)) return false;
-    } else if (flag == "--checkpoint-every") {
-      if (!need(v) || !parse_int(flag, v, n)) return false;
-      if (n < 1) {
-        std::cerr << "pipec run: --checkpoint-every must be at least 1\n";
-        return false;
-      }
-      a.checkpoint_every = n;
-    } else if (flag == "--no-jit") {
-      a.no_jit = true;
-    } else if (flag == "--resume") {
-      a.resume = true;
-    } else if (flag == "--stats-json") {
-      if (!need(a.stats_json)) return false;
-    } else if (flag == "--device") {
-      if (!need(v)) return false;
-      if (v == "auto") a.device = DevicePolicy::Auto;
-      else if (v == "cpu") a.device = DevicePolicy::Cpu;
-      else if (v == "gpu") a.device = DevicePolicy::Gpu;
-      else {
-        std::cerr << "pipec run: --device must be auto, cpu or gpu, not `" << v << "`\n";
-        return false;
-      }
-    } else if (!flag.empty() && flag[0] == '-') {
-      std::cerr << "pipec run: unknown option " << flag << " (see pipec run --help)\n";
-      return false;
-    } else if (a.spec.empty()) {
-      a.spec = flag;
-    } else {
-      std::cerr << "pipec run: expected one spec file, got `" << a.spec << "` and `" << flag << "`\n";
-      return false;
-    }
-  }
-  if (a.spec.empty()) {
-    std::cerr << "pipec run: no spec file\n" << kRunUsage;
-    return false;
-  }
-  if (a.resume && a.checkpoint.empty()) {
-    std::cerr << "pipec run: --resume needs --checkpoint DIR\n";
-    return false;
-  }
-  return true;
+DevicePolicy device_policy(const std::string& word) {
+  return word == "cpu" ? DevicePolicy::Cpu : word == "gpu" ? DevicePolicy::Gpu : DevicePolicy::Auto;
 }
 
 int64_t examples_in(const Chunk& c, int batch_rank) {
@@ -237,93 +104,134 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
-    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, plan.stages[i].op,
+    out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, stage_name(plan.stages[i].kind),
                        format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
   }
   if (total_busy)
-    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, plan.stages[worst].op,
+    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst, stage_name(plan.stages[worst].kind),
                        100.0 * worst_ns / total_busy);
 }
 
-void write_stats_json(const std::string& path, const PipelineRun& run, const std::string& name, const Summary& s,
-                      const codegen::JitReport* jit) {
+// The summary as JSON (`--stats-json`): the same figures as print_summary, for scripts and benches.
+nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& run, const std::string& name,
+                                  const Summary& s, const codegen::JitReport* jit) {
+  using Json = nlohmann::ordered_json;
   const RunContext& ctx = run.context();
-  std::ofstream o(path);
-  o << "{\n";
-  o << fmt::format("  \"pipeline\": \"{}\",\n  \"elements\": {},\n  \"examples\": {},\n  \"bytes\": {},\n", name, s.elements,
-                   s.examples, s.bytes);
-  o << fmt::format("  \"seconds\": {:.6f},\n  \"examples_per_second\": {:.3f},\n  \"peak_rss_bytes\": {},\n", s.seconds,
-                   s.examples / std::max(s.seconds, 1e-9), peak_rss_bytes());
-  if (jit)
-    o << fmt::format("  \"jit\": {{\"compiled\": {}, \"cached\": {}, \"compile_ms\": {:.3f}}},\n", jit->compiled, jit->cached,
-                     jit->compile_ms);
+  Json j;
+  j["spec"] = spec;
+  j["pipeline"] = name;
+  j["elements"] = s.elements;
+  j["examples"] = s.examples;
+  j["bytes"] = s.bytes;
+  j["seconds"] = s.seconds;
+  j["examples_per_second"] = s.examples / std::max(s.seconds, 1e-9);
+  j["peak_rss_bytes"] = peak_rss_bytes();
+  if (jit) j["jit"] = Json{{"compiled", jit->compiled}, {"cached", jit->cached}, {"compile_ms", jit->compile_ms}};
   BufferPoolStats pool = BufferPool::global().stats();
-  o << fmt::format("  \"buffer_pool\": {{\"fresh_count\": {}, \"fresh_bytes\": {}, \"reused_count\": {}, \"reused_bytes\": {}}},\n",
-                   pool.fresh_count, pool.fresh_bytes, pool.reused_count, pool.reused_bytes);
+  j["buffer_pool"] = Json{{"fresh_count", pool.fresh_count},
+                          {"fresh_bytes", pool.fresh_bytes},
+                          {"reused_count", pool.reused_count},
+                          {"reused_bytes", pool.reused_bytes}};
   const JpegIndexCache::Stats jpeg = JpegIndexCache::process().stats();
-  o << fmt::format("  \"jpeg_index\": {{\"indexed\": {}, \"unindexable\": {}, \"bytes\": {}, \"budget\": {}, \"hits\": {}, \"full\": {}}},\n",
-                   jpeg.indexed, jpeg.unindexable, jpeg.bytes, jpeg.budget, jpeg.hits, jpeg.full);
-  o << "  \"stages\": [\n";
+  j["jpeg_index"] = Json{{"indexed", jpeg.indexed}, {"unindexable", jpeg.unindexable}, {"bytes", jpeg.bytes},
+                         {"budget", jpeg.budget},   {"hits", jpeg.hits},               {"full", jpeg.full}};
+  Json stages = Json::array();
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
-    o << fmt::format("    {{\"index\": {}, \"op\": \"{}\", \"elements_out\": {}, \"busy_seconds\": {:.6f}, \"bytes_out\": {}, "
-                     "\"dropped\": {}, \"backend\": \"{}\", \"device\": \"{}\"}}{}\n",
-                     i, run.plan().stages[i].op, snap.elements_out, snap.busy_ns / 1e9, snap.bytes, ctx.dropped[i]->load(),
-                     stage_backend(run.plan().stages[i]), ctx.stage_device.at(i),
-                     i + 1 < run.plan().stages.size() ? "," : "");
+    stages.push_back(Json{{"index", i},
+                          {"op", std::string(stage_name(run.plan().stages[i].kind))},
+                          {"elements_out", snap.elements_out},
+                          {"busy_seconds", snap.busy_ns / 1e9},
+                          {"bytes_out", snap.bytes},
+                          {"dropped", ctx.dropped[i]->load()},
+                          {"backend", stage_backend(run.plan().stages[i])},
+                          {"device", ctx.stage_device.at(i)}});
   }
-  o << "  ]\n}\n";
+  j["stages"] = std::move(stages);
+  return j;
 }
 
 }  // namespace
 
 int cmd_run(const Args& args) {
-  if (wants_help(args)) {
-    std::cout << kRunUsage << kOptFlagsHelp << kTrainUsage;
-    return 0;
-  }
-  if (auto trained = run_training_if_asked(args)) return *trained;
-  SpecOptions opts;
-  std::vector<std::string> rest;
-  std::vector<std::string> extra = {"--pipeline",         "--take",   "--output",     "--seed",   "--threads", "--checkpoint",
-                                    "--checkpoint-every", "--resume", "--stats-json", "--no-jit", "--device"};
-  extra.insert(extra.end(), opt_flag_names().begin(), opt_flag_names().end());
-  if (!parse_spec_options(args, opts, rest, "run", extra)) return 2;
-  PassOptions passes;
-  if (!take_opt_flags(rest, passes, "run")) return 2;
+  SpecFlags flags;
   RunArgs a;
-  if (!parse_run_args(rest, a)) return 2;
+  TrainArgs t;
+  CompileRequest request;
+  auto app = make_command(
+      "run", "SPEC",
+      "Trains the spec's train block (the training options below), or runs a pipeline of SPEC and reports\n"
+      "its throughput. A spec with a train block trains unless a pipeline option (--pipeline, --take,\n"
+      "--output, --checkpoint, --checkpoint-every, --resume) asks for the pipeline. On a terminal a progress\n"
+      "line shows batches, examples/s, MB/s, elapsed time and the ETA when known (training: steps, the smoothed\n"
+      "loss, examples/s and the share of time waiting for input); at the end a summary shows where the time went.\n"
+      "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.");
+  app->add_option("SPEC", a.spec, "the spec")->required();
+  std::vector<CLI::Option*> pipeline_only;
+  pipeline_only.push_back(
+      app->add_option("--pipeline", a.pipeline, "run this pipeline (default: the only one, or the one a train block uses)")
+          ->type_name("NAME"));
+  pipeline_only.push_back(
+      app->add_option("--take", a.take, "stop after N output elements, batches when the pipeline batches; -1 takes them all")
+          ->type_name("N")
+          ->check(in_range(-1, INT64_MAX))
+          ->capture_default_str());
+  pipeline_only.push_back(
+      app->add_option("--output", a.output, "write every output element as NumPy files DIR/NNNNNN/<field>.npy")->type_name("DIR"));
+  app->add_option("--seed", a.seed,
+                  "the run seed for shuffles and random ops without their own; training: also the initial\n"
+                  "weights and dropout")
+      ->type_name("S")
+      ->capture_default_str();
+  app->add_option("--threads", a.threads, "worker threads; one per core when not given")->type_name("N")->check(in_range(1, 1024));
+  auto* checkpoint = app->add_option("--checkpoint", a.checkpoint, "save the iterator state in DIR/state.ckpt")->type_name("DIR");
+  pipeline_only.push_back(checkpoint);
+  pipeline_only.push_back(app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements")
+                              ->type_name("N")
+                              ->check(in_range(1, INT64_MAX))
+                              ->capture_default_str());
+  pipeline_only.push_back(app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt")->needs(checkpoint));
+  app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")->type_name("FILE");
+  app->add_flag("--no-jit", a.no_jit, "run map/filter bodies on the interpreter instead of compiling them with LLVM");
+  app->add_option("--device", a.device,
+                  "where the maps after to(gpu) run: the GPU when there is one (auto), always the CPU,\n"
+                  "or the GPU with an error (exit code 3) when there is none")
+      ->type_name("auto|cpu|gpu")
+      ->check(one_of({"auto", "cpu", "gpu"}))
+      ->capture_default_str();
+  add_spec_flags(*app, flags, "no progress line and no summary");
+  add_opt_flags(*app, request.options.passes);
+  const TrainFlags train_flags = add_train_flags(*app, t);
+  const std::vector<CLI::Option*> train_only = train_flags.all();
+  // A pipeline flag runs the pipeline: it does not go with a training flag.
+  for (CLI::Option* p : pipeline_only)
+    for (CLI::Option* tr : train_only) p->excludes(tr);
+  app->footer("exit code: 0 success, 1 errors in the spec or its data (or a training step), 2 usage or I/O errors,\n"
+              "3 --device gpu with no usable GPU, 130 interrupted");
+  if (auto code = parse_command_line(*app, args)) return *code;
 
-  auto program = check_file(a.spec, opts.check);
-  if (!program->io_error.empty()) {
-    std::cerr << "pipec run: " << program->io_error << "\n";
-    return 2;
-  }
-  program->diags.print(std::cerr, opts.color);
-  if (program->diags.has_errors()) return 1;
-  std::string error;
-  const Decl* decl = pick_pipeline(*program, a.pipeline, error);
-  if (!decl) {
-    std::cerr << "pipec run: " << error << "\n";
-    return 2;
-  }
-  Plan plan = lower_pipeline(*program, *decl);
-  if (auto problems = verify_plan(plan); !problems.empty()) {
-    std::cerr << "pipec run: internal error: the plan does not verify:\n";
-    for (auto& p : problems) std::cerr << "  " << p << "\n";
-    return 2;
-  }
-  try {
-    run_passes(plan, passes);
-  } catch (const PassError& e) {
-    std::cerr << "pipec run: " << e.what();
-    return 2;
-  }
-  // The GPU generator sees the final (optimized) map stages.
-  if (a.device != DevicePolicy::Cpu) cuda_codegen::attach_gpu_kernels(plan);
-  // -O0 is the reference: the lowered plan on the interpreter, no native code.
-  std::optional<codegen::JitReport> jit;
-  if (!a.no_jit && passes.opt_level > 0) jit = codegen::attach_native_kernels(plan);
+  auto given = [](const std::vector<CLI::Option*>& opts) {
+    return std::any_of(opts.begin(), opts.end(), [](const CLI::Option* o) { return o->count() > 0; });
+  };
+  const DevicePolicy device = device_policy(a.device);
+  request.path = a.spec;
+  request.target = given(pipeline_only) ? CompileTarget::OnePipeline
+                   : given(train_only)  ? CompileTarget::Train
+                                        : CompileTarget::TrainOrPipeline;
+  request.pipeline = a.pipeline;
+  request.train.block = t.block;
+  if (train_flags.steps->count()) request.train.steps = t.steps;
+  if (train_flags.epochs->count()) request.train.epochs = t.epochs;
+  request.options.check = flags.check_options();
+  request.options.cpu_kernels = a.no_jit ? CpuKernels::None : CpuKernels::Jit;
+  request.options.device = device;
+  CompileResult compiled = compile(request);
+  if (auto code = report_compile(compiled, "run", flags)) return *code;
+  if (!compiled.trains.empty()) return run_compiled_training(compiled, a, t, flags.quiet);
+  const bool limited = a.take >= 0;  // --take N; -1 takes every element
+  const Decl* decl = compiled.pipelines[0].decl;
+  Plan& plan = compiled.pipelines[0].plan;
+  const std::optional<codegen::JitReport>& jit = compiled.pipelines[0].jit;
   const ElementInfo& out_elem = plan.stages.back().element;
   bool batched = out_elem.batch_rank > 0;
 
@@ -336,13 +244,13 @@ int cmd_run(const Args& args) {
   CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
   RunOptions ro;
   ro.seed = a.seed;
-  ro.device = a.device;
+  ro.device = device;
   ro.threads = a.threads;
   // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
   // by read_file) are not resolved twice.
   ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   ro.cancel = &cancel;
-  bool tty = isatty(STDERR_FILENO) && !opts.quiet;
+  bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   Summary sum;
   try {
     PipelineRun run(plan, ro);
@@ -354,7 +262,7 @@ int cmd_run(const Args& args) {
         return 2;
       }
       run.restore_checkpoint(ckpt);
-      if (!opts.quiet) std::cerr << "resumed at element " << run.delivered() << "\n";
+      if (!flags.quiet) std::cerr << "resumed at element " << run.delivered() << "\n";
     }
     for (const std::string& w : run.context().warnings) std::cerr << w << "\n";
     auto start = std::chrono::steady_clock::now();
@@ -362,11 +270,11 @@ int cmd_run(const Args& args) {
     int64_t next_checkpoint = run.delivered() + a.checkpoint_every;
     Chunk c;
     std::optional<uint64_t> total;
-    while (!(a.take && sum.elements >= *a.take)) {
+    while (!(limited && sum.elements >= a.take)) {
       int64_t first = run.delivered();
       if (!run.next(c)) break;
       int64_t rows = c.rows;
-      if (a.take) rows = std::min<int64_t>(rows, *a.take - sum.elements);
+      if (limited) rows = std::min<int64_t>(rows, a.take - sum.elements);
       if (rows < c.rows) c = slice_rows(c, 0, rows);
       if (!a.output.empty())
         for (int64_t r = 0; r < rows; ++r) write_element(a.output, first + r, out_elem.fields, c, r);
@@ -385,15 +293,22 @@ int cmd_run(const Args& args) {
         pl.examples = static_cast<uint64_t>(sum.examples);
         pl.bytes = static_cast<uint64_t>(sum.bytes);
         pl.elapsed_seconds = std::chrono::duration<double>(now - start).count();
-        if (a.take && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(*a.take * sum.examples / sum.elements);
+        if (limited && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(a.take * sum.examples / sum.elements);
         std::cerr << "\r" << pl.format() << "\033[K" << std::flush;
       }
     }
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
-    if (!opts.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr);
-    if (!a.stats_json.empty()) write_stats_json(a.stats_json, run, decl->name, sum, jit ? &*jit : nullptr);
+    if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr);
+    if (!a.stats_json.empty()) {
+      std::ofstream o(a.stats_json);
+      o << stats_json(a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";
+      if (!o.flush()) {
+        std::cerr << "pipec run: cannot write " << a.stats_json << "\n";
+        return 2;
+      }
+    }
   } catch (const CancelledError&) {
     if (tty) std::cerr << "\r\033[K";
     std::cerr << "pipec run: interrupted after " << sum.elements << " elements\n";

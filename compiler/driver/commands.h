@@ -2,7 +2,6 @@
 // 0 success, 1 errors in the spec (or `fmt --check` found unformatted files), 2 usage or I/O errors.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +16,15 @@ int cmd_fmt(const Args& args);      // compiler/driver/cmd_fmt.cpp
 int cmd_lsp(const Args& args);      // compiler/driver/cmd_lsp.cpp
 int cmd_run(const Args& args);      // compiler/driver/cmd_run.cpp
 
-/// `pipec run` on a spec with a train block trains (compiler/driver/cmd_train.cpp); nullopt when the
-/// arguments ask for a pipeline run instead. kTrainUsage is its part of `pipec run --help`.
-std::optional<int> run_training_if_asked(const Args& args);
-extern const char* kTrainUsage;
+struct Command {
+  const char* name;
+  const char* synopsis;  // "run SPEC"
+  const char* summary;   // one line for `pipec --help`
+  int (*run)(const Args& args);
+};
 
-/// True when `args` asks for help (-h / --help).
-bool wants_help(const Args& args);
+/// Every subcommand, in the order `pipec --help` lists them.
+const std::vector<Command>& command_list();
 
 /// Reads a whole file; false (with `error` set to a readable reason) when it cannot.
 bool read_text_file(const std::string& path, std::string& text, std::string& error);

@@ -1,62 +1,60 @@
-// The `pipec` command line: dispatches to the subcommands in compiler/driver/cmd_*.cpp.
+// The `pipec` command line: dispatches to the subcommands of command_list() (compiler/driver/cmd_*.cpp),
+// each of which declares its own flags (compiler/driver/cli.h).
 #include <exception>
 #include <iostream>
-#include <map>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "compiler/driver/commands.h"
 
 namespace {
 
-const char* kUsage =
-    "pipec - a compiler and runtime for machine-learning input pipelines\n"
-    "\n"
-    "usage: pipec <command> [options] [args]\n"
-    "\n"
-    "commands:\n"
-    "  build FILE -o L   compile a pipeline into a shared library with a C ABI (pipe.h, DLPack)\n"
-    "  check FILE...     type-check specs and report diagnostics\n"
-    "  explain FILE      print the plan: each stage with its element type, and the IR of each map\n"
-    "  fmt FILE...       format specs canonically (-w to rewrite, --check to verify)\n"
-    "  run FILE          run a pipeline on the CPU (progress, summary, --output for NumPy files)\n"
-    "  lsp               run the language server on stdin/stdout\n"
-    "\n"
-    "Run `pipec <command> --help` for the options of a command.\n"
-    "options:\n"
-    "  --version         print the version\n"
-    "  -h, --help        print this help\n";
+std::string usage() {
+  std::string out =
+      "pipec - a compiler and runtime for machine-learning input pipelines\n"
+      "\n"
+      "usage: pipec <command> [options] [args]\n"
+      "\n"
+      "commands:\n";
+  for (const pipec::Command& c : pipec::command_list()) out += fmt::format("  {:<18}{}\n", c.synopsis, c.summary);
+  out +=
+      "\n"
+      "Run `pipec <command> --help` for the options of a command.\n"
+      "options:\n"
+      "  --version         print the version\n"
+      "  -h, --help        print this help\n";
+  return out;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace pipec;
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return 2;
   }
   std::string cmd = argv[1];
   Args args(argv + 2, argv + argc);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    std::cout << kUsage;
+    std::cout << usage();
     return 0;
   }
   if (cmd == "--version" || cmd == "version") {
     std::cout << "pipec " << PIPEC_VERSION << "\n";
     return 0;
   }
-  const std::map<std::string, int (*)(const Args&)> commands = {
-      {"build", cmd_build}, {"check", cmd_check}, {"explain", cmd_explain}, {"fmt", cmd_fmt}, {"lsp", cmd_lsp}, {"run", cmd_run},
-  };
-  auto it = commands.find(cmd);
-  if (it == commands.end()) {
-    std::cerr << "pipec: unknown command `" << cmd << "`\n\n" << kUsage;
-    return 2;
+  for (const Command& c : command_list()) {
+    if (cmd != c.name) continue;
+    // Errors in specs are diagnostics; an exception reaching here is a bug, reported without a crash.
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      std::cerr << "pipec " << cmd << ": internal error: " << e.what() << "\n";
+      return 2;
+    }
   }
-  // Errors in specs are diagnostics; an exception reaching here is a bug, reported without a crash.
-  try {
-    return it->second(args);
-  } catch (const std::exception& e) {
-    std::cerr << "pipec " << cmd << ": internal error: " << e.what() << "\n";
-    return 2;
-  }
+  std::cerr << "pipec: unknown command `" << cmd << "`\n\n" << usage();
+  return 2;
 }

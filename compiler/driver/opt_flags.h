@@ -1,21 +1,13 @@
-// The optimizer flags `pipec explain` and `pipec run` share: -O0 / -O1 and --disable-pass=NAME.
+// The optimizer flags of `pipec explain`, `run` and `build`: -O0 / -O1 and --disable-pass NAME.
 #pragma once
 
-#include <string>
-#include <vector>
-
+#include "compiler/driver/cli.h"
 #include "compiler/passes/pass_pipeline.h"
 
 namespace pipec {
 
-/// The flag names to hand parse_spec_options as extra flags.
-const std::vector<std::string>& opt_flag_names();
-
-/// Lines for a command's --help.
-extern const char* const kOptFlagsHelp;
-
-/// Takes -O0, -O1 and --disable-pass=NAME (or --disable-pass NAME, repeatable) out of `args` into
-/// `out`. An unknown pass name is a usage error: prints it with the valid names and returns false.
-bool take_opt_flags(std::vector<std::string>& args, PassOptions& out, const char* command);
+/// Declares -O LEVEL and --disable-pass NAME (repeatable; an unknown name is an error that lists the
+/// passes) on `app`, writing into `out`.
+void add_opt_flags(CLI::App& app, PassOptions& out);
 
 }  // namespace pipec

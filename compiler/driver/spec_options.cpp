@@ -2,47 +2,51 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <iostream>
+#include <fmt/format.h>
 
 namespace pipec {
 
-bool parse_spec_options(const Args& args, SpecOptions& out, std::vector<std::string>& rest, const char* command,
-                        const std::vector<std::string>& extra_flags) {
-  std::string color = "auto";
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-I") {
-      if (i + 1 >= args.size()) {
-        std::cerr << "pipec " << command << ": -I needs a folder\n";
-        return false;
-      }
-      out.check.import_paths.push_back(args[++i]);
-    } else if (a.rfind("-I", 0) == 0 && a.size() > 2) {
-      out.check.import_paths.push_back(a.substr(2));
-    } else if (a == "-w" || a == "--no-warnings") {
-      out.check.warnings = false;
-    } else if (a == "-q" || a == "--quiet") {
-      out.quiet = true;
-    } else if (a.rfind("--color=", 0) == 0) {
-      color = a.substr(8);
-      if (color != "always" && color != "never" && color != "auto") {
-        std::cerr << "pipec " << command << ": --color takes always, never or auto\n";
-        return false;
-      }
-    } else if (a.size() > 1 && a[0] == '-') {
-      std::string name = a.substr(0, a.find('='));
-      if (std::find(extra_flags.begin(), extra_flags.end(), name) == extra_flags.end()) {
-        std::cerr << "pipec " << command << ": unknown option " << a << " (see pipec " << command << " --help)\n";
-        return false;
-      }
-      rest.push_back(a);
-    } else {
-      rest.push_back(a);
-    }
+namespace {
+
+// NAME=VALUE with a name; what VALUE means is the checker's business (it is Pipe source).
+CLI::Validator name_equals_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0) return fmt::format("must be NAME=VALUE, not `{}`", text);
+        return "";
+      },
+      "");
+}
+
+}  // namespace
+
+CheckOptions SpecFlags::check_options() const {
+  CheckOptions o;
+  o.import_paths = import_dirs;
+  o.warnings = !no_warnings;
+  for (const std::string& d : defines) {
+    size_t eq = d.find('=');
+    o.const_overrides.push_back({d.substr(0, eq), d.substr(eq + 1)});
   }
-  out.color = color == "always" || (color == "auto" && isatty(STDERR_FILENO));
-  return true;
+  return o;
+}
+
+bool SpecFlags::color_output() const { return color == "always" || (color == "auto" && isatty(STDERR_FILENO)); }
+
+void add_spec_flags(CLI::App& app, SpecFlags& flags, const std::string& quiet_help) {
+  add_repeatable(app, "-I", flags.import_dirs, "also search DIR for `import name` (repeatable)", "DIR");
+  add_repeatable(app, "-D", flags.defines,
+                 "give const NAME of the spec the value VALUE (a literal or constant expression of the\n"
+                 "const's type; repeatable): -D BATCH=64",
+                 "NAME=VALUE")
+      ->check(name_equals_value());
+  app.add_flag("-w,--no-warnings", flags.no_warnings, "do not report warnings");
+  app.add_option("--color", flags.color, "colour the diagnostics: always, never, or when stderr is a terminal")
+      ->type_name("WHEN")
+      ->check(one_of({"always", "never", "auto"}))
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", flags.quiet, quiet_help);
 }
 
 }  // namespace pipec

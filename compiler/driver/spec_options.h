@@ -1,24 +1,29 @@
-// Options shared by the subcommands that read a spec (check, explain, run, build).
+// The flags of the subcommands that read a spec (check, explain, run, build): -I DIR, -D NAME=VALUE,
+// -w, --color WHEN, -q.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "compiler/driver/commands.h"
+#include "compiler/driver/cli.h"
 #include "compiler/sema/program.h"
 
 namespace pipec {
 
-struct SpecOptions {
-  CheckOptions check;
-  bool color = false;
+struct SpecFlags {
+  std::vector<std::string> import_dirs;
+  std::vector<std::string> defines;  // NAME=VALUE
+  bool no_warnings = false;
+  std::string color = "auto";
   bool quiet = false;
+
+  /// The checker's options: import folders, warnings and the -D overrides.
+  CheckOptions check_options() const;
+  /// Whether diagnostics are coloured (--color, or auto: stderr is a terminal).
+  bool color_output() const;
 };
 
-/// Parses the common flags (-I DIR, -w/--no-warnings, --color=WHEN, -q/--quiet) out of `args`; other
-/// arguments starting with '-' are accepted only when listed in `extra_flags` (and then left in
-/// `rest` with everything else). Prints an error and returns false on a bad flag.
-bool parse_spec_options(const Args& args, SpecOptions& out, std::vector<std::string>& rest, const char* command,
-                        const std::vector<std::string>& extra_flags);
+/// Declares the flags on `app`, writing into `flags`. `quiet_help` says what -q leaves out.
+void add_spec_flags(CLI::App& app, SpecFlags& flags, const std::string& quiet_help);
 
 }  // namespace pipec

@@ -17,6 +17,7 @@
 
 namespace pipec {
 
+struct Builtin;  // compiler/sema/builtins.h: the registry entry a name resolved to
 struct Decl;
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -134,6 +135,7 @@ struct Binding {
   SourceRange def_range;      // where it is defined (invalid for builtins)
   const Decl* decl = nullptr; // Global
   const Stmt* stmt = nullptr; // Local
+  const pipec::Builtin* builtin = nullptr;  // Builtin: the one the checker chose by context (null for a cast)
 };
 
 struct NameExpr : Expr {

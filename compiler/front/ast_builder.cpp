@@ -39,6 +39,9 @@ class Builder {
     }
   }
 
+  // expr, on its own (a `-D NAME=VALUE` value).
+  ExprPtr standalone(P::ExprContext* ctx) { return expr(ctx); }
+
   static bool is_syntax_kind(DiagKind k) {
     return k == DiagKind::syntax_error || k == DiagKind::bad_character || k == DiagKind::unterminated_string ||
            k == DiagKind::invalid_number || k == DiagKind::nesting_too_deep;
@@ -534,6 +537,13 @@ void build_ast(antlr4::ParserRuleContext* program, uint32_t file, const std::str
                Module& out) {
   Builder b(file, text, diags);
   b.program(static_cast<P::ProgramContext*>(program), out);
+}
+
+ExprPtr build_expression(antlr4::ParserRuleContext* expr, uint32_t file, const std::string& text, Diagnostics& diags) {
+  size_t errors = diags.error_count();
+  Builder b(file, text, diags);
+  ExprPtr e = b.standalone(static_cast<P::ExprContext*>(expr));
+  return diags.error_count() == errors ? std::move(e) : nullptr;
 }
 
 }  // namespace pipec

@@ -21,4 +21,7 @@ namespace pipec {
 void build_ast(antlr4::ParserRuleContext* program, uint32_t file, const std::string& text, Diagnostics& diags,
                Module& out);
 
+/// The AST of one expression (a PipeParser::ExprContext); null when the builder reported an error.
+ExprPtr build_expression(antlr4::ParserRuleContext* expr, uint32_t file, const std::string& text, Diagnostics& diags);
+
 }  // namespace pipec

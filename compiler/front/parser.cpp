@@ -29,8 +29,9 @@ SourceRange token_range(uint32_t file, const antlr4::Token* t) {
   return {file, static_cast<uint32_t>(start), static_cast<uint32_t>(stop + 1)};
 }
 
-std::string describe_token(const antlr4::Token* t, const antlr4::dfa::Vocabulary& vocab) {
-  if (!t || t->getType() == antlr4::Token::EOF) return "end of file";
+// `end` names the end of the input: "end of file", or "end of the value" for a -D value.
+std::string describe_token(const antlr4::Token* t, const antlr4::dfa::Vocabulary& vocab, const char* end = "end of file") {
+  if (!t || t->getType() == antlr4::Token::EOF) return end;
   std::string text = t->getText();
   if (text.size() > 24) text = text.substr(0, 21) + "...";
   return "`" + text + "`";
@@ -98,20 +99,23 @@ const char* const kDeclaration = "a declaration (`import`, `const`, `fn`, `sourc
 // Turns ANTLR's syntax errors into diagnostics with readable messages.
 class ErrorListener : public antlr4::BaseErrorListener {
  public:
-  ErrorListener(uint32_t file, Diagnostics& diags) : file_(file), diags_(diags) {}
+  ErrorListener(uint32_t file, Diagnostics& diags, const char* end = "end of file") : file_(file), diags_(diags), end_(end) {}
+
+  /// True once a syntax error was reported.
+  bool reported() const { return reported_; }
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t, size_t,
                    const std::string&, std::exception_ptr) override {
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
-    std::string msg = "unexpected " + describe_token(offending, recognizer->getVocabulary());
+    std::string msg = "unexpected " + describe_token(offending, recognizer->getVocabulary(), end_);
     if (parser) {
-      std::string expected = expected_tokens(parser);
+      std::string expected = expected_tokens(parser, end_);
       const antlr4::Token* prev = parser->getTokenStream()->LT(-1);
       if (expected == kDeclaration && prev && offending && offending->getType() != antlr4::Token::EOF &&
           prev->getLine() == offending->getLine()) {
         // The parser ended the declaration early because the expression could not go on here; a list of
         // declaration keywords would only mislead, so say where the expression stopped instead.
-        msg += " after " + describe_token(prev, recognizer->getVocabulary());
+        msg += " after " + describe_token(prev, recognizer->getVocabulary(), end_);
       } else if (!expected.empty()) {
         msg += ", expected " + expected;
       }
@@ -125,7 +129,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
   }
 
  private:
-  static std::string expected_tokens(antlr4::Parser* parser) {
+  static std::string expected_tokens(antlr4::Parser* parser, const char* end) {
     antlr4::misc::IntervalSet set;
     try {
       set = parser->getExpectedTokens();
@@ -142,7 +146,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
     std::vector<std::string> names;
     for (ssize_t t : set.toList()) {
       if (t == antlr4::Token::EOF) {
-        names.push_back("end of file");
+        names.push_back(end);
         continue;
       }
       std::string lit = parser->getVocabulary().getLiteralName(t);
@@ -170,6 +174,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
 
   uint32_t file_;
   Diagnostics& diags_;
+  const char* end_;
   size_t last_offset_ = SIZE_MAX;
   bool reported_ = false;
 };
@@ -320,7 +325,49 @@ std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_i
   return module;
 }
 
+ExprPtr parse_expression_impl(const SourceManager& sources, uint32_t file_id, uint32_t begin, Diagnostics& diags) {
+  const std::string& text = sources.file(file_id).text();
+  // The lexer sees blanks before `begin`, so that token offsets are offsets in the whole file.
+  std::string blanked = std::string(std::min<size_t>(begin, text.size()), ' ') + text.substr(std::min<size_t>(begin, text.size()));
+  ByteInputStream input(blanked);
+  pipegen::PipeLexer lexer(&input);
+  std::vector<std::unique_ptr<antlr4::Token>> tokens;
+  size_t errors = diags.error_count();
+  if (!lex(sources, file_id, diags, lexer, tokens) || diags.error_count() != errors) return nullptr;
+  antlr4::ListTokenSource source(std::move(tokens));
+  antlr4::CommonTokenStream stream(&source);
+  pipegen::PipeParser parser(&stream);
+  parser.removeErrorListeners();
+  ErrorListener listener(file_id, diags, "end of the value");
+  parser.addErrorListener(&listener);
+  pipegen::PipeParser::ExprContext* tree = nullptr;
+  try {
+    tree = parser.expr();
+  } catch (const std::exception& e) {
+    diags.report(DiagKind::syntax_error, {file_id, begin, begin}, std::string("the parser gave up: ") + e.what());
+    return nullptr;
+  }
+  if (listener.reported()) return nullptr;
+  if (const antlr4::Token* next = stream.LT(1); next && next->getType() != antlr4::Token::EOF) {
+    diags.report(DiagKind::syntax_error, token_range(file_id, next),
+                 "unexpected " + describe_token(next, parser.getVocabulary()) + " after the value");
+    return nullptr;
+  }
+  return build_expression(tree, file_id, text, diags);
+}
+
 }  // namespace
+
+ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id, uint32_t begin, Diagnostics& diags) {
+  ExprPtr result;
+  try {
+    run_with_big_stack(size_t(256) << 20, [&] { result = parse_expression_impl(sources, file_id, begin, diags); });
+  } catch (...) {
+    diags.report(DiagKind::syntax_error, {file_id, begin, begin}, "the value could not be parsed");
+    return nullptr;
+  }
+  return result;
+}
 
 std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file_id, Diagnostics& diags) {
   // ANTLR's prediction and our AST builder recurse on long operator chains; a private thread with a large

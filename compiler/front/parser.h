@@ -13,6 +13,11 @@ namespace pipec {
 /// reports several errors. Never throws and never recurses without bound (deep nesting is an error).
 std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file_id, Diagnostics& diags);
 
+/// Parses one expression: the bytes of file `file_id` from `begin` to the end (the VALUE of a
+/// `-D NAME=VALUE` override, whose file holds the whole `-D NAME=VALUE`). Ranges are offsets in the
+/// whole file. Returns null when the text is not exactly one expression; its errors are reported.
+ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id, uint32_t begin, Diagnostics& diags);
+
 /// How deeply expressions may nest before `nesting_too_deep` is reported.
 constexpr int kMaxNestingDepth = 256;
 

@@ -25,15 +25,13 @@ void erase_instr(ExprFunction& fn, int id) {
 
 namespace {
 
-bool is_decode(const std::string& op) { return op == "decode_jpeg" || op == "decode_png" || op == "decode_image"; }
-
 bool fuse(ExprFunction& fn) {
   bool changed = false;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     Instr& d = fn.body[i];
-    if (!is_decode(d.op) || d.operands.size() != 1 || d.attrs.count("path")) continue;
+    if (!op_has(d.op, OpFlag::Decoder) || d.operands.size() != 1 || d.attrs.count("path")) continue;
     const int r = d.operands[0];
-    if (fn.body[r].op != "read_file" || fn.body[r].operands.size() != 1 || count_uses(fn, r) != 1) continue;
+    if (fn.body[r].op != OpKind::ReadFile || fn.body[r].operands.size() != 1 || count_uses(fn, r) != 1) continue;
     d.operands[0] = fn.body[r].operands[0];
     d.attrs["path"] = Value::make_bool(true);
     erase_instr(fn, r);

@@ -31,29 +31,29 @@ struct LValue {
   bool is_record() const { return id < 0; }
 };
 
-const char* binary_op_name(BinaryOp op) {
+OpKind binary_op_kind(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::FloorDiv: return "floordiv";
-    case BinaryOp::Mod: return "mod";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Eq: return "eq";
-    case BinaryOp::Ne: return "ne";
-    case BinaryOp::Lt: return "lt";
-    case BinaryOp::Le: return "le";
-    case BinaryOp::Gt: return "gt";
-    case BinaryOp::Ge: return "ge";
-    case BinaryOp::And: return "and";
-    case BinaryOp::Or: return "or";
-    case BinaryOp::BitAnd: return "bit_and";
-    case BinaryOp::BitXor: return "bit_xor";
-    case BinaryOp::Shl: return "shl";
-    case BinaryOp::Shr: return "shr";
+    case BinaryOp::Add: return OpKind::Add;
+    case BinaryOp::Sub: return OpKind::Sub;
+    case BinaryOp::Mul: return OpKind::Mul;
+    case BinaryOp::Div: return OpKind::Div;
+    case BinaryOp::FloorDiv: return OpKind::FloorDiv;
+    case BinaryOp::Mod: return OpKind::Mod;
+    case BinaryOp::Pow: return OpKind::Pow;
+    case BinaryOp::Eq: return OpKind::Eq;
+    case BinaryOp::Ne: return OpKind::Ne;
+    case BinaryOp::Lt: return OpKind::Lt;
+    case BinaryOp::Le: return OpKind::Le;
+    case BinaryOp::Gt: return OpKind::Gt;
+    case BinaryOp::Ge: return OpKind::Ge;
+    case BinaryOp::And: return OpKind::And;
+    case BinaryOp::Or: return OpKind::Or;
+    case BinaryOp::BitAnd: return OpKind::BitAnd;
+    case BinaryOp::BitXor: return OpKind::BitXor;
+    case BinaryOp::Shl: return OpKind::Shl;
+    case BinaryOp::Shr: return OpKind::Shr;
   }
-  return "?";
+  throw std::logic_error("lowering: unknown binary operator");
 }
 
 // Lowers one map/filter body.
@@ -75,12 +75,12 @@ class FunctionLowering {
       LValue v;
       if (t.kind == TypeKind::Record) {
         for (const Field& f : *t.fields) {
-          Instr p{"param", {}, {{"field", Value::make_string(f.name)}}, *f.type, spec_loc(program_, lambda.param_ranges[i])};
+          Instr p{OpKind::Param, {}, {{"field", Value::make_string(f.name)}}, *f.type, spec_loc(program_, lambda.param_ranges[i])};
           v.fields[f.name] = fn_.add(std::move(p));
           v.order.push_back(f.name);
         }
       } else {
-        v.id = fn_.add(Instr{"param", {}, {{"field", Value::make_string(lambda.params[i])}}, t, spec_loc(program_, lambda.param_ranges[i])});
+        v.id = fn_.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(lambda.params[i])}}, t, spec_loc(program_, lambda.param_ranges[i])});
       }
       scopes_.back()[lambda.params[i]] = v;
     }
@@ -98,24 +98,24 @@ class FunctionLowering {
   }
 
  private:
-  int emit(std::string op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
+  int emit(OpKind op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
     type.weak = false;
-    return fn_.add(Instr{std::move(op), std::move(operands), std::move(attrs), std::move(type), spec_loc(program_, loc)});
+    return fn_.add(Instr{op, std::move(operands), std::move(attrs), std::move(type), spec_loc(program_, loc)});
   }
 
   int emit_const(const Value& v, DType dtype, const std::vector<int64_t>& shape, SourceRange loc) {
     Value c = v.kind == Value::List ? v : convert_value(v, dtype);
     if (c.kind == Value::List) c.dtype = dtype;
-    return emit("const", {}, {{"value", c}}, Type::tensor(dtype, shape), loc);
+    return emit(OpKind::Const, {}, {{"value", c}}, Type::tensor(dtype, shape), loc);
   }
 
   int cast_to(int id, DType dtype, SourceRange loc) {
     const Type& t = fn_.body[id].type;
     if (t.dtype == dtype) return id;
     // Casting a constant folds right away.
-    if (fn_.body[id].op == "const" && fn_.body[id].attrs.at("value").kind != Value::List)
+    if (fn_.body[id].op == OpKind::Const && fn_.body[id].attrs.at("value").kind != Value::List)
       return emit_const(fn_.body[id].attrs.at("value"), dtype, t.shape, loc);
-    return emit("cast", {id}, {{"dtype", Value::make_symbol(std::string(dtype_name(dtype)))}}, Type::tensor(dtype, t.shape), loc);
+    return emit(OpKind::Cast, {id}, {{"dtype", Value::make_symbol(std::string(dtype_name(dtype)))}}, Type::tensor(dtype, t.shape), loc);
   }
 
   // A tensor operand wanted in `dtype`: weak constants are emitted directly in it.
@@ -176,16 +176,22 @@ class FunctionLowering {
       case ExprKind::Unary: {
         auto& u = *e.as<UnaryExpr>();
         int x = operand(*u.operand, e.type.dtype);
-        const char* op = u.op == UnaryOp::Neg ? "neg" : u.op == UnaryOp::Not ? "not" : u.op == UnaryOp::BitNot ? "bit_not" : nullptr;
+        std::optional<OpKind> op;
+        switch (u.op) {
+          case UnaryOp::Neg: op = OpKind::Neg; break;
+          case UnaryOp::Not: op = OpKind::Not; break;
+          case UnaryOp::BitNot: op = OpKind::BitNot; break;
+          case UnaryOp::Plus: break;  // +x is x
+        }
         if (!op) return value(x);
-        return value(emit(op, {x}, {}, e.type, e.range));
+        return value(emit(*op, {x}, {}, e.type, e.range));
       }
       case ExprKind::Binary: return value(lower_binary(*e.as<BinaryExpr>()));
       case ExprKind::List: {
         auto& l = *e.as<ListExpr>();
         std::vector<int> items;
         for (auto& item : l.items) items.push_back(operand(*item, e.type.dtype));
-        return value(emit("stack", items, {{"axis", Value::make_int(0)}}, e.type, e.range));
+        return value(emit(OpKind::Stack, items, {{"axis", Value::make_int(0)}}, e.type, e.range));
       }
       case ExprKind::Index: return value(lower_index(*e.as<IndexExpr>()));
       case ExprKind::Call: return lower_call(*e.as<CallExpr>(), nullptr);
@@ -217,7 +223,7 @@ class FunctionLowering {
     if (b.op == BinaryOp::Div || (operand_dtype == DType::Bool && b.type.dtype != DType::Bool)) operand_dtype = b.type.dtype;
     int x = operand(*b.lhs, operand_dtype);
     int y = operand(*b.rhs, operand_dtype);
-    return emit(binary_op_name(b.op), {x, y}, {}, b.type, b.range);
+    return emit(binary_op_kind(b.op), {x, y}, {}, b.type, b.range);
   }
 
   // x[...]: one slice over every dimension, then a gather for an index list, then a reshape that drops
@@ -306,26 +312,26 @@ class FunctionLowering {
     }
     int cur = base;
     if (needs_slice) {
-      cur = emit("slice", {cur}, {{"starts", starts}, {"stops", stops}, {"steps", steps}},
+      cur = emit(OpKind::Slice, {cur}, {{"starts", starts}, {"stops", stops}, {"steps", steps}},
                  Type::tensor(bt.dtype, sliced_shape), ix.range);
     }
     if (gather_axis >= 0) {
       std::vector<int64_t> shape = fn_.body[cur].type.shape;
       shape[gather_axis] = static_cast<int64_t>(gather_indices.items.size());
-      cur = emit("gather", {cur}, {{"axis", Value::make_int(gather_axis)}, {"indices", gather_indices}},
+      cur = emit(OpKind::Gather, {cur}, {{"axis", Value::make_int(gather_axis)}, {"indices", gather_indices}},
                  Type::tensor(bt.dtype, shape), ix.range);
     }
     if (fn_.body[cur].type.shape != ix.type.shape)
-      cur = emit("reshape", {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
+      cur = emit(OpKind::Reshape, {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
     return cur;
   }
 
   // The default of a float random op's bound parameter; nullopt for every other parameter.
-  static std::optional<double> random_bound_default(const std::string& op, const std::string& param) {
-    if (op == "random_uniform") {
+  static std::optional<double> random_bound_default(OpKind op, const std::string& param) {
+    if (op == OpKind::RandomUniform) {
       if (param == "lo") return 0.0;
       if (param == "hi") return 1.0;
-    } else if (op == "random_normal") {
+    } else if (op == OpKind::RandomNormal) {
       if (param == "mean") return 0.0;
       if (param == "std") return 1.0;
     }
@@ -360,6 +366,9 @@ class FunctionLowering {
     }
     const Builtin* b = find_builtin(callee.name, {BuiltinKind::Op});
     if (!b) throw std::logic_error("lowering: unknown op " + callee.name);
+    const std::optional<OpKind> kind = op_of_builtin(*b);
+    if (!kind) throw std::logic_error("lowering: builtin " + b->name + " has no op in runtime/plan/ops.def");
+    const OpInfo& info = op_info(*kind);
     // Bind arguments to parameters by position, then by name.
     std::vector<const Expr*> bound(b->params.size(), nullptr);
     for (size_t i = 0; i < positional.size() && i < bound.size(); ++i) bound[i] = positional[i];
@@ -370,12 +379,12 @@ class FunctionLowering {
     std::map<std::string, Value> attrs;
     // Each random op draws from its own Philox stream, keyed by its call site; the fields of a paired
     // image op (random_crop on a record) share one, so they get the same window.
-    if (b->name.rfind("random_", 0) == 0) attrs["op_id"] = Value::make_int(next_op_id_++);
+    if (info.has(OpFlag::Random)) attrs["op_id"] = Value::make_int(next_op_id_++);
     const Type& result = whole.type;
-    // Element-wise math sees its operands in the result dtype.
-    bool elementwise = b->params.size() <= 3 && result.is_tensor() &&
-                       (b->name == "max" || b->name == "min" || b->name == "pow" || b->name == "where" || b->name == "clip" ||
-                        b->name == "bit_or" || b->name == "bit_and" || b->name == "bit_xor" || b->name == "atan2");
+    // Element-wise math sees its operands in the result dtype: those of several operands as they are
+    // bound, those of one (float math on integers computes in the result's float type) below.
+    const bool casts_operands = info.has(OpFlag::LowerCastsOperands);
+    const bool elementwise = casts_operands && info.max_operands != 1 && b->params.size() <= 3 && result.is_tensor();
     std::vector<std::string> record_fields;  // image ops on records apply per field
     const Expr* record_arg = nullptr;
     for (size_t i = 0; i < bound.size(); ++i) {
@@ -384,7 +393,7 @@ class FunctionLowering {
       if (!x) {
         // The random kernels read their bounds by position (lo, hi / mean, std): a bound left out gets
         // its default here, so `random_uniform(s, hi = 5.0)` is not read as `lo = 5.0`.
-        if (auto d = random_bound_default(b->name, pname))
+        if (auto d = random_bound_default(*kind, pname))
           operands.push_back(emit_const(Value::make_float(*d), result.dtype, {}, whole.range));
         continue;
       }
@@ -402,28 +411,23 @@ class FunctionLowering {
         for (auto& item : x->as<ListExpr>()->items) operands.push_back(operand(*item, result.dtype));
         continue;
       }
-      bool is_cond = b->name == "where" && pname == "cond";
+      bool is_cond = *kind == OpKind::Where && pname == "cond";
       operands.push_back(elementwise && !is_cond ? operand(*x, result.dtype) : tensor(*x));
     }
-    std::string op_name = b->name;
-    if (op_name == "abs" || op_name == "sign" || op_name == "tanh" || op_name == "exp" || op_name == "log" ||
-        op_name == "sqrt" || op_name == "sigmoid" || op_name == "sin" || op_name == "cos" || op_name == "floor" ||
-        op_name == "ceil" || op_name == "round" || op_name == "log1p" || op_name == "rsqrt") {
-      // Float math on integers computes in the result's float type.
-      if (!operands.empty()) operands[0] = cast_to(operands[0], result.dtype, whole.range);
-    }
+    if (casts_operands && info.max_operands == 1 && !operands.empty())
+      operands[0] = cast_to(operands[0], result.dtype, whole.range);
     if (record_arg) {
       LValue rec = lower(*record_arg);
       LValue out;
       for (const std::string& f : rec.order) {
         std::vector<int> ops = operands;
         ops.insert(ops.begin(), rec.fields.at(f));
-        out.fields[f] = emit(op_name, ops, attrs, *result.field(f), whole.range);
+        out.fields[f] = emit(*kind, ops, attrs, *result.field(f), whole.range);
         out.order.push_back(f);
       }
       return out;
     }
-    return value(emit(op_name, operands, attrs, result, whole.range));
+    return value(emit(*kind, operands, attrs, result, whole.range));
   }
 
   // fn calls are inlined: the body is lowered with the parameters bound to the arguments.
@@ -488,8 +492,10 @@ class PlanLowering {
     const Builtin* b = is_stage ? find_builtin(callee.name, {BuiltinKind::Stage, BuiltinKind::Sink})
                                 : find_builtin(callee.name, {BuiltinKind::Source});
     if (!b) throw std::logic_error("lowering: unknown stage " + callee.name);
+    const std::optional<StageKind> kind = stage_of_builtin(*b);
+    if (!kind) throw std::logic_error("lowering: builtin " + b->name + " has no stage in runtime/plan/stages.def");
     Stage s;
-    s.op = b->name;
+    s.kind = *kind;
     s.loc = spec_loc(program_, loc);
     s.element = *whole.type.element;
     s.inputs = inputs;
@@ -509,16 +515,16 @@ class PlanLowering {
     for (auto& [name, x] : bound) {
       if (x->kind == ExprKind::Lambda) {
         auto fn = std::make_shared<ExprFunction>();
-        fn->name = fmt::format("{}@{}", s.op, plan_.stages.size());
+        fn->name = fmt::format("{}@{}", stage_name(s.kind), plan_.stages.size());
         FunctionLowering fl(program_, *fn);
         auto& lambda = *x->as<LambdaExpr>();
         auto r = fl_result(fl, lambda);
-        if (s.op == "filter") fn->results = {{"keep", r.second}};
+        if (s.kind == StageKind::Filter) fn->results = {{"keep", r.second}};
         else fn->results = r.first;
         s.fn = fn;
         continue;
       }
-      if (s.op == "zip") {
+      if (stage_has(s.kind, StageFlag::MultiInput)) {  // zip: its datasets are its inputs
         s.inputs.push_back(lower(*x));
         continue;
       }
@@ -582,6 +588,16 @@ class PlanLowering {
 };
 
 }  // namespace
+
+std::optional<OpKind> op_of_builtin(const Builtin& b) {
+  if (b.kind != BuiltinKind::Op) return std::nullopt;
+  return op_from_name(b.name);
+}
+
+std::optional<StageKind> stage_of_builtin(const Builtin& b) {
+  if (b.kind != BuiltinKind::Source && b.kind != BuiltinKind::Stage && b.kind != BuiltinKind::Sink) return std::nullopt;
+  return stage_from_name(b.name);
+}
 
 int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves) {
   FunctionLowering fl(program, fn);

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 
-#include "runtime/plan/plan.h"
+#include "compiler/sema/builtins.h"
 #include "compiler/sema/program.h"
+#include "runtime/plan/plan.h"
 
 namespace pipec {
 
@@ -20,5 +22,12 @@ Plan lower_dataset(const Program& program, const Expr& dataset, const std::strin
 /// everything else (arithmetic, ops, fn calls, constants) is lowered as in a map body. Returns the id of
 /// the result.
 int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves);
+
+/// The IR op a call of builtin `b` (of kind Op) lowers to: the op of the same name (runtime/plan/ops.def);
+/// nullopt when the table has none, which tests/unit/op_table_coverage_test.cpp reports.
+std::optional<OpKind> op_of_builtin(const Builtin& b);
+
+/// The stage kind a call of builtin `b` (a Source, Stage or Sink) lowers to: the stage of the same name.
+std::optional<StageKind> stage_of_builtin(const Builtin& b);
 
 }  // namespace pipec

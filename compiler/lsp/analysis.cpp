@@ -14,10 +14,6 @@ namespace {
 
 bool contains(const SourceRange& r, uint32_t offset) { return r.valid() && r.contains(offset); }
 
-bool is_id_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 std::string code_block(const std::string& code) { return "```pipe\n" + code + "\n```"; }
 
 /// The expressions of `decl` whose range contains `offset`, outermost first. Sibling ranges do not
@@ -28,17 +24,6 @@ std::vector<const Expr*> path_at(const Decl& decl, uint32_t offset) {
     if (contains(e.range, offset)) path.push_back(&e);
   });
   return path;
-}
-
-std::string describe_type(const Type& t) {
-  if (t.kind == TypeKind::Dataset && t.element) return "dataset of " + element_to_string(*t.element);
-  return type_to_string(t);
-}
-
-/// The element of a dataset type, printed; "" for anything else.
-std::string element_of(const Type& t) {
-  if (t.kind == TypeKind::Dataset && t.element) return element_to_string(*t.element);
-  return "";
 }
 
 std::string with_doc(std::string md, const std::string& doc) {
@@ -69,7 +54,7 @@ std::string describe_decl(const Decl& d) {
     case DeclKind::Source:
     case DeclKind::Pipeline: {
       code = std::string(decl_kind_name(d.kind)) + " " + d.name;
-      std::string el = element_of(d.type);
+      std::string el = dataset_element(d.type);
       if (!el.empty()) extra = "element: `" + el + "`";
       break;
     }
@@ -86,6 +71,12 @@ std::string describe_builtin(const Builtin& b) {
   return with_doc(code_block(b.signature()) + "\n\n*" + builtin_kind_name(b.kind) + "*", b.doc);
 }
 
+/// "name: type"; nothing while the type is unknown (an error the diagnostics already show).
+std::optional<HoverResult> typed_hover(const std::string& name, const Type& type, const SourceRange& range) {
+  if (type.is_error()) return std::nullopt;
+  return HoverResult{code_block(name + ": " + describe_type(type)), range};
+}
+
 /// The PipeExpr that applies `e` as its stage (`x | e` or `x | e(...)`), when `e` is such a stage name.
 const PipeExpr* pipe_applying(const std::vector<const Expr*>& path, size_t index) {
   const Expr* e = path[index];
@@ -98,34 +89,6 @@ const PipeExpr* pipe_applying(const std::vector<const Expr*>& path, size_t index
     if (p->kind == ExprKind::Pipe && p->as<PipeExpr>()->rhs.get() == e) return p->as<PipeExpr>();
     return nullptr;
   }
-  return nullptr;
-}
-
-bool inside_lambda(const std::vector<const Expr*>& path) {
-  for (const Expr* e : path)
-    if (e->kind == ExprKind::Lambda) return true;
-  return false;
-}
-
-/// Which builtin a name means where it is used, mirroring the checker's choice by context.
-const Builtin* builtin_for_use(const std::string& name, const Decl& d, const std::vector<const Expr*>& path,
-                               size_t index) {
-  bool staged = pipe_applying(path, index) != nullptr;
-  const Builtin* b = nullptr;
-  if (d.kind == DeclKind::Model) {
-    b = find_builtin(name, {BuiltinKind::Layer, BuiltinKind::Op});
-  } else if (d.kind == DeclKind::Train) {
-    b = find_builtin(name, {BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Format});
-  } else if (inside_lambda(path) || d.kind == DeclKind::Fn || d.kind == DeclKind::Const) {
-    b = find_builtin(name, {BuiltinKind::Op});
-  } else if (staged) {
-    b = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
-  } else {
-    b = find_builtin(name, {BuiltinKind::Source, BuiltinKind::Format, BuiltinKind::Op});
-  }
-  if (b) return b;
-  for (const Builtin& any : all_builtins())
-    if (any.name == name) return &any;
   return nullptr;
 }
 
@@ -280,11 +243,19 @@ std::optional<SourceRange> symbol_at(const Program& program, uint32_t offset) {
   }
 }
 
-std::string dtype_list_word(DType t) { return std::string(dtype_name(t)); }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------
+
+std::string describe_type(const Type& t) {
+  if (t.kind == TypeKind::Dataset && t.element) return "dataset of " + element_to_string(*t.element);
+  return type_to_string(t);
+}
+
+std::string dataset_element(const Type& t) {
+  if (t.kind == TypeKind::Dataset && t.element) return element_to_string(*t.element);
+  return "";
+}
 
 std::string type_syntax_to_string(const TypeSyntax& t) {
   std::string s = t.name;
@@ -327,8 +298,7 @@ std::optional<HoverResult> hover_at(const Program& program, uint32_t offset) {
     if (contains(f.name_range, offset) || contains(f.type.range, offset))
       return HoverResult{code_block(f.name + ": " + type_syntax_to_string(f.type)), f.name_range};
   for (const auto& e : d->entries)
-    if (contains(e.key_range, offset) && e.value)
-      return HoverResult{code_block(e.key + ": " + describe_type(e.value->type)), e.key_range};
+    if (contains(e.key_range, offset) && e.value) return typed_hover(e.key, e.value->type, e.key_range);
 
   std::vector<const Expr*> path = path_at(*d, offset);
   if (path.empty()) return std::nullopt;
@@ -339,28 +309,27 @@ std::optional<HoverResult> hover_at(const Program& program, uint32_t offset) {
       const auto* l = inner->as<LambdaExpr>();
       for (size_t i = 0; i < l->param_ranges.size(); ++i) {
         if (!contains(l->param_ranges[i], offset)) continue;
-        std::string t = i < l->param_types.size() ? describe_type(l->param_types[i]) : "?";
-        return HoverResult{code_block(l->params[i] + ": " + t), l->param_ranges[i]};
+        if (i >= l->param_types.size()) return std::nullopt;  // the checker never got to it
+        return typed_hover(l->params[i], l->param_types[i], l->param_ranges[i]);
       }
       break;
     }
     case ExprKind::Block:
       for (const auto& s : inner->as<BlockExpr>()->stmts)
-        if (contains(s.name_range, offset) && s.value)
-          return HoverResult{code_block(s.name + ": " + describe_type(s.value->type)), s.name_range};
+        if (contains(s.name_range, offset) && s.value) return typed_hover(s.name, s.value->type, s.name_range);
       break;
     case ExprKind::Record:
       for (const auto& f : inner->as<RecordExpr>()->fields) {
         if (!contains(f.name_range, offset)) continue;
         const Type* ft = inner->type.kind == TypeKind::Record ? inner->type.field(f.name) : nullptr;
-        std::string t = ft ? describe_type(*ft) : f.value ? describe_type(f.value->type) : "?";
-        return HoverResult{code_block(f.name + ": " + t), f.name_range};
+        if (ft) return typed_hover(f.name, *ft, f.name_range);
+        if (f.value) return typed_hover(f.name, f.value->type, f.name_range);
+        return std::nullopt;
       }
       break;
     case ExprKind::Member: {
       const auto* mem = inner->as<MemberExpr>();
-      if (contains(mem->member_range, offset))
-        return HoverResult{code_block(mem->member + ": " + describe_type(inner->type)), mem->member_range};
+      if (contains(mem->member_range, offset)) return typed_hover(mem->member, inner->type, mem->member_range);
       break;
     }
     case ExprKind::Name: {
@@ -368,19 +337,26 @@ std::optional<HoverResult> hover_at(const Program& program, uint32_t offset) {
       if (n->name == "<error>") return std::nullopt;
       const Binding& b = n->target;
       if (b.kind == Binding::Global && b.decl) return HoverResult{describe_decl(*b.decl), inner->range};
-      if (b.kind == Binding::Builtin || (b.kind == Binding::None && inner->type.kind == TypeKind::Function)) {
-        if (const Builtin* bi = builtin_for_use(n->name, *d, path, index)) {
-          std::string md = describe_builtin(*bi);
-          if (const PipeExpr* p = pipe_applying(path, index)) {
-            std::string el = element_of(p->type);
-            if (!el.empty()) md += "\n\nelement after this stage: `" + el + "`";
-          }
-          return HoverResult{md, inner->range};
+      if (b.kind == Binding::Builtin && b.builtin) {
+        // The builtin the checker chose here (a layer or an op, a source or an output format).
+        std::string md = describe_builtin(*b.builtin);
+        if (const PipeExpr* p = pipe_applying(path, index)) {
+          std::string el = dataset_element(p->type);
+          if (!el.empty()) md += "\n\nelement after this stage: `" + el + "`";
         }
+        return HoverResult{md, inner->range};
+      }
+      if (b.kind == Binding::Builtin && parse_dtype(n->name))
+        return HoverResult{code_block(n->name + "(x)") + "\n\n*cast*: converts x to " + n->name + " (numbers to numbers, bytes to bytes)",
+                           inner->range};
+      // In a train block a bare name is a field of the training data (its batched type), else an option word.
+      if (b.kind == Binding::Option && d->kind == DeclKind::Train && inner->type.kind != TypeKind::Symbol) {
+        if (inner->type.is_error()) return std::nullopt;
+        return HoverResult{code_block(n->name + ": " + describe_type(inner->type)) + "\n\nfield of the training data",
+                           inner->range};
       }
       if (b.kind == Binding::Option) return HoverResult{code_block("option " + n->name), inner->range};
-      if (inner->type.is_error()) return std::nullopt;
-      return HoverResult{code_block(n->name + ": " + describe_type(inner->type)), inner->range};
+      return typed_hover(n->name, inner->type, inner->range);
     }
     default: break;
   }
@@ -424,6 +400,14 @@ std::vector<SourceRange> definition_at(const Program& program, uint32_t offset) 
       if (auto r = field_definition(program, path, *mem)) out.push_back(*r);
       return out;
     }
+  }
+  // A field of the training data in a train block (`model = net(board)`): where the data defines it.
+  if (inner->kind == ExprKind::Name && inner->as<NameExpr>()->target.kind == Binding::Option &&
+      d->kind == DeclKind::Train && inner->type.kind != TypeKind::Symbol) {
+    for (const TrainEntry& e : d->entries)
+      if (e.key == "data" && e.value)
+        if (auto r = field_source(program, e.value.get(), inner->as<NameExpr>()->name, 0)) out.push_back(*r);
+    return out;
   }
   if (auto def = symbol_at(program, offset)) out.push_back(*def);
   return out;
@@ -484,208 +468,6 @@ std::vector<SourceRange> references_at(const Program& program, uint32_t offset, 
                           return a.file == b.file && a.begin == b.begin && a.end == b.end;
                         }),
             out.end());
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Completion
-
-namespace {
-
-constexpr const char* kPlaceholder = "pipec_completion_placeholder";
-
-void add_builtins(std::vector<CompletionEntry>& out, std::initializer_list<BuiltinKind> kinds) {
-  std::set<std::string> seen;
-  for (const Builtin& b : all_builtins()) {
-    if (std::find(kinds.begin(), kinds.end(), b.kind) == kinds.end()) continue;
-    if (!seen.insert(b.name).second) continue;
-    out.push_back({b.name, CompletionKind::Function, b.signature(), b.doc});
-  }
-}
-
-void add_fields(std::vector<CompletionEntry>& out, const Type& t) {
-  const std::vector<Field>* fields = nullptr;
-  if (t.kind == TypeKind::Record && t.fields) fields = t.fields.get();
-  else if (t.kind == TypeKind::Dataset && t.element) fields = &t.element->fields;
-  if (!fields) return;
-  for (const Field& f : *fields)
-    out.push_back({f.name, CompletionKind::Field, f.type ? type_to_string(*f.type) : "", ""});
-}
-
-/// The type of `base` in `base.<here>` by checking a copy of the text with a field name filled in.
-bool member_completion(const std::string& path, const std::string& text, uint32_t member_begin, uint32_t offset,
-                       std::vector<CompletionEntry>& out) {
-  std::string patched = text.substr(0, member_begin) + kPlaceholder + text.substr(offset);
-  auto program = check_text(path, std::move(patched));
-  if (!program || program->modules.empty()) return false;
-  const Module& m = program->main();
-  const Decl* d = decl_at(m, member_begin);
-  if (!d) return false;
-  const MemberExpr* found = nullptr;
-  walk_exprs(*d, [&](const Expr& e) {
-    if (!found && e.kind == ExprKind::Member && e.as<MemberExpr>()->member_range.begin == member_begin)
-      found = e.as<MemberExpr>();
-  });
-  if (!found || !found->base || found->base->type.is_error()) return false;
-  size_t before = out.size();
-  add_fields(out, found->base->type);
-  return out.size() > before;
-}
-
-/// Fallback when the patched text does not check: the nearest lambda before `offset` with a parameter
-/// called `base` whose type is known.
-void member_completion_fallback(const Program& program, const std::string& base, uint32_t offset,
-                                std::vector<CompletionEntry>& out) {
-  const LambdaExpr* best = nullptr;
-  size_t best_param = 0;
-  for (const auto& decl : program.main().decls) {
-    walk_exprs(*decl, [&](const Expr& e) {
-      if (e.kind != ExprKind::Lambda) return;
-      const auto* l = e.as<LambdaExpr>();
-      if (l->range.begin > offset) return;
-      for (size_t i = 0; i < l->params.size() && i < l->param_types.size(); ++i) {
-        if (l->params[i] != base || l->param_types[i].is_error()) continue;
-        if (!best || l->range.begin > best->range.begin) {
-          best = l;
-          best_param = i;
-        }
-      }
-    });
-  }
-  if (best) add_fields(out, best->param_types[best_param]);
-}
-
-}  // namespace
-
-std::vector<CompletionEntry> complete_at(const std::string& path, const std::string& text, uint32_t offset,
-                                         const Program* current, const Program* last_good) {
-  std::vector<CompletionEntry> out;
-  offset = std::min<uint32_t>(offset, static_cast<uint32_t>(text.size()));
-  uint32_t word_begin = offset;
-  while (word_begin > 0 && is_id_char(text[word_begin - 1])) --word_begin;
-
-  // `base.` + prefix: fields of base's record type.
-  if (word_begin > 0 && text[word_begin - 1] == '.') {
-    uint32_t base_end = word_begin - 1;
-    uint32_t base_begin = base_end;
-    while (base_begin > 0 && is_id_char(text[base_begin - 1])) --base_begin;
-    std::string base = text.substr(base_begin, base_end - base_begin);
-    if (base.empty() || !(std::isalpha(static_cast<unsigned char>(base[0])) || base[0] == '_')) return out;
-    if (member_completion(path, text, word_begin, offset, out)) return out;
-    for (const Program* p : {current, last_good}) {
-      if (!p || p->modules.empty()) continue;
-      member_completion_fallback(*p, base, offset, out);
-      if (!out.empty()) break;
-    }
-    return out;
-  }
-
-  const Decl* decl = current && !current->modules.empty() ? decl_at(current->main(), word_begin) : nullptr;
-  // A model or train block may be unfinished and so missing from the AST: look at the text too.
-  auto enclosing_keyword = [&]() -> std::string {
-    if (decl) return decl_kind_name(decl->kind);
-    // The last line before the cursor that starts (in column 0) with a declaration keyword.
-    size_t pos = word_begin;
-    while (pos > 0) {
-      size_t line_start = text.rfind('\n', pos - 1);
-      line_start = line_start == std::string::npos ? 0 : line_start + 1;
-      std::string_view line(text.data() + line_start, pos - line_start);
-      for (const char* kw : {"import", "const", "fn", "source", "pipeline", "model", "train"}) {
-        std::string_view k(kw);
-        if (line.substr(0, k.size()) == k && line.size() > k.size() && (line[k.size()] == ' ' || line[k.size()] == '\t'))
-          return kw;
-      }
-      if (line_start == 0) break;
-      pos = line_start - 1;
-    }
-    return "";
-  };
-
-  // After `|` (not `||`): stages in pipelines, layers in models.
-  uint32_t k = word_begin;
-  while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t' || text[k - 1] == '\n' || text[k - 1] == '\r')) --k;
-  if (k > 0 && text[k - 1] == '|' && !(k > 1 && text[k - 2] == '|')) {
-    if (enclosing_keyword() == "model") {
-      add_builtins(out, {BuiltinKind::Layer});
-    } else {
-      add_builtins(out, {BuiltinKind::Stage, BuiltinKind::Sink});
-    }
-    if (current)
-      for (const auto& [name, d] : current->globals)
-        if (d->kind == DeclKind::Fn) out.push_back({name, CompletionKind::Function, decl_signature(*d), d->doc});
-    return out;
-  }
-
-  std::string kw = enclosing_keyword();
-  bool line_start = true;
-  for (uint32_t i = word_begin; i > 0 && text[i - 1] != '\n'; --i)
-    if (text[i - 1] != ' ' && text[i - 1] != '\t') line_start = false;
-  if (line_start && (kw.empty() || word_begin == 0 || text[word_begin - 1] == '\n')) {
-    for (const char* w : {"import", "const", "fn", "source", "pipeline", "model", "train"})
-      out.push_back({w, CompletionKind::Keyword, "", ""});
-  }
-  if (kw == "model") {
-    add_builtins(out, {BuiltinKind::Layer, BuiltinKind::Op});
-  } else if (kw == "train") {
-    add_builtins(out, {BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy});
-  } else if (kw == "source") {
-    add_builtins(out, {BuiltinKind::Source});
-  } else {
-    add_builtins(out, {BuiltinKind::Op});
-    if (kw == "pipeline" || kw.empty()) add_builtins(out, {BuiltinKind::Source});
-  }
-  for (DType t : {DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64,
-                  DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64, DType::Bytes}) {
-    std::string w = dtype_list_word(t);
-    bool dup = std::any_of(out.begin(), out.end(), [&](const CompletionEntry& e) { return e.label == w; });
-    if (!dup) out.push_back({w, CompletionKind::TypeName, "dtype", ""});
-  }
-  if (current) {
-    for (const auto& [name, d] : current->globals) {
-      CompletionEntry e{name, CompletionKind::Variable, "", d->doc};
-      switch (d->kind) {
-        case DeclKind::Const:
-          e.kind = CompletionKind::Constant;
-          e.detail = d->type.is_error() ? "const" : type_to_string(d->type);
-          break;
-        case DeclKind::Fn:
-          e.kind = CompletionKind::Function;
-          e.detail = decl_signature(*d);
-          break;
-        case DeclKind::Source:
-        case DeclKind::Pipeline:
-          e.kind = d->kind == DeclKind::Source ? CompletionKind::Struct : CompletionKind::Event;
-          e.detail = std::string(decl_kind_name(d->kind)) + (element_of(d->type).empty() ? "" : " " + element_of(d->type));
-          break;
-        case DeclKind::Model:
-          e.kind = CompletionKind::Class;
-          e.detail = decl_signature(*d);
-          break;
-        default: continue;
-      }
-      out.push_back(std::move(e));
-    }
-    // Names bound around the cursor: lambda parameters and block bindings in scope.
-    if (decl) {
-      std::set<std::string> seen;
-      for (const Expr* e : path_at(*decl, word_begin)) {
-        if (e->kind == ExprKind::Lambda) {
-          const auto* l = e->as<LambdaExpr>();
-          for (size_t i = 0; i < l->params.size(); ++i)
-            if (seen.insert(l->params[i]).second)
-              out.push_back({l->params[i], CompletionKind::Variable,
-                             i < l->param_types.size() ? describe_type(l->param_types[i]) : "", ""});
-        } else if (e->kind == ExprKind::Block) {
-          for (const auto& s : e->as<BlockExpr>()->stmts)
-            if (s.range.end <= word_begin && seen.insert(s.name).second)
-              out.push_back({s.name, CompletionKind::Variable, s.value ? describe_type(s.value->type) : "", ""});
-        }
-      }
-      for (const auto& p : decl->params)
-        if (seen.insert(p.name).second)
-          out.push_back({p.name, CompletionKind::Variable, type_syntax_to_string(p.type), ""});
-    }
-  }
   return out;
 }
 

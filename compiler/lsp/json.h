@@ -1,113 +1,84 @@
-// A small JSON value type with a parser and a serializer, enough for the language server's JSON-RPC.
+// JSON for the language server: nlohmann-json's ordered_json (members keep the order they were set
+// in, so the messages we write are stable), plus the protocol layer's three needs that it does not
+// meet on its own:
 //
-// Parsing never throws and never crashes on malformed input: it returns an error message with the byte
-// offset where the input stopped making sense. Nesting is limited (kMaxJsonDepth) so that hostile input
-// cannot exhaust the stack. Objects keep their keys in insertion order; serialization is compact and
-// escapes control characters, so the output is always valid JSON for valid UTF-8 strings.
+// - parse_json: parsing a client message never throws and is depth-limited (kMaxJsonDepth), so a
+//   hostile message cannot exhaust the stack in the recursive copy or serialization of the value;
+// - dump_json: serialization never throws either: invalid UTF-8 in a string (an imported file read
+//   from disk may hold some) becomes U+FFFD instead of a type_error;
+// - JsonView: lenient reading of client input. `params["textDocument"]["uri"]` is null when any step
+//   is missing or of another type, and the accessors take a fallback, where nlohmann's own
+//   operator[] on a const value asserts and its get<> throws.
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
-#include <memory>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace pipec::lsp {
 
+using Json = nlohmann::ordered_json;
+
 constexpr int kMaxJsonDepth = 256;
-
-class Json {
- public:
-  enum class Kind { Null, Bool, Number, String, Array, Object };
-  using Array = std::vector<Json>;
-  using Member = std::pair<std::string, Json>;
-  using Object = std::vector<Member>;
-
-  Json() = default;
-  Json(std::nullptr_t) {}
-  Json(bool b) : kind_(Kind::Bool), bool_(b) {}
-  Json(long long v) : kind_(Kind::Number), num_(static_cast<double>(v)), int_(v), is_int_(true) {}
-  Json(int v) : Json(static_cast<long long>(v)) {}
-  Json(unsigned v) : Json(static_cast<long long>(v)) {}
-  Json(long v) : Json(static_cast<long long>(v)) {}
-  Json(unsigned long v) : Json(static_cast<long long>(v)) {}
-  Json(unsigned long long v) : Json(static_cast<long long>(v)) {}
-  Json(double v) : kind_(Kind::Number), num_(v) {}
-  Json(const char* s) : kind_(Kind::String), str_(s) {}
-  Json(std::string s) : kind_(Kind::String), str_(std::move(s)) {}
-  Json(std::string_view s) : kind_(Kind::String), str_(s) {}
-  Json(Array a) : kind_(Kind::Array), arr_(std::move(a)) {}
-  Json(Object o) : kind_(Kind::Object), obj_(std::move(o)) {}
-
-  static Json array(Array a = {}) { return Json(std::move(a)); }
-  static Json object(Object o = {}) { return Json(std::move(o)); }
-
-  Kind kind() const { return kind_; }
-  bool is_null() const { return kind_ == Kind::Null; }
-  bool is_bool() const { return kind_ == Kind::Bool; }
-  bool is_number() const { return kind_ == Kind::Number; }
-  /// A number without fraction or exponent that fits in int64.
-  bool is_integer() const { return kind_ == Kind::Number && is_int_; }
-  bool is_string() const { return kind_ == Kind::String; }
-  bool is_array() const { return kind_ == Kind::Array; }
-  bool is_object() const { return kind_ == Kind::Object; }
-
-  bool as_bool(bool fallback = false) const { return is_bool() ? bool_ : fallback; }
-  double as_double(double fallback = 0) const { return is_number() ? num_ : fallback; }
-  /// The integer value; numbers with a fraction are truncated, non-numbers give `fallback`.
-  int64_t as_int(int64_t fallback = 0) const;
-  const std::string& as_string() const;  // "" unless a string
-  const Array& as_array() const;         // empty unless an array
-  const Object& as_object() const;       // empty unless an object
-  Array& mutable_array();                // turns a non-array into an empty array first
-  Object& mutable_object();              // turns a non-object into an empty object first
-
-  /// Object member lookup: null when absent or when this is not an object.
-  const Json* find(std::string_view key) const;
-  /// Object member, or a shared null value when absent.
-  const Json& operator[](std::string_view key) const;
-  /// Array element, or a shared null value when out of range.
-  const Json& operator[](size_t index) const;
-  /// Sets (or replaces) an object member; turns a non-object into an object first. Returns *this.
-  Json& set(std::string key, Json value);
-  /// Appends to an array; turns a non-array into an array first. Returns *this.
-  Json& push(Json value);
-  size_t size() const;  // elements or members; 0 for scalars
-
-  bool operator==(const Json& o) const;
-  bool operator!=(const Json& o) const { return !(*this == o); }
-
-  /// Compact serialization.
-  std::string dump() const;
-  void dump_to(std::string& out) const;
-
- private:
-  Kind kind_ = Kind::Null;
-  bool bool_ = false;
-  double num_ = 0;
-  int64_t int_ = 0;
-  bool is_int_ = false;
-  std::string str_;
-  Array arr_;
-  Object obj_;
-
-  friend class JsonParser;
-};
 
 struct JsonParseResult {
   std::optional<Json> value;  // set on success
   std::string error;          // set on failure
-  size_t error_offset = 0;
+  size_t error_offset = 0;    // the byte where the input stopped making sense
   bool ok() const { return value.has_value(); }
 };
 
-/// Parses one JSON document (RFC 8259; surrounding whitespace allowed, nothing else after it).
+/// Parses one JSON document (RFC 8259, UTF-8; surrounding whitespace allowed, nothing after it).
+/// Arrays and objects nested deeper than `max_depth` are an error.
 JsonParseResult parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
 
-/// Appends `s` as a quoted, escaped JSON string.
-void json_escape_to(std::string& out, std::string_view s);
+/// Compact serialization; never throws (invalid UTF-8 is replaced by U+FFFD).
+std::string dump_json(const Json& value);
+
+/// A read-only, never-throwing view of a (part of a) client message.
+class JsonView {
+ public:
+  JsonView();  // null
+  JsonView(const Json& j) : j_(&j) {}  // NOLINT: implicit, so that functions take either
+
+  /// The member `key`; a null view when this is not an object or has no such member.
+  JsonView operator[](std::string_view key) const;
+  /// The element `index`; a null view when this is not an array or is too short.
+  JsonView operator[](size_t index) const;
+  bool has(std::string_view key) const;
+
+  bool is_null() const { return j_->is_null(); }
+  bool is_bool() const { return j_->is_boolean(); }
+  bool is_number() const { return j_->is_number(); }
+  /// A number without fraction or exponent that fits in int64.
+  bool is_integer() const;
+  bool is_string() const { return j_->is_string(); }
+  bool is_array() const { return j_->is_array(); }
+  bool is_object() const { return j_->is_object(); }
+  size_t size() const { return j_->is_array() || j_->is_object() ? j_->size() : 0; }
+  /// The elements of an array; none for anything else.
+  std::vector<JsonView> elements() const;
+
+  bool as_bool(bool fallback = false) const { return j_->is_boolean() ? j_->get<bool>() : fallback; }
+  /// The integer value; a fraction is truncated; non-numbers and numbers beyond int64 give `fallback`.
+  int64_t as_int(int64_t fallback = 0) const;
+  /// The string; "" unless this is a string.
+  const std::string& as_string() const;
+
+  const Json& json() const { return *j_; }
+  bool operator==(const Json& other) const { return *j_ == other; }
+  bool operator!=(const Json& other) const { return *j_ != other; }
+
+ private:
+  const Json* j_;
+};
+
+/// Writes the value as dump_json does (for test failure messages and logs).
+std::ostream& operator<<(std::ostream& os, JsonView v);
 
 }  // namespace pipec::lsp

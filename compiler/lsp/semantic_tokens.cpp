@@ -120,7 +120,10 @@ std::map<uint32_t, Override> ast_overrides(const Module& module) {
             case Binding::Global:
               if (n->target.decl && (n->target.decl->kind == DeclKind::Fn || n->target.decl->kind == DeclKind::Model))
                 put(e.range, Function, 0);
+              else
+                put(e.range, Variable, 0);  // a const or dataset, even one named like a builtin
               break;
+            case Binding::Local: put(e.range, Variable, 0); break;
             default: break;
           }
           break;

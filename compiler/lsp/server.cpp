@@ -1,6 +1,7 @@
 #include "compiler/lsp/server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "compiler/front/ast_query.h"
@@ -31,6 +32,8 @@ int completion_item_kind(CompletionKind k) {
     case CompletionKind::Struct: return 22;
     case CompletionKind::Event: return 23;
     case CompletionKind::TypeName: return 25;
+    case CompletionKind::Property: return 10;
+    case CompletionKind::EnumMember: return 20;
   }
   return 1;
 }
@@ -46,7 +49,7 @@ int severity_code(Severity s) {
 
 Json position_json(Position p) { return Json::object({{"line", p.line}, {"character", p.character}}); }
 
-bool valid_id(const Json& id) { return id.is_integer() || id.is_string() || id.is_number(); }
+bool valid_id(JsonView id) { return id.is_number() || id.is_string(); }
 
 }  // namespace
 
@@ -56,7 +59,7 @@ Server::~Server() = default;
 // ---------------------------------------------------------------------------------------------------
 // Messages
 
-void Server::send(const Json& message) { write_message(out_, message.dump()); }
+void Server::send(const Json& message) { write_message(out_, dump_json(message)); }
 
 void Server::respond(const Json& id, Json result) {
   send(Json::object({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}));
@@ -77,52 +80,52 @@ void Server::handle_bad_header(const std::string& why) { respond_error(Json(), k
 void Server::handle(std::string_view body) {
   JsonParseResult parsed = parse_json(body);
   if (!parsed.ok()) {
-    respond_error(Json(), kParseError,
-                  "invalid JSON at byte " + std::to_string(parsed.error_offset) + ": " + parsed.error);
+    respond_error(Json(), kParseError, "invalid JSON: " + parsed.error);
     return;
   }
-  const Json& msg = *parsed.value;
+  JsonView msg = *parsed.value;
   if (!msg.is_object()) {
     respond_error(Json(), kInvalidRequest, "a message must be a JSON object");
     return;
   }
-  const Json* id = msg.find("id");
-  const Json* method = msg.find("method");
-  if (!method) {
+  JsonView id = msg["id"];
+  JsonView method = msg["method"];
+  Json reply_id = valid_id(id) ? id.json() : Json();
+  if (!msg.has("method")) {
     // A response to a request of ours (we send none) or nonsense.
-    if (id && (msg.find("result") || msg.find("error"))) return;
-    respond_error(id && valid_id(*id) ? *id : Json(), kInvalidRequest, "message has no method");
+    if (msg.has("id") && (msg.has("result") || msg.has("error"))) return;
+    respond_error(reply_id, kInvalidRequest, "message has no method");
     return;
   }
-  if (!method->is_string()) {
-    respond_error(id && valid_id(*id) ? *id : Json(), kInvalidRequest, "method must be a string");
+  if (!method.is_string()) {
+    respond_error(reply_id, kInvalidRequest, "method must be a string");
     return;
   }
-  const Json& params = msg["params"];
-  if (id && !id->is_null()) {
-    if (!valid_id(*id)) {
+  JsonView params = msg["params"];
+  if (!id.is_null()) {
+    if (!valid_id(id)) {
       respond_error(Json(), kInvalidRequest, "id must be a number or a string");
       return;
     }
     try {
-      on_request(method->as_string(), *id, params);
+      on_request(method.as_string(), id.json(), params);
     } catch (const std::exception& e) {
-      respond_error(*id, kInternalError, std::string("internal error: ") + e.what());
+      respond_error(id.json(), kInternalError, std::string("internal error: ") + e.what());
     } catch (...) {
-      respond_error(*id, kInternalError, "internal error");
+      respond_error(id.json(), kInternalError, "internal error");
     }
   } else {
     try {
-      on_notification(method->as_string(), params);
+      on_notification(method.as_string(), params);
     } catch (const std::exception& e) {
-      std::cerr << "pipec lsp: " << method->as_string() << ": internal error: " << e.what() << "\n";
+      std::cerr << "pipec lsp: " << method.as_string() << ": internal error: " << e.what() << "\n";
     } catch (...) {
-      std::cerr << "pipec lsp: " << method->as_string() << ": internal error\n";
+      std::cerr << "pipec lsp: " << method.as_string() << ": internal error\n";
     }
   }
 }
 
-void Server::on_request(const std::string& method, const Json& id, const Json& params) {
+void Server::on_request(const std::string& method, const Json& id, JsonView params) {
   if (method == "initialize") {
     initialized_ = true;
     respond(id, initialize_result());
@@ -141,10 +144,11 @@ void Server::on_request(const std::string& method, const Json& id, const Json& p
     respond(id, Json());
     return;
   }
-  using Handler = Json (Server::*)(const Json&);
+  using Handler = Json (Server::*)(JsonView);
   static const std::map<std::string, Handler> handlers = {
       {"textDocument/hover", &Server::hover},
       {"textDocument/completion", &Server::completion},
+      {"textDocument/signatureHelp", &Server::signature_help},
       {"textDocument/definition", &Server::definition},
       {"textDocument/references", &Server::references},
       {"textDocument/documentSymbol", &Server::document_symbols},
@@ -167,20 +171,20 @@ void Server::on_request(const std::string& method, const Json& id, const Json& p
   respond(id, (this->*(it->second))(params));
 }
 
-void Server::on_notification(const std::string& method, const Json& params) {
+void Server::on_notification(const std::string& method, JsonView params) {
   if (method == "exit") {
     exited_ = true;
     return;
   }
   if (!initialized_ || shutdown_) return;  // notifications before initialize are dropped
   if (method == "textDocument/didOpen") {
-    const Json& td = params["textDocument"];
+    JsonView td = params["textDocument"];
     if (!td["uri"].is_string() || !td["text"].is_string()) return;
     open(td["uri"].as_string(), td["text"].as_string(), td["version"].as_int(0));
   } else if (method == "textDocument/didChange") {
     change(params);
   } else if (method == "textDocument/didClose") {
-    const Json& uri = params["textDocument"]["uri"];
+    JsonView uri = params["textDocument"]["uri"];
     if (uri.is_string()) close(uri.as_string());
   }
   // initialized, didSave, $/cancelRequest, $/setTrace, workspace/didChangeConfiguration... need nothing.
@@ -189,14 +193,16 @@ void Server::on_notification(const std::string& method, const Json& params) {
 Json Server::initialize_result() const {
   Json legend = Json::object();
   Json types = Json::array(), mods = Json::array();
-  for (const auto& t : semantic_token_types()) types.push(t);
-  for (const auto& m : semantic_token_modifiers()) mods.push(m);
-  legend.set("tokenTypes", types).set("tokenModifiers", mods);
+  for (const auto& t : semantic_token_types()) types.push_back(t);
+  for (const auto& m : semantic_token_modifiers()) mods.push_back(m);
+  legend["tokenTypes"] = types;
+  legend["tokenModifiers"] = mods;
   Json caps = Json::object({
       {"positionEncoding", "utf-16"},
       {"textDocumentSync", Json::object({{"openClose", true}, {"change", 1}})},
       {"hoverProvider", true},
       {"completionProvider", Json::object({{"triggerCharacters", Json::array({".", "|"})}, {"resolveProvider", false}})},
+      {"signatureHelpProvider", Json::object({{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({","})}})},
       {"definitionProvider", true},
       {"referencesProvider", true},
       {"documentSymbolProvider", true},
@@ -221,13 +227,13 @@ void Server::open(const std::string& uri, std::string text, int64_t version) {
   recheck(doc);
 }
 
-void Server::change(const Json& params) {
-  const Json& td = params["textDocument"];
+void Server::change(JsonView params) {
+  JsonView td = params["textDocument"];
   if (!td["uri"].is_string()) return;
   auto it = docs_.find(td["uri"].as_string());
   if (it == docs_.end()) return;
   Document& doc = *it->second;
-  for (const Json& c : params["contentChanges"].as_array()) {
+  for (JsonView c : params["contentChanges"].elements()) {
     if (!c["text"].is_string()) continue;
     if (c["range"].is_object()) {
       // Incremental edits are not advertised, but cost little to honour.
@@ -325,23 +331,23 @@ void Server::publish_diagnostics(const Document& doc) {
                                 {"message", message}});
       Json related = Json::array();
       for (const DiagNote& n : d.notes) {
-        if (n.range.valid()) related.push(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
-        else diag.set("message", diag["message"].as_string() + "\nnote: " + n.message);
+        if (n.range.valid()) related.push_back(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
+        else diag["message"] = diag["message"].get<std::string>() + "\nnote: " + n.message;
       }
-      if (related.size()) diag.set("relatedInformation", related);
-      list.push(std::move(diag));
+      if (!related.empty()) diag["relatedInformation"] = related;
+      list.push_back(std::move(diag));
     }
   }
   notify("textDocument/publishDiagnostics",
          Json::object({{"uri", doc.uri}, {"version", doc.version}, {"diagnostics", std::move(list)}}));
 }
 
-Server::Document* Server::document(const Json& params) {
+Server::Document* Server::document(JsonView params) {
   auto it = docs_.find(params["textDocument"]["uri"].as_string());
   return it == docs_.end() ? nullptr : it->second.get();
 }
 
-uint32_t Server::offset_of(const Document& doc, const Json& position) const {
+uint32_t Server::offset_of(const Document& doc, JsonView position) const {
   int64_t line = std::clamp<int64_t>(position["line"].as_int(0), 0, UINT32_MAX);
   int64_t character = std::clamp<int64_t>(position["character"].as_int(0), 0, UINT32_MAX);
   return doc.index.offset({static_cast<uint32_t>(line), static_cast<uint32_t>(character)});
@@ -350,7 +356,7 @@ uint32_t Server::offset_of(const Document& doc, const Json& position) const {
 // ---------------------------------------------------------------------------------------------------
 // Features
 
-Json Server::hover(const Json& params) {
+Json Server::hover(JsonView params) {
   Document* doc = document(params);
   if (!doc || !doc->program || doc->program->modules.empty()) return Json();
   uint32_t offset = offset_of(*doc, params["position"]);
@@ -362,22 +368,44 @@ Json Server::hover(const Json& params) {
                        {"range", range_json(*doc, h->range)}});
 }
 
-Json Server::completion(const Json& params) {
+Json Server::completion(JsonView params) {
   Document* doc = document(params);
   if (!doc) return Json();
   uint32_t offset = offset_of(*doc, params["position"]);
   Json items = Json::array();
-  for (const CompletionEntry& e : complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get())) {
-    Json item = Json::object({{"label", e.label}, {"kind", completion_item_kind(e.kind)}});
-    if (!e.detail.empty()) item.set("detail", e.detail);
+  std::vector<CompletionEntry> entries = complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const CompletionEntry& e = entries[i];
+    // sortText keeps our order (a model's layers before its ops, names in scope first) in editors that
+    // would otherwise sort by label.
+    char sort[16];
+    std::snprintf(sort, sizeof sort, "%05zu", i);
+    Json item = Json::object({{"label", e.label}, {"kind", completion_item_kind(e.kind)}, {"sortText", sort}});
+    if (!e.detail.empty()) item["detail"] = e.detail;
     if (!e.documentation.empty())
-      item.set("documentation", Json::object({{"kind", "markdown"}, {"value", e.documentation}}));
-    items.push(std::move(item));
+      item["documentation"] = Json::object({{"kind", "markdown"}, {"value", e.documentation}});
+    items.push_back(std::move(item));
   }
   return Json::object({{"isIncomplete", false}, {"items", std::move(items)}});
 }
 
-Json Server::definition(const Json& params) {
+Json Server::signature_help(JsonView params) {
+  Document* doc = document(params);
+  if (!doc) return Json();
+  uint32_t offset = offset_of(*doc, params["position"]);
+  std::optional<SignatureHelp> help = signature_help_at(doc->path, doc->text, offset, doc->program.get());
+  if (!help) return Json();
+  Json parameters = Json::array();
+  for (const auto& [begin, end] : help->params) parameters.push_back(Json::object({{"label", Json::array({begin, end})}}));
+  Json signature = Json::object({{"label", help->label}, {"parameters", std::move(parameters)}});
+  if (!help->documentation.empty())
+    signature["documentation"] = Json::object({{"kind", "markdown"}, {"value", help->documentation}});
+  Json result = Json::object({{"signatures", Json::array({std::move(signature)})}, {"activeSignature", 0}});
+  if (help->active_parameter >= 0) result["activeParameter"] = help->active_parameter;
+  return result;
+}
+
+Json Server::definition(JsonView params) {
   Document* doc = document(params);
   if (!doc || !doc->program || doc->program->modules.empty()) return Json();
   uint32_t offset = offset_of(*doc, params["position"]);
@@ -385,11 +413,11 @@ Json Server::definition(const Json& params) {
   if (defs.empty() && offset > 0) defs = definition_at(*doc->program, offset - 1);
   if (defs.empty()) return Json();
   Json out = Json::array();
-  for (const auto& r : defs) out.push(location(*doc, r));
+  for (const auto& r : defs) out.push_back(location(*doc, r));
   return out;
 }
 
-Json Server::references(const Json& params) {
+Json Server::references(JsonView params) {
   Document* doc = document(params);
   if (!doc || !doc->program || doc->program->modules.empty()) return Json::array();
   uint32_t offset = offset_of(*doc, params["position"]);
@@ -397,11 +425,11 @@ Json Server::references(const Json& params) {
   std::vector<SourceRange> refs = references_at(*doc->program, offset, include_decl);
   if (refs.empty() && offset > 0) refs = references_at(*doc->program, offset - 1, include_decl);
   Json out = Json::array();
-  for (const auto& r : refs) out.push(location(*doc, r));
+  for (const auto& r : refs) out.push_back(location(*doc, r));
   return out;
 }
 
-Json Server::document_symbols(const Json& params) {
+Json Server::document_symbols(JsonView params) {
   Document* doc = document(params);
   Json out = Json::array();
   if (!doc || !doc->program || doc->program->modules.empty()) return out;
@@ -411,7 +439,7 @@ Json Server::document_symbols(const Json& params) {
                            {"kind", kind},
                            {"range", range_json(*doc, range)},
                            {"selectionRange", range_json(*doc, selection.valid() ? selection : range)}});
-    if (!detail.empty()) s.set("detail", detail);
+    if (!detail.empty()) s["detail"] = detail;
     return s;
   };
   for (const auto& d : doc->program->main().decls) {
@@ -436,7 +464,7 @@ Json Server::document_symbols(const Json& params) {
         kind = kSymbolStruct;
         detail = "source";
         for (const auto& f : d->schema)
-          children.push(symbol(f.name, kSymbolField, type_syntax_to_string(f.type), f.range.valid() ? f.range : f.name_range,
+          children.push_back(symbol(f.name, kSymbolField, type_syntax_to_string(f.type), f.range.valid() ? f.range : f.name_range,
                                f.name_range));
         break;
       case DeclKind::Pipeline:
@@ -452,7 +480,7 @@ Json Server::document_symbols(const Json& params) {
         kind = kSymbolObject;
         detail = "train";
         for (const auto& e : d->entries)
-          children.push(symbol(e.key, kSymbolProperty, "",
+          children.push_back(symbol(e.key, kSymbolProperty, "",
                                e.value ? SourceRange{e.key_range.file, e.key_range.begin,
                                                      std::max(e.key_range.end, e.value->range.end)}
                                        : e.key_range,
@@ -460,13 +488,13 @@ Json Server::document_symbols(const Json& params) {
         break;
     }
     Json s = symbol(name, kind, detail, d->range, d->name_range);
-    if (children.size()) s.set("children", std::move(children));
-    out.push(std::move(s));
+    if (!children.empty()) s["children"] = std::move(children);
+    out.push_back(std::move(s));
   }
   return out;
 }
 
-Json Server::formatting(const Json& params) {
+Json Server::formatting(JsonView params) {
   Document* doc = document(params);
   if (!doc) return Json();
   std::string error;
@@ -481,12 +509,12 @@ Json Server::formatting(const Json& params) {
   return Json::array({Json::object({{"range", range}, {"newText", *formatted}})});
 }
 
-Json Server::semantic_tokens_full(const Json& params) {
+Json Server::semantic_tokens_full(JsonView params) {
   Document* doc = document(params);
   if (!doc) return Json();
   const Module* module = doc->program && !doc->program->modules.empty() ? &doc->program->main() : nullptr;
   Json data = Json::array();
-  for (uint32_t v : semantic_tokens(doc->text, module)) data.push(v);
+  for (uint32_t v : semantic_tokens(doc->text, module)) data.push_back(v);
   return Json::object({{"data", std::move(data)}});
 }
 

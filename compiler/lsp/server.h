@@ -2,10 +2,10 @@
 //
 // Single-threaded and synchronous: each message is handled completely before the next is read, and
 // every open document is re-checked with check_text() on open and on change, which then publishes its
-// diagnostics. Features: hover, completion, definition, references, document symbols, formatting and
-// semantic tokens (see compiler/lsp/analysis.h). Malformed input never crashes the server: bad framing
-// and invalid JSON get a ParseError response, unknown requests MethodNotFound, requests before
-// `initialize` ServerNotInitialized.
+// diagnostics. Features: hover, completion, signature help, definition, references, document symbols,
+// formatting and semantic tokens (see compiler/lsp/analysis.h). Messages are nlohmann-json values (json.h). Malformed
+// input never crashes the server: bad framing and invalid JSON get a ParseError response, unknown
+// requests MethodNotFound, requests before `initialize` ServerNotInitialized.
 #pragma once
 
 #include <iosfwd>
@@ -63,28 +63,29 @@ class Server {
   void respond_error(const Json& id, int code, const std::string& message);
   void notify(const std::string& method, Json params);
 
-  void on_request(const std::string& method, const Json& id, const Json& params);
-  void on_notification(const std::string& method, const Json& params);
+  void on_request(const std::string& method, const Json& id, JsonView params);
+  void on_notification(const std::string& method, JsonView params);
 
   Json initialize_result() const;
   void open(const std::string& uri, std::string text, int64_t version);
-  void change(const Json& params);
+  void change(JsonView params);
   void close(const std::string& uri);
   void recheck(Document& doc);
   void publish_diagnostics(const Document& doc);
 
-  Document* document(const Json& params);
-  uint32_t offset_of(const Document& doc, const Json& position) const;
+  Document* document(JsonView params);
+  uint32_t offset_of(const Document& doc, JsonView position) const;
   Json location(const Document& doc, const SourceRange& range) const;
   Json range_json(const Document& doc, const SourceRange& range) const;
 
-  Json hover(const Json& params);
-  Json completion(const Json& params);
-  Json definition(const Json& params);
-  Json references(const Json& params);
-  Json document_symbols(const Json& params);
-  Json formatting(const Json& params);
-  Json semantic_tokens_full(const Json& params);
+  Json hover(JsonView params);
+  Json completion(JsonView params);
+  Json signature_help(JsonView params);
+  Json definition(JsonView params);
+  Json references(JsonView params);
+  Json document_symbols(JsonView params);
+  Json formatting(JsonView params);
+  Json semantic_tokens_full(JsonView params);
 
   std::ostream& out_;
   std::map<std::string, std::unique_ptr<Document>> docs_;

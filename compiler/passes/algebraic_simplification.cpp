@@ -1,7 +1,6 @@
 #include "compiler/passes/algebraic_simplification.h"
 
 #include <cmath>
-#include <set>
 
 #include "compiler/passes/function_edit.h"
 #include "compiler/passes/plan_edit.h"
@@ -24,7 +23,7 @@ bool all_equal(const Value& v, double want) {
 
 bool is_const(const ExprFunction& fn, int id, double want) {
   const Instr& in = fn.body[static_cast<size_t>(id)];
-  return in.op == "const" && all_equal(in.attrs.at("value"), want);
+  return in.op == OpKind::Const && all_equal(in.attrs.at("value"), want);
 }
 
 bool same_type(const Type& a, const Type& b) { return a.dtype == b.dtype && a.shape == b.shape; }
@@ -37,36 +36,57 @@ int simplify(const ExprFunction& fn, size_t i) {
   auto keep_if_same = [&](int id) { return same_type(fn.body[static_cast<size_t>(id)].type, in.type) ? id : -1; };
   if (in.operands.size() == 1) {
     const Instr& x = operand(0);
-    if (in.op == "cast" || in.op == "reshape") {
-      if (x.type.fully_known() && same_type(x.type, in.type)) return in.operands[0];
+    switch (in.op) {
+      case OpKind::Cast:
+      case OpKind::Reshape:
+        if (x.type.fully_known() && same_type(x.type, in.type)) return in.operands[0];
+        return -1;
+      case OpKind::Neg:  // involutions: f(f(x)) = x
+      case OpKind::BitNot:
+      case OpKind::Not:
+        return x.op == in.op ? keep_if_same(x.operands[0]) : -1;
+      default:
+        return -1;
     }
-    static const std::set<std::string> involutions = {"neg", "bit_not", "not"};
-    if (involutions.count(in.op) && x.op == in.op)
-      return keep_if_same(x.operands[0]);
-    return -1;
   }
   if (in.operands.size() != 2) return -1;
   const int a = in.operands[0], b = in.operands[1];
   const bool fl = is_float(in.type.dtype);
-  const std::string& op = in.op;
-  if (op == "mul") {
-    if (is_const(fn, b, 1)) return keep_if_same(a);
-    if (is_const(fn, a, 1)) return keep_if_same(b);
-  } else if (op == "sub") {
-    if (is_const(fn, b, 0)) return keep_if_same(a);
-  } else if (op == "div" && fl) {
-    if (is_const(fn, b, 1)) return keep_if_same(a);
-  } else if (!fl && (op == "add" || op == "bit_or" || op == "bit_xor")) {
-    if (is_const(fn, b, 0)) return keep_if_same(a);
-    if (is_const(fn, a, 0)) return keep_if_same(b);
-  } else if (!fl && (op == "shl" || op == "shr")) {
-    if (is_const(fn, b, 0)) return keep_if_same(a);
-  } else if (!fl && op == "floordiv") {
-    if (is_const(fn, b, 1)) return keep_if_same(a);
-  } else if (in.type.dtype == DType::Bool && (op == "and" || op == "or")) {
-    double unit = op == "and" ? 1 : 0;
-    if (is_const(fn, b, unit)) return keep_if_same(a);
-    if (is_const(fn, a, unit)) return keep_if_same(b);
+  switch (in.op) {
+    case OpKind::Mul:
+      if (is_const(fn, b, 1)) return keep_if_same(a);
+      if (is_const(fn, a, 1)) return keep_if_same(b);
+      break;
+    case OpKind::Sub:
+      if (is_const(fn, b, 0)) return keep_if_same(a);
+      break;
+    case OpKind::Div:
+      if (fl && is_const(fn, b, 1)) return keep_if_same(a);
+      break;
+    case OpKind::Add:  // x + 0.0 is not x for x = -0.0: integers only
+    case OpKind::BitOr:
+    case OpKind::BitXor:
+      if (fl) break;
+      if (is_const(fn, b, 0)) return keep_if_same(a);
+      if (is_const(fn, a, 0)) return keep_if_same(b);
+      break;
+    case OpKind::Shl:
+    case OpKind::Shr:
+      if (!fl && is_const(fn, b, 0)) return keep_if_same(a);
+      break;
+    case OpKind::FloorDiv:
+      if (!fl && is_const(fn, b, 1)) return keep_if_same(a);
+      break;
+    case OpKind::And:
+    case OpKind::Or: {
+      if (in.type.dtype != DType::Bool) break;
+      const double unit = in.op == OpKind::And ? 1 : 0;
+      if (is_const(fn, b, unit)) return keep_if_same(a);
+      if (is_const(fn, a, unit)) return keep_if_same(b);
+      break;
+    }
+    default:
+      break;
   }
   return -1;
 }
@@ -76,15 +96,15 @@ bool simplify_function(ExprFunction& fn) {
   for (size_t i = 0; i < fn.body.size(); ++i) {
     Instr& in = fn.body[i];
     // reshape(reshape(x)) reads x directly (a reshape only sees the element count).
-    if (in.op == "reshape" && in.operands.size() == 1) {
+    if (in.op == OpKind::Reshape && in.operands.size() == 1) {
       const Instr& inner = fn.body[static_cast<size_t>(in.operands[0])];
-      if (inner.op == "reshape" && inner.operands.size() == 1 && inner.type.fully_known() &&
+      if (inner.op == OpKind::Reshape && inner.operands.size() == 1 && inner.type.fully_known() &&
           fn.body[static_cast<size_t>(inner.operands[0])].type.fully_known()) {
         in.operands[0] = inner.operands[0];
         changed = true;
       }
     }
-    if (in.op == "param" || in.op == "const") continue;
+    if (in.op == OpKind::Param || in.op == OpKind::Const) continue;
     int r = simplify(fn, i);
     if (r < 0 || r == static_cast<int>(i)) continue;
     replace_uses(fn, static_cast<int>(i), r);

@@ -34,7 +34,7 @@ void value_key(const Value& v, std::string& out) {
 }
 
 std::string instr_key(const Instr& in) {
-  std::string k = in.op + "(";
+  std::string k = std::string(op_name(in.op)) + "(";
   for (int o : in.operands) k += std::to_string(o) + ",";
   k += "){";
   for (const auto& [name, v] : in.attrs) {
@@ -51,7 +51,7 @@ bool cse_function(ExprFunction& fn) {
   std::unordered_map<std::string, int> seen;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     Instr& in = fn.body[i];
-    if (in.op == "param" || in.op.rfind("random_", 0) == 0) continue;
+    if (in.op == OpKind::Param || op_has(in.op, OpFlag::Random)) continue;
     // Operands were already redirected to their first equal (they come earlier), so equal operands
     // have equal ids here.
     auto [it, fresh] = seen.emplace(instr_key(in), static_cast<int>(i));

@@ -40,11 +40,11 @@ Value tensor_value(const Tensor& t) {
 }
 
 bool foldable(const ExprFunction& fn, const Instr& in) {
-  if (in.op == "param" || in.op == "const" || in.op.rfind("random_", 0) == 0 || in.operands.empty()) return false;
+  if (in.op == OpKind::Param || in.op == OpKind::Const || op_has(in.op, OpFlag::Random) || in.operands.empty()) return false;
   if (in.type.dtype == DType::Bytes || !in.type.fully_known() || in.type.num_elements() > kMaxFoldedValues) return false;
   for (int o : in.operands) {
     const Instr& x = fn.body[static_cast<size_t>(o)];
-    if (x.op != "const" || x.type.dtype == DType::Bytes || !x.type.fully_known()) return false;
+    if (x.op != OpKind::Const || x.type.dtype == DType::Bytes || !x.type.fully_known()) return false;
   }
   return find_kernel(in.op) != nullptr;
 }
@@ -68,7 +68,7 @@ bool fold_function(ExprFunction& fn) {
     } catch (const std::exception&) {
       continue;  // e.g. an index out of range: the run reports it where it happens
     }
-    in.op = "const";
+    in.op = OpKind::Const;
     in.operands.clear();
     changed = true;
   }

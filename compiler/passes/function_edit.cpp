@@ -41,7 +41,7 @@ std::vector<int> append_function(ExprFunction& into, const ExprFunction& g, cons
   std::vector<int> map(g.body.size(), -1);
   for (size_t i = 0; i < g.body.size(); ++i) {
     const Instr& in = g.body[i];
-    if (in.op == "param") {
+    if (in.op == OpKind::Param) {
       map[i] = bind(in.attrs.at("field").s);
       if (map[i] < 0) throw std::logic_error("append_function: unbound parameter " + in.attrs.at("field").s);
       continue;

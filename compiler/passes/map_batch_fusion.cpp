@@ -30,7 +30,7 @@ bool map_batch_fusion(Plan& plan) {
     if (m < 0 || random_keys_from(plan, m + 1)) continue;
     Stage& batch = plan.stages[i];
     const Stage& map = plan.stages[m];
-    batch.op = "map_batch";
+    batch.kind = StageKind::MapBatch;
     batch.fn = map.fn;
     batch.native = map.native;
     batch.loc = map.loc;

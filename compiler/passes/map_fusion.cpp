@@ -20,10 +20,10 @@ bool map_fusion(Plan& plan) {
   bool changed = false;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     Stage& second = plan.stages[i];
-    if (second.op != "map" || !second.fn || second.native || second.inputs.size() != 1) continue;
+    if (second.kind != StageKind::Map || !second.fn || second.native || second.inputs.size() != 1) continue;
     const int j = second.inputs[0];
     Stage& first = plan.stages[j];
-    if (first.op != "map" || !first.fn || first.native || consumers(plan, j).size() != 1) continue;
+    if (first.kind != StageKind::Map || !first.fn || first.native || consumers(plan, j).size() != 1) continue;
     if (!same_args(first, second) || is_tolerant(plan, j) || random_keys_from(plan, i + 1)) continue;
     first.fn = compose_functions(*first.fn, *second.fn);
     first.element = second.element;

@@ -13,7 +13,7 @@ int64_t int_arg(const Stage& s, const char* name, int64_t fallback) {
 
 bool const_true(const ExprFunction& fn, int id) {
   const Instr& in = fn.body[static_cast<size_t>(id)];
-  if (in.op != "const" || !in.type.is_scalar()) return false;
+  if (in.op != OpKind::Const || !in.type.is_scalar()) return false;
   const Value& v = in.attrs.at("value");
   return v.is_number() && v.as_double() != 0;
 }
@@ -28,7 +28,7 @@ bool identity_map(const Plan& plan, const Stage& s) {
     const auto& [name, id] = fn.results[k];
     const Instr& p = fn.body[static_cast<size_t>(id)];
     const Type& t = *in.fields[k].type;
-    if (name != in.fields[k].name || p.op != "param" || p.attrs.at("field").s != name) return false;
+    if (name != in.fields[k].name || p.op != OpKind::Param || p.attrs.at("field").s != name) return false;
     // A u8 field may be a fixed-length byte string that reading converts into a u8 tensor.
     if (t.dtype == DType::U8 || t != *s.element.fields[k].type) return false;
   }
@@ -38,18 +38,20 @@ bool identity_map(const Plan& plan, const Stage& s) {
 bool is_noop(const Plan& plan, int i) {
   const Stage& s = plan.stages[i];
   if (s.inputs.size() != 1) return false;
-  if (s.op == "repeat") return int_arg(s, "count", -1) == 1;
-  if (s.op == "skip") return int_arg(s, "count", -1) == 0;
-  if (s.op == "take") return s.arg("count") && int_arg(s, "count", 0) < 0;
-  if (s.op == "shard") return int_arg(s, "num_shards", 0) == 1 && int_arg(s, "index", -1) == 0;
-  if (s.op == "filter") return s.fn && !s.native && const_true(*s.fn, s.fn->results.at(0).second);
-  if (s.op == "map") return s.fn && !s.native && identity_map(plan, s);
-  // Of two prefetches in a row the later one (the one the user sized last) stays.
-  if (s.op == "prefetch") {
-    auto readers = consumers(plan, i);
-    return readers.size() == 1 && plan.stages[readers[0]].op == "prefetch";
+  switch (s.kind) {
+    case StageKind::Repeat: return int_arg(s, "count", -1) == 1;
+    case StageKind::Skip: return int_arg(s, "count", -1) == 0;
+    case StageKind::Take: return s.arg("count") && int_arg(s, "count", 0) < 0;
+    case StageKind::Shard: return int_arg(s, "num_shards", 0) == 1 && int_arg(s, "index", -1) == 0;
+    case StageKind::Filter: return s.fn && !s.native && const_true(*s.fn, s.fn->results.at(0).second);
+    case StageKind::Map: return s.fn && !s.native && identity_map(plan, s);
+    case StageKind::Prefetch: {
+      // Of two prefetches in a row the later one (the one the user sized last) stays.
+      auto readers = consumers(plan, i);
+      return readers.size() == 1 && plan.stages[readers[0]].kind == StageKind::Prefetch;
+    }
+    default: return false;
   }
-  return false;
 }
 
 }  // namespace

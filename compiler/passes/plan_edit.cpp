@@ -39,7 +39,7 @@ int insert_stage_after(Plan& plan, int stage, Stage s) {
 
 bool is_tolerant(const Plan& plan, int stage) {
   for (int c : consumers(plan, stage))
-    if (plan.stages[c].op == "ignore_errors" || is_tolerant(plan, c)) return true;
+    if (plan.stages[c].kind == StageKind::IgnoreErrors || is_tolerant(plan, c)) return true;
   return false;
 }
 
@@ -58,25 +58,34 @@ bool random_keys_from(const Plan& plan, int first) {
   };
   for (size_t i = static_cast<size_t>(std::max(first, 0)); i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    if (s.op == "shuffle" || s.op == "shuffle_repeat" || ((s.op == "files" || s.op == "list_files") && flag(s, "shuffle")) ||
-        (s.op == "tfrecord" && flag(s, "shuffle_files")))
-      return true;
+    switch (s.kind) {
+      case StageKind::Shuffle:
+      case StageKind::ShuffleRepeat: return true;
+      case StageKind::Files:
+      case StageKind::ListFiles:
+        if (flag(s, "shuffle")) return true;
+        break;
+      case StageKind::Tfrecord:
+        if (flag(s, "shuffle_files")) return true;
+        break;
+      default: break;
+    }
   }
   return false;
 }
 
 bool has_random_ops(const ExprFunction& fn) {
   for (const Instr& in : fn.body)
-    if (in.op.rfind("random_", 0) == 0) return true;
+    if (op_has(in.op, OpFlag::Random)) return true;
   return false;
 }
 
 int map_before_batch(const Plan& plan, int batch) {
   const Stage& b = plan.stages.at(batch);
-  if (b.op != "batch" || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return -1;
+  if (b.kind != StageKind::Batch || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return -1;
   const int m = b.inputs[0];
   const Stage& map = plan.stages[m];
-  if (map.op != "map" || !map.fn || map.arg("per_row") || map.inputs.size() != 1) return -1;
+  if (map.kind != StageKind::Map || !map.fn || map.arg("per_row") || map.inputs.size() != 1) return -1;
   if (map.element.batch_rank != 0 || plan.stages[map.inputs[0]].element.batch_rank != 0) return -1;
   if (consumers(plan, m).size() != 1 || is_tolerant(plan, m)) return -1;
   return m;

@@ -8,9 +8,9 @@ bool prefetch_injection(Plan& plan) {
   if (plan.stages.empty()) return false;
   const int last = static_cast<int>(plan.stages.size()) - 1;
   const Stage& out = plan.stages[last];
-  if (out.op == "prefetch" || out.element.is_sink) return false;
+  if (out.kind == StageKind::Prefetch || out.element.is_sink) return false;
   Stage p;
-  p.op = "prefetch";
+  p.kind = StageKind::Prefetch;
   p.args = {{"size", Value::make_symbol("auto")}};
   p.element = out.element;
   p.loc = out.loc;  // errors a prefetch reports belong to the stage it follows

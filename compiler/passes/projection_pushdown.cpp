@@ -12,8 +12,12 @@ namespace {
 using Names = std::set<std::string>;
 
 // Stages that hand on their input's fields as they are (whatever they do to the elements).
-const std::set<std::string> kPassThrough = {"batch",    "padded_batch", "unbatch", "shuffle",  "repeat", "shuffle_repeat", "take", "skip",
-                                            "shard",    "prefetch",     "to",      "interleave"};
+bool keeps_fields(const Stage& s) { return stage_has(s.kind, StageFlag::KeepsFields); }
+
+// A cache in memory keeps its input's fields; one in files writes them all.
+bool memory_cache(const Stage& s) {
+  return s.kind == StageKind::Cache && (!s.arg("where") || s.arg("where")->kind == Value::Symbol);
+}
 
 Names all_fields(const ElementInfo& e) {
   Names n;
@@ -29,15 +33,15 @@ Names fields_read(const ExprFunction& fn, const ElementInfo& input) {
   remove_unused_instrs(live);
   Names out;
   for (const Instr& in : live.body)
-    if (in.op == "param")
+    if (in.op == OpKind::Param)
       if (int k = param_field_index(in, names); k >= 0) out.insert(names[static_cast<size_t>(k)]);
   return out;
 }
 
 bool prunable_source(const Stage& s) {
-  if (s.op == "tfrecord") return true;
+  if (s.kind == StageKind::Tfrecord) return true;
   // A CSV file with a header finds its columns by name; without one, by position.
-  if (s.op == "csv") {
+  if (s.kind == StageKind::Csv) {
     const Value* h = s.arg("header");
     return !h || (h->kind == Value::Bool && h->b);
   }
@@ -60,7 +64,7 @@ bool projection_pushdown(Plan& plan) {
   // With ignore_errors, an element whose unread field fails to parse or compute is dropped; it must
   // still be, so nothing is pruned.
   for (const Stage& s : plan.stages)
-    if (s.op == "ignore_errors") return false;
+    if (s.kind == StageKind::IgnoreErrors) return false;
   // need[i]: the fields readers of stage i use (filled from the output backwards).
   std::vector<Names> need(static_cast<size_t>(n));
   need[n - 1] = all_fields(plan.stages[n - 1].element);
@@ -68,18 +72,19 @@ bool projection_pushdown(Plan& plan) {
     const Stage& s = plan.stages[i];
     Names req;  // what stage i needs of its input(s)
     bool everything = false;
-    if ((s.op == "map" || s.op == "map_filter") && s.fn && !s.native && s.inputs.size() == 1) {
+    const bool map_filter = s.kind == StageKind::MapFilter;
+    if ((s.kind == StageKind::Map || map_filter) && s.fn && !s.native && s.inputs.size() == 1) {
       ExprFunction fn = *s.fn;
       std::vector<std::pair<std::string, int>> results;
       for (const auto& r : fn.results)
-        if (need[i].count(r.first) || (s.op == "map_filter" && &r == &fn.results.back())) results.push_back(r);
+        if (need[i].count(r.first) || (map_filter && &r == &fn.results.back())) results.push_back(r);
       if (results.empty()) results.push_back(fn.results.front());
       fn.results = results;
       req = fields_read(fn, plan.stages[s.inputs[0]].element);
-    } else if (s.op == "filter" && s.fn && !s.native && s.inputs.size() == 1) {
+    } else if (s.kind == StageKind::Filter && s.fn && !s.native && s.inputs.size() == 1) {
       req = fields_read(*s.fn, plan.stages[s.inputs[0]].element);
       req.insert(need[i].begin(), need[i].end());
-    } else if (kPassThrough.count(s.op) || (s.op == "cache" && (!s.arg("where") || s.arg("where")->kind == Value::Symbol))) {
+    } else if (keeps_fields(s) || memory_cache(s)) {
       req = need[i];
     } else {
       everything = true;  // zip, sinks, caches in files, stages this pass does not know
@@ -104,7 +109,7 @@ bool projection_pushdown(Plan& plan) {
         changed = changed || schema.size() != s.schema.size();
         s.schema = std::move(schema);
       }
-    } else if ((s.op == "map" || s.op == "map_filter") && s.fn && !s.native) {
+    } else if ((s.kind == StageKind::Map || s.kind == StageKind::MapFilter) && s.fn && !s.native) {
       std::vector<Field> fields = keep_fields(s.element.fields, need[i]);
       if (fields.size() != s.element.fields.size()) {
         Names kept;
@@ -112,14 +117,14 @@ bool projection_pushdown(Plan& plan) {
         auto fn = std::make_shared<ExprFunction>(*s.fn);
         std::vector<std::pair<std::string, int>> results;
         for (size_t k = 0; k < fn->results.size(); ++k)
-          if (kept.count(fn->results[k].first) || (s.op == "map_filter" && k + 1 == fn->results.size()))
+          if (kept.count(fn->results[k].first) || (s.kind == StageKind::MapFilter && k + 1 == fn->results.size()))
             results.push_back(fn->results[k]);
         fn->results = std::move(results);
         remove_unused_instrs(*fn);
         s.fn = fn;
         s.element.fields = std::move(fields);
       }
-    } else if (s.op == "filter" || kPassThrough.count(s.op) || s.op == "cache") {
+    } else if (s.kind == StageKind::Filter || keeps_fields(s) || s.kind == StageKind::Cache) {
       // Hands on exactly what its input delivers.
       if (s.inputs.size() == 1) s.element.fields = keep_fields(s.element.fields, all_fields(plan.stages[s.inputs[0]].element));
     }

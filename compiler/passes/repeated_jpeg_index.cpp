@@ -14,7 +14,7 @@ int64_t times(int64_t a, int64_t b) { return a >= kForever / std::max<int64_t>(b
 
 // How many passes over its input a stage makes: a repeat's count (forever without one), else 1.
 int64_t passes_of(const Stage& s) {
-  if (s.op != "repeat" && s.op != "shuffle_repeat") return 1;
+  if (s.kind != StageKind::Repeat && s.kind != StageKind::ShuffleRepeat) return 1;
   const Value* count = s.arg("count");
   return count && count->is_number() && count->as_double() >= 0 ? std::max<int64_t>(1, static_cast<int64_t>(count->as_double()))
                                                                   : kForever;
@@ -34,7 +34,7 @@ int64_t passes_downstream(const Plan& plan, int stage) {
   int64_t most = 1;
   for (int c : consumers(plan, stage)) {
     const Stage& s = plan.stages[static_cast<size_t>(c)];
-    if (s.op == "cache") continue;
+    if (s.kind == StageKind::Cache) continue;
     most = std::max(most, times(passes_of(s), passes_downstream(plan, c)));
   }
   return most;
@@ -46,11 +46,11 @@ bool repeated_jpeg_index(Plan& plan) {
   bool changed = false;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
-    if (!s.fn || s.op != "map" || s.inputs.size() != 1) continue;
+    if (!s.fn || s.kind != StageKind::Map || s.inputs.size() != 1) continue;
     const int64_t runs = times(passes_upstream(plan, s.inputs[0]), passes_downstream(plan, static_cast<int>(i)));
     if (runs < kMinRepeatedPasses) continue;
     for (Instr& in : s.fn->body) {
-      if (in.op != "decode_jpeg" || !in.attrs.count("crop") || in.attrs.count("index")) continue;
+      if (in.op != OpKind::DecodeJpeg || !in.attrs.count("crop") || in.attrs.count("index")) continue;
       in.attrs["index"] = Value::make_bool(true);
       changed = true;
     }

@@ -19,7 +19,7 @@ bool movable(const Plan& plan, int batch) {
   // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the
   // usual tf.data order, is vectorized too).
   if (has_random_ops(*map.fn) &&
-      upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.op == "repeat" || s.op == "shuffle_repeat"; }))
+      upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat; }))
     return false;
   return true;
 }

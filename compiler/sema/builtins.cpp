@@ -47,6 +47,10 @@ const std::vector<Builtin>& all_builtins() {
 }
 
 const Builtin* find_builtin(std::string_view name, std::initializer_list<BuiltinKind> kinds) {
+  return find_builtin(name, std::vector<BuiltinKind>(kinds));
+}
+
+const Builtin* find_builtin(std::string_view name, const std::vector<BuiltinKind>& kinds) {
   // Kinds are searched in the order given, so the caller's context decides between same-named builtins.
   for (BuiltinKind k : kinds)
     for (const Builtin& b : all_builtins())

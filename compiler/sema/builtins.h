@@ -60,8 +60,9 @@ struct Builtin {
 /// a name (relu, tanh): the context (map body or model block) picks which.
 const std::vector<Builtin>& all_builtins();
 
-/// The builtin called `name` of one of `kinds`, or null.
+/// The builtin called `name` of one of `kinds`, or null; the kinds are tried in the order given.
 const Builtin* find_builtin(std::string_view name, std::initializer_list<BuiltinKind> kinds);
+const Builtin* find_builtin(std::string_view name, const std::vector<BuiltinKind>& kinds);
 
 /// Names of every builtin of the given kinds (for suggestions and completion).
 std::vector<std::string> builtin_names(std::initializer_list<BuiltinKind> kinds);

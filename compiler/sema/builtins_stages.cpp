@@ -200,6 +200,12 @@ Type rule_interleave(CallContext& ctx) {
   if (ctx.has("cycle_length") && ctx.arg("cycle_length").option.empty()) ctx.const_int("cycle_length", 1);
   if (ctx.has("block_length")) ctx.const_int("block_length", 1);
   if (!in) return Type::error();
+  // It interleaves the files of the source before it, so there must be no stage in between.
+  if (!in->tfrecord_source) {
+    auto& diag = ctx.error(DiagKind::interleave_input, ctx.range, "interleave must come right after a tfrecord source");
+    diag.help = "interleave the source's files first, e.g. `src | interleave(cycle_length = 4) | map(...)`";
+    return Type::error();
+  }
   return dataset_of(*in);
 }
 

@@ -18,58 +18,40 @@ Type Checker::check_call(CallExpr& e) { return apply(*e.callee, &e, nullptr, nul
 // expr PIPE expr  # pipeExpr
 Type Checker::check_pipe(PipeExpr& e) {
   Type in = check(*e.lhs);
-  if (in.is_error() && (e.rhs->kind == ExprKind::Call || e.rhs->kind == ExprKind::Name)) {
-    // The input already failed. Still check the stage itself (its name, its arguments and the bodies of its
-    // function literals, with the element's type unknown) so that its own mistakes are reported in the same
-    // run and the names it uses count as used; its type rule stays quiet about the unknown input.
-    auto* call = e.rhs->kind == ExprKind::Call ? e.rhs->as<CallExpr>() : nullptr;
-    apply(call ? *call->callee : *e.rhs, call, e.lhs.get(), &in, e.rhs->range);
-    if (call)
-      for (Arg& a : call->args)
-        if (a.value->kind == ExprKind::Lambda) {
-          auto& lambda = *a.value->as<LambdaExpr>();
-          if (lambda.param_types.empty()) check_lambda(lambda, std::vector<Type>(lambda.params.size(), Type::error()));
-        }
-    e.rhs->type = Type::error();
+  if (e.rhs->kind != ExprKind::Call && e.rhs->kind != ExprKind::Name) {
+    auto& diag = diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
+    if (in.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
     return Type::error();
   }
-  if (e.rhs->kind == ExprKind::Call) {
-    auto* call = e.rhs->as<CallExpr>();
-    Type t = apply(*call->callee, call, e.lhs.get(), &in, e.rhs->range);
-    call->type = t;
-    return t;
-  }
-  if (e.rhs->kind == ExprKind::Name) {
-    Type t = apply(*e.rhs, nullptr, e.lhs.get(), &in, e.rhs->range);
-    e.rhs->type = t;
-    return t;
-  }
-  auto& diag = diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
-  if (in.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
-  return Type::error();
+  auto* call = e.rhs->kind == ExprKind::Call ? e.rhs->as<CallExpr>() : nullptr;
+  // When the input already failed, the stage itself is still checked (its name, its arguments and the
+  // bodies of its function literals, with the element's type unknown) so that its own mistakes are
+  // reported in the same run and the names it uses count as used; its type rule stays quiet about the
+  // unknown input.
+  Type t = apply(call ? *call->callee : *e.rhs, call, e.lhs.get(), &in, e.rhs->range);
+  check_unchecked_lambdas(call, in);
+  if (in.is_error()) t = Type::error();
+  e.rhs->type = t;
+  return t;
 }
 
-const Builtin* Checker::lookup_callable(const std::string& name, bool after_pipe, const Type* piped_type) {
-  if (piped_type && piped_type->kind == TypeKind::Dataset) return find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
-  if (piped_type && piped_type->is_error()) {
-    // The input's type is unknown: a stage where stages are expected, otherwise what the context calls.
-    bool stages_first = ctx_ == CheckContext::Pipeline || ctx_ == CheckContext::Source;
-    if (stages_first)
-      if (auto* b = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink})) return b;
-    if (auto* b = lookup_callable(name, after_pipe, nullptr)) return b;
-    return find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink});
+void Checker::check_unchecked_lambdas(CallExpr* call, const Type& input) {
+  if (!call) return;
+  for (Arg& a : call->args) {
+    if (a.value->kind != ExprKind::Lambda) continue;
+    auto& lambda = *a.value->as<LambdaExpr>();
+    if (!lambda.param_types.empty() || lambda.params.empty()) continue;
+    // Every stage's function literal takes one element (map, filter); with another count of parameters
+    // or an unknown input there is nothing better than unknown types.
+    if (input.kind == TypeKind::Dataset && input.element && lambda.params.size() == 1)
+      check_lambda(lambda, {Type::record(input.element->fields)});
+    else
+      check_lambda(lambda, std::vector<Type>(lambda.params.size(), Type::error()));
   }
-  switch (ctx_) {
-    case CheckContext::Model: return find_builtin(name, {BuiltinKind::Layer, BuiltinKind::Op});
-    case CheckContext::Format: return find_builtin(name, {BuiltinKind::Format});
-    case CheckContext::Source:
-    case CheckContext::Pipeline:
-      if (auto* b = find_builtin(name, {BuiltinKind::Source})) return b;
-      return find_builtin(name, {BuiltinKind::Op});
-    case CheckContext::Train:
-      return find_builtin(name, {BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy});
-    default: return find_builtin(name, {BuiltinKind::Op});
-  }
+}
+
+const Builtin* Checker::lookup_callable(const std::string& name, const Type* piped_type) {
+  return find_builtin(name, callable_kinds(ctx_, piped_input(piped_type)));
 }
 
 Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range) {
@@ -82,6 +64,7 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
   auto& name_expr = *callee_expr.as<NameExpr>();
   const std::string& name = name_expr.name;
   if (name == "<error>") return Type::error();
+  if (at_probe(callee_expr)) record_name_site(callee_expr, true, piped ? piped_type : nullptr);
   if (Local* l = lookup_local(name)) {
     l->used = true;
     name_expr.target = l->binding;
@@ -112,15 +95,15 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
     return call_cast(*dt, call, piped, piped_type, range);
   }
-  if (const Builtin* b = lookup_callable(name, piped != nullptr, piped_type)) {
-    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
+  if (const Builtin* b = lookup_callable(name, piped_type)) {
+    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr, b};
     name_expr.type = Type::function(name);
     return call_builtin(*b, call, piped, piped_type, range);
   }
   // A builtin of another family (a stage called like a function, a layer in a map body): say where it belongs.
   if (const Builtin* other = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink, BuiltinKind::Layer, BuiltinKind::Source,
                                                  BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy})) {
-    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr};
+    name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr, other};
     if ((other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) && piped_type) {
       diags().report(DiagKind::not_a_dataset, piped->range,
                      fmt::format("`{}` is a stage and applies to a dataset, not to {}", name, type_to_string(*piped_type)));
@@ -161,8 +144,10 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
   } else {
     candidates = builtin_names({BuiltinKind::Op});
   }
-  for (auto& [n, d] : program_.globals)
-    if (d->kind == DeclKind::Fn) candidates.push_back(n);
+  // A fn takes tensors: not a candidate for a stage, nor at the head of a pipeline.
+  if (kind != DiagKind::unknown_stage && kind != DiagKind::unknown_source_kind)
+    for (auto& [n, d] : program_.globals)
+      if (d->kind == DeclKind::Fn) candidates.push_back(n);
   auto& diag = diags().report(kind, callee_expr.range, fmt::format("unknown {} `{}`", what, name));
   std::string best = closest_name(name, candidates);
   if (!best.empty()) {
@@ -223,6 +208,7 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
     }
     if (!p.options.empty() && x.kind == ExprKind::Name) {
       auto& n = *x.as<NameExpr>();
+      if (at_probe(n)) record_name_site(n, false, nullptr, &p.options);
       bool is_option = std::find(p.options.begin(), p.options.end(), n.name) != p.options.end();
       bool resolvable = lookup_local(n.name) || program_.global(n.name) ||
                         (train_element_ && Type::dataset(*train_element_).field(n.name));
@@ -337,6 +323,15 @@ Type Checker::call_builtin(const Builtin& b, CallExpr* call, Expr* piped, const 
     ctx.decl = current_decl_;
   if (!bind_args(b, call, piped, piped_type, ctx)) return Type::error();
   Type t = b.rule ? b.rule(ctx) : Type::error();
+  // Only a tfrecord source's own element is one that interleave can follow: any stage clears it.
+  if (t.kind == TypeKind::Dataset && t.element) {
+    const bool tfrecord = b.kind == BuiltinKind::Source && b.name == "tfrecord";
+    if (t.element->tfrecord_source != tfrecord) {
+      ElementInfo e = *t.element;
+      e.tfrecord_source = tfrecord;
+      t = Type::dataset(std::move(e));
+    }
+  }
   // Scalar math on constants folds (`tanh(0.5)`, `max(1, 2)`), so consts may use it.
   if (b.kind == BuiltinKind::Op && call && !t.is_error()) {
     std::vector<Value> values;
@@ -396,10 +391,13 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
   bool ok = true;
   bool misnamed = false;  // a named argument matched no parameter (a missing one is then likely it)
   if (piped) {
-    if (!params.empty()) {
-      given[0] = {*piped_type, piped->range};
-      present[0] = true;
+    if (params.empty()) {
+      diags().report(DiagKind::too_many_arguments, range, fmt::format("fn `{}` takes no input", fn.name));
+      check_unbound_args(call);
+      return Type::error();
     }
+    given[0] = {*piped_type, piped->range};
+    present[0] = true;
     next = 1;
   }
   if (call) {
@@ -455,9 +453,8 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
       ok = false;
       continue;
     }
-    bool dtype_ok = got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
-    ShapeFit fit = got.is_tensor() ? fit_shape(want.shape, got.shape) : ShapeFit::Mismatch;
-    if (dtype_ok && fit == ShapeFit::Ragged) {
+    ParamFit fit = fit_param(want, got);
+    if (fit == ParamFit::Ragged) {
       auto& diag = diags().report(DiagKind::ragged_value, given[i].second,
                                   fmt::format("fn `{}` takes {} as `{}`, but this is {}, whose size is known only at run time",
                                               fn.name, type_to_string(want), fn.params[i].name, type_to_string(got)));
@@ -466,12 +463,12 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
       ok = false;
       continue;
     }
-    if (!dtype_ok || fit != ShapeFit::Fits) {
+    if (fit != ParamFit::Fits) {
       auto& diag = diags().report(DiagKind::type_mismatch, given[i].second,
                                   fmt::format("fn `{}` takes {} as `{}`, but this is {}", fn.name, type_to_string(want),
                                               fn.params[i].name, type_to_string(got)));
       diag.notes.push_back({fn.params[i].name_range, "the parameter is declared here"});
-      if (got.is_tensor() && fit == ShapeFit::Fits)
+      if (got.is_tensor() && fit_shape(want.shape, got.shape) == ShapeFit::Fits)
         diag.help = fmt::format("convert it with `{}(...)`", dtype_name(want.dtype));
       ok = false;
     }
@@ -480,6 +477,13 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
   Type r = result;
   r.weak = false;
   return r;
+}
+
+Checker::ParamFit Checker::fit_param(const Type& want, const Type& got) {
+  bool dtype_ok = got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
+  ShapeFit fit = got.is_tensor() ? fit_shape(want.shape, got.shape) : ShapeFit::Mismatch;
+  if (dtype_ok && fit == ShapeFit::Ragged) return ParamFit::Ragged;
+  return dtype_ok && fit == ShapeFit::Fits ? ParamFit::Fits : ParamFit::Mismatch;
 }
 
 // ---------------------------------------------------------------------------------------------------

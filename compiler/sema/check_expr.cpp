@@ -58,6 +58,7 @@ Type Checker::check(Expr& e) {
 
 Type Checker::check_name(NameExpr& e) {
   if (e.name == "<error>") return Type::error();
+  if (at_probe(e)) record_name_site(e, false, nullptr);
   if (Local* l = lookup_local(e.name)) {
     l->used = true;
     e.target = l->binding;
@@ -79,11 +80,18 @@ Type Checker::check_name(NameExpr& e) {
       return t;
     }
   }
-  if (find_builtin(e.name, {BuiltinKind::Op, BuiltinKind::Stage, BuiltinKind::Layer, BuiltinKind::Source,
-                            BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Sink,
-                            BuiltinKind::Format}) ||
-      parse_dtype(e.name)) {
+  if (parse_dtype(e.name)) {
     e.target = Binding{Binding::Builtin, e.name, {}, nullptr, nullptr};
+    return Type::function(e.name);
+  }
+  // A builtin named without being called: the one this context calls, else any of that name.
+  const Builtin* b = find_builtin(e.name, callable_kinds(ctx_, PipedInput::None));
+  if (!b)
+    b = find_builtin(e.name, {BuiltinKind::Op, BuiltinKind::Stage, BuiltinKind::Layer, BuiltinKind::Source,
+                              BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Sink,
+                              BuiltinKind::Format});
+  if (b) {
+    e.target = Binding{Binding::Builtin, e.name, {}, nullptr, nullptr, b};
     return Type::function(e.name);
   }
   auto& diag = diags().report(DiagKind::unknown_name, e.range, fmt::format("unknown name `{}`", e.name));

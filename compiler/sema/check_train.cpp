@@ -1,5 +1,7 @@
 // train blocks: the data pipeline, the model called on fields of its element, loss, optimizer,
 // precision, strategy and steps.
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "compiler/sema/checker.h"
@@ -8,16 +10,6 @@
 namespace pipec {
 
 namespace {
-
-struct EntrySpec {
-  const char* key;
-  bool required;
-};
-const EntrySpec kEntries[] = {
-    {"data", true},       {"model", true},    {"loss", true},  {"optimizer", true},
-    {"precision", false}, {"strategy", false}, {"steps", false}, {"epochs", false},
-};
-const std::vector<std::string> kPrecisions = {"fp32", "mixed_fp16", "mixed_bf16"};
 
 // The type of one example of a batched field: its batch dimensions removed.
 Type unbatched(const Type& t, int batch_rank) {
@@ -32,7 +24,7 @@ void Checker::check_train(Decl& d) {
   ctx_ = CheckContext::Train;
   std::map<std::string, TrainEntry*> entries;
   std::vector<std::string> keys;
-  for (const EntrySpec& s : kEntries) keys.push_back(s.key);
+  for (const TrainEntrySpec& s : train_entry_specs()) keys.push_back(s.key);
   for (TrainEntry& e : d.entries) {
     bool known = std::find(keys.begin(), keys.end(), e.key) != keys.end();
     if (!known) {
@@ -58,7 +50,7 @@ void Checker::check_train(Decl& d) {
     entries[e.key] = &e;
   }
   std::vector<std::string> missing;
-  for (const EntrySpec& s : kEntries)
+  for (const TrainEntrySpec& s : train_entry_specs())
     if (s.required && !entries.count(s.key)) missing.push_back(fmt::format("`{}`", s.key));
   if (!missing.empty()) {
     std::string list;
@@ -71,7 +63,7 @@ void Checker::check_train(Decl& d) {
   // data: a dataset whose element the other entries refer to by field name.
   Type data = Type::error();
   if (auto it = entries.find("data"); it != entries.end()) {
-    data = check(*it->second->value);
+    data = check_train_entry(*it->second);
     if (!data.is_error() && data.kind != TypeKind::Dataset) {
       diags().report(DiagKind::not_a_dataset, it->second->value->range,
                      fmt::format("`data` must be a pipeline, not {}", type_to_string(data)));
@@ -89,16 +81,21 @@ void Checker::check_train(Decl& d) {
     Expr& v = *it->second->value;
     if (!element) {
       // Without a data element the field names cannot be checked; stay quiet.
-    } else if (v.kind == ExprKind::Call && v.as<CallExpr>()->callee->kind == ExprKind::Name) {
-      model_out = check(v);
     } else {
-      Type t = check(v);
-      if (!t.is_error())
+      Type t = check_train_entry(*it->second);
+      const Expr* head = head_name(&v);
+      const Binding* target = head && head->kind == ExprKind::Name ? &head->as<NameExpr>()->target : nullptr;
+      bool calls_model = v.kind == ExprKind::Call && target && target->kind == Binding::Global && target->decl &&
+                         target->decl->kind == DeclKind::Model;
+      if (calls_model) {
+        model_out = t;
+      } else if (!t.is_error()) {
         diags().report(DiagKind::type_mismatch, v.range, "`model` must call a model with fields of the data, like `net(board, flags)`");
+      }
     }
   }
   if (auto it = entries.find("loss"); it != entries.end() && element) {
-    Type t = check(*it->second->value);
+    Type t = check_train_entry(*it->second);
     if (!t.is_error() && !model_out.is_error() && t.kind == TypeKind::Opaque) {
       // The loss target is the first argument of the loss call.
       auto* call = it->second->value->kind == ExprKind::Call ? it->second->value->as<CallExpr>() : nullptr;
@@ -130,10 +127,12 @@ void Checker::check_train(Decl& d) {
       }
     }
   }
-  if (auto it = entries.find("optimizer"); it != entries.end()) check(*it->second->value);
-  if (auto it = entries.find("strategy"); it != entries.end()) check(*it->second->value);
+  if (auto it = entries.find("optimizer"); it != entries.end()) check_train_entry(*it->second);
+  if (auto it = entries.find("strategy"); it != entries.end()) check_train_entry(*it->second);
   if (auto it = entries.find("precision"); it != entries.end()) {
     Expr& v = *it->second->value;
+    const std::vector<std::string>& kPrecisions = precision_words();
+    if (at_probe(v)) record_name_site(v, false, nullptr, &kPrecisions);
     if (v.kind == ExprKind::Name &&
         std::find(kPrecisions.begin(), kPrecisions.end(), v.as<NameExpr>()->name) != kPrecisions.end()) {
       v.type = Type::symbol(v.as<NameExpr>()->name);
@@ -153,7 +152,7 @@ void Checker::check_train(Decl& d) {
   for (const char* key : {"steps", "epochs"}) {
     if (auto it = entries.find(key); it != entries.end()) {
       Expr& v = *it->second->value;
-      Type t = check(v);
+      Type t = check_train_entry(*it->second);
       if (t.is_error()) continue;
       if (!t.is_scalar() || !is_integer(t.dtype) || !v.constant)
         diags().report(DiagKind::integer_expected, v.range, fmt::format("`{}` must be a constant integer", key));
@@ -170,6 +169,33 @@ void Checker::check_train(Decl& d) {
   }
   train_element_ = nullptr;
   d.type = Type::opaque("train");
+}
+
+Type Checker::check_train_entry(TrainEntry& e) {
+  const TrainEntrySpec* spec = find_train_entry(e.key);
+  head_ = head_name(e.value.get());
+  entry_ = spec;
+  Type t = check(*e.value);
+  head_ = nullptr;
+  entry_ = nullptr;
+  if (t.is_error() || !spec || !spec->kind) return t;
+  // `loss = adam()` or `optimizer = mse(label)` type-check as calls; the entry decides the family.
+  const Expr* head = head_name(e.value.get());
+  const Builtin* b = head && head->kind == ExprKind::Name ? head->as<NameExpr>()->target.builtin : nullptr;
+  if (e.value->kind == ExprKind::Call && b && b->kind == *spec->kind) return t;
+  std::string names;
+  for (const std::string& n : builtin_names({*spec->kind})) names += (names.empty() ? "" : ", ") + n;
+  std::string family = builtin_kind_name(*spec->kind);
+  const char* article = std::string_view("aeiou").find(family[0]) != std::string_view::npos ? "an" : "a";
+  std::string message;
+  if (b && b->kind == *spec->kind)  // named but not called: `loss = mse`
+    message = fmt::format("`{}` must call the {}: `{}(...)`", e.key, family, b->name);
+  else
+    message = fmt::format("`{}` must call {} {}, not {}", e.key, article, family,
+                          b ? fmt::format("the {} `{}`", builtin_kind_name(b->kind), b->name) : type_to_string(t));
+  auto& diag = diags().report(DiagKind::type_mismatch, e.value->range, message);
+  diag.notes.push_back({{}, fmt::format("a {} is one of: {}", builtin_kind_name(*spec->kind), names)});
+  return Type::error();
 }
 
 // `model = net(board, flags)` inside a train block: the arguments are fields of the data element,

@@ -20,6 +20,7 @@ void check_program(Program& program, const CheckOptions& options) {
 Checker::Checker(Program& program, const CheckOptions& options) : program_(program), options_(options) {}
 
 void Checker::run() {
+  match_const_overrides();
   for (auto& m : program_.modules)
     for (auto& d : m->decls) check_decl(*d);
   // With syntax errors in the file, a use may sit in the part that did not parse: no unused warnings then.
@@ -44,8 +45,12 @@ void Checker::check_decl(const Decl& decl) {
   CheckContext saved_ctx = ctx_;
   const Decl* saved_decl = current_decl_;
   const ElementInfo* saved_train = train_element_;
+  const Expr* saved_head = head_;
+  const TrainEntrySpec* saved_entry = entry_;
   current_decl_ = &decl;
   train_element_ = nullptr;
+  head_ = nullptr;
+  entry_ = nullptr;
   in_progress_.push_back(&decl);
   bool saved_muted = diags().muted();
   diags().set_muted(decl.syntax_error);
@@ -65,6 +70,8 @@ void Checker::check_decl(const Decl& decl) {
   ctx_ = saved_ctx;
   current_decl_ = saved_decl;
   train_element_ = saved_train;
+  head_ = saved_head;
+  entry_ = saved_entry;
   state_[&decl] = State::Done;
 }
 
@@ -93,6 +100,77 @@ Type Checker::global_type(const Decl& d, SourceRange use) {
 // constDecl : CONST name (COLON type)? ASSIGN expr ;
 void Checker::check_const(Decl& d) {
   ctx_ = CheckContext::Const;
+  // The spec's own value is checked even when -D replaces it: the spec must stay valid without -D.
+  check_const_value(d);
+  if (auto it = overrides_.find(&d); it != overrides_.end()) apply_const_override(d, *it->second);
+}
+
+void Checker::match_const_overrides() {
+  std::map<std::string, const ParsedOverride*> seen;
+  std::vector<std::string> consts;
+  for (const auto& d : program_.main().decls)
+    if (d->kind == DeclKind::Const) consts.push_back(d->name);
+  for (const ParsedOverride& o : program_.const_overrides) {
+    if (auto [first, inserted] = seen.emplace(o.name, &o); !inserted) {
+      auto& diag = diags().report(DiagKind::duplicate_definition, o.name_range,
+                                  fmt::format("`-D {}` is given twice", o.name));
+      diag.notes.push_back({first->second->name_range, "the first is here"});
+      continue;
+    }
+    const Decl* target = nullptr;
+    for (const auto& d : program_.main().decls)
+      if (d->kind != DeclKind::Import && d->name == o.name) target = d.get();
+    if (target && target->kind == DeclKind::Const) {
+      overrides_[target] = &o;
+      continue;
+    }
+    if (target) {
+      auto& diag = diags().report(DiagKind::unknown_const_override, o.name_range,
+                                  fmt::format("`{}` is a {}, not a const: -D sets consts only", o.name,
+                                              decl_kind_name(target->kind)));
+      diag.notes.push_back({target->name_range, fmt::format("`{}` is declared here", o.name)});
+      continue;
+    }
+    auto& diag = diags().report(DiagKind::unknown_const_override, o.name_range,
+                                fmt::format("the spec declares no const `{}`", o.name));
+    if (const Decl* imported = program_.global(o.name)) {
+      diag.notes.push_back({imported->name_range, fmt::format("`{}` is declared in an imported file; -D sets the "
+                                                              "consts of the spec itself", o.name)});
+    } else if (std::string best = closest_name(o.name, consts); !best.empty()) {
+      diag.help = fmt::format("did you mean `{}`?", best);
+      diag.replacement = best;
+    }
+  }
+}
+
+void Checker::apply_const_override(Decl& d, const ParsedOverride& o) {
+  if (!o.value) return;  // not an expression: reported by the parser
+  Expr& value = *o.value;
+  Type got = check(value);
+  if (got.is_error()) return;
+  if (!value.constant) {
+    diags().report(DiagKind::not_constant, value.range,
+                   fmt::format("the value of `-D {}` is not known at compile time", o.name));
+    return;
+  }
+  const Type want = d.type;
+  if (want.is_error()) return;  // the spec's own value is wrong, and reported
+  // The rule of a declared type (check_const_value): the same dtype and shape, or an untyped literal of
+  // a kind the dtype takes (an integer for a float const, not a float for an integer one).
+  bool fits = got.is_tensor() && want.is_tensor() && got.shape == want.shape &&
+              (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
+  if (!fits) {
+    auto& diag = diags().report(DiagKind::type_mismatch, value.range,
+                                fmt::format("const `{}` is {}, but `-D {}` gives it a value of type {}", d.name,
+                                            type_to_string(want), o.name, type_to_string(got)));
+    diag.notes.push_back({d.declared_type ? d.declared_type->range : d.value->range,
+                          fmt::format("the type of `{}` comes from here", d.name)});
+    return;
+  }
+  d.value->constant = value.constant->kind == Value::List ? *value.constant : convert_value(*value.constant, want.dtype);
+}
+
+void Checker::check_const_value(Decl& d) {
   Type t = check(*d.value);
   if (t.is_error()) {
     d.type = t;
@@ -160,7 +238,10 @@ void Checker::check_fn(Decl& d) {
 // sourceDecl : SOURCE name ASSIGN expr schema? ;
 void Checker::check_source(Decl& d) {
   ctx_ = CheckContext::Source;
+  head_ = head_name(d.value.get());
+  entry_ = nullptr;
   Type t = check(*d.value);
+  head_ = nullptr;
   if (!t.is_error() && t.kind != TypeKind::Dataset) {
     diags().report(DiagKind::not_a_dataset, d.value->range,
                    fmt::format("source `{}` must be a dataset such as tfrecord(...) or files(...), not {}", d.name,
@@ -173,7 +254,10 @@ void Checker::check_source(Decl& d) {
 // pipelineDecl : PIPELINE name ASSIGN expr ;
 void Checker::check_pipeline(Decl& d) {
   ctx_ = CheckContext::Pipeline;
+  head_ = head_name(d.value.get());
+  entry_ = nullptr;
   Type t = check(*d.value);
+  head_ = nullptr;
   if (!t.is_error() && t.kind != TypeKind::Dataset) {
     diags().report(DiagKind::not_a_dataset, d.value->range,
                    fmt::format("pipeline `{}` must be a dataset, not {}", d.name, type_to_string(t)));

@@ -8,16 +8,13 @@
 
 #include "compiler/front/ast.h"
 #include "compiler/sema/call_context.h"
+#include "compiler/sema/name_rules.h"
 #include "compiler/sema/program.h"
 
 namespace pipec {
 
 /// Checks every declaration of `program` (already loaded and parsed).
 void check_program(Program& program, const CheckOptions& options);
-
-/// Where an expression sits: decides which builtins a name means (a stage after `|` in a pipeline,
-/// a layer in a model, an op in a map body) and which names are in scope.
-enum class CheckContext { Const, Fn, Source, Pipeline, MapBody, Model, Train, Format };
 
 class Checker {
  public:
@@ -46,11 +43,19 @@ class Checker {
 
   void check_decl(const Decl& decl);
   void check_const(Decl& d);
+  void check_const_value(Decl& d);
+  /// Pairs each -D override with the const it names; reports the ones that name none.
+  void match_const_overrides();
+  /// Checks the -D value of `d` against d's type and makes it d's value.
+  void apply_const_override(Decl& d, const ParsedOverride& o);
   void check_fn(Decl& d);
   void check_source(Decl& d);
   void check_pipeline(Decl& d);
   void check_model(Decl& d);
   void check_train(Decl& d);
+  /// One train entry's value, with its head known to the name probe and, for the entries that take a
+  /// builtin of one family (`loss = mse(...)`), a check that it is one of that family.
+  Type check_train_entry(TrainEntry& e);
   void warn_unused_globals();
 
   Type check_name(NameExpr& e);
@@ -69,9 +74,26 @@ class Checker {
   Type call_model(const Decl& model, CallExpr* call, SourceRange range);
   Type call_cast(DType to, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   bool bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, CallContext& ctx);
-  const Builtin* lookup_callable(const std::string& name, bool after_pipe, const Type* piped_type);
+  const Builtin* lookup_callable(const std::string& name, const Type* piped_type);
   /// Checks the arguments of a call whose callee is unknown or wrong, for their own mistakes.
   void check_unbound_args(CallExpr* call);
+  /// Checks the function literals of a stage call whose rule did not run (a misspelt stage, wrong
+  /// arguments) against the element, for their own mistakes and so that their types are known.
+  void check_unchecked_lambdas(CallExpr* call, const Type& input);
+  /// Whether a fn takes `got` as its parameter of type `want`; the mismatch when it does not.
+  enum class ParamFit { Fits, Ragged, Mismatch };
+  static ParamFit fit_param(const Type& want, const Type& got);
+
+  // The name probe (CheckOptions::name_probe, check_names.cpp).
+  bool at_probe(const Expr& e) const;
+  /// Records what is known at the probed name: `callee` when it is called or applied, `piped_type` the
+  /// input of `x | name`, `options` the option words its argument position accepts.
+  void record_name_site(const Expr& e, bool callee, const Type* piped_type,
+                        const std::vector<std::string>* options = nullptr);
+  std::vector<NameCandidate> name_candidates(const Expr& e, bool callee, const Type* piped_type);
+  /// The leftmost name of `x | a | b(...)` and of `f(...)`: where a pipeline's dataset or a train
+  /// entry's builtin is named.
+  static const Expr* head_name(const Expr* e);
 
   Local* lookup_local(const std::string& name);
   void push_scope() { scopes_.emplace_back(); }
@@ -88,8 +110,14 @@ class Checker {
   const Decl* current_decl_ = nullptr;
   /// Declarations being checked, outermost first (for the chain in recursive_definition).
   std::vector<const Decl*> in_progress_;
+  /// The -D override of each overridden const.
+  std::map<const Decl*, const ParsedOverride*> overrides_;
   /// The data element a train block's names refer to (`model = net(board, flags)`).
   const ElementInfo* train_element_ = nullptr;
+  /// The name at the head of the value being checked (head_name) and what it must name there: a dataset
+  /// (a source or pipeline declaration, `entry_` null) or what the train entry `entry_` takes.
+  const Expr* head_ = nullptr;
+  const TrainEntrySpec* entry_ = nullptr;
 
   friend struct CallContext;
 };

@@ -146,7 +146,21 @@ void collect_globals(Program& p) {
   }
 }
 
+// Each `-D NAME=VALUE` becomes a file `<command line>` holding exactly that text; VALUE is parsed from it.
+void parse_const_overrides(Program& p, const CheckOptions& options) {
+  for (const ConstOverride& o : options.const_overrides) {
+    const std::string prefix = "-D " + o.name + "=";
+    uint32_t id = p.sources.add("<command line>", prefix + o.value);
+    ParsedOverride parsed;
+    parsed.name = o.name;
+    parsed.name_range = {id, 3, static_cast<uint32_t>(3 + o.name.size())};
+    parsed.value = parse_expression(p.sources, id, static_cast<uint32_t>(prefix.size()), p.diags);
+    p.const_overrides.push_back(std::move(parsed));
+  }
+}
+
 std::unique_ptr<Program> check_loaded(std::unique_ptr<Program> p, const CheckOptions& options) {
+  parse_const_overrides(*p, options);
   collect_globals(*p);
   check_program(*p, options);
   p->diags.sort();

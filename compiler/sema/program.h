@@ -14,8 +14,18 @@
 
 #include "compiler/front/ast.h"
 #include "compiler/front/diagnostics.h"
+#include "compiler/sema/name_rules.h"
 
 namespace pipec {
+
+/// `-D NAME=VALUE`: the const NAME of the main spec takes VALUE (Pipe source: a literal or a constant
+/// expression) instead of the value the spec gives it. The value must fit the const's type (the
+/// declared one, or that of the spec's own value) and applies before anything reads the const, so
+/// shapes that depend on it follow.
+struct ConstOverride {
+  std::string name;
+  std::string value;
+};
 
 struct CheckOptions {
   /// Folders searched for `import name` (name.pipe) after the importing file's own folder.
@@ -23,6 +33,19 @@ struct CheckOptions {
   std::vector<std::string> import_paths;
   /// Report warnings (unused declarations, shadowing).
   bool warnings = true;
+  /// `-D NAME=VALUE` overrides, in command-line order.
+  std::vector<ConstOverride> const_overrides;
+  /// A byte offset of the main file where a name starts: the checker records in Program::name_site
+  /// what it knew there and which names it would have accepted (the language server's completion).
+  std::optional<uint32_t> name_probe;
+};
+
+/// A `-D NAME=VALUE` as the checker sees it: its text is a source file of its own, named
+/// `<command line>` and holding `-D NAME=VALUE`, so diagnostics point into what was typed.
+struct ParsedOverride {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr value;  // null when VALUE is not one expression (that error is reported)
 };
 
 struct Program {
@@ -37,6 +60,10 @@ struct Program {
   /// What the shorthand record fields (`{ board }`) refer to; RecordFieldSyntax::shorthand_target points
   /// here (a deque keeps the addresses stable).
   std::deque<Binding> shorthand_bindings;
+  /// The -D overrides of CheckOptions, parsed.
+  std::vector<ParsedOverride> const_overrides;
+  /// Set when CheckOptions::name_probe named a name the checker resolved.
+  std::optional<NameSite> name_site;
 
   const Module& main() const { return *modules.at(0); }
   /// The declaration called `name`, or null.

@@ -16,12 +16,13 @@ const GraphNode* producer(const ModelGraph& g, int value) {
   return nullptr;
 }
 
-bool is_single(const GraphNode& n, const char* op) {
+// An expr node computing exactly `op` of its one input.
+bool is_single(const GraphNode& n, OpKind op) {
   if (n.op != ModelOp::Expr || !n.fn || n.inputs.size() != 1) return false;
   int ops = 0;
   bool found = false;
   for (const Instr& i : n.fn->body) {
-    if (i.op == "param") continue;
+    if (op_has(i.op, OpFlag::Input)) continue;
     ++ops;
     found = found || i.op == op;
   }
@@ -40,7 +41,7 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
         p->attr_int("axis") == static_cast<int64_t>(g.values[p->inputs[0]].shape.size()) - 1) {
       prediction = p->inputs[0];
       from_logits = true;
-    } else if (loss.kind == "binary_cross_entropy" && is_single(*p, "sigmoid") && g.values[p->inputs[0]].dtype == DType::F32) {
+    } else if (loss.kind == "binary_cross_entropy" && is_single(*p, OpKind::Sigmoid) && g.values[p->inputs[0]].dtype == DType::F32) {
       prediction = p->inputs[0];
       from_logits = true;
     }
@@ -51,8 +52,8 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
     Type in = Type::tensor(v.dtype, v.shape), out = Type::tensor(DType::F32, v.shape);
     auto fn = std::make_shared<ExprFunction>();
     fn->name = fmt::format("expr@{}", g.nodes.size());
-    int p = fn->add(Instr{"param", {}, {{"field", Value::make_string("prediction")}}, in, {}});
-    fn->results = {{"y", fn->add(Instr{"cast", {p}, {{"dtype", Value::make_symbol("f32")}}, out, {}})}};
+    int p = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string("prediction")}}, in, {}});
+    fn->results = {{"y", fn->add(Instr{OpKind::Cast, {p}, {{"dtype", Value::make_symbol("f32")}}, out, {}})}};
     GraphValue c;
     c.shape = v.shape;
     int cast = g.add_value(c);

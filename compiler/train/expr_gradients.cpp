@@ -1,4 +1,4 @@
-// The vector-Jacobian product of an expression-IR function, one gradient rule per op (kRules below).
+// The vector-Jacobian product of an expression-IR function, one gradient rule per op (rule_of below).
 //
 // Rules follow TensorFlow's gradients where a choice exists: max/min send the gradient to the first
 // operand on ties, reduce_max/reduce_min share it equally between tied elements, clip passes it where
@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -56,41 +55,41 @@ class Vjp {
   const Instr& instr(int forward_id) const { return f_.body[forward_id]; }
   int operand(int forward_id, size_t k) const { return instr(forward_id).operands.at(k); }
 
-  int emit(std::string op, std::vector<int> operands, std::map<std::string, Value> attrs, Type t) {
-    return out_.add(Instr{std::move(op), std::move(operands), std::move(attrs), std::move(t), loc_});
+  int emit(OpKind op, std::vector<int> operands, std::map<std::string, Value> attrs, Type t) {
+    return out_.add(Instr{op, std::move(operands), std::move(attrs), std::move(t), loc_});
   }
   int cst(double v, DType dt, Shape shape = {}) {
-    return emit("const", {}, {{"value", Value::make_float(v, dt)}}, Type::tensor(dt, std::move(shape)));
+    return emit(OpKind::Const, {}, {{"value", Value::make_float(v, dt)}}, Type::tensor(dt, std::move(shape)));
   }
   int zeros_like(const Type& t) { return cst(0, t.dtype, t.shape); }
-  int binary(const char* op, int a, int b) { return emit(op, {a, b}, {}, Type::tensor(dtype(a), broadcast(type(a).shape, type(b).shape))); }
-  int add(int a, int b) { return binary("add", a, b); }
-  int sub(int a, int b) { return binary("sub", a, b); }
-  int mul(int a, int b) { return binary("mul", a, b); }
-  int div(int a, int b) { return binary("div", a, b); }
-  int compare(const char* op, int a, int b) {
+  int binary(OpKind op, int a, int b) { return emit(op, {a, b}, {}, Type::tensor(dtype(a), broadcast(type(a).shape, type(b).shape))); }
+  int add(int a, int b) { return binary(OpKind::Add, a, b); }
+  int sub(int a, int b) { return binary(OpKind::Sub, a, b); }
+  int mul(int a, int b) { return binary(OpKind::Mul, a, b); }
+  int div(int a, int b) { return binary(OpKind::Div, a, b); }
+  int compare(OpKind op, int a, int b) {
     return emit(op, {a, b}, {}, Type::tensor(DType::Bool, broadcast(type(a).shape, type(b).shape)));
   }
-  int unary(const char* op, int a) { return emit(op, {a}, {}, type(a)); }
-  int neg(int a) { return unary("neg", a); }
+  int unary(OpKind op, int a) { return emit(op, {a}, {}, type(a)); }
+  int neg(int a) { return unary(OpKind::Neg, a); }
   int where(int c, int a, int b) {
-    return emit("where", {c, a, b}, {}, Type::tensor(dtype(a), broadcast(type(c).shape, broadcast(type(a).shape, type(b).shape))));
+    return emit(OpKind::Where, {c, a, b}, {}, Type::tensor(dtype(a), broadcast(type(c).shape, broadcast(type(a).shape, type(b).shape))));
   }
   int scalar(double v, int like) { return cst(v, dtype(like)); }
   int reshape(int a, const Shape& shape) {
     if (type(a).shape == shape) return a;
-    return emit("reshape", {a}, {{"shape", int_list(shape)}}, Type::tensor(dtype(a), shape));
+    return emit(OpKind::Reshape, {a}, {{"shape", int_list(shape)}}, Type::tensor(dtype(a), shape));
   }
   int cast(int a, DType to) {
     if (dtype(a) == to) return a;
-    return emit("cast", {a}, {{"dtype", Value::make_symbol(std::string(dtype_name(to)))}}, Type::tensor(to, type(a).shape));
+    return emit(OpKind::Cast, {a}, {{"dtype", Value::make_symbol(std::string(dtype_name(to)))}}, Type::tensor(to, type(a).shape));
   }
   int sum(int a, const std::vector<int64_t>& axes) {
     if (axes.empty()) return a;
     Shape s;
     for (int64_t d = 0; d < type(a).rank(); ++d)
       if (std::find(axes.begin(), axes.end(), d) == axes.end()) s.push_back(type(a).shape[d]);
-    return emit("sum", {a}, {{"axis", int_list(axes)}}, Type::tensor(dtype(a), s));
+    return emit(OpKind::Sum, {a}, {{"axis", int_list(axes)}}, Type::tensor(dtype(a), s));
   }
   int slice(int a, int64_t axis, int64_t start, int64_t stop) {
     const Shape& s = type(a).shape;
@@ -102,14 +101,14 @@ class Vjp {
     }
     Shape r = s;
     r[axis] = stop - start;
-    return emit("slice", {a}, {{"starts", int_list(starts)}, {"stops", int_list(stops)}, {"steps", int_list(steps)}},
+    return emit(OpKind::Slice, {a}, {{"starts", int_list(starts)}, {"stops", int_list(stops)}, {"steps", int_list(steps)}},
                 Type::tensor(dtype(a), r));
   }
   int concat(const std::vector<int>& parts, int64_t axis) {
     Shape s = type(parts[0]).shape;
     s[axis] = 0;
     for (int p : parts) s[axis] += type(p).shape[axis];
-    return emit("concat", parts, {{"axis", Value::make_int(axis)}}, Type::tensor(dtype(parts[0]), s));
+    return emit(OpKind::Concat, parts, {{"axis", Value::make_int(axis)}}, Type::tensor(dtype(parts[0]), s));
   }
   // `g` (of the broadcast result's shape) summed back to the shape of `to`.
   int unbroadcast(int g, const Shape& to) {
@@ -135,7 +134,7 @@ class Vjp {
   bool wants(int forward_id, size_t k) const { return needs_[operand(forward_id, k)]; }
 };
 
-using Rule = std::function<void(Vjp&, int)>;
+using Rule = void (*)(Vjp&, int);
 
 // The axes a reduction instruction reduces (all when it has no `axis`), normalized.
 std::vector<int64_t> reduced_axes(const Instr& in, int64_t rank) {
@@ -154,208 +153,299 @@ std::vector<int64_t> reduced_axes(const Instr& in, int64_t rank) {
   return axes;
 }
 
-// One rule per op. `i` is the forward instruction; v.adj_[i] its adjoint.
-const std::map<std::string, Rule>& rules() {
-  static const std::map<std::string, Rule> kRules = {
-      {"add", [](Vjp& v, int i) {
-         v.contribute(v.operand(i, 0), v.adj_[i]);
-         v.contribute(v.operand(i, 1), v.adj_[i]);
-       }},
-      {"sub", [](Vjp& v, int i) {
-         v.contribute(v.operand(i, 0), v.adj_[i]);
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.adj_[i]));
-       }},
-      {"mul", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
-         if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.mul(g, b));
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.mul(g, a));
-       }},
-      {"div", [](Vjp& v, int i) {
-         int b = v.fwd(v.operand(i, 1)), y = v.fwd(i), g = v.adj_[i];
-         if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.div(g, b));
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.div(v.mul(g, y), b)));
-       }},
-      {"pow", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), y = v.fwd(i), g = v.adj_[i];
-         if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.mul(g, v.mul(b, v.binary("pow", a, v.sub(b, v.scalar(1, b))))));
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.mul(g, v.mul(y, v.unary("log", a))));
-       }},
-      {"max", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
-         int first = v.compare("ge", a, b), zero = v.scalar(0, g);
-         v.contribute(v.operand(i, 0), v.where(first, g, zero));
-         v.contribute(v.operand(i, 1), v.where(first, zero, g));
-       }},
-      {"min", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
-         int first = v.compare("le", a, b), zero = v.scalar(0, g);
-         v.contribute(v.operand(i, 0), v.where(first, g, zero));
-         v.contribute(v.operand(i, 1), v.where(first, zero, g));
-       }},
-      {"atan2", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
-         int r2 = v.add(v.mul(a, a), v.mul(b, b));
-         if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.div(v.mul(g, b), r2));
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.div(v.mul(g, a), r2)));
-       }},
-      {"mod", [](Vjp& v, int i) {  // a - floor(a / b) * b
-         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
-         v.contribute(v.operand(i, 0), g);
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.mul(g, v.unary("floor", v.div(a, b)))));
-       }},
-      {"neg", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.adj_[i])); }},
-      {"abs", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary("sign", v.fwd(v.operand(i, 0))))); }},
-      {"tanh", [](Vjp& v, int i) {
-         int y = v.fwd(i);
-         v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.sub(v.scalar(1, y), v.mul(y, y))));
-       }},
-      {"sigmoid", [](Vjp& v, int i) {
-         int y = v.fwd(i);
-         v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(y, v.sub(v.scalar(1, y), y))));
-       }},
-      {"exp", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.fwd(i))); }},
-      {"log", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.div(v.adj_[i], v.fwd(v.operand(i, 0)))); }},
-      {"log1p", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0));
-         v.contribute(v.operand(i, 0), v.div(v.adj_[i], v.add(v.scalar(1, a), a)));
-       }},
-      {"sqrt", [](Vjp& v, int i) {
-         int y = v.fwd(i);
-         v.contribute(v.operand(i, 0), v.div(v.mul(v.adj_[i], v.scalar(0.5, y)), y));
-       }},
-      {"rsqrt", [](Vjp& v, int i) {  // d/dx x^-1/2 = -y / (2x)
-         int y = v.fwd(i), a = v.fwd(v.operand(i, 0));
-         v.contribute(v.operand(i, 0), v.div(v.mul(v.adj_[i], v.mul(y, v.scalar(-0.5, y))), a));
-       }},
-      {"sin", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary("cos", v.fwd(v.operand(i, 0))))); }},
-      {"cos", [](Vjp& v, int i) {
-         v.contribute(v.operand(i, 0), v.neg(v.mul(v.adj_[i], v.unary("sin", v.fwd(v.operand(i, 0))))));
-       }},
-      {"relu", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0)), g = v.adj_[i];
-         v.contribute(v.operand(i, 0), v.where(v.compare("gt", a, v.scalar(0, a)), g, v.scalar(0, g)));
-       }},
-      {"square", [](Vjp& v, int i) {
-         int a = v.fwd(v.operand(i, 0));
-         v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(a, v.scalar(2, a))));
-       }},
-      // Piecewise constant: zero gradient.
-      {"sign", [](Vjp&, int) {}},
-      {"floor", [](Vjp&, int) {}},
-      {"ceil", [](Vjp&, int) {}},
-      {"round", [](Vjp&, int) {}},
-      {"floordiv", [](Vjp&, int) {}},
-      {"where", [](Vjp& v, int i) {
-         int c = v.fwd(v.operand(i, 0)), g = v.adj_[i], zero = v.scalar(0, g);
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.where(c, g, zero));
-         if (v.wants(i, 2)) v.contribute(v.operand(i, 2), v.where(c, zero, g));
-       }},
-      {"clip", [](Vjp& v, int i) {
-         int x = v.fwd(v.operand(i, 0)), lo = v.fwd(v.operand(i, 1)), hi = v.fwd(v.operand(i, 2)), g = v.adj_[i];
-         int zero = v.scalar(0, g);
-         if (v.wants(i, 0)) {
-           int inside = v.emit("and", {v.compare("ge", x, lo), v.compare("le", x, hi)}, {},
-                               Type::tensor(DType::Bool, broadcast(v.type(x).shape, broadcast(v.type(lo).shape, v.type(hi).shape))));
-           v.contribute(v.operand(i, 0), v.where(inside, g, zero));
-         }
-         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.where(v.compare("lt", x, lo), g, zero));
-         if (v.wants(i, 2)) v.contribute(v.operand(i, 2), v.where(v.compare("gt", x, hi), g, zero));
-       }},
-      {"cast", [](Vjp& v, int i) {
-         int from = v.operand(i, 0);
-         if (is_float(v.instr(from).type.dtype)) v.contribute(from, v.cast(v.adj_[i], v.instr(from).type.dtype));
-       }},
-      {"reshape", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); }},
-      {"expand_dims", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); }},
-      {"squeeze", [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); }},
-      {"transpose", [](Vjp& v, int i) {
-         const Value& perm = v.instr(i).attrs.at("perm");
-         std::vector<int64_t> inverse(perm.items.size());
-         for (size_t k = 0; k < perm.items.size(); ++k) inverse[perm.items[k].i] = static_cast<int64_t>(k);
-         int g = v.adj_[i];
-         int t = v.emit("transpose", {g}, {{"perm", int_list(inverse)}}, v.instr(v.operand(i, 0)).type);
-         v.contribute(v.operand(i, 0), t);
-       }},
-      {"concat", [](Vjp& v, int i) {
-         const Instr& in = v.instr(i);
-         int64_t rank = in.type.rank();
-         int64_t axis = in.attrs.count("axis") ? in.attrs.at("axis").i : -1;
-         if (axis < 0) axis += rank;
-         int64_t at = 0;
-         for (size_t k = 0; k < in.operands.size(); ++k) {
-           int64_t len = v.instr(in.operands[k]).type.shape[axis];
-           if (v.wants(i, k)) v.contribute(in.operands[k], v.slice(v.adj_[i], axis, at, at + len));
-           at += len;
-         }
-       }},
-      {"stack", [](Vjp& v, int i) {
-         const Instr& in = v.instr(i);
-         int64_t rank = in.type.rank();
-         int64_t axis = in.attrs.count("axis") ? in.attrs.at("axis").i : 0;
-         if (axis < 0) axis += rank;
-         for (size_t k = 0; k < in.operands.size(); ++k)
-           if (v.wants(i, k))
-             v.contribute(in.operands[k], v.reshape(v.slice(v.adj_[i], axis, static_cast<int64_t>(k), static_cast<int64_t>(k) + 1),
-                                                    v.instr(in.operands[k]).type.shape));
-       }},
-      {"slice", [](Vjp& v, int i) {
-         const Instr& in = v.instr(i);
-         const Shape& full = v.instr(in.operands[0]).type.shape;
-         std::vector<int64_t> starts, stops, steps;
-         for (const Value& x : in.attrs.at("starts").items) starts.push_back(x.i);
-         for (const Value& x : in.attrs.at("stops").items) stops.push_back(x.i);
-         for (const Value& x : in.attrs.at("steps").items) steps.push_back(x.i);
-         int g = v.adj_[i];
-         for (size_t d = 0; d < starts.size(); ++d) {
-           if (steps[d] != 1)
-             throw NotDifferentiable(i, "slice", "a slice with a step other than 1 has no gradient yet");
-           int64_t n = full[d];
-           int64_t s = starts[d] == INT64_MIN ? 0 : starts[d] < 0 ? starts[d] + n : starts[d];
-           int64_t e = stops[d] == INT64_MIN ? n : stops[d] < 0 ? stops[d] + n : stops[d];
-           s = std::clamp<int64_t>(s, 0, n);
-           e = std::clamp<int64_t>(e, s, n);
-           std::vector<int> parts;
-           Shape pad = v.type(g).shape;
-           if (s > 0) {
-             pad[d] = s;
-             parts.push_back(v.cst(0, v.dtype(g), pad));
-           }
-           parts.push_back(g);
-           if (e < n) {
-             pad[d] = n - e;
-             parts.push_back(v.cst(0, v.dtype(g), pad));
-           }
-           if (parts.size() > 1) g = v.concat(parts, static_cast<int64_t>(d));
-         }
-         v.contribute(in.operands[0], g);
-       }},
-      {"sum", [](Vjp& v, int i) {
-         const Shape& full = v.instr(v.operand(i, 0)).type.shape;
-         auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
-         int g = v.expand_reduced(v.adj_[i], axes, full);
-         v.contribute(v.operand(i, 0), v.add(g, v.zeros_like(Type::tensor(v.dtype(g), full))));
-       }},
-      {"mean", [](Vjp& v, int i) {
-         const Shape& full = v.instr(v.operand(i, 0)).type.shape;
-         auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
-         int64_t count = 1;
-         for (int64_t a : axes) count *= full[a];
-         int g = v.expand_reduced(v.adj_[i], axes, full);
-         g = v.mul(g, v.scalar(1.0 / static_cast<double>(count), g));
-         v.contribute(v.operand(i, 0), v.add(g, v.zeros_like(Type::tensor(v.dtype(g), full))));
-       }},
-      {"reduce_max", [](Vjp& v, int i) {
-         const Shape& full = v.instr(v.operand(i, 0)).type.shape;
-         auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
-         int a = v.fwd(v.operand(i, 0));
-         int y = v.expand_reduced(v.fwd(i), axes, full);
-         int hit = v.cast(v.compare("eq", a, y), v.dtype(a));
-         int count = v.expand_reduced(v.sum(hit, axes), axes, full);
-         int g = v.expand_reduced(v.adj_[i], axes, full);
-         v.contribute(v.operand(i, 0), v.div(v.mul(hit, g), count));
-       }},
-  };
-  return kRules;
+// One rule per op, `nullptr` for the ops without one: every op of runtime/plan/ops.def is listed (no
+// `default`), so an op added to the table is a compile error here until its gradient is decided.
+// `i` is the forward instruction; v.adj_[i] its adjoint.
+Rule rule_of(OpKind op) {
+  switch (op) {
+    case OpKind::Add:
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.adj_[i]);
+        v.contribute(v.operand(i, 1), v.adj_[i]);
+      };
+    case OpKind::Sub:
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.adj_[i]);
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.adj_[i]));
+      };
+    case OpKind::Mul:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
+        if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.mul(g, b));
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.mul(g, a));
+      };
+    case OpKind::Div:
+      return [](Vjp& v, int i) {
+        int b = v.fwd(v.operand(i, 1)), y = v.fwd(i), g = v.adj_[i];
+        if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.div(g, b));
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.div(v.mul(g, y), b)));
+      };
+    case OpKind::Pow:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), y = v.fwd(i), g = v.adj_[i];
+        if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.mul(g, v.mul(b, v.binary(OpKind::Pow, a, v.sub(b, v.scalar(1, b))))));
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.mul(g, v.mul(y, v.unary(OpKind::Log, a))));
+      };
+    case OpKind::Max:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
+        int first = v.compare(OpKind::Ge, a, b), zero = v.scalar(0, g);
+        v.contribute(v.operand(i, 0), v.where(first, g, zero));
+        v.contribute(v.operand(i, 1), v.where(first, zero, g));
+      };
+    case OpKind::Min:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
+        int first = v.compare(OpKind::Le, a, b), zero = v.scalar(0, g);
+        v.contribute(v.operand(i, 0), v.where(first, g, zero));
+        v.contribute(v.operand(i, 1), v.where(first, zero, g));
+      };
+    case OpKind::Atan2:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
+        int r2 = v.add(v.mul(a, a), v.mul(b, b));
+        if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.div(v.mul(g, b), r2));
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.div(v.mul(g, a), r2)));
+      };
+    case OpKind::Mod:
+      return [](Vjp& v, int i) {  // a - floor(a / b) * b
+        int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), g = v.adj_[i];
+        v.contribute(v.operand(i, 0), g);
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.mul(g, v.unary(OpKind::Floor, v.div(a, b)))));
+      };
+    case OpKind::Neg:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.adj_[i])); };
+    case OpKind::Abs:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Sign, v.fwd(v.operand(i, 0))))); };
+    case OpKind::Tanh:
+      return [](Vjp& v, int i) {
+        int y = v.fwd(i);
+        v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.sub(v.scalar(1, y), v.mul(y, y))));
+      };
+    case OpKind::Sigmoid:
+      return [](Vjp& v, int i) {
+        int y = v.fwd(i);
+        v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(y, v.sub(v.scalar(1, y), y))));
+      };
+    case OpKind::Exp:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.fwd(i))); };
+    case OpKind::Log:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.div(v.adj_[i], v.fwd(v.operand(i, 0)))); };
+    case OpKind::Log1p:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0));
+        v.contribute(v.operand(i, 0), v.div(v.adj_[i], v.add(v.scalar(1, a), a)));
+      };
+    case OpKind::Sqrt:
+      return [](Vjp& v, int i) {
+        int y = v.fwd(i);
+        v.contribute(v.operand(i, 0), v.div(v.mul(v.adj_[i], v.scalar(0.5, y)), y));
+      };
+    case OpKind::Rsqrt:
+      return [](Vjp& v, int i) {  // d/dx x^-1/2 = -y / (2x)
+        int y = v.fwd(i), a = v.fwd(v.operand(i, 0));
+        v.contribute(v.operand(i, 0), v.div(v.mul(v.adj_[i], v.mul(y, v.scalar(-0.5, y))), a));
+      };
+    case OpKind::Sin:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Cos, v.fwd(v.operand(i, 0))))); };
+    case OpKind::Cos:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.mul(v.adj_[i], v.unary(OpKind::Sin, v.fwd(v.operand(i, 0)))))); };
+    case OpKind::Relu:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0)), g = v.adj_[i];
+        v.contribute(v.operand(i, 0), v.where(v.compare(OpKind::Gt, a, v.scalar(0, a)), g, v.scalar(0, g)));
+      };
+    case OpKind::Square:
+      return [](Vjp& v, int i) {
+        int a = v.fwd(v.operand(i, 0));
+        v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(a, v.scalar(2, a))));
+      };
+    // Piecewise constant: zero gradient.
+    case OpKind::Sign:
+      return [](Vjp&, int) {};
+    case OpKind::Floor:
+      return [](Vjp&, int) {};
+    case OpKind::Ceil:
+      return [](Vjp&, int) {};
+    case OpKind::Round:
+      return [](Vjp&, int) {};
+    case OpKind::FloorDiv:
+      return [](Vjp&, int) {};
+    case OpKind::Where:
+      return [](Vjp& v, int i) {
+        int c = v.fwd(v.operand(i, 0)), g = v.adj_[i], zero = v.scalar(0, g);
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.where(c, g, zero));
+        if (v.wants(i, 2)) v.contribute(v.operand(i, 2), v.where(c, zero, g));
+      };
+    case OpKind::Clip:
+      return [](Vjp& v, int i) {
+        int x = v.fwd(v.operand(i, 0)), lo = v.fwd(v.operand(i, 1)), hi = v.fwd(v.operand(i, 2)), g = v.adj_[i];
+        int zero = v.scalar(0, g);
+        if (v.wants(i, 0)) {
+          int inside = v.emit(OpKind::And, {v.compare(OpKind::Ge, x, lo), v.compare(OpKind::Le, x, hi)}, {},
+                              Type::tensor(DType::Bool, broadcast(v.type(x).shape, broadcast(v.type(lo).shape, v.type(hi).shape))));
+          v.contribute(v.operand(i, 0), v.where(inside, g, zero));
+        }
+        if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.where(v.compare(OpKind::Lt, x, lo), g, zero));
+        if (v.wants(i, 2)) v.contribute(v.operand(i, 2), v.where(v.compare(OpKind::Gt, x, hi), g, zero));
+      };
+    case OpKind::Cast:
+      return [](Vjp& v, int i) {
+        int from = v.operand(i, 0);
+        if (is_float(v.instr(from).type.dtype)) v.contribute(from, v.cast(v.adj_[i], v.instr(from).type.dtype));
+      };
+    case OpKind::Reshape:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+    case OpKind::ExpandDims:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+    case OpKind::Squeeze:
+      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+    case OpKind::Transpose:
+      return [](Vjp& v, int i) {
+        const Value& perm = v.instr(i).attrs.at("perm");
+        std::vector<int64_t> inverse(perm.items.size());
+        for (size_t k = 0; k < perm.items.size(); ++k) inverse[perm.items[k].i] = static_cast<int64_t>(k);
+        int g = v.adj_[i];
+        int t = v.emit(OpKind::Transpose, {g}, {{"perm", int_list(inverse)}}, v.instr(v.operand(i, 0)).type);
+        v.contribute(v.operand(i, 0), t);
+      };
+    case OpKind::Concat:
+      return [](Vjp& v, int i) {
+        const Instr& in = v.instr(i);
+        int64_t rank = in.type.rank();
+        int64_t axis = in.attrs.count("axis") ? in.attrs.at("axis").i : -1;
+        if (axis < 0) axis += rank;
+        int64_t at = 0;
+        for (size_t k = 0; k < in.operands.size(); ++k) {
+          int64_t len = v.instr(in.operands[k]).type.shape[axis];
+          if (v.wants(i, k)) v.contribute(in.operands[k], v.slice(v.adj_[i], axis, at, at + len));
+          at += len;
+        }
+      };
+    case OpKind::Stack:
+      return [](Vjp& v, int i) {
+        const Instr& in = v.instr(i);
+        int64_t rank = in.type.rank();
+        int64_t axis = in.attrs.count("axis") ? in.attrs.at("axis").i : 0;
+        if (axis < 0) axis += rank;
+        for (size_t k = 0; k < in.operands.size(); ++k)
+          if (v.wants(i, k))
+            v.contribute(in.operands[k], v.reshape(v.slice(v.adj_[i], axis, static_cast<int64_t>(k), static_cast<int64_t>(k) + 1),
+                                                   v.instr(in.operands[k]).type.shape));
+      };
+    case OpKind::Slice:
+      return [](Vjp& v, int i) {
+        const Instr& in = v.instr(i);
+        const Shape& full = v.instr(in.operands[0]).type.shape;
+        std::vector<int64_t> starts, stops, steps;
+        for (const Value& x : in.attrs.at("starts").items) starts.push_back(x.i);
+        for (const Value& x : in.attrs.at("stops").items) stops.push_back(x.i);
+        for (const Value& x : in.attrs.at("steps").items) steps.push_back(x.i);
+        int g = v.adj_[i];
+        for (size_t d = 0; d < starts.size(); ++d) {
+          if (steps[d] != 1) throw NotDifferentiable(i, OpKind::Slice, "a slice with a step other than 1 has no gradient yet");
+          int64_t n = full[d];
+          int64_t s = starts[d] == INT64_MIN ? 0 : starts[d] < 0 ? starts[d] + n : starts[d];
+          int64_t e = stops[d] == INT64_MIN ? n : stops[d] < 0 ? stops[d] + n : stops[d];
+          s = std::clamp<int64_t>(s, 0, n);
+          e = std::clamp<int64_t>(e, s, n);
+          std::vector<int> parts;
+          Shape pad = v.type(g).shape;
+          if (s > 0) {
+            pad[d] = s;
+            parts.push_back(v.cst(0, v.dtype(g), pad));
+          }
+          parts.push_back(g);
+          if (e < n) {
+            pad[d] = n - e;
+            parts.push_back(v.cst(0, v.dtype(g), pad));
+          }
+          if (parts.size() > 1) g = v.concat(parts, static_cast<int64_t>(d));
+        }
+        v.contribute(in.operands[0], g);
+      };
+    case OpKind::Sum:
+      return [](Vjp& v, int i) {
+        const Shape& full = v.instr(v.operand(i, 0)).type.shape;
+        auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
+        int g = v.expand_reduced(v.adj_[i], axes, full);
+        v.contribute(v.operand(i, 0), v.add(g, v.zeros_like(Type::tensor(v.dtype(g), full))));
+      };
+    case OpKind::Mean:
+      return [](Vjp& v, int i) {
+        const Shape& full = v.instr(v.operand(i, 0)).type.shape;
+        auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
+        int64_t count = 1;
+        for (int64_t a : axes) count *= full[a];
+        int g = v.expand_reduced(v.adj_[i], axes, full);
+        g = v.mul(g, v.scalar(1.0 / static_cast<double>(count), g));
+        v.contribute(v.operand(i, 0), v.add(g, v.zeros_like(Type::tensor(v.dtype(g), full))));
+      };
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:  // the same rule: equal elements share the gradient
+      return [](Vjp& v, int i) {
+        const Shape& full = v.instr(v.operand(i, 0)).type.shape;
+        auto axes = reduced_axes(v.instr(i), static_cast<int64_t>(full.size()));
+        int a = v.fwd(v.operand(i, 0));
+        int y = v.expand_reduced(v.fwd(i), axes, full);
+        int hit = v.cast(v.compare(OpKind::Eq, a, y), v.dtype(a));
+        int count = v.expand_reduced(v.sum(hit, axes), axes, full);
+        int g = v.expand_reduced(v.adj_[i], axes, full);
+        v.contribute(v.operand(i, 0), v.div(v.mul(hit, g), count));
+      };
+    // Inputs and constants: the sweep ends at the parameters; a constant needs no gradient.
+    case OpKind::Param:
+    case OpKind::Const:
+    // Integer or bool results never lie on a gradient's path (build_vjp skips them).
+    case OpKind::BitAnd:
+    case OpKind::BitOr:
+    case OpKind::BitXor:
+    case OpKind::Shl:
+    case OpKind::Shr:
+    case OpKind::Eq:
+    case OpKind::Ne:
+    case OpKind::Lt:
+    case OpKind::Le:
+    case OpKind::Gt:
+    case OpKind::Ge:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Not:
+    case OpKind::BitNot:
+    case OpKind::UnpackBits:
+    case OpKind::PackBits:
+    case OpKind::OneHot:
+    case OpKind::Argmax:
+    case OpKind::Size:
+    // Not written yet: the loss reaching parameters through them is a not_differentiable error.
+    case OpKind::Gather:
+    case OpKind::Prod:
+    // Random draws are refused in models (unsupported_in_model); files and images are pipeline work.
+    case OpKind::RandomUniform:
+    case OpKind::RandomNormal:
+    case OpKind::RandomInt:
+    case OpKind::ReadFile:
+    case OpKind::DecodeJpeg:
+    case OpKind::DecodePng:
+    case OpKind::DecodeImage:
+    case OpKind::EncodePng:
+    case OpKind::EncodeJpeg:
+    case OpKind::RandomCrop:
+    case OpKind::CentralCrop:
+    case OpKind::CropOrPad:
+    case OpKind::Resize:
+    case OpKind::FlipLeftRight:
+    case OpKind::FlipUpDown:
+    case OpKind::RandomFlipLeftRight:
+    case OpKind::RandomFlipUpDown:
+    case OpKind::ConvertImageDtype:
+    case OpKind::Normalize:
+    case OpKind::RgbToGrayscale:
+    case OpKind::DistanceTransform:
+    case OpKind::OneHotColors:
+      return nullptr;
+  }
+  return nullptr;
 }
 
 // The forward instructions the gradient does not read are dropped (parameters stay: they are the
@@ -364,7 +454,7 @@ ExprFunction without_dead_code(ExprFunction f) {
   std::vector<bool> live(f.body.size(), false);
   for (const auto& r : f.results) live[r.second] = true;
   for (size_t i = f.body.size(); i-- > 0;) {
-    if (f.body[i].op == "param") live[i] = true;
+    if (op_has(f.body[i].op, OpFlag::Input)) live[i] = true;
     if (!live[i]) continue;
     for (int o : f.body[i].operands) live[o] = true;
   }
@@ -383,20 +473,20 @@ ExprFunction without_dead_code(ExprFunction f) {
 
 }  // namespace
 
-bool has_expr_gradient_rule(const std::string& op) { return op == "reduce_min" || rules().count(op) > 0; }
+bool has_expr_gradient_rule(OpKind op) { return rule_of(op) != nullptr; }
 
 std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants, const std::vector<bool>& has_dy) {
   Vjp v(fn);
   v.out_.name = fn.name + "'";
   std::vector<int> params;
   for (size_t i = 0; i < fn.body.size(); ++i)
-    if (fn.body[i].op == "param") params.push_back(static_cast<int>(i));
+    if (op_has(fn.body[i].op, OpFlag::Input)) params.push_back(static_cast<int>(i));
   // Which values lie on the gradient's path: floats computed from a wanted parameter.
   v.needs_.assign(fn.body.size(), false);
   for (size_t k = 0; k < params.size(); ++k) v.needs_[params[k]] = k < wants.size() && wants[k] && is_float(fn.body[params[k]].type.dtype);
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op == "param" || !is_float(in.type.dtype)) continue;
+    if (op_has(in.op, OpFlag::Input) || !is_float(in.type.dtype)) continue;
     for (int o : in.operands) v.needs_[i] = v.needs_[i] || v.needs_[o];
   }
   // Parameters: the forward's, then one dy per result that has one.
@@ -405,12 +495,12 @@ std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vecto
   for (size_t k = 0; k < fn.results.size(); ++k) {
     if (k >= has_dy.size() || !has_dy[k]) continue;
     const Instr& r = fn.body[fn.results[k].second];
-    dys[k] = v.out_.add(Instr{"param", {}, {{"field", Value::make_string(fmt::format("dy{}", k))}}, r.type, r.loc});
+    dys[k] = v.out_.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(fmt::format("dy{}", k))}}, r.type, r.loc});
   }
   // The forward computation, recomputed.
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op == "param") continue;
+    if (op_has(in.op, OpFlag::Input)) continue;
     Instr copy = in;
     for (int& o : copy.operands) o = v.map_[o];
     v.map_[i] = v.out_.add(std::move(copy));
@@ -422,19 +512,17 @@ std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vecto
     v.adj_[r] = v.adj_[r] < 0 ? dys[k] : v.add(v.adj_[r], dys[k]);
   }
   // The reverse sweep.
-  const auto& table = rules();
   for (size_t i = fn.body.size(); i-- > 0;) {
     const Instr& in = fn.body[i];
-    if (in.op == "param" || v.adj_[i] < 0 || !v.needs_[i]) continue;
+    if (op_has(in.op, OpFlag::Input) || v.adj_[i] < 0 || !v.needs_[i]) continue;
     bool any = false;
     for (int o : in.operands) any = any || v.needs_[o];
     if (!any) continue;
     v.loc_ = in.loc;
-    std::string op = in.op == "reduce_min" ? "reduce_max" : in.op;  // the same rule: equal elements share
-    auto rule = table.find(op);
-    if (rule == table.end())
-      throw NotDifferentiable(static_cast<int>(i), in.op, fmt::format("`{}` has no gradient", in.op));
-    rule->second(v, static_cast<int>(i));
+    Rule rule = rule_of(in.op);
+    if (!rule)
+      throw NotDifferentiable(static_cast<int>(i), in.op, fmt::format("`{}` has no gradient", op_name(in.op)));
+    rule(v, static_cast<int>(i));
   }
   for (size_t k = 0; k < params.size(); ++k) {
     if (k >= wants.size() || !wants[k]) continue;

@@ -15,10 +15,9 @@ namespace pipec {
 /// An instruction on the gradient's path whose op has no gradient rule.
 class NotDifferentiable : public std::runtime_error {
  public:
-  NotDifferentiable(int instr, std::string op, std::string why)
-      : std::runtime_error(std::move(why)), instr(instr), op(std::move(op)) {}
+  NotDifferentiable(int instr, OpKind op, std::string why) : std::runtime_error(std::move(why)), instr(instr), op(op) {}
   int instr;
-  std::string op;
+  OpKind op;
 };
 
 /// The VJP of `fn`. Its parameters are fn's parameters (same fields, same order) followed by `dy<k>` for
@@ -28,6 +27,6 @@ class NotDifferentiable : public std::runtime_error {
 std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants, const std::vector<bool>& has_dy);
 
 /// True when `op` has a gradient rule (ops whose result is not a float never carry one and need none).
-bool has_expr_gradient_rule(const std::string& op);
+bool has_expr_gradient_rule(OpKind op);
 
 }  // namespace pipec

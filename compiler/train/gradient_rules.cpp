@@ -76,7 +76,7 @@ void expr_rule(GradientContext& c) {
     vjp = build_vjp(*c.node.fn, c.wants, has_dy);
   } catch (const NotDifferentiable& e) {
     const Instr& in = c.node.fn->body.at(e.instr);
-    throw GradientError(c.node_index, e.op,
+    throw GradientError(c.node_index, std::string(op_name(e.op)),
                         in.loc.valid() ? fmt::format("{} (at {}:{})", e.what(), in.loc.line, in.loc.col) : e.what());
   }
   vjp->name = fmt::format("expr@{}'", c.node_index);

@@ -17,9 +17,9 @@ int accumulate(ModelGraph& g, int value, const std::vector<int>& parts) {
     Type t = Type::tensor(v.dtype, v.shape);
     auto fn = std::make_shared<ExprFunction>();
     fn->name = fmt::format("expr@{}", g.nodes.size());
-    int a = fn->add(Instr{"param", {}, {{"field", Value::make_string("a")}}, t, {}});
-    int b = fn->add(Instr{"param", {}, {{"field", Value::make_string("b")}}, t, {}});
-    fn->results = {{"y", fn->add(Instr{"add", {a, b}, {}, t, {}})}};
+    int a = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string("a")}}, t, {}});
+    int b = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string("b")}}, t, {}});
+    fn->results = {{"y", fn->add(Instr{OpKind::Add, {a, b}, {}, t, {}})}};
     GraphValue out;
     out.dtype = v.dtype;
     out.shape = v.shape;

@@ -244,7 +244,7 @@ class ModelLowering {
         std::string field = field_name(g_, v, fields);
         fields.insert(field);
         const GraphValue& gv = g_.values[v];
-        int p = fn->add(Instr{"param", {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape),
+        int p = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape),
                               spec_location(program_, leaves[k]->range)});
         it = param_of_value.emplace(v, p).first;
         inputs.push_back(v);
@@ -254,11 +254,11 @@ class ModelLowering {
     int r = lower_model_expression(program_, *fn, e, bound);
     fn->results = {{"y", r}};
     for (const Instr& in : fn->body)
-      if (in.op.rfind("random_", 0) == 0) {
+      if (op_has(in.op, OpFlag::Random)) {
         diags_.report(DiagKind::unsupported_in_model, e.range,
                       fmt::format("`{}` in a model would draw the same numbers at every step; use dropout(rate), or draw "
                                   "the numbers in the pipeline",
-                                  in.op));
+                                  op_name(in.op)));
         ok_ = false;
         return -1;
       }
@@ -273,7 +273,7 @@ class ModelLowering {
   }
 
   // An expr node of one instruction over graph values (the element-wise layers).
-  int expr_node(const std::string& op, const std::vector<int>& ins, std::map<std::string, Value> attrs, const Type& result,
+  int expr_node(OpKind op, const std::vector<int>& ins, std::map<std::string, Value> attrs, const Type& result,
                 SourceRange range) {
     auto fn = std::make_shared<ExprFunction>();
     fn->name = fmt::format("expr@{}", g_.nodes.size());
@@ -287,7 +287,7 @@ class ModelLowering {
       std::string field = field_name(g_, v, fields);
       fields.insert(field);
       const GraphValue& gv = g_.values[v];
-      param_of_value[v] = fn->add(Instr{"param", {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape), loc});
+      param_of_value[v] = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape), loc});
       node_inputs.push_back(v);
     }
     std::vector<int> operands;
@@ -295,7 +295,7 @@ class ModelLowering {
       int p = param_of_value[v];
       // Keras casts a layer's float inputs to its compute dtype.
       if (fn->body[p].type.dtype != result.dtype)
-        p = fn->add(Instr{"cast", {p}, {{"dtype", Value::make_symbol(std::string(dtype_name(result.dtype)))}},
+        p = fn->add(Instr{OpKind::Cast, {p}, {{"dtype", Value::make_symbol(std::string(dtype_name(result.dtype)))}},
                           Type::tensor(result.dtype, fn->body[p].type.shape), loc});
       operands.push_back(p);
     }
@@ -314,7 +314,7 @@ class ModelLowering {
   // A layer's float input in f32 (Keras casts float inputs to the layer's compute dtype).
   int as_f32(int v, SourceRange range) {
     if (g_.values[v].dtype == DType::F32) return v;
-    return expr_node("cast", {v}, {{"dtype", Value::make_symbol("f32")}}, Type::tensor(DType::F32, g_.values[v].shape), range);
+    return expr_node(OpKind::Cast, {v}, {{"dtype", Value::make_symbol("f32")}}, Type::tensor(DType::F32, g_.values[v].shape), range);
   }
 
   // ---- layers ----------------------------------------------------------------------------------------
@@ -371,20 +371,20 @@ class ModelLowering {
       if (!ok_) return -1;
       int64_t axis = number_of(arg_value(lc, "axis"));
       if (axis < 0) axis += static_cast<int64_t>(result.shape.size());
-      return expr_node("concat", values, {{"axis", Value::make_int(axis)}}, result, range);
+      return expr_node(OpKind::Concat, values, {{"axis", Value::make_int(axis)}}, result, range);
     }
     int x = value_of(*lc.args[0]);
     if (!ok_) return -1;
-    if (name == "relu" || name == "tanh" || name == "sigmoid") return expr_node(name, {x}, {}, result, range);
+    if (name == "relu" || name == "tanh" || name == "sigmoid") return expr_node(*op_from_name(name), {x}, {}, result, range);
     if (name == "flatten") {
       Value shape{Value::List};
       shape.items.push_back(Value::make_int(result.shape[0]));
-      return expr_node("reshape", {x}, {{"shape", shape}}, result, range);
+      return expr_node(OpKind::Reshape, {x}, {{"shape", shape}}, result, range);
     }
     if (name == "add") {
       int y = value_of(*lc.args[1]);
       if (!ok_) return -1;
-      return expr_node("add", {x, y}, {}, result, range);
+      return expr_node(OpKind::Add, {x, y}, {}, result, range);
     }
     x = as_f32(x, range);
     const Shape in_shape = g_.values[x].shape;

@@ -141,14 +141,4 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   return t;
 }
 
-std::vector<TrainProgram> lower_train_blocks(Program& program) {
-  std::vector<TrainProgram> out;
-  if (program.diags.has_errors()) return out;
-  for (const auto& d : program.main().decls) {
-    if (d->kind != DeclKind::Train || d->syntax_error) continue;
-    if (auto t = lower_train(program, *d, program.diags)) out.push_back(std::move(*t));
-  }
-  return out;
-}
-
 }  // namespace pipec

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <optional>
-#include <vector>
 
 #include "compiler/sema/program.h"
 #include "runtime/model/train_program.h"
@@ -13,10 +12,6 @@ namespace pipec {
 /// Compiles `train` (checked without errors). What the step graph cannot express (an op without a
 /// gradient on the way to the parameters, random ops in a model) is reported to `diags`; nullopt then.
 std::optional<TrainProgram> lower_train(const Program& program, const Decl& train, Diagnostics& diags);
-
-/// Compiles every train block of the main file into `program.diags`: `pipec check` and `explain` run it
-/// so that what `pipec run` would refuse is reported before anything runs.
-std::vector<TrainProgram> lower_train_blocks(Program& program);
 
 /// The value of a train block's `data` entry (to lower the pipeline it names or writes inline).
 const Expr* train_data_expr(const Decl& train);

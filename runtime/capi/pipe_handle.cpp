@@ -26,7 +26,7 @@ int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
       if (k.symbol && s.native->symbol == k.symbol) fn = k.fn;
     if (!fn)
       throw std::runtime_error(fmt::format("{}: stage #{} {}: kernel `{}` is not in this library (was it built by an older pipec?)",
-                                           s.loc.to_string(), i, s.op, s.native->symbol));
+                                           s.loc.to_string(), i, stage_name(s.kind), s.native->symbol));
     auto bound = std::make_shared<NativeKernel>(*s.native);
     bound->fn = fn;
     if (bound->backend.empty()) bound->backend = "aot";

@@ -17,7 +17,7 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
   // A tfrecord source read by an interleave is sharded after the interleave.
   std::vector<bool> read_by_interleave(n, false);
   for (const Stage& s : plan.stages)
-    if (s.op == "interleave")
+    if (s.kind == StageKind::Interleave)
       for (int in : s.inputs) read_by_interleave[in] = true;
 
   Plan out;
@@ -25,12 +25,12 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
   std::vector<int> remap(n, -1);  // old stage -> the new stage its consumers read
   for (size_t i = 0; i < n; ++i) {
     Stage s = plan.stages[i];
-    const bool interleave = s.op == "interleave";
+    const bool interleave = s.kind == StageKind::Interleave;
     for (int& in : s.inputs) in = remap[in];
     const int at = static_cast<int>(out.stages.size());
     if (s.fn && s.fn->name.find('@') != std::string::npos) {
       auto fn = std::make_shared<ExprFunction>(*s.fn);
-      fn->name = fmt::format("{}@{}", s.op, at);
+      fn->name = fmt::format("{}@{}", stage_name(s.kind), at);
       s.fn = fn;
     }
     const bool source = s.inputs.empty() && !read_by_interleave[i];
@@ -38,7 +38,7 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
     remap[i] = at;
     if (source || interleave) {
       Stage shard;
-      shard.op = "shard";
+      shard.kind = StageKind::Shard;
       shard.args = {{"num_shards", Value::make_int(count)}, {"index", Value::make_int(index)}};
       shard.inputs = {at};
       shard.element = out.stages[at].element;

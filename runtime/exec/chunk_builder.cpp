@@ -100,8 +100,10 @@ void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end, Thread
         }
       }
     } else if (b.dtype == DType::Bytes) {
-      for (int64_t r = begin; r < end; ++r) {
-        b.blob += c.dense.str(r);
+      // A row holds as many strings as its shape has elements (a batch of strings holds several).
+      const int64_t per_row = shape_num_elements(b.row_shape);
+      for (int64_t k = begin * per_row; k < end * per_row; ++k) {
+        b.blob += c.dense.str(k);
         b.offsets.push_back(static_cast<int64_t>(b.blob.size()));
       }
     } else {

@@ -47,6 +47,7 @@ bool ChunkIterator::pull(ChunkIterator& input, Chunk& out) {
   int64_t start = now_ns();
   bool ok = input.next(out);
   child_ns_ += now_ns() - start;
+  if (ok) largest_pulled_ = std::max(largest_pulled_, out.rows);
   return ok;
 }
 
@@ -155,6 +156,6 @@ Chunk restore_chunk(StateReader& r) {
 }
 
 StageError::StageError(const Stage& stage, const std::string& what)
-    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + stage.op + ": " + what) {}
+    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + std::string(stage_name(stage.kind)) + ": " + what) {}
 
 }  // namespace pipec

@@ -69,9 +69,22 @@ class ChunkIterator {
   /// are kept here; subclasses implement produce().
   bool next(Chunk& out);
 
-  /// Writes / reads everything needed to continue exactly where this iterator is.
+  /// Writes / reads everything needed to continue exactly where this iterator is. Saving changes
+  /// nothing the run will produce, and leaves the stage holding no more than its buffer bound.
   virtual void save(StateWriter& w) const = 0;
   virtual void restore(StateReader& r) = 0;
+
+  /// What the stage holds itself, not counting its inputs: results computed ahead, the rest of an
+  /// input chunk, a partial batch, a shuffle buffer. A checkpoint saves exactly these rows, so
+  /// `bound` is also the most a saved state of this stage can hold.
+  struct Buffered {
+    int64_t rows = 0;   // rows of the chunks held (elements of its input or output, whichever it keeps)
+    int64_t bound = 0;  // the most it may hold; kUnbounded for cache(), which keeps one whole pass
+  };
+  static constexpr int64_t kUnbounded = -1;
+  virtual Buffered buffered() const { return {}; }
+  /// The iterators it pulls from now (an input not built yet, or already finished, is left out).
+  virtual std::vector<const ChunkIterator*> inputs() const { return {}; }
 
   int stage() const { return stage_; }
   const Stage& spec() const { return ctx_.plan->stages[stage_]; }
@@ -86,6 +99,7 @@ class ChunkIterator {
   RunContext& ctx_;
   int stage_;
   int64_t produced_ = 0;  // elements produced so far in this epoch (the next chunk's first_index)
+  int64_t largest_pulled_ = 0;  // rows of the largest chunk pull() has returned (buffer bounds count in chunks)
 
  private:
   int64_t child_ns_ = 0;

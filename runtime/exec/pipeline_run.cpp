@@ -26,11 +26,11 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   for (const Stage& s : plan_.stages)
     if (s.fn)
       for (const Instr& in : s.fn->body)
-        if (in.op == "read_file" || in.op.rfind("decode_", 0) == 0 || in.op.rfind("encode_", 0) == 0) ctx_.chunk_rows = 8;
+        if (op_has(in.op, OpFlag::WholeFile)) ctx_.chunk_rows = 8;
   if (options.chunk_rows > 0) ctx_.chunk_rows = options.chunk_rows;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
-    ctx_.stats.push_back(std::make_unique<StageStats>(plan_.stages[i].op));
+    ctx_.stats.push_back(std::make_unique<StageStats>(std::string(stage_name(plan_.stages[i].kind))));
     ctx_.dropped.push_back(std::make_unique<std::atomic<int64_t>>(0));
   }
   ctx_.shared.resize(n);
@@ -41,12 +41,12 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
     for (int in : plan_.stages[s].inputs) mark(in);
   };
   for (size_t i = 0; i < n; ++i)
-    if (plan_.stages[i].op == "ignore_errors")
+    if (plan_.stages[i].kind == StageKind::IgnoreErrors)
       for (int in : plan_.stages[i].inputs) mark(in);
   ctx_.stage_device.assign(n, "cpu");
   bool to_gpu = false;
   for (const Stage& s : plan_.stages)
-    if (s.op == "to" && s.arg("device") && s.arg("device")->s == "gpu") to_gpu = true;
+    if (s.kind == StageKind::To && s.arg("device") && s.arg("device")->s == "gpu") to_gpu = true;
   if (options.device == DevicePolicy::Gpu) {
     std::string why;
     ctx_.gpu = gpu::cuda_driver(&why);

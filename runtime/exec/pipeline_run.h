@@ -50,6 +50,8 @@ class PipelineRun {
   void restore_state(std::string bytes, const std::string& source);
 
   const RunContext& context() const { return ctx_; }
+  /// The iterator of the last stage (ChunkIterator::inputs() leads to the others).
+  const ChunkIterator& root() const { return *root_; }
   const Plan& plan() const { return plan_; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/gpu/cuda_library_dirs.h"
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/gpu/shared_library.h"
 
@@ -39,8 +40,15 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
     candidates.push_back(v);
   } else {
     // The driver comes with the kernel module, so the loader's own search path is the right place;
-    // the toolkit folders only hold the stub, which is never opened.
+    // the toolkit folders only hold the stub, which is never opened. Containers often mount the
+    // driver's libraries in a folder of their own without adding it to the loader's cache, so the
+    // usual mount points come after.
     candidates = {"libcuda.so.1", "libcuda.so"};
+    for (const std::string& path :
+         existing_library_files({"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu",
+                                 "/usr/lib64", "/usr/lib/wsl/lib"},
+                                {"libcuda.so.1"}))
+      candidates.push_back(path);
   }
   SharedLibrary lib = open_first_library(candidates, why);
   if (!lib.handle) {

@@ -35,9 +35,7 @@ GpuMapExecutor::GpuMapExecutor(const CudaDriver& driver, const GpuKernel& kernel
   std::string why;
   const Nvrtc* nvrtc = Nvrtc::get(&why);
   if (!nvrtc) throw GpuError(why);
-  // --fmad=false: the interpreter rounds every multiply and add on its own, and a fused multiply-add
-  // would change the last bit of values such as lo + (hi - lo) * u.
-  CachedPtx ptx = compile_ptx_cached(*nvrtc, kernel_.source, kernel_.entry + ".cu", d_.arch, {"--fmad=false"});
+  CachedPtx ptx = compile_ptx_cached(*nvrtc, kernel_.source, kernel_.entry + ".cu", d_.arch, exact_math_options());
   if (!ptx.result.ok) throw GpuError("NVRTC could not compile the kernel " + kernel_.entry + ":\n" + ptx.result.log);
   compile_ms_ = ptx.compile_ms;
   from_cache_ = ptx.from_cache;

@@ -38,6 +38,8 @@ class GpuMapExecutor {
 
   /// True when a slot is free for submit().
   bool can_submit() const { return pending_.size() < slots_.size(); }
+  /// Chunks that can be in flight at once.
+  int64_t depth() const { return static_cast<int64_t>(slots_.size()); }
   bool has_pending() const { return !pending_.empty(); }
   /// Starts `in` (its columns in the stage's input field order; dense, with the specs' dtypes).
   void submit(const Chunk& in, uint64_t seed);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "runtime/gpu/cuda_api.h"
+#include "runtime/gpu/cuda_library_dirs.h"
 #include "runtime/gpu/shared_library.h"
 
 namespace pipec::gpu {
@@ -25,6 +26,8 @@ struct Nvrtc::Api {
   PFN_nvrtcGetProgramLog log = nullptr;
 };
 
+std::vector<std::string> exact_math_options() { return {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true"}; }
+
 Nvrtc::~Nvrtc() { delete api_; }
 
 const Nvrtc* Nvrtc::get(std::string* why) {
@@ -36,14 +39,15 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     if (const char* v = std::getenv("PIPEC_NVRTC_LIBRARY"); v && *v) {
       candidates.push_back(v);
     } else {
-      const char* names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
-      for (const char* n : names) candidates.push_back(n);
-      for (const std::string& dir : cuda_library_dirs())
-        for (const char* n : names) candidates.push_back(dir + "/" + n);
+      const std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
+      candidates = names;
+      // Only files that exist, so the reason stays short when none opens. A wheel's libnvrtc finds
+      // its libnvrtc-builtins beside itself through its $ORIGIN runpath, like the toolkit's.
+      for (const std::string& path : existing_library_files(cuda_library_dirs(), names)) candidates.push_back(path);
     }
     SharedLibrary lib = open_first_library(candidates, reason);
     if (!lib.handle) {
-      reason = "NVRTC (libnvrtc.so from the CUDA toolkit) is not installed: " + reason;
+      reason = "NVRTC (libnvrtc.so from the CUDA toolkit, or the nvidia-cuda-nvrtc wheel) is not installed: " + reason;
       return;
     }
     auto api = std::make_unique<Api>();

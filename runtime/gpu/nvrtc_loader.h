@@ -13,12 +13,18 @@ struct PtxResult {
   std::string log;  // NVRTC's messages (the errors when !ok)
 };
 
+/// The options generated map kernels are compiled with: IEEE arithmetic as on the CPU. No fused
+/// multiply-add (the interpreter rounds every multiply and add on its own, and a fusion would change
+/// the last bit of values such as lo + (hi - lo) * u), no flushing of denormals to zero, correctly
+/// rounded division and square root (NVRTC's defaults too, spelled out so they cannot drift).
+std::vector<std::string> exact_math_options();
+
 class Nvrtc {
  public:
   /// NVRTC opened once per process; null with `why` filled when it is not installed. Searched as
-  /// $PIPEC_NVRTC_LIBRARY, then libnvrtc.so(.13/.12/.11.2) on the loader's path, then in
-  /// $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. NVRTC opens its builtins library
-  /// (libnvrtc-builtins) from beside itself.
+  /// $PIPEC_NVRTC_LIBRARY, then libnvrtc.so(.13/.12/.11.2) on the loader's path, then in the folders
+  /// of cuda_library_dirs() ($PIPEC_CUDA_LIBRARY_PATH, the toolkit's, NVIDIA's pip wheels). NVRTC
+  /// opens its builtins library (libnvrtc-builtins) from beside itself.
   static const Nvrtc* get(std::string* why = nullptr);
 
   /// Compiles `source` to PTX for compute capability `arch` (80 for sm_80) with `options` added.

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 
 namespace pipec::gpu {
 
@@ -25,15 +24,6 @@ SharedLibrary open_first_library(const std::vector<std::string>& candidates, std
   }
   why = tried.empty() ? "no candidate library names" : tried;
   return lib;
-}
-
-std::vector<std::string> cuda_library_dirs() {
-  std::vector<std::string> dirs;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64");
-  dirs.push_back("/usr/local/cuda/lib64");
-  dirs.push_back("/usr/local/cuda/lib");
-  return dirs;
 }
 
 }  // namespace pipec::gpu

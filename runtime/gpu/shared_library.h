@@ -18,8 +18,4 @@ struct SharedLibrary {
 /// taken as they are). On failure `handle` is null and `why` lists what was tried.
 SharedLibrary open_first_library(const std::vector<std::string>& candidates, std::string& why);
 
-/// The folders where a CUDA toolkit's libraries usually are: $CUDA_HOME/lib64, $CUDA_PATH/lib64,
-/// /usr/local/cuda/lib64, /usr/local/cuda/lib (never the stubs folder: its libcuda only fails).
-std::vector<std::string> cuda_library_dirs();
-
 }  // namespace pipec::gpu

@@ -283,6 +283,18 @@ Tensor normalize_image(const Tensor& images, const std::vector<float>& mean, con
   return out;
 }
 
+Tensor rgb_to_grayscale_image(const Tensor& images) {
+  Geometry g = geometry(images);
+  if (g.c != 3) throw ImageError(fmt::format("rgb_to_grayscale takes RGB images (3 channels), not {}", g.c));
+  const Tensor rgb = convert_image_dtype(images, DType::F32);
+  Tensor grey = Tensor::empty(DType::F32, shape_of(g, g.h, g.w, 1));
+  const float* p = rgb.data<float>();
+  float* o = grey.data<float>();
+  const int64_t pixels = g.n * g.h * g.w;
+  for (int64_t i = 0; i < pixels; ++i) o[i] = p[3 * i] * 0.2989f + p[3 * i + 1] * 0.5870f + p[3 * i + 2] * 0.1140f;
+  return convert_image_dtype(grey, images.dtype());
+}
+
 Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors) {
   Geometry g = geometry(label);
   if (label.dtype() != DType::U8 || g.c != 3)

@@ -36,6 +36,10 @@ Tensor convert_image_dtype(const Tensor& images, DType to);
 /// (x - mean) / std in f32; mean and std hold one value or one per channel.
 Tensor normalize_image(const Tensor& images, const std::vector<float>& mean, const std::vector<float>& std);
 
+/// tf.image.rgb_to_grayscale: [..., 3] -> [..., 1] in the same dtype. As TF: the pixels converted to
+/// f32 (convert_image_dtype), 0.2989 R + 0.5870 G + 0.1140 B in f32, converted back.
+Tensor rgb_to_grayscale_image(const Tensor& images);
+
 /// One f32 channel per colour: out[..., k] = 1 where the RGB pixel equals colors[k], else 0.
 Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors);
 

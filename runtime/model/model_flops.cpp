@@ -1,9 +1,6 @@
 // FLOP counts per node, for `pipec explain` and the run summary. A multiply-add counts two; other
 // element-wise work one per element (a few for the ops that make several passes); backward nodes count
 // what their loops compute. The counts describe the math, not any executor's speed.
-#include <set>
-#include <string>
-
 #include "runtime/model/model_graph.h"
 
 namespace pipec {
@@ -29,11 +26,11 @@ int64_t node_flops(const ModelGraph& g, const GraphNode& n, int64_t rows) {
   switch (n.op) {
     case ModelOp::Expr: {
       if (!n.fn) return 0;
-      // Data movement (reshapes, joins, slices, casts) is not counted.
-      static const std::set<std::string> moves = {"param", "const", "reshape", "expand_dims", "squeeze", "concat", "stack",
-                                                  "slice", "gather", "transpose", "cast"};
-      for (const Instr& i : n.fn->body)
-        if (!moves.count(i.op) && i.type.fully_known()) per += i.type.num_elements();
+      // Inputs, constants, data movement (reshapes, joins, slices) and casts are not counted.
+      for (const Instr& i : n.fn->body) {
+        bool moves = op_has(i.op, OpFlag::Input | OpFlag::Constant | OpFlag::Structural) || i.op == OpKind::Cast;
+        if (!moves && i.type.fully_known()) per += i.type.num_elements();
+      }
       break;
     }
     case ModelOp::Conv2d: {  // x, kernel [kh, kw, in, out]

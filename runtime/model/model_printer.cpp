@@ -41,7 +41,7 @@ std::string attrs_text(const std::map<std::string, Value>& attrs) {
 bool single_instruction(const ExprFunction& fn, const Instr** only) {
   const Instr* found = nullptr;
   for (const Instr& i : fn.body) {
-    if (i.op == "param") continue;
+    if (op_has(i.op, OpFlag::Input)) continue;
     if (found) return false;
     found = &i;
   }
@@ -49,7 +49,7 @@ bool single_instruction(const ExprFunction& fn, const Instr** only) {
   // Printed as `op(inputs)` only when its operands are the node's inputs, in order.
   std::vector<int> params;
   for (size_t i = 0; i < fn.body.size(); ++i)
-    if (fn.body[i].op == "param") params.push_back(static_cast<int>(i));
+    if (op_has(fn.body[i].op, OpFlag::Input)) params.push_back(static_cast<int>(i));
   if (found->operands != params) return false;
   *only = found;
   return true;
@@ -65,7 +65,7 @@ std::string node_line(const ModelGraph& g, int index, const GraphNode& n, std::v
   const Instr* only = nullptr;
   if (n.op == ModelOp::Expr && n.fn) {
     if (single_instruction(*n.fn, &only)) {
-      op = only->op;
+      op = op_name(only->op);
       attrs = attrs_text(only->attrs);
     } else {
       attrs = " fn=" + n.fn->name;

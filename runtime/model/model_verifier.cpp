@@ -52,7 +52,7 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
       for (const std::string& e : verify_function(*n.fn)) err(e);
       std::vector<const Instr*> params;
       for (const Instr& in : n.fn->body)
-        if (in.op == "param") params.push_back(&in);
+        if (op_has(in.op, OpFlag::Input)) params.push_back(&in);
       if (params.size() != n.inputs.size()) err(fmt::format("its function takes {} values for {} inputs", params.size(), n.inputs.size()));
       for (size_t k = 0; k < params.size() && k < n.inputs.size(); ++k) {
         if (!valid(n.inputs[k])) continue;

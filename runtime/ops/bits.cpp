@@ -79,9 +79,9 @@ Tensor one_hot_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_bits(KernelTable& t) {
-  t["unpack_bits"] = KernelInfo{unpack_bits_kernel, KernelKind::Structural};
-  t["pack_bits"] = KernelInfo{pack_bits_kernel, KernelKind::Structural};
-  t["one_hot"] = KernelInfo{one_hot_kernel, KernelKind::Structural};
+  t.set(OpKind::UnpackBits, unpack_bits_kernel);
+  t.set(OpKind::PackBits, pack_bits_kernel);
+  t.set(OpKind::OneHot, one_hot_kernel);
 }
 
 }  // namespace pipec

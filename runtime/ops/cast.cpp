@@ -32,6 +32,6 @@ Tensor cast_kernel(const KernelArgs& a) { return cast_tensor(a.in.at(0), a.out_d
 
 }  // namespace
 
-void register_cast(KernelTable& t) { t["cast"] = KernelInfo{cast_kernel, KernelKind::Elementwise}; }
+void register_cast(KernelTable& t) { t.set(OpKind::Cast, cast_kernel); }
 
 }  // namespace pipec

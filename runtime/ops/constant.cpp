@@ -70,6 +70,6 @@ Tensor const_kernel(const KernelArgs& a) {
 
 }  // namespace
 
-void register_constant(KernelTable& t) { t["const"] = KernelInfo{const_kernel, KernelKind::Structural}; }
+void register_constant(KernelTable& t) { t.set(OpKind::Const, const_kernel); }
 
 }  // namespace pipec

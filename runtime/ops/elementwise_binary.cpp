@@ -294,30 +294,29 @@ Tensor logic_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_elementwise_binary(KernelTable& t) {
-  auto ew = [&](const char* name, KernelFn fn) { t[name] = KernelInfo{fn, KernelKind::Elementwise}; };
-  ew("add", arith_kernel<Add>);
-  ew("sub", arith_kernel<Sub>);
-  ew("mul", arith_kernel<Mul>);
-  ew("div", arith_kernel<Div>);
-  ew("floordiv", arith_kernel<FloorDiv>);
-  ew("mod", arith_kernel<Mod>);
-  ew("pow", arith_kernel<Pow>);
-  ew("max", arith_kernel<Max>);
-  ew("min", arith_kernel<Min>);
-  ew("atan2", arith_kernel<Atan2>);
-  ew("bit_and", arith_kernel<BitAnd>);
-  ew("bit_or", arith_kernel<BitOr>);
-  ew("bit_xor", arith_kernel<BitXor>);
-  ew("shl", arith_kernel<Shl>);
-  ew("shr", arith_kernel<Shr>);
-  ew("eq", compare_kernel<Eq>);
-  ew("ne", compare_kernel<Ne>);
-  ew("lt", compare_kernel<Lt>);
-  ew("le", compare_kernel<Le>);
-  ew("gt", compare_kernel<Gt>);
-  ew("ge", compare_kernel<Ge>);
-  ew("and", logic_kernel<And>);
-  ew("or", logic_kernel<Or>);
+  t.set(OpKind::Add, arith_kernel<Add>);
+  t.set(OpKind::Sub, arith_kernel<Sub>);
+  t.set(OpKind::Mul, arith_kernel<Mul>);
+  t.set(OpKind::Div, arith_kernel<Div>);
+  t.set(OpKind::FloorDiv, arith_kernel<FloorDiv>);
+  t.set(OpKind::Mod, arith_kernel<Mod>);
+  t.set(OpKind::Pow, arith_kernel<Pow>);
+  t.set(OpKind::Max, arith_kernel<Max>);
+  t.set(OpKind::Min, arith_kernel<Min>);
+  t.set(OpKind::Atan2, arith_kernel<Atan2>);
+  t.set(OpKind::BitAnd, arith_kernel<BitAnd>);
+  t.set(OpKind::BitOr, arith_kernel<BitOr>);
+  t.set(OpKind::BitXor, arith_kernel<BitXor>);
+  t.set(OpKind::Shl, arith_kernel<Shl>);
+  t.set(OpKind::Shr, arith_kernel<Shr>);
+  t.set(OpKind::Eq, compare_kernel<Eq>);
+  t.set(OpKind::Ne, compare_kernel<Ne>);
+  t.set(OpKind::Lt, compare_kernel<Lt>);
+  t.set(OpKind::Le, compare_kernel<Le>);
+  t.set(OpKind::Gt, compare_kernel<Gt>);
+  t.set(OpKind::Ge, compare_kernel<Ge>);
+  t.set(OpKind::And, logic_kernel<And>);
+  t.set(OpKind::Or, logic_kernel<Or>);
 }
 
 }  // namespace pipec

@@ -129,26 +129,25 @@ Tensor not_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_elementwise_unary(KernelTable& t) {
-  auto ew = [&](const char* name, KernelFn fn) { t[name] = KernelInfo{fn, KernelKind::Elementwise}; };
-  ew("neg", unary_kernel<Neg>);
-  ew("not", not_kernel);
-  ew("bit_not", unary_kernel<BitNot>);
-  ew("abs", unary_kernel<Abs>);
-  ew("sign", unary_kernel<Sign>);
-  ew("relu", unary_kernel<Relu>);
-  ew("square", unary_kernel<Square>);
-  ew("tanh", unary_kernel<Tanh>);
-  ew("exp", unary_kernel<Exp>);
-  ew("log", unary_kernel<Log>);
-  ew("log1p", unary_kernel<Log1p>);
-  ew("sqrt", unary_kernel<Sqrt>);
-  ew("rsqrt", unary_kernel<Rsqrt>);
-  ew("sin", unary_kernel<Sin>);
-  ew("cos", unary_kernel<Cos>);
-  ew("floor", unary_kernel<Floor>);
-  ew("ceil", unary_kernel<Ceil>);
-  ew("round", unary_kernel<Round>);
-  ew("sigmoid", unary_kernel<Sigmoid>);
+  t.set(OpKind::Neg, unary_kernel<Neg>);
+  t.set(OpKind::Not, not_kernel);
+  t.set(OpKind::BitNot, unary_kernel<BitNot>);
+  t.set(OpKind::Abs, unary_kernel<Abs>);
+  t.set(OpKind::Sign, unary_kernel<Sign>);
+  t.set(OpKind::Relu, unary_kernel<Relu>);
+  t.set(OpKind::Square, unary_kernel<Square>);
+  t.set(OpKind::Tanh, unary_kernel<Tanh>);
+  t.set(OpKind::Exp, unary_kernel<Exp>);
+  t.set(OpKind::Log, unary_kernel<Log>);
+  t.set(OpKind::Log1p, unary_kernel<Log1p>);
+  t.set(OpKind::Sqrt, unary_kernel<Sqrt>);
+  t.set(OpKind::Rsqrt, unary_kernel<Rsqrt>);
+  t.set(OpKind::Sin, unary_kernel<Sin>);
+  t.set(OpKind::Cos, unary_kernel<Cos>);
+  t.set(OpKind::Floor, unary_kernel<Floor>);
+  t.set(OpKind::Ceil, unary_kernel<Ceil>);
+  t.set(OpKind::Round, unary_kernel<Round>);
+  t.set(OpKind::Sigmoid, unary_kernel<Sigmoid>);
 }
 
 }  // namespace pipec

@@ -23,6 +23,7 @@
 
 #include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
+#include "runtime/image/distance_transform.h"
 #include "runtime/image/encoders.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/jpeg_decoder.h"
@@ -254,6 +255,14 @@ Tensor normalize_kernel(const KernelArgs& a) {
   return guarded([&] { return normalize_image(a.in.at(0), floats_of(a.in.at(1)), floats_of(a.in.at(2))); });
 }
 
+Tensor rgb_to_grayscale_kernel(const KernelArgs& a) {
+  return guarded([&] { return rgb_to_grayscale_image(a.in.at(0)); });
+}
+
+Tensor distance_transform_kernel(const KernelArgs& a) {
+  return guarded([&] { return distance_transform_image(a.in.at(0)); });
+}
+
 using Colors = std::vector<std::array<uint8_t, 3>>;
 
 // class_dict.csv: a header line, then `name,r,g,b` rows. Read once per process and path.
@@ -321,23 +330,25 @@ Tensor encode_jpeg_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_image_ops(KernelTable& t) {
-  t["read_file"] = KernelInfo{read_file_kernel, KernelKind::PerRow};
-  t["decode_jpeg"] = KernelInfo{decode_jpeg_kernel, KernelKind::PerRow};
-  t["decode_png"] = KernelInfo{decode_png_kernel, KernelKind::PerRow};
-  t["decode_image"] = KernelInfo{decode_image_kernel, KernelKind::PerRow};
-  t["random_crop"] = KernelInfo{random_crop_kernel, KernelKind::PerRow};
-  t["central_crop"] = KernelInfo{central_crop_kernel, KernelKind::PerRow};
-  t["crop_or_pad"] = KernelInfo{crop_or_pad_kernel, KernelKind::PerRow};
-  t["resize"] = KernelInfo{resize_kernel, KernelKind::PerRow};
-  t["flip_left_right"] = KernelInfo{flip_kernel<true, false>, KernelKind::PerRow};
-  t["flip_up_down"] = KernelInfo{flip_kernel<false, false>, KernelKind::PerRow};
-  t["random_flip_left_right"] = KernelInfo{flip_kernel<true, true>, KernelKind::PerRow};
-  t["random_flip_up_down"] = KernelInfo{flip_kernel<false, true>, KernelKind::PerRow};
-  t["convert_image_dtype"] = KernelInfo{convert_kernel, KernelKind::PerRow};
-  t["normalize"] = KernelInfo{normalize_kernel, KernelKind::PerRow};
-  t["one_hot_colors"] = KernelInfo{one_hot_colors_kernel, KernelKind::PerRow};
-  t["encode_png"] = KernelInfo{encode_png_kernel, KernelKind::PerRow};
-  t["encode_jpeg"] = KernelInfo{encode_jpeg_kernel, KernelKind::PerRow};
+  t.set(OpKind::ReadFile, read_file_kernel);
+  t.set(OpKind::DecodeJpeg, decode_jpeg_kernel);
+  t.set(OpKind::DecodePng, decode_png_kernel);
+  t.set(OpKind::DecodeImage, decode_image_kernel);
+  t.set(OpKind::RandomCrop, random_crop_kernel);
+  t.set(OpKind::CentralCrop, central_crop_kernel);
+  t.set(OpKind::CropOrPad, crop_or_pad_kernel);
+  t.set(OpKind::Resize, resize_kernel);
+  t.set(OpKind::FlipLeftRight, flip_kernel<true, false>);
+  t.set(OpKind::FlipUpDown, flip_kernel<false, false>);
+  t.set(OpKind::RandomFlipLeftRight, flip_kernel<true, true>);
+  t.set(OpKind::RandomFlipUpDown, flip_kernel<false, true>);
+  t.set(OpKind::ConvertImageDtype, convert_kernel);
+  t.set(OpKind::Normalize, normalize_kernel);
+  t.set(OpKind::RgbToGrayscale, rgb_to_grayscale_kernel);
+  t.set(OpKind::DistanceTransform, distance_transform_kernel);
+  t.set(OpKind::OneHotColors, one_hot_colors_kernel);
+  t.set(OpKind::EncodePng, encode_png_kernel);
+  t.set(OpKind::EncodeJpeg, encode_jpeg_kernel);
 }
 
 }  // namespace pipec

@@ -79,14 +79,14 @@ class Interpreter {
       const Instr& instr = fn_.body[i];
       if (!live[i]) continue;  // dead code, unused fields
       try {
-        vals_[i] = instr.op == "param" ? param(instr) : eval(instr);
+        vals_[i] = instr.op == OpKind::Param ? param(instr) : eval(instr);
         check_result(instr, vals_[i]);
       } catch (const KernelError&) {
         throw;
       } catch (const OpError& e) {
-        throw KernelError(instr.loc, instr.op, e.what());
+        throw KernelError(instr.loc, std::string(op_name(instr.op)), e.what());
       } catch (const std::logic_error& e) {  // invalid_argument, out_of_range, length_error from helpers
-        throw KernelError(instr.loc, instr.op, e.what());
+        throw KernelError(instr.loc, std::string(op_name(instr.op)), e.what());
       }
       for (int o : instr.operands)
         if (last_use[static_cast<size_t>(o)] == i) vals_[static_cast<size_t>(o)] = Val{};

@@ -86,8 +86,8 @@ Tensor concat_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_join_ops(KernelTable& t) {
-  t["stack"] = KernelInfo{stack_kernel, KernelKind::Structural};
-  t["concat"] = KernelInfo{concat_kernel, KernelKind::Structural};
+  t.set(OpKind::Stack, stack_kernel);
+  t.set(OpKind::Concat, concat_kernel);
 }
 
 }  // namespace pipec

@@ -12,10 +12,9 @@
 //     element axes by `lead`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/core/tensor.h"
@@ -40,6 +39,7 @@ struct KernelArgs {
 
 using KernelFn = Tensor (*)(const KernelArgs&);
 
+/// How the interpreter calls a kernel; derived from the op's flags (runtime/plan/ops.def) by kernel_kind().
 enum class KernelKind {
   Structural,   // shape and axis ops; operands all carry rows when lead = 1
   Elementwise,  // broadcasting ops: the interpreter aligns operands
@@ -47,15 +47,28 @@ enum class KernelKind {
   PerRow,       // data-dependent shapes (image decoding, crops): called once per element with lead = 0
 };
 
+/// PerRow ops are PerRow (even the random ones: a random crop is drawn per image); other random ops
+/// are Random, element-wise ones Elementwise, the rest Structural.
+KernelKind kernel_kind(OpKind op);
+
 struct KernelInfo {
   KernelFn fn = nullptr;
   KernelKind kind = KernelKind::Structural;
 };
 
-using KernelTable = std::unordered_map<std::string, KernelInfo>;
+/// The kernels, indexed by OpKind; each family fills in its ops.
+class KernelTable {
+ public:
+  /// Registers `fn` for `op`; registering an op twice is a bug (std::logic_error).
+  void set(OpKind op, KernelFn fn);
+  KernelFn get(OpKind op) const { return fns_[static_cast<size_t>(op)]; }
 
-/// The kernel for `op`, or null when there is none.
-const KernelInfo* find_kernel(std::string_view op);
+ private:
+  std::array<KernelFn, kNumOpKinds> fns_{};
+};
+
+/// The kernel for `op`, or null when there is none (param has none: the interpreter binds it).
+const KernelInfo* find_kernel(OpKind op);
 
 // Each family registers its kernels (called once, by kernel_registry.cpp).
 void register_elementwise_binary(KernelTable& t);

@@ -1,3 +1,5 @@
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "runtime/ops/kernel.h"
@@ -6,7 +8,7 @@ namespace pipec {
 
 namespace {
 
-KernelTable build_table() {
+std::array<KernelInfo, kNumOpKinds> build_table() {
   KernelTable t;
   register_elementwise_binary(t);
   register_elementwise_unary(t);
@@ -19,15 +21,31 @@ KernelTable build_table() {
   register_reductions(t);
   register_random(t);
   register_image_ops(t);
-  return t;
+  std::array<KernelInfo, kNumOpKinds> out{};
+  for (OpKind k : all_op_kinds) out[static_cast<size_t>(k)] = KernelInfo{t.get(k), kernel_kind(k)};
+  return out;
 }
 
 }  // namespace
 
-const KernelInfo* find_kernel(std::string_view op) {
-  static const KernelTable table = build_table();
-  auto it = table.find(std::string(op));
-  return it == table.end() ? nullptr : &it->second;
+KernelKind kernel_kind(OpKind op) {
+  const OpInfo& info = op_info(op);
+  if (info.has(OpFlag::PerRow)) return KernelKind::PerRow;
+  if (info.has(OpFlag::Random)) return KernelKind::Random;
+  if (info.has(OpFlag::Elementwise)) return KernelKind::Elementwise;
+  return KernelKind::Structural;
+}
+
+void KernelTable::set(OpKind op, KernelFn fn) {
+  KernelFn& slot = fns_[static_cast<size_t>(op)];
+  if (slot) throw std::logic_error(fmt::format("two kernels for op `{}`", op_name(op)));
+  slot = fn;
+}
+
+const KernelInfo* find_kernel(OpKind op) {
+  static const std::array<KernelInfo, kNumOpKinds> table = build_table();
+  const KernelInfo& k = table[static_cast<size_t>(op)];
+  return k.fn ? &k : nullptr;
 }
 
 const Value* find_attr(const Instr& in, const std::string& name) {

@@ -136,9 +136,9 @@ Tensor int_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_random(KernelTable& t) {
-  t["random_uniform"] = KernelInfo{uniform_kernel, KernelKind::Random};
-  t["random_normal"] = KernelInfo{normal_kernel, KernelKind::Random};
-  t["random_int"] = KernelInfo{int_kernel, KernelKind::Random};
+  t.set(OpKind::RandomUniform, uniform_kernel);
+  t.set(OpKind::RandomNormal, normal_kernel);
+  t.set(OpKind::RandomInt, int_kernel);
 }
 
 }  // namespace pipec

@@ -182,14 +182,13 @@ Tensor size_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_reductions(KernelTable& t) {
-  auto st = [&](const char* name, KernelFn fn) { t[name] = KernelInfo{fn, KernelKind::Structural}; };
-  st("sum", fold_kernel<Fold::Sum>);
-  st("prod", fold_kernel<Fold::Prod>);
-  st("mean", fold_kernel<Fold::Mean>);
-  st("reduce_max", fold_kernel<Fold::Max>);
-  st("reduce_min", fold_kernel<Fold::Min>);
-  st("argmax", argmax_kernel);
-  st("size", size_kernel);
+  t.set(OpKind::Sum, fold_kernel<Fold::Sum>);
+  t.set(OpKind::Prod, fold_kernel<Fold::Prod>);
+  t.set(OpKind::Mean, fold_kernel<Fold::Mean>);
+  t.set(OpKind::ReduceMax, fold_kernel<Fold::Max>);
+  t.set(OpKind::ReduceMin, fold_kernel<Fold::Min>);
+  t.set(OpKind::Argmax, argmax_kernel);
+  t.set(OpKind::Size, size_kernel);
 }
 
 }  // namespace pipec

@@ -67,8 +67,8 @@ Tensor clip_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_select(KernelTable& t) {
-  t["where"] = KernelInfo{where_kernel, KernelKind::Elementwise};
-  t["clip"] = KernelInfo{clip_kernel, KernelKind::Elementwise};
+  t.set(OpKind::Where, where_kernel);
+  t.set(OpKind::Clip, clip_kernel);
 }
 
 }  // namespace pipec

@@ -204,13 +204,12 @@ Tensor transpose_kernel(const KernelArgs& a) {
 }  // namespace
 
 void register_shape_ops(KernelTable& t) {
-  auto st = [&](const char* name, KernelFn fn) { t[name] = KernelInfo{fn, KernelKind::Structural}; };
-  st("slice", slice_kernel);
-  st("gather", gather_kernel);
-  st("reshape", reshape_kernel);
-  st("expand_dims", expand_dims_kernel);
-  st("squeeze", squeeze_kernel);
-  st("transpose", transpose_kernel);
+  t.set(OpKind::Slice, slice_kernel);
+  t.set(OpKind::Gather, gather_kernel);
+  t.set(OpKind::Reshape, reshape_kernel);
+  t.set(OpKind::ExpandDims, expand_dims_kernel);
+  t.set(OpKind::Squeeze, squeeze_kernel);
+  t.set(OpKind::Transpose, transpose_kernel);
 }
 
 }  // namespace pipec

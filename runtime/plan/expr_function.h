@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plan/op_kind.h"
 #include "runtime/plan/type.h"
 #include "runtime/plan/value.h"
 
@@ -26,7 +27,7 @@ struct SpecLoc {
 };
 
 struct Instr {
-  std::string op;                       // "param", "const", "add", "cast", "slice", "gather", "tanh", ...
+  OpKind op = OpKind::Const;            // Param, Const, Add, Cast, Slice, Gather, Tanh... (runtime/plan/ops.def)
   std::vector<int> operands;            // ids of earlier instructions
   std::map<std::string, Value> attrs;   // field (param), value (const), dtype (cast), starts/stops/steps...
   Type type;                            // the result
@@ -53,8 +54,8 @@ struct ExprFunction {
 ///   }
 std::string print_function(const ExprFunction& fn);
 
-/// Checks the SSA invariants (operands defined earlier, result ids valid, element-wise operands of
-/// one dtype, attribute presence per op). Returns the problems found, empty when valid.
+/// Checks the SSA invariants (operands defined earlier, result ids valid, operand counts and dtypes as
+/// the op table says, attribute presence per op). Returns the problems found, empty when valid.
 std::vector<std::string> verify_function(const ExprFunction& fn);
 
 }  // namespace pipec

@@ -12,6 +12,7 @@
 #include "runtime/plan/expr_function.h"
 #include "runtime/plan/gpu_kernel.h"
 #include "runtime/plan/native_kernel.h"
+#include "runtime/plan/stage_kind.h"
 
 namespace pipec {
 
@@ -24,7 +25,7 @@ struct SchemaEntry {
 };
 
 struct Stage {
-  std::string op;                                   // "tfrecord", "map", "batch", "zip", ...
+  StageKind kind = StageKind::Map;                  // Tfrecord, Map, Batch, Zip... (runtime/plan/stages.def)
   std::vector<std::pair<std::string, Value>> args;  // constant arguments in signature order
   std::vector<int> inputs;                          // earlier stages (zip has several; sources none)
   std::vector<SchemaEntry> schema;                  // sources with a schema
@@ -40,7 +41,7 @@ struct Stage {
 };
 
 /// Stages whose function runs once per element and may become a compiled kernel: map, filter, and
-/// map_batch (a map fused with the batch after it; the kernel is the map's).
+/// map_batch (a map fused with the batch after it; the kernel is the map's): StageFlag::ElementKernel.
 bool has_element_kernel(const Stage& s);
 
 struct Plan {

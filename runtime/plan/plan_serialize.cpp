@@ -117,7 +117,7 @@ class Encoder {
     u64(fn.body.size());
     for (const Instr& in : fn.body) {
       u8(kTagInstr);
-      str(in.op);
+      str(std::string(op_name(in.op)));  // by name: the enum's order may change between versions
       u64(in.operands.size());
       for (int o : in.operands) i32(o);
       u64(in.attrs.size());
@@ -145,7 +145,7 @@ class Encoder {
 
   void stage(const Stage& s) {
     u8(kTagStage);
-    str(s.op);
+    str(std::string(stage_name(s.kind)));  // by name, as instruction ops
     u64(s.args.size());
     for (const auto& [name, v] : s.args) {
       str(name);
@@ -309,7 +309,9 @@ class Decoder {
     for (uint64_t k = 0; k < n; ++k) {
       tag(kTagInstr, "instruction");
       Instr in;
-      in.op = str("instruction op");
+      const std::string op = str("instruction op");
+      if (auto kind = op_from_name(op)) in.op = *kind;
+      else fail(fmt::format("unknown instruction op `{}`", op));
       uint64_t nops = count(4, "operands");
       for (uint64_t o = 0; o < nops; ++o) {
         int32_t id = i32("operand");
@@ -354,7 +356,9 @@ class Decoder {
   Stage stage(size_t index) {
     tag(kTagStage, "stage");
     Stage s;
-    s.op = str("stage op");
+    const std::string kind = str("stage op");
+    if (auto k = stage_from_name(kind)) s.kind = *k;
+    else fail(fmt::format("unknown stage `{}`", kind));
     uint64_t nargs = count(10, "arguments");
     for (uint64_t a = 0; a < nargs; ++a) {
       std::string name = str("argument name");

@@ -5,7 +5,7 @@
 
 namespace pipec {
 
-bool has_element_kernel(const Stage& s) { return s.op == "map" || s.op == "filter" || s.op == "map_batch"; }
+bool has_element_kernel(const Stage& s) { return stage_has(s.kind, StageFlag::ElementKernel); }
 
 const Value* Stage::arg(const std::string& name) const {
   for (const auto& [n, v] : args)
@@ -25,7 +25,7 @@ std::string print_function(const ExprFunction& fn) {
   bool first = true;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op != "param") continue;
+    if (in.op != OpKind::Param) continue;
     if (!first) out += ", ";
     first = false;
     out += fmt::format("%{} {}: {}", i, in.attrs.at("field").s, type_to_string(in.type));
@@ -33,8 +33,8 @@ std::string print_function(const ExprFunction& fn) {
   out += ") {\n";
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    if (in.op == "param") continue;
-    std::string line = fmt::format("  %{} = {}", i, in.op);
+    if (in.op == OpKind::Param) continue;
+    std::string line = fmt::format("  %{} = {}", i, op_name(in.op));
     for (size_t k = 0; k < in.operands.size(); ++k) line += fmt::format("{} %{}", k ? "," : "", in.operands[k]);
     bool first_attr = true;
     for (const auto& [name, v] : in.attrs) {
@@ -65,7 +65,7 @@ std::string print_plan(const Plan& plan) {
     if (s.fn) args += fmt::format("{}fn = {}", args.empty() ? "" : ", ", s.fn->name);
     std::string where;
     if (s.loc.valid()) where = fmt::format("  ({}:{})", s.loc.line, s.loc.col);
-    out += fmt::format("  #{} {}({}){}\n", i, s.op, args, where);
+    out += fmt::format("  #{} {}({}){}\n", i, stage_name(s.kind), args, where);
     for (const SchemaEntry& e : s.schema)
       out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type), e.fixed_bytes ? " (fixed-length bytes)" : "",
                          e.default_value ? " = " + e.default_value->to_string() : "");

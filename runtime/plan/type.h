@@ -31,6 +31,7 @@ struct ElementInfo {
   bool infinite = false;     // after repeat() with no count
   bool is_sink = false;      // a write(...) stage ends the pipeline
   bool on_gpu = false;       // after to(gpu)
+  bool tfrecord_source = false;  // the records of a tfrecord source, no stage between (interleave needs it)
 };
 
 enum class TypeKind {

@@ -1,45 +1,45 @@
 // IR invariants, checked after lowering and after every pass.
-#include <set>
-
 #include <fmt/format.h>
 
 #include "runtime/plan/plan.h"
 
 namespace pipec {
 
-namespace {
-
-const std::set<std::string> kElementwiseBinary = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "max", "min",
-                                                  "bit_and", "bit_or", "bit_xor", "shl", "shr", "atan2"};
-const std::set<std::string> kComparisons = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"};
-
-}  // namespace
-
 std::vector<std::string> verify_function(const ExprFunction& fn) {
   std::vector<std::string> errs;
   bool params_done = false;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, in.op, m)); };
-    if (in.op == "param") {
+    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, op_name(in.op), m)); };
+    const OpInfo& info = op_info(in.op);
+    if (info.has(OpFlag::Input)) {
       if (params_done) err("parameters must come first");
       if (!in.attrs.count("field")) err("a param needs its field name");
     } else {
       params_done = true;
     }
-    if (in.op == "const" && !in.attrs.count("value")) err("a const needs a value");
-    if (in.op == "cast" && !in.attrs.count("dtype")) err("a cast needs a dtype");
+    if (info.has(OpFlag::Constant) && !in.attrs.count("value")) err("a const needs a value");
+    if (in.op == OpKind::Cast && !in.attrs.count("dtype")) err("a cast needs a dtype");
     if (!in.type.is_tensor()) err("every value must be a tensor");
+    const int n = static_cast<int>(in.operands.size());
+    if (n < info.min_operands || (info.max_operands != kVariadic && n > info.max_operands)) {
+      std::string want = info.max_operands == kVariadic ? fmt::format("at least {}", info.min_operands)
+                         : info.min_operands == info.max_operands ? std::to_string(info.min_operands)
+                                                                  : fmt::format("{} to {}", info.min_operands, info.max_operands);
+      err(fmt::format("takes {} operands, not {}", want, n));
+    }
     for (int o : in.operands)
       if (o < 0 || static_cast<size_t>(o) >= i) err(fmt::format("operand %{} is not defined before use", o));
-    if ((kElementwiseBinary.count(in.op) || kComparisons.count(in.op)) && in.operands.size() == 2) {
+    // Binary arithmetic, comparisons and and/or see operands of one dtype (lowering inserts the casts).
+    const bool arithmetic = info.has(OpFlag::Arithmetic);
+    if ((arithmetic || info.has(OpFlag::Compare) || info.has(OpFlag::Logic)) && n == 2) {
       int a = in.operands[0], b = in.operands[1];
       if (a >= 0 && b >= 0 && static_cast<size_t>(a) < i && static_cast<size_t>(b) < i &&
           fn.body[a].type.dtype != fn.body[b].type.dtype)
         err(fmt::format("operands have different dtypes ({} and {})", dtype_name(fn.body[a].type.dtype),
                         dtype_name(fn.body[b].type.dtype)));
-      if (kElementwiseBinary.count(in.op) && a >= 0 && static_cast<size_t>(a) < i &&
-          in.type.dtype != fn.body[a].type.dtype && in.op != "div")
+      // True division's result is its float type, whatever the operands were.
+      if (arithmetic && a >= 0 && static_cast<size_t>(a) < i && in.type.dtype != fn.body[a].type.dtype && in.op != OpKind::Div)
         err("the result dtype differs from the operands'");
     }
   }
@@ -52,29 +52,29 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
 
 std::vector<std::string> verify_plan(const Plan& plan) {
   std::vector<std::string> errs;
-  static const std::set<std::string> sources = {"tfrecord", "files", "list_files", "range", "csv", "npy", "zip"};
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
-    auto err = [&](const std::string& m) { errs.push_back(fmt::format("stage #{} {}: {}", i, s.op, m)); };
+    auto err = [&](const std::string& m) { errs.push_back(fmt::format("stage #{} {}: {}", i, stage_name(s.kind), m)); };
+    const StageInfo& info = stage_info(s.kind);
     for (int in : s.inputs)
       if (in < 0 || static_cast<size_t>(in) >= i) err(fmt::format("input #{} is not an earlier stage", in));
-    bool is_source = sources.count(s.op) > 0;
-    if (is_source && s.op != "zip" && !s.inputs.empty()) err("a source takes no input stage");
+    const bool is_source = info.has(StageFlag::Source);
+    if (is_source && !info.has(StageFlag::MultiInput) && !s.inputs.empty()) err("a source takes no input stage");
     if (!is_source && s.inputs.size() != 1) err("a stage takes exactly one input");
-    const bool has_fn_op = has_element_kernel(s) || s.op == "map_filter";
-    if (has_fn_op && !s.fn) err("needs a function");
+    if (info.has(StageFlag::Function) && !s.fn) err("needs a function");
     if (s.fn) {
       for (auto& e : verify_function(*s.fn)) errs.push_back(e);
       // map: one result per field. map_filter (a map fused with the filter after it): the same, then
       // the keep flag. A map with per_row = n runs per element after a batch: each field is its result
       // with the batch dimension in front; so is each field of map_batch (a map and the batch after it).
       const Value* per_row = s.arg("per_row");
-      if (per_row && (s.op != "map" || per_row->kind != Value::Int || per_row->i < 1 || s.element.batch_rank < 1))
+      if (per_row && (s.kind != StageKind::Map || per_row->kind != Value::Int || per_row->i < 1 || s.element.batch_rank < 1))
         err("per_row needs a map after a batch and a positive batch size");
-      const bool per_element_results = per_row || s.op == "map_batch";
-      if (s.op == "map" || s.op == "map_filter" || s.op == "map_batch") {
-        size_t nfields = s.fn->results.size() - (s.op == "map_filter" ? 1 : 0);
-        if (s.op == "map_filter" && (s.fn->results.empty() || s.fn->results.back().first != "keep"))
+      const bool map_filter = s.kind == StageKind::MapFilter;
+      const bool per_element_results = per_row || s.kind == StageKind::MapBatch;
+      if (s.kind == StageKind::Map || map_filter || s.kind == StageKind::MapBatch) {
+        size_t nfields = s.fn->results.size() - (map_filter ? 1 : 0);
+        if (map_filter && (s.fn->results.empty() || s.fn->results.back().first != "keep"))
           err("a map_filter function ends with its keep flag");
         else if (nfields != s.element.fields.size()) {
           err("the function's results do not match the element's fields");

@@ -22,8 +22,8 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
     auto fn = std::make_shared<ExprFunction>(*n.fn);
     for (Instr& i : fn->body) {
       if (i.type.dtype == DType::F32) i.type.dtype = dtype;
-      if (i.op == "const" && i.attrs.at("value").dtype == DType::F32) i.attrs["value"].dtype = dtype;
-      if (i.op == "cast" && i.attrs.at("dtype").s == "f32") i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
+      if (i.op == OpKind::Const && i.attrs.at("value").dtype == DType::F32) i.attrs["value"].dtype = dtype;
+      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32") i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
     }
     n.fn = fn;
   }
@@ -188,7 +188,7 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       c.rows = rows;
       std::vector<std::string> fields;
       for (const Instr& i : n.fn->body)
-        if (i.op == "param") fields.push_back(i.attrs.at("field").s);
+        if (op_has(i.op, OpFlag::Input)) fields.push_back(i.attrs.at("field").s);
       for (int v : n.inputs) {
         Column col;
         col.dense = values_.at(v);

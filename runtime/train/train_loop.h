@@ -1,11 +1,8 @@
 // The training loop: batches from the data pipeline into the step graph on the reference executor,
 // for a fixed number of steps or epochs, with progress, timing, NaN checks and weights in and out.
 //
-// How long it runs. `steps` alone: that many steps; `epochs` alone: that many passes over the data;
-// both: `steps` per epoch (Keras' steps_per_epoch), steps x epochs in all; neither: one pass. The data
-// pipeline is read on without a restart between epochs; when a finite pipeline ends before the steps
-// are done it starts over, as `repeat()` would (append_data_repeat adds that stage to the plan, so a
-// shuffle reshuffles each pass).
+// How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
+// data plan).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +16,7 @@
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/train/reference_executor.h"
+#include "runtime/train/train_length.h"
 
 namespace pipec {
 
@@ -33,19 +31,6 @@ class WeightsFileError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-struct TrainLength {
-  std::optional<int64_t> steps;   // total steps, when known up front
-  std::optional<int64_t> epochs;  // passes over the data, when the run ends at the end of a pass
-  int64_t steps_per_epoch = 0;    // with both steps and epochs
-  bool repeat_data = false;       // a finite pipeline starts over when it ends
-};
-
-/// The run's length from the train block and the command line's overrides (which win).
-TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs, bool data_infinite);
-
-/// Appends `repeat()` (or `repeat(epochs)`) to the data plan as `length` needs it.
-void append_data_repeat(Plan& data, const TrainLength& length);
 
 struct TrainOptions {
   uint64_t seed = 0;

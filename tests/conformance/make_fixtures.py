@@ -38,7 +38,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(HERE, "fixtures")
 SHARED_DATA = os.path.join(FIXTURES, "_data")
-EXTERNAL = os.path.join(os.path.dirname(REPO), "shared", "testdata", "external", "tfrecord")
+# The shared test data: $PIPEC_SHARED_DIR (as CMake finds it), else shared/ next to the checkout.
+SHARED = os.environ.get("PIPEC_SHARED_DIR") or os.path.join(os.path.dirname(REPO), "shared")
+EXTERNAL = os.path.join(SHARED, "testdata", "external", "tfrecord")
 # How a spec in fixtures/<case>/ names shared/testdata/external/tfrecord/ (paths in a spec are relative
 # to the spec's folder): fixtures/<case> -> fixtures -> conformance -> tests -> repo -> its parent.
 EXTERNAL_FROM_SPEC = "../../../../../shared/testdata/external/tfrecord"
@@ -338,6 +340,68 @@ pipeline p = rows | padded_batch({', '.join(args)})
 {VARLEN_SPEC_SOURCE.strip()}
 pipeline p = rows
 """, run_tf(varlen_dataset()), "varlen.tfrecord, unbatched: v and w have each record's own length")
+
+
+@case
+def padded_batch_strings():
+    """Byte strings in padded_batch: tf.data pads them with b"" where a batch's elements differ in shape."""
+    names = [b"alpha", b"", b"b", b"gamma-delta", b"e", b"", b"zeta", b"eta theta", b"i", b"", b"kappa"]
+    lengths = [2, 0, 3, 1, 5, 2, 0, 0, 0, 4, 1]
+    records = [example(id=feature([i]), name=feature([names[i]]), v=feature(list(range(10 * i, 10 * i + n)), "int64"))
+               for i, n in enumerate(lengths)]
+    path = os.path.join(FIXTURES, "_strings.tfrecord")
+    write_tfrecord(path, records)
+    feats = {"id": tf.io.FixedLenFeature([], tf.int64), "name": tf.io.FixedLenFeature([], tf.string),
+             "v": tf.io.VarLenFeature(tf.int64)}
+
+    def rows():
+        def parse(r):
+            p = tf.io.parse_single_example(r, feats)
+            return {"id": p["id"], "name": p["name"], "v": tf.sparse.to_dense(p["v"])}
+        return tf.data.TFRecordDataset(path).map(parse)
+
+    source = """
+source rows = tfrecord("data/strings.tfrecord") {
+  id: i64
+  name: bytes
+  v: i64[?]
+}
+"""
+    def ids_and_names(e):
+        return {"id": e["id"], "name": e["name"]}
+
+    data = {"strings.tfrecord": records}
+    write_case("padded_batch_strings_4", f"""
+# A byte-string field batched with padded_batch: a scalar string per element needs no padding
+{source.strip()}
+pipeline p = rows | padded_batch(4)
+""", run_tf(rows().padded_batch(4)), "strings.tfrecord (id, a byte string, a var-len int64 list), padded_batch(4)",
+              data_files=data)
+    write_case("padded_batch_strings_padm1", f"""
+# padding_value pads the numeric fields; byte strings always pad with empty strings
+{source.strip()}
+pipeline p = rows | padded_batch(3, padding_value = -1)
+""", run_tf(rows().padded_batch(3, padding_values={"id": tf.constant(-1, tf.int64), "name": tf.constant(b""),
+                                                   "v": tf.constant(-1, tf.int64)})),
+              "strings.tfrecord, padded_batch(3) with padding_values -1 for the numbers and b'' for the strings",
+              data_files=data)
+    write_case("padded_batch_strings_rows", f"""
+# Byte strings with a `?` dimension (batches of 3 strings, the last one shorter) padded with b"" to the
+# longest batch of each padded batch
+{source.strip()}
+pipeline p = rows | map(r => {{ id: r.id, name: r.name }}) | batch(3) | padded_batch(2)
+""", run_tf(rows().map(ids_and_names).batch(3).padded_batch(2)),
+              "strings.tfrecord, ids and names batched by 3, then padded_batch(2): the last padded batch "
+              "holds a batch of 3 and one of 2, padded with b''", data_files=data)
+    os.remove(path)
+    external_case("padded_batch_strings_tfx_taxi", "tfx_taxi_eval_00000.tfrecord.gz", "GZIP",
+                  '''  company: bytes = "none"
+  dropoff_census_tract: i64[?]''',
+                  {"company": tf.io.FixedLenFeature([], tf.string, default_value="none"),
+                   "dropoff_census_tract": tf.io.VarLenFeature(tf.int64)},
+                  " | take(12) | padded_batch(4)", lambda d: d.take(12).batch(4),
+                  "company strings (default \"none\") and var-len census tracts of the first 12 records, "
+                  "padded_batch(4)")
 
 
 # ---------------------------------------------------------------------------------------------------

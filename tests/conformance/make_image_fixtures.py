@@ -8,8 +8,10 @@ Outputs, under fixtures/images/:
                        the file. Covers every PngSuite file and every JPEG in ../shared/testdata/external.
   jpeg_<name>_c<ch>.npy the decoded pixels of each JPEG TF decodes (small files), so a mismatch can be
                        measured, not just detected.
-  ops_*.npy            inputs and outputs of crop_or_pad, central_crop, resize, flips and
-                       convert_image_dtype on small deterministic images.
+  ops_*.npy            inputs and outputs of crop_or_pad, central_crop, resize, flips,
+                       convert_image_dtype and rgb_to_grayscale on small deterministic images, and of
+                       distance_transform (scipy.ndimage.distance_transform_edt of `mask == 0`, which
+                       TensorFlow lacks) on a sparse mask.
 
 Usage: /work/tfvenv/bin/python tests/conformance/make_image_fixtures.py [testdata/external folder]
 """
@@ -18,6 +20,7 @@ import os
 import sys
 
 import numpy as np
+import scipy.ndimage
 import tensorflow as tf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,6 +92,16 @@ def ops_fixtures():
     u16 = tf.image.convert_image_dtype(t, tf.uint16)
     out["convert_u16_to_u8"] = tf.image.convert_image_dtype(u16 + 77, tf.uint8)
     np.save(os.path.join(OUT, "ops_input_u16_7x10x3.npy"), (u16 + 77).numpy())
+    out["rgb_to_grayscale_u8"] = tf.image.rgb_to_grayscale(t)
+    out["rgb_to_grayscale_f32"] = tf.image.rgb_to_grayscale(f * 0.9 + 0.05)
+    # A click map: a few non-zero pixels in channel 0, none in channel 1 (every distance +inf).
+    mask = np.zeros((9, 13, 2), dtype=np.uint8)
+    for y, x in [(0, 0), (4, 7), (8, 12), (2, 11)]:
+        mask[y, x, 0] = 255
+    np.save(os.path.join(OUT, "ops_input_mask_9x13x2.npy"), mask)
+    dist = np.stack([scipy.ndimage.distance_transform_edt(mask[:, :, k] == 0) if mask[:, :, k].any()
+                     else np.full(mask.shape[:2], np.inf) for k in range(2)], axis=-1)
+    np.save(os.path.join(OUT, "ops_distance_transform.npy"), dist.astype(np.float32))
     for k, v in out.items():
         np.save(os.path.join(OUT, f"ops_{k}.npy"), v.numpy())
 

@@ -3,16 +3,20 @@
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define PIPEC_KERNEL extern "C" __global__
 #define PIPEC_DEV __device__ __forceinline__
+#define PIPEC_DEV_CALL __device__ __noinline__  // big and used often: called, not inlined
 #define PIPEC_TABLE static __device__ const
 #define PIPEC_THREAD_INDEX ((long long)blockIdx.x * blockDim.x + threadIdx.x)
 #define PIPEC_THREAD_COUNT ((long long)blockDim.x * gridDim.x)
 #define PIPEC_F32_BITS(b) __uint_as_float(b)
 #define PIPEC_F64_BITS(b) __longlong_as_double((long long)(b))
+// A float divided by a constant zero is IEEE arithmetic here (an infinity or NaN), as on the CPU.
+#pragma nv_diag_suppress 39
 #else
 #include <math.h>
 #include <string.h>
 #define PIPEC_KERNEL extern "C"
 #define PIPEC_DEV static inline
+#define PIPEC_DEV_CALL static inline
 #define PIPEC_TABLE static const
 #define PIPEC_THREAD_INDEX 0LL  // on the host one call covers every index
 #define PIPEC_THREAD_COUNT 1LL
@@ -31,45 +35,136 @@ typedef unsigned long long u64;
 typedef long long i64;
 typedef float f32;
 typedef double f64;
+template <class T> struct p_signed { static constexpr bool value = (T)(-1) < (T)0; };
 
-// Integer arithmetic wraps (two's complement), as in the interpreter.
+// Integers (bool included where the op allows it). Arithmetic wraps: it is done in u64 and truncated.
 template <class T> PIPEC_DEV T p_add(T a, T b) { return (T)((u64)a + (u64)b); }
 template <class T> PIPEC_DEV T p_sub(T a, T b) { return (T)((u64)a - (u64)b); }
 template <class T> PIPEC_DEV T p_mul(T a, T b) { return (T)((u64)a * (u64)b); }
 template <class T> PIPEC_DEV T p_neg(T a) { return (T)(0 - (u64)a); }
 template <class T> PIPEC_DEV T p_max(T a, T b) { return a > b ? a : b; }
 template <class T> PIPEC_DEV T p_min(T a, T b) { return a < b ? a : b; }
-template <class T> PIPEC_DEV T p_abs(T a) { return a < 0 ? p_neg(a) : a; }
-template <class T> PIPEC_DEV T p_relu(T a) { return a < 0 ? (T)0 : a; }
-template <class T> PIPEC_DEV T p_square(T a) { return p_mul(a, a); }
-template <class T> PIPEC_DEV T p_sign(T a) { return (T)((a > 0) - (a < 0)); }
-#define PIPEC_FLOAT_OPS(T, SUF)                                                              \
-  PIPEC_DEV T p_add(T a, T b) { return a + b; }                                              \
-  PIPEC_DEV T p_sub(T a, T b) { return a - b; }                                              \
-  PIPEC_DEV T p_mul(T a, T b) { return a * b; }                                              \
-  PIPEC_DEV T p_neg(T a) { return -a; }                                                      \
-  PIPEC_DEV T p_max(T a, T b) { return (a > b || a != a) ? a : b; }                          \
-  PIPEC_DEV T p_min(T a, T b) { return (a < b || a != a) ? a : b; }                          \
-  PIPEC_DEV T p_abs(T a) { return fabs##SUF(a); }                                            \
-  PIPEC_DEV T p_relu(T a) { return a < 0 ? (T)0 : a; }                                       \
-  PIPEC_DEV T p_square(T a) { return a * a; }                                                \
-  PIPEC_DEV T p_sign(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; }       \
-  PIPEC_DEV T p_div(T a, T b) { return a / b; }                                              \
-  PIPEC_DEV T p_tanh(T a) { return tanh##SUF(a); }                                           \
-  PIPEC_DEV T p_exp(T a) { return exp##SUF(a); }                                             \
-  PIPEC_DEV T p_log(T a) { return log##SUF(a); }                                             \
-  PIPEC_DEV T p_log1p(T a) { return log1p##SUF(a); }                                         \
-  PIPEC_DEV T p_sqrt(T a) { return sqrt##SUF(a); }                                           \
-  PIPEC_DEV T p_rsqrt(T a) { return (T)1 / sqrt##SUF(a); }                                   \
-  PIPEC_DEV T p_sin(T a) { return sin##SUF(a); }                                             \
-  PIPEC_DEV T p_cos(T a) { return cos##SUF(a); }                                             \
-  PIPEC_DEV T p_floor(T a) { return floor##SUF(a); }                                         \
-  PIPEC_DEV T p_ceil(T a) { return ceil##SUF(a); }                                           \
-  PIPEC_DEV T p_sigmoid(T a) {                                                               \
-    if (a >= 0) return (T)1 / ((T)1 + exp##SUF(-a));                                         \
-    T e = exp##SUF(a);                                                                       \
-    return e / ((T)1 + e);                                                                   \
+template <class T> PIPEC_DEV T p_clip(T x, T lo, T hi) {  // floats too: NaN stays NaN, lo > hi gives hi
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+template <class T> PIPEC_DEV T p_abs(T a) {  // abs(MIN) = MIN
+  if constexpr (p_signed<T>::value) return a < 0 ? p_neg(a) : a;
+  else return a;
+}
+template <class T> PIPEC_DEV T p_sign(T a) {
+  if constexpr (p_signed<T>::value) return (T)((a > 0) - (a < 0));
+  else return (T)(a > 0);
+}
+template <class T> PIPEC_DEV T p_relu(T a) {
+  if constexpr (p_signed<T>::value) return a < 0 ? (T)0 : a;
+  else return a;
+}
+// Floor division and modulo with Python's signs; x // 0 = x % 0 = 0, MIN // -1 = MIN.
+template <class T> PIPEC_DEV T p_floordiv(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (p_signed<T>::value) {
+    if (b == (T)-1) return p_neg(a);
+    T q = (T)(a / b);
+    const T r = (T)(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) q = (T)(q - 1);
+    return q;
+  } else {
+    return (T)(a / b);
   }
+}
+template <class T> PIPEC_DEV T p_mod(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (p_signed<T>::value) {
+    if (b == (T)-1) return 0;
+    T r = (T)(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
+    return r;
+  } else {
+    return (T)(a % b);
+  }
+}
+// Powers by squaring, wrapping; a negative exponent gives the truncated 1 / a^|b|.
+template <class T> PIPEC_DEV T p_pow(T a, T b) {
+  if constexpr (p_signed<T>::value) {
+    if (b < 0) {
+      if (a == 1) return 1;
+      if (a == (T)-1) return (b & 1) ? (T)-1 : (T)1;
+      return 0;
+    }
+  }
+  u64 result = 1, base = (u64)a, e = (u64)b;
+  while (e) {
+    if (e & 1) result = result * base;
+    base = base * base;
+    e >>= 1;
+  }
+  return (T)result;
+}
+// Shift counts outside [0, bits) shift everything out: shl gives 0, shr 0 or -1 (sign fill).
+template <class T> PIPEC_DEV T p_shl(T a, T b) {
+  if constexpr (p_signed<T>::value) {
+    if (b < 0) return 0;
+  }
+  if (b >= (T)(sizeof(T) * 8)) return 0;
+  return (T)((u64)a << b);
+}
+template <class T> PIPEC_DEV T p_shr(T a, T b) {
+  if constexpr (p_signed<T>::value) {
+    if (b < 0 || b >= (T)(sizeof(T) * 8)) return a < 0 ? (T)-1 : (T)0;
+    return (T)(a >> b);  // arithmetic
+  } else {
+    if (b >= (T)(sizeof(T) * 8)) return 0;
+    return (T)(a >> b);
+  }
+}
+// One step of reduce_max / reduce_min.
+template <class T> PIPEC_DEV T p_fold_max(T acc, T x) { return x > acc ? x : acc; }
+template <class T> PIPEC_DEV T p_fold_min(T acc, T x) { return x < acc ? x : acc; }
+
+// Floats: the interpreter's formulas with the float (f32) or double (f64) C functions.
+#define PIPEC_FLOAT_OPS(T, SUF)                                                                \
+  PIPEC_DEV T p_max(T a, T b) { return (a > b || a != a) ? a : b; }                            \
+  PIPEC_DEV T p_min(T a, T b) { return (a < b || a != a) ? a : b; }                            \
+  PIPEC_DEV T p_abs(T a) { return fabs##SUF(a); }                                              \
+  PIPEC_DEV T p_sign(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; }         \
+  PIPEC_DEV T p_relu(T a) { return a < 0 ? (T)0 : a; }                                         \
+  PIPEC_DEV T p_mod(T a, T b) {                                                                \
+    T m = fmod##SUF(a, b);                                                                     \
+    if (b == 0) return m;                                                                      \
+    if (m != 0) {                                                                              \
+      if ((b < 0) != (m < 0)) m += b;                                                          \
+    } else {                                                                                   \
+      m = copysign##SUF((T)0, b);                                                              \
+    }                                                                                          \
+    return m;                                                                                  \
+  }                                                                                            \
+  PIPEC_DEV T p_floordiv(T a, T b) {                                                           \
+    if (b == 0) return a / b;                                                                  \
+    const T m = fmod##SUF(a, b);                                                               \
+    T div = (a - m) / b;                                                                       \
+    if (m != 0 && ((b < 0) != (m < 0))) div -= 1;                                              \
+    if (div != 0) {                                                                            \
+      T fl = floor##SUF(div);                                                                  \
+      if (div - fl > (T)0.5) fl += 1;                                                          \
+      return fl;                                                                               \
+    }                                                                                          \
+    return copysign##SUF((T)0, a / b);                                                         \
+  }                                                                                            \
+  PIPEC_DEV T p_round(T a) { /* half to even; keeps the sign of zero */                        \
+    T r = floor##SUF(a);                                                                       \
+    const T d = a - r;                                                                         \
+    if (d > (T)0.5 || (d == (T)0.5 && fmod##SUF(r, (T)2) != 0)) r += 1;                        \
+    if (r == 0) r = copysign##SUF((T)0, a);                                                    \
+    return r;                                                                                  \
+  }                                                                                            \
+  PIPEC_DEV T p_sigmoid(T a) { /* exp never overflows */                                       \
+    if (a >= 0) return (T)1 / ((T)1 + exp##SUF(-a));                                           \
+    const T e = exp##SUF(a);                                                                   \
+    return e / ((T)1 + e);                                                                     \
+  }                                                                                            \
+  PIPEC_DEV T p_fold_max(T acc, T x) { return acc != acc ? acc : x != x ? x : x > acc ? x : acc; } \
+  PIPEC_DEV T p_fold_min(T acc, T x) { return acc != acc ? acc : x != x ? x : x < acc ? x : acc; }
 PIPEC_FLOAT_OPS(f32, f)
 PIPEC_FLOAT_OPS(f64, )
 #undef PIPEC_FLOAT_OPS
@@ -110,93 +205,113 @@ PIPEC_DEV void p_philox(u32 c[4], u32 k0, u32 k1) {
     c[3] = n3;
   }
 }
-// The 4 words of block `block` of the stream for one element.
-PIPEC_DEV void p_stream_block(u64 seed, u64 op, u64 element, u64 epoch, u32 block, u32 out[4]) {
+// One element's stream: the derived key and the counter's fixed words.
+struct p_stream {
+  u32 k0, k1, e0, e1, ep;
+};
+PIPEC_DEV p_stream p_stream_of(u64 seed, u64 op, u64 element, u64 epoch) {
   u32 key[4] = {(u32)op, (u32)(op >> 32), (u32)(epoch >> 32), 0x6b657931u};
   p_philox(key, (u32)seed, (u32)(seed >> 32));
-  out[0] = (u32)element;
-  out[1] = (u32)(element >> 32);
-  out[2] = (u32)epoch;
+  p_stream s = {key[0], key[1], (u32)element, (u32)(element >> 32), (u32)epoch};
+  return s;
+}
+// The 4 words of block `block` of a stream.
+PIPEC_DEV void p_block(const p_stream& s, u32 block, u32 out[4]) {
+  out[0] = s.e0;
+  out[1] = s.e1;
+  out[2] = s.ep;
   out[3] = block;
-  p_philox(out, key[0], key[1]);
+  p_philox(out, s.k0, s.k1);
 }
 // Value k of uniform_float(): word k of the stream.
-PIPEC_DEV f32 p_uniform_f32(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
+PIPEC_DEV_CALL f32 p_uniform_f32(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
   u32 b[4];
-  p_stream_block(seed, op, element, epoch, (u32)(k >> 2), b);
+  p_block(p_stream_of(seed, op, element, epoch), (u32)(k >> 2), b);
   return (f32)(b[k & 3] >> 8) * 5.9604644775390625e-08f;  // 2^-24
 }
 PIPEC_DEV f64 p_u53(u32 lo, u32 hi) { return (f64)((((u64)hi << 32) | lo) >> 11) * 1.1102230246251565e-16; }  // 2^-53
 // Value k of uniform_double(): words 2k and 2k+1.
-PIPEC_DEV f64 p_uniform_f64(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
+PIPEC_DEV_CALL f64 p_uniform_f64(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
   u32 b[4];
-  p_stream_block(seed, op, element, epoch, (u32)(k >> 1), b);
+  p_block(p_stream_of(seed, op, element, epoch), (u32)(k >> 1), b);
   const int w = (int)(k & 1) * 2;
   return p_u53(b[w], b[w + 1]);
 }
 // Value k of normal(): Box-Muller on block k/2 (u1 from words 0-1, u2 from words 2-3); even k takes
 // the cosine, odd k the sine (the spare).
-PIPEC_DEV f64 p_normal(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
+PIPEC_DEV_CALL f64 p_normal(u64 seed, u64 op, u64 element, u64 epoch, i64 k) {
   u32 b[4];
-  p_stream_block(seed, op, element, epoch, (u32)(k >> 1), b);
+  p_block(p_stream_of(seed, op, element, epoch), (u32)(k >> 1), b);
   const f64 u1 = 1.0 - p_u53(b[0], b[1]);
   const f64 u2 = p_u53(b[2], b[3]);
   const f64 r = sqrt(-2.0 * log(u1));
   const f64 theta = 2.0 * 3.141592653589793 * u2;
   return (k & 1) ? r * sin(theta) : r * cos(theta);
 }
+// Value k of uniform_int(lo, hi - 1) (lo < hi). The interpreter rejects the draws below 2^w mod n
+// (w = 32 for n <= 2^32 values, else 64; a u64 draw is two words) and redraws, so value k is the
+// (k+1)-th accepted draw: when nothing can be rejected (n a power of two) it is draw k, otherwise the
+// draws before it are scanned, as the interpreter drew them.
+PIPEC_DEV_CALL i64 p_random_int(u64 seed, u64 op, u64 element, u64 epoch, i64 k, i64 lo, i64 hi) {
+  const p_stream s = p_stream_of(seed, op, element, epoch);
+  const u64 n = (u64)hi - (u64)lo;        // values in [lo, hi): 1 .. 2^64 - 1
+  const bool wide = n > 0x100000000ull;  // u64 draws (two words) past 2^32 values
+  const u64 reject_below = wide ? (0 - n) % n : n == 0x100000000ull ? 0 : (u64)((u32)(0u - (u32)n) % (u32)n);
+  const i64 per_block = wide ? 2 : 4;
+  u32 b[4];
+  i64 block = -1, accepted = 0;
+  for (i64 d = reject_below == 0 ? k : 0;; ++d) {
+    if (d / per_block != block) {
+      block = d / per_block;
+      p_block(s, (u32)block, b);
+    }
+    const int w = (int)(d % per_block) * (wide ? 2 : 1);
+    const u64 x = wide ? ((u64)b[w + 1] << 32) | b[w] : (u64)b[w];
+    if (x < reject_below) continue;
+    if (reject_below == 0 || accepted == k) return (i64)((u64)lo + x % n);
+    ++accepted;
+  }
+}
 // ---- end of prelude ----
 
 // ---- map@2 ----
 struct Ctx {
-  const i64* in0;  // value
+  const i64* in0;  // `value`: i64[] per row
   i64 first_index, epoch;
   u64 seed;
 };
-PIPEC_TABLE f32 k2[3] = {
+PIPEC_TABLE f32 table0[3] = {
   0x1p-1f, -0x1p+0f, 0x1p+1f};
-PIPEC_TABLE i64 g6[2] = {2ll, 0ll};
-PIPEC_DEV i64 v0(const Ctx& c, i64 row, i64 i) {  // param
-  (void)c; (void)row; (void)i;
-  return c.in0[row * 1 + i];
+PIPEC_TABLE f32 table1[3] = {
+  0x1p-1f, -0x1p+0f, 0x1p+1f};
+// result 0 `scaled`: f32[3]
+PIPEC_DEV f32 result0(const Ctx& c, i64 v0, i64 v1) {
+  const i64 n2 = c.in0[v0 * 1 + 0ll];
+  const f32 n3 = ((f32)n2);
+  const f32 n5 = table0[v1];
+  const f32 n6 = (n3 * n5);
+  const f32 n8 = (n6 + 0x1p+0f);
+  return n8;
 }
-PIPEC_DEV f32 v1(const Ctx& c, i64 row, i64 i) {  // cast
-  (void)c; (void)row; (void)i;
-  return ((f32)(v0(c, row, i)));
+// result 1 `picked`: f32[2]
+PIPEC_DEV f32 result1(const Ctx& c, i64 v0, i64 v1) {
+  const i64 n6 = c.in0[v0 * 1 + 0ll];
+  const f32 n7 = ((f32)n6);
+  const i64 n2 = (v1 * -2ll);
+  const i64 n4 = (2ll + n2);
+  const f32 n9 = table1[n4];
+  const f32 n10 = (n7 * n9);
+  return n10;
 }
-PIPEC_DEV f32 v2(const Ctx& c, i64 row, i64 i) {  // const
-  (void)c; (void)row; (void)i;
-  return k2[i];
-}
-PIPEC_DEV f32 v3(const Ctx& c, i64 row, i64 i) {  // mul
-  (void)c; (void)row; (void)i;
-  return p_mul(v1(c, row, 0), v2(c, row, i));
-}
-PIPEC_DEV f32 v4(const Ctx& c, i64 row, i64 i) {  // const
-  (void)c; (void)row; (void)i;
-  return 0x1p+0f;
-}
-PIPEC_DEV f32 v5(const Ctx& c, i64 row, i64 i) {  // add
-  (void)c; (void)row; (void)i;
-  return p_add(v3(c, row, i), v4(c, row, 0));
-}
-PIPEC_DEV f32 v6(const Ctx& c, i64 row, i64 i) {  // gather
-  (void)c; (void)row; (void)i;
-  return v3(c, row, (g6[i]));
-}
-PIPEC_DEV f64 v7(const Ctx& c, i64 row, i64 i) {  // const
-  (void)c; (void)row; (void)i;
-  return -0x1p+0;
-}
-PIPEC_DEV f64 v8(const Ctx& c, i64 row, i64 i) {  // const
-  (void)c; (void)row; (void)i;
-  return 0x1p+0;
-}
-PIPEC_DEV f32 v9(const Ctx& c, i64 row, i64 i) {  // random_uniform
-  (void)c; (void)row; (void)i;
-  const f32 u = p_uniform_f32((u64)9ll, (u64)0ll, (u64)(c.first_index + row), (u64)c.epoch, i);
-  const f32 lo = ((f32)(v7(c, row, 0))), hi = ((f32)(v8(c, row, 0)));
-  return (f32)(lo + (hi - lo) * u);
+// result 2 `noise`: f32[2]
+PIPEC_DEV f32 result2(const Ctx& c, i64 v0, i64 v1) {
+  const f32 n5 = ((f32)-0x1p+0);
+  const f32 n7 = ((f32)0x1p+0);
+  const f32 n8 = (n7 - n5);
+  const f32 n3 = p_uniform_f32(9ull, 0ull, (u64)(c.first_index + v0), (u64)c.epoch, v1);
+  const f32 n9 = (n8 * n3);
+  const f32 n10 = (n5 + n9);
+  return n10;
 }
 PIPEC_KERNEL void pipec_map_2(
     const i64* __restrict__ in0,
@@ -216,22 +331,27 @@ PIPEC_KERNEL void pipec_map_2(
   for (i64 t = PIPEC_THREAD_INDEX; t < total; t += PIPEC_THREAD_COUNT) {
     i64 u = t;
     if (u < n0) {
-      const i64 row = u / 3, i = u - row * 3;
-      out0[u] = v5(c, row, i);
+      const i64 v0 = u / 3;
+      i64 e = u - v0 * 3;
+      const i64 v1 = e;
+      out0[u] = result0(c, v0, v1);
       continue;
     }
     u -= n0;
     if (u < n1) {
-      const i64 row = u / 2, i = u - row * 2;
-      out1[u] = v6(c, row, i);
+      const i64 v0 = u / 2;
+      i64 e = u - v0 * 2;
+      const i64 v1 = e;
+      out1[u] = result1(c, v0, v1);
       continue;
     }
     u -= n1;
     if (u < n2) {
-      const i64 row = u / 2, i = u - row * 2;
-      out2[u] = v9(c, row, i);
+      const i64 v0 = u / 2;
+      i64 e = u - v0 * 2;
+      const i64 v1 = e;
+      out2[u] = result2(c, v0, v1);
       continue;
     }
-    u -= n2;
   }
 }

@@ -30,6 +30,9 @@ struct RunOutput {
   bool ok = false;
   std::string error;              // why the run failed (when !ok)
   std::vector<Element> elements;  // in delivery order
+  /// Set when the variant cannot apply to the pipeline and refused it for the documented reason held
+  /// here (a library of a pipeline with byte-string fields): not compared, not a mismatch.
+  std::string not_applicable;
 };
 
 struct Mismatch {

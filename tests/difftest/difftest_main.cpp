@@ -1,7 +1,8 @@
 // `difftest`: differential testing of pipec. For each seed, generates a random type-correct pipeline
 // (tests/difftest/spec_generator.h), asserts that it checks, runs it in every variant
 // (tests/difftest/variants.h) and compares every field of every element with the reference
-// interpreter (tests/difftest/compare_outputs.h). Then does the same for the examples.
+// interpreter (tests/difftest/compare_outputs.h). Then does the same for the examples, each in a
+// temporary folder with small data made by its own make_data.pipe (never the checkout's data).
 //
 //   difftest [--seeds N] [--first S] [--seed S] [--keep DIR] [--pipec PATH] [--no-examples] [--examples-only]
 //            [--source-dir DIR] [--spec FILE] [--known-bugs] [--lib-every K] [--lib-reader PATH] [-v]
@@ -21,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
 #include "tests/difftest/self_check.h"
 #include "tests/difftest/spec_generator.h"
 #include "tests/difftest/variants.h"
@@ -53,7 +54,8 @@ struct Tally {
   int64_t check_failures = 0;  // generated specs the checker refused (generator or compiler bugs)
   int64_t run_errors = 0;      // cases whose reference run failed (every variant must fail too)
   int64_t mismatches = 0;
-  std::map<std::string, int64_t> compared;  // variant -> cases compared
+  std::map<std::string, int64_t> compared;        // variant -> cases compared
+  std::map<std::string, int64_t> not_applicable;  // variant -> cases it refused, as documented
 };
 
 std::string read_all(const fs::path& p) {
@@ -102,6 +104,12 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
     // Slow variants run on every n-th generated case (the first included) and on every example.
     if (!every_variant && (case_index - 1) % v.every != 0) continue;
     RunOutput got = run_variant(v, req, o.pipec, o.lib_reader);
+    if (!got.not_applicable.empty()) {
+      ++t.not_applicable[v.name];
+      std::cout << fmt::format("{}: variant {} does not apply, and refuses it as documented: {}\n", label, v.name,
+                               got.not_applicable);
+      continue;
+    }
     ++t.compared[v.name];
     if (auto m = compare_outputs(ref, got, v.tolerance)) {
       ++t.mismatches;
@@ -128,7 +136,10 @@ bool run_generated(uint64_t seed, const VariantSet& variants, const HarnessOptio
   write_case(c, dir);
   fs::path spec = dir / "spec.pipe";
   // Every generated spec must pass the checker (the same call as `pipec check`).
-  auto program = check_file(spec.string());
+  CompileRequest check;
+  check.path = spec.string();
+  check.target = CompileTarget::CheckOnly;
+  const std::unique_ptr<Program> program = compile(check).program;
   if (program->diags.has_errors()) {
     ++t.check_failures;
     std::ostringstream d;
@@ -149,46 +160,87 @@ bool run_generated(uint64_t seed, const VariantSet& variants, const HarnessOptio
   return ok;
 }
 
-// examples/chess with a small data set made by its own make_data.pipe; the other examples when their
-// data is present (they read images that are not in the repository).
+// An example as the harness runs it: a copy of its folder's files, with data its own make_data.pipe
+// writes into the copy. Rewriting `const NAME = N` lines in the copies makes the data set and the
+// images small, so every example is compared in seconds; the pipelines' code stays as written.
+struct Shrink {
+  const char* file;  // in the example's folder
+  const char* name;  // the const
+  const char* value;
+};
+struct ExampleSetup {
+  const char* name;
+  std::vector<Shrink> shrink;
+  std::optional<int64_t> take;  // elements compared per pipeline
+};
+
+const std::vector<ExampleSetup> kExamples = {
+    // 512-element batches of 1500 records: the 4 batches taken cross the end of the first epoch.
+    {"chess", {{"make_data.pipe", "RECORDS", "1_500"}}, 4},
+    // Two batches of 4 patches of 64x64, cropped from 72x96 images so the window moves.
+    {"deblur",
+     {{"make_data.pipe", "PAIRS", "8"}, {"make_data.pipe", "H", "72"}, {"make_data.pipe", "W", "96"},
+      {"deblur.pipe", "PATCH", "64"}, {"deblur.pipe", "BATCH", "4"}},
+     3},
+    // Three batches of 3 (an epoch of 9 samples), 60x80 images cropped and padded to 64x64.
+    {"segmentation",
+     {{"make_data.pipe", "SAMPLES", "9"}, {"make_data.pipe", "H", "60"}, {"make_data.pipe", "W", "80"},
+      {"segmentation.pipe", "SIZE", "64"}},
+     3},
+    // No make_data.pipe: its data (photos and click maps) is not in the repository.
+    {"preprocess", {}, 3},
+};
+
+// Copies the example's own files (not its data/ or anything else a user made there) into `dir`,
+// shrinks them and makes its data there. Returns why it could not, or "".
+std::string prepare_example(const ExampleSetup& e, const HarnessOptions& o, const fs::path& dir) {
+  fs::path src = o.source_dir / "examples" / e.name;
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(src))
+    if (entry.is_regular_file()) fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+  for (const Shrink& s : e.shrink) {
+    std::string text = read_all(dir / s.file);
+    std::regex line(fmt::format(R"(const {} = [0-9_]+)", s.name));
+    if (!std::regex_search(text, line)) return fmt::format("{} has no `const {} = N` line to shrink", s.file, s.name);
+    std::ofstream(dir / s.file) << std::regex_replace(text, line, fmt::format("const {} = {}", s.name, s.value));
+  }
+  if (!fs::exists(dir / "make_data.pipe")) return "";
+  std::string err;
+  if (int code = run_command(o.pipec, {"run", (dir / "make_data.pipe").string(), "--quiet"}, dir / "scratch", nullptr, &err))
+    return fmt::format("make_data.pipe failed (exit {}): {}", code, err);
+  return "";
+}
+
+// Every example, each in a folder of its own under `work` with the small data set its make_data.pipe
+// makes there, so the result never depends on what a user made in the checkout (examples/*/data).
+// Every pipeline of the example's main spec is compared; one that cannot run (an example without its
+// data) is reported and not compared.
 bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t, const fs::path& work) {
   bool ok = true;
-  fs::path chess = work / "chess";
-  fs::create_directories(chess);
-  fs::copy_file(o.source_dir / "examples/chess/chess.pipe", chess / "chess.pipe", fs::copy_options::overwrite_existing);
-  std::string make = read_all(o.source_dir / "examples/chess/make_data.pipe");
-  std::string small = std::regex_replace(make, std::regex(R"(const RECORDS = [0-9_]+)"), "const RECORDS = 1_500");
-  if (small == make) {
-    std::cout << "example chess: make_data.pipe has no `const RECORDS = N` line to shrink; not compared\n";
-    return false;
-  }
-  std::ofstream(chess / "make_data.pipe") << small;
-  std::string err;
-  if (int code = run_command(o.pipec, {"run", (chess / "make_data.pipe").string(), "--quiet"}, chess / "scratch", nullptr, &err)) {
-    std::cout << fmt::format("example chess: make_data.pipe failed (exit {}): {}\n", code, err);
-    return false;
-  }
-  // 512-element batches of 1500 records: the 4 batches taken cross the end of the first epoch.
-  RunRequest req{chess / "chess.pipe", "", 4, chess / "scratch"};
-  ++t.cases;
-  ok = compare_case("example chess", req, variants, o, t, o.keep / "example-chess", true) && ok;
-  std::cout << "example chess: compared on 4 batches of 1500 generated records\n";
-  for (const char* name : {"deblur", "preprocess", "segmentation"}) {
-    fs::path spec = o.source_dir / "examples" / name / (std::string(name) + ".pipe");
-    if (!fs::exists(spec)) continue;
-    auto program = check_file(spec.string());
+  for (const ExampleSetup& e : kExamples) {
+    fs::path dir = work / "examples" / e.name;
+    if (std::string why = prepare_example(e, o, dir); !why.empty()) {
+      std::cout << fmt::format("example {}: {}; not compared\n", e.name, why);
+      ok = false;
+      continue;
+    }
+    fs::path spec = dir / (std::string(e.name) + ".pipe");
+    CompileRequest check;
+    check.path = spec.string();
+    check.target = CompileTarget::CheckOnly;
+    const std::unique_ptr<Program> program = compile(check).program;
     for (const auto& d : program->main().decls) {
       if (d->kind != DeclKind::Pipeline) continue;
-      RunRequest r{spec, d->name, 3, work / name};
+      RunRequest r{spec, d->name, e.take, dir / "scratch"};
       RunOutput ref = run_variant(reference_variant(), r, o.pipec);
+      std::string label = fmt::format("example {} pipeline {}", e.name, d->name);
       if (!ref.ok) {
-        std::string why = ref.error.substr(0, ref.error.find('\n'));
-        std::cout << fmt::format("example {} pipeline {}: not compared (it does not run here: {})\n", name, d->name, why);
+        std::cout << fmt::format("{}: not compared (it does not run here: {})\n", label, ref.error.substr(0, ref.error.find('\n')));
         continue;
       }
       ++t.cases;
-      ok = compare_case(fmt::format("example {} pipeline {}", name, d->name), r, variants, o, t,
-                        o.keep / fmt::format("example-{}-{}", name, d->name), true) && ok;
+      ok = compare_case(label, r, variants, o, t, o.keep / fmt::format("example-{}-{}", e.name, d->name), true) && ok;
+      std::cout << fmt::format("{}: compared on {} elements\n", label, ref.elements.size());
     }
   }
   return ok;
@@ -267,5 +319,10 @@ int main(int argc, char** argv) {
   std::cout << "difftest: comparisons per variant:";
   for (const auto& [name, n] : t.compared) std::cout << " " << name << "=" << n;
   std::cout << "\n";
+  if (!t.not_applicable.empty()) {
+    std::cout << "difftest: cases a variant does not apply to (refused as documented):";
+    for (const auto& [name, n] : t.not_applicable) std::cout << " " << name << "=" << n;
+    std::cout << "\n";
+  }
   return ok ? 0 : 1;
 }

@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "compiler/sema/builtins.h"
 #include "compiler/sema/promotion.h"
+#include "runtime/plan/op_kind.h"
 
 namespace pipec::difftest {
 
@@ -20,6 +22,21 @@ constexpr size_t kMaxRank = 4;
 DType float_of(DType t) { return is_float(t) ? t : DType::F32; }
 
 std::string name(DType t) { return std::string(dtype_name(t)); }
+
+// The ops a spec calls by name (they have an Op builtin) whose row in runtime/plan/ops.def has every
+// flag of `all` and none of `none`, in the table's order: an op added to the table with these flags is
+// generated without touching this file.
+std::vector<OpKind> callable_ops(uint32_t all, uint32_t none) {
+  std::vector<OpKind> out;
+  for (OpKind k : all_op_kinds) {
+    const OpInfo& info = op_info(k);
+    if ((info.flags & all) == all && (info.flags & none) == 0 && find_builtin(info.name, {BuiltinKind::Op})) out.push_back(k);
+  }
+  if (out.empty()) throw std::logic_error("difftest generator: the op table has no callable op with these flags");
+  return out;
+}
+
+std::string call_name(OpKind k) { return std::string(op_name(k)); }
 
 bool fits(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -117,15 +134,17 @@ GExpr ExprGenerator::unary_of(const GExpr& x) {
   switch (rng_.range(0, 7)) {
     case 0: return cast(x, rng_.pick(all_numeric_dtypes()));
     case 1: {
-      static const std::vector<std::string> same = {"abs", "sign", "neg", "square", "relu"};
+      // Unary math defined on every numeric dtype keeps it (bool computes as i64).
+      static const std::vector<OpKind> same =
+          callable_ops(OpFlag::UnaryMath, OpFlag::FloatOnly | OpFlag::IntegerOnly | OpFlag::Bitwise);
       DType r = t == DType::Bool ? DType::I64 : t;
-      return {rng_.pick(same) + "(" + x.text + ")", {r, x.type.shape}};
+      return {call_name(rng_.pick(same)) + "(" + x.text + ")", {r, x.type.shape}};
     }
     case 2:
     case 3: {
-      static const std::vector<std::string> fl = {"tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
-                                                  "cos",  "floor", "ceil", "round", "sigmoid"};
-      return {rng_.pick(fl) + "(" + x.text + ")", {float_of(t), x.type.shape}};
+      // Float math: integers compute in f32.
+      static const std::vector<OpKind> fl = callable_ops(OpFlag::UnaryMath | OpFlag::FloatOnly, 0);
+      return {call_name(rng_.pick(fl)) + "(" + x.text + ")", {float_of(t), x.type.shape}};
     }
     case 4:
       if (t == DType::Bool) return {"(!" + x.text + ")", x.type};
@@ -311,22 +330,24 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
       }
       case 8:
       case 9: {  // reductions, over everything or one axis
-        static const std::vector<std::string> red = {"sum", "mean", "prod", "reduce_max", "reduce_min", "argmax"};
-        std::string fn = rng_.pick(red);
+        static const std::vector<OpKind> red = callable_ops(OpFlag::Reduction, 0);
+        const OpKind op = rng_.pick(red);
+        const std::string fn(op_name(op));
+        const bool argmax = op == OpKind::Argmax;  // needs an axis; gives indices
         GExpr in = x;
         // Bool reductions other than sum and mean are left out: cast to u8 first.
-        if (t == DType::Bool && fn != "sum" && fn != "mean") in = cast(x, DType::U8);
+        if (t == DType::Bool && op != OpKind::Sum && op != OpKind::Mean) in = cast(x, DType::U8);
         DType r = in.type.dtype;
-        if (fn == "mean") r = float_of(r);
-        if (fn == "sum" && r == DType::Bool) r = DType::I64;
-        if (fn == "argmax") r = DType::I64;
-        if (rank >= 1 && (fn == "argmax" || rng_.chance(0.6))) {
+        if (op == OpKind::Mean) r = float_of(r);
+        if (op == OpKind::Sum && r == DType::Bool) r = DType::I64;
+        if (argmax) r = DType::I64;
+        if (rank >= 1 && (argmax || rng_.chance(0.6))) {
           int64_t axis = rng_.range(-rank, rank - 1);
           auto rs = s;
           rs.erase(rs.begin() + (axis < 0 ? axis + rank : axis));
           return {fmt::format("{}({}, {})", fn, in.text, axis), {r, rs}};
         }
-        if (fn == "argmax") break;
+        if (argmax) break;
         return {fmt::format("{}({})", fn, in.text), {r, {}}};
       }
       case 10:  // unpack_bits / pack_bits

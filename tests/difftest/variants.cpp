@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "compiler/compile/compile.h"
+#include "runtime/capi/pipe_handle.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/npy.h"
 
@@ -39,34 +39,23 @@ Element sorted(Element e) {
   return e;
 }
 
-const Decl* find_pipeline(const Program& p, const std::string& name, std::string& error) {
-  std::vector<const Decl*> found;
-  for (const auto& d : p.main().decls)
-    if (d->kind == DeclKind::Pipeline && (name.empty() || d->name == name)) found.push_back(d.get());
-  if (found.size() == 1) return found[0];
-  error = found.empty() ? "no pipeline" + (name.empty() ? std::string() : " named `" + name + "`")
-                        : "several pipelines: name one";
-  return nullptr;
-}
-
-// What `pipec run` does, minus the command line: check, lower, verify, run, and collect every element.
+// What `pipec run -O0 --no-jit --device cpu` does, minus the command line: compile (check, lower,
+// verify), run, and collect every element.
 RunOutput run_in_process(const Variant& v, const RunRequest& req) {
   RunOutput out;
   try {
-    auto program = check_file(req.spec.string());
-    if (!program->io_error.empty() || program->diags.has_errors()) {
+    CompileRequest request;
+    request.path = req.spec.string();
+    request.pipeline = req.pipeline;
+    request.options.passes.opt_level = 0;
+    CompileResult compiled = compile(request);
+    if (!compiled.ok()) {
       std::ostringstream diags;
-      program->diags.print(diags, false);
-      out.error = "check failed: " + program->io_error + diags.str();
+      compiled.program->diags.print(diags, false);
+      out.error = "compile failed: " + diags.str() + compiled.error;
       return out;
     }
-    const Decl* decl = find_pipeline(*program, req.pipeline, out.error);
-    if (!decl) return out;
-    Plan plan = lower_pipeline(*program, *decl);
-    if (auto problems = verify_plan(plan); !problems.empty()) {
-      out.error = "plan does not verify: " + problems[0];
-      return out;
-    }
+    const Plan& plan = compiled.pipelines[0].plan;
     const std::vector<Field>& fields = plan.stages.back().element.fields;
     RunOptions ro;
     ro.threads = v.threads;
@@ -112,9 +101,23 @@ RunOutput run_command_line(const Variant& v, const RunRequest& req, const std::s
   return out;
 }
 
+// Why `pipec build` must refuse the pipeline (docs/capi.md: byte-string fields cannot travel as
+// DLPack), from its element as the checker types it; empty when it can be built.
+std::string library_refusal(const RunRequest& req) {
+  CompileRequest request;
+  request.path = req.spec.string();
+  request.pipeline = req.pipeline;
+  request.options.passes.opt_level = 0;
+  request.options.cpu_kernels = CpuKernels::None;
+  CompileResult r = compile(request);
+  if (!r.ok() || r.pipelines.size() != 1) return "";  // the build fails for that reason, and the comparison reports it
+  return capi_element_problem(r.pipelines[0].plan.stages.back().element);
+}
+
 // The library `pipec build` makes of the spec, read by difftest_read_lib into the same layout.
 RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& reader) {
   RunOutput out;
+  const std::string refusal = library_refusal(req);
   fs::path lib = req.scratch / "lib" / "libcase.so";
   fs::path dir = req.scratch / ("out-" + v.name);
   std::error_code ec;
@@ -124,7 +127,14 @@ RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::
   if (!req.pipeline.empty()) args.insert(args.end(), {"--pipeline", req.pipeline});
   args.insert(args.end(), v.flags.begin(), v.flags.end());
   std::string err;
-  if (int code = run_command(pipec, args, req.scratch, nullptr, &err)) {
+  int code = run_command(pipec, args, req.scratch, nullptr, &err);
+  if (!refusal.empty()) {
+    // The variant does not apply; what is checked is that `pipec build` refuses it, and why.
+    if (code == 1 && err.find(refusal) != std::string::npos) out.not_applicable = refusal;
+    else out.error = fmt::format("pipec build must refuse this pipeline ({}), but it exited with {}: {}", refusal, code, err);
+    return out;
+  }
+  if (code != 0) {
     out.error = fmt::format("pipec build exited with {}: {}", code, err);
     return out;
   }

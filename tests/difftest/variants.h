@@ -1,7 +1,7 @@
 // The ways of running one spec that must agree ("variants"), and how to run each.
 //
-// In-process variants check, lower and run the spec through the same calls as `pipec run`
-// (check_file, lower_pipeline, verify_plan, PipelineRun) with a chosen thread count and chunk size;
+// In-process variants compile the spec through the same call as `pipec run` (compile(), at -O0: the
+// plan as lowered) and run it with PipelineRun, with a chosen thread count and chunk size;
 // they run the reference interpreter and must agree bit for bit. Command-line variants run the real
 // `pipec run --output DIR` with flags (the default, -O0, --no-jit, ...) and read the .npy files back;
 // one is enabled only when `pipec run --help` lists its flag, so the harness works before and after

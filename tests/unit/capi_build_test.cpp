@@ -149,6 +149,23 @@ TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
   expect_dumps_match(d / "dump", d / "npy", {"board", "flags", "score"}, 8);
 }
 
+// The C compiler is started with an argument vector, not a shell command: a spec and a library in a
+// folder whose name has a space and quotes build and run like any other.
+TEST(CapiBuild, PathsWithSpacesAndQuotesReachTheCompilerAsTheyAre) {
+  ScratchDir d;
+  const fs::path dir = d / "my specs/it's \"here\" $HOME";
+  write_file(dir / "small.pipe", kSmallSpec);
+  auto b = run_pipec({"build", (dir / "small.pipe").string(), "-o", (dir / "out/libsmall.so").string()});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_TRUE(fs::exists(dir / "out/libsmall.so"));
+  EXPECT_NE(read_all(dir / "out/libsmall.h").find("it's \"here\" $HOME"), std::string::npos);
+  fs::path exe = compile_c_test(dir / "out", "small", d / "ctest");
+  fs::create_directories(d / "dump");
+  CommandResult c = run_shell(shell_quote(exe.string()) + " read " + shell_quote((d / "dump").string()) + " 20");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("read 13 elements"), std::string::npos) << c.out;
+}
+
 TEST(CapiBuild, MissingDataFileIsNamedInTheError) {
   ScratchDir d;
   write_file(d / "m.pipe",
@@ -172,7 +189,7 @@ TEST(CapiBuild, RefusesWhatItCannotBuild) {
   write_file(d / "ok.pipe", "pipeline p = range(3)\n");
   auto none = run_pipec({"build", (d / "ok.pipe").string()});
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("give -o"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("--output is required"), std::string::npos) << none.err;
 
   setenv("PIPEC_RUNTIME_LIB_DIR", (d / "nowhere").c_str(), 1);
   auto nolib = run_pipec({"build", (d / "ok.pipe").string(), "-o", (d / "libok.so").string()});

@@ -2,8 +2,7 @@
 // time from multi-row chunks, save/restore in the middle of a chunk, sharding and kernel binding.
 #include <gtest/gtest.h>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"
 #include "runtime/capi/shard_plan.h"
@@ -14,11 +13,7 @@
 namespace pipec {
 namespace {
 
-Plan lower_text(const std::string& text, const std::string& name) {
-  auto program = check_text("t.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors());
-  return lower_pipeline(*program, *program->global(name));
-}
+Plan lower_text(const std::string& text, const std::string& name) { return testing::compiled_plan(text, name); }
 
 pipe_options defaults() {
   pipe_options o;
@@ -64,7 +59,7 @@ TEST(CapiHandle, ShardsSplitSourcesAndKeepZipsAligned) {
   Plan sharded = shard_after_sources(plan, 2, 1);
   EXPECT_TRUE(verify_plan(sharded).empty()) << print_plan(sharded);
   int shards = 0;
-  for (const Stage& s : sharded.stages) shards += s.op == "shard";
+  for (const Stage& s : sharded.stages) shards += s.kind == StageKind::Shard;
   EXPECT_EQ(shards, 2) << print_plan(sharded);
   std::vector<int64_t> vs, ws;
   for (int i = 0; i < 2; ++i) {

@@ -169,7 +169,7 @@ TEST(CodegenAot, ObjectFileExportsOneSymbolPerCompilableStage) {
   int x = r.param("z", DType::F32, {8});
   r.result("w", r.op("argmax", {x}, DType::I64, {}));
   Stage m2;
-  m2.op = "map";
+  m2.kind = StageKind::Map;
   m2.inputs = {1};
   m2.fn = std::make_shared<ExprFunction>(r.fn);
   p.stages[1].element.fields.push_back(Field{"z", std::make_shared<Type>(Type::tensor(DType::F32, {8}))});

@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/stage_kernel.h"
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "tests/unit/codegen_util.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec {
 namespace {
@@ -23,13 +22,17 @@ struct ChessPlan {
 
 ChessPlan load_chess() {
   ChessPlan c;
-  c.program = check_file(kFixture + "/spec.pipe");
-  EXPECT_FALSE(c.program->diags.has_errors());
-  const Decl* d = c.program->global("train");
-  EXPECT_NE(d, nullptr);
-  c.plan = lower_pipeline(*c.program, *d);
+  CompileRequest request;
+  request.path = kFixture + "/spec.pipe";
+  request.pipeline = "train";
+  request.options = testing::lowered_only();
+  CompileResult r = compile(request);
+  EXPECT_TRUE(r.ok()) << testing::compile_problems(r);
+  if (!r.ok()) return c;
+  c.program = std::move(r.program);
+  c.plan = std::move(r.pipelines[0].plan);
   for (size_t i = 0; i < c.plan.stages.size(); ++i)
-    if (c.plan.stages[i].op == "map") c.map = static_cast<int>(i);
+    if (c.plan.stages[i].kind == StageKind::Map) c.map = static_cast<int>(i);
   return c;
 }
 

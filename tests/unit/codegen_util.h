@@ -27,7 +27,7 @@ struct FnBuilder {
 
   int param(const std::string& field, DType dt, std::vector<int64_t> shape) {
     Instr i;
-    i.op = "param";
+    i.op = OpKind::Param;
     i.attrs["field"] = Value::make_string(field);
     i.type = Type::tensor(dt, shape);
     fields.emplace_back(field, i.type);
@@ -36,7 +36,7 @@ struct FnBuilder {
   int op(const std::string& name, std::vector<int> operands, DType dt, std::vector<int64_t> shape,
          std::map<std::string, Value> attrs = {}) {
     Instr i;
-    i.op = name;
+    i.op = op_from_name(name).value();
     i.operands = std::move(operands);
     i.attrs = std::move(attrs);
     i.type = Type::tensor(dt, shape);
@@ -58,11 +58,11 @@ inline Value int_list(const std::vector<int64_t>& v) {
 inline Plan one_map_plan(const FnBuilder& b, const std::string& op = "map") {
   Plan p;
   Stage src;
-  src.op = "range";
+  src.kind = StageKind::Range;
   for (const auto& [name, t] : b.fields) src.element.fields.push_back(Field{name, std::make_shared<Type>(t)});
   p.stages.push_back(src);
   Stage m;
-  m.op = op;
+  m.kind = stage_from_name(op).value();
   m.inputs = {0};
   m.fn = std::make_shared<ExprFunction>(b.fn);
   m.fn->name = op + "@1";
@@ -121,19 +121,19 @@ inline ::testing::AssertionResult same_bits(const Tensor& want, const Tensor& go
       std::memcpy(&x, a, 4);
       std::memcpy(&y, b, 4);
       if (std::isnan(x) && std::isnan(y)) continue;
-      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
     }
     if (want.dtype() == DType::F64) {
       double x, y;
       std::memcpy(&x, a, 8);
       std::memcpy(&y, b, 8);
       if (std::isnan(x) && std::isnan(y)) continue;
-      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+      return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
     }
     uint64_t x = 0, y = 0;
     std::memcpy(&x, a, size);
     std::memcpy(&y, b, size);
-    return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", jit " << y;
+    return ::testing::AssertionFailure() << what << " element " << i << ": interpreter " << x << ", compiled " << y;
   }
   return ::testing::AssertionSuccess();
 }

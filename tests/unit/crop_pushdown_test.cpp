@@ -5,9 +5,8 @@
 
 #include <filesystem>
 
-#include "compiler/lower/lower.h"
+#include "tests/unit/compile_util.h"
 #include "compiler/passes/crop_pushdown.h"
-#include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
 #include "tests/unit/cli_util.h"
@@ -20,20 +19,14 @@ std::string jpeg_dir() { return std::string(PIPEC_SHARED_DIR) + "/testdata/exter
 
 Plan plan_of(const std::string& body) {
   std::string text = "pipeline p = files(\"" + jpeg_dir() + "/*.jp*g\")\n  | filter(r => true)\n  | map(r => " + body + ")\n";
-  auto program = check_text("/tmp/crop_pushdown_test.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors()) << text;
-  for (const auto& m : program->modules)
-    for (const auto& d : m->decls)
-      if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  ADD_FAILURE() << "no pipeline";
-  return {};
+  return testing::compiled_plan(text, "p", testing::lowered_only(), "/tmp/crop_pushdown_test.pipe");
 }
 
 int count_op(const Plan& p, const std::string& op) {
   int n = 0;
   for (const Stage& s : p.stages)
     if (s.fn)
-      for (const Instr& in : s.fn->body) n += in.op == op;
+      for (const Instr& in : s.fn->body) n += in.op == op_from_name(op).value();
   return n;
 }
 
@@ -50,7 +43,7 @@ TEST(CropPushdown, RewritesRandomCropOfJpegDecode) {
   for (const Stage& s : q.stages)
     if (s.fn)
       for (const Instr& in : s.fn->body)
-        if (in.op == "decode_jpeg") {
+        if (in.op == OpKind::DecodeJpeg) {
           found = true;
           EXPECT_EQ(in.attrs.at("crop").s, "random");
           EXPECT_EQ(in.type.shape, (std::vector<int64_t>{16, 20, 3}));
@@ -84,12 +77,7 @@ std::string good_files_spec(const std::filesystem::path& dir, const std::string&
 }
 
 Plan plan_text(const std::string& text) {
-  auto program = check_text("/tmp/crop_pushdown_test.pipe", text);
-  EXPECT_FALSE(program->diags.has_errors()) << text;
-  for (const auto& m : program->modules)
-    for (const auto& d : m->decls)
-      if (d->kind == DeclKind::Pipeline) return lower_pipeline(*program, *d);
-  return {};
+  return testing::compiled_plan(text, "p", testing::lowered_only(), "/tmp/crop_pushdown_test.pipe");
 }
 
 TEST(CropPushdown, SamePixelsAsDecodeThenCrop) {

@@ -69,7 +69,7 @@ TEST(GpuFallback, BadDeviceValueIsAUsageError) {
   write_file(d / "p.pipe", kSpec);
   auto r = run_pipec({"run", (d / "p.pipe").string(), "--device", "tpu"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--device must be auto, cpu or gpu"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--device: must be auto, cpu or gpu, not `tpu`"), std::string::npos) << r.err;
 }
 
 }  // namespace

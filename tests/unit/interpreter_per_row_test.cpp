@@ -21,7 +21,7 @@ TEST(InterpreterPerRow, ChainsOfPerRowOpsMatchElementByElementAndComeOutDense) {
       "})\n");
   const ExprFunction* fn = nullptr;
   for (const Stage& s : plan.stages)
-    if (s.op == "map") fn = s.fn.get();
+    if (s.kind == StageKind::Map) fn = s.fn.get();
   ASSERT_NE(fn, nullptr);
 
   const int64_t rows = 6;

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/exec/pipeline_run.h"
 
 namespace pipec {
@@ -14,15 +13,8 @@ namespace {
 
 // Checks and runs pipeline `name` of `text`; returns every element's field `field`.
 std::vector<Tensor> run_field(const std::string& text, const std::string& name, const std::string& field) {
-  auto program = check_text("regression.pipe", text);
-  std::ostringstream diags;
-  program->diags.print(diags, false);
-  EXPECT_FALSE(program->diags.has_errors()) << diags.str();
-  const Decl* decl = program->global(name);
-  EXPECT_NE(decl, nullptr);
-  if (!decl || program->diags.has_errors()) return {};
-  Plan plan = lower_pipeline(*program, *decl);
-  EXPECT_TRUE(verify_plan(plan).empty());
+  Plan plan = testing::compiled_plan(text, name, testing::lowered_only(), "regression.pipe");
+  if (plan.stages.empty()) return {};
   const auto& fields = plan.stages.back().element.fields;
   size_t k = 0;
   while (k < fields.size() && fields[k].name != field) ++k;

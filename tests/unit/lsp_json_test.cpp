@@ -1,4 +1,4 @@
-// The language server's JSON, framing and position helpers (compiler/lsp/json.h, transport.h, positions.h).
+// The language server's JSON layer, framing and position helpers (compiler/lsp/json.h, transport.h, positions.h).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,99 +11,138 @@
 namespace pipec::lsp {
 namespace {
 
+// JSON itself is nlohmann-json's; these test what json.h adds for the protocol layer: parsing that never
+// throws and is depth-limited, serialization that never throws, and lenient reading of client input.
+
 Json parse_ok(std::string_view text) {
   JsonParseResult r = parse_json(text);
   EXPECT_TRUE(r.ok()) << text << ": " << r.error;
   return r.value.value_or(Json());
 }
 
-TEST(Json, ParsesScalarsAndContainers) {
-  EXPECT_TRUE(parse_ok("null").is_null());
-  EXPECT_EQ(parse_ok("true").as_bool(), true);
-  EXPECT_EQ(parse_ok(" false ").as_bool(true), false);
-  EXPECT_EQ(parse_ok("42").as_int(), 42);
-  EXPECT_TRUE(parse_ok("42").is_integer());
-  EXPECT_EQ(parse_ok("-7").as_int(), -7);
-  EXPECT_DOUBLE_EQ(parse_ok("1.5e3").as_double(), 1500.0);
-  EXPECT_FALSE(parse_ok("1.5e3").is_integer());
-  EXPECT_EQ(parse_ok("9223372036854775807").as_int(), INT64_MAX);
-  EXPECT_FALSE(parse_ok("99999999999999999999").is_integer());  // too big for int64: a double
-  EXPECT_EQ(parse_ok("\"a\\nb\"").as_string(), "a\nb");
-  Json v = parse_ok(R"({"a": [1, 2, {"b": null}], "c": "d", "a": 3})");
-  ASSERT_TRUE(v.is_object());
-  EXPECT_EQ(v["a"].as_int(), 3);  // the last duplicate wins
-  EXPECT_EQ(v["c"].as_string(), "d");
-  EXPECT_TRUE(v["missing"].is_null());
-  EXPECT_TRUE(v["c"]["x"].is_null());
-  EXPECT_TRUE(v["c"][size_t(3)].is_null());
-  EXPECT_EQ(parse_ok("[]").size(), 0u);
-  EXPECT_EQ(parse_ok("{}").size(), 0u);
+TEST(Json, ParsesMessages) {
+  Json v = parse_ok(R"({"jsonrpc": "2.0", "id": 3, "method": "x", "params": {"a": [1, 2.5, {"b": null}], "c": "d"}})");
+  EXPECT_EQ(v.at("id").get<int>(), 3);
+  EXPECT_EQ(v.at("params").at("a").at(1).get<double>(), 2.5);
+  EXPECT_TRUE(v.at("params").at("a").at(2).at("b").is_null());
+  EXPECT_EQ(parse_ok(" [] ").size(), 0u);
+  // Members keep their order, so what we write is stable.
+  EXPECT_EQ(dump_json(parse_ok(R"({"z": 1, "a": 2, "m": 3})")), R"({"z":1,"a":2,"m":3})");
 }
 
-TEST(Json, UnicodeEscapes) {
-  EXPECT_EQ(parse_ok(R"("\u00e9")").as_string(), "\xC3\xA9");
-  EXPECT_EQ(parse_ok(R"("\ud83d\ude00")").as_string(), "\xF0\x9F\x98\x80");
-  // Lone surrogates become U+FFFD rather than invalid UTF-8.
-  EXPECT_EQ(parse_ok(R"("\ud83d")").as_string(), "\xEF\xBF\xBD");
-  EXPECT_EQ(parse_ok(R"("\ude00x")").as_string(), "\xEF\xBF\xBDx");
-  // Raw UTF-8 passes through; invalid bytes are replaced.
-  EXPECT_EQ(parse_ok("\"\xC3\xA9\"").as_string(), "\xC3\xA9");
-  EXPECT_EQ(parse_ok("\"\xFF\"").as_string(), "\xEF\xBF\xBD");
-}
-
-TEST(Json, RejectsMalformedInput) {
+TEST(Json, RejectsMalformedInputWithoutThrowing) {
   for (const char* bad : {"", " ", "{", "}", "[1,]", "[1 2]", "{\"a\" 1}", "{\"a\":}", "{a:1}", "01", "1.", "-",
                           "1e", "tru", "nul", "\"abc", "\"\\x\"", "\"\\u12\"", "\"a\nb\"", "[1] x", "{\"a\":1,}",
-                          "NaN", "'a'", "[", "\"\\"}) {
-    JsonParseResult r = parse_json(bad);
+                          "NaN", "'a'", "[", "\"\\", "\"\xFF\"", "\"\xC3\"", "// comment\n{}"}) {
+    JsonParseResult r;
+    EXPECT_NO_THROW(r = parse_json(bad)) << bad;
     EXPECT_FALSE(r.ok()) << "accepted: " << bad;
     EXPECT_FALSE(r.error.empty()) << bad;
+    EXPECT_EQ(r.error.find("[json.exception"), std::string::npos) << r.error;  // the message, not the exception id
   }
+  JsonParseResult r = parse_json("{\"id\": 1, \"method\": ");
+  EXPECT_NE(r.error.find("unexpected end of input"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error_offset, 21u);
 }
 
 TEST(Json, DepthLimitInsteadOfStackOverflow) {
   std::string deep(100000, '[');
   JsonParseResult r = parse_json(deep);
   EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("deep"), std::string::npos) << r.error;
-  std::string ok = std::string(100, '[') + std::string(100, ']');
+  std::string closed = std::string(100000, '[') + std::string(100000, ']');
+  r = parse_json(closed);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("deeper than 256"), std::string::npos) << r.error;
+  std::string ok = std::string(256, '[') + std::string(256, ']');
   EXPECT_TRUE(parse_json(ok).ok());
+  std::string too_deep = std::string(257, '[') + std::string(257, ']');
+  EXPECT_FALSE(parse_json(too_deep).ok());
   std::string objects;
   for (int i = 0; i < 50000; ++i) objects += "{\"a\":";
+  objects += "1";
+  for (int i = 0; i < 50000; ++i) objects += "}";
   EXPECT_FALSE(parse_json(objects).ok());
 }
 
-TEST(Json, RandomBytesNeverCrash) {
+TEST(Json, RandomBytesNeverThrow) {
   std::mt19937 rng(1234);
   const std::string alphabet = "{}[]\",:0123456789.eE+-truefalsnl \\u\n\t\x01\xC3\xFF";
   for (int i = 0; i < 3000; ++i) {
     std::string s;
     size_t n = rng() % 64;
     for (size_t k = 0; k < n; ++k) s += alphabet[rng() % alphabet.size()];
-    JsonParseResult r = parse_json(s);
+    JsonParseResult r;
+    ASSERT_NO_THROW(r = parse_json(s)) << s;
     if (r.ok()) {
       // Whatever parses must survive a round trip.
-      JsonParseResult again = parse_json(r.value->dump());
-      ASSERT_TRUE(again.ok()) << r.value->dump();
+      JsonParseResult again = parse_json(dump_json(*r.value));
+      ASSERT_TRUE(again.ok()) << dump_json(*r.value);
       EXPECT_EQ(*again.value, *r.value);
     }
   }
 }
 
-TEST(Json, SerializesCompactlyAndEscapes) {
-  Json v = Json::object({{"id", 1}, {"s", "q\"\\\n\x01"}, {"a", Json::array({true, nullptr, 2.5})}});
-  EXPECT_EQ(v.dump(), R"({"id":1,"s":"q\"\\\n\u0001","a":[true,null,2.5]})");
-  EXPECT_EQ(Json(std::string("\xFF")).dump(), "\"\xEF\xBF\xBD\"");  // never emit invalid UTF-8
-  EXPECT_EQ(Json(3.0).dump(), "3");
-  EXPECT_EQ(Json(std::numeric_limits<double>::infinity()).dump(), "null");
-  Json o;
-  o.set("x", 1).set("y", "z").set("x", 2);
-  EXPECT_EQ(o.dump(), R"({"x":2,"y":"z"})");
-  Json a;
-  a.push(1).push("two");
-  EXPECT_EQ(a.dump(), R"([1,"two"])");
-  Json round = parse_ok(v.dump());
-  EXPECT_EQ(round, v);
+TEST(Json, StringsRoundTrip) {
+  // Quotes, backslashes, every control character, DEL, non-ASCII (2, 3 and 4 bytes): written escaped
+  // where JSON requires it, read back unchanged.
+  std::string s = "q\"b\\s/";
+  for (char c = 0; c < 0x20; ++c) s += c;
+  s += "\x7F caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";
+  Json v = Json::object({{"id", 1}, {"s", s}, {"a", Json::array({true, nullptr, 2.5})}});
+  std::string text = dump_json(v);
+  for (unsigned char c : text) EXPECT_GE(c, 0x20) << "a raw control character in " << text;
+  EXPECT_NE(text.find(R"("q\"b\\s/)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(\u0000\u0001)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(\n)"), std::string::npos) << text;
+  EXPECT_NE(text.find("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string::npos) << text;  // UTF-8 as is
+  Json back = parse_ok(text);
+  EXPECT_EQ(back.at("s").get<std::string>(), s);
+  EXPECT_EQ(back, v);
+  // \u escapes, surrogate pairs included, read as UTF-8.
+  EXPECT_EQ(parse_ok(R"("\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t")").get<std::string>(),
+            "\xC3\xA9\xF0\x9F\x98\x80\"\\/\b\f\n\r\t");
+  // A lone surrogate is not a character: refused.
+  EXPECT_FALSE(parse_json(R"("\ud83d")").ok());
+}
+
+TEST(Json, InvalidUtf8IsReplacedWhenWriting) {
+  // Text from files on disk may hold any bytes; the message must still be valid JSON (and UTF-8).
+  Json v = Json::object({{"message", std::string("bad \xFF byte, cut \xC3")}});
+  std::string text;
+  ASSERT_NO_THROW(text = dump_json(v));
+  EXPECT_EQ(text, "{\"message\":\"bad \xEF\xBF\xBD byte, cut \xEF\xBF\xBD\"}");
+  EXPECT_TRUE(parse_json(text).ok());
+  EXPECT_EQ(dump_json(Json(3.0)), "3.0");
+  EXPECT_EQ(dump_json(Json(std::numeric_limits<double>::infinity())), "null");
+}
+
+TEST(Json, ViewReadsClientInputLeniently) {
+  Json v = parse_ok(R"({"a": {"b": [10, "x", 2.9, -1e300, 18446744073709551615, 9223372036854775807]}, "s": "str", "t": true})");
+  JsonView view = v;
+  EXPECT_EQ(view["a"]["b"][size_t(0)].as_int(), 10);
+  EXPECT_TRUE(view["a"]["b"][size_t(0)].is_integer());
+  EXPECT_EQ(view["a"]["b"][size_t(1)].as_int(-1), -1);  // a string is not a number
+  EXPECT_EQ(view["a"]["b"][size_t(1)].as_string(), "x");
+  EXPECT_EQ(view["a"]["b"][size_t(2)].as_int(), 2);  // truncated
+  EXPECT_FALSE(view["a"]["b"][size_t(2)].is_integer());
+  EXPECT_EQ(view["a"]["b"][size_t(3)].as_int(7), 7);  // beyond int64
+  EXPECT_EQ(view["a"]["b"][size_t(4)].as_int(7), 7);  // beyond int64, as an unsigned
+  EXPECT_FALSE(view["a"]["b"][size_t(4)].is_integer());
+  EXPECT_EQ(view["a"]["b"][size_t(5)].as_int(), INT64_MAX);
+  EXPECT_TRUE(view["a"]["b"][size_t(6)].is_null());  // past the end
+  EXPECT_EQ(view["a"]["b"].size(), 6u);
+  // Missing members and members of non-objects read as null, never throw or assert.
+  EXPECT_TRUE(view["missing"]["deeper"][size_t(3)].is_null());
+  EXPECT_TRUE(view["s"]["x"].is_null());
+  EXPECT_EQ(view["s"].as_string(), "str");
+  EXPECT_EQ(view["s"].as_int(5), 5);
+  EXPECT_EQ(view["s"].size(), 0u);
+  EXPECT_EQ(view["t"].as_bool(), true);
+  EXPECT_EQ(view["s"].as_bool(true), true);  // not a bool: the fallback
+  EXPECT_EQ(view["t"].as_string(), "");
+  EXPECT_TRUE(view.has("t"));
+  EXPECT_FALSE(view["a"].has("zz"));
+  EXPECT_FALSE(view["s"].has("zz"));
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -9,16 +9,19 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
+#include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "compiler/lsp/analysis.h"
-#include "compiler/lsp/json.h"
-#include "compiler/lsp/server.h"
-#include "compiler/lsp/transport.h"
+#include "tests/unit/lsp_test_client.h"
 
 namespace pipec::lsp {
 namespace {
+
+using namespace test_client;
 
 // Line numbers below are 0-based, as LSP counts them.
 const char* kSpec =
@@ -37,117 +40,10 @@ const char* kSpec =
     "  | map(r => { pos: scale(r.xyz, 2.0), label: r.label })\n"       // 12
     "  | batch(BATCH)\n";                                              // 13
 
-const char* kUri = "file:///tmp/pipec-lsp-test/spec.pipe";
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  size_t at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
-
-Json text_document(const std::string& uri = kUri) { return Json::object({{"uri", uri}}); }
-Json position(int line, int character) { return Json::object({{"line", line}, {"character", character}}); }
-Json range(int l0, int c0, int l1, int c1) {
-  return Json::object({{"start", position(l0, c0)}, {"end", position(l1, c1)}});
-}
-Json at(int line, int character, const std::string& uri = kUri) {
-  return Json::object({{"textDocument", text_document(uri)}, {"position", position(line, character)}});
-}
-
-std::vector<Json> parse_stream(const std::string& out) {
-  std::istringstream in(out);
-  MessageReader reader(in);
-  std::vector<Json> msgs;
-  for (;;) {
-    ReadResult r = reader.read();
-    if (r.status != ReadStatus::Message) {
-      EXPECT_EQ(r.status, ReadStatus::Eof) << r.error;
-      break;
-    }
-    JsonParseResult p = parse_json(r.body);
-    EXPECT_TRUE(p.ok()) << r.body;
-    if (p.ok()) msgs.push_back(*p.value);
-  }
-  return msgs;
-}
-
-// An editor talking to an in-process Server.
-class Client {
- public:
-  Client() : server_(out_) {}
-
-  Json request(const std::string& method, Json params = Json()) {
-    int id = next_id_++;
-    Json msg = Json::object({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}});
-    if (!params.is_null()) msg.set("params", std::move(params));
-    server_.handle(msg.dump());
-    for (const Json& m : take())
-      if (m["id"].as_int(-1) == id) return m;
-    ADD_FAILURE() << "no response to " << method;
-    return Json();
-  }
-  void notify(const std::string& method, Json params = Json()) {
-    Json msg = Json::object({{"jsonrpc", "2.0"}, {"method", method}});
-    if (!params.is_null()) msg.set("params", std::move(params));
-    server_.handle(msg.dump());
-  }
-  void raw(const std::string& body) { server_.handle(body); }
-
-  /// Messages the server sent since the last call (notifications are also kept for diagnostics()).
-  std::vector<Json> take() {
-    std::vector<Json> msgs = parse_stream(out_.str());
-    out_.str("");
-    for (const Json& m : msgs)
-      if (m["method"].as_string() == "textDocument/publishDiagnostics") published_.push_back(m["params"]);
-    return msgs;
-  }
-  /// The diagnostics published last for `uri`.
-  Json diagnostics(const std::string& uri = kUri) {
-    take();
-    for (auto it = published_.rbegin(); it != published_.rend(); ++it)
-      if ((*it)["uri"].as_string() == uri) return (*it)["diagnostics"];
-    ADD_FAILURE() << "no diagnostics published for " << uri;
-    return Json();
-  }
-
-  void initialize() {
-    Json r = request("initialize", Json::object({{"processId", nullptr}, {"capabilities", Json::object()}}));
-    ASSERT_TRUE(r["result"]["capabilities"].is_object()) << r.dump();
-    notify("initialized", Json::object());
-  }
-  void open(const std::string& text, const std::string& uri = kUri) {
-    notify("textDocument/didOpen",
-           Json::object({{"textDocument",
-                          Json::object({{"uri", uri}, {"languageId", "pipe"}, {"version", 1}, {"text", text}})}}));
-  }
-  void change(const std::string& text, int version, const std::string& uri = kUri) {
-    notify("textDocument/didChange",
-           Json::object({{"textDocument", Json::object({{"uri", uri}, {"version", version}})},
-                         {"contentChanges", Json::array({Json::object({{"text", text}})})}}));
-  }
-
-  Server& server() { return server_; }
-
- private:
-  std::ostringstream out_;
-  Server server_;
-  int next_id_ = 1;
-  std::vector<Json> published_;
-};
-
-std::vector<std::string> labels(const Json& completion) {
-  std::vector<std::string> out;
-  for (const Json& item : completion["result"]["items"].as_array()) out.push_back(item["label"].as_string());
-  return out;
-}
-
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
-
 TEST(LspSession, InitializeAdvertisesCapabilities) {
   Client c;
-  Json r = c.request("initialize", Json::object({{"capabilities", Json::object()}}));
-  const Json& caps = r["result"]["capabilities"];
+  JsonView r = c.request("initialize", Json::object({{"capabilities", Json::object()}}));
+  JsonView caps = r["result"]["capabilities"];
   EXPECT_EQ(caps["textDocumentSync"]["change"].as_int(), 1);  // full sync
   EXPECT_TRUE(caps["hoverProvider"].as_bool());
   EXPECT_TRUE(caps["definitionProvider"].as_bool());
@@ -164,14 +60,14 @@ TEST(LspSession, DiagnosticsOnOpenAndClearedOnChange) {
   Client c;
   c.initialize();
   c.open(replace(kSpec, "batch(BATCH)", "batch(0)"));
-  Json diags = c.diagnostics();
-  Json error;
-  for (const Json& d : diags.as_array())
+  JsonView diags = c.diagnostics();
+  JsonView error;
+  for (JsonView d : diags.elements())
     if (d["severity"].as_int() == 1) error = d;
-  ASSERT_TRUE(error.is_object()) << diags.dump();
+  ASSERT_TRUE(error.is_object()) << diags;
   EXPECT_EQ(error["code"].as_string(), "invalid_argument_value");
   EXPECT_EQ(error["source"].as_string(), "pipec");
-  EXPECT_EQ(error["range"], range(13, 10, 13, 11)) << error.dump();  // the `0`, as `pipec check` shows it
+  EXPECT_EQ(error["range"], range(13, 10, 13, 11)) << error;  // the `0`, as `pipec check` shows it
   EXPECT_NE(error["message"].as_string().find("batch"), std::string::npos);
 
   c.change(kSpec, 2);
@@ -180,7 +76,7 @@ TEST(LspSession, DiagnosticsOnOpenAndClearedOnChange) {
   // An unknown stage: the range is exactly the name.
   c.change(replace(kSpec, "batch(BATCH)", "bacth(BATCH)"), 3);
   diags = c.diagnostics();
-  ASSERT_EQ(diags.size(), 1u) << diags.dump();
+  ASSERT_EQ(diags.size(), 1u) << diags;
   EXPECT_EQ(diags[size_t(0)]["code"].as_string(), "unknown_stage");
   EXPECT_EQ(diags[size_t(0)]["range"], range(13, 4, 13, 9));
 
@@ -225,12 +121,12 @@ TEST(LspSession, SyntaxErrorsStillGetDiagnostics) {
   Client c;
   c.initialize();
   c.open("const x 3\npipeline p = \n");
-  Json diags = c.diagnostics();
-  Json syntax;
-  for (const Json& d : diags.as_array())
+  JsonView diags = c.diagnostics();
+  JsonView syntax;
+  for (JsonView d : diags.elements())
     if (d["code"].as_string() == "syntax_error" && syntax.is_null()) syntax = d;
-  ASSERT_TRUE(syntax.is_object()) << diags.dump();
-  EXPECT_EQ(syntax["range"], range(0, 8, 0, 9)) << diags.dump();
+  ASSERT_TRUE(syntax.is_object()) << diags;
+  EXPECT_EQ(syntax["range"], range(0, 8, 0, 9)) << diags;
   EXPECT_EQ(syntax["severity"].as_int(), 1);
   // Every feature copes with a broken file.
   c.request("textDocument/hover", at(1, 3));
@@ -239,8 +135,8 @@ TEST(LspSession, SyntaxErrorsStillGetDiagnostics) {
   c.request("textDocument/references", at(0, 6));
   c.request("textDocument/documentSymbol", Json::object({{"textDocument", text_document()}}));
   c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
-  Json fmt = c.request("textDocument/formatting", Json::object({{"textDocument", text_document()}}));
-  EXPECT_EQ(fmt["result"], Json::array()) << fmt.dump();  // refused: nothing changes
+  JsonView fmt = c.request("textDocument/formatting", Json::object({{"textDocument", text_document()}}));
+  EXPECT_EQ(fmt["result"], Json::array()) << fmt;  // refused: nothing changes
 }
 
 TEST(LspSession, MissingTokensGetDiagnostics) {
@@ -250,7 +146,7 @@ TEST(LspSession, MissingTokensGetDiagnostics) {
   for (const char* text : {"const = 3\n", "fn f(x: f32 -> f32 = x\n", "pipeline p = (((\n",
                            "pipeline p = a | map(r => { x: r.y \n"}) {
     c.open(text);
-    Json diags = c.diagnostics();
+    JsonView diags = c.diagnostics();
     EXPECT_GE(diags.size(), 1u) << text;
     c.request("textDocument/completion", at(0, 10));
     c.request("textDocument/hover", at(0, 10));
@@ -262,7 +158,7 @@ TEST(LspSession, HoverShowsTypesSignaturesAndDocs) {
   c.initialize();
   c.open(kSpec);
   // A field: `r.xyz`
-  Json h = c.request("textDocument/hover", at(12, 29));
+  JsonView h = c.request("textDocument/hover", at(12, 29));
   std::string v = h["result"]["contents"]["value"].as_string();
   EXPECT_NE(v.find("xyz: f32[3]"), std::string::npos) << v;
   EXPECT_EQ(h["result"]["range"], range(12, 28, 12, 31));
@@ -301,9 +197,9 @@ TEST(LspSession, CompletionOfFieldsStagesAndNames) {
   // Typing `r.` in a filter: the fields of r's record type, found by checking.
   std::string typing = replace(kSpec, "  | batch(BATCH)\n", "  | filter(r => r.)\n  | batch(BATCH)\n");
   c.change(typing, 2);
-  Json comp = c.request("textDocument/completion", at(13, 18));
+  JsonView comp = c.request("textDocument/completion", at(13, 18));
   std::vector<std::string> l = labels(comp);
-  EXPECT_EQ(l, (std::vector<std::string>{"pos", "label"})) << comp.dump();
+  EXPECT_EQ(l, (std::vector<std::string>{"pos", "label"})) << comp;
   EXPECT_EQ(comp["result"]["items"][size_t(0)]["detail"].as_string(), "f32[3]");
   // `r.xy|` in the map: the source's fields.
   std::string partial = replace(kSpec, "scale(r.xyz, 2.0)", "scale(r.xy, 2.0)");
@@ -321,11 +217,13 @@ TEST(LspSession, CompletionOfFieldsStagesAndNames) {
   l = labels(c.request("textDocument/completion", at(14, 4)));
   EXPECT_TRUE(has(l, "shuffle") && has(l, "batch") && has(l, "prefetch") && has(l, "write")) << ::testing::PrintToString(l);
   EXPECT_FALSE(has(l, "unpack_bits"));
-  // Elsewhere: ops, consts, fns, sources and pipelines.
+  // In a fn body: its parameters, ops and consts; not the fn itself (recursion), datasets or stages.
   c.change(kSpec, 7);
   l = labels(c.request("textDocument/completion", at(9, 40)));
-  for (const char* want : {"tanh", "reshape", "BATCH", "scale", "points", "train", "v", "k"})
+  for (const char* want : {"tanh", "reshape", "BATCH", "v", "k"})
     EXPECT_TRUE(has(l, want)) << want << " in " << ::testing::PrintToString(l);
+  for (const char* no : {"scale", "points", "train", "batch"})
+    EXPECT_FALSE(has(l, no)) << no << " in " << ::testing::PrintToString(l);
 }
 
 TEST(LspSession, DefinitionAndReferences) {
@@ -333,15 +231,15 @@ TEST(LspSession, DefinitionAndReferences) {
   c.initialize();
   c.open(kSpec);
   // BATCH in batch(BATCH) -> the const.
-  Json d = c.request("textDocument/definition", at(13, 11));
-  ASSERT_EQ(d["result"].size(), 1u) << d.dump();
+  JsonView d = c.request("textDocument/definition", at(13, 11));
+  ASSERT_EQ(d["result"].size(), 1u) << d;
   EXPECT_EQ(d["result"][size_t(0)]["uri"].as_string(), kUri);
   EXPECT_EQ(d["result"][size_t(0)]["range"], range(1, 6, 1, 11));
   // The cursor just after the name works too.
   EXPECT_EQ(c.request("textDocument/definition", at(13, 15))["result"][size_t(0)]["range"], range(1, 6, 1, 11));
   // A field -> the schema field.
   d = c.request("textDocument/definition", at(12, 29));
-  EXPECT_EQ(d["result"][size_t(0)]["range"], range(4, 2, 4, 5)) << d.dump();
+  EXPECT_EQ(d["result"][size_t(0)]["range"], range(4, 2, 4, 5)) << d;
   // A lambda parameter use -> the parameter.
   EXPECT_EQ(c.request("textDocument/definition", at(12, 26))["result"][size_t(0)]["range"], range(12, 8, 12, 9));
   // A fn, a source, a fn parameter.
@@ -352,11 +250,11 @@ TEST(LspSession, DefinitionAndReferences) {
   EXPECT_TRUE(c.request("textDocument/definition", at(13, 5))["result"].is_null());
 
   // References of the const, with and without its declaration.
-  Json refs = c.request("textDocument/references",
+  JsonView refs = c.request("textDocument/references",
                         Json::object({{"textDocument", text_document()},
                                       {"position", position(1, 7)},
                                       {"context", Json::object({{"includeDeclaration", true}})}}));
-  ASSERT_EQ(refs["result"].size(), 2u) << refs.dump();
+  ASSERT_EQ(refs["result"].size(), 2u) << refs;
   EXPECT_EQ(refs["result"][size_t(0)]["range"], range(1, 6, 1, 11));
   EXPECT_EQ(refs["result"][size_t(1)]["range"], range(13, 10, 13, 15));
   refs = c.request("textDocument/references",
@@ -368,16 +266,50 @@ TEST(LspSession, DefinitionAndReferences) {
   refs = c.request("textDocument/references", Json::object({{"textDocument", text_document()},
                                                             {"position", position(5, 3)},
                                                             {"context", Json::object({{"includeDeclaration", true}})}}));
-  ASSERT_EQ(refs["result"].size(), 2u) << refs.dump();
+  ASSERT_EQ(refs["result"].size(), 2u) << refs;
   EXPECT_EQ(refs["result"][size_t(1)]["range"], range(12, 48, 12, 53));
+}
+
+/// The semantic token type at each (line, character) of the open document.
+std::map<std::pair<uint32_t, uint32_t>, std::string> token_types(Client& c) {
+  JsonView data = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}))["result"]["data"];
+  EXPECT_EQ(data.size() % 5, 0u);
+  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
+  uint32_t line = 0, col = 0;
+  for (size_t i = 0; i + 4 < data.size(); i += 5) {
+    uint32_t dl = static_cast<uint32_t>(data[i].as_int());
+    line += dl;
+    col = dl ? static_cast<uint32_t>(data[i + 1].as_int()) : col + static_cast<uint32_t>(data[i + 1].as_int());
+    out[{line, col}] = semantic_token_types().at(static_cast<size_t>(data[i + 3].as_int()));
+  }
+  return out;
+}
+
+// A name is coloured by what the checker resolved it to: a const or a local named like a builtin
+// (`size`, `mean`) is a variable, not a builtin function.
+TEST(LspSession, SemanticTokensFollowTheChecker) {
+  Client c;
+  c.initialize();
+  c.open(
+      "const size = 3\n"                               // 0
+      "pipeline p = range(10) | map(r => {\n"          // 1
+      "    mean = f32(r.value)\n"                      // 2
+      "    { x: mean * f32(size) }\n"                  // 3: mean at 9, f32 at 16, size at 20
+      "  })\n");
+  EXPECT_EQ(c.diagnostics(), Json::array());
+  auto types = token_types(c);
+  EXPECT_EQ((types[{3, 9}]), "variable");
+  EXPECT_EQ((types[{3, 16}]), "function");
+  EXPECT_EQ((types[{3, 20}]), "variable");
+  EXPECT_EQ((types[{1, 13}]), "function");  // range
 }
 
 TEST(LspSession, DocumentSymbolsAndSemanticTokens) {
   Client c;
   c.initialize();
   c.open(kSpec);
-  Json syms = c.request("textDocument/documentSymbol", Json::object({{"textDocument", text_document()}}))["result"];
-  ASSERT_EQ(syms.size(), 4u) << syms.dump();
+  JsonView syms = c.request("textDocument/documentSymbol", Json::object({{"textDocument", text_document()}}))["result"];
+  ASSERT_EQ(syms.size(), 4u) << syms;
   EXPECT_EQ(syms[size_t(0)]["name"].as_string(), "BATCH");
   EXPECT_EQ(syms[size_t(0)]["kind"].as_int(), 14);  // Constant
   EXPECT_EQ(syms[size_t(1)]["name"].as_string(), "points");
@@ -386,28 +318,9 @@ TEST(LspSession, DocumentSymbolsAndSemanticTokens) {
   EXPECT_EQ(syms[size_t(3)]["name"].as_string(), "train");
   EXPECT_EQ(syms[size_t(3)]["selectionRange"], range(11, 9, 11, 14));
 
-  Json tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
-  const Json& data = tokens["result"]["data"];
-  ASSERT_EQ(data.size() % 5, 0u);
-  ASSERT_GT(data.size(), 50u);
-  // Decode: absolute positions and types.
-  struct Tok {
-    uint32_t line, col, len, type, mods;
-  };
-  std::vector<Tok> toks;
-  uint32_t line = 0, col = 0;
-  for (size_t i = 0; i < data.size(); i += 5) {
-    uint32_t dl = static_cast<uint32_t>(data[i].as_int());
-    line += dl;
-    col = dl ? static_cast<uint32_t>(data[i + 1].as_int()) : col + static_cast<uint32_t>(data[i + 1].as_int());
-    toks.push_back({line, col, static_cast<uint32_t>(data[i + 2].as_int()), static_cast<uint32_t>(data[i + 3].as_int()),
-                    static_cast<uint32_t>(data[i + 4].as_int())});
-  }
-  auto type_at = [&](uint32_t l, uint32_t c0) -> std::string {
-    for (const Tok& t : toks)
-      if (t.line == l && t.col == c0) return semantic_token_types()[t.type];
-    return "";
-  };
+  std::map<std::pair<uint32_t, uint32_t>, std::string> types = token_types(c);
+  ASSERT_GT(types.size(), 10u);
+  auto type_at = [&](uint32_t l, uint32_t c0) { return types[{l, c0}]; };
   EXPECT_EQ(type_at(0, 0), "comment");
   EXPECT_EQ(type_at(1, 0), "keyword");     // const
   EXPECT_EQ(type_at(1, 14), "number");     // 512
@@ -427,35 +340,78 @@ TEST(LspSession, NonAsciiTextUsesUtf16Positions) {
   // "é" is 2 bytes and 1 UTF-16 unit, "😀" 4 bytes and 2 units: on line 1, `yy` starts at byte 17 but at
   // UTF-16 character 16.
   c.open("# caf\xC3\xA9 \xF0\x9F\x98\x80\nconst x = \"\xC3\xA9\" + yy\n");
-  Json diags = c.diagnostics();
-  Json unknown;
-  for (const Json& d : diags.as_array())
+  JsonView diags = c.diagnostics();
+  JsonView unknown;
+  for (JsonView d : diags.elements())
     if (d["code"].as_string() == "unknown_name") unknown = d;
-  ASSERT_TRUE(unknown.is_object()) << diags.dump();
-  EXPECT_EQ(unknown["range"], range(1, 16, 1, 18)) << diags.dump();
-  Json tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
-  const Json& data = tokens["result"]["data"];
+  ASSERT_TRUE(unknown.is_object()) << diags;
+  EXPECT_EQ(unknown["range"], range(1, 16, 1, 18)) << diags;
+  JsonView tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
+  JsonView data = tokens["result"]["data"];
   ASSERT_GE(data.size(), 10u);
   EXPECT_EQ(data[size_t(2)].as_int(), 9);   // the comment: "# café 😀" is 9 UTF-16 units
   EXPECT_EQ(data[size_t(5)].as_int(), 1);   // `const` on the next line
   EXPECT_EQ(data[size_t(6)].as_int(), 0);
-  // Invalid UTF-8 neither crashes the lexer nor produces invalid JSON.
-  c.change("# \xFF\xFE\nconst x = 1\n", 2);
-  c.diagnostics();
+  // A message with invalid UTF-8 is not JSON (RFC 8259 requires UTF-8): a ParseError, and the document
+  // keeps its text.
+  c.raw(std::string("{\"jsonrpc\":\"2.0\",\"method\":\"textDocument/didChange\",\"params\":{\"textDocument\":{\"uri\":\"") +
+        kUri + "\",\"version\":2},\"contentChanges\":[{\"text\":\"# \xFF\xFE\\nconst x = 1\\n\"}]}}");
+  std::vector<JsonView> replies = c.take();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0]["error"]["code"].as_int(), kParseError) << replies[0];
+  EXPECT_NE(replies[0]["error"]["message"].as_string().find("UTF-8"), std::string::npos) << replies[0];
+  EXPECT_TRUE(replies[0]["id"].is_null());
   tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
-  EXPECT_GE(tokens["result"]["data"].size(), 10u);
-  Json hover = c.request("textDocument/hover", at(1, 6));
-  EXPECT_TRUE(hover.find("result"));
+  EXPECT_EQ(tokens["result"]["data"][size_t(2)].as_int(), 9) << tokens;  // still the first text
+}
+
+// Text travels through the protocol unchanged both ways: quotes, backslashes, control characters and
+// non-ASCII in a doc comment come back in the hover and in the formatted text.
+TEST(LspSession, TextRoundTripsThroughTheProtocol) {
+  const std::string comment = "# Says \"hi\" \\ back\\slash,\ttab \x01 caf\xC3\xA9 \xF0\x9F\x98\x80 \xE2\x82\xAC";
+  const std::string text = comment + "\nfn f(x: f32) -> f32 = x\n\nfn g(x: f32) -> f32 =   f(x)\n";
+  Client c;
+  c.initialize();
+  c.open(text);
+  JsonView h = c.request("textDocument/hover", at(3, 24));
+  EXPECT_NE(h["result"]["contents"]["value"].as_string().find(comment.substr(2)), std::string::npos) << h;
+  JsonView f = c.request("textDocument/formatting", Json::object({{"textDocument", text_document()}}));
+  ASSERT_EQ(f["result"].size(), 1u) << f;  // the extra spaces go
+  std::string formatted = f["result"][size_t(0)]["newText"].as_string();
+  EXPECT_EQ(formatted.substr(0, comment.size() + 1), comment + "\n") << f;
+  EXPECT_NE(formatted.find("= f(x)"), std::string::npos) << f;
+}
+
+// Files read from disk (an import) may hold invalid UTF-8; what the server writes stays valid JSON, with
+// U+FFFD in place of the bad bytes.
+TEST(LspSession, InvalidUtf8FromDiskBecomesReplacementCharacters) {
+  char dir[] = "/tmp/pipec_lsp_utf8_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string lib = std::string(dir) + "/lib.pipe";
+  {
+    std::ofstream out(lib, std::ios::binary);
+    out << "# bad \xFF\xFE bytes\nfn g(x: f32) -> f32 = x\n";
+  }
+  std::string uri = "file://" + std::string(dir) + "/main.pipe";
+  Client c;
+  c.initialize();
+  c.open("import \"lib.pipe\"\n\nfn _h(x: f32) -> f32 = g(x)\n", uri);
+  EXPECT_EQ(c.diagnostics(uri), Json::array());
+  JsonView hover = c.request("textDocument/hover", at(2, 23, uri));  // parse_stream checks it is valid JSON
+  EXPECT_NE(hover["result"]["contents"]["value"].as_string().find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"), std::string::npos)
+      << hover;
+  unlink(lib.c_str());
+  rmdir(dir);
 }
 
 TEST(LspSession, FormattingReturnsAnEdit) {
   Client c;
   c.initialize();
   c.open("const   BATCH=512\n");
-  Json f = c.request("textDocument/formatting",
+  JsonView f = c.request("textDocument/formatting",
                      Json::object({{"textDocument", text_document()},
                                    {"options", Json::object({{"tabSize", 2}, {"insertSpaces", true}})}}));
-  ASSERT_EQ(f["result"].size(), 1u) << f.dump();
+  ASSERT_EQ(f["result"].size(), 1u) << f;
   EXPECT_EQ(f["result"][size_t(0)]["newText"].as_string(), "const BATCH = 512\n");
   EXPECT_EQ(f["result"][size_t(0)]["range"], range(0, 0, 1, 0));
   c.change("const BATCH = 512\n", 2);
@@ -466,7 +422,7 @@ TEST(LspSession, FormattingReturnsAnEdit) {
 TEST(LspSession, ProtocolErrorsAndLifecycle) {
   Client c;
   // Before initialize: requests are refused, notifications dropped.
-  Json r = c.request("textDocument/hover", at(0, 0));
+  JsonView r = c.request("textDocument/hover", at(0, 0));
   EXPECT_EQ(r["error"]["code"].as_int(), kServerNotInitialized);
   c.open(kSpec);
   EXPECT_TRUE(c.take().empty());
@@ -484,6 +440,13 @@ TEST(LspSession, ProtocolErrorsAndLifecycle) {
   EXPECT_TRUE(msgs[0]["id"].is_null());
   c.raw("[1, 2]");
   EXPECT_EQ(c.take()[0]["error"]["code"].as_int(), kInvalidRequest);
+  // Well-formed but nested 100,000 deep: refused before anything copies it recursively.
+  c.raw("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"textDocument/hover\",\"params\":" + std::string(100000, '[') +
+        std::string(100000, ']') + "}");
+  msgs = c.take();
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0]["error"]["code"].as_int(), kParseError);
+  EXPECT_NE(msgs[0]["error"]["message"].as_string().find("nested deeper"), std::string::npos) << msgs[0];
   c.raw("{\"jsonrpc\":\"2.0\",\"id\":7}");
   msgs = c.take();
   EXPECT_EQ(msgs[0]["error"]["code"].as_int(), kInvalidRequest);
@@ -499,12 +462,12 @@ TEST(LspSession, ProtocolErrorsAndLifecycle) {
   // Garbage positions are clamped, never out of range.
   r = c.request("textDocument/hover", Json::object({{"textDocument", text_document()},
                                                     {"position", Json::object({{"line", -5}, {"character", 1e300}})}}));
-  EXPECT_TRUE(r.find("result"));
+  EXPECT_TRUE(r.has("result"));
   // Still working.
   c.open(kSpec);
   EXPECT_FALSE(c.request("textDocument/hover", at(12, 29))["result"].is_null());
   // Shutdown, then requests are refused and exit ends with 0.
-  EXPECT_TRUE(c.request("shutdown").find("result"));
+  EXPECT_TRUE(c.request("shutdown").has("result"));
   EXPECT_EQ(c.request("textDocument/hover", at(12, 29))["error"]["code"].as_int(), kInvalidRequest);
   EXPECT_FALSE(c.server().exited());
   c.notify("exit");
@@ -512,7 +475,7 @@ TEST(LspSession, ProtocolErrorsAndLifecycle) {
   EXPECT_EQ(c.server().exit_code(), 0);
 }
 
-std::string frame(const Json& j) { return frame_message(j.dump()); }
+std::string frame(const Json& j) { return frame_message(dump_json(j)); }
 Json req(int id, const std::string& method, Json params = Json::object()) {
   return Json::object({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
 }
@@ -558,11 +521,11 @@ TEST(LspSession, MalformedStreamKeepsServing) {
   std::ostringstream out;
   EXPECT_EQ(run_lsp_server(in, out), 0);
   std::vector<Json> msgs = parse_stream(out.str());
-  std::map<int64_t, Json> by_id;
+  std::map<int64_t, JsonView> by_id;
   int null_id_errors = 0;
-  for (const Json& m : msgs) {
+  for (JsonView m : msgs) {
     if (m["id"].is_null()) {
-      EXPECT_EQ(m["error"]["code"].as_int(), kParseError) << m.dump();
+      EXPECT_EQ(m["error"]["code"].as_int(), kParseError) << m;
       ++null_id_errors;
     } else {
       by_id[m["id"].as_int()] = m;
@@ -570,9 +533,9 @@ TEST(LspSession, MalformedStreamKeepsServing) {
   }
   EXPECT_EQ(by_id[1]["error"]["code"].as_int(), kServerNotInitialized);
   EXPECT_TRUE(by_id[2]["result"]["capabilities"].is_object());
-  EXPECT_TRUE(by_id[3].find("result"));  // a document that is not open: null
+  EXPECT_TRUE(by_id[3].has("result"));  // a document that is not open: null
   EXPECT_EQ(by_id[4]["error"]["code"].as_int(), kMethodNotFound);
-  EXPECT_TRUE(by_id[6].find("result"));
+  EXPECT_TRUE(by_id[6].has("result"));
   EXPECT_EQ(null_id_errors, 5);  // bad length, huge length, invalid JSON, deep nesting, bad bytes
 }
 
@@ -603,8 +566,8 @@ TEST(LspSession, RandomMessagesNeverCrash) {
                                {"contentChanges", Json::array({Json::object({{"text", text}})})}});
       c.notify(m, params);
     } else {
-      Json r = c.request(m, params);
-      EXPECT_TRUE(r.find("result") || r.find("error")) << r.dump();
+      JsonView r = c.request(m, params);
+      EXPECT_TRUE(r.has("result") || r.has("error")) << r;
     }
   }
 }
@@ -654,8 +617,8 @@ class Process {
     }
   }
 
-  /// The next message, or null after `timeout_ms` without one.
-  Json receive(int timeout_ms = 30000) {
+  /// The next message, or null after `timeout_ms` without one (kept for the process's lifetime).
+  JsonView receive(int timeout_ms = 30000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
       size_t header_end = buffer_.find("\r\n\r\n");
@@ -667,36 +630,36 @@ class Process {
           buffer_.erase(0, header_end + 4 + length);
           JsonParseResult r = parse_json(body);
           EXPECT_TRUE(r.ok()) << body;
-          return r.value.value_or(Json());
+          return kept_.emplace_back(r.value.value_or(Json()));
         }
       }
       int left = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) return Json();
+      if (left <= 0) return JsonView();
       pollfd p{from_child_, POLLIN, 0};
-      if (poll(&p, 1, left) <= 0) return Json();
+      if (poll(&p, 1, left) <= 0) return JsonView();
       char chunk[65536];
       ssize_t n = read(from_child_, chunk, sizeof chunk);
-      if (n <= 0) return Json();
+      if (n <= 0) return JsonView();
       buffer_.append(chunk, static_cast<size_t>(n));
     }
   }
 
   /// Messages until one satisfies `pred` (that one is returned), or null.
   template <class Pred>
-  Json receive_until(Pred pred) {
+  JsonView receive_until(Pred pred) {
     for (int i = 0; i < 100; ++i) {
-      Json m = receive();
+      JsonView m = receive();
       if (m.is_null()) return m;
       if (pred(m)) return m;
     }
-    return Json();
+    return JsonView();
   }
-  Json response(int id) {
-    return receive_until([&](const Json& m) { return m["id"].as_int(-1) == id && !m.find("method"); });
+  JsonView response(int id) {
+    return receive_until([&](JsonView m) { return m["id"].as_int(-1) == id && !m.has("method"); });
   }
-  Json diagnostics() {
-    return receive_until([](const Json& m) { return m["method"].as_string() == "textDocument/publishDiagnostics"; });
+  JsonView diagnostics() {
+    return receive_until([](JsonView m) { return m["method"].as_string() == "textDocument/publishDiagnostics"; });
   }
 
   /// The exit status, or -1 when the process does not end within `timeout_ms`.
@@ -721,14 +684,15 @@ class Process {
   int from_child_ = -1;
   bool reaped_ = false;
   std::string buffer_;
+  std::deque<Json> kept_;
 };
 
 TEST(LspBinary, StdioSessionWithTheRealServer) {
   Process p({PIPEC_BINARY, "lsp"});
   ASSERT_TRUE(p.started());
   p.send(frame(req(1, "initialize", Json::object({{"processId", nullptr}, {"capabilities", Json::object()}}))));
-  Json init = p.response(1);
-  ASSERT_TRUE(init["result"]["capabilities"]["hoverProvider"].as_bool()) << init.dump();
+  JsonView init = p.response(1);
+  ASSERT_TRUE(init["result"]["capabilities"]["hoverProvider"].as_bool()) << init;
   p.send(frame(note("initialized")));
 
   // Open a spec with an error: its diagnostic, with the exact range.
@@ -738,12 +702,12 @@ TEST(LspBinary, StdioSessionWithTheRealServer) {
                                                                  {"languageId", "pipe"},
                                                                  {"version", 1},
                                                                  {"text", bad}})}}))));
-  Json diags = p.diagnostics();
+  JsonView diags = p.diagnostics();
   ASSERT_FALSE(diags.is_null());
-  Json error;
-  for (const Json& d : diags["params"]["diagnostics"].as_array())
+  JsonView error;
+  for (JsonView d : diags["params"]["diagnostics"].elements())
     if (d["severity"].as_int() == 1) error = d;
-  EXPECT_EQ(error["code"].as_string(), "invalid_argument_value") << diags.dump();
+  EXPECT_EQ(error["code"].as_string(), "invalid_argument_value") << diags;
   EXPECT_EQ(error["range"], range(13, 10, 13, 11));
 
   // Fix it: the diagnostics are cleared.
@@ -751,13 +715,13 @@ TEST(LspBinary, StdioSessionWithTheRealServer) {
                     Json::object({{"textDocument", Json::object({{"uri", kUri}, {"version", 2}})},
                                   {"contentChanges", Json::array({Json::object({{"text", kSpec}})})}}))));
   diags = p.diagnostics();
-  EXPECT_EQ(diags["params"]["diagnostics"], Json::array()) << diags.dump();
+  EXPECT_EQ(diags["params"]["diagnostics"], Json::array()) << diags;
   EXPECT_EQ(diags["params"]["version"].as_int(), 2);
 
   // Hover on a field.
   p.send(frame(req(2, "textDocument/hover", at(12, 29))));
-  Json hover = p.response(2);
-  EXPECT_NE(hover["result"]["contents"]["value"].as_string().find("xyz: f32[3]"), std::string::npos) << hover.dump();
+  JsonView hover = p.response(2);
+  EXPECT_NE(hover["result"]["contents"]["value"].as_string().find("xyz: f32[3]"), std::string::npos) << hover;
 
   // Completion after `r.`.
   std::string typing = replace(kSpec, "  | batch(BATCH)\n", "  | filter(r => r.)\n  | batch(BATCH)\n");
@@ -765,32 +729,32 @@ TEST(LspBinary, StdioSessionWithTheRealServer) {
                     Json::object({{"textDocument", Json::object({{"uri", kUri}, {"version", 3}})},
                                   {"contentChanges", Json::array({Json::object({{"text", typing}})})}}))));
   p.send(frame(req(3, "textDocument/completion", at(13, 18))));
-  Json comp = p.response(3);
-  EXPECT_EQ(labels(comp), (std::vector<std::string>{"pos", "label"})) << comp.dump();
+  JsonView comp = p.response(3);
+  EXPECT_EQ(labels(comp), (std::vector<std::string>{"pos", "label"})) << comp;
 
   // Definition of a const.
   p.send(frame(note("textDocument/didChange",
                     Json::object({{"textDocument", Json::object({{"uri", kUri}, {"version", 4}})},
                                   {"contentChanges", Json::array({Json::object({{"text", kSpec}})})}}))));
   p.send(frame(req(4, "textDocument/definition", at(13, 11))));
-  Json def = p.response(4);
-  EXPECT_EQ(def["result"][size_t(0)]["range"], range(1, 6, 1, 11)) << def.dump();
+  JsonView def = p.response(4);
+  EXPECT_EQ(def["result"][size_t(0)]["range"], range(1, 6, 1, 11)) << def;
 
   // Formatting returns an edit (the spec's pipeline fits on one line).
   p.send(frame(req(5, "textDocument/formatting",
                    Json::object({{"textDocument", text_document()},
                                  {"options", Json::object({{"tabSize", 2}, {"insertSpaces", true}})}}))));
-  Json fmt = p.response(5);
-  ASSERT_EQ(fmt["result"].size(), 1u) << fmt.dump();
+  JsonView fmt = p.response(5);
+  ASSERT_EQ(fmt["result"].size(), 1u) << fmt;
   EXPECT_NE(fmt["result"][size_t(0)]["newText"].as_string().find("const BATCH = 512"), std::string::npos);
 
   // Garbage in the middle does not kill it.
   p.send("Content-Length: nope\r\n\r\n");
-  Json err = p.receive();
-  EXPECT_EQ(err["error"]["code"].as_int(), kParseError) << err.dump();
+  JsonView err = p.receive();
+  EXPECT_EQ(err["error"]["code"].as_int(), kParseError) << err;
 
   p.send(frame(req(6, "shutdown")));
-  EXPECT_TRUE(p.response(6).find("result"));
+  EXPECT_TRUE(p.response(6).has("result"));
   p.send(frame(note("exit")));
   EXPECT_EQ(p.wait_exit(), 0);
 }

@@ -27,20 +27,20 @@ using testing::plan_of;
 // ---- hand-built functions for the expression passes ----------------------------------------------
 
 Instr param(const std::string& field, DType dt, std::vector<int64_t> shape = {}) {
-  return Instr{"param", {}, {{"field", Value::make_string(field)}}, Type::tensor(dt, std::move(shape)), {}};
+  return Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(dt, std::move(shape)), {}};
 }
 Instr konst(Value v, DType dt, std::vector<int64_t> shape = {}) {
-  return Instr{"const", {}, {{"value", v}}, Type::tensor(dt, std::move(shape)), {}};
+  return Instr{OpKind::Const, {}, {{"value", v}}, Type::tensor(dt, std::move(shape)), {}};
 }
 Instr op(const std::string& name, std::vector<int> operands, DType dt, std::vector<int64_t> shape = {}) {
-  return Instr{name, std::move(operands), {}, Type::tensor(dt, std::move(shape)), {}};
+  return Instr{op_from_name(name).value(), std::move(operands), {}, Type::tensor(dt, std::move(shape)), {}};
 }
 
 // range(5) | map(fn): the map's element is its results' types.
 Plan range_then(std::shared_ptr<ExprFunction> fn) {
   Plan p = plan_of("pipeline p = range(5)\n");
   Stage m;
-  m.op = "map";
+  m.kind = StageKind::Map;
   m.inputs = {0};
   m.fn = fn;
   for (const auto& [name, id] : fn->results)
@@ -76,10 +76,10 @@ TEST(ConstantFolding, FoldsConstantArithmeticWithTheKernels) {
   auto before = eval(*p.stages[1].fn);
   ASSERT_TRUE(constant_folding(p));
   const ExprFunction& f = *p.stages[1].fn;
-  EXPECT_EQ(f.body[six].op, "const");
+  EXPECT_EQ(f.body[six].op, OpKind::Const);
   EXPECT_EQ(f.body[six].attrs.at("value").i, 6);
-  EXPECT_EQ(f.body[x].op, "add");  // reads a parameter: not constant
-  EXPECT_EQ(f.body[tq].op, "const");
+  EXPECT_EQ(f.body[x].op, OpKind::Add);  // reads a parameter: not constant
+  EXPECT_EQ(f.body[tq].op, OpKind::Const);
   auto after = eval(f);
   for (size_t k = 0; k < before.size(); ++k) EXPECT_TRUE(before[k].dense.equals(after[k].dense)) << k;
   EXPECT_FALSE(constant_folding(p));

@@ -10,13 +10,12 @@
 
 #include <fmt/format.h>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/example_writer.h"
 #include "runtime/io/tfrecord_writer.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec {
 namespace {
@@ -43,19 +42,13 @@ void write_positions(const fs::path& path, int64_t first_id, int n) {
 }
 
 struct Compiled {
-  std::unique_ptr<Program> program;
-  Plan plan;
+  Plan plan;  // the spec's last pipeline, as lowered
 };
 
-Compiled compile(const fs::path& spec) {
-  Compiled c;
-  c.program = check_file(spec.string());
-  std::ostringstream diags;
-  c.program->diags.print(diags, false);
-  if (c.program->diags.has_errors()) throw std::runtime_error(diags.str());
-  for (const auto& d : c.program->main().decls)
-    if (d->kind == DeclKind::Pipeline) c.plan = lower_pipeline(*c.program, *d);
-  return c;
+Compiled compile_spec(const fs::path& spec) {
+  std::vector<Plan> plans = testing::compiled_plans_of_file(spec.string());
+  if (plans.empty()) throw std::runtime_error("no plan for " + spec.string());
+  return {std::move(plans.back())};
 }
 
 RunOptions options(const fs::path& spec, int threads) {
@@ -67,7 +60,7 @@ RunOptions options(const fs::path& spec, int threads) {
 
 // The `s` column of the whole output, element by element.
 std::vector<int64_t> run_ids(const fs::path& spec, int threads) {
-  Compiled c = compile(spec);
+  Compiled c = compile_spec(spec);
   PipelineRun run(c.plan, options(spec, threads));
   std::vector<int64_t> ids;
   Chunk chunk;
@@ -96,7 +89,7 @@ TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
              "  | batch(64, drop_remainder = true)\n"
              "  | repeat()\n"
              "  | prefetch(2)\n");
-  Compiled c = compile(d / "p.pipe");
+  Compiled c = compile_spec(d / "p.pipe");
   // One worker thread: the map computes one chunk at a time, so how many buffers are alive at once
   // depends only on how full the queues are, not on how two workers' chunks happen to overlap.
   PipelineRun run(c.plan, options(d / "p.pipe", 1));
@@ -162,7 +155,7 @@ TEST(ParallelReads, ACorruptFileFailsAtTheSameRecordAsSequentialReading) {
   write_spec(d / "seq.pipe", "source s = tfrecord(\"pos-*.tfrecord\") {\n  d: bytes[194]\n  s: i64\n}\n"
                              "pipeline p = s | interleave(cycle_length = 3)\n");
   auto collect = [&](const fs::path& spec, int threads, std::string& error) {
-    Compiled c = compile(spec);
+    Compiled c = compile_spec(spec);
     PipelineRun run(c.plan, options(spec, threads));
     std::vector<int64_t> ids;
     Chunk chunk;
@@ -193,7 +186,7 @@ TEST(ParallelReads, CheckpointAndRestoreContinueExactly) {
                            "pipeline p = s | shuffle(100, seed = 1) | batch(32) | prefetch(2)\n");
   std::vector<int64_t> all = run_ids(d / "p.pipe", 2);
   ASSERT_EQ(all.size(), 4u * 300 + 17 * 6);
-  Compiled c = compile(d / "p.pipe");
+  Compiled c = compile_spec(d / "p.pipe");
   std::vector<int64_t> resumed;
   {
     PipelineRun run(c.plan, options(d / "p.pipe", 2));
@@ -233,7 +226,7 @@ TEST(ShuffleBuffer, ByteStringsOfAnyLengthStayWithTheirRowAndSurviveACheckpoint)
   }
   write_spec(d / "p.pipe", "source s = tfrecord(\"names.tfrecord\") {\n  x: i64\n  name: bytes\n}\n"
                            "pipeline p = s | shuffle(1000, seed = 5) | batch(7)\n");
-  Compiled c = compile(d / "p.pipe");
+  Compiled c = compile_spec(d / "p.pipe");
   auto consume = [](PipelineRun& run, int max_batches, std::vector<int64_t>& ids) {
     Chunk chunk;
     for (int b = 0; b < max_batches && run.next(chunk); ++b) {

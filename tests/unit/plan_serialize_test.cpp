@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "compiler/lower/lower.h"
-#include "compiler/sema/program.h"
+#include "tests/unit/compile_util.h"
 #include "runtime/plan/plan_serialize.h"
 
 namespace pipec {
@@ -24,12 +23,12 @@ std::vector<std::pair<std::string, Plan>> plans_under(const fs::path& dir) {
     if (e.path().extension() == ".pipe" && e.path().filename().string().rfind("fail_", 0) != 0) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files) {
-    auto program = check_file(f.string());
-    if (program->diags.has_errors()) continue;
-    for (const auto& d : program->main().decls) {
-      if (d->kind != DeclKind::Pipeline) continue;
-      out.emplace_back(f.string() + ":" + d->name, lower_pipeline(*program, *d));
-    }
+    CompileRequest request;
+    request.path = f.string();
+    request.target = CompileTarget::EveryPipeline;
+    request.options = testing::lowered_only();
+    CompileResult r = compile(request);
+    for (CompiledPipeline& p : r.pipelines) out.emplace_back(f.string() + ":" + p.decl->name, std::move(p.plan));
   }
   return out;
 }
@@ -56,20 +55,16 @@ TEST(PlanSerialize, RoundTripsEveryExampleAndGoldenPlan) {
 }
 
 Plan small_plan() {
-  auto program = check_text("small.pipe",
-                            "source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
-                            "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n");
-  EXPECT_FALSE(program->diags.has_errors());
-  const Decl* p = program->global("p");
-  EXPECT_NE(p, nullptr);
-  return lower_pipeline(*program, *p);
+  return testing::compiled_plan("source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
+                                "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n",
+                                "p");
 }
 
 TEST(PlanSerialize, KeepsNativeKernelSymbolsButNotPointers) {
   Plan plan = small_plan();
   int map_stage = -1;
   for (size_t i = 0; i < plan.stages.size(); ++i)
-    if (plan.stages[i].op == "map") map_stage = static_cast<int>(i);
+    if (plan.stages[i].kind == StageKind::Map) map_stage = static_cast<int>(i);
   ASSERT_GE(map_stage, 0);
   auto k = std::make_shared<NativeKernel>();
   k->symbol = "pipec_kernel_1";
@@ -125,6 +120,34 @@ TEST(PlanSerialize, LayoutMismatchNamesTheOffset) {
   std::string e = decode_error(body);
   EXPECT_NE(e.find("payload offset"), std::string::npos) << e;
   EXPECT_NE(e.find("expected a stage record"), std::string::npos) << e;
+}
+
+// `blob` with the length-prefixed string `from` replaced by `to` (same length) and the CRC made right
+// again, so only the decoder's own checks can refuse it.
+std::string renamed(std::string blob, const std::string& from, const std::string& to) {
+  std::string prefix(8, '\0');
+  prefix[0] = static_cast<char>(from.size());
+  size_t at = blob.find(prefix + from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return blob;
+  blob.replace(at + 8, from.size(), to);
+  std::string body = blob.substr(0, blob.size() - 4);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+  for (int i = 0; i < 4; ++i) body.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return body;
+}
+
+// Ops and stages travel by name (runtime/plan/ops.def, stages.def): a name the table lacks is refused.
+TEST(PlanSerialize, UnknownOpOrStageNamesAreRefused) {
+  const std::string blob = encode_plan(small_plan());
+  std::string e = decode_error(renamed(blob, "mul", "mux"));
+  EXPECT_NE(e.find("unknown instruction op `mux`"), std::string::npos) << e;
+  EXPECT_NE(e.find("payload offset"), std::string::npos) << e;
+  e = decode_error(renamed(blob, "batch", "batcx"));
+  EXPECT_NE(e.find("unknown stage `batcx`"), std::string::npos) << e;
+  // The same blob with the names intact decodes.
+  EXPECT_EQ(decode_error(renamed(blob, "mul", "mul")), "");
 }
 
 // Corruption that keeps a valid frame (the CRC recomputed) must still give an error or a plan the

@@ -25,7 +25,7 @@ int indexed_decodes(const Plan& p) {
   int n = 0;
   for (const Stage& s : p.stages)
     if (s.fn)
-      for (const Instr& in : s.fn->body) n += in.op == "decode_jpeg" && in.attrs.count("index") && in.attrs.at("index").b;
+      for (const Instr& in : s.fn->body) n += in.op == OpKind::DecodeJpeg && in.attrs.count("index") && in.attrs.at("index").b;
   return n;
 }
 
@@ -67,7 +67,7 @@ int mark_all(Plan& p) {
   for (Stage& s : p.stages)
     if (s.fn)
       for (Instr& in : s.fn->body)
-        if (in.op == "decode_jpeg" && in.attrs.count("crop")) {
+        if (in.op == OpKind::DecodeJpeg && in.attrs.count("crop")) {
           in.attrs["index"] = Value::make_bool(true);
           ++n;
         }

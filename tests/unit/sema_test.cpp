@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/front/ast_query.h"
+#include "compiler/sema/builtins.h"
 #include "compiler/sema/program.h"
 
 namespace pipec {
@@ -197,6 +198,90 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = adam() }
   ASSERT_EQ(ys.size(), 1u);
   EXPECT_EQ(type_to_string(ys[0]->type), "f32[8]");
   EXPECT_EQ(names(t, "net")[0]->target.decl, decl(*p, "net"));
+}
+
+// The builtin the checker chose is on the name (hover reads it): a layer in a model, an op in a map body,
+// an output format inside write(...), a source at the head of a pipeline.
+TEST(Sema, BuiltinBindingsFollowTheContext) {
+  auto p = check(R"(
+source s = tfrecord("data/*.tfrecord") { x: f32[4] }
+pipeline out = s | map(r => { y: relu(r.x) }) | write(tfrecord("out/*.tfrecord"))
+model net(x: f32[4]) -> f32[4] { x | relu }
+)");
+  ASSERT_EQ(errors(*p), "");
+  auto kind_of = [&](const char* d, const char* name, size_t i = 0) {
+    auto ns = names(*decl(*p, d), name);
+    EXPECT_GT(ns.size(), i) << name;
+    const Builtin* b = ns.size() > i ? ns[i]->target.builtin : nullptr;
+    return b ? std::string(builtin_kind_name(b->kind)) : std::string("none");
+  };
+  EXPECT_EQ(kind_of("s", "tfrecord"), "source");
+  EXPECT_EQ(kind_of("out", "tfrecord"), "format");
+  EXPECT_EQ(kind_of("out", "relu"), "op");
+  EXPECT_EQ(kind_of("out", "map"), "stage");
+  EXPECT_EQ(kind_of("out", "write"), "sink");
+  EXPECT_EQ(kind_of("net", "relu"), "layer");
+}
+
+// A stage whose rule never ran (a misspelt name, a bad argument) still has its function literal checked
+// against the element: its own mistakes are reported and its names typed.
+TEST(Sema, LambdaOfAMisspeltStageIsCheckedAgainstTheElement) {
+  auto p = check(R"(
+source s = range(10)
+pipeline p = s
+  | map(r => { d: f32(r.value) })
+  | filtr(r => r.d > 0.0 && r.nope > 1)
+pipeline q = s | map(r => { e: r.value }, nonsense = 3)
+)");
+  EXPECT_TRUE(has_kind(*p, DiagKind::unknown_stage)) << errors(*p);
+  EXPECT_TRUE(has_kind(*p, DiagKind::unknown_field)) << errors(*p);  // r.nope, inside the misspelt stage
+  EXPECT_TRUE(has_kind(*p, DiagKind::unknown_argument)) << errors(*p);
+  const Decl& pd = *decl(*p, "p");
+  auto members = find_exprs(pd, [](const Expr& e) { return e.kind == ExprKind::Member && e.as<MemberExpr>()->member == "d"; });
+  ASSERT_EQ(members.size(), 1u);
+  EXPECT_EQ(type_to_string(members[0]->type), "f32");  // in filtr
+  for (const NameExpr* r : names(pd, "r")) EXPECT_EQ(r->target.kind, Binding::LambdaParam);
+  // A map with a bad argument.
+  auto values = find_exprs(*decl(*p, "q"), [](const Expr& e) { return e.kind == ExprKind::Member; });
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_EQ(type_to_string(values[0]->type), "i64");
+}
+
+TEST(Sema, PipingIntoAFnWithoutParametersIsAnError) {
+  auto p = check(R"(
+fn one() -> f32 = 1.0
+pipeline p = range(4) | map(r => { y: f32(r.value) | one })
+)");
+  EXPECT_NE(errors(*p).find("fn `one` takes no input"), std::string::npos) << errors(*p);
+  EXPECT_TRUE(has_kind(*p, DiagKind::too_many_arguments));
+}
+
+// Each train entry that names a builtin takes one family: `loss = adam()` type-checks as a call but is
+// not a loss.
+TEST(Sema, TrainEntriesTakeTheirOwnFamily) {
+  const std::string head = R"(
+source s = tfrecord("data/*.tfrecord") { x: f32[4], y: f32 }
+pipeline data = s | batch(8, drop_remainder = true)
+model net(x: f32[4]) -> f32[1] { x | dense(1) }
+)";
+  auto good = check(head + "train t = { data = data, model = net(x), loss = mse(y), optimizer = adam(), strategy = single() }\n");
+  EXPECT_EQ(errors(*good), "");
+  struct Case {
+    const char* entries;
+    const char* message;
+  } cases[] = {
+      {"loss = adam(), optimizer = adam()", "`loss` must call a loss, not the optimizer `adam`"},
+      {"loss = mse(y), optimizer = mse(y)", "`optimizer` must call an optimizer, not the loss `mse`"},
+      {"loss = mse(y), optimizer = adam(), strategy = sgd()", "`strategy` must call a strategy, not the optimizer `sgd`"},
+      {"loss = mse, optimizer = adam()", "`loss` must call the loss: `mse(...)`"},
+      {"loss = mse(y), optimizer = 3", "`optimizer` must call an optimizer, not i64"},
+  };
+  for (const Case& c : cases) {
+    auto p = check(head + "train t = { data = data, model = net(x), " + c.entries + " }\n");
+    EXPECT_NE(errors(*p).find(c.message), std::string::npos) << c.entries << ":\n" << errors(*p);
+  }
+  auto model_is_a_loss = check(head + "train t = { data = data, model = mse(x), loss = mse(y), optimizer = adam() }\n");
+  EXPECT_NE(errors(*model_is_a_loss).find("`model` must call a model"), std::string::npos) << errors(*model_is_a_loss);
 }
 
 TEST(Sema, FnParameterWithUnknownLengthAcceptsAnyLength) {

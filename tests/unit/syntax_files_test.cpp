@@ -1,20 +1,20 @@
 // The editor syntax files cannot drift from the language: every keyword of grammar/Pipe.g4, every dtype
 // and every builtin in the registry must be highlighted by the TextMate grammar and the Vim syntax file.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include "compiler/lsp/json.h"
 #include "compiler/sema/builtins.h"
 #include "runtime/core/dtype.h"
 
 namespace pipec {
 namespace {
 
-using lsp::Json;
+using Json = nlohmann::json;
 
 std::string read_file(const std::string& rel) {
   std::ifstream in(std::string(PIPEC_SOURCE_DIR) + "/" + rel, std::ios::binary);
@@ -25,9 +25,14 @@ std::string read_file(const std::string& rel) {
 }
 
 Json load_json(const std::string& rel) {
-  lsp::JsonParseResult r = lsp::parse_json(read_file(rel));
-  EXPECT_TRUE(r.ok()) << rel << ": " << r.error << " at byte " << r.error_offset;
-  return r.value.value_or(Json());
+  Json j = Json::parse(read_file(rel), nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << rel << " is not valid JSON";
+  return j;
+}
+
+/// The string member `key` of `j`, or "" (the files are read, not trusted).
+std::string str(const Json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
 struct Rule {
@@ -39,29 +44,30 @@ struct Rule {
 // Every `match` rule of the grammar with the scopes it assigns.
 void collect_rules(const Json& node, std::vector<Rule>& out, std::vector<std::string>& bad) {
   if (node.is_array()) {
-    for (const Json& item : node.as_array()) collect_rules(item, out, bad);
+    for (const Json& item : node) collect_rules(item, out, bad);
     return;
   }
   if (!node.is_object()) return;
   for (const char* key : {"match", "begin", "end"}) {
-    const Json& pattern = node[key];
-    if (!pattern.is_string()) continue;
+    std::string pattern = str(node, key);
+    if (pattern.empty()) continue;
     std::regex re;
     try {
-      re = std::regex(pattern.as_string(), std::regex::ECMAScript);
+      re = std::regex(pattern, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      bad.push_back(pattern.as_string() + " (" + e.what() + ")");
+      bad.push_back(pattern + " (" + e.what() + ")");
       continue;
     }
     if (std::string(key) != "match") continue;
-    Rule r{pattern.as_string(), re, {}};
-    if (node["name"].is_string()) r.scopes.push_back(node["name"].as_string());
-    for (const auto& [group, capture] : node["captures"].as_object())
-      if (capture["name"].is_string()) r.scopes.push_back(capture["name"].as_string());
+    Rule r{pattern, re, {}};
+    if (!str(node, "name").empty()) r.scopes.push_back(str(node, "name"));
+    if (node.contains("captures") && node["captures"].is_object())
+      for (const auto& capture : node["captures"].items())
+        if (!str(capture.value(), "name").empty()) r.scopes.push_back(str(capture.value(), "name"));
     out.push_back(std::move(r));
   }
-  for (const auto& [key, child] : node.as_object())
-    if (key != "match" && key != "begin" && key != "end") collect_rules(child, out, bad);
+  for (const auto& child : node.items())
+    if (child.key() != "match" && child.key() != "begin" && child.key() != "end") collect_rules(child.value(), out, bad);
 }
 
 std::vector<Rule> grammar_rules() {
@@ -107,24 +113,24 @@ std::vector<std::string> dtype_words() {
 
 TEST(SyntaxFiles, GrammarIsValidAndEveryRegexIsEcmaScript) {
   Json g = load_json("grammar/pipe.tmLanguage.json");
-  EXPECT_EQ(g["scopeName"].as_string(), "source.pipe");
-  EXPECT_EQ(g["fileTypes"][size_t(0)].as_string(), "pipe");
+  EXPECT_EQ(str(g, "scopeName"), "source.pipe");
+  EXPECT_EQ(g.at("fileTypes").at(0).get<std::string>(), "pipe");
   std::vector<Rule> rules = grammar_rules();
   EXPECT_GT(rules.size(), 10u);
   // Every `include` names a repository entry.
   std::vector<std::string> includes;
   std::function<void(const Json&)> find = [&](const Json& n) {
     if (n.is_object()) {
-      if (n["include"].is_string()) includes.push_back(n["include"].as_string());
-      for (const auto& [k, v] : n.as_object()) find(v);
+      if (!str(n, "include").empty()) includes.push_back(str(n, "include"));
+      for (const auto& v : n) find(v);
     } else if (n.is_array()) {
-      for (const auto& v : n.as_array()) find(v);
+      for (const auto& v : n) find(v);
     }
   };
   find(g);
   for (const auto& inc : includes) {
     ASSERT_EQ(inc.substr(0, 1), "#") << inc;
-    EXPECT_NE(g["repository"].find(inc.substr(1)), nullptr) << inc;
+    EXPECT_TRUE(g.at("repository").contains(inc.substr(1))) << inc;
   }
 }
 
@@ -214,22 +220,22 @@ TEST(SyntaxFiles, VimSyntaxHasTheSameWords) {
 
 TEST(SyntaxFiles, VsCodeExtensionIsComplete) {
   Json pkg = load_json("grammar/vscode/package.json");
-  const Json& lang = pkg["contributes"]["languages"][size_t(0)];
-  EXPECT_EQ(lang["id"].as_string(), "pipe");
-  EXPECT_EQ(lang["extensions"][size_t(0)].as_string(), ".pipe");
-  const Json& grammar = pkg["contributes"]["grammars"][size_t(0)];
-  EXPECT_EQ(grammar["scopeName"].as_string(), "source.pipe");
-  std::string path = grammar["path"].as_string();
+  const Json& lang = pkg.at("contributes").at("languages").at(0);
+  EXPECT_EQ(str(lang, "id"), "pipe");
+  EXPECT_EQ(lang.at("extensions").at(0).get<std::string>(), ".pipe");
+  const Json& grammar = pkg.at("contributes").at("grammars").at(0);
+  EXPECT_EQ(str(grammar, "scopeName"), "source.pipe");
+  std::string path = str(grammar, "path");
   ASSERT_EQ(path.substr(0, 2), "./");
   // The extension ships a copy of the grammar: it must be identical to grammar/pipe.tmLanguage.json.
   EXPECT_EQ(read_file("grammar/vscode/" + path.substr(2)), read_file("grammar/pipe.tmLanguage.json"))
       << "copy grammar/pipe.tmLanguage.json to grammar/vscode/" << path.substr(2);
-  EXPECT_EQ(pkg["main"].as_string(), "./extension.js");
-  EXPECT_TRUE(pkg["dependencies"].find("vscode-languageclient"));
+  EXPECT_EQ(str(pkg, "main"), "./extension.js");
+  EXPECT_TRUE(pkg.at("dependencies").contains("vscode-languageclient"));
   Json conf = load_json("grammar/vscode/language-configuration.json");
-  EXPECT_EQ(conf["comments"]["lineComment"].as_string(), "#");
+  EXPECT_EQ(str(conf.at("comments"), "lineComment"), "#");
   std::set<std::string> pairs;
-  for (const Json& p : conf["brackets"].as_array()) pairs.insert(p[size_t(0)].as_string() + p[size_t(1)].as_string());
+  for (const Json& p : conf.at("brackets")) pairs.insert(p.at(0).get<std::string>() + p.at(1).get<std::string>());
   EXPECT_EQ(pairs, (std::set<std::string>{"{}", "[]", "()"}));
   std::string ext = read_file("grammar/vscode/extension.js");
   EXPECT_NE(ext.find("vscode-languageclient"), std::string::npos);

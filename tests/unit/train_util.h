@@ -3,34 +3,41 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
-#include "compiler/sema/program.h"
-#include "compiler/train/lower_train.h"
+#include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/core/tensor.h"
 
 namespace pipec::testing {
 
+/// `spec` checked as `pipec check` checks it: every train block compiled to its step graph.
+inline CompileResult check_train_spec(const std::string& spec) {
+  CompileRequest request;
+  request.path = "train_test.pipe";
+  request.text = spec;
+  request.target = CompileTarget::CheckOnly;
+  return compile(request);
+}
+
 /// The train block `name` of `spec`, compiled; fails the test (and returns an empty program) on errors.
 inline TrainProgram compile_train(const std::string& spec, const std::string& name = "t") {
-  auto program = check_text("train_test.pipe", spec);
-  std::vector<TrainProgram> trains = lower_train_blocks(*program);
+  CompileResult r = check_train_spec(spec);
   std::ostringstream diags;
-  program->diags.print(diags, false);
-  EXPECT_FALSE(program->diags.has_errors()) << diags.str();
-  for (TrainProgram& t : trains)
-    if (t.name == name) return std::move(t);
+  r.program->diags.print(diags, false);
+  EXPECT_TRUE(r.ok()) << diags.str() << r.error;
+  for (CompiledTrain& t : r.trains)
+    if (t.program.name == name) return std::move(t.program);
   ADD_FAILURE() << "no train block `" << name << "` compiled\n" << diags.str();
   return {};
 }
 
 /// The diagnostics `pipec check` prints for `spec` (train blocks compiled too).
 inline std::string train_diagnostics(const std::string& spec) {
-  auto program = check_text("train_test.pipe", spec);
-  lower_train_blocks(*program);
+  CompileResult r = check_train_spec(spec);
   std::ostringstream out;
-  program->diags.print(out, false);
+  r.program->diags.print(out, false);
   return out.str();
 }
 

@@ -1,4 +1,5 @@
-// The image ops against TensorFlow's tf.image (fixtures made by make_image_fixtures.py), and the
+// The image ops against TensorFlow's tf.image (fixtures made by make_image_fixtures.py; the distance
+// transform against scipy's distance_transform_edt), and the
 // random ops' reproducibility contract (crop_window.h): same stream -> same window and flip.
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 
 #include "runtime/core/philox.h"
 #include "runtime/image/crop_window.h"
+#include "runtime/image/distance_transform.h"
 #include "runtime/image/transforms.h"
 #include "runtime/io/npy.h"
 #include "runtime/ops/interpreter.h"
@@ -101,6 +103,56 @@ TEST(ImageOps, NormalizePerChannel) {
   EXPECT_THROW(normalize_image(x, {1, 2}, {1}), ImageError);
 }
 
+TEST(ImageOps, RgbToGrayscaleMatchesTensorFlow) {
+  expect_equal(rgb_to_grayscale_image(input()), fx("rgb_to_grayscale_u8"));
+  expect_close(rgb_to_grayscale_image(fx("input_f32_7x10x3")), fx("rgb_to_grayscale_f32"), 1e-6f);
+  EXPECT_THROW(rgb_to_grayscale_image(Tensor::zeros(DType::U8, {2, 2, 4})), ImageError);
+}
+
+// A batch is its images one by one.
+Tensor batch_of_two(const Tensor& image) {
+  Shape s = image.shape();
+  s.insert(s.begin(), 2);
+  Tensor b = Tensor::empty(image.dtype(), s);
+  std::memcpy(b.raw(), image.raw(), image.byte_size());
+  std::memcpy(b.raw() + image.byte_size(), image.raw(), image.byte_size());
+  return b;
+}
+
+TEST(ImageOps, DistanceTransformMatchesScipy) {
+  const Tensor mask = fx("input_mask_9x13x2");
+  const Tensor want = fx("distance_transform");  // channel 1 has no click: +inf everywhere
+  expect_equal(distance_transform_image(mask), want);
+  expect_equal(distance_transform_image(batch_of_two(mask)), batch_of_two(want));
+  // Any numeric dtype: non-zero is a click (a float mask, a bool mask).
+  expect_equal(distance_transform_image(convert_image_dtype(mask, DType::F32)), want);
+  Tensor one = Tensor::zeros(DType::Bool, {1, 5, 1});
+  one.data<uint8_t>()[3] = 1;
+  Tensor d = distance_transform_image(one);
+  const float line[] = {3, 2, 1, 0, 1};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(d.data<float>()[i], line[i]) << i;
+  EXPECT_THROW(distance_transform_image(Tensor::zeros(DType::U8, {4, 4})), ImageError);
+}
+
+// The interpreter reaches both through their kernels (a spec calls them by name).
+TEST(ImageOps, GrayscaleAndDistanceKernelsAreRegistered) {
+  for (OpKind op : {OpKind::RgbToGrayscale, OpKind::DistanceTransform}) {
+    const KernelInfo* k = find_kernel(op);
+    ASSERT_NE(k, nullptr) << op_name(op);
+    EXPECT_EQ(k->kind, KernelKind::PerRow);
+  }
+  Instr grey{OpKind::RgbToGrayscale, {0}, {}, Type::tensor(DType::U8, {7, 10, 1}), {}};
+  KernelArgs a{grey, {input()}};
+  expect_equal(find_kernel(OpKind::RgbToGrayscale)->fn(a), fx("rgb_to_grayscale_u8"));
+  Instr dist{OpKind::DistanceTransform, {0}, {}, Type::tensor(DType::F32, {9, 13, 2}), {}};
+  KernelArgs b{dist, {fx("input_mask_9x13x2")}};
+  expect_equal(find_kernel(OpKind::DistanceTransform)->fn(b), fx("distance_transform"));
+  // A four-channel image is refused with the op's error, not a crash.
+  Instr bad{OpKind::RgbToGrayscale, {0}, {}, Type::tensor(DType::U8, {2, 2, 1}), {}};
+  KernelArgs c{bad, {Tensor::zeros(DType::U8, {2, 2, 4})}};
+  EXPECT_THROW(find_kernel(OpKind::RgbToGrayscale)->fn(c), OpError);
+}
+
 TEST(ImageOps, OneHotColors) {
   Tensor label = Tensor::empty(DType::U8, {1, 3, 3});
   const uint8_t px[] = {128, 0, 0, 0, 128, 0, 9, 9, 9};
@@ -134,12 +186,12 @@ TEST(ImageOps, RandomCropWindowIsAPureFunctionOfTheStream) {
 TEST(ImageOps, PairedRandomCropSharesTheWindow) {
   ExprFunction fn;
   Type img = Type::tensor(DType::U8, {kUnknownDim, kUnknownDim, 3});
-  fn.add(Instr{"param", {}, {{"field", Value::make_string("a")}}, img, {}});
-  fn.add(Instr{"param", {}, {{"field", Value::make_string("b")}}, img, {}});
+  fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("a")}}, img, {}});
+  fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("b")}}, img, {}});
   std::map<std::string, Value> attrs{{"height", Value::make_int(3)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}};
   Type out = Type::tensor(DType::U8, {3, 4, 3});
-  fn.add(Instr{"random_crop", {0}, attrs, out, {}});
-  fn.add(Instr{"random_crop", {1}, attrs, out, {}});
+  fn.add(Instr{OpKind::RandomCrop, {0}, attrs, out, {}});
+  fn.add(Instr{OpKind::RandomCrop, {1}, attrs, out, {}});
   fn.results = {{"a", 2}, {"b", 3}};
   Chunk in;
   in.rows = 5;

@@ -74,8 +74,9 @@ inline Value ints_value(const std::vector<int64_t>& xs) {
 /// Calls a kernel directly on element tensors (lead = 0) or on [rows, ...] tensors (lead = 1).
 inline Tensor call(const std::string& op, std::vector<Tensor> in, DType out, Shape out_shape = {},
                    std::map<std::string, Value> attrs = {}, int lead = 0) {
-  Instr instr{op, {}, std::move(attrs), Type::tensor(out, std::move(out_shape)), {}};
-  const KernelInfo* k = find_kernel(op);
+  const OpKind kind = op_from_name(op).value();
+  Instr instr{kind, {}, std::move(attrs), Type::tensor(out, std::move(out_shape)), {}};
+  const KernelInfo* k = find_kernel(kind);
   EXPECT_NE(k, nullptr) << op;
   int64_t rows = lead && !in.empty() ? in[0].shape()[0] : 1;
   KernelArgs a{instr, std::move(in), lead, rows};
@@ -88,11 +89,11 @@ struct FnBuilder {
   SpecLoc loc{"test.pipe", 1, 1};
 
   int param(const std::string& field, Type t) {
-    return fn.add(Instr{"param", {}, {{"field", Value::make_string(field)}}, std::move(t), loc});
+    return fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, std::move(t), loc});
   }
-  int constant(Value v, Type t) { return fn.add(Instr{"const", {}, {{"value", std::move(v)}}, std::move(t), loc}); }
+  int constant(Value v, Type t) { return fn.add(Instr{OpKind::Const, {}, {{"value", std::move(v)}}, std::move(t), loc}); }
   int op(const std::string& name, std::vector<int> operands, Type t, std::map<std::string, Value> attrs = {}) {
-    return fn.add(Instr{name, std::move(operands), std::move(attrs), std::move(t), loc});
+    return fn.add(Instr{op_from_name(name).value(), std::move(operands), std::move(attrs), std::move(t), loc});
   }
   void result(const std::string& name, int id) { fn.results.push_back({name, id}); }
 };

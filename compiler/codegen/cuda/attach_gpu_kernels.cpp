@@ -10,7 +10,7 @@ int attach_gpu_kernels(Plan& plan) {
   int made = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
-    if (s.op != "map" || !s.fn || s.inputs.empty()) continue;
+    if (s.kind != StageKind::Map || !s.fn || s.inputs.empty()) continue;
     const Stage& input = plan.stages.at(s.inputs[0]);
     if (!input.element.on_gpu) continue;
     std::vector<std::string> fields;

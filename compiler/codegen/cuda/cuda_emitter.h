@@ -1,13 +1,8 @@
-// The CUDA code generator: one map body (an ExprFunction) -> one CUDA C++ kernel.
-//
-// Each instruction becomes a device function giving its value at (row, flat element index), so the
-// kernel computes every output element in one thread with no intermediate buffers and no per-op
-// launches: element-wise ops index their operands through numpy broadcasting, slice/gather/reshape
-// and unpack_bits are index arithmetic, constants are tables, random ops compute the Philox block that
-// holds their draw. The kernel's grid-stride loop covers rows x elements of every result in turn.
-//
-// The values follow the reference interpreter (runtime/ops) exactly, except for the last bits of
-// transcendental functions (CUDA's libdevice and the host libm differ by an ulp or two).
+// The CUDA code generator for one map body: lowers the ExprFunction to the backend-neutral loop nests
+// (compiler/codegen/loop_nest.h, the same lowering the LLVM JIT uses) and prints them as one CUDA C++
+// kernel (cuda_printer.h). So the GPU supports exactly the ops the JIT compiles, with the same
+// semantics; the values are the interpreter's (runtime/ops) except for the last bits of transcendental
+// functions, where CUDA's libdevice and the host libm differ by an ulp or two.
 #pragma once
 
 #include <memory>
@@ -25,8 +20,8 @@ struct CudaEmitResult {
 };
 
 /// Generates the kernel for `fn` (a map body) whose parameters read fields of an element with fields
-/// `in_fields`, named `entry`. Bodies with ops, dtypes (f16, bf16, byte strings) or shapes (unknown
-/// dims) the generator does not handle come back with an error and stay on the CPU.
+/// `in_fields`, named `entry`. Bodies the loop nests do not support (see loop_nest.h: f16/bf16, byte
+/// strings, unknown dims, argmax, size, ...) come back with the lowering's reason and stay on the CPU.
 CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::string>& in_fields, const std::string& entry);
 
 }  // namespace pipec::cuda_codegen

@@ -218,10 +218,10 @@ class KernelEmitter {
     const DType acc_t = n.dtype, xt = n.arg_dtype;
     const bool f = is_float(acc_t);
     Value* init;
-    if (n.op == "sum") init = f ? fconst(acc_t, 0) : iconst(acc_t, 0);
-    else if (n.op == "prod") init = f ? fconst(acc_t, 1) : iconst(acc_t, 1);
+    if (n.reduce_op == ReduceOp::Sum) init = f ? fconst(acc_t, 0) : iconst(acc_t, 0);
+    else if (n.reduce_op == ReduceOp::Prod) init = f ? fconst(acc_t, 1) : iconst(acc_t, 1);
     else {
-      const bool mx = n.op == "max";
+      const bool mx = n.reduce_op == ReduceOp::Max;
       if (f) init = fconst(acc_t, mx ? -INFINITY : INFINITY);
       else if (acc_t == DType::Bool) init = b_.getInt1(!mx);
       else {
@@ -249,11 +249,11 @@ class KernelEmitter {
     Value* x = node(o, n.args[0], vals, vars);
     vals = saved;
     Value* next;
-    if (n.op == "sum" || n.op == "prod") {
+    if (n.reduce_op == ReduceOp::Sum || n.reduce_op == ReduceOp::Prod) {
       Value* v = cast(x, xt, acc_t);
-      next = n.op == "sum" ? (f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v)) : (f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v));
+      next = n.reduce_op == ReduceOp::Sum ? (f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v)) : (f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v));
     } else {
-      const bool mx = n.op == "max";
+      const bool mx = n.reduce_op == ReduceOp::Max;
       Value* better = f ? (mx ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc))
                         : is_signed(acc_t) ? (mx ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc))
                                            : (mx ? b_.CreateICmpUGT(x, acc) : b_.CreateICmpULT(x, acc));
@@ -294,7 +294,7 @@ class KernelEmitter {
         if (n.dtype == DType::Bool) r = b_.CreateICmpNE(r, b_.getInt8(0));
         break;
       }
-      case NodeKind::Index: r = index(n.op, a); break;
+      case NodeKind::Index: r = index(n.index_op, a); break;
       case NodeKind::Op: r = op(n.op, n.arg_dtype, a); break;
       case NodeKind::Cast: r = cast(a[0], n.arg_dtype, n.dtype); break;
       case NodeKind::Select: r = b_.CreateSelect(a[0], a[1], a[2]); break;
@@ -307,17 +307,19 @@ class KernelEmitter {
     return r;
   }
 
-  Value* index(const std::string& op, const std::vector<Value*>& a) {
-    if (op == "add") return b_.CreateAdd(a[0], a[1]);
-    if (op == "sub") return b_.CreateSub(a[0], a[1]);
-    if (op == "mul") return b_.CreateMul(a[0], a[1]);
-    if (op == "div") return b_.CreateUDiv(a[0], a[1]);  // operands are non-negative
-    if (op == "mod") return b_.CreateURem(a[0], a[1]);
-    if (op == "min") return b_.CreateSelect(b_.CreateICmpSLT(a[0], a[1]), a[0], a[1]);
-    if (op == "max") return b_.CreateSelect(b_.CreateICmpSGT(a[0], a[1]), a[0], a[1]);
-    if (op == "lt") return b_.CreateZExt(b_.CreateICmpSLT(a[0], a[1]), b_.getInt64Ty());
-    if (op == "select") return b_.CreateSelect(b_.CreateICmpNE(a[0], b_.getInt64(0)), a[1], a[2]);
-    throw std::logic_error("codegen: unknown index op " + op);
+  Value* index(IndexOp op, const std::vector<Value*>& a) {
+    switch (op) {
+      case IndexOp::Add: return b_.CreateAdd(a[0], a[1]);
+      case IndexOp::Sub: return b_.CreateSub(a[0], a[1]);
+      case IndexOp::Mul: return b_.CreateMul(a[0], a[1]);
+      case IndexOp::Div: return b_.CreateUDiv(a[0], a[1]);  // operands are non-negative
+      case IndexOp::Mod: return b_.CreateURem(a[0], a[1]);
+      case IndexOp::Min: return b_.CreateSelect(b_.CreateICmpSLT(a[0], a[1]), a[0], a[1]);
+      case IndexOp::Max: return b_.CreateSelect(b_.CreateICmpSGT(a[0], a[1]), a[0], a[1]);
+      case IndexOp::Lt: return b_.CreateZExt(b_.CreateICmpSLT(a[0], a[1]), b_.getInt64Ty());
+      case IndexOp::Select: return b_.CreateSelect(b_.CreateICmpNE(a[0], b_.getInt64(0)), a[1], a[2]);
+    }
+    throw std::logic_error("codegen: unknown index op " + std::string(index_op_name(op)));
   }
 
   // Float -> integer with the interpreter's float_to_int: NaN -> 0, saturate, else truncate.
@@ -423,101 +425,104 @@ class KernelEmitter {
     return b_.CreateSelect(b_.CreateICmpSLT(b, iconst(t, 0)), neg, result);
   }
 
-  Value* op(const std::string& op, DType t, const std::vector<Value*>& a) {
+  Value* op(OpKind op, DType t, const std::vector<Value*>& a) {
     const bool f = is_float(t), s = is_signed(t);
     auto cmp = [&](llvm::CmpInst::Predicate fp, llvm::CmpInst::Predicate sp, llvm::CmpInst::Predicate up) {
       return b_.CreateCmp(f ? fp : s ? sp : up, a[0], a[1]);
     };
     using P = llvm::CmpInst;
-    if (op == "add") return f ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
-    if (op == "sub") return f ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
-    if (op == "mul") return f ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
-    if (op == "div") return f ? b_.CreateFDiv(a[0], a[1]) : int_floordiv(t, a[0], a[1]);
-    if (op == "floordiv") return f ? float_floordiv(t, a[0], a[1]) : int_floordiv(t, a[0], a[1]);
-    if (op == "mod") return f ? float_mod(t, a[0], a[1]) : int_mod(t, a[0], a[1]);
-    if (op == "pow") return f ? call("powf", "pow", t, a) : int_pow(t, a[0], a[1]);
-    if (op == "max" || op == "min") {
-      const bool mx = op == "max";
-      if (f) {
-        Value* c = b_.CreateOr(mx ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateFCmpOLT(a[0], a[1]), b_.CreateFCmpUNO(a[0], a[0]));
+    Value* x = a.empty() ? nullptr : a[0];
+    // The element-wise ops (the only ones a NodeKind::Op carries); any other op is a loop-nest bug.
+    switch (op) {
+      case OpKind::Add: return f ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+      case OpKind::Sub: return f ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+      case OpKind::Mul: return f ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+      case OpKind::Div: return f ? b_.CreateFDiv(a[0], a[1]) : int_floordiv(t, a[0], a[1]);
+      case OpKind::FloorDiv: return f ? float_floordiv(t, a[0], a[1]) : int_floordiv(t, a[0], a[1]);
+      case OpKind::Mod: return f ? float_mod(t, a[0], a[1]) : int_mod(t, a[0], a[1]);
+      case OpKind::Pow: return f ? call("powf", "pow", t, a) : int_pow(t, a[0], a[1]);
+      case OpKind::Max:
+      case OpKind::Min: {
+        const bool mx = op == OpKind::Max;
+        if (f) {
+          Value* c = b_.CreateOr(mx ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateFCmpOLT(a[0], a[1]), b_.CreateFCmpUNO(a[0], a[0]));
+          return b_.CreateSelect(c, a[0], a[1]);
+        }
+        Value* c = mx ? cmp(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT) : cmp(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
         return b_.CreateSelect(c, a[0], a[1]);
       }
-      Value* c = mx ? cmp(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT) : cmp(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
-      return b_.CreateSelect(c, a[0], a[1]);
-    }
-    if (op == "atan2") return call("atan2f", "atan2", t, a);
-    if (op == "bit_and") return b_.CreateAnd(a[0], a[1]);
-    if (op == "bit_or") return b_.CreateOr(a[0], a[1]);
-    if (op == "bit_xor") return b_.CreateXor(a[0], a[1]);
-    if (op == "shl" || op == "shr") {
-      const int64_t bits = ty(t)->getIntegerBitWidth();
-      Value* in_range = s ? b_.CreateAnd(b_.CreateICmpSGE(a[1], iconst(t, 0)), b_.CreateICmpSLT(a[1], iconst(t, bits)))
-                          : b_.CreateICmpULT(a[1], iconst(t, bits));
-      Value* cnt = b_.CreateSelect(in_range, a[1], iconst(t, 0));
-      if (op == "shl") return b_.CreateSelect(in_range, b_.CreateShl(a[0], cnt), iconst(t, 0));
-      Value* out = s ? b_.CreateSelect(b_.CreateICmpSLT(a[0], iconst(t, 0)), iconst(t, -1), iconst(t, 0)) : iconst(t, 0);
-      return b_.CreateSelect(in_range, s ? b_.CreateAShr(a[0], cnt) : b_.CreateLShr(a[0], cnt), out);
-    }
-    if (op == "eq") return cmp(P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
-    if (op == "ne") return cmp(P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE);
-    if (op == "lt") return cmp(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
-    if (op == "le") return cmp(P::FCMP_OLE, P::ICMP_SLE, P::ICMP_ULE);
-    if (op == "gt") return cmp(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT);
-    if (op == "ge") return cmp(P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE);
-    if (op == "and") return b_.CreateAnd(a[0], a[1]);
-    if (op == "or") return b_.CreateOr(a[0], a[1]);
-    if (op == "not") return b_.CreateNot(a[0]);
-    if (op == "clip") {
-      Value* v = b_.CreateSelect(f ? b_.CreateFCmpOLT(a[0], a[1]) : s ? b_.CreateICmpSLT(a[0], a[1]) : b_.CreateICmpULT(a[0], a[1]), a[1], a[0]);
-      return b_.CreateSelect(f ? b_.CreateFCmpOGT(v, a[2]) : s ? b_.CreateICmpSGT(v, a[2]) : b_.CreateICmpUGT(v, a[2]), a[2], v);
-    }
-    // Unary.
-    Value* x = a[0];
-    if (op == "neg") return f ? b_.CreateFNeg(x) : b_.CreateSub(iconst(t, 0), x);
-    if (op == "bit_not") return b_.CreateNot(x);
-    if (op == "abs") {
-      if (f) return intrinsic(llvm::Intrinsic::fabs, t, {x});
-      return s ? b_.CreateSelect(b_.CreateICmpSLT(x, iconst(t, 0)), b_.CreateSub(iconst(t, 0), x), x) : x;
-    }
-    if (op == "sign") {
-      if (f) {
-        Value* r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(t, 0)), fconst(t, 0), x);
-        r = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, -1), r);
-        return b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(t, 0)), fconst(t, 1), r);
+      case OpKind::Atan2: return call("atan2f", "atan2", t, a);
+      case OpKind::BitAnd: return b_.CreateAnd(a[0], a[1]);
+      case OpKind::BitOr: return b_.CreateOr(a[0], a[1]);
+      case OpKind::BitXor: return b_.CreateXor(a[0], a[1]);
+      case OpKind::Shl:
+      case OpKind::Shr: {
+        const int64_t bits = ty(t)->getIntegerBitWidth();
+        Value* in_range = s ? b_.CreateAnd(b_.CreateICmpSGE(a[1], iconst(t, 0)), b_.CreateICmpSLT(a[1], iconst(t, bits)))
+                            : b_.CreateICmpULT(a[1], iconst(t, bits));
+        Value* cnt = b_.CreateSelect(in_range, a[1], iconst(t, 0));
+        if (op == OpKind::Shl) return b_.CreateSelect(in_range, b_.CreateShl(a[0], cnt), iconst(t, 0));
+        Value* out = s ? b_.CreateSelect(b_.CreateICmpSLT(a[0], iconst(t, 0)), iconst(t, -1), iconst(t, 0)) : iconst(t, 0);
+        return b_.CreateSelect(in_range, s ? b_.CreateAShr(a[0], cnt) : b_.CreateLShr(a[0], cnt), out);
       }
-      if (s) return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, iconst(t, 0)), ty(t)), b_.CreateZExt(b_.CreateICmpSLT(x, iconst(t, 0)), ty(t)));
-      return b_.CreateZExt(b_.CreateICmpUGT(x, iconst(t, 0)), ty(t));
+      case OpKind::Eq: return cmp(P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
+      case OpKind::Ne: return cmp(P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE);
+      case OpKind::Lt: return cmp(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
+      case OpKind::Le: return cmp(P::FCMP_OLE, P::ICMP_SLE, P::ICMP_ULE);
+      case OpKind::Gt: return cmp(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT);
+      case OpKind::Ge: return cmp(P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE);
+      case OpKind::And: return b_.CreateAnd(a[0], a[1]);
+      case OpKind::Or: return b_.CreateOr(a[0], a[1]);
+      case OpKind::Not: return b_.CreateNot(a[0]);
+      case OpKind::Clip: {
+        Value* v = b_.CreateSelect(f ? b_.CreateFCmpOLT(a[0], a[1]) : s ? b_.CreateICmpSLT(a[0], a[1]) : b_.CreateICmpULT(a[0], a[1]), a[1], a[0]);
+        return b_.CreateSelect(f ? b_.CreateFCmpOGT(v, a[2]) : s ? b_.CreateICmpSGT(v, a[2]) : b_.CreateICmpUGT(v, a[2]), a[2], v);
+      }
+      case OpKind::Neg: return f ? b_.CreateFNeg(x) : b_.CreateSub(iconst(t, 0), x);
+      case OpKind::BitNot: return b_.CreateNot(x);
+      case OpKind::Abs:
+        if (f) return intrinsic(llvm::Intrinsic::fabs, t, {x});
+        return s ? b_.CreateSelect(b_.CreateICmpSLT(x, iconst(t, 0)), b_.CreateSub(iconst(t, 0), x), x) : x;
+      case OpKind::Sign:
+        if (f) {
+          Value* r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(t, 0)), fconst(t, 0), x);
+          r = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, -1), r);
+          return b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(t, 0)), fconst(t, 1), r);
+        }
+        if (s) return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, iconst(t, 0)), ty(t)), b_.CreateZExt(b_.CreateICmpSLT(x, iconst(t, 0)), ty(t)));
+        return b_.CreateZExt(b_.CreateICmpUGT(x, iconst(t, 0)), ty(t));
+      case OpKind::Relu:
+        if (f) return b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, 0), x);
+        return s ? b_.CreateSelect(b_.CreateICmpSLT(x, iconst(t, 0)), iconst(t, 0), x) : x;
+      case OpKind::Square: return f ? b_.CreateFMul(x, x) : b_.CreateMul(x, x);
+      case OpKind::Tanh: return call("tanhf", "tanh", t, {x});
+      case OpKind::Exp: return call("expf", "exp", t, {x});
+      case OpKind::Log: return call("logf", "log", t, {x});
+      case OpKind::Log1p: return call("log1pf", "log1p", t, {x});
+      case OpKind::Sin: return call("sinf", "sin", t, {x});
+      case OpKind::Cos: return call("cosf", "cos", t, {x});
+      case OpKind::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, t, {x});
+      case OpKind::Rsqrt: return b_.CreateFDiv(fconst(t, 1), intrinsic(llvm::Intrinsic::sqrt, t, {x}));
+      case OpKind::Floor: return intrinsic(llvm::Intrinsic::floor, t, {x});
+      case OpKind::Ceil: return intrinsic(llvm::Intrinsic::ceil, t, {x});
+      case OpKind::Round: {
+        Value* r = intrinsic(llvm::Intrinsic::floor, t, {x});
+        Value* d = b_.CreateFSub(x, r);
+        Value* odd = b_.CreateFCmpUNE(fmod(t, r, fconst(t, 2)), fconst(t, 0));
+        Value* up = b_.CreateOr(b_.CreateFCmpOGT(d, fconst(t, 0.5)), b_.CreateAnd(b_.CreateFCmpOEQ(d, fconst(t, 0.5)), odd));
+        r = b_.CreateSelect(up, b_.CreateFAdd(r, fconst(t, 1)), r);
+        return b_.CreateSelect(b_.CreateFCmpOEQ(r, fconst(t, 0)), copysign(t, fconst(t, 0), x), r);
+      }
+      case OpKind::Sigmoid: {
+        Value* pos = b_.CreateFDiv(fconst(t, 1), b_.CreateFAdd(fconst(t, 1), call("expf", "exp", t, {b_.CreateFNeg(x)})));
+        Value* e = call("expf", "exp", t, {x});
+        Value* neg = b_.CreateFDiv(e, b_.CreateFAdd(fconst(t, 1), e));
+        return b_.CreateSelect(b_.CreateFCmpOGE(x, fconst(t, 0)), pos, neg);
+      }
+      default:
+        break;  // not element-wise: the loop nests lower it to other nodes
     }
-    if (op == "relu") {
-      if (f) return b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, 0), x);
-      return s ? b_.CreateSelect(b_.CreateICmpSLT(x, iconst(t, 0)), iconst(t, 0), x) : x;
-    }
-    if (op == "square") return f ? b_.CreateFMul(x, x) : b_.CreateMul(x, x);
-    if (op == "tanh") return call("tanhf", "tanh", t, {x});
-    if (op == "exp") return call("expf", "exp", t, {x});
-    if (op == "log") return call("logf", "log", t, {x});
-    if (op == "log1p") return call("log1pf", "log1p", t, {x});
-    if (op == "sin") return call("sinf", "sin", t, {x});
-    if (op == "cos") return call("cosf", "cos", t, {x});
-    if (op == "sqrt") return intrinsic(llvm::Intrinsic::sqrt, t, {x});
-    if (op == "rsqrt") return b_.CreateFDiv(fconst(t, 1), intrinsic(llvm::Intrinsic::sqrt, t, {x}));
-    if (op == "floor") return intrinsic(llvm::Intrinsic::floor, t, {x});
-    if (op == "ceil") return intrinsic(llvm::Intrinsic::ceil, t, {x});
-    if (op == "round") {
-      Value* r = intrinsic(llvm::Intrinsic::floor, t, {x});
-      Value* d = b_.CreateFSub(x, r);
-      Value* odd = b_.CreateFCmpUNE(fmod(t, r, fconst(t, 2)), fconst(t, 0));
-      Value* up = b_.CreateOr(b_.CreateFCmpOGT(d, fconst(t, 0.5)), b_.CreateAnd(b_.CreateFCmpOEQ(d, fconst(t, 0.5)), odd));
-      r = b_.CreateSelect(up, b_.CreateFAdd(r, fconst(t, 1)), r);
-      return b_.CreateSelect(b_.CreateFCmpOEQ(r, fconst(t, 0)), copysign(t, fconst(t, 0), x), r);
-    }
-    if (op == "sigmoid") {
-      Value* pos = b_.CreateFDiv(fconst(t, 1), b_.CreateFAdd(fconst(t, 1), call("expf", "exp", t, {b_.CreateFNeg(x)})));
-      Value* e = call("expf", "exp", t, {x});
-      Value* neg = b_.CreateFDiv(e, b_.CreateFAdd(fconst(t, 1), e));
-      return b_.CreateSelect(b_.CreateFCmpOGE(x, fconst(t, 0)), pos, neg);
-    }
-    throw std::logic_error("codegen: unknown op " + op);
+    throw std::logic_error("codegen: no element-wise code for op " + std::string(op_name(op)));
   }
 
   const LoopNest& nest_;

@@ -14,7 +14,7 @@ namespace {
 const Instr* param_for(const ExprFunction& fn, const std::string& name, bool single) {
   const Instr* only = nullptr;
   for (const Instr& in : fn.body) {
-    if (in.op != "param") continue;
+    if (in.op != OpKind::Param) continue;
     auto it = in.attrs.find("field");
     if (it != in.attrs.end() && it->second.s == name) return &in;
     only = &in;

@@ -66,7 +66,16 @@ class Batch : public ChunkIterator {
     for (uint64_t i = 0; i < n; ++i) rows_.push_back(restore_chunk(r));
     epoch_ = rows_.empty() ? 0 : rows_.front().epoch;
     done_ = r.read_u32() != 0;
+    largest_pulled_ = std::max(largest_pulled_, pending_.rows);  // the rest of one input chunk
   }
+
+  // The rest of one input chunk and a batch short of full.
+  Buffered buffered() const override {
+    int64_t rows = (offset_ < pending_.rows ? pending_.rows - offset_ : 0) + (builder_ ? builder_->rows() : 0);
+    for (const Chunk& c : rows_) rows += c.rows;
+    return {rows, largest_pulled_ + size_ - 1};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
@@ -154,6 +163,13 @@ class Batch : public ChunkIterator {
                                                shape_to_string(s0), shape_to_string(t.shape())));
       Shape s = s0;
       s.insert(s.begin(), static_cast<int64_t>(col.rows.size()));
+      if (col.rows[0].dtype() == DType::Bytes) {  // strings live in a blob, not in raw()
+        std::vector<std::string> strings;
+        for (const Tensor& t : col.rows)
+          for (int64_t k = 0; k < t.num_elements(); ++k) strings.emplace_back(t.str(k));
+        col = Column{false, Tensor::from_strings(strings, s), {}};
+        continue;
+      }
       Tensor d = Tensor::empty(col.rows[0].dtype(), s);
       size_t row_bytes = col.rows[0].byte_size();
       for (size_t r = 0; r < col.rows.size(); ++r) std::memcpy(d.raw() + r * row_bytes, col.rows[r].raw(), row_bytes);
@@ -179,10 +195,13 @@ class Batch : public ChunkIterator {
         for (size_t d = 0; d < maxs.size(); ++d) maxs[d] = std::max(maxs[d], t.shape()[d]);
       }
       DType dt = items[0].dtype();
-      if (dt == DType::Bytes) throw std::runtime_error("padded_batch cannot pad byte strings");
       Shape s = maxs;
       s.insert(s.begin(), n);
       s.insert(s.begin(), 1);
+      if (dt == DType::Bytes) {
+        out.columns.push_back(Column{false, pad_strings(items, maxs, s), {}});
+        continue;
+      }
       Tensor t = Tensor::empty(dt, s);
       fill(t, padding_);
       int64_t slot = shape_num_elements(maxs) * static_cast<int64_t>(dtype_size(dt));
@@ -190,6 +209,28 @@ class Batch : public ChunkIterator {
       out.columns.push_back(Column{false, t, {}});
     }
     return out;
+  }
+
+  // Byte strings pad with empty strings, as tf.data's padded_batch does (padding_value is a number,
+  // for the numeric fields).
+  static Tensor pad_strings(const std::vector<Tensor>& items, const Shape& maxs, const Shape& batch_shape) {
+    const int64_t slot = shape_num_elements(maxs);
+    std::vector<std::string> strings(static_cast<size_t>(slot) * items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Tensor& t = items[i];
+      const Shape& ss = t.shape();
+      std::vector<int64_t> idx(ss.size(), 0);
+      for (int64_t e = 0; e < t.num_elements(); ++e) {
+        int64_t at = 0;  // the element's offset in the padded [maxs] block
+        for (size_t d = 0; d < ss.size(); ++d) at = at * maxs[d] + idx[d];
+        strings[i * static_cast<size_t>(slot) + static_cast<size_t>(at)] = std::string(t.str(e));
+        for (int64_t d = static_cast<int64_t>(ss.size()) - 1; d >= 0; --d) {
+          if (++idx[d] < ss[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    return Tensor::from_strings(strings, batch_shape);
   }
 
   static void fill(Tensor& t, double v) {
@@ -256,6 +297,7 @@ class Unbatch : public ChunkIterator {
     produced_ = r.read_i64();
     input_->restore(r);
   }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {

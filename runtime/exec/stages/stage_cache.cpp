@@ -92,6 +92,16 @@ class Cache : public ChunkIterator {
     }
   }
 
+  // One whole pass, by design: it is what a cache keeps (and what tf.data's checkpoints save of it).
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (const Chunk& c : store_->chunks) rows += c.rows;
+    return {rows, kUnbounded};
+  }
+  std::vector<const ChunkIterator*> inputs() const override {
+    return input_ ? std::vector<const ChunkIterator*>{input_.get()} : std::vector<const ChunkIterator*>{};
+  }
+
  protected:
   bool produce(Chunk& out) override {
     if (store_->complete && !input_) {

@@ -40,9 +40,20 @@ class GpuMap : public ChunkIterator {
     input_->restore(r);
     ready_.clear();
     uint64_t n = r.read_u64();
-    for (uint64_t i = 0; i < n; ++i) ready_.push_back(restore_chunk(r));
+    for (uint64_t i = 0; i < n; ++i) {
+      ready_.push_back(restore_chunk(r));
+      largest_pulled_ = std::max(largest_pulled_, ready_.back().rows);  // each came from one input chunk
+    }
     input_done_ = r.read_u32() != 0;
   }
+
+  // The results of the executor's slots (a save collects them; new chunks go in once they are out).
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (const Chunk& c : ready_) rows += c.rows;
+    return {rows, exec_->depth() * largest_pulled_};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {

@@ -24,7 +24,7 @@ class MapLike : public ChunkIterator {
     window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
     if (const Value* p = s.arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
-    fused_map_ = s.op == "map_filter";
+    fused_map_ = s.kind == StageKind::MapFilter;
   }
 
   // Tasks on the pool refer to this iterator: wait for every one before going away (an error in one
@@ -53,9 +53,20 @@ class MapLike : public ChunkIterator {
     inflight_.clear();
     ready_.clear();
     uint64_t n = r.read_u64();
-    for (uint64_t i = 0; i < n; ++i) ready_.push_back(restore_chunk(r));
+    for (uint64_t i = 0; i < n; ++i) {
+      ready_.push_back(restore_chunk(r));
+      largest_pulled_ = std::max(largest_pulled_, ready_.back().rows);  // each came from one input chunk
+    }
     input_done_ = r.read_u32() != 0;
   }
+
+  // Results of at most `window` input chunks, computed or in flight (a save finishes them).
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (const Chunk& c : ready_) rows += c.rows;
+    return {rows, window_ * largest_pulled_};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {

@@ -9,6 +9,11 @@
 // and epoch (so the same random draws), a batch belongs to the epoch of its first element, and the
 // last short batch keeps its size unless drop_remainder is set. Only fields of fixed shape and
 // numeric dtype come here.
+//
+// Read-ahead is bounded by `window` live tasks: a task stays live until every batch it writes into has
+// been handed out (or, when the only open batch still needs rows, until it is done), so the open
+// batches hold at most window input chunks plus one partial batch. A checkpoint waits for the tasks
+// but keeps them live: saving does not make room for more read-ahead.
 #include <cstring>
 #include <deque>
 #include <future>
@@ -27,7 +32,14 @@ struct OpenBatch {
   std::vector<Tensor> columns;
   int64_t assigned = 0;
   int64_t epoch = 0;
+  int64_t seq = 0;  // batches are numbered in the order they open
   std::vector<std::shared_future<void>> writers;  // the tasks that write rows of this batch
+};
+
+// A task on the pool, live from its dispatch until the last batch it writes into has been emitted.
+struct LiveTask {
+  std::shared_future<void> done;
+  int64_t last_batch = 0;  // seq of the last batch it writes into
 };
 
 class MapBatch : public ChunkIterator {
@@ -56,8 +68,9 @@ class MapBatch : public ChunkIterator {
   ~MapBatch() override { wait_all(); }
 
   void save(StateWriter& w) const override {
-    // Every task is finished first, so the open batches hold results, not work in flight.
-    wait_all();
+    // Every task is finished first, so the open batches hold results, not work in flight. The tasks
+    // stay live: the window they fill is what bounds read-ahead, and a save must not empty it.
+    for (const LiveTask& t : live_) t.done.wait();
     for (const OpenBatch& b : open_)
       for (const auto& f : b.writers) f.get();  // a failed task fails the save, not the restored run
     w.write_i64(produced_);
@@ -75,33 +88,54 @@ class MapBatch : public ChunkIterator {
     produced_ = r.read_i64();
     input_->restore(r);
     open_.clear();
+    next_seq_ = 0;
     uint64_t n = r.read_u64();
+    restored_rows_ = 0;
     for (uint64_t i = 0; i < n; ++i) {
       Chunk rows = restore_chunk(r);
       OpenBatch& b = open_batch(rows.epoch);
       copy_rows(rows.columns, 0, rows.rows, b, 0);
       b.assigned = rows.rows;
+      restored_rows_ += rows.rows;
     }
     input_done_ = r.read_u32() != 0;
+    // The restored batches fill the whole window until they have been handed out, as the tasks that
+    // computed them did: a run resumed again and again never holds more than the saving run did.
+    if (!open_.empty()) {
+      std::promise<void> done;
+      done.set_value();
+      std::shared_future<void> f = done.get_future().share();
+      for (int64_t i = 0; i < window_; ++i) live_.push_back({f, open_.back().seq});
+    }
   }
+
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (const OpenBatch& b : open_) rows += b.assigned;
+    // window input chunks, and the rows of one batch that tasks no longer live wrote; after a restore,
+    // the restored rows (no more than the saving run's bound) until they drain.
+    return {rows, std::max(window_ * largest_pulled_ + size_ - 1, restored_rows_)};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
     for (;;) {
-      const bool front_assigned = !open_.empty() && (open_.front().assigned == size_ || input_done_);
-      if (!input_done_ && (static_cast<int64_t>(inflight_.size()) < window_ || !front_assigned)) {
-        if (static_cast<int64_t>(inflight_.size()) >= window_) {
-          // The window is full but the front batch still needs rows: let the oldest task finish.
-          inflight_.front().wait();
-          inflight_.pop_front();
-          continue;
-        }
+      retire_emitted();
+      if (!input_done_ && static_cast<int64_t>(live_.size()) < window_) {
         Chunk in;
         if (!pull(*input_, in)) input_done_ = true;
         else if (in.rows > 0) dispatch(std::move(in));
         continue;
       }
       if (open_.empty()) return false;
+      if (open_.front().assigned < size_ && !input_done_) {
+        // The window is full but the only open batch still needs rows (every live task writes into
+        // it): let the oldest task finish and give its place to the next input chunk.
+        live_.front().done.wait();
+        live_.pop_front();
+        continue;
+      }
       // get() rethrows a task's error; rows the batch then drops still had to be computed first.
       // The tasks write through pointers into open_, so they finish before the batch leaves it.
       for (auto& f : open_.front().writers) f.get();
@@ -181,7 +215,7 @@ class MapBatch : public ChunkIterator {
       f = done.get_future().share();
     }
     for (const Piece& p : pieces) p.batch->writers.push_back(f);  // each piece is in another batch
-    inflight_.push_back(f);
+    live_.push_back({f, pieces.back().batch->seq});
   }
 
   std::vector<Column> map_chunk(const Chunk& in) const {
@@ -220,6 +254,7 @@ class MapBatch : public ChunkIterator {
   OpenBatch& open_batch(int64_t epoch) {
     OpenBatch b;
     b.epoch = epoch;
+    b.seq = next_seq_++;
     for (size_t k = 0; k < row_shapes_.size(); ++k) {
       Shape s = row_shapes_[k];
       s.insert(s.begin(), size_);
@@ -256,9 +291,16 @@ class MapBatch : public ChunkIterator {
     return c;
   }
 
-  void wait_all() const {
-    for (auto& f : inflight_) f.wait();
-    inflight_.clear();
+  // Tasks whose batches have all been handed out are finished (emitting a batch waits for its
+  // writers) and leave the window. Tasks are live in dispatch order, so their last batches ascend.
+  void retire_emitted() {
+    const int64_t first_open = open_.empty() ? next_seq_ : open_.front().seq;
+    while (!live_.empty() && live_.front().last_batch < first_open) live_.pop_front();
+  }
+
+  void wait_all() {
+    for (const LiveTask& t : live_) t.done.wait();
+    live_.clear();
   }
 
   // A task computes at least this many bytes of results (unless its chunk has fewer rows).
@@ -274,7 +316,9 @@ class MapBatch : public ChunkIterator {
   bool drop_ = false;
   int64_t window_ = 1;
   std::deque<OpenBatch> open_;
-  mutable std::deque<std::shared_future<void>> inflight_;
+  int64_t next_seq_ = 0;
+  std::deque<LiveTask> live_;
+  int64_t restored_rows_ = 0;
   bool input_done_ = false;
 };
 

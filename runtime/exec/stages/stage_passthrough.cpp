@@ -12,13 +12,14 @@ class Passthrough : public ChunkIterator {
  public:
   Passthrough(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Stage& s = spec();
-    if (s.op == "to" && s.arg("device") && s.arg("device")->s == "gpu" && !ctx.gpu && !ctx.gpu_unavailable.empty()) {
+    if (s.kind == StageKind::To && s.arg("device") && s.arg("device")->s == "gpu" && !ctx.gpu && !ctx.gpu_unavailable.empty()) {
       ctx.warn_once((s.loc.valid() ? s.loc.to_string() + ": " : std::string()) + "warning: to(gpu): no GPU (" +
                     ctx.gpu_unavailable + "), so the stages after it run on the CPU");
     }
   }
   void save(StateWriter& w) const override { input_->save(w); }
   void restore(StateReader& r) override { input_->restore(r); }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override { return pull(*input_, out); }

@@ -3,6 +3,7 @@
 //
 // For a checkpoint the producer thread is stopped, and the chunks it had ready are saved along with
 // its input's state; it starts again on the next request.
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -39,9 +40,21 @@ class Prefetch : public ChunkIterator {
     input_->restore(r);
     ready_.clear();
     uint64_t n = r.read_u64();
-    for (uint64_t i = 0; i < n; ++i) ready_.push_back(restore_chunk(r));
+    for (uint64_t i = 0; i < n; ++i) {
+      ready_.push_back(restore_chunk(r));
+      largest_seen_ = std::max<int64_t>(largest_seen_, ready_.back().rows);
+    }
     input_done_ = r.read_u32() != 0;
   }
+
+  // After a save: the queue's `depth` chunks and the one its producer held when stopped; the producer
+  // starts again only once they are all handed out. (While it runs, its queue is not counted here.)
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (const Chunk& c : ready_) rows += c.rows;
+    return {rows, (std::max<int64_t>(1, depth_) + 1) * largest_seen_.load()};
+  }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
@@ -94,8 +107,12 @@ class Prefetch : public ChunkIterator {
       try {
         if (stop_token_->cancelled()) return;
         Chunk c;
-        if (!input_->next(c)) item.end = true;
-        else item.chunk = std::move(c);
+        if (!input_->next(c)) {
+          item.end = true;
+        } else {
+          if (c.rows > largest_seen_) largest_seen_ = c.rows;
+          item.chunk = std::move(c);
+        }
       } catch (const CancelledError&) {
         if (stop_token_->cancelled() && !(ctx_.cancel && ctx_.cancel->cancelled())) return;
         item.error = std::current_exception();
@@ -142,6 +159,7 @@ class Prefetch : public ChunkIterator {
   std::mutex mu_;
   std::optional<Item> leftover_;
   std::deque<Chunk> ready_;
+  std::atomic<int64_t> largest_seen_{0};  // rows of the largest chunk the producer pulled
   std::exception_ptr pending_error_;
   bool input_done_ = false;
 };

@@ -28,6 +28,9 @@ class Repeat : public ChunkIterator {
       input_->restore(r);
     }
   }
+  std::vector<const ChunkIterator*> inputs() const override {
+    return input_ ? std::vector<const ChunkIterator*>{input_.get()} : std::vector<const ChunkIterator*>{};
+  }
 
  protected:
   bool produce(Chunk& out) override {

@@ -75,6 +75,15 @@ class Shuffle : public ChunkIterator {
     live_ = buffer_.rows;
     ahead_ = {};
     filled_ = false;  // a restored buffer may be short of capacity if the input had not ended
+    largest_pulled_ = std::max(largest_pulled_, pending_.rows);  // the rest of one input chunk
+  }
+
+  // The buffer and the rest of the input chunk that refills it.
+  Buffered buffered() const override {
+    return {live_ + (offset_ < pending_.rows ? pending_.rows - offset_ : 0), capacity_ + largest_pulled_};
+  }
+  std::vector<const ChunkIterator*> inputs() const override {
+    return input_ ? std::vector<const ChunkIterator*>{input_.get()} : std::vector<const ChunkIterator*>{};
   }
 
  protected:

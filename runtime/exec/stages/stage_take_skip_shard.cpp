@@ -9,8 +9,8 @@ class Positional : public ChunkIterator {
  public:
   Positional(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Stage& s = spec();
-    op_ = s.op;
-    if (op_ == "shard") {
+    kind_ = s.kind;
+    if (kind_ == StageKind::Shard) {
       n_ = s.arg("num_shards")->i;
       index_ = s.arg("index")->i;
     } else {
@@ -28,19 +28,20 @@ class Positional : public ChunkIterator {
     seen_ = r.read_i64();
     input_->restore(r);
   }
+  std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
     for (;;) {
-      if (op_ == "take" && n_ >= 0 && seen_ >= n_) return false;
+      if (kind_ == StageKind::Take && n_ >= 0 && seen_ >= n_) return false;
       Chunk in;
       if (!pull(*input_, in)) return false;
       int64_t base = seen_;
       seen_ += in.rows;
-      if (op_ == "take") {
+      if (kind_ == StageKind::Take) {
         int64_t keep = n_ < 0 ? in.rows : std::min(in.rows, n_ - base);
         out = keep == in.rows ? std::move(in) : slice_rows(in, 0, keep);
-      } else if (op_ == "skip") {
+      } else if (kind_ == StageKind::Skip) {
         int64_t from = std::max<int64_t>(0, n_ - base);
         if (from >= in.rows) continue;
         out = from == 0 ? std::move(in) : slice_rows(in, from, in.rows);
@@ -60,7 +61,7 @@ class Positional : public ChunkIterator {
 
  private:
   IteratorPtr input_;
-  std::string op_;
+  StageKind kind_ = StageKind::Take;
   int64_t n_ = 0;
   int64_t index_ = 0;
   int64_t seen_ = 0;

@@ -24,7 +24,20 @@ class Zip : public ChunkIterator {
       inputs_[i]->restore(r);
       pending_[i] = restore_chunk(r);
       offset_[i] = 0;
+      largest_pulled_ = std::max(largest_pulled_, pending_[i].rows);
     }
+  }
+
+  // The rest of one chunk of each input.
+  Buffered buffered() const override {
+    int64_t rows = 0;
+    for (size_t i = 0; i < inputs_.size(); ++i) rows += std::max<int64_t>(0, pending_[i].rows - offset_[i]);
+    return {rows, static_cast<int64_t>(inputs_.size()) * largest_pulled_};
+  }
+  std::vector<const ChunkIterator*> inputs() const override {
+    std::vector<const ChunkIterator*> out;
+    for (const IteratorPtr& in : inputs_) out.push_back(in.get());
+    return out;
   }
 
  protected:

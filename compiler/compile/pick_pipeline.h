@@ -1,4 +1,4 @@
-// Which pipeline of a spec `pipec run` and `pipec build` work on.
+// Which pipeline of a spec a compilation works on (`pipec run`, `pipec build`, `explain --pipeline`).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "compiler/driver/pick_pipeline.h"
+#include "compiler/compile/pick_pipeline.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@ const Decl* pick_pipeline(const Program& p, const std::string& name, std::string
   if (!name.empty()) {
     for (const Decl* d : pipelines)
       if (d->name == name) return d;
-    error = fmt::format("no pipeline named `{}`", name);
+    error = fmt::format("no pipeline named `{}`; the spec declares:", name);
   } else if (pipelines.size() == 1) {
     return pipelines[0];
   } else if (pipelines.empty()) {

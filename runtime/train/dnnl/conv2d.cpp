@@ -1,0 +1,92 @@
+#include "runtime/train/dnnl/conv2d.h"
+
+#include <fmt/format.h>
+
+#include "runtime/train/dnnl/weighted_layer.h"
+
+namespace pipec::train {
+
+struct Conv2dOp::State {
+  std::unique_ptr<WeightedLayer> layer;
+};
+
+std::string Conv2dDesc::to_string() const {
+  std::string s = fmt::format("conv2d [{}, {}, {}, {}] -> {} kernel {}x{}", batch, height, width, in_channels, filters,
+                              kernel_h, kernel_w);
+  if (stride_h != 1 || stride_w != 1) s += fmt::format(" stride {}x{}", stride_h, stride_w);
+  if (dilation_h != 1 || dilation_w != 1) s += fmt::format(" dilation {}x{}", dilation_h, dilation_w);
+  s += padding == Padding::Same ? " same" : " valid";
+  if (activation.kind != ActivationKind::None) s += " + " + activation.name();
+  return s;
+}
+
+Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(std::make_unique<State>()) {
+  const std::string what = d.to_string();
+  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.in_channels < 1 || d.filters < 1 || d.kernel_h < 1 ||
+      d.kernel_w < 1)
+    fail(what, "every size must be at least 1");
+  if (d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 || d.dilation_w < 1)
+    fail(what, "strides and dilations must be at least 1");
+  rows_ = window_dim(d.height, d.kernel_h, d.stride_h, d.dilation_h, d.padding);
+  cols_ = window_dim(d.width, d.kernel_w, d.stride_w, d.dilation_w, d.padding);
+  if (rows_.out < 1 || cols_.out < 1)
+    fail(what, "the output is empty: the window is larger than the input with valid padding");
+
+  const int threads = kernels.threads();
+  const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
+  const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
+  const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
+  const Dims strides{d.stride_h, d.stride_w};
+  const Dims dilates{d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
+  const Dims pad_l{rows_.pad_before, cols_.pad_before};
+  const Dims pad_r{rows_.pad_after, cols_.pad_after};
+  const std::string key = fmt::format("conv2d {} {} {} threads {} layout {}", what, d.bias, d.activation.alpha, threads,
+                                      int(kernels.options().activation_layout));
+
+  std::shared_ptr<WeightedPrimitives> prims;
+  ThreadScope scope(threads);
+  with_errors(what, [&] {
+    prims = kernels.impl().cached<WeightedPrimitives>(key, [&] {
+      using namespace dnnl;
+      const dnnl::engine& e = kernels.impl().engine;
+      auto act = activation_tag(kernels, 4);
+      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
+      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
+      memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
+      auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x, w, b, y,
+                                             strides, dilates, pad_l, pad_r);
+      convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
+      // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
+      // forward's blocked weights on backward-data selects oneDNN's reference kernel.
+      convolution_backward_data::primitive_desc bd(
+          convolution_backward_data::desc(algorithm::convolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
+          fwd);
+      convolution_backward_weights::primitive_desc bw(
+          convolution_backward_weights::desc(algorithm::convolution_direct, x, w, b, y, strides, dilates, pad_l, pad_r),
+          e, fwd);
+      return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
+                                                                                                         d.bias);
+    });
+  });
+  UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), f32_desc(w_dims, memory::format_tag::hwio),
+                   f32_desc(y_dims, memory::format_tag::nhwc)};
+  state_->layer = std::make_unique<WeightedLayer>(kernels, prims, user, d.filters, threads, what);
+}
+
+Conv2dOp::~Conv2dOp() = default;
+Conv2dOp::Conv2dOp(Conv2dOp&&) noexcept = default;
+
+void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) { state_->layer->forward(x, w, b, y); }
+
+void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+  state_->layer->backward(x, w, dy, dx, dw, db);
+}
+
+std::string Conv2dOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
+std::string Conv2dOp::implementation_backward_data() const { return state_->layer->primitives().impl_backward_data; }
+std::string Conv2dOp::implementation_backward_weights() const {
+  return state_->layer->primitives().impl_backward_weights;
+}
+
+}  // namespace pipec::train

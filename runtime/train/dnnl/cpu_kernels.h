@@ -1,0 +1,71 @@
+// The CPU training kernels' shared state: oneDNN's engine and stream, the thread count, the cache of
+// primitives, and the weights generation. This header and the op headers beside it are the whole
+// interface; no oneDNN type appears in them (oneDNN 3.x changed its API: only the .cpp files of this
+// folder change with it).
+//
+// Use: one CpuKernels for the trainer; one op object (Conv2dOp, DenseOp, ...) per layer of the step
+// graph, created once; each step calls the ops' forward and backward on raw f32 buffers in Keras
+// layouts, then `weights_changed()` once after the optimizer has written the parameters.
+// One thread at a time drives a CpuKernels and its ops (they share one oneDNN stream and own staging
+// buffers); the parallelism is inside each call, on OpenMP threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/train/dnnl/train_kernel_error.h"
+
+namespace pipec::train {
+
+/// Where activations live while a primitive runs. The caller's buffers are always NHWC (batch first);
+/// `Any` lets oneDNN choose (a blocked layout such as nChw16c) and reorders in and out around each
+/// call, `Nhwc` asks the primitive to work on the caller's layout directly (no reorders).
+enum class ActivationLayout { Any, Nhwc };
+inline const char* layout_name(ActivationLayout l) { return l == ActivationLayout::Any ? "any" : "nhwc"; }
+
+struct CpuKernelOptions {
+  /// OpenMP threads for every primitive created afterwards; 0 keeps OpenMP's default (all cores, or
+  /// OMP_NUM_THREADS).
+  int threads = 0;
+  ActivationLayout activation_layout = ActivationLayout::Nhwc;
+};
+
+class CpuKernels {
+ public:
+  explicit CpuKernels(CpuKernelOptions options = {});
+  ~CpuKernels();
+  CpuKernels(const CpuKernels&) = delete;
+  CpuKernels& operator=(const CpuKernels&) = delete;
+
+  /// Threads for ops created from now on. An op keeps the count it was created with (oneDNN splits its
+  /// work at creation) and sets it on the calling thread for each call: OpenMP's thread count belongs
+  /// to the thread that starts the parallel region, so the pipeline's own pool is never affected.
+  void set_threads(int threads);
+  /// The count ops created now will use (OpenMP's default when 0 was asked for).
+  int threads() const;
+  const CpuKernelOptions& options() const { return options_; }
+
+  /// Called once per step after the optimizer wrote the parameters: ops reorder their weights again on
+  /// their next call. Until then a weight reordered for a forward is reused by later calls that pass the
+  /// same pointer (the backward of the same step, or a second forward).
+  void weights_changed() { ++weights_generation_; }
+  uint64_t weights_generation() const { return weights_generation_; }
+
+  /// Number of distinct primitive sets created (ops with equal shapes and attributes share one).
+  size_t cached_primitive_sets() const;
+
+  /// The CPU instruction set oneDNN dispatches to ("avx2", "avx512_core", ...) and its version.
+  static std::string isa();
+  static std::string version();
+
+  struct Impl;  // oneDNN state; defined in dnnl_common.h, used by the ops' .cpp files
+  Impl& impl() { return *impl_; }
+
+ private:
+  CpuKernelOptions options_;
+  uint64_t weights_generation_ = 1;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pipec::train

@@ -1,0 +1,145 @@
+#include "runtime/train/dnnl/dnnl_common.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+namespace pipec::train {
+
+ThreadScope::ThreadScope(int threads) {
+  if (threads <= 0) return;
+  saved_ = omp_get_max_threads();
+  if (saved_ == threads) return;
+  omp_set_num_threads(threads);
+  set_ = true;
+}
+
+ThreadScope::~ThreadScope() {
+  if (set_) omp_set_num_threads(saved_);
+}
+
+void fail(const std::string& what, const std::string& problem) { throw TrainKernelError(what + ": " + problem); }
+
+void with_errors(const std::string& what, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const dnnl::error& e) {
+    const char* status = "error";
+    switch (e.status) {
+      case dnnl_unimplemented:
+        status = "unimplemented";
+        break;
+      case dnnl_invalid_arguments:
+        status = "invalid arguments";
+        break;
+      case dnnl_out_of_memory:
+        status = "out of memory";
+        break;
+      case dnnl_runtime_error:
+        status = "runtime error";
+        break;
+      default:
+        break;
+    }
+    fail(what, fmt::format("oneDNN cannot do it ({}: {})", status, e.what()));
+  }
+}
+
+memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+memory::desc f32_strided(const Dims& dims, const Dims& strides) {
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::format_tag activation_tag(const CpuKernels& k, int rank) {
+  if (k.options().activation_layout == ActivationLayout::Any) return memory::format_tag::any;
+  return rank == 4 ? memory::format_tag::nhwc : memory::format_tag::nc;
+}
+
+dnnl::algorithm eltwise_algorithm(ActivationKind kind, bool from_output) {
+  using A = dnnl::algorithm;
+  switch (kind) {
+    case ActivationKind::Relu:
+    case ActivationKind::LeakyRelu:
+      return from_output ? A::eltwise_relu_use_dst_for_bwd : A::eltwise_relu;
+    case ActivationKind::Tanh:
+      return from_output ? A::eltwise_tanh_use_dst_for_bwd : A::eltwise_tanh;
+    case ActivationKind::Sigmoid:
+      return from_output ? A::eltwise_logistic_use_dst_for_bwd : A::eltwise_logistic;
+    case ActivationKind::GeluErf:
+      return A::eltwise_gelu_erf;
+    case ActivationKind::GeluTanh:
+      return A::eltwise_gelu_tanh;
+    case ActivationKind::None:
+      break;
+  }
+  return A::undef;
+}
+
+dnnl::primitive_attr activation_attr(const Activation& a) {
+  dnnl::primitive_attr attr;
+  if (a.kind != ActivationKind::None) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, eltwise_algorithm(a.kind, false), a.alpha, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+void Staged::init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine) {
+  reorders_ = user != prim;
+  user_ = memory(user, engine, DNNL_MEMORY_NONE);
+  if (reorders_) {
+    prim_ = memory(prim, engine);  // owned, in the primitive's layout
+    to_prim_ = dnnl::reorder(user_, prim_);
+    to_user_ = dnnl::reorder(prim_, user_);
+  }
+  cached_ptr_ = nullptr;
+  cached_generation_ = 0;
+}
+
+memory Staged::input(const float* data, dnnl::stream& s) {
+  user_.set_data_handle(const_cast<float*>(data));
+  if (!reorders_) return user_;
+  to_prim_.execute(s, user_, prim_);
+  cached_ptr_ = nullptr;  // the buffer no longer holds a cached weight
+  return prim_;
+}
+
+memory Staged::input_cached(const float* data, uint64_t generation, dnnl::stream& s) {
+  if (reorders_ && data == cached_ptr_ && generation == cached_generation_) return prim_;
+  memory m = input(data, s);
+  cached_ptr_ = data;
+  cached_generation_ = generation;
+  return m;
+}
+
+memory Staged::output(float* data) {
+  user_.set_data_handle(data);
+  return reorders_ ? prim_ : user_;
+}
+
+void Staged::output_done(float* data, dnnl::stream& s) {
+  if (!reorders_) return;
+  user_.set_data_handle(data);
+  to_user_.execute(s, prim_, user_);
+}
+
+std::string dims_text(const Dims& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }
+
+void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair<const char*, Dims>> tensors) {
+  for (const auto& [name, dims] : tensors) {
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d < 1) fail(what, fmt::format("the {} tensor {} is empty", name, dims_text(dims)));
+      if (elements > kMaxTensorElements / d)
+        fail(what, fmt::format("the {} tensor {} has more than 2^31 - 1 elements, the most oneDNN 2.6 handles in one "
+                               "tensor (split the batch)",
+                               name, dims_text(dims)));
+      elements *= d;
+    }
+  }
+}
+
+}  // namespace pipec::train

@@ -1,0 +1,117 @@
+#include "runtime/train/dnnl/pool2d.h"
+
+#include <fmt/format.h>
+
+#include "runtime/train/dnnl/dnnl_common.h"
+
+namespace pipec::train {
+
+namespace {
+
+struct PoolPrimitives {
+  dnnl::pooling_forward forward;
+  dnnl::pooling_backward backward;
+  memory::desc workspace;
+  bool has_workspace = false;
+  std::string impl_forward, impl_backward;
+};
+
+}  // namespace
+
+struct Pool2dOp::State {
+  std::shared_ptr<PoolPrimitives> prims;
+  dnnl::stream* stream = nullptr;
+  int threads = 0;
+  std::string what;
+  memory x, y, workspace;  // the caller's buffers (handles set per call) and the owned workspace
+};
+
+std::string Pool2dDesc::to_string() const {
+  return fmt::format("{} [{}, {}, {}, {}] size {}x{} stride {}x{} {}",
+                     kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", batch, height, width, channels, size_h,
+                     size_w, stride_h, stride_w, padding_name(padding));
+}
+
+Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(std::make_unique<State>()) {
+  const std::string what = d.to_string();
+  if (d.batch < 1 || d.height < 1 || d.width < 1 || d.channels < 1 || d.size_h < 1 || d.size_w < 1)
+    fail(what, "every size must be at least 1");
+  if (d.stride_h < 1 || d.stride_w < 1) fail(what, "strides must be at least 1");
+  rows_ = window_dim(d.height, d.size_h, d.stride_h, 1, d.padding);
+  cols_ = window_dim(d.width, d.size_w, d.stride_w, 1, d.padding);
+  if (rows_.out < 1 || cols_.out < 1)
+    fail(what, "the output is empty: the window is larger than the input with valid padding");
+
+  const int threads = kernels.threads();
+  const Dims x_dims{d.batch, d.channels, d.height, d.width};
+  const Dims y_dims{d.batch, d.channels, rows_.out, cols_.out};
+  check_tensor_sizes(what, {{"input", x_dims}, {"output", y_dims}});
+  const std::string key = fmt::format("{} threads {}", what, threads);
+  State& st = *state_;
+  st.stream = &kernels.impl().stream;
+  st.threads = threads;
+  st.what = what;
+  ThreadScope scope(threads);
+  with_errors(what, [&] {
+    st.prims = kernels.impl().cached<PoolPrimitives>(key, [&] {
+      using namespace dnnl;
+      const dnnl::engine& e = kernels.impl().engine;
+      // Memory-bound: the primitive works on the caller's NHWC directly (no reorders).
+      memory::desc x = f32_desc(x_dims, memory::format_tag::nhwc), y = f32_desc(y_dims, memory::format_tag::nhwc);
+      algorithm alg = d.kind == PoolKind::Max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
+      const Dims strides{d.stride_h, d.stride_w}, kernel{d.size_h, d.size_w};
+      const Dims pad_l{rows_.pad_before, cols_.pad_before}, pad_r{rows_.pad_after, cols_.pad_after};
+      pooling_forward::primitive_desc fwd(
+          pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r), e);
+      pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r), e, fwd);
+      auto p = std::make_shared<PoolPrimitives>();
+      p->forward = pooling_forward(fwd);
+      p->backward = pooling_backward(bwd);
+      p->workspace = fwd.workspace_desc();
+      p->has_workspace = p->workspace.get_size() > 0;
+      p->impl_forward = fwd.impl_info_str();
+      p->impl_backward = bwd.impl_info_str();
+      return p;
+    });
+    const dnnl::engine& e = kernels.impl().engine;
+    st.x = memory(f32_desc(x_dims, memory::format_tag::nhwc), e, DNNL_MEMORY_NONE);
+    st.y = memory(f32_desc(y_dims, memory::format_tag::nhwc), e, DNNL_MEMORY_NONE);
+    if (st.prims->has_workspace) st.workspace = memory(st.prims->workspace, e);
+  });
+}
+
+Pool2dOp::~Pool2dOp() = default;
+Pool2dOp::Pool2dOp(Pool2dOp&&) noexcept = default;
+
+void Pool2dOp::forward(const float* x, float* y) {
+  State& st = *state_;
+  ThreadScope threads(st.threads);
+  with_errors(st.what, [&] {
+    dnnl::stream& s = *st.stream;
+    st.x.set_data_handle(const_cast<float*>(x));
+    st.y.set_data_handle(y);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, st.x}, {DNNL_ARG_DST, st.y}};
+    if (st.prims->has_workspace) args[DNNL_ARG_WORKSPACE] = st.workspace;
+    st.prims->forward.execute(s, args);
+    s.wait();
+  });
+}
+
+void Pool2dOp::backward(const float* dy, float* dx) {
+  State& st = *state_;
+  ThreadScope threads(st.threads);
+  with_errors(st.what, [&] {
+    dnnl::stream& s = *st.stream;
+    st.y.set_data_handle(const_cast<float*>(dy));
+    st.x.set_data_handle(dx);
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, st.y}, {DNNL_ARG_DIFF_SRC, st.x}};
+    if (st.prims->has_workspace) args[DNNL_ARG_WORKSPACE] = st.workspace;
+    st.prims->backward.execute(s, args);
+    s.wait();
+  });
+}
+
+std::string Pool2dOp::implementation_forward() const { return state_->prims->impl_forward; }
+std::string Pool2dOp::implementation_backward() const { return state_->prims->impl_backward; }
+
+}  // namespace pipec::train

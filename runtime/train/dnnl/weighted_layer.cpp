@@ -1,0 +1,78 @@
+#include "runtime/train/dnnl/weighted_layer.h"
+
+namespace pipec::train {
+
+WeightedLayer::WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
+                             int64_t bias_size, int threads, std::string what)
+    : kernels_(kernels), prims_(std::move(prims)), threads_(threads), what_(std::move(what)) {
+  const dnnl::engine& e = kernels_.impl().engine;
+  const WeightedPrimitives& p = *prims_;
+  memory::desc bias = f32_desc({bias_size}, memory::format_tag::x);
+  with_errors(what_, [&] {
+    x_fwd_.init(user.x, p.fwd_src, e);
+    w_fwd_.init(user.w, p.fwd_weights, e);
+    if (p.bias) b_fwd_.init(bias, p.fwd_bias, e);
+    y_fwd_.init(user.y, p.fwd_dst, e);
+    dy_bd_.init(user.y, p.bd_diff_dst, e);
+    w_bd_.init(user.w, p.bd_weights, e);
+    dx_bd_.init(user.x, p.bd_diff_src, e);
+    x_bw_.init(user.x, p.bw_src, e);
+    dy_bw_.init(user.y, p.bw_diff_dst, e);
+    dw_bw_.init(user.w, p.bw_diff_weights, e);
+    if (p.bias) db_bw_.init(bias, p.bw_diff_bias, e);
+  });
+}
+
+void WeightedLayer::forward(const float* x, const float* w, const float* b, float* y) {
+  if (prims_->bias && b == nullptr) fail(what_, "forward needs the bias");
+  ThreadScope threads(threads_);
+  dnnl::stream& s = kernels_.impl().stream;
+  with_errors(what_, [&] {
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, x_fwd_.input(x, s)},
+        {DNNL_ARG_WEIGHTS, w_fwd_.input_cached(w, kernels_.weights_generation(), s)},
+        {DNNL_ARG_DST, y_fwd_.output(y)},
+    };
+    if (prims_->bias) args[DNNL_ARG_BIAS] = b_fwd_.input(b, s);
+    prims_->forward.execute(s, args);
+    y_fwd_.output_done(y, s);
+    s.wait();
+  });
+  last_forward_x_ = x;
+}
+
+void WeightedLayer::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+  const WeightedPrimitives& p = *prims_;
+  if (p.bias && db == nullptr) fail(what_, "backward needs a bias gradient buffer");
+  if (dw == nullptr) fail(what_, "backward needs a weight gradient buffer");
+  ThreadScope threads(threads_);
+  dnnl::stream& s = kernels_.impl().stream;
+  with_errors(what_, [&] {
+    memory dy_for_bd;
+    if (dx != nullptr) {
+      dy_for_bd = dy_bd_.input(dy, s);
+      // Backward-data may want the forward's weight layout (dense often does): then the forward's
+      // reordered copy serves both.
+      const uint64_t generation = kernels_.weights_generation();
+      memory weights =
+          p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s) : w_bd_.input_cached(w, generation, s);
+      p.backward_data.execute(
+          s, {{DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
+      dx_bd_.output_done(dx, s);
+    }
+    // dy and x are reordered once when both backward primitives (or the forward) want the same layout.
+    memory dy_for_bw =
+        dx != nullptr && dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst ? dy_for_bd : dy_bw_.input(dy, s);
+    memory x_for_bw =
+        x == last_forward_x_ && x_fwd_.reorders() && p.fwd_src == p.bw_src ? x_fwd_.staged() : x_bw_.input(x, s);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, x_for_bw}, {DNNL_ARG_DIFF_DST, dy_for_bw}, {DNNL_ARG_DIFF_WEIGHTS, dw_bw_.output(dw)}};
+    if (p.bias) args[DNNL_ARG_DIFF_BIAS] = db_bw_.output(db);
+    p.backward_weights.execute(s, args);
+    dw_bw_.output_done(dw, s);
+    if (p.bias) db_bw_.output_done(db, s);
+    s.wait();
+  });
+}
+
+}  // namespace pipec::train

@@ -1,0 +1,80 @@
+// Private to this folder: what conv2d, conv2d_transpose and dense share once their primitives exist:
+// a forward (with bias and a fused activation), a backward-data and a backward-weights (with the bias
+// gradient) primitive, each with the memory layouts oneDNN chose, and the staging of the caller's
+// Keras-layout buffers into those layouts and back.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/train/dnnl/dnnl_common.h"
+
+namespace pipec::train {
+
+/// The three primitives of one layer shape, shared by every op with that shape (the cache's value).
+struct WeightedPrimitives {
+  dnnl::primitive forward, backward_data, backward_weights;
+  // Layouts the primitives chose.
+  memory::desc fwd_src, fwd_weights, fwd_bias, fwd_dst;
+  memory::desc bd_diff_src, bd_weights, bd_diff_dst;
+  memory::desc bw_src, bw_diff_weights, bw_diff_bias, bw_diff_dst;
+  std::string impl_forward, impl_backward_data, impl_backward_weights;
+  bool bias = true;
+};
+
+/// The caller's layouts of one layer: x, w, y (the bias is always [filters]).
+struct UserLayouts {
+  memory::desc x, w, y;
+};
+
+/// Makes the set from oneDNN primitive descriptors of one family (convolution, deconvolution, inner
+/// product: each has src_desc(), weights_desc(), ...).
+template <class Fwd, class BwdData, class BwdWeights>
+std::shared_ptr<WeightedPrimitives> make_weighted(const typename Fwd::primitive_desc& fwd,
+                                                  const typename BwdData::primitive_desc& bd,
+                                                  const typename BwdWeights::primitive_desc& bw, bool bias) {
+  auto p = std::make_shared<WeightedPrimitives>();
+  p->bias = bias;
+  p->forward = Fwd(fwd);
+  p->backward_data = BwdData(bd);
+  p->backward_weights = BwdWeights(bw);
+  p->fwd_src = fwd.src_desc();
+  p->fwd_weights = fwd.weights_desc();
+  p->fwd_bias = fwd.bias_desc();
+  p->fwd_dst = fwd.dst_desc();
+  p->bd_diff_src = bd.diff_src_desc();
+  p->bd_weights = bd.weights_desc();
+  p->bd_diff_dst = bd.diff_dst_desc();
+  p->bw_src = bw.src_desc();
+  p->bw_diff_weights = bw.diff_weights_desc();
+  p->bw_diff_bias = bw.diff_bias_desc();
+  p->bw_diff_dst = bw.diff_dst_desc();
+  p->impl_forward = fwd.impl_info_str();
+  p->impl_backward_data = bd.impl_info_str();
+  p->impl_backward_weights = bw.impl_info_str();
+  return p;
+}
+
+/// One layer instance: the shared primitives plus its own staging buffers (reordered weights, reordered
+/// activations), so two layers of one shape never overwrite each other's cached weights.
+class WeightedLayer {
+ public:
+  WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
+                int64_t bias_size, int threads, std::string what);
+
+  void forward(const float* x, const float* w, const float* b, float* y);
+  void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
+  const WeightedPrimitives& primitives() const { return *prims_; }
+
+ private:
+  CpuKernels& kernels_;
+  std::shared_ptr<WeightedPrimitives> prims_;
+  int threads_;
+  std::string what_;
+  Staged x_fwd_, w_fwd_, b_fwd_, y_fwd_;
+  Staged dy_bd_, w_bd_, dx_bd_;
+  Staged x_bw_, dy_bw_, dw_bw_, db_bw_;
+  const float* last_forward_x_ = nullptr;  // x_fwd_ holds its reorder; backward-weights may reuse it
+};
+
+}  // namespace pipec::train
