@@ -358,12 +358,11 @@ class ModelLowering {
     return id;
   }
 
-  int lower_layer(const LayerCall& lc) {
-    const std::string& name = lc.builtin->name;
+  // An element-wise layer (model_ops.def's EXPR_LAYER rows): an expr node of the one op `op`.
+  int lower_expr_layer(const LayerCall& lc, OpKind op) {
     const Expr& whole = *lc.whole;
-    SourceRange range = whole.range;
     const Type& result = whole.type;
-    if (name == "concat") {
+    if (op == OpKind::Concat) {  // concat([a, b, ...], axis)
       std::vector<int> values;
       const Expr* list = lc.args[0];
       if (list && list->kind == ExprKind::List)
@@ -371,98 +370,111 @@ class ModelLowering {
       if (!ok_) return -1;
       int64_t axis = number_of(arg_value(lc, "axis"));
       if (axis < 0) axis += static_cast<int64_t>(result.shape.size());
-      return expr_node(OpKind::Concat, values, {{"axis", Value::make_int(axis)}}, result, range);
+      return expr_node(op, values, {{"axis", Value::make_int(axis)}}, result, whole.range);
     }
-    int x = value_of(*lc.args[0]);
-    if (!ok_) return -1;
-    if (name == "relu" || name == "tanh" || name == "sigmoid") return expr_node(*op_from_name(name), {x}, {}, result, range);
-    if (name == "flatten") {
+    std::vector<int> operands;  // x, then the other tensor arguments in the builtin's order (add's y)
+    for (size_t i = 0; i < lc.args.size(); ++i) {
+      if (!lc.args[i] || (i > 0 && !lc.args[i]->type.is_tensor())) continue;
+      operands.push_back(value_of(*lc.args[i]));
+      if (!ok_) return -1;
+    }
+    std::map<std::string, Value> attrs;
+    if (op == OpKind::Reshape) {  // flatten: to one dimension
       Value shape{Value::List};
       shape.items.push_back(Value::make_int(result.shape[0]));
-      return expr_node(OpKind::Reshape, {x}, {{"shape", shape}}, result, range);
+      attrs["shape"] = shape;
     }
-    if (name == "add") {
-      int y = value_of(*lc.args[1]);
-      if (!ok_) return -1;
-      return expr_node(OpKind::Add, {x, y}, {}, result, range);
-    }
-    x = as_f32(x, range);
-    const Shape in_shape = g_.values[x].shape;
-    GraphNode n;
-    n.attrs = {};
-    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, "", {}};
-    std::vector<int> ins = {x};
-    int outputs = 1;
-    if (name == "conv2d" || name == "conv2d_transpose") {
-      bool transpose = name == "conv2d_transpose";
-      n.op = transpose ? ModelOp::Conv2dTranspose : ModelOp::Conv2d;
-      rec.prefix = name;
-      Value k = pair(arg_value(lc, "kernel"));
-      int64_t filters = number_of(arg_value(lc, "filters"));
-      n.attrs["kernel"] = k;
-      n.attrs["filters"] = Value::make_int(filters);
-      n.attrs["strides"] = pair(arg_value(lc, "strides"));
-      n.attrs["padding"] = arg_value(lc, "padding");
-      if (!transpose) n.attrs["dilation"] = pair(arg_value(lc, "dilation"));
-      int64_t kh = k.items[0].i, kw = k.items[1].i, cin = in_shape.back();
-      // Keras' kernel layouts: conv2d [kh, kw, in, out], conv2d_transpose [kh, kw, out, in]; the fans of
-      // glorot_uniform are taken from the shape as written, with the receptive field kh * kw.
-      Shape kshape = transpose ? Shape{kh, kw, filters, cin} : Shape{kh, kw, cin, filters};
-      ins.push_back(new_param(rec, "kernel", kshape, Init::GlorotUniform, kh * kw * kshape[2], kh * kw * kshape[3]));
-      ins.push_back(new_param(rec, "bias", {filters}, Init::Zeros));
-    } else if (name == "dense") {
-      n.op = ModelOp::Dense;
-      rec.prefix = "dense";
-      int64_t units = number_of(arg_value(lc, "units"));
-      n.attrs["units"] = Value::make_int(units);
-      ins.push_back(new_param(rec, "kernel", {in_shape.back(), units}, Init::GlorotUniform, in_shape.back(), units));
-      ins.push_back(new_param(rec, "bias", {units}, Init::Zeros));
-    } else if (name == "max_pool2d" || name == "avg_pool2d") {
-      n.op = name == "max_pool2d" ? ModelOp::MaxPool2d : ModelOp::AvgPool2d;
-      Value size = pair(arg_value(lc, "size"));
-      n.attrs["size"] = size;
-      n.attrs["strides"] = has_arg(lc, "strides") ? pair(arg_value(lc, "strides")) : size;
-      n.attrs["padding"] = arg_value(lc, "padding");
-    } else if (name == "global_avg_pool" || name == "global_max_pool") {
-      n.op = name == "global_avg_pool" ? ModelOp::GlobalAvgPool : ModelOp::GlobalMaxPool;
-    } else if (name == "upsample2d") {
-      n.op = ModelOp::Upsample2d;
-      n.attrs["size"] = pair(arg_value(lc, "size"));
-      n.attrs["method"] = arg_value(lc, "method");
-    } else if (name == "leaky_relu") {
-      n.op = ModelOp::LeakyRelu;
-      n.attrs["alpha"] = Value::make_float(arg_value(lc, "alpha").as_double());
-    } else if (name == "gelu") {
-      n.op = ModelOp::Gelu;
-    } else if (name == "softmax") {
-      n.op = ModelOp::Softmax;
-      int64_t axis = number_of(arg_value(lc, "axis"));
-      if (axis < 0) axis += static_cast<int64_t>(in_shape.size());
-      n.attrs["axis"] = Value::make_int(axis);  // of one example
-    } else if (name == "batch_norm" || name == "layer_norm") {
-      bool batch = name == "batch_norm";
-      n.op = batch ? ModelOp::BatchNorm : ModelOp::LayerNorm;
-      rec.prefix = batch ? "batch_normalization" : "layer_normalization";
-      n.attrs["epsilon"] = Value::make_float(arg_value(lc, "epsilon").as_double());
-      if (batch) n.attrs["momentum"] = Value::make_float(arg_value(lc, "momentum").as_double());
-      int64_t c = in_shape.back();
-      ins.push_back(new_param(rec, "gamma", {c}, Init::Ones));
-      ins.push_back(new_param(rec, "beta", {c}, Init::Zeros));
-      if (batch) {
-        ins.push_back(new_param(rec, "moving_mean", {c}, Init::Zeros, 0, 0, true));
-        ins.push_back(new_param(rec, "moving_variance", {c}, Init::Ones, 0, 0, true));
-      }
-      outputs = 3;
-    } else if (name == "dropout") {
-      n.op = ModelOp::Dropout;
-      rec.prefix = "dropout";
-      n.attrs["rate"] = Value::make_float(arg_value(lc, "rate").as_double());
-      n.attrs["stream"] = Value::make_int(dropout_streams_++);
-      outputs = 2;
-    } else {
+    return expr_node(op, operands, std::move(attrs), result, whole.range);
+  }
+
+  int lower_layer(const LayerCall& lc) {
+    const std::string& name = lc.builtin->name;
+    const Expr& whole = *lc.whole;
+    SourceRange range = whole.range;
+    const Type& result = whole.type;
+    const std::optional<LayerLowering> how = layer_lowering(name);
+    if (!how) {
       diags_.report(DiagKind::unsupported_in_model, range, fmt::format("layer `{}` cannot be trained yet", name));
       ok_ = false;
       return -1;
+    }
+    if (how->expr) return lower_expr_layer(lc, *how->expr);
+    int x = value_of(*lc.args[0]);
+    if (!ok_) return -1;
+    x = as_f32(x, range);
+    const Shape in_shape = g_.values[x].shape;
+    GraphNode n;
+    n.op = *how->node;
+    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}};
+    std::vector<int> ins = {x};
+    switch (n.op) {
+      case ModelOp::Conv2d:
+      case ModelOp::Conv2dTranspose: {
+        const bool transpose = n.op == ModelOp::Conv2dTranspose;
+        Value k = pair(arg_value(lc, "kernel"));
+        int64_t filters = number_of(arg_value(lc, "filters"));
+        n.attrs["kernel"] = k;
+        n.attrs["filters"] = Value::make_int(filters);
+        n.attrs["strides"] = pair(arg_value(lc, "strides"));
+        n.attrs["padding"] = arg_value(lc, "padding");
+        if (!transpose) n.attrs["dilation"] = pair(arg_value(lc, "dilation"));
+        int64_t kh = k.items[0].i, kw = k.items[1].i, cin = in_shape.back();
+        // Keras' kernel layouts: conv2d [kh, kw, in, out], conv2d_transpose [kh, kw, out, in]; the fans of
+        // glorot_uniform are taken from the shape as written, with the receptive field kh * kw.
+        Shape kshape = transpose ? Shape{kh, kw, filters, cin} : Shape{kh, kw, cin, filters};
+        ins.push_back(new_param(rec, "kernel", kshape, Init::GlorotUniform, kh * kw * kshape[2], kh * kw * kshape[3]));
+        ins.push_back(new_param(rec, "bias", {filters}, Init::Zeros));
+        break;
+      }
+      case ModelOp::Dense: {
+        int64_t units = number_of(arg_value(lc, "units"));
+        n.attrs["units"] = Value::make_int(units);
+        ins.push_back(new_param(rec, "kernel", {in_shape.back(), units}, Init::GlorotUniform, in_shape.back(), units));
+        ins.push_back(new_param(rec, "bias", {units}, Init::Zeros));
+        break;
+      }
+      case ModelOp::MaxPool2d:
+      case ModelOp::AvgPool2d: {
+        Value size = pair(arg_value(lc, "size"));
+        n.attrs["size"] = size;
+        n.attrs["strides"] = has_arg(lc, "strides") ? pair(arg_value(lc, "strides")) : size;
+        n.attrs["padding"] = arg_value(lc, "padding");
+        break;
+      }
+      case ModelOp::GlobalAvgPool:
+      case ModelOp::GlobalMaxPool:
+      case ModelOp::Gelu: break;
+      case ModelOp::Upsample2d:
+        n.attrs["size"] = pair(arg_value(lc, "size"));
+        n.attrs["method"] = arg_value(lc, "method");
+        break;
+      case ModelOp::LeakyRelu: n.attrs["alpha"] = Value::make_float(arg_value(lc, "alpha").as_double()); break;
+      case ModelOp::Softmax: {
+        int64_t axis = number_of(arg_value(lc, "axis"));
+        if (axis < 0) axis += static_cast<int64_t>(in_shape.size());
+        n.attrs["axis"] = Value::make_int(axis);  // of one example
+        break;
+      }
+      case ModelOp::BatchNorm:
+      case ModelOp::LayerNorm: {
+        const bool batch = n.op == ModelOp::BatchNorm;
+        n.attrs["epsilon"] = Value::make_float(arg_value(lc, "epsilon").as_double());
+        if (batch) n.attrs["momentum"] = Value::make_float(arg_value(lc, "momentum").as_double());
+        int64_t c = in_shape.back();
+        ins.push_back(new_param(rec, "gamma", {c}, Init::Ones));
+        ins.push_back(new_param(rec, "beta", {c}, Init::Zeros));
+        if (batch) {
+          ins.push_back(new_param(rec, "moving_mean", {c}, Init::Zeros, 0, 0, true));
+          ins.push_back(new_param(rec, "moving_variance", {c}, Init::Ones, 0, 0, true));
+        }
+        break;
+      }
+      case ModelOp::Dropout:
+        n.attrs["rate"] = Value::make_float(arg_value(lc, "rate").as_double());
+        n.attrs["stream"] = Value::make_int(dropout_streams_++);
+        break;
+      default:  // layer_lowering gives Forward kinds only, and never Expr
+        throw std::logic_error(fmt::format("lowering: layer {} lowers to {}, which is no layer", name, model_op_name(n.op)));
     }
     n.inputs = ins;
     int y = new_value(Type::tensor(DType::F32, result.shape));
@@ -480,7 +492,6 @@ class ModelLowering {
     } else if (n.op == ModelOp::Dropout) {
       n.outputs.push_back(new_value(Type::tensor(DType::F32, in_shape)));
     }
-    (void)outputs;
     rec.node = add_node(std::move(n), range);
     if (!rec.prefix.empty()) layers_.push_back(rec);
     return y;

@@ -9,7 +9,7 @@ namespace pipec {
 
 const std::vector<ModelOpInfo>& all_model_ops() {
   static const std::vector<ModelOpInfo> ops = {
-#define X(name, text, category, inputs, outputs) {ModelOp::name, text, OpCategory::category, inputs, outputs},
+#define X(name, text, category, inputs, outputs, keras) {ModelOp::name, text, OpCategory::category, inputs, outputs, keras},
 #include "runtime/model/model_ops.def"
 #undef X
   };
@@ -23,6 +23,20 @@ const char* model_op_name(ModelOp op) { return model_op_info(op).name; }
 std::optional<ModelOp> parse_model_op(std::string_view name) {
   for (const ModelOpInfo& i : all_model_ops())
     if (name == i.name) return i.op;
+  return std::nullopt;
+}
+
+std::optional<LayerLowering> layer_lowering(std::string_view builtin) {
+  static const std::vector<std::pair<std::string_view, OpKind>> expr_layers = {
+#define EXPR_LAYER(builtin, op_kind) {builtin, OpKind::op_kind},
+#include "runtime/model/model_ops.def"
+#undef EXPR_LAYER
+  };
+  for (const auto& [name, op] : expr_layers)
+    if (name == builtin) return LayerLowering{std::nullopt, op};
+  if (std::optional<ModelOp> op = parse_model_op(builtin);
+      op && *op != ModelOp::Expr && model_op_info(*op).category == OpCategory::Forward)
+    return LayerLowering{op, std::nullopt};
   return std::nullopt;
 }
 

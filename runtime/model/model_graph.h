@@ -25,7 +25,7 @@
 namespace pipec {
 
 enum class ModelOp {
-#define X(name, text, category, inputs, outputs) name,
+#define X(name, text, category, inputs, outputs, keras) name,
 #include "runtime/model/model_ops.def"
 #undef X
 };
@@ -38,6 +38,7 @@ struct ModelOpInfo {
   OpCategory category;
   int inputs;   // -1: variable
   int outputs;  // -1: variable
+  const char* keras;  // Forward kinds with weights: the prefix Keras names the layer by; "" otherwise
 };
 
 /// Every op of model_ops.def, in table order.
@@ -45,6 +46,14 @@ const std::vector<ModelOpInfo>& all_model_ops();
 const ModelOpInfo& model_op_info(ModelOp op);
 const char* model_op_name(ModelOp op);
 std::optional<ModelOp> parse_model_op(std::string_view name);
+
+/// What a layer builtin (a call in a model body, by its name) lowers to, from model_ops.def: a node of its
+/// own Forward kind, or an expr node of one expression-IR op. nullopt: a builtin the table does not know.
+struct LayerLowering {
+  std::optional<ModelOp> node;  // an X row of category Forward spelled like the builtin (never Expr)
+  std::optional<OpKind> expr;   // an EXPR_LAYER row
+};
+std::optional<LayerLowering> layer_lowering(std::string_view builtin);
 
 enum class ValueRole {
   Input,       // a model input, fed from a field of the data
