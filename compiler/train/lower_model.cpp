@@ -4,8 +4,10 @@
 // layer node with its parameters; relu, tanh, sigmoid, add, flatten and concat become expr nodes of one
 // instruction; any other expression (arithmetic, ops, fn calls) becomes one expr node whose function is
 // lowered by the pipeline lowering itself (lower_model_expression), with the graph values it reads
-// (model inputs, earlier statements, layer results) as its parameters. Nodes nothing reads are removed,
-// then parameters are named and laid out in the flat buffer in node order.
+// (model inputs, earlier statements, layer results) as its parameters. A model used as a layer (a block,
+// `x | res_block(times = 6)`) is lowered by lowering its body again for each use, its inputs bound to
+// values of this graph. Nodes nothing reads are removed, then parameters are named (a block's inside the
+// block's name) and laid out in the flat buffer in node order.
 #include "compiler/train/lower_model.h"
 
 #include <algorithm>
