@@ -14,6 +14,7 @@ const char* builtin_kind_name(BuiltinKind k) {
     case BuiltinKind::Loss: return "loss";
     case BuiltinKind::Optimizer: return "optimizer";
     case BuiltinKind::Strategy: return "strategy";
+    case BuiltinKind::Schedule: return "learning-rate schedule";
     case BuiltinKind::Format: return "format";
   }
   return "?";

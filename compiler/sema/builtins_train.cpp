@@ -1,4 +1,4 @@
-// Losses, optimizers and distribution strategies: the values of a train block's entries.
+// Losses, optimizers, learning-rate schedules and distribution strategies: the values of a train block's entries.
 #include <fmt/format.h>
 
 #include "compiler/sema/builtin_rules.h"
@@ -17,17 +17,68 @@ Type rule_loss(CallContext& ctx) {
   return Type::opaque("loss");
 }
 
+bool is_schedule(const BoundArg& a) { return a.type.kind == TypeKind::Opaque && a.type.name == "schedule"; }
+
+// A schedule is a value of its own kind; anywhere but an optimizer's `lr` it has no meaning.
+bool refuse_schedule(CallContext& ctx, const ParamSpec& p) {
+  if (!is_schedule(ctx.arg(p.name))) return false;
+  auto& d = ctx.error(DiagKind::schedule_misplaced, ctx.arg(p.name).range,
+                      fmt::format("`{}` of {} takes a number, not a learning-rate schedule", p.name, ctx.builtin.name));
+  d.help = "a schedule gives the learning rate: `lr = cosine_decay(...)`";
+  return true;
+}
+
 Type rule_optimizer(CallContext& ctx) {
   for (const ParamSpec& p : ctx.builtin.params) {
     if (!ctx.has(p.name)) continue;
+    if (p.name == "lr" && is_schedule(ctx.arg(p.name))) continue;
+    if (refuse_schedule(ctx, p)) return Type::error();
+    if (!ctx.arg(p.name).option.empty()) continue;  // global_clipnorm = none
     auto v = ctx.const_number(p.name);
     if (!v) return Type::error();
     if (*v < 0) {
       ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range, fmt::format("`{}` cannot be negative", p.name));
       return Type::error();
     }
+    if (p.name == "global_clipnorm" && *v == 0) {
+      auto& d = ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range,
+                          "`global_clipnorm` must be above 0: every gradient would be scaled to nothing");
+      d.help = "leave it out (or write `none`) to train without clipping";
+      return Type::error();
+    }
   }
   return Type::opaque("optimizer");
+}
+
+// cosine_decay, linear_warmup, exponential_decay: constant settings, steps integers.
+Type rule_schedule(CallContext& ctx) {
+  for (const ParamSpec& p : ctx.builtin.params) {
+    if (!ctx.has(p.name)) continue;
+    if (refuse_schedule(ctx, p)) return Type::error();
+    if (!ctx.arg(p.name).option.empty()) continue;  // warmup_target = none
+    const bool steps = p.name == "decay_steps" || p.name == "warmup_steps";
+    if (steps) {
+      // decay_steps divides: at least 1. A warm-up of 0 steps is no warm-up.
+      if (!ctx.const_int(p.name, p.name == "decay_steps" ? 1 : 0)) return Type::error();
+      continue;
+    }
+    auto v = ctx.const_number(p.name);
+    if (!v) return Type::error();
+    if (*v < 0) {
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range, fmt::format("`{}` cannot be negative", p.name));
+      return Type::error();
+    }
+    if (p.name == "alpha" && *v > 1) {
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range,
+                "`alpha` is the share of the learning rate left at the end of the decay: at most 1");
+      return Type::error();
+    }
+    if (p.name == "decay_rate" && *v == 0) {
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range, "`decay_rate` must be above 0");
+      return Type::error();
+    }
+  }
+  return Type::opaque("schedule");
 }
 
 Type rule_mirrored(CallContext& ctx) {
@@ -45,19 +96,30 @@ void register_train_builtins(std::vector<Builtin>& out) {
   for (const char* name : {"mse", "mae", "cross_entropy", "binary_cross_entropy", "huber"})
     out.push_back(Builtin{name, BuiltinKind::Loss, {req("target")},
                           std::string(name) + " loss between the model output and the `target` field.", rule_loss});
+  const ParamSpec clip = opt("global_clipnorm", "none", {"none"});
   out.push_back(Builtin{"adam", BuiltinKind::Optimizer,
-                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0")},
+                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0"), clip},
                         "Adam with learning rate lr, Keras' form (eps added to sqrt(v), not to the bias-corrected sqrt(v_hat) as in "
                         "PyTorch); a weight_decay decays the weights directly, as adamw does.",
                         rule_optimizer});
   out.push_back(Builtin{"adamw", BuiltinKind::Optimizer,
-                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.004")},
+                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.004"), clip},
                         "Adam with decoupled weight decay (w -= lr * weight_decay * w before each step), Keras' AdamW: its "
                         "default weight_decay is Keras' 0.004 (PyTorch's is 0.01).",
                         rule_optimizer});
-  out.push_back(Builtin{"sgd", BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0")},
+  out.push_back(Builtin{"sgd", BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0"), clip},
                         "Stochastic gradient descent, with optional momentum (Keras' form: v = momentum * v - lr * g; w += v).",
                         rule_optimizer});
+  out.push_back(Builtin{"cosine_decay", BuiltinKind::Schedule,
+                        {req("initial"), req("decay_steps"), opt("alpha", "0"), opt("warmup_target", "none", {"none"}),
+                         opt("warmup_steps", "0")},
+                        "Keras' CosineDecay: from `initial` down to alpha * initial over decay_steps steps along half a cosine; "
+                        "with warmup_target, first a linear rise from `initial` to it over warmup_steps, then the decay from it.",
+                        rule_schedule});
+  out.push_back(Builtin{"linear_warmup", BuiltinKind::Schedule, {req("target"), req("warmup_steps"), opt("initial", "0")},
+                        "A linear rise from `initial` to `target` over warmup_steps steps, then `target`.", rule_schedule});
+  out.push_back(Builtin{"exponential_decay", BuiltinKind::Schedule, {req("initial"), req("decay_steps"), req("decay_rate")},
+                        "Keras' ExponentialDecay: initial * decay_rate ^ (step / decay_steps).", rule_schedule});
   out.push_back(Builtin{"single", BuiltinKind::Strategy, {}, "Train on one device.",
                         [](CallContext&) { return Type::opaque("strategy"); }});
   out.push_back(Builtin{"mirrored", BuiltinKind::Strategy, {opt("devices", "all", {"all"})},

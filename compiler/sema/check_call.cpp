@@ -104,7 +104,8 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
   }
   // A builtin of another family (a stage called like a function, a layer in a map body): say where it belongs.
   if (const Builtin* other = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink, BuiltinKind::Layer, BuiltinKind::Source,
-                                                 BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy})) {
+                                                 BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy,
+                                                 BuiltinKind::Schedule})) {
     name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr, other};
     if ((other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) && piped_type) {
       diags().report(DiagKind::not_a_dataset, piped->range,
@@ -142,7 +143,7 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     candidates = builtin_names({BuiltinKind::Source});
   } else if (ctx_ == CheckContext::Train) {
     what = "loss, optimizer or strategy";
-    candidates = builtin_names({BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy});
+    candidates = builtin_names({BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Schedule});
   } else {
     candidates = builtin_names({BuiltinKind::Op});
   }

@@ -88,7 +88,7 @@ Type Checker::check_name(NameExpr& e) {
   const Builtin* b = find_builtin(e.name, callable_kinds(ctx_, PipedInput::None));
   if (!b)
     b = find_builtin(e.name, {BuiltinKind::Op, BuiltinKind::Stage, BuiltinKind::Layer, BuiltinKind::Source,
-                              BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Sink,
+                              BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Schedule, BuiltinKind::Sink,
                               BuiltinKind::Format});
   if (b) {
     e.target = Binding{Binding::Builtin, e.name, {}, nullptr, nullptr, b};

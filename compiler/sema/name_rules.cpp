@@ -30,7 +30,7 @@ std::vector<BuiltinKind> callable_kinds(CheckContext ctx, PipedInput input) {
     case CheckContext::Format: return {K::Format};
     case CheckContext::Source:
     case CheckContext::Pipeline: return {K::Source, K::Op};
-    case CheckContext::Train: return {K::Loss, K::Optimizer, K::Strategy};
+    case CheckContext::Train: return {K::Loss, K::Optimizer, K::Strategy, K::Schedule};
     case CheckContext::Const:
     case CheckContext::Fn:
     case CheckContext::MapBody: return {K::Op};

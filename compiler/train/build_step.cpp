@@ -114,6 +114,10 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
   opt.op = ModelOp::OptimizerStep;
   opt.attrs["kind"] = Value::make_symbol(optimizer.kind);
   for (const auto& [name, v] : optimizer.settings) opt.attrs[name] = Value::make_float(v);
+  if (!optimizer.schedule.empty()) {
+    opt.attrs["schedule"] = Value::make_symbol(optimizer.schedule);
+    for (const auto& [name, v] : optimizer.schedule_settings) opt.attrs["schedule_" + name] = Value::make_float(v);
+  }
   g.add_node(std::move(opt));
 }
 

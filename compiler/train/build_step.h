@@ -19,6 +19,8 @@ struct LossSpec {
 struct OptimizerSpec {
   std::string kind;                       // sgd, adam, adamw
   std::map<std::string, double> settings; // every parameter of the optimizer, defaults filled in
+  std::string schedule;                   // empty: `lr` is a constant; else cosine_decay, linear_warmup, ...
+  std::map<std::string, double> schedule_settings;  // the schedule's given and default settings
 };
 
 /// Turns the forward graph `g` into the training step. Throws GradientError when the gradient cannot

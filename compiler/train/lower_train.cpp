@@ -39,6 +39,39 @@ std::string number_text(double v) {
   return s;
 }
 
+// The argument of a builtin's parameter `i` in a call, by name or position; null when not given.
+const Expr* argument(const CallExpr& call, const Builtin& b, size_t i) {
+  const Expr* given = nullptr;
+  size_t positional = 0;
+  for (const Arg& a : call.args) {
+    if (a.name == b.params[i].name || (a.name.empty() && positional == i)) given = a.value.get();
+    if (a.name.empty()) ++positional;
+  }
+  return given;
+}
+
+// A call's numeric settings, defaults filled in; a parameter left at (or given) an option word such
+// as `none` is left out. `text` gets "name=value, ..." for explain.
+std::map<std::string, double> numeric_settings(const CallExpr& call, const Builtin& b, std::string& text) {
+  std::map<std::string, double> out;
+  for (size_t i = 0; i < b.params.size(); ++i) {
+    const ParamSpec& p = b.params[i];
+    const Expr* given = argument(call, b, i);
+    std::string shown;
+    if (given && given->constant) {
+      out[p.name] = given->constant->as_double();
+      shown = number_text(out[p.name]);
+    } else if (!given && !p.default_text.empty() && p.options.empty()) {
+      out[p.name] = std::strtod(p.default_text.c_str(), nullptr);
+      shown = number_text(out[p.name]);
+    } else {
+      continue;  // left at an option word (global_clipnorm = none), or a schedule the caller prints
+    }
+    text += fmt::format("{}{}={}", text.empty() ? "" : ", ", p.name, shown);
+  }
+  return out;
+}
+
 }  // namespace
 
 const Expr* train_data_expr(const Decl& train) { return entry(train, "data"); }
@@ -105,24 +138,33 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   opt.kind = callee_name(*opt_call);
   const Builtin* ob = find_builtin(opt.kind, {BuiltinKind::Optimizer});
   if (!ob) return std::nullopt;
-  for (size_t i = 0; i < ob->params.size(); ++i) {
-    const ParamSpec& p = ob->params[i];
-    const Expr* given = nullptr;
-    size_t positional = 0;
-    for (const Arg& a : opt_call->args) {
-      if (a.name == p.name || (a.name.empty() && positional == i)) given = a.value.get();
-      if (a.name.empty()) ++positional;
-    }
-    opt.settings[p.name] = given && given->constant ? given->constant->as_double() : std::strtod(p.default_text.c_str(), nullptr);
-  }
   std::string settings;
-  for (const ParamSpec& p : ob->params) settings += fmt::format("{}{}={}", settings.empty() ? "" : ", ", p.name, number_text(opt.settings[p.name]));
+  opt.settings = numeric_settings(*opt_call, *ob, settings);
+  // lr = schedule(...): the schedule's settings go beside the optimizer's.
+  for (size_t i = 0; i < ob->params.size(); ++i) {
+    const CallExpr* sc = ob->params[i].name == "lr" ? as_call(argument(*opt_call, *ob, i)) : nullptr;
+    const Builtin* sb = sc ? find_builtin(callee_name(*sc), {BuiltinKind::Schedule}) : nullptr;
+    if (!sb) continue;
+    std::string schedule_text;
+    opt.schedule = sb->name;
+    opt.schedule_settings = numeric_settings(*sc, *sb, schedule_text);
+    // linear_warmup's `target` is the schedule's warm-up target.
+    if (auto it = opt.schedule_settings.find("target"); it != opt.schedule_settings.end()) {
+      opt.schedule_settings["warmup_target"] = it->second;
+      opt.schedule_settings.erase(it);
+    }
+    settings = fmt::format("lr={}({}){}{}", sb->name, schedule_text, settings.empty() ? "" : ", ", settings);
+    opt.settings["lr"] = opt.schedule_settings.count("initial") ? opt.schedule_settings["initial"] : 0;
+  }
   t.optimizer_text = fmt::format("{}({})", opt.kind, settings);
 
   for (const char* key : {"steps", "epochs"})
     if (const Expr* e = entry(train, key); e && e->constant) (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
   if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name) t.precision = e->as<NameExpr>()->name;
-  if (const CallExpr* s = as_call(entry(train, "strategy"))) t.strategy = callee_name(*s);
+  if (const CallExpr* s = as_call(entry(train, "strategy"))) {
+    t.strategy = callee_name(*s);
+    t.strategy_loc = spec_location(program, s->range);
+  }
 
   try {
     build_train_step(g, loss, opt);

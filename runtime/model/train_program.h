@@ -28,6 +28,7 @@ struct TrainProgram {
   std::optional<int64_t> epochs;  // the block's `epochs`
   std::string precision = "fp32";
   std::string strategy = "single";
+  SpecLoc strategy_loc;        // where the strategy entry is written (invalid when absent)
   std::string loss_text;       // "mse(score)", for messages
   std::string optimizer_text;  // "adam(lr = 0.001, ...)", with every setting
   std::optional<EvalProgram> eval;  // the block's `validation`

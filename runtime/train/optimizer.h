@@ -8,6 +8,9 @@
 //          lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
 //          m += (g - m) * (1 - beta1);  v += (g^2 - v) * (1 - beta2)
 //          w -= lr_t * m / (sqrt(v) + eps)
+// lr follows the schedule (runtime/train/lr_schedule.h) at the step count before the step. With
+// global_clipnorm > 0 the gradients are first scaled as Keras' `global_clipnorm` scales them
+// (tf.clip_by_global_norm): g *= clipnorm / max(norm, clipnorm), norm = sqrt(sum of every g^2).
 // PyTorch differs in two visible ways: its Adam adds eps to the bias-corrected sqrt(v_hat), and its
 // Adam's weight_decay adds weight_decay * w to the gradient (L2) instead of decaying the weights (AdamW
 // decays them as here).
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "runtime/model/model_graph.h"
+#include "runtime/train/lr_schedule.h"
 
 namespace pipec {
 
@@ -29,6 +33,8 @@ struct OptimizerConfig {
   double eps = 1e-7;
   double weight_decay = 0;
   double momentum = 0;
+  double global_clipnorm = 0;  // 0: no clipping
+  LrSchedule schedule;         // schedule.initial is `lr` when lr is a number
 
   /// The settings of an optimizer_step node.
   static OptimizerConfig from_node(const GraphNode& n);
@@ -40,6 +46,8 @@ template <class T>
 struct OptimizerSlots {
   std::vector<T> m, v;
   int64_t iterations = 0;
+  double last_lr = 0;         // the learning rate of the last step
+  double last_grad_norm = 0;  // the global norm of its gradients, before clipping (0 without clipping)
 };
 
 /// One update of every parameter from its gradient.

@@ -59,7 +59,7 @@ syn keyword pipeLayer batch_norm layer_norm dropout add
 
 " Losses, optimizers and strategies
 syn keyword pipeTrain mse mae cross_entropy binary_cross_entropy huber adam adamw sgd single
-syn keyword pipeTrain mirrored multi_worker
+syn keyword pipeTrain mirrored multi_worker cosine_decay linear_warmup exponential_decay
 
 " Bare option words
 syn keyword pipeOption auto memory gpu cpu none gzip zlib same valid all bilinear nearest fp32 mixed_fp16
