@@ -17,6 +17,8 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/gpu/cuda_loader.h"
+#include "runtime/train/strategy.h"
 #include "runtime/train/train_loop.h"
 
 namespace pipec {
@@ -66,8 +68,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   }
   out << "  executor    reference (-O0: plain loops with f64 accumulation, one thread)\n";
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
-  if (t.strategy != "single")
-    out << fmt::format("  note        strategy {} is not implemented yet: trained in one process\n", t.strategy);
+  if (t.strategy != "single") out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (!a.save.empty())
     out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors, s.saved_bytes / 1e6);
@@ -125,6 +126,11 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                ->type_name("FILE")
                ->group(group);
   f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.metrics = app.add_option("--metrics", into.metrics,
+                             "write one JSON line per step to FILE: step, loss, lr, loss_scale, examples_per_second, "
+                             "input_wait_seconds")
+                  ->type_name("FILE")
+                  ->group(group);
   return f;
 }
 
@@ -147,9 +153,35 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.init_path = ta.init;
   to.save_path = ta.save;
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
+  // mirrored / multi_worker: one CPU replica, said once, before the first step.
+  if (t.strategy != "single") {
+    std::string no_gpu;
+    if (!gpu::cuda_driver(&no_gpu)) no_gpu = no_gpu.empty() ? "no CUDA driver" : no_gpu;
+    StrategyChoice choice = choose_strategy(t, no_gpu);
+    if (!choice.warning.empty()) std::cerr << choice.warning << "\n";
+  }
   bool tty = isatty(STDERR_FILENO) && !quiet;
   auto last_print = std::chrono::steady_clock::now();
+  std::ofstream metrics;
+  if (!ta.metrics.empty()) {
+    metrics.open(ta.metrics);
+    if (!metrics) {
+      std::cerr << "pipec run: error: cannot write " << ta.metrics << "\n";
+      return 2;
+    }
+  }
   auto on_step = [&](const TrainProgress& p) {
+    if (metrics.is_open()) {
+      // One line per step, flushed, so that a reader following the file sees every step as it ends.
+      nlohmann::ordered_json j;
+      j["step"] = p.step;
+      j["loss"] = p.loss;
+      j["lr"] = p.lr;
+      j["loss_scale"] = p.loss_scale;
+      j["examples_per_second"] = p.elapsed > 0 ? static_cast<double>(p.examples) / p.elapsed : 0.0;
+      j["input_wait_seconds"] = p.input_wait;
+      metrics << j.dump() << "\n" << std::flush;
+    }
     auto now = std::chrono::steady_clock::now();
     if (!tty || now - last_print < std::chrono::milliseconds(250)) return;
     last_print = now;

@@ -34,6 +34,7 @@ struct TrainArgs {
   int64_t epochs = 0;  // --epochs (when given)
   std::string init;
   std::string save;
+  std::string metrics;  // --metrics: one JSON line per step
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -43,8 +44,9 @@ struct TrainFlags {
   CLI::Option* epochs = nullptr;
   CLI::Option* init = nullptr;
   CLI::Option* save = nullptr;
+  CLI::Option* metrics = nullptr;
 
-  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save}; }
+  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics}; }
 };
 
 /// Declares the training flags on `app` under their own heading, writing into `into`.

@@ -177,6 +177,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
       ++p.step;
       ema = 0.95 * ema + 0.05 * loss;
       p.loss = loss;
+      p.lr = ex.optimizer_slots().last_lr;
       p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
       p.examples += target.shape().empty() ? 1 : target.shape()[0];
       p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;

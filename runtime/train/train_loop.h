@@ -50,6 +50,8 @@ struct TrainProgress {
   int64_t epoch = 0;                 // the data pass of the last batch
   double loss = 0;                   // of the last step
   double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
+  double lr = 0;                     // the learning rate of the last step (its schedule's value)
+  double loss_scale = 1;             // the loss scale of the last step (1: fp32 trains unscaled)
   int64_t examples = 0;
   double elapsed = 0;
   double input_wait = 0;             // seconds blocked waiting for the next batch
