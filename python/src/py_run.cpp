@@ -136,6 +136,7 @@ nb::dict PyRun::next() {
     batch[field_names_[k]] = nb::cast(PyTensor(owned), nb::rv_policy::move);
   }
   ++elements_;
+  last_ = std::chrono::steady_clock::now();
   return batch;
 }
 
@@ -190,7 +191,8 @@ nb::dict PyRun::stats() const {
   const PipelineRun& run = handle().run();
   const RunContext& ctx = run.context();
   const Plan& plan = run.plan();
-  double seconds = started_ ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() : 0.0;
+  // From the first request to the last element handed out, as pipec run's summary.
+  double seconds = elements_ > 0 ? std::chrono::duration<double>(last_ - start_).count() : 0.0;
   nb::dict s;
   s["pipeline"] = plan_->name;
   s["elements"] = elements_;

@@ -60,6 +60,7 @@ class PyRun {
   int64_t examples_ = 0;
   int64_t bytes_ = 0;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;  // when the last element was handed out
   bool started_ = false;
   // A wait in next() with the GIL released: a second next() is refused, close() only cancels it and
   // the waiting call stops the run (both run with the GIL held, so plain flags do).
