@@ -11,6 +11,7 @@ packages=(
   zlib1g-dev libjpeg62-turbo-dev libpng-dev
   llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
+  python3-dev python3-venv              # the Python module (python/): its headers, and the venv below
 )
 
 missing=()
@@ -23,4 +24,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Python module's build and tests (python/, tests/python): a venv with nanobind, pytest and numpy from
+# PyPI, made from Debian's python3 (whose headers python3-dev installed). scripts/build.sh builds the
+# module for it when it is there. PIPEC_VENV moves it.
+cd "$(dirname "$0")/.."
+venv=${PIPEC_VENV:-build/venv}
+if ! "$venv/bin/python" -c "import nanobind, pytest, numpy" 2>/dev/null; then
+  echo "setup: making the Python venv $venv (nanobind, pytest, numpy)"
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy
 fi

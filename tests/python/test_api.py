@@ -101,7 +101,9 @@ def test_stats_is_the_run_summary(chess_spec):
     ops = [st["op"] for st in s["stages"]]
     assert ops[0] == "tfrecord" and "batch" in ops
     assert all({"elements_out", "busy_seconds", "device", "backend"} <= set(st) for st in s["stages"])
-    assert ds.closed and ds.stats() == s  # kept after close
+    # Kept after close (the prefetch ran on meanwhile, so the stages' counts may have grown).
+    after = ds.stats()
+    assert ds.closed and after["elements"] == 5 and after["seconds"] == s["seconds"] and len(after["stages"]) == len(s["stages"])
 
 
 def test_close_ends_iteration_and_is_idempotent(chess_spec):
