@@ -231,11 +231,7 @@ nb::dict PyRun::stats() const {
 
 std::vector<std::string> PyRun::warnings() const {
   if (!handle_) return {};
-  const RunContext& ctx = handle_->run().context();
-  std::vector<std::string> out = ctx.warnings;
-  if (!ctx.gpu_unavailable.empty())
-    out.push_back("the maps after to(gpu) run on the CPU: " + ctx.gpu_unavailable);
-  return out;
+  return handle_->run().context().warnings;  // e.g. to(gpu) without a GPU: the stages after it run on the CPU
 }
 
 void bind_run(nb::module_& m) {
