@@ -3,6 +3,10 @@
 #
 #   bench/python/run.sh [BATCHES]     # default 400 chess batches of 512 (deblur: BATCHES/10 of 16); RUNS=3
 #
+# Each row is the median of RUNS runs (the two chess pipec rows: of 3 * RUNS), interleaved. The pipec rows
+# count as `pipec run --stats-json` does (first request to last batch, warm-up included); the peers are
+# timed after a warm-up, their start-up excluded.
+#
 # Chess (seed 002, examples/chess/data): `pipec run` itself, `import pipec` (+ torch.from_dlpack), a torch
 # DataLoader over the same TFRecords read in Python with the seed's numpy unpacking (per record, and per
 # batch), with WORKERS (default: 0, 1 and 2) workers, and tf.data's vectorized version through
@@ -34,23 +38,27 @@ row() {
   "$@" >"$TMP/out" 2>"$TMP/err" || { echo "note: $name failed: $(tail -2 "$TMP/err")" >&2; return 0; }
   tail -1 "$TMP/out" >>"$TMP/$name"
 }
-pipec_run() {  # pipec_run NAME SPEC TAKE: `pipec run`'s examples/s from --stats-json
+pipec_run() {  # pipec_run NAME SPEC TAKE [FLAGS]: `pipec run`'s examples/s from --stats-json
   local name=$1 spec=$2 take=$3
-  "$PIPEC" run "$spec" --take "$take" --quiet --device cpu --stats-json "$TMP/stats.json" 2>"$TMP/err" ||
+  shift 3
+  "$PIPEC" run "$spec" --take "$take" --quiet --device cpu --stats-json "$TMP/stats.json" "$@" 2>"$TMP/err" ||
     { echo "note: $name failed: $(tail -2 "$TMP/err")" >&2; return 0; }
   "$PY" -c "import json; print(json.load(open('$TMP/stats.json'))['examples_per_second'])" >>"$TMP/$name"
 }
 
 has torch || { echo "bench/python needs torch for $PY" >&2; exit 1; }
 for i in $(seq "$RUNS"); do
-  pipec_run chess_pipec_run examples/chess/chess.pipe $((BATCHES + 20))
-  row chess_import_pipec "$PY" bench/python/chess_peers.py pipec --batches "$BATCHES" --warmup 20
+  # The two pipec rows take a second each and vary most with the machine's load: 3 pairs per run.
+  for j in 1 2 3; do
+    pipec_run chess_pipec_run examples/chess/chess.pipe $((BATCHES + 20))
+    row chess_import_pipec "$PY" bench/python/chess_peers.py pipec --batches "$BATCHES" --warmup 20
+  done
   for w in $WORKERS; do
     row "chess_dataloader_w$w" "$PY" bench/python/chess_peers.py dataloader --batches $((BATCHES / 8)) --warmup 4 --workers "$w"
     row "chess_dataloader_vec_w$w" "$PY" bench/python/chess_peers.py dataloader_vec --batches $((BATCHES / 2)) --warmup 10 --workers "$w"
   done
   has tensorflow && row chess_tfdata "$PY" bench/python/chess_peers.py tfdata --batches "$BATCHES" --warmup 20
-  pipec_run deblur_pipec_run bench/python/deblur.pipe $((DEBLUR_BATCHES + 3))
+  pipec_run deblur_pipec_run bench/python/deblur.pipe $((DEBLUR_BATCHES + 3)) --pipeline train
   row deblur_import_pipec "$PY" bench/python/deblur_peers.py pipec --batches "$DEBLUR_BATCHES" --warmup 3
   if has torchvision; then
     for w in $WORKERS; do
