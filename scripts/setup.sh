@@ -31,9 +31,12 @@ fi
 # module for it when it is there. PIPEC_VENV moves it.
 cd "$(dirname "$0")/.."
 venv=${PIPEC_VENV:-build/venv}
+# Under sudo, the venv (and build/) belong to the user who ran it, who builds there afterwards.
+as_user=()
+[ -n "${SUDO_USER:-}" ] && [ "$(id -u)" -eq 0 ] && as_user=(sudo -u "$SUDO_USER")
 if ! "$venv/bin/python" -c "import nanobind, pytest, numpy" 2>/dev/null; then
   echo "setup: making the Python venv $venv (nanobind, pytest, numpy)"
-  mkdir -p "$(dirname "$venv")"
-  /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy
+  "${as_user[@]}" mkdir -p "$(dirname "$venv")"
+  "${as_user[@]}" /usr/bin/python3 -m venv "$venv"
+  "${as_user[@]}" "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy
 fi
