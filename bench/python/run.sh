@@ -41,9 +41,10 @@ row() {
 pipec_run() {  # pipec_run NAME SPEC TAKE [FLAGS]: `pipec run`'s examples/s from --stats-json
   local name=$1 spec=$2 take=$3
   shift 3
-  "$PIPEC" run "$spec" --take "$take" --quiet --device cpu --stats-json "$TMP/stats.json" "$@" 2>"$TMP/err" ||
-    { echo "note: $name failed: $(tail -2 "$TMP/err")" >&2; return 0; }
-  "$PY" -c "import json; print(json.load(open('$TMP/stats.json'))['examples_per_second'])" >>"$TMP/$name"
+  /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run "$spec" --take "$take" --quiet --device cpu \
+    --stats-json "$TMP/stats.json" "$@" 2>"$TMP/err" || { echo "note: $name failed: $(tail -2 "$TMP/err")" >&2; return 0; }
+  "$PY" -c "import json; s = json.load(open('$TMP/stats.json')); u, k = open('$TMP/time').read().split()[:2]; \
+print(s['examples_per_second'], (float(u) + float(k)) / s['examples'] * 1e6)" >>"$TMP/$name"
 }
 
 has torch || { echo "bench/python needs torch for $PY" >&2; exit 1; }
@@ -69,17 +70,19 @@ done
 has tensorflow || echo "note: no TensorFlow for $PY: tf.data row skipped" >&2
 has torchvision || echo "note: no torchvision for $PY: its rows skipped" >&2
 
-get() { [ -s "$TMP/$1" ] && median <"$TMP/$1" || echo ""; }
+get() { [ -s "$TMP/$1" ] && awk '{print $1}' "$TMP/$1" | median || echo ""; }
+getcpu() { [ -s "$TMP/$1" ] && awk 'NF > 1 {print $2}' "$TMP/$1" | median || echo ""; }
 printf '\nbench/python: %s chess batches of 512 and %s deblur batches of 16 per run, median of %s runs;\n' \
   "$BATCHES" "$DEBLUR_BATCHES" "$RUNS"
 printf '%s cores (%s), load average %s\n\n' "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-28s %14s %14s\n' "pipeline" "examples/s" "import pipec /"
+printf '%-28s %14s %15s %16s\n' "pipeline" "examples/s" "import pipec /" "CPU-s / 1M ex"
 for seed in chess deblur; do
   ref=$(get ${seed}_import_pipec)
-  for f in $(ls "$TMP" | grep "^${seed}_" | sort); do
+  for f in $(ls "$TMP" | grep -E "^${seed}_[a-z0-9_]+$" | sort); do
     rate=$(get "$f")
-    "$PY" -c "import sys; r, ref = float(sys.argv[2]), float(sys.argv[3] or 'nan'); print(f'{sys.argv[1]:<28} {r:14.1f} {ref / r:13.2f}x')" \
-      "$f" "$rate" "$ref"
+    "$PY" -c "import sys; r, ref, cpu = float(sys.argv[2]), float(sys.argv[3] or 'nan'), sys.argv[4]
+print(f'{sys.argv[1]:<28} {r:14.1f} {ref / r:14.2f}x {float(cpu):16.2f}' if cpu else f'{sys.argv[1]:<28} {r:14.1f} {ref / r:14.2f}x {\"\":>16}')" \
+      "$f" "$rate" "$ref" "$(getcpu "$f")"
   done
 done
