@@ -203,8 +203,15 @@ class KernelEmitter {
     f->addFnAttr(llvm::Attribute::WillReturn);
     return f;
   }
+  // A libm call, marked `nobuiltin` so that LLVM treats it as an opaque pure function: its library-call
+  // simplifier would otherwise rewrite calls it recognizes into other code that need not give libm's bits
+  // (pow(x, 0.5) -> sqrt(x), pow(10, x) -> exp10(x), pow(x, 2) -> x * x), and LLVM 14 breaks a vectorized
+  // pow(2.0, int-to-float(b)): it becomes ldexp(1.0, zext <8 x i1> b to i32), which is invalid IR and
+  // aborts instruction selection ("Cannot select: zero_extend"). readnone still lets LICM hoist it.
   Value* call(const char* fname, const char* dname, DType t, std::vector<Value*> args) {
-    return b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
+    llvm::CallInst* c = b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
+    c->addFnAttr(llvm::Attribute::NoBuiltin);
+    return c;
   }
   Value* intrinsic(llvm::Intrinsic::ID id, DType t, std::vector<Value*> args) {
     return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id, {ty(t)}), args);
