@@ -14,6 +14,7 @@
 #include <llvm/IR/Module.h>
 
 #include "runtime/ops/native_random.h"
+#include "runtime/plan/native_kernel.h"
 
 namespace pipec::codegen {
 
@@ -95,6 +96,7 @@ class KernelEmitter {
     for (const RandomDraws& r : nest_.randoms)
       random_buf_.push_back(b_.CreateAlloca(mem_ty(r.dtype), b_.getInt64(r.count)));
     for (const ConstTable& t : nest_.tables) tables_.push_back(table_global(t));
+    emit_checks();
     for (size_t j = 0; j < no; ++j) {
       const LoopOutput& o = nest_.outputs[j];
       Value* out = b_.CreateBitCast(f->getArg(static_cast<unsigned>(ni + j)), mem_ty(o.dtype)->getPointerTo());
@@ -163,13 +165,41 @@ class KernelEmitter {
         level(d + 1, b_.CreateAdd(b_.CreateMul(flat, b_.getInt64(o.shape[d]), "", true, true), i, "", true, true));
       });
     };
-    std::set<int> randoms;
-    for (const Node& n : o.nodes)
-      if (n.kind == NodeKind::Random) randoms.insert(n.random);
+    const std::set<int> randoms = randoms_of(o);
     loop(rows_, [&](Value* row) {
       vars[0] = row;
       for (int r : randoms) fill_random(r, row);
       level(0, row);
+    });
+  }
+
+  static std::set<int> randoms_of(const LoopOutput& o) {
+    std::set<int> randoms;
+    for (const Node& n : o.nodes)
+      if (n.kind == NodeKind::Random) randoms.insert(n.random);
+    return randoms;
+  }
+
+  // Every check of every row, before any output is written: the first that fails returns
+  // kPipecKernelIndexOutOfRange (the interpreter then runs the chunk and reports it). The index is a
+  // per-row scalar, so this loop is short next to the outputs' loops.
+  void emit_checks() {
+    if (nest_.checks.empty()) return;
+    loop(rows_, [&](Value* row) {
+      for (const LoopOutput& c : nest_.checks) {
+        std::vector<Value*> vars(static_cast<size_t>(std::max(c.num_vars, 1)));
+        vars[0] = row;
+        for (int r : randoms_of(c)) fill_random(r, row);
+        std::vector<Value*> vals(c.nodes.size(), nullptr);
+        Value* ok = node(c, c.root, vals, vars);
+        llvm::Function* f = b_.GetInsertBlock()->getParent();
+        auto* fail = llvm::BasicBlock::Create(ctx_, "index_out_of_range", f);
+        auto* next = llvm::BasicBlock::Create(ctx_, "index_ok", f);
+        b_.CreateCondBr(ok, next, fail);
+        b_.SetInsertPoint(fail);
+        b_.CreateRet(b_.getInt32(kPipecKernelIndexOutOfRange));
+        b_.SetInsertPoint(next);
+      }
     });
   }
 
