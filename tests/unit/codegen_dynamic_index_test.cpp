@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/cuda/cuda_emitter.h"
+#include "compiler/compile/compile.h"
 #include "compiler/codegen/loop_nest.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/kernel_error.h"
@@ -164,6 +165,27 @@ TEST(CodegenDynamicIndex, ChecksAreListedAndCudaRefusesThem) {
   plain.result("y", plain.op("neg", {plain.param("x", DType::F32, {3})}, DType::F32, {3}));
   ASSERT_TRUE(codegen::lower_to_loop_nest(plain.fn, names_of(plain), nest, why)) << why;
   EXPECT_TRUE(nest.checks.empty());
+}
+
+// After to(gpu) such a map gets no CUDA kernel (the reason says why) and runs on the CPU with the JIT.
+TEST(CodegenDynamicIndex, AfterToGpuTheMapKeepsItsJitKernel) {
+  CompileOptions o;
+  o.device = DevicePolicy::Auto;
+  o.cpu_kernels = CpuKernels::Jit;
+  o.jit.use_cache = false;
+  CompileResult r = compile_text("gpu.pipe", "pipeline p = range(9) | to(gpu) | map(r => { w: [1, 2, 3][r.value % 3] })\n", "p", o);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const CompiledPipeline& p = r.pipelines.at(0);
+  EXPECT_EQ(p.gpu_kernels, 0);
+  bool seen = false;
+  for (const Stage& s : p.plan.stages) {
+    if (s.kind != StageKind::Map) continue;
+    seen = true;
+    ASSERT_TRUE(s.gpu);
+    EXPECT_NE(s.gpu->unsupported.find("dynamic_index"), std::string::npos) << s.gpu->unsupported;
+    EXPECT_NE(s.native, nullptr);
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(CodegenDynamicIndex, ADimensionOfSizeZeroIsLeftToTheInterpreter) {
