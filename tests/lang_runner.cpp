@@ -67,7 +67,20 @@ enum class Mode { Check, Explain, Optimized, Passes, Run };
 // One value as text: nested lists row-major, floats in their shortest exact form, strings quoted.
 static std::string value_text(const Tensor& t) {
   auto scalar = [&](int64_t k) -> std::string {
-    if (t.dtype() == DType::Bytes) return fmt::format("\"{}\"", t.str(k));
+    if (t.dtype() == DType::Bytes) {
+      // Quoted with the language's escapes; other bytes outside printable ASCII as \xNN.
+      std::string q = "\"";
+      for (unsigned char ch : t.str(k)) {
+        if (ch == '"' || ch == '\\') q += std::string("\\") + static_cast<char>(ch);
+        else if (ch == '\n') q += "\\n";
+        else if (ch == '\t') q += "\\t";
+        else if (ch == '\r') q += "\\r";
+        else if (ch == 0) q += "\\0";
+        else if (ch < 0x20 || ch >= 0x7f) q += fmt::format("\\x{:02x}", ch);
+        else q += static_cast<char>(ch);
+      }
+      return q + "\"";
+    }
     return visit_numeric(t.dtype(), [&](auto tag) -> std::string {
       using T = typename decltype(tag)::type;
       const T v = t.data<T>()[k];
