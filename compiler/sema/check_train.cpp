@@ -6,6 +6,7 @@
 
 #include "compiler/sema/checker.h"
 #include "compiler/sema/promotion.h"
+#include "runtime/model/model_graph.h"
 
 namespace pipec {
 
@@ -106,7 +107,7 @@ void Checker::check_train(Decl& d) {
         // cross_entropy with integer targets takes class labels: one per position of the output
         // without its class axis (Keras' sparse categorical cross-entropy). Other targets must have
         // as many elements as the output.
-        if (loss_name == "cross_entropy" && per_example.is_tensor() && is_integer(per_example.dtype) && model_out.is_tensor()) {
+        if (loss_kind_from_name(loss_name) == LossKind::CrossEntropy && per_example.is_tensor() && is_integer(per_example.dtype) && model_out.is_tensor()) {
           std::vector<int64_t> positions = model_out.shape;
           if (!positions.empty()) positions.pop_back();
           if (model_out.rank() == 0 || fit_shape(positions, per_example.shape) != ShapeFit::Fits) {

@@ -84,8 +84,11 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   // loss = kind(target)
   const CallExpr* loss_call = as_call(entry(train, "loss"));
   if (!loss_call || loss_call->args.empty()) return std::nullopt;
+  // The checker accepts only the loss and optimizer builtins, each a row of model_ops.def.
+  std::optional<LossKind> loss_kind = loss_kind_from_name(callee_name(*loss_call));
+  if (!loss_kind) return std::nullopt;
   LossSpec loss;
-  loss.kind = callee_name(*loss_call);
+  loss.kind = *loss_kind;
   const Expr* target = loss_call->args[0].value.get();
   if (target->kind != ExprKind::Name || !field_type(element, target->as<NameExpr>()->name)) {
     diags.report(DiagKind::unsupported_in_model, target->range, "the loss target must be a field of the data, named as such");
@@ -94,16 +97,17 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   loss.target_field = target->as<NameExpr>()->name;
   const Type* tt = field_type(element, loss.target_field);
   loss.target_shape.assign(tt->shape.begin() + 1, tt->shape.end());
-  loss.sparse = loss.kind == "cross_entropy" && is_integer(tt->dtype);
-  t.loss_text = fmt::format("{}({})", loss.kind, loss.target_field);
+  loss.sparse = loss.kind == LossKind::CrossEntropy && is_integer(tt->dtype);
+  t.loss_text = fmt::format("{}({})", loss_kind_name(loss.kind), loss.target_field);
 
   // optimizer = kind(settings): every setting, defaults from the builtin's signature.
   const CallExpr* opt_call = as_call(entry(train, "optimizer"));
   if (!opt_call) return std::nullopt;
-  OptimizerSpec opt;
-  opt.kind = callee_name(*opt_call);
-  const Builtin* ob = find_builtin(opt.kind, {BuiltinKind::Optimizer});
+  std::optional<OptimizerKind> opt_kind = optimizer_kind_from_name(callee_name(*opt_call));
+  const Builtin* ob = opt_kind ? find_builtin(optimizer_kind_name(*opt_kind), {BuiltinKind::Optimizer}) : nullptr;
   if (!ob) return std::nullopt;
+  OptimizerSpec opt;
+  opt.kind = *opt_kind;
   for (size_t i = 0; i < ob->params.size(); ++i) {
     const ParamSpec& p = ob->params[i];
     const Expr* given = nullptr;
@@ -116,7 +120,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   }
   std::string settings;
   for (const ParamSpec& p : ob->params) settings += fmt::format("{}{}={}", settings.empty() ? "" : ", ", p.name, number_text(opt.settings[p.name]));
-  t.optimizer_text = fmt::format("{}({})", opt.kind, settings);
+  t.optimizer_text = fmt::format("{}({})", optimizer_kind_name(opt.kind), settings);
 
   for (const char* key : {"steps", "epochs"})
     if (const Expr* e = entry(train, key); e && e->constant) (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;

@@ -22,7 +22,7 @@
 namespace pipec {
 
 struct OptimizerConfig {
-  std::string kind = "adam";  // sgd, adam, adamw
+  OptimizerKind kind = OptimizerKind::Adam;
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -30,7 +30,7 @@ struct OptimizerConfig {
   double weight_decay = 0;
   double momentum = 0;
 
-  /// The settings of an optimizer_step node.
+  /// The settings of an optimizer_step node (a `kind` that is not an optimizer is a std::logic_error).
   static OptimizerConfig from_node(const GraphNode& n);
 };
 

@@ -326,7 +326,9 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
       ref::LossSpec s;
-      s.kind = n.attr_symbol("kind");
+      std::optional<LossKind> kind = loss_kind_from_name(n.attr_symbol("kind"));
+      if (!kind) throw std::logic_error("a loss node of an unknown loss " + n.attr_symbol("kind"));
+      s.kind = *kind;
       s.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
       s.sparse = n.attr("sparse") && n.attr("sparse")->b;
       if (n.attr("delta")) s.delta = n.attr_number("delta");
