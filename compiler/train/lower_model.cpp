@@ -337,7 +337,8 @@ class ModelLowering {
   // One integer or [height, width] as a list of two.
   static Value pair(const Value& v) {
     if (v.kind == Value::List) return v;
-    Value out{Value::List};
+    Value out;
+    out.kind = Value::List;
     out.items = {Value::make_int(v.i), Value::make_int(v.i)};
     return out;
   }
@@ -380,7 +381,8 @@ class ModelLowering {
     }
     std::map<std::string, Value> attrs;
     if (op == OpKind::Reshape) {  // flatten: to one dimension
-      Value shape{Value::List};
+      Value shape;
+      shape.kind = Value::List;
       shape.items.push_back(Value::make_int(result.shape[0]));
       attrs["shape"] = shape;
     }

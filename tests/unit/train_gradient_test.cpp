@@ -25,12 +25,17 @@ using testing::random_tensor;
 enum class Target { Real, Probability, Distribution, Labels };
 
 struct GradCase {
+  GradCase(std::string input, std::string body, std::string output, std::string loss = "mse", std::string target = "",
+           Target kind = Target::Real)
+      : input(std::move(input)), body(std::move(body)), output(std::move(output)), loss(std::move(loss)), target(std::move(target)),
+        kind(kind) {}
+
   std::string input;   // the type of x, one example
   std::string body;    // the model body
   std::string output;  // the model's result type
-  std::string loss = "mse";
+  std::string loss;
   std::string target;  // the type of y (default: the output's)
-  Target kind = Target::Real;
+  Target kind;
 };
 
 std::string spec_of(const GradCase& c) {
@@ -135,7 +140,9 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
   }
   // Every op builtin a model body may call lowers to one of those ops.
   for (const Builtin& b : all_builtins())
-    if (b.kind == BuiltinKind::Op) EXPECT_TRUE(op_of_builtin(b).has_value()) << b.name;
+    if (b.kind == BuiltinKind::Op) {
+      EXPECT_TRUE(op_of_builtin(b).has_value()) << b.name;
+    }
 }
 
 TEST(TrainGradients, Conv2d) {
