@@ -33,7 +33,7 @@ Shape broadcast(const Shape& a, const Shape& b) {
 }
 
 Value int_list(const std::vector<int64_t>& v) {
-  Value out{Value::List};
+  Value out = Value::make_list();
   for (int64_t x : v) out.items.push_back(Value::make_int(x));
   return out;
 }

@@ -337,10 +337,7 @@ class ModelLowering {
   // One integer or [height, width] as a list of two.
   static Value pair(const Value& v) {
     if (v.kind == Value::List) return v;
-    Value out;
-    out.kind = Value::List;
-    out.items = {Value::make_int(v.i), Value::make_int(v.i)};
-    return out;
+    return Value::make_list({Value::make_int(v.i), Value::make_int(v.i)});
   }
 
   static int64_t number_of(const Value& v) { return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i; }
@@ -381,10 +378,7 @@ class ModelLowering {
     }
     std::map<std::string, Value> attrs;
     if (op == OpKind::Reshape) {  // flatten: to one dimension
-      Value shape;
-      shape.kind = Value::List;
-      shape.items.push_back(Value::make_int(result.shape[0]));
-      attrs["shape"] = shape;
+      attrs["shape"] = Value::make_list({Value::make_int(result.shape[0])});
     }
     return expr_node(op, operands, std::move(attrs), result, whole.range);
   }
