@@ -105,7 +105,28 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     return;
   }
   append_data_repeat(out.plan, train.length);
-  if (!finish_plan(*data_decl, request.options, out, r.error)) r.status = CompileStatus::InternalError;
+  if (!finish_plan(*data_decl, request.options, out, r.error)) {
+    r.status = CompileStatus::InternalError;
+    return;
+  }
+
+  // The validation data (r.pipelines[1]): read once per evaluation, as written.
+  if (!t.eval) return;
+  const Expr* validation = train_validation_expr(*block);
+  if (!validation) return;
+  const Decl* validation_decl = block;
+  if (validation->kind == ExprKind::Name)
+    if (const Decl* d = validation->as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline) validation_decl = d;
+  CompiledPipeline& val = r.pipelines.emplace_back();
+  val.decl = validation_decl;
+  try {
+    val.plan = lower_dataset(*r.program, *validation, t.eval->pipeline.empty() ? t.name + ".validation" : t.eval->pipeline);
+  } catch (const std::exception& e) {
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: lowering the validation data of train `{}` failed: {}", t.name, e.what());
+    return;
+  }
+  if (!finish_plan(*validation_decl, request.options, val, r.error)) r.status = CompileStatus::InternalError;
 }
 
 }  // namespace pipec

@@ -27,6 +27,13 @@ namespace {
 
 std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
 
+// "loss 0.41, accuracy 0.87, mae 0.2" of one evaluation on the validation data.
+std::string eval_text(const EvalResult& e) {
+  std::string out = fmt::format("loss {:.4g}", e.loss);
+  for (const auto& [name, value] : e.metrics) out += fmt::format(", {} {:.4g}", name, value);
+  return out;
+}
+
 std::string progress_line(const TrainProgress& p) {
   std::string steps = p.total_steps ? fmt::format("{}/{}", format_thousands(p.step), format_thousands(*p.total_steps))
                                     : format_thousands(p.step);
@@ -35,6 +42,7 @@ std::string progress_line(const TrainProgress& p) {
                                  format_thousands(static_cast<uint64_t>(rate)), percent(p.input_wait, p.elapsed),
                                  format_duration(p.elapsed));
   if (p.total_steps && p.step > 0) line += "  ETA " + format_duration(p.elapsed / p.step * (*p.total_steps - p.step));
+  if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
   return line;
 }
 
@@ -51,6 +59,11 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
       "optimizer {:.2f} s ({})\n",
       p.input_wait, percent(p.input_wait, total), s.phases[0], percent(s.phases[0], total), s.phases[1],
       percent(s.phases[1], total), s.phases[2], percent(s.phases[2], total), s.phases[3], percent(s.phases[3], total));
+  if (!s.evals.empty()) {
+    const EvalResult& e = s.evals.back();
+    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
+                       format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
+  }
   out << "  executor    reference (-O0: plain loops with f64 accumulation, one thread)\n";
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single")
@@ -79,6 +92,18 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["backward_seconds"] = s.phases[2];
   j["optimizer_seconds"] = s.phases[3];
   j["losses"] = s.losses;
+  if (!s.evals.empty()) {
+    nlohmann::ordered_json evals = nlohmann::ordered_json::array();
+    for (const EvalResult& e : s.evals) {
+      nlohmann::ordered_json x;
+      x["step"] = e.step;
+      x["examples"] = e.examples;
+      x["loss"] = e.loss;
+      for (const auto& [name, value] : e.metrics) x[name] = value;
+      evals.push_back(x);
+    }
+    j["validation"] = evals;
+  }
   return j;
 }
 
@@ -121,6 +146,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.length = train.length;
   to.init_path = ta.init;
   to.save_path = ta.save;
+  if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
   bool tty = isatty(STDERR_FILENO) && !quiet;
   auto last_print = std::chrono::steady_clock::now();
   auto on_step = [&](const TrainProgress& p) {

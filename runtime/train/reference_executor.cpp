@@ -1,5 +1,6 @@
 #include "runtime/train/reference_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -300,7 +301,9 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       int64_t c = shape(n.inputs[0]).back();
       int64_t r = count(n.inputs[0]) / c;
       double eps = n.attr_number("epsilon");
-      if (n.op == ModelOp::BatchNorm) ref::batch_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
+      if (n.op == ModelOp::BatchNorm && n.attr("inference") && n.attr("inference")->b)
+        ref::batch_norm_inference<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      else if (n.op == ModelOp::BatchNorm) ref::batch_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
       else ref::layer_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
       return;
     }
@@ -318,6 +321,11 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     }
     case ModelOp::Dropout: {
       int64_t per = g_.values[n.inputs[0]].elements_per_example();
+      if (n.attr("inference") && n.attr("inference")->b) {  // evaluation: everything kept, nothing scaled
+        std::fill(out(1), out(1) + rows * per, T(1));
+        std::copy(in(0), in(0) + rows * per, out(0));
+        return;
+      }
       ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step, out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;

@@ -8,17 +8,12 @@
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
+#include "runtime/train/batch_view.h"
 #include "runtime/train/safetensors.h"
 
 namespace pipec {
 
 namespace {
-
-size_t field_index(const ElementInfo& e, const std::string& name) {
-  for (size_t i = 0; i < e.fields.size(); ++i)
-    if (e.fields[i].name == name) return i;
-  throw std::logic_error("training: the data has no field " + name);
-}
 
 std::string index_text(int64_t flat, const Shape& per_example) {
   std::vector<int64_t> idx(per_example.size());
@@ -53,16 +48,6 @@ void check_finite(const Tensor& t, const std::string& field, int64_t step) {
     case DType::BF16: check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); }); break;
     default: break;
   }
-}
-
-// Row `r` of a column of batches: one batch.
-Tensor batch_of(const Column& col, int64_t rows, int64_t r) {
-  if (col.ragged) return col.rows.at(r);
-  if (rows == 1) {
-    Shape s(col.dense.shape().begin() + 1, col.dense.shape().end());
-    return col.dense.reshaped(s);
-  }
-  return column_row(col, r);
 }
 
 }  // namespace
@@ -141,6 +126,12 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   p.total_steps = o.length.steps;
   const auto start = std::chrono::steady_clock::now();
   double ema = 0;
+  std::optional<Evaluator> evaluator;
+  if (t.eval && o.validation) evaluator.emplace(t, *o.validation, ro, o.seed);
+  auto evaluate = [&] {
+    sum.evals.push_back(evaluator->run(ex.buffers(), p.step));
+    p.eval = sum.evals.back();
+  };
   Chunk c;
   bool done = false;
   while (!done) {
@@ -189,12 +180,14 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
       p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
       p.examples += target.shape().empty() ? 1 : target.shape()[0];
       p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
+      if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
       p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress) progress(p);
     }
   }
-  p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (p.step == 0) throw TrainError(fmt::format("train `{}`: the data gave no batch to train on", t.name));
+  if (evaluator && (sum.evals.empty() || sum.evals.back().step != p.step)) evaluate();
+  p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.save_path.empty()) {
     save_weights(g, o.save_path, ex.buffers(), t.name);
     sum.saved_tensors = static_cast<int64_t>(g.params.size() + g.states.size());

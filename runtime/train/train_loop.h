@@ -16,6 +16,7 @@
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/train/reference_executor.h"
+#include "runtime/train/evaluate.h"
 #include "runtime/train/train_length.h"
 
 namespace pipec {
@@ -40,6 +41,7 @@ struct TrainOptions {
   TrainLength length;
   std::string init_path;  // start from these weights (safetensors)
   std::string save_path;  // write the weights here at the end
+  const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
 };
 
 struct TrainProgress {
@@ -51,6 +53,7 @@ struct TrainProgress {
   int64_t examples = 0;
   double elapsed = 0;
   double input_wait = 0;             // seconds blocked waiting for the next batch
+  std::optional<EvalResult> eval;    // the last evaluation on the validation data
 };
 
 struct TrainSummary {
@@ -60,6 +63,7 @@ struct TrainSummary {
   std::vector<double> losses;        // every step's loss
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
+  std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
