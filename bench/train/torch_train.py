@@ -10,7 +10,7 @@ MODEL:
 --feed:
   preloaded   a few batches made up front (random values of the right shapes), cycled: the step alone.
   dataloader  torch DataLoader over the chess TFRecords with the seed's unpacking in Python
-              (bench/python/chess_peers.py: a 10,000-record shuffle buffer, numpy unpacking per record,
+              (bench/python/chess_peers.py, or the folder CHESS_PEERS_DIR names: a 10,000-record shuffle buffer, numpy unpacking per record,
               default collate), --workers worker processes (default 1: the machine has 2 cores and
               --threads of them train).
 Prints one line, then `RESULT <median ms/step> <fastest ms> <CPU ms/step> <examples/s> <input wait %>` for
@@ -81,7 +81,7 @@ def main():
                 yield from batches
         source, pids = feed(), []
     else:
-        sys.path.insert(0, os.path.join(REPO, "bench", "python"))
+        sys.path.insert(0, os.environ.get("CHESS_PEERS_DIR", os.path.join(REPO, "bench", "python")))
         import glob
         import chess_peers
         files = sorted(glob.glob(os.path.join(REPO, "examples", "chess", "data", "chess-*.tfrecord")))
