@@ -18,7 +18,12 @@
 # CPU ms/step (user + system of the process and its children: pipec's includes compiling the spec and the
 # input pipeline; on a machine shared with others this is the comparable figure), examples/s from the
 # median, input wait (share of the time the step waited for its batch), and each row against PyTorch.
+#
+# Every row runs with the same OpenMP wait policy: OMP_WAIT_POLICY (passive unless set), which
+# `pipec run` chooses by itself (compiler/driver/openmp_waits.h) and PyTorch's and oneDNN's libgomp
+# honour too.
 set -euo pipefail
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cd "$(dirname "$0")/../.."
 STEPS=${1:-30}
 RUNS=${RUNS:-3}
@@ -72,7 +77,7 @@ for run in $(seq "$RUNS"); do
   fi
 done
 
-echo "chess net, whole training step, batch 512, fp32, $T threads, $STEPS steps x $RUNS interleaved runs ($(nproc) cores;" \
+echo "chess net, whole training step, batch 512, fp32, $T threads, OMP_WAIT_POLICY=$OMP_WAIT_POLICY, $STEPS steps x $RUNS interleaved runs ($(nproc) cores;" \
   "load average $LOAD_BEFORE before, $(cut -d' ' -f1-3 /proc/loadavg) after)"
 printf "%-44s %9s %12s %11s %11s %12s %12s\n" "row" "ms/step" "CPU ms/step" "examples/s" "input wait" "vs PyTorch" "vs PyTorch"
 printf "%-44s %9s %12s %11s %11s %12s %12s\n" "" "" "" "" "" "preloaded" "DataLoader"

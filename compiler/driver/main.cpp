@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/commands.h"
+#include "compiler/driver/openmp_waits.h"
 
 namespace {
 
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
     std::cout << "pipec " << PIPEC_VERSION << "\n";
     return 0;
   }
+  // Training's kernels run on OpenMP threads, which must not spin on a shared machine.
+  if (cmd == "run") prefer_passive_openmp_waits(argv);
   for (const Command& c : command_list()) {
     if (cmd != c.name) continue;
     // Errors in specs are diagnostics; an exception reaching here is a bug, reported without a crash.

@@ -2,6 +2,8 @@
 // choice of executor on the command line.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "compiler/train/passes/step_passes.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
@@ -110,6 +112,17 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = adam(), st
     ASSERT_EQ(ref.exit_code, 0) << ref.err;
     EXPECT_NE(ref.err.find("executor    reference (-O0"), std::string::npos) << ref.err;
   }
+  // OpenMP's idle threads sleep under `pipec run` unless the environment says otherwise.
+  const char* saved = std::getenv("OMP_WAIT_POLICY");
+  std::string saved_value = saved ? saved : "";
+  unsetenv("OMP_WAIT_POLICY");
+  auto passive = testing::run_pipec({"run", (d / "fit.pipe").string()});
+  EXPECT_NE(passive.err.find("OpenMP waits passive;"), std::string::npos) << passive.err;
+  setenv("OMP_WAIT_POLICY", "active", 1);
+  auto active = testing::run_pipec({"run", (d / "fit.pipe").string()});
+  EXPECT_NE(active.err.find("OpenMP waits active;"), std::string::npos) << active.err;
+  if (saved) setenv("OMP_WAIT_POLICY", saved_value.c_str(), 1);
+  else unsetenv("OMP_WAIT_POLICY");
   auto bad = testing::run_pipec({"run", (d / "fit.pipe").string(), "--executor", "gpu"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }

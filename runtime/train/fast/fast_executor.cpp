@@ -1,5 +1,6 @@
 #include "runtime/train/fast/fast_executor.h"
 
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 
@@ -131,9 +132,12 @@ FastExecutor::~FastExecutor() = default;
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
 
 std::string FastExecutor::description() const {
-  return fmt::format("fast ({} of {} nodes on oneDNN {} {}, {} thread{}; -O0 or --executor reference for the reference)",
-                     kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
-                     kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s");
+  // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
+  const char* waits = std::getenv("OMP_WAIT_POLICY");
+  return fmt::format(
+      "fast ({} of {} nodes on oneDNN {} {}, {} thread{}, OpenMP waits {}; -O0 or --executor reference for the reference)",
+      kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(), kernels_->cpu.threads(),
+      kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
 }
 
 void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
