@@ -1,7 +1,7 @@
 // `pipec run SPEC` on a spec with a train block: the training half of the command. compile() has built
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
-// the CPU with the reference executor, reading batches from that plan, with a progress line, a summary of
-// where the time went and --stats-json.
+// the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
+// from that plan, with a progress line, a summary of where the time went and --stats-json.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/train_loop.h"
 
 namespace pipec {
@@ -64,7 +65,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
     out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
                        format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
   }
-  out << "  executor    reference (-O0: plain loops with f64 accumulation, one thread)\n";
+  out << "  executor    " << s.executor << "\n";
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {} is not implemented yet: trained in one process\n", t.strategy);
@@ -125,6 +126,13 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                ->type_name("FILE")
                ->group(group);
   f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.executor = app.add_option("--executor", into.executor,
+                              "fast: the layers on oneDNN (default); reference: plain loops on one thread, the oracle\n"
+                              "the fast executor is tested against (-O0 picks it too)")
+                   ->type_name("fast|reference")
+                   ->check(one_of({"fast", "reference"}))
+                   ->capture_default_str()
+                   ->group(group);
   return f;
 }
 
@@ -147,6 +155,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.init_path = ta.init;
   to.save_path = ta.save;
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
+  if (ta.executor == "fast") {
+    FastExecutorOptions fo;
+    fo.threads = a.threads;
+    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
+      return std::make_unique<FastExecutor>(g, seed, fo);
+    };
+  }
   bool tty = isatty(STDERR_FILENO) && !quiet;
   auto last_print = std::chrono::steady_clock::now();
   auto on_step = [&](const TrainProgress& p) {
