@@ -129,7 +129,7 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
       "param", "const",  // where the sweep ends
       "bit_or", "bit_and", "bit_xor", "shl", "shr", "bit_not", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
       "unpack_bits", "pack_bits", "one_hot", "argmax", "size",
-      "gather", "prod",  // not written yet
+      "gather", "prod", "dynamic_index", "dynamic_slice",  // not written yet
       "random_uniform", "random_normal", "random_int",  // refused in models: unsupported_in_model
       "read_file", "decode_jpeg", "decode_png", "decode_image", "encode_png", "encode_jpeg", "random_crop", "crop_or_pad", "resize",
       "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down", "central_crop", "convert_image_dtype",
