@@ -129,7 +129,7 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
       "param", "const",  // where the sweep ends
       "bit_or", "bit_and", "bit_xor", "shl", "shr", "bit_not", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
       "unpack_bits", "pack_bits", "one_hot", "argmax", "size",
-      "gather", "prod",  // not written yet
+      "gather", "prod", "dynamic_index", "dynamic_slice",  // not written yet
       "random_uniform", "random_normal", "random_int",  // refused in models: unsupported_in_model
       "read_file", "decode_jpeg", "decode_png", "decode_image", "encode_png", "encode_jpeg", "random_crop", "crop_or_pad", "resize",
       "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down", "central_crop", "convert_image_dtype",
@@ -220,6 +220,13 @@ TEST(TrainGradients, ExpressionOps) {
     SCOPED_TRACE(e);
     check_gradients({"f32[6, 6, 2]", "h = x | dense(3)\n  y = " + e + "\n  y | flatten | dense(2)", "f32[2]"});
   }
+}
+
+// An index computed at run time (dynamic_index) into a model input: the input needs no gradient, so the
+// step builds and the gradients through the product are exact. (Through a layer's output it is a
+// not_differentiable error: tests/lang/train/fail_run_time_index.pipe.)
+TEST(TrainGradients, RunTimeIndexIntoAnInput) {
+  check_gradients({"f32[5]", "h = x | dense(4)\n  h * x[i64(x[0] > 0.0) + 1]", "f32[4]"});
 }
 
 TEST(TrainGradients, Losses) {
