@@ -28,12 +28,14 @@ LAYERS = [
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
     ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
+    ["runtime/train/fast"],               # the fast training executor: the step graph on runtime/train/dnnl
     ["runtime/capi"],                     # the C ABI of built libraries
     # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics
     ["compiler/sema"],                    # checking, builtin registry
     ["compiler/lower"],                   # checked AST -> plan
     ["compiler/train"],                   # model and train blocks -> training-step graph (gradient pass)
+    ["compiler/train/passes"],            # the step graph's passes (fusion), one per file, in one list
     ["compiler/passes"],                  # the optimizer
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
     ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels

@@ -7,13 +7,13 @@
 //
 // A first line `# mode: explain` compares the diagnostics and the plan as lowered (`pipec explain -O0`),
 // `# mode: optimized` the plan after the optimizer (`pipec explain`), `# mode: passes` the plan after
-// every pass (`pipec explain --passes`), `# mode: model` the training-step graph of every train block,
-// `# mode: run` the elements every pipeline produces (the reference: -O0 on the interpreter, one thread;
-// at most 100 elements each) or the error its run ends with, after which each pipeline runs again as
-// `pipec run` does (optimized, JIT kernels, 4 threads): its kernels are listed, and when its elements
-// or its error differ from the reference's that is printed too (a run that fails must fail with the
-// same error; the elements before it may differ, as chunks do); otherwise the diagnostics of `pipec
-// check` (which compiles train blocks too). Lines `# -D NAME=VALUE`
+// every pass (`pipec explain --passes`), `# mode: run` the elements every pipeline produces (the
+// reference: -O0 on the interpreter, one thread; at most 100 elements each) or the error its run ends
+// with, after which each pipeline runs again as `pipec run` does (optimized, JIT kernels, 4 threads):
+// its kernels are listed, and when its elements or its error differ from the reference's that is
+// printed too (a run that fails must fail with the same error; the elements before it may differ, as
+// chunks do); `# mode: model` the training-step graph of every train block;
+// otherwise the diagnostics of `pipec check` (which compiles train blocks too). Lines `# -D NAME=VALUE`
 // among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
@@ -63,7 +63,7 @@ static std::vector<ConstOverride> overrides_of(const std::string& spec) {
   return out;
 }
 
-enum class Mode { Check, Explain, Optimized, Passes, Model, Run };
+enum class Mode { Check, Explain, Optimized, Passes, Run, Model };
 
 // One value as text: nested lists row-major, floats in their shortest exact form, strings quoted.
 static std::string value_text(const Tensor& t) {
@@ -236,8 +236,8 @@ int main(int argc, char** argv) {
     Mode mode = spec.rfind("# mode: explain", 0) == 0     ? Mode::Explain
                 : spec.rfind("# mode: optimized", 0) == 0 ? Mode::Optimized
                 : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
-                : spec.rfind("# mode: model", 0) == 0     ? Mode::Model
                 : spec.rfind("# mode: run", 0) == 0       ? Mode::Run
+                : spec.rfind("# mode: model", 0) == 0     ? Mode::Model
                                                            : Mode::Check;
     bool had_errors = false;
     std::string output = run_spec(f, spec, mode, had_errors);

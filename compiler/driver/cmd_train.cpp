@@ -1,7 +1,7 @@
 // `pipec run SPEC` on a spec with a train block: the training half of the command. compile() has built
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
-// the CPU with the reference executor, reading batches from that plan, with a progress line, a summary of
-// where the time went and --stats-json.
+// the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
+// from that plan, with a progress line, a summary of where the time went and --stats-json.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/train_loop.h"
 
 namespace pipec {
@@ -27,6 +28,13 @@ namespace {
 
 std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
 
+// "loss 0.41, accuracy 0.87, mae 0.2" of one evaluation on the validation data.
+std::string eval_text(const EvalResult& e) {
+  std::string out = fmt::format("loss {:.4g}", e.loss);
+  for (const auto& [name, value] : e.metrics) out += fmt::format(", {} {:.4g}", name, value);
+  return out;
+}
+
 std::string progress_line(const TrainProgress& p) {
   std::string steps = p.total_steps ? fmt::format("{}/{}", format_thousands(p.step), format_thousands(*p.total_steps))
                                     : format_thousands(p.step);
@@ -35,6 +43,7 @@ std::string progress_line(const TrainProgress& p) {
                                  format_thousands(static_cast<uint64_t>(rate)), percent(p.input_wait, p.elapsed),
                                  format_duration(p.elapsed));
   if (p.total_steps && p.step > 0) line += "  ETA " + format_duration(p.elapsed / p.step * (*p.total_steps - p.step));
+  if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
   return line;
 }
 
@@ -51,7 +60,12 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
       "optimizer {:.2f} s ({})\n",
       p.input_wait, percent(p.input_wait, total), s.phases[0], percent(s.phases[0], total), s.phases[1],
       percent(s.phases[1], total), s.phases[2], percent(s.phases[2], total), s.phases[3], percent(s.phases[3], total));
-  out << "  executor    reference (-O0: plain loops with f64 accumulation, one thread)\n";
+  if (!s.evals.empty()) {
+    const EvalResult& e = s.evals.back();
+    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
+                       format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
+  }
+  out << "  executor    " << s.executor << "\n";
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {} is not implemented yet: trained in one process\n", t.strategy);
@@ -79,6 +93,18 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["backward_seconds"] = s.phases[2];
   j["optimizer_seconds"] = s.phases[3];
   j["losses"] = s.losses;
+  if (!s.evals.empty()) {
+    nlohmann::ordered_json evals = nlohmann::ordered_json::array();
+    for (const EvalResult& e : s.evals) {
+      nlohmann::ordered_json x;
+      x["step"] = e.step;
+      x["examples"] = e.examples;
+      x["loss"] = e.loss;
+      for (const auto& [name, value] : e.metrics) x[name] = value;
+      evals.push_back(x);
+    }
+    j["validation"] = evals;
+  }
   return j;
 }
 
@@ -100,6 +126,13 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                ->type_name("FILE")
                ->group(group);
   f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.executor = app.add_option("--executor", into.executor,
+                              "fast: the layers on oneDNN (default); reference: plain loops on one thread, the oracle\n"
+                              "the fast executor is tested against (-O0 picks it too)")
+                   ->type_name("fast|reference")
+                   ->check(one_of({"fast", "reference"}))
+                   ->capture_default_str()
+                   ->group(group);
   return f;
 }
 
@@ -121,6 +154,14 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.length = train.length;
   to.init_path = ta.init;
   to.save_path = ta.save;
+  if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
+  if (ta.executor == "fast") {
+    FastExecutorOptions fo;
+    fo.threads = a.threads;
+    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
+      return std::make_unique<FastExecutor>(g, seed, fo);
+    };
+  }
   bool tty = isatty(STDERR_FILENO) && !quiet;
   auto last_print = std::chrono::steady_clock::now();
   auto on_step = [&](const TrainProgress& p) {

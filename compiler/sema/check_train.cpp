@@ -95,6 +95,8 @@ void Checker::check_train(Decl& d) {
       }
     }
   }
+  std::string loss_name;
+  bool class_labels = false;  // cross_entropy with integer class labels
   if (auto it = entries.find("loss"); it != entries.end() && element) {
     Type t = check_train_entry(*it->second);
     if (!t.is_error() && !model_out.is_error() && t.kind == TypeKind::Opaque) {
@@ -103,7 +105,8 @@ void Checker::check_train(Decl& d) {
       if (call && !call->args.empty()) {
         const Type& target = call->args[0].value->type;
         Type per_example = unbatched(target, element->batch_rank);
-        const std::string& loss_name = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
+        loss_name = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
+        class_labels = loss_name == "cross_entropy" && per_example.is_tensor() && is_integer(per_example.dtype);
         // cross_entropy with integer targets takes class labels: one per position of the output
         // without its class axis (Keras' sparse categorical cross-entropy). Other targets must have
         // as many elements as the output.
@@ -161,6 +164,7 @@ void Checker::check_train(Decl& d) {
         diags().report(DiagKind::invalid_argument_value, v.range, fmt::format("`{}` must be at least 1", key));
     }
   }
+  if (element) check_validation(entries, *element, model_out, loss_name, class_labels);
   // A training run ends after `steps`, or after `epochs` passes over the data (one when neither is
   // given): data that repeats forever needs `steps`.
   if (element && element->infinite && !entries.count("steps") && missing.empty()) {

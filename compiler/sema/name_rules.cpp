@@ -48,6 +48,9 @@ const std::vector<TrainEntrySpec>& train_entry_specs() {
       {"strategy", false, BuiltinKind::Strategy},
       {"steps", false, std::nullopt},
       {"epochs", false, std::nullopt},
+      {"validation", false, std::nullopt},
+      {"eval_every", false, std::nullopt},
+      {"metrics", false, std::nullopt},
   };
   return specs;
 }
@@ -60,6 +63,11 @@ const TrainEntrySpec* find_train_entry(std::string_view key) {
 
 const std::vector<std::string>& precision_words() {
   static const std::vector<std::string> words = {"fp32", "mixed_fp16", "mixed_bf16"};
+  return words;
+}
+
+const std::vector<std::string>& metric_words() {
+  static const std::vector<std::string> words = {"accuracy", "mae", "mse"};
   return words;
 }
 

@@ -31,7 +31,7 @@ bool is_single(const GraphNode& n, OpKind op) {
 
 }  // namespace
 
-void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& optimizer) {
+void add_loss(ModelGraph& g, const LossSpec& loss) {
   // Keras computes cross_entropy after a softmax, and binary_cross_entropy after a sigmoid, from the
   // logits behind them: log-softmax and log-sigmoid stay finite where the probabilities round to 0 or 1.
   int prediction = g.output;
@@ -84,7 +84,15 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
   if (loss.kind == LossKind::CrossEntropy) ln.attrs["sparse"] = Value::make_bool(loss.sparse);
   if (loss.kind == LossKind::Huber) ln.attrs["delta"] = Value::make_float(1.0);
   g.add_node(std::move(ln));
+}
 
+void set_inference_mode(ModelGraph& g) {
+  for (GraphNode& n : g.nodes)
+    if (n.op == ModelOp::BatchNorm || n.op == ModelOp::Dropout) n.attrs["inference"] = Value::make_bool(true);
+}
+
+void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& optimizer) {
+  add_loss(g, loss);
   append_gradients(g, g.loss);
 
   // batch_norm's moving statistics follow the batch statistics of the step.

@@ -25,4 +25,12 @@ struct OptimizerSpec {
 /// be built.
 void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& optimizer);
 
+/// The target and the loss node after a forward graph (build_train_step's first part): from the logits
+/// behind a final softmax (cross_entropy) or sigmoid (binary_cross_entropy).
+void add_loss(ModelGraph& g, const LossSpec& loss);
+
+/// Marks a forward graph for inference, as Keras' `training=False`: batch_norm normalizes with its
+/// moving statistics and dropout passes its input through.
+void set_inference_mode(ModelGraph& g);
+
 }  // namespace pipec

@@ -4,8 +4,10 @@
 // layer node with its parameters; relu, tanh, sigmoid, add, flatten and concat become expr nodes of one
 // instruction; any other expression (arithmetic, ops, fn calls) becomes one expr node whose function is
 // lowered by the pipeline lowering itself (lower_model_expression), with the graph values it reads
-// (model inputs, earlier statements, layer results) as its parameters. Nodes nothing reads are removed,
-// then parameters are named and laid out in the flat buffer in node order.
+// (model inputs, earlier statements, layer results) as its parameters. A model used as a layer (a block,
+// `x | res_block(times = 6)`) is lowered by lowering its body again for each use, its inputs bound to
+// values of this graph. Nodes nothing reads are removed, then parameters are named (a block's inside the
+// block's name) and laid out in the flat buffer in node order.
 #include "compiler/train/lower_model.h"
 
 #include <algorithm>
@@ -35,11 +37,27 @@ struct PendingParam {
   std::string suffix;
 };
 
+// A layer with weights, or a block (a model used as a layer) holding the layers of one use.
 struct LayerRecord {
-  int node;
+  int node;            // a layer's node; -1 for a block
   const Stmt* stmt;    // the statement it was written in, or null (the model's result expression)
-  std::string prefix;  // Keras' name for the layer kind: "conv2d", "dense", "batch_normalization"
+  std::string prefix;  // Keras' name for the layer kind: "conv2d", "dense", "batch_normalization"; a block's model name
   std::vector<PendingParam> params;
+  std::vector<LayerRecord> children;  // a block's layers and blocks, named inside the block's name
+};
+
+// A model used as a layer: `x | block`, `block(x, y)`, `x | block(times = n)`.
+struct BlockCall {
+  const Decl* model = nullptr;
+  std::vector<const Expr*> inputs;
+  int64_t times = 1;
+};
+
+// What the lowering of a model and of the blocks it uses build together.
+struct GraphUnderConstruction {
+  ModelGraph g;
+  std::vector<SourceRange> ranges;  // per node
+  int64_t dropout_streams = 0;
 };
 
 // A layer call with its arguments bound to the builtin's parameters (the piped value is `x`).
@@ -60,13 +78,11 @@ Value default_value(const std::string& text) {
 
 class ModelLowering {
  public:
-  ModelLowering(const Program& program, const Decl& model, int64_t batch, Diagnostics& diags)
-      : program_(program), model_(model), diags_(diags) {
-    g_.name = model.name;
-    g_.batch = batch;
-  }
+  ModelLowering(const Program& program, const Decl& model, GraphUnderConstruction& out, Diagnostics& diags)
+      : program_(program), model_(model), diags_(diags), g_(out.g), ranges_(out.ranges), dropout_streams_(out.dropout_streams) {}
 
-  std::optional<LoweredModel> run() {
+  // The whole model: its inputs become graph inputs; then dead nodes go and parameters are named.
+  bool run() {
     for (const Param& p : model_.params) {
       GraphValue v;
       v.name = p.name;
@@ -88,25 +104,66 @@ class ModelLowering {
       g_.inputs.push_back(id);
       inputs_[p.name] = id;
     }
-    if (!ok_) return std::nullopt;
+    if (!ok_) return false;
+    g_.output = lower_body();
+    if (!ok_) return false;
+    remove_dead_nodes();
+    name_parameters();
+    return ok_;
+  }
+
+  // One use of the model as a block: its inputs are values of the graph being built.
+  int lower_use(const std::vector<int>& inputs) {
+    for (size_t i = 0; i < model_.params.size() && i < inputs.size(); ++i) inputs_[model_.params[i].name] = inputs[i];
+    return lower_body();
+  }
+
+  bool ok() const { return ok_; }
+  std::vector<LayerRecord>& layers() { return layers_; }
+
+ private:
+  int lower_body() {
     const auto& body = *model_.value->as<BlockExpr>();
     for (const Stmt& s : body.stmts) {
       if (s.value->constant) continue;  // a constant: its uses are lowered as constants
       current_stmt_ = &s;
       locals_[&s] = value_of(*s.value);
       current_stmt_ = nullptr;
-      if (!ok_) return std::nullopt;
+      if (!ok_) return -1;
     }
-    g_.output = value_of(*body.result);
-    if (!ok_) return std::nullopt;
-    remove_dead_nodes();
-    name_parameters();
-    if (!ok_) return std::nullopt;
-    return LoweredModel{std::move(g_), std::move(ranges_)};
+    return value_of(*body.result);
   }
 
- private:
   // ---- which expressions are layers ------------------------------------------------------------------
+
+  std::optional<BlockCall> as_block(const Expr& e) const {
+    const NameExpr* callee = nullptr;
+    const CallExpr* call = nullptr;
+    BlockCall bc;
+    if (e.kind == ExprKind::Call) {
+      call = e.as<CallExpr>();
+      if (call->callee->kind == ExprKind::Name) callee = call->callee->as<NameExpr>();
+    } else if (e.kind == ExprKind::Pipe) {
+      const auto& p = *e.as<PipeExpr>();
+      bc.inputs.push_back(p.lhs.get());
+      if (p.rhs->kind == ExprKind::Call) {
+        call = p.rhs->as<CallExpr>();
+        if (call->callee->kind == ExprKind::Name) callee = call->callee->as<NameExpr>();
+      } else if (p.rhs->kind == ExprKind::Name) {
+        callee = p.rhs->as<NameExpr>();
+      }
+    }
+    if (!callee || callee->target.kind != Binding::Global || !callee->target.decl ||
+        callee->target.decl->kind != DeclKind::Model)
+      return std::nullopt;
+    bc.model = callee->target.decl;
+    if (call)
+      for (const Arg& a : call->args) {
+        if (a.name.empty()) bc.inputs.push_back(a.value.get());
+        else if (a.name == "times" && a.value->constant) bc.times = a.value->constant->i;
+      }
+    return bc;
+  }
 
   std::optional<LayerCall> as_layer(const Expr& e) const {
     const NameExpr* callee = nullptr;
@@ -150,6 +207,7 @@ class ModelLowering {
 
   int value_of(const Expr& e) {
     if (auto lc = as_layer(e)) return lower_layer(*lc);
+    if (auto bc = as_block(e)) return lower_block(*bc);
     if (e.kind == ExprKind::Name && !e.constant) {
       const auto& n = *e.as<NameExpr>();
       if (n.target.kind == Binding::Local && n.target.stmt) {
@@ -167,7 +225,7 @@ class ModelLowering {
   // The graph-valued parts of an expression: model inputs, statements and layer results.
   void collect_leaves(const Expr& e, std::vector<const Expr*>& out) {
     if (e.constant && e.type.is_tensor()) return;
-    if (as_layer(e)) {
+    if (as_layer(e) || as_block(e)) {
       out.push_back(&e);
       return;
     }
@@ -501,6 +559,30 @@ class ModelLowering {
     return y;
   }
 
+  // ---- blocks ----------------------------------------------------------------------------------------
+
+  // Each use (each of `times`) lowers the block's body again, with weights of its own: a record named
+  // after the model (`res_block`, `res_block_1`, ...) holding the layers of that use.
+  int lower_block(const BlockCall& bc) {
+    std::vector<int> inputs;
+    for (const Expr* in : bc.inputs) {
+      inputs.push_back(value_of(*in));
+      if (!ok_) return -1;
+    }
+    int y = -1;
+    for (int64_t k = 0; k < bc.times; ++k) {
+      ModelLowering use(program_, *bc.model, g_, ranges_, dropout_streams_, diags_);
+      y = use.lower_use(inputs);
+      if (!use.ok()) {
+        ok_ = false;
+        return -1;
+      }
+      if (!use.layers().empty()) layers_.push_back(LayerRecord{-1, current_stmt_, bc.model->name, {}, std::move(use.layers())});
+      inputs = {y};
+    }
+    return y;
+  }
+
   // ---- after lowering --------------------------------------------------------------------------------
 
   void remove_dead_nodes() {
@@ -526,38 +608,55 @@ class ModelLowering {
     }
     g_.nodes = std::move(nodes);
     ranges_ = std::move(ranges);
-    std::vector<LayerRecord> layers;
-    for (LayerRecord& r : layers_)
-      if (new_index[r.node] >= 0) {
+    keep_live_records(layers_, new_index);
+  }
+
+  // Layers whose node was removed go; so do blocks left with no layers.
+  static void keep_live_records(std::vector<LayerRecord>& records, const std::vector<int>& new_index) {
+    std::vector<LayerRecord> kept;
+    for (LayerRecord& r : records) {
+      if (r.node < 0) {
+        keep_live_records(r.children, new_index);
+        if (r.children.empty()) continue;
+      } else {
+        if (new_index[r.node] < 0) continue;
         r.node = new_index[r.node];
-        layers.push_back(r);
       }
-    layers_ = std::move(layers);
+      kept.push_back(std::move(r));
+    }
+    records = std::move(kept);
   }
 
   // Keras names layers by kind in order (`conv2d`, `conv2d_1`, ...) and variables after their layer
   // (`conv2d_1/kernel`). A statement `name = ...` holding exactly one layer with parameters names it
   // instead, when no other such statement binds the same name.
+  // A block's layers are named the same way inside it, after the block's own name
+  // (`res_block_1/conv2d/kernel`).
   void name_parameters() {
+    int64_t param_at = 0, state_at = 0;
+    name_level(layers_, "", param_at, state_at);
+  }
+
+  void name_level(const std::vector<LayerRecord>& level, const std::string& scope, int64_t& param_at, int64_t& state_at) {
     std::map<std::string, int> statements_binding;
     std::map<const Stmt*, int> layers_in_stmt;
-    for (const LayerRecord& r : layers_)
+    for (const LayerRecord& r : level)
       if (r.stmt) ++layers_in_stmt[r.stmt];
     for (const auto& [stmt, count] : layers_in_stmt)
       if (count == 1) ++statements_binding[stmt->name];
     std::set<std::string> taken;
-    std::vector<std::string> names(layers_.size());
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const LayerRecord& r = layers_[i];
+    std::vector<std::string> names(level.size());
+    for (size_t i = 0; i < level.size(); ++i) {
+      const LayerRecord& r = level[i];
       if (r.stmt && layers_in_stmt[r.stmt] == 1 && statements_binding[r.stmt->name] == 1) {
         names[i] = r.stmt->name;
         taken.insert(names[i]);
       }
     }
     std::map<std::string, int> counters;
-    for (size_t i = 0; i < layers_.size(); ++i) {
+    for (size_t i = 0; i < level.size(); ++i) {
       if (!names[i].empty()) continue;
-      const std::string& prefix = layers_[i].prefix;
+      const std::string& prefix = level[i].prefix;
       std::string candidate;
       do {
         int k = counters[prefix]++;
@@ -566,13 +665,16 @@ class ModelLowering {
       names[i] = candidate;
       taken.insert(candidate);
     }
-    int64_t param_at = 0, state_at = 0;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const LayerRecord& r = layers_[i];
-      g_.nodes[r.node].layer = names[i];
+    for (size_t i = 0; i < level.size(); ++i) {
+      const LayerRecord& r = level[i];
+      if (r.node < 0) {
+        name_level(r.children, scope + names[i] + "/", param_at, state_at);
+        continue;
+      }
+      g_.nodes[r.node].layer = scope + names[i];
       for (const PendingParam& p : r.params) {
         GraphValue& v = g_.values[p.value];
-        v.name = names[i] + "/" + p.suffix;
+        v.name = scope + names[i] + "/" + p.suffix;
         if (v.role == ValueRole::Param) {
           v.offset = param_at;
           param_at += v.elements_per_example();
@@ -586,23 +688,31 @@ class ModelLowering {
     }
   }
 
+  ModelLowering(const Program& program, const Decl& model, ModelGraph& g, std::vector<SourceRange>& ranges,
+                int64_t& dropout_streams, Diagnostics& diags)
+      : program_(program), model_(model), diags_(diags), g_(g), ranges_(ranges), dropout_streams_(dropout_streams) {}
+
   const Program& program_;
   const Decl& model_;
   Diagnostics& diags_;
-  ModelGraph g_;
-  std::vector<SourceRange> ranges_;
+  ModelGraph& g_;
+  std::vector<SourceRange>& ranges_;
+  int64_t& dropout_streams_;
   std::map<const Stmt*, int> locals_;
   std::map<std::string, int> inputs_;
   std::vector<LayerRecord> layers_;
   const Stmt* current_stmt_ = nullptr;
-  int64_t dropout_streams_ = 0;
   bool ok_ = true;
 };
 
 }  // namespace
 
 std::optional<LoweredModel> lower_model(const Program& program, const Decl& model, int64_t batch, Diagnostics& diags) {
-  return ModelLowering(program, model, batch, diags).run();
+  GraphUnderConstruction out;
+  out.g.name = model.name;
+  out.g.batch = batch;
+  if (!ModelLowering(program, model, out, diags).run()) return std::nullopt;
+  return LoweredModel{std::move(out.g), std::move(out.ranges)};
 }
 
 }  // namespace pipec

@@ -42,6 +42,7 @@ std::string number_text(double v) {
 }  // namespace
 
 const Expr* train_data_expr(const Decl& train) { return entry(train, "data"); }
+const Expr* train_validation_expr(const Decl& train) { return entry(train, "validation"); }
 
 std::optional<TrainProgram> lower_train(const Program& program, const Decl& train, Diagnostics& diags) {
   TrainProgram t;
@@ -142,6 +143,43 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     throw std::logic_error(fmt::format("the step graph of train `{}` does not verify:{}\n{}", train.name, all, print_model_graph(g)));
   }
   t.step = std::move(g);
+
+  // validation: the same model again (same parameter names and layout), in inference mode, and the loss.
+  if (const Expr* v = entry(train, "validation"); v && v->type.kind == TypeKind::Dataset && v->type.element) {
+    const ElementInfo& ve = *v->type.element;
+    if (ve.batch_rank != 1) {
+      diags.report(DiagKind::unsupported_in_model, v->range,
+                   fmt::format("the validation data is batched {} times; evaluation takes one batch dimension", ve.batch_rank));
+      return std::nullopt;
+    }
+    EvalProgram ev;
+    if (v->kind == ExprKind::Name)
+      if (const Decl* d = v->as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline) ev.pipeline = d->name;
+    if (const Expr* e = entry(train, "eval_every"); e && e->constant) ev.every = e->constant->i;
+    if (const Expr* m = entry(train, "metrics")) {
+      std::vector<const Expr*> items;
+      if (m->kind == ExprKind::List)
+        for (const auto& item : m->as<ListExpr>()->items) items.push_back(item.get());
+      else
+        items.push_back(m);
+      for (const Expr* item : items)
+        if (item->kind == ExprKind::Name) ev.metrics.push_back(item->as<NameExpr>()->name);
+    }
+    int64_t eval_batch = kUnknownDim;
+    if (const Type* ft = field_type(ve, fields.empty() ? loss.target_field : fields[0]); ft && ft->rank() >= 1) eval_batch = ft->shape[0];
+    auto again = lower_model(program, *model, eval_batch, diags);
+    if (!again) return std::nullopt;
+    ev.graph = std::move(again->graph);
+    ev.graph.input_fields = fields;
+    set_inference_mode(ev.graph);
+    add_loss(ev.graph, loss);
+    if (auto problems = verify_model_graph(ev.graph); !problems.empty()) {
+      std::string all;
+      for (const std::string& p : problems) all += "\n  " + p;
+      throw std::logic_error(fmt::format("the evaluation graph of train `{}` does not verify:{}", train.name, all));
+    }
+    t.eval = std::move(ev);
+  }
   return t;
 }
 

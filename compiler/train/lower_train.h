@@ -15,5 +15,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
 
 /// The value of a train block's `data` entry (to lower the pipeline it names or writes inline).
 const Expr* train_data_expr(const Decl& train);
+/// The expression of the block's `validation` entry, or null.
+const Expr* train_validation_expr(const Decl& train);
 
 }  // namespace pipec

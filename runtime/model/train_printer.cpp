@@ -13,6 +13,15 @@ std::string print_train_program(const TrainProgram& t) {
   if (t.epochs) length += fmt::format("{}epochs {}", length.empty() ? "" : ", ", *t.epochs);
   if (length.empty()) length = "one epoch";
   out += fmt::format("  {}, precision {}, strategy {}\n", length, t.precision, t.strategy);
+  if (t.eval) {
+    std::string metrics;
+    for (const std::string& m : t.eval->metrics) metrics += (metrics.empty() ? "" : ", ") + m;
+    out += fmt::format("  validation {}, {}, metrics: {}; inference graph of {} nodes (batch_norm with moving statistics, "
+                       "dropout off)\n",
+                       t.eval->pipeline.empty() ? "(inline pipeline)" : t.eval->pipeline,
+                       t.eval->every > 0 ? fmt::format("every {} steps and after the last", t.eval->every) : "after the last step",
+                       metrics.empty() ? "none" : metrics, t.eval->graph.nodes.size());
+  }
   return out + print_model_graph(t.step);
 }
 

@@ -1,4 +1,5 @@
 // Activations, softmax, dropout and normalization of the reference executor.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -101,6 +102,18 @@ void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, cons
 }
 
 template <class T>
+void batch_norm_inference(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta,
+                          const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) {
+      double inv = 1.0 / std::sqrt(static_cast<double>(moving_variance[c]) + epsilon);
+      y[r * channels + c] = static_cast<T>((x[r * channels + c] - static_cast<double>(moving_mean[c])) * inv * gamma[c] + beta[c]);
+    }
+  std::copy(moving_mean, moving_mean + channels, mean);
+  std::copy(moving_variance, moving_variance + channels, variance);
+}
+
+template <class T>
 void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
                          const T* variance, T* dx, T* dgamma, T* dbeta) {
   std::vector<double> sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0), inv(channels);
@@ -179,6 +192,8 @@ void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
   template void dropout_mask<T>(int64_t, int64_t, double, uint64_t, uint64_t, uint64_t, T*);                             \
   template void multiply<T>(int64_t, const T*, const T*, T*);                                                            \
   template void batch_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                      \
+  template void batch_norm_inference<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                                        T*);                                                                              \
   template void batch_norm_backward<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, T*, \
                                        T*);                                                                              \
   template void layer_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                      \

@@ -70,6 +70,11 @@ template <class T> void softmax_backward(int64_t outer, int64_t len, int64_t inn
 // batch_norm: statistics per channel over every row; mean and variance are [channels].
 template <class T>
 void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* variance);
+// batch_norm in inference mode (Keras' training=False): normalized with the moving statistics, which
+// `mean` and `variance` receive.
+template <class T>
+void batch_norm_inference(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta,
+                          const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance);
 template <class T>
 void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
                          const T* variance, T* dx, T* dgamma, T* dbeta);

@@ -1,5 +1,6 @@
 #include "runtime/train/reference_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -171,13 +172,35 @@ void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step,
 }
 
 template <class T>
-void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
-  // Outputs that are not views of the flat buffers get a tensor of their own.
+std::string ReferenceExecutor<T>::description() const {
+  return "reference (-O0: plain loops with f64 accumulation, one thread)";
+}
+
+template <class T>
+void ReferenceExecutor<T>::allocate_outputs(const GraphNode& n, int64_t rows) {
   for (int o : n.outputs) {
     const GraphValue& v = g_.values[o];
     if (v.grad_of < 0 && v.role != ValueRole::Param && v.role != ValueRole::State && n.op != ModelOp::Expr)
       values_[o] = Tensor::empty(v.dtype, g_.full_shape(o, rows));
   }
+}
+
+template <class T>
+void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+  // A layer with a fused activation (compiler/train/passes/fuse_activation.cpp): the layer, then the
+  // activation in place, as two loops.
+  if (const Value* act = n.attr("activation")) {
+    if (act->s != "relu") throw std::logic_error("reference executor: fused activation " + act->s);
+    GraphNode plain = n;
+    plain.attrs.erase("activation");
+    ReferenceExecutor<T>::run_node(plain, rows, step);
+    T* y = data(n.outputs[0]);
+    const int64_t count = shape_num_elements(g_.full_shape(n.outputs[0], rows));
+    for (int64_t i = 0; i < count; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+    return;
+  }
+  // Outputs that are not views of the flat buffers get a tensor of their own.
+  allocate_outputs(n, rows);
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
   auto in = [&](size_t k) { return data(n.inputs.at(k)); };
@@ -300,7 +323,9 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       int64_t c = shape(n.inputs[0]).back();
       int64_t r = count(n.inputs[0]) / c;
       double eps = n.attr_number("epsilon");
-      if (n.op == ModelOp::BatchNorm) ref::batch_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
+      if (n.op == ModelOp::BatchNorm && n.attr("inference") && n.attr("inference")->b)
+        ref::batch_norm_inference<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      else if (n.op == ModelOp::BatchNorm) ref::batch_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
       else ref::layer_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
       return;
     }
@@ -318,6 +343,11 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     }
     case ModelOp::Dropout: {
       int64_t per = g_.values[n.inputs[0]].elements_per_example();
+      if (n.attr("inference") && n.attr("inference")->b) {  // evaluation: everything kept, nothing scaled
+        std::fill(out(1), out(1) + rows * per, T(1));
+        std::copy(in(0), in(0) + rows * per, out(0));
+        return;
+      }
       ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step, out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;

@@ -2,23 +2,20 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
+#include "runtime/train/batch_view.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/train/safetensors.h"
 
 namespace pipec {
 
 namespace {
-
-size_t field_index(const ElementInfo& e, const std::string& name) {
-  for (size_t i = 0; i < e.fields.size(); ++i)
-    if (e.fields[i].name == name) return i;
-  throw std::logic_error("training: the data has no field " + name);
-}
 
 std::string index_text(int64_t flat, const Shape& per_example) {
   std::vector<int64_t> idx(per_example.size());
@@ -55,14 +52,43 @@ void check_finite(const Tensor& t, const std::string& field, int64_t step) {
   }
 }
 
-// Row `r` of a column of batches: one batch.
-Tensor batch_of(const Column& col, int64_t rows, int64_t r) {
-  if (col.ragged) return col.rows.at(r);
-  if (rows == 1) {
-    Shape s(col.dense.shape().begin() + 1, col.dense.shape().end());
-    return col.dense.reshaped(s);
+// Bytes this process may still allocate: MemAvailable, or less under a cgroup (v2) memory limit.
+int64_t available_memory() {
+  int64_t available = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) available = kb * 1024;
+    std::fclose(f);
   }
-  return column_row(col, r);
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    long long limit = 0, used = 0;
+    if (std::fscanf(f, "%lld", &limit) == 1) {
+      if (std::FILE* u = std::fopen("/sys/fs/cgroup/memory.current", "r")) {
+        if (std::fscanf(u, "%lld", &used) != 1) used = 0;
+        std::fclose(u);
+      }
+      if (available < 0 || limit - used < available) available = limit - used;
+    }
+    std::fclose(f);
+  }
+  return available;
+}
+
+// A step that cannot fit is reported before step 1 (before the weights are even allocated), with the
+// liveness plan's figures, instead of failing in the middle of a step.
+void check_step_fits(const TrainProgram& t) {
+  const ModelGraph& g = t.step;
+  if (g.batch <= 0) return;
+  StepMemory m = step_memory(g, g.batch);
+  int64_t available = available_memory();
+  if (available >= 0 && m.total_bytes() > available)
+    throw TrainError(fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
+                                 "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
+                                 "smaller batch needs proportionally less activation memory",
+                                 t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+                                 bytes_text(m.flat_bytes), bytes_text(available)));
 }
 
 }  // namespace
@@ -118,7 +144,10 @@ void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffer
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
                           const std::function<void(const TrainProgress&)>& progress) {
   const ModelGraph& g = t.step;
-  ReferenceExecutor<float> ex(g, o.seed);
+  check_step_fits(t);
+  std::unique_ptr<ReferenceExecutor<float>> executor =
+      o.make_executor ? o.make_executor(g, o.seed) : std::make_unique<ReferenceExecutor<float>>(g, o.seed);
+  ReferenceExecutor<float>& ex = *executor;
   if (!o.init_path.empty()) load_weights(g, o.init_path, ex.buffers());
   RunOptions ro;
   ro.seed = o.seed;
@@ -137,10 +166,17 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   for (const Stage& s : data.stages) repeats += s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
   const bool epochs_visible = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
   TrainSummary sum;
+  sum.executor = ex.description();
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
   const auto start = std::chrono::steady_clock::now();
   double ema = 0;
+  std::optional<Evaluator> evaluator;
+  if (t.eval && o.validation) evaluator.emplace(t, *o.validation, ro, o.seed);
+  auto evaluate = [&] {
+    sum.evals.push_back(evaluator->run(ex.buffers(), p.step));
+    p.eval = sum.evals.back();
+  };
   Chunk c;
   bool done = false;
   while (!done) {
@@ -189,12 +225,14 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
       p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
       p.examples += target.shape().empty() ? 1 : target.shape()[0];
       p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
+      if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
       p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress) progress(p);
     }
   }
-  p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (p.step == 0) throw TrainError(fmt::format("train `{}`: the data gave no batch to train on", t.name));
+  if (evaluator && (sum.evals.empty() || sum.evals.back().step != p.step)) evaluate();
+  p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.save_path.empty()) {
     save_weights(g, o.save_path, ex.buffers(), t.name);
     sum.saved_tensors = static_cast<int64_t>(g.params.size() + g.states.size());

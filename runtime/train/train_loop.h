@@ -1,5 +1,6 @@
-// The training loop: batches from the data pipeline into the step graph on the reference executor,
-// for a fixed number of steps or epochs, with progress, timing, NaN checks and weights in and out.
+// The training loop: batches from the data pipeline into the step graph on an executor (the reference
+// one unless the caller passes another), for a fixed number of steps or epochs, with progress, timing,
+// NaN checks and weights in and out.
 //
 // How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
 // data plan).
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,6 +18,7 @@
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/train/reference_executor.h"
+#include "runtime/train/evaluate.h"
 #include "runtime/train/train_length.h"
 
 namespace pipec {
@@ -40,6 +43,10 @@ struct TrainOptions {
   TrainLength length;
   std::string init_path;  // start from these weights (safetensors)
   std::string save_path;  // write the weights here at the end
+  const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
+  /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
+  /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
+  std::function<std::unique_ptr<ReferenceExecutor<float>>(const ModelGraph&, uint64_t seed)> make_executor;
 };
 
 struct TrainProgress {
@@ -51,6 +58,7 @@ struct TrainProgress {
   int64_t examples = 0;
   double elapsed = 0;
   double input_wait = 0;             // seconds blocked waiting for the next batch
+  std::optional<EvalResult> eval;    // the last evaluation on the validation data
 };
 
 struct TrainSummary {
@@ -60,6 +68,8 @@ struct TrainSummary {
   std::vector<double> losses;        // every step's loss
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
+  std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
+  std::string executor;              // the executor's description
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

@@ -17,6 +17,8 @@ Each case is one file fixtures/train/<case>.safetensors, written by the safetens
             expect:grad:<name>   the gradient of that loss for every parameter
             expect:after:<name>  every parameter and state tensor after `steps` optimizer steps
 tests/unit/train_keras_test.cpp compiles the spec, loads the weights and compares everything. The
+trajectory fixtures in fixtures/train_steps/ (whole models over 20 steps) are described below, at
+make_trajectories; `--steps-only` regenerates only them. The
 layers are named as pipec names its layers (a statement `h = x | dense(4)` names its one layer `h`), so
 the names line up without a table.
 """
@@ -30,6 +32,8 @@ import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 from keras import layers as L  # noqa: E402
 from safetensors.numpy import save_file  # noqa: E402
+
+from train_formula import formula_batch, formula_target, formula_values, sampled  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "fixtures", "train")
@@ -257,5 +261,138 @@ def main():
               optimizer="adam(lr = 0.001)", steps=2, rtol=1e-4, atol=1e-5)
 
 
+# ---- Trajectories: whole models, 20 steps on 20 batches ----------------------------------------------
+#
+# fixtures/train_steps/<case>.safetensors: the chess net of examples/chess and a small net with every
+# layer that has weights or a gradient rule, trained by Keras for 20 steps, each on a batch of its own,
+# with sgd + momentum, adam and adamw. The initial weights and the batches are not stored: both sides make
+# them with the same formula (`formula_values`, tests/unit/train_formula.h), a splitmix64 hash of the
+# tensor's name and the element's index, so a 1.1-million-parameter model costs a few kilobytes.
+#   metadata  spec, steps, rtol, atol, description   as above
+#             strides   "name=k;..." an expected tensor with more than 2048 elements keeps every k-th
+#   tensors   expect:output, expect:loss            on the first batch, before any step
+#             expect:grad:<name>                     the gradient on the first batch (every k-th element)
+#             expect:losses                          the loss of each of the steps, before its update
+#             expect:after:<name>                    parameters and states after the steps (every k-th)
+# Targets: mse targets (2u - 1) * 0.9; class labels floor(u * classes).
+STEPS_OUT = os.path.join(HERE, "fixtures", "train_steps")
+TRAJ_BATCH = 8
+TRAJ_STEPS = 20
+
+
+def make_trajectory(name, description, inputs, spec_body, output, build, optimizer, classes=0, rtol=1e-5, atol=1e-6):
+    """inputs: [(field, per-example shape)]; build: keras inputs -> output, layers named as pipec names them."""
+    keras_inputs = {n: keras.Input(shape=s, batch_size=TRAJ_BATCH, name=n) for n, s in inputs}
+    model = keras.Model(inputs=[keras_inputs[n] for n, _ in inputs], outputs=build(keras_inputs))
+    names = {}
+    for layer in model.layers:
+        for w in layer.weights:
+            names[id(w)] = w.path
+            w.assign(formula_values(w.path, tuple(w.shape)))
+    tshape = (TRAJ_BATCH,) + tuple(output[:-1] if classes else output)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy() if classes else keras.losses.MeanSquaredError()
+
+    def batch(step):
+        return [tf.constant(formula_batch(n, step, (TRAJ_BATCH,) + tuple(s))) for n, s in inputs], formula_target(step, tshape, classes)
+
+    tensors, strides = {}, {}
+    xs, y = batch(0)
+    initial = {id(w): w.numpy().copy() for layer in model.layers for w in layer.weights}
+    with tf.GradientTape() as tape:
+        pred = model(xs, training=True)
+        value = loss_fn(y, pred)
+    grads = tape.gradient(value, model.trainable_variables)
+    for layer in model.layers:
+        for w in layer.weights:
+            w.assign(initial[id(w)])
+    tensors["expect:output"] = np.array(pred.numpy(), dtype=np.float32)
+    tensors["expect:loss"] = np.array(value.numpy(), dtype=np.float32).reshape(())
+    for w, g in zip(model.trainable_variables, grads):
+        tensors[f"expect:grad:{names[id(w)]}"] = sampled(f"expect:grad:{names[id(w)]}", g.numpy(), strides)
+    opt = keras_optimizer(optimizer)
+    losses = []
+    for step in range(TRAJ_STEPS):
+        xs, y = batch(step)
+        with tf.GradientTape() as tape:
+            value = loss_fn(y, model(xs, training=True))
+        losses.append(float(value.numpy()))
+        grads = tape.gradient(value, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+    tensors["expect:losses"] = np.array(losses, dtype=np.float32)
+    for layer in model.layers:
+        for w in layer.weights:
+            tensors[f"expect:after:{names[id(w)]}"] = sampled(f"expect:after:{names[id(w)]}", w.numpy(), strides)
+    fields = ", ".join(f"{n}: f32{shape_text(s)}" for n, s in inputs)
+    target = f"y: i64{shape_text(output[:-1]) if output[:-1] else ''}" if classes else f"y: f32{shape_text(output)}"
+    loss = "cross_entropy" if classes else "mse"
+    spec = (f'source s = tfrecord("unused.tfrecord") {{ {fields}, {target} }}\n'
+            f"pipeline data = s | batch({TRAJ_BATCH}, drop_remainder = true)\n"
+            f"model net({fields}) -> f32{shape_text(output)} {{\n  {spec_body}\n}}\n"
+            f"train t = {{ data = data, model = net({', '.join(n for n, _ in inputs)}), loss = {loss}(y), "
+            f"optimizer = {optimizer}, steps = {TRAJ_STEPS} }}\n")
+    meta = {"spec": spec, "steps": str(TRAJ_STEPS), "rtol": repr(rtol), "atol": repr(atol), "description": description,
+            "strides": ";".join(f"{k}={v}" for k, v in sorted(strides.items())), "classes": str(classes)}
+    save_file(tensors, os.path.join(STEPS_OUT, name + ".safetensors"), metadata=meta)
+    print(f"{name}: {len(tensors)} tensors, params {model.count_params()}, losses {losses[0]:.5f} -> {losses[-1]:.5f}")
+
+
+CHESS_BODY = ("x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu\n"
+              "  x = concat([flatten(x), flags])\n  x | dense(256) | relu | dense(1) | tanh")
+
+
+def chess_keras(i):
+    x = L.Conv2D(64, 3, padding="same", activation="relu", name="conv2d")(i["board"])
+    x = L.Conv2D(64, 3, padding="same", activation="relu", name="conv2d_1")(x)
+    x = L.Concatenate()([L.Flatten()(x), i["flags"]])
+    return L.Activation("tanh")(L.Dense(1, name="dense_1")(L.Dense(256, activation="relu", name="dense")(x)))
+
+
+EVERY_LAYER_BODY = (
+    "h = x | conv2d(4, 3, padding = same) | relu | batch_norm(momentum = 0.9)\n"
+    "  p = h | max_pool2d(2) | add(h | avg_pool2d(2))\n"
+    "  u = p | conv2d_transpose(4, 3, strides = 2, padding = same) | leaky_relu(alpha = 0.2)\n"
+    "  v = u | max_pool2d(2) | upsample2d(2) | gelu | sigmoid\n"
+    "  g = concat([v | global_avg_pool, v | global_max_pool, flatten(p | avg_pool2d(2))])\n"
+    "  g | dense(8) | layer_norm | tanh | dense(3) | softmax")
+
+
+def every_layer_keras(i):
+    # batch_norm after the relu, not right after the convolution: there the bias would get a gradient of
+    # exactly 0 in theory and rounding noise in practice, which adam scales up to steps of lr.
+    h = L.BatchNormalization(momentum=0.9, name="batch_normalization")(L.ReLU()(L.Conv2D(4, 3, padding="same", name="conv2d")(i["x"])))
+    p = L.Add()([L.MaxPooling2D(2)(h), L.AveragePooling2D(2)(h)])
+    u = L.LeakyReLU(negative_slope=0.2)(L.Conv2DTranspose(4, 3, strides=2, padding="same", name="u")(p))
+    v = L.Activation("sigmoid")(L.Activation(lambda t: keras.activations.gelu(t, approximate=False))(
+        L.UpSampling2D(2)(L.MaxPooling2D(2)(u))))
+    g = L.Concatenate()([L.GlobalAveragePooling2D()(v), L.GlobalMaxPooling2D()(v), L.Flatten()(L.AveragePooling2D(2)(p))])
+    g = L.Activation("tanh")(L.LayerNormalization(epsilon=1e-3, name="layer_normalization")(L.Dense(8, name="dense")(g)))
+    return L.Softmax()(L.Dense(3, name="dense_1")(g))
+
+
+# adam's learning rate stays small enough that the chess net's tanh does not saturate in 20 steps, and
+# its eps is 1e-6 rather than 1e-7: a gradient at the level of rounding noise (a saturated or nearly dead
+# unit) would otherwise be scaled up to a step of lr, and TensorFlow (f32 sums) and pipec (f64 sums)
+# round differently, so their trajectories would part for no reason of semantics.
+OPTIMIZERS = {"sgd_momentum": "sgd(lr = 0.01, momentum = 0.9)", "adam": "adam(lr = 0.0001, eps = 1e-06)",
+              "adamw": "adamw(lr = 0.0001, eps = 1e-06, weight_decay = 0.004)"}
+
+
+def make_trajectories():
+    os.makedirs(STEPS_OUT, exist_ok=True)
+    for short, opt in OPTIMIZERS.items():
+        # With adam one weight of the 1.1 million (conv2d_1/kernel[2, 0, 53, 40], a nearly dead input
+        # channel) ends 4.2e-6 apart, adam scaling a gradient at rounding level up: atol 5e-6 there.
+        make_trajectory(f"chess_{short}", f"the chess net of examples/chess, {opt}, 20 steps on 20 batches of {TRAJ_BATCH}",
+                        [("board", (8, 8, 24)), ("flags", (10,))], CHESS_BODY, [1], chess_keras, opt,
+                        atol=1e-6 if short == "sgd_momentum" else 5e-6)
+        make_trajectory(f"every_layer_{short}", f"every layer kind, sparse cross_entropy after softmax, {opt}, 20 steps",
+                        [("x", (8, 8, 3))], EVERY_LAYER_BODY, [3], every_layer_keras, opt, classes=3)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["--steps-only"]:
+        make_trajectories()
+    else:
+        main()
+        make_trajectories()
