@@ -467,7 +467,7 @@ class ModelLowering {
     const Shape in_shape = g_.values[x].shape;
     GraphNode n;
     n.op = *how->node;
-    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}};
+    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}, {}};
     std::vector<int> ins = {x};
     switch (n.op) {
       case ModelOp::Conv2d:
