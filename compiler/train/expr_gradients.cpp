@@ -420,6 +420,8 @@ Rule rule_of(OpKind op) {
     // Not written yet: the loss reaching parameters through them is a not_differentiable error.
     case OpKind::Gather:
     case OpKind::Prod:
+    case OpKind::DynamicIndex:
+    case OpKind::DynamicSlice:
     // Random draws are refused in models (unsupported_in_model); files and images are pipeline work.
     case OpKind::RandomUniform:
     case OpKind::RandomNormal:

@@ -242,7 +242,15 @@ class ModelLowering {
         collect_leaves(*e.as<BinaryExpr>()->rhs, out);
         return;
       case ExprKind::Unary: collect_leaves(*e.as<UnaryExpr>()->operand, out); return;
-      case ExprKind::Index: collect_leaves(*e.as<IndexExpr>()->base, out); return;
+      case ExprKind::Index: {
+        // Indices and slice bounds computed at run time read graph values too (constant ones return at once).
+        const auto& ix = *e.as<IndexExpr>();
+        collect_leaves(*ix.base, out);
+        for (const IndexItem& item : ix.items)
+          for (const ExprPtr* part : {&item.value, &item.start, &item.stop, &item.step})
+            if (*part) collect_leaves(**part, out);
+        return;
+      }
       case ExprKind::List:
         for (const auto& item : e.as<ListExpr>()->items) collect_leaves(*item, out);
         return;
@@ -459,7 +467,7 @@ class ModelLowering {
     const Shape in_shape = g_.values[x].shape;
     GraphNode n;
     n.op = *how->node;
-    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}};
+    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}, {}};
     std::vector<int> ins = {x};
     switch (n.op) {
       case ModelOp::Conv2d:

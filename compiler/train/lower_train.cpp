@@ -163,7 +163,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
       else
         items.push_back(m);
       for (const Expr* item : items)
-        if (item->kind == ExprKind::Name) ev.metrics.push_back(item->as<NameExpr>()->name);
+        if (item->kind == ExprKind::Name)
+          if (std::optional<MetricKind> k = metric_kind_from_name(item->as<NameExpr>()->name)) ev.metrics.push_back(*k);
     }
     int64_t eval_batch = kUnknownDim;
     if (const Type* ft = field_type(ve, fields.empty() ? loss.target_field : fields[0]); ft && ft->rank() >= 1) eval_batch = ft->shape[0];

@@ -66,6 +66,15 @@ const std::vector<NamedKind<OptimizerKind>>& optimizer_table() {
   return table;
 }
 
+const std::vector<NamedKind<MetricKind>>& metric_table() {
+  static const std::vector<NamedKind<MetricKind>> table = {
+#define METRIC(kind, name) {MetricKind::kind, name},
+#include "runtime/model/model_ops.def"
+#undef METRIC
+  };
+  return table;
+}
+
 template <class Kind>
 std::vector<Kind> kinds_of(const std::vector<NamedKind<Kind>>& table) {
   std::vector<Kind> out;
@@ -95,6 +104,13 @@ const std::vector<OptimizerKind>& all_optimizer_kinds() {
 }
 const char* optimizer_kind_name(OptimizerKind k) { return optimizer_table().at(static_cast<size_t>(k)).name; }
 std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name) { return kind_named(optimizer_table(), name); }
+
+const std::vector<MetricKind>& all_metric_kinds() {
+  static const std::vector<MetricKind> kinds = kinds_of(metric_table());
+  return kinds;
+}
+const char* metric_kind_name(MetricKind k) { return metric_table().at(static_cast<size_t>(k)).name; }
+std::optional<MetricKind> metric_kind_from_name(std::string_view name) { return kind_named(metric_table(), name); }
 
 const char* value_role_name(ValueRole r) {
   switch (r) {

@@ -75,6 +75,16 @@ const std::vector<OptimizerKind>& all_optimizer_kinds();
 const char* optimizer_kind_name(OptimizerKind k);
 std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name);
 
+/// The metrics of model_ops.def: what a train block's `metrics` list may name.
+enum class MetricKind {
+#define METRIC(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef METRIC
+};
+const std::vector<MetricKind>& all_metric_kinds();
+const char* metric_kind_name(MetricKind k);
+std::optional<MetricKind> metric_kind_from_name(std::string_view name);
+
 enum class ValueRole {
   Input,       // a model input, fed from a field of the data
   Target,      // the loss target, fed from a field of the data

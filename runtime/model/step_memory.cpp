@@ -1,5 +1,7 @@
 #include "runtime/model/step_memory.h"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 namespace pipec {
@@ -12,9 +14,13 @@ bool planned(const GraphValue& v) { return v.role != ValueRole::Param && v.role 
 int optimizer_slots(const ModelGraph& g) {
   for (const GraphNode& n : g.nodes) {
     if (n.op != ModelOp::OptimizerStep) continue;
-    std::string kind = n.attr_symbol("kind");
-    if (kind == "sgd") return n.attr("momentum") && n.attr_number("momentum") != 0 ? 1 : 0;
-    return 2;  // adam, adamw: m and v
+    std::optional<OptimizerKind> kind = optimizer_kind_from_name(n.attr_symbol("kind"));
+    if (!kind) throw std::logic_error("optimizer_step of an unknown optimizer " + n.attr_symbol("kind"));
+    switch (*kind) {
+      case OptimizerKind::Sgd: return n.attr("momentum") && n.attr_number("momentum") != 0 ? 1 : 0;  // the velocity
+      case OptimizerKind::Adam:
+      case OptimizerKind::AdamW: return 2;  // m and v
+    }
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins.h"
+#include "compiler/sema/name_rules.h"
 #include "runtime/model/model_graph.h"
 #include "tests/unit/train_util.h"
 
@@ -70,6 +71,18 @@ TEST(ModelTable, OptimizerBuiltinsAreTheOptimizerRows) {
   EXPECT_EQ(rows, builtins_of(BuiltinKind::Optimizer));
   EXPECT_FALSE(optimizer_kind_from_name("mse").has_value());
   EXPECT_FALSE(optimizer_kind_from_name("no_such_optimizer").has_value());
+}
+
+TEST(ModelTable, MetricWordsAreTheMetricRows) {
+  std::vector<std::string> rows;
+  for (MetricKind kind : all_metric_kinds()) {
+    rows.push_back(metric_kind_name(kind));
+    EXPECT_EQ(metric_kind_from_name(rows.back()), kind) << rows.back();
+  }
+  EXPECT_EQ(rows, metric_words());
+  EXPECT_EQ(std::set<std::string>(rows.begin(), rows.end()).size(), rows.size()) << "a metric is two METRIC rows";
+  EXPECT_FALSE(metric_kind_from_name("cross_entropy").has_value());
+  EXPECT_FALSE(metric_kind_from_name("acc").has_value());
 }
 
 // Every loss and optimizer of the table lowers to a training step whose loss and optimizer_step nodes

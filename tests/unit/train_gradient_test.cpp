@@ -222,6 +222,13 @@ TEST(TrainGradients, ExpressionOps) {
   }
 }
 
+// An index computed at run time (dynamic_index) into a model input: the input needs no gradient, so the
+// step builds and the gradients through the product are exact. (Through a layer's output it is a
+// not_differentiable error: tests/lang/train/fail_run_time_index.pipe.)
+TEST(TrainGradients, RunTimeIndexIntoAnInput) {
+  check_gradients({"f32[5]", "h = x | dense(4)\n  h * x[i64(x[0] > 0.0) + 1]", "f32[4]"});
+}
+
 TEST(TrainGradients, Losses) {
   check_gradients({"f32[5]", "x | dense(4)", "f32[4]", "mse"});
   check_gradients({"f32[5]", "x | dense(4)", "f32[4]", "mae"});
