@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training on the CPU, one table: the chess net (examples/chess/chess.pipe) at batch 512, f32.
 #
-#   reference   `pipec run examples/chess/chess.pipe --steps REF_STEPS --threads 1`: the whole training step
+#   reference   `pipec run examples/chess/chess.pipe --steps REF_STEPS --threads 1 --executor reference`: the whole training step
 #               (layers, loss, the gradient pass's backward nodes, the optimizer, fed by the input
 #               pipeline) on the reference executor: plain loops with f64 accumulation on one thread, the
 #               oracle the fast kernels are tested against, not a fast path
@@ -10,7 +10,7 @@
 #   PyTorch     PyTorch's eager CPU step on the same layers, shapes and threads (torch_peer.py, when
 #               PYTHON has torch; skipped with a note otherwise)
 # Then the reference executor's time by phase, the oneDNN step's per-call breakdown, and oneDNN's eltwise
-# against plain loops.
+# against plain loops. The fast executor's whole step beside PyTorch's: bench/train/compare.sh.
 #
 #   bench/train/run.sh [STEPS]     # STEPS timed steps per kernel run (default 20, after 3 warm-up steps)
 #
@@ -63,7 +63,7 @@ run_row() {
 # $TMP/reference_1 and the run's --stats-json path to $TMP/reference.json.
 run_reference() {
   local json="$TMP/reference.$(date +%s%N).json"
-  /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run "$SPEC" --steps "$REF_STEPS" --threads 1 --quiet --stats-json "$json" \
+  /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run "$SPEC" --steps "$REF_STEPS" --threads 1 --executor reference --quiet --stats-json "$json" \
     2>"$TMP/err" || { echo "note: reference failed: $(tail -3 "$TMP/err")" >&2; return 0; }
   python3 - "$json" "$(cat "$TMP/time")" >>"$TMP/reference_1" <<'PY'
 import json, sys

@@ -5,6 +5,7 @@
 #include "compiler/compile/finish_plan.h"
 #include "compiler/lower/lower.h"
 #include "compiler/train/lower_train.h"
+#include "compiler/train/passes/step_passes.h"
 
 namespace pipec {
 
@@ -39,10 +40,11 @@ const Decl* pick_train(const Program& program, const std::string& name, std::str
 }
 
 // The step graph of `block` appended to r.trains; false (with r.status set) when it cannot be built.
-bool compile_step_graph(CompileResult& r, const Decl& block) {
+bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
   std::optional<TrainProgram> t;
   try {
     t = lower_train(*r.program, block, r.program->diags);
+    if (t && opt_level > 0) run_step_passes(t->step);
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());
@@ -64,11 +66,11 @@ bool compile_step_graph(CompileResult& r, const Decl& block) {
 
 bool has_train_block(const Program& program) { return !train_blocks(program).empty(); }
 
-void compile_train_graphs(CompileResult& r) {
+void compile_train_graphs(CompileResult& r, int opt_level) {
   for (const Decl* d : train_blocks(*r.program)) {
     if (d->syntax_error) continue;
     // One block's errors do not hide the next one's.
-    if (!compile_step_graph(r, *d) && r.status == CompileStatus::InternalError) return;
+    if (!compile_step_graph(r, *d, opt_level) && r.status == CompileStatus::InternalError) return;
   }
   if (r.program->diags.has_errors()) r.status = CompileStatus::SpecErrors;
 }
@@ -79,7 +81,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     r.status = CompileStatus::NoTrain;
     return;
   }
-  if (!compile_step_graph(r, *block)) return;
+  if (!compile_step_graph(r, *block, request.options.passes.opt_level)) return;
   CompiledTrain& train = r.trains.back();
   const TrainProgram& t = train.program;
 

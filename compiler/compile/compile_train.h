@@ -11,8 +11,9 @@ bool has_train_block(const Program& program);
 
 /// Every train block of the main file to its step graph, into `r.trains`. What cannot be trained (an op
 /// without a gradient on the way to the parameters, random ops in a model) goes to the diagnostics;
-/// `r.status` becomes SpecErrors then, or InternalError for a step graph that does not verify.
-void compile_train_graphs(CompileResult& r);
+/// `r.status` becomes SpecErrors then, or InternalError for a step graph that does not verify. Above
+/// -O0 the step passes (compiler/train/passes) rewrite each graph.
+void compile_train_graphs(CompileResult& r, int opt_level);
 
 /// The Train target: the block the request names, its step graph and its data plan (r.trains[0],
 /// r.pipelines[0]). Sets `r.status` and `r.error` when a step fails.

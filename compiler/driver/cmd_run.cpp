@@ -209,6 +209,9 @@ int cmd_run(const Args& args) {
   app->footer("exit code: 0 success, 1 errors in the spec or its data (or a training step), 2 usage or I/O errors,\n"
               "3 --device gpu with no usable GPU, 130 interrupted");
   if (auto code = parse_command_line(*app, args)) return *code;
+  // -O0 runs the reference of everything: the lowered plan on the interpreter, training on the reference
+  // executor (unless --executor says otherwise).
+  if (request.options.passes.opt_level == 0 && !train_flags.executor->count()) t.executor = "reference";
 
   auto given = [](const std::vector<CLI::Option*>& opts) {
     return std::any_of(opts.begin(), opts.end(), [](const CLI::Option* o) { return o->count() > 0; });

@@ -1,7 +1,7 @@
 // `pipec run SPEC` on a spec with a train block: the training half of the command. compile() has built
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
-// the CPU with the reference executor, reading batches from that plan, with a progress line, a summary of
-// where the time went and --stats-json.
+// the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
+// from that plan, with a progress line, a summary of where the time went and --stats-json.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "runtime/threads/cancellation.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/train/strategy.h"
+#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/train_loop.h"
 
 namespace pipec {
@@ -66,7 +67,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
     out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
                        format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
   }
-  out << "  executor    reference (-O0: plain loops with f64 accumulation, one thread)\n";
+  out << "  executor    " << s.executor << "\n";
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single") out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
@@ -131,6 +132,13 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                              "input_wait_seconds")
                   ->type_name("FILE")
                   ->group(group);
+  f.executor = app.add_option("--executor", into.executor,
+                              "fast: the layers on oneDNN (default); reference: plain loops on one thread, the oracle\n"
+                              "the fast executor is tested against (-O0 picks it too)")
+                   ->type_name("fast|reference")
+                   ->check(one_of({"fast", "reference"}))
+                   ->capture_default_str()
+                   ->group(group);
   return f;
 }
 
@@ -153,6 +161,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.init_path = ta.init;
   to.save_path = ta.save;
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
+  if (ta.executor == "fast") {
+    FastExecutorOptions fo;
+    fo.threads = a.threads;
+    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
+      return std::make_unique<FastExecutor>(g, seed, fo);
+    };
+  }
   // mirrored / multi_worker: one CPU replica, said once, before the first step.
   if (t.strategy != "single") {
     std::string no_gpu;

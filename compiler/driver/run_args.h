@@ -35,6 +35,7 @@ struct TrainArgs {
   std::string init;
   std::string save;
   std::string metrics;  // --metrics: one JSON line per step
+  std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -45,15 +46,16 @@ struct TrainFlags {
   CLI::Option* init = nullptr;
   CLI::Option* save = nullptr;
   CLI::Option* metrics = nullptr;
+  CLI::Option* executor = nullptr;
 
-  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics}; }
+  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics, executor}; }
 };
 
 /// Declares the training flags on `app` under their own heading, writing into `into`.
 TrainFlags add_train_flags(CLI::App& app, TrainArgs& into);
 
 /// `pipec run` on a compiled Train target: trains compiled.trains[0] on the batches of
-/// compiled.pipelines[0] with the reference executor, with a progress line on a terminal, a summary
+/// compiled.pipelines[0] with the executor `train.executor` names, with a progress line on a terminal, a summary
 /// (unless `quiet`) and --stats-json. Returns the exit code.
 int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet);
 

@@ -6,6 +6,7 @@
 
 #include "compiler/sema/checker.h"
 #include "compiler/sema/promotion.h"
+#include "runtime/model/model_graph.h"
 
 namespace pipec {
 
@@ -105,11 +106,11 @@ void Checker::check_train(Decl& d) {
         const Type& target = call->args[0].value->type;
         Type per_example = unbatched(target, element->batch_rank);
         loss_name = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
-        class_labels = loss_name == "cross_entropy" && per_example.is_tensor() && is_integer(per_example.dtype);
+        class_labels = loss_kind_from_name(loss_name) == LossKind::CrossEntropy && per_example.is_tensor() && is_integer(per_example.dtype);
         // cross_entropy with integer targets takes class labels: one per position of the output
         // without its class axis (Keras' sparse categorical cross-entropy). Other targets must have
         // as many elements as the output.
-        if (loss_name == "cross_entropy" && per_example.is_tensor() && is_integer(per_example.dtype) && model_out.is_tensor()) {
+        if (class_labels && model_out.is_tensor()) {
           std::vector<int64_t> positions = model_out.shape;
           if (!positions.empty()) positions.pop_back();
           if (model_out.rank() == 0 || fit_shape(positions, per_example.shape) != ShapeFit::Fits) {

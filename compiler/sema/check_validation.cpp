@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/checker.h"
+#include "runtime/model/model_graph.h"
 
 namespace pipec {
 
@@ -102,7 +103,9 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
   for (Expr* item : items) {
     if (at_probe(*item)) record_name_site(*item, false, nullptr, &words);
     if (item->kind != ExprKind::Name) {
-      diags().report(DiagKind::unknown_metric, item->range, "a metric is a name: accuracy, mae or mse");
+      const std::string last = words.back();
+      diags().report(DiagKind::unknown_metric, item->range,
+                     fmt::format("a metric is a name: {} or {}", fmt::join(words.begin(), words.end() - 1, ", "), last));
       continue;
     }
     auto& name = *item->as<NameExpr>();
@@ -116,7 +119,7 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
         diag.help = fmt::format("did you mean `{}`?", best);
         diag.replacement = best;
       } else {
-        diag.notes.push_back({{}, "the metrics are: accuracy, mae, mse"});
+        diag.notes.push_back({{}, fmt::format("the metrics are: {}", fmt::join(words, ", "))});
       }
       continue;
     }
@@ -129,12 +132,14 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
     }
     seen.push_back(name.name);
     if (loss_name.empty() || model_out.is_error()) continue;  // the loss's own error says enough
-    bool classes = loss_name == "cross_entropy" || loss_name == "binary_cross_entropy";
-    if (name.name == "accuracy" && !classes) {
+    const std::optional<LossKind> loss = loss_kind_from_name(loss_name);
+    const bool classes = loss == LossKind::CrossEntropy || loss == LossKind::BinaryCrossEntropy;
+    const bool accuracy = metric_kind_from_name(name.name) == MetricKind::Accuracy;
+    if (accuracy && !classes) {
       auto& diag = diags().report(DiagKind::metric_mismatch, item->range,
                                   fmt::format("accuracy counts correct classes, but the loss `{}` fits numbers", loss_name));
       diag.help = "use mae or mse for a regression; accuracy goes with cross_entropy or binary_cross_entropy";
-    } else if (name.name != "accuracy" && class_labels) {
+    } else if (!accuracy && class_labels) {
       auto& diag = diags().report(DiagKind::metric_mismatch, item->range,
                                   fmt::format("{} compares the output with a target shaped like it, but the target gives class labels "
                                               "(the model produces {})",

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/model/model_graph.h"
+
 namespace pipec {
 
 PipedInput piped_input(const Type* piped_type) {
@@ -67,7 +69,11 @@ const std::vector<std::string>& precision_words() {
 }
 
 const std::vector<std::string>& metric_words() {
-  static const std::vector<std::string> words = {"accuracy", "mae", "mse"};
+  static const std::vector<std::string> words = [] {
+    std::vector<std::string> out;
+    for (MetricKind k : all_metric_kinds()) out.push_back(metric_kind_name(k));
+    return out;
+  }();
   return words;
 }
 

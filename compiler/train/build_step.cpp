@@ -37,11 +37,11 @@ void add_loss(ModelGraph& g, const LossSpec& loss) {
   int prediction = g.output;
   bool from_logits = false;
   if (const GraphNode* p = producer(g, g.output)) {
-    if (loss.kind == "cross_entropy" && p->op == ModelOp::Softmax &&
+    if (loss.kind == LossKind::CrossEntropy && p->op == ModelOp::Softmax &&
         p->attr_int("axis") == static_cast<int64_t>(g.values[p->inputs[0]].shape.size()) - 1) {
       prediction = p->inputs[0];
       from_logits = true;
-    } else if (loss.kind == "binary_cross_entropy" && is_single(*p, OpKind::Sigmoid) && g.values[p->inputs[0]].dtype == DType::F32) {
+    } else if (loss.kind == LossKind::BinaryCrossEntropy && is_single(*p, OpKind::Sigmoid) && g.values[p->inputs[0]].dtype == DType::F32) {
       prediction = p->inputs[0];
       from_logits = true;
     }
@@ -79,10 +79,10 @@ void add_loss(ModelGraph& g, const LossSpec& loss) {
   ln.op = ModelOp::Loss;
   ln.inputs = {prediction, g.target};
   ln.outputs = {g.loss};
-  ln.attrs["kind"] = Value::make_symbol(loss.kind);
+  ln.attrs["kind"] = Value::make_symbol(loss_kind_name(loss.kind));
   ln.attrs["from_logits"] = Value::make_bool(from_logits);
-  if (loss.kind == "cross_entropy") ln.attrs["sparse"] = Value::make_bool(loss.sparse);
-  if (loss.kind == "huber") ln.attrs["delta"] = Value::make_float(1.0);
+  if (loss.kind == LossKind::CrossEntropy) ln.attrs["sparse"] = Value::make_bool(loss.sparse);
+  if (loss.kind == LossKind::Huber) ln.attrs["delta"] = Value::make_float(1.0);
   g.add_node(std::move(ln));
 }
 
@@ -112,7 +112,7 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
   }
   GraphNode opt;
   opt.op = ModelOp::OptimizerStep;
-  opt.attrs["kind"] = Value::make_symbol(optimizer.kind);
+  opt.attrs["kind"] = Value::make_symbol(optimizer_kind_name(optimizer.kind));
   for (const auto& [name, v] : optimizer.settings) opt.attrs[name] = Value::make_float(v);
   if (!optimizer.schedule.empty()) {
     opt.attrs["schedule"] = Value::make_symbol(optimizer.schedule);

@@ -33,7 +33,7 @@ Shape broadcast(const Shape& a, const Shape& b) {
 }
 
 Value int_list(const std::vector<int64_t>& v) {
-  Value out{Value::List};
+  Value out = Value::make_list();
   for (int64_t x : v) out.items.push_back(Value::make_int(x));
   return out;
 }
@@ -420,6 +420,8 @@ Rule rule_of(OpKind op) {
     // Not written yet: the loss reaching parameters through them is a not_differentiable error.
     case OpKind::Gather:
     case OpKind::Prod:
+    case OpKind::DynamicIndex:
+    case OpKind::DynamicSlice:
     // Random draws are refused in models (unsupported_in_model); files and images are pipeline work.
     case OpKind::RandomUniform:
     case OpKind::RandomNormal:

@@ -242,7 +242,15 @@ class ModelLowering {
         collect_leaves(*e.as<BinaryExpr>()->rhs, out);
         return;
       case ExprKind::Unary: collect_leaves(*e.as<UnaryExpr>()->operand, out); return;
-      case ExprKind::Index: collect_leaves(*e.as<IndexExpr>()->base, out); return;
+      case ExprKind::Index: {
+        // Indices and slice bounds computed at run time read graph values too (constant ones return at once).
+        const auto& ix = *e.as<IndexExpr>();
+        collect_leaves(*ix.base, out);
+        for (const IndexItem& item : ix.items)
+          for (const ExprPtr* part : {&item.value, &item.start, &item.stop, &item.step})
+            if (*part) collect_leaves(**part, out);
+        return;
+      }
       case ExprKind::List:
         for (const auto& item : e.as<ListExpr>()->items) collect_leaves(*item, out);
         return;
@@ -395,9 +403,7 @@ class ModelLowering {
   // One integer or [height, width] as a list of two.
   static Value pair(const Value& v) {
     if (v.kind == Value::List) return v;
-    Value out{Value::List};
-    out.items = {Value::make_int(v.i), Value::make_int(v.i)};
-    return out;
+    return Value::make_list({Value::make_int(v.i), Value::make_int(v.i)});
   }
 
   static int64_t number_of(const Value& v) { return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i; }
@@ -438,9 +444,7 @@ class ModelLowering {
     }
     std::map<std::string, Value> attrs;
     if (op == OpKind::Reshape) {  // flatten: to one dimension
-      Value shape{Value::List};
-      shape.items.push_back(Value::make_int(result.shape[0]));
-      attrs["shape"] = shape;
+      attrs["shape"] = Value::make_list({Value::make_int(result.shape[0])});
     }
     return expr_node(op, operands, std::move(attrs), result, whole.range);
   }
@@ -463,7 +467,7 @@ class ModelLowering {
     const Shape in_shape = g_.values[x].shape;
     GraphNode n;
     n.op = *how->node;
-    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}};
+    LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}, {}};
     std::vector<int> ins = {x};
     switch (n.op) {
       case ModelOp::Conv2d:

@@ -118,8 +118,11 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   // loss = kind(target)
   const CallExpr* loss_call = as_call(entry(train, "loss"));
   if (!loss_call || loss_call->args.empty()) return std::nullopt;
+  // The checker accepts only the loss and optimizer builtins, each a row of model_ops.def.
+  std::optional<LossKind> loss_kind = loss_kind_from_name(callee_name(*loss_call));
+  if (!loss_kind) return std::nullopt;
   LossSpec loss;
-  loss.kind = callee_name(*loss_call);
+  loss.kind = *loss_kind;
   const Expr* target = loss_call->args[0].value.get();
   if (target->kind != ExprKind::Name || !field_type(element, target->as<NameExpr>()->name)) {
     diags.report(DiagKind::unsupported_in_model, target->range, "the loss target must be a field of the data, named as such");
@@ -128,16 +131,17 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   loss.target_field = target->as<NameExpr>()->name;
   const Type* tt = field_type(element, loss.target_field);
   loss.target_shape.assign(tt->shape.begin() + 1, tt->shape.end());
-  loss.sparse = loss.kind == "cross_entropy" && is_integer(tt->dtype);
-  t.loss_text = fmt::format("{}({})", loss.kind, loss.target_field);
+  loss.sparse = loss.kind == LossKind::CrossEntropy && is_integer(tt->dtype);
+  t.loss_text = fmt::format("{}({})", loss_kind_name(loss.kind), loss.target_field);
 
   // optimizer = kind(settings): every setting, defaults from the builtin's signature.
   const CallExpr* opt_call = as_call(entry(train, "optimizer"));
   if (!opt_call) return std::nullopt;
-  OptimizerSpec opt;
-  opt.kind = callee_name(*opt_call);
-  const Builtin* ob = find_builtin(opt.kind, {BuiltinKind::Optimizer});
+  std::optional<OptimizerKind> opt_kind = optimizer_kind_from_name(callee_name(*opt_call));
+  const Builtin* ob = opt_kind ? find_builtin(optimizer_kind_name(*opt_kind), {BuiltinKind::Optimizer}) : nullptr;
   if (!ob) return std::nullopt;
+  OptimizerSpec opt;
+  opt.kind = *opt_kind;
   std::string settings;
   opt.settings = numeric_settings(*opt_call, *ob, settings);
   // lr = schedule(...): the schedule's settings go beside the optimizer's.
@@ -156,7 +160,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     settings = fmt::format("lr={}({}){}{}", sb->name, schedule_text, settings.empty() ? "" : ", ", settings);
     opt.settings["lr"] = opt.schedule_settings.count("initial") ? opt.schedule_settings["initial"] : 0;
   }
-  t.optimizer_text = fmt::format("{}({})", opt.kind, settings);
+  t.optimizer_text = fmt::format("{}({})", optimizer_kind_name(opt.kind), settings);
 
   for (const char* key : {"steps", "epochs"})
     if (const Expr* e = entry(train, key); e && e->constant) (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
@@ -201,7 +205,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
       else
         items.push_back(m);
       for (const Expr* item : items)
-        if (item->kind == ExprKind::Name) ev.metrics.push_back(item->as<NameExpr>()->name);
+        if (item->kind == ExprKind::Name)
+          if (std::optional<MetricKind> k = metric_kind_from_name(item->as<NameExpr>()->name)) ev.metrics.push_back(*k);
     }
     int64_t eval_batch = kUnknownDim;
     if (const Type* ft = field_type(ve, fields.empty() ? loss.target_field : fields[0]); ft && ft->rank() >= 1) eval_batch = ft->shape[0];

@@ -114,6 +114,8 @@ int64_t node_flops(const ModelGraph& g, const GraphNode& n, int64_t rows) {
     case ModelOp::MovingAverage: return 3 * per_example(g, n.inputs[0]);
     case ModelOp::OptimizerStep: return 12 * g.param_elements();
   }
+  // A fused activation (compiler/train/passes/fuse_activation.cpp) counts as the relu node it replaced.
+  if (n.attr("activation")) per += out(0);
   return per * rows;
 }
 

@@ -40,6 +40,78 @@ std::optional<LayerLowering> layer_lowering(std::string_view builtin) {
   return std::nullopt;
 }
 
+namespace {
+
+template <class Kind>
+struct NamedKind {
+  Kind kind;
+  const char* name;
+};
+
+const std::vector<NamedKind<LossKind>>& loss_table() {
+  static const std::vector<NamedKind<LossKind>> table = {
+#define LOSS(kind, name) {LossKind::kind, name},
+#include "runtime/model/model_ops.def"
+#undef LOSS
+  };
+  return table;
+}
+
+const std::vector<NamedKind<OptimizerKind>>& optimizer_table() {
+  static const std::vector<NamedKind<OptimizerKind>> table = {
+#define OPTIMIZER(kind, name) {OptimizerKind::kind, name},
+#include "runtime/model/model_ops.def"
+#undef OPTIMIZER
+  };
+  return table;
+}
+
+const std::vector<NamedKind<MetricKind>>& metric_table() {
+  static const std::vector<NamedKind<MetricKind>> table = {
+#define METRIC(kind, name) {MetricKind::kind, name},
+#include "runtime/model/model_ops.def"
+#undef METRIC
+  };
+  return table;
+}
+
+template <class Kind>
+std::vector<Kind> kinds_of(const std::vector<NamedKind<Kind>>& table) {
+  std::vector<Kind> out;
+  for (const auto& row : table) out.push_back(row.kind);
+  return out;
+}
+
+template <class Kind>
+std::optional<Kind> kind_named(const std::vector<NamedKind<Kind>>& table, std::string_view name) {
+  for (const auto& row : table)
+    if (name == row.name) return row.kind;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<LossKind>& all_loss_kinds() {
+  static const std::vector<LossKind> kinds = kinds_of(loss_table());
+  return kinds;
+}
+const char* loss_kind_name(LossKind k) { return loss_table().at(static_cast<size_t>(k)).name; }
+std::optional<LossKind> loss_kind_from_name(std::string_view name) { return kind_named(loss_table(), name); }
+
+const std::vector<OptimizerKind>& all_optimizer_kinds() {
+  static const std::vector<OptimizerKind> kinds = kinds_of(optimizer_table());
+  return kinds;
+}
+const char* optimizer_kind_name(OptimizerKind k) { return optimizer_table().at(static_cast<size_t>(k)).name; }
+std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name) { return kind_named(optimizer_table(), name); }
+
+const std::vector<MetricKind>& all_metric_kinds() {
+  static const std::vector<MetricKind> kinds = kinds_of(metric_table());
+  return kinds;
+}
+const char* metric_kind_name(MetricKind k) { return metric_table().at(static_cast<size_t>(k)).name; }
+std::optional<MetricKind> metric_kind_from_name(std::string_view name) { return kind_named(metric_table(), name); }
+
 const char* value_role_name(ValueRole r) {
   switch (r) {
     case ValueRole::Input: return "input";

@@ -55,6 +55,36 @@ struct LayerLowering {
 };
 std::optional<LayerLowering> layer_lowering(std::string_view builtin);
 
+/// The losses of model_ops.def: a loss node's `kind`, and the loss builtins.
+enum class LossKind {
+#define LOSS(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef LOSS
+};
+const std::vector<LossKind>& all_loss_kinds();
+const char* loss_kind_name(LossKind k);
+std::optional<LossKind> loss_kind_from_name(std::string_view name);
+
+/// The optimizers of model_ops.def: an optimizer_step node's `kind`, and the optimizer builtins.
+enum class OptimizerKind {
+#define OPTIMIZER(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef OPTIMIZER
+};
+const std::vector<OptimizerKind>& all_optimizer_kinds();
+const char* optimizer_kind_name(OptimizerKind k);
+std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name);
+
+/// The metrics of model_ops.def: what a train block's `metrics` list may name.
+enum class MetricKind {
+#define METRIC(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef METRIC
+};
+const std::vector<MetricKind>& all_metric_kinds();
+const char* metric_kind_name(MetricKind k);
+std::optional<MetricKind> metric_kind_from_name(std::string_view name);
+
 enum class ValueRole {
   Input,       // a model input, fed from a field of the data
   Target,      // the loss target, fed from a field of the data

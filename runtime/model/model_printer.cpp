@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "runtime/model/model_graph.h"
+#include "runtime/model/step_memory.h"
 
 namespace pipec {
 
@@ -137,6 +138,13 @@ std::string print_model_graph(const ModelGraph& g) {
     if (g.batch > 0) out += fmt::format("; per step of {}: {}", g.batch, thousands(total * g.batch + per_step));
   }
   out += "\n";
+  if (g.loss >= 0 && g.batch > 0) {
+    // The liveness plan (step_memory.h): what a step holds at its peak, beside the flat buffers.
+    StepMemory m = step_memory(g, g.batch);
+    out += fmt::format("  memory per step of {}: activations and gradients {} at the peak (during {} node {}), flat buffers {}\n",
+                       g.batch, bytes_text(m.peak_activation_bytes), model_op_name(g.nodes.at(m.peak_node).op), m.peak_node,
+                       bytes_text(m.flat_bytes));
+  }
   for (const GraphNode* n : functions) out += "\n" + print_function(*n->fn);
   return out;
 }

@@ -15,7 +15,7 @@ std::string print_train_program(const TrainProgram& t) {
   out += fmt::format("  {}, precision {}, strategy {}\n", length, t.precision, t.strategy);
   if (t.eval) {
     std::string metrics;
-    for (const std::string& m : t.eval->metrics) metrics += (metrics.empty() ? "" : ", ") + m;
+    for (MetricKind m : t.eval->metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(metric_kind_name(m));
     out += fmt::format("  validation {}, {}, metrics: {}; inference graph of {} nodes (batch_norm with moving statistics, "
                        "dropout off)\n",
                        t.eval->pipeline.empty() ? "(inline pipeline)" : t.eval->pipeline,

@@ -15,7 +15,7 @@ namespace pipec {
 struct EvalProgram {
   std::string pipeline;              // the pipeline named by `validation` (empty when written inline)
   int64_t every = 0;                 // `eval_every`; 0: only after the last step
-  std::vector<std::string> metrics;  // accuracy, mae, mse, in the order written
+  std::vector<MetricKind> metrics;   // in the order written
   ModelGraph graph;                  // inputs, output, target and loss as in the step graph; no backward
 };
 

@@ -28,28 +28,28 @@ int64_t argmax(const double* row, int64_t n) {
 
 }  // namespace
 
-double metric_sum(const std::string& metric, const std::string& loss_kind, bool class_labels, const Tensor& output,
-                  const Tensor& target) {
+double metric_sum(MetricKind metric, LossKind loss, bool class_labels, const Tensor& output, const Tensor& target) {
   const std::vector<double> y = as_doubles(output), t = as_doubles(target);
   const int64_t batch = output.shape().empty() ? 1 : output.shape()[0];
   if (batch == 0) return 0;
   const int64_t per_example = static_cast<int64_t>(y.size()) / batch;
   const int64_t classes = output.shape().size() > 1 ? output.shape().back() : 1;
   double sum = 0;
-  if (metric == "mae" || metric == "mse") {
-    if (t.size() != y.size()) throw std::logic_error("evaluation: " + metric + " needs a target shaped like the output");
+  if (metric == MetricKind::Mae || metric == MetricKind::Mse) {
+    if (t.size() != y.size())
+      throw std::logic_error(fmt::format("evaluation: {} needs a target shaped like the output", metric_kind_name(metric)));
     for (int64_t b = 0; b < batch; ++b) {
       double s = 0;
       for (int64_t i = 0; i < per_example; ++i) {
         double d = y[b * per_example + i] - t[b * per_example + i];
-        s += metric == "mae" ? std::fabs(d) : d * d;
+        s += metric == MetricKind::Mae ? std::fabs(d) : d * d;
       }
       sum += s / static_cast<double>(per_example);
     }
     return sum;
   }
-  if (metric != "accuracy") throw std::logic_error("evaluation: unknown metric " + metric);
-  if (loss_kind == "binary_cross_entropy") {
+  // accuracy
+  if (loss == LossKind::BinaryCrossEntropy) {
     for (int64_t b = 0; b < batch; ++b) {
       double s = 0;
       for (int64_t i = 0; i < per_example; ++i) s += (y[b * per_example + i] > 0.5) == (t[b * per_example + i] > 0.5);
@@ -86,7 +86,8 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
   const GraphNode* loss_node = nullptr;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Loss) loss_node = &n;
-  const std::string loss_kind = loss_node ? loss_node->attr_symbol("kind") : "";
+  std::optional<LossKind> loss_kind = loss_node ? loss_kind_from_name(loss_node->attr_symbol("kind")) : std::nullopt;
+  if (!loss_kind) throw std::logic_error("evaluation: the inference graph has no loss node of a known loss");
   const bool class_labels = loss_node && loss_node->attr("sparse") && loss_node->attr("sparse")->b;
 
   EvalResult r;
@@ -109,13 +110,13 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
       }
       loss_sum += loss * static_cast<double>(n);
       const Tensor& output = ex_.value(g.output);
-      for (size_t m = 0; m < sums.size(); ++m) sums[m] += metric_sum(t_.eval->metrics[m], loss_kind, class_labels, output, target);
+      for (size_t m = 0; m < sums.size(); ++m) sums[m] += metric_sum(t_.eval->metrics[m], *loss_kind, class_labels, output, target);
       r.examples += n;
     }
   }
   if (r.examples == 0) throw std::runtime_error(fmt::format("train `{}`: the validation data gave no batch to evaluate on", t_.name));
   r.loss = loss_sum / static_cast<double>(r.examples);
-  for (size_t m = 0; m < sums.size(); ++m) r.metrics.push_back({t_.eval->metrics[m], sums[m] / static_cast<double>(r.examples)});
+  for (size_t m = 0; m < sums.size(); ++m) r.metrics.push_back({metric_kind_name(t_.eval->metrics[m]), sums[m] / static_cast<double>(r.examples)});
   return r;
 }
 

@@ -26,8 +26,7 @@ struct EvalResult {
 /// accuracy: with integer labels (cross_entropy) the arg-max of the last axis against the label; with
 /// one-hot targets against the target's arg-max; for binary_cross_entropy output and target each
 /// thresholded at 0.5, per element. mae, mse: per element. Per example, the mean over its positions.
-double metric_sum(const std::string& metric, const std::string& loss_kind, bool class_labels, const Tensor& output,
-                  const Tensor& target);
+double metric_sum(MetricKind metric, LossKind loss, bool class_labels, const Tensor& output, const Tensor& target);
 
 class Evaluator {
  public:

@@ -26,7 +26,7 @@
 namespace pipec {
 
 struct OptimizerConfig {
-  std::string kind = "adam";  // sgd, adam, adamw
+  OptimizerKind kind = OptimizerKind::Adam;
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -36,7 +36,7 @@ struct OptimizerConfig {
   double global_clipnorm = 0;  // 0: no clipping
   LrSchedule schedule;         // schedule.initial is `lr` when lr is a number
 
-  /// The settings of an optimizer_step node.
+  /// The settings of an optimizer_step node (a `kind` that is not an optimizer is a std::logic_error).
   static OptimizerConfig from_node(const GraphNode& n);
 };
 

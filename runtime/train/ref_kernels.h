@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/model/model_graph.h"
+
 namespace pipec::ref {
 
 /// A 2-D window op over [batch, height, width, channels]: the input, output and window geometry.
@@ -93,7 +95,7 @@ template <class T> void multiply(int64_t n, const T* a, const T* b, T* out);
 /// The losses of model_ops.def's `loss`: the mean over the batch (and over the last axis, as Keras),
 /// and the gradient of that mean with respect to the prediction.
 struct LossSpec {
-  std::string kind;  // mse, mae, huber, binary_cross_entropy, cross_entropy
+  LossKind kind = LossKind::Mse;
   bool from_logits = false;
   bool sparse = false;        // cross_entropy with class labels
   double delta = 1.0;         // huber

@@ -102,28 +102,33 @@ double cross_entropy_position(const LossSpec& s, const T* p, const T* target, in
 
 // One value of the element-wise losses: its loss and its derivative.
 std::pair<double, double> elementwise(const LossSpec& s, double p, double t) {
-  if (s.kind == "mse") return {(p - t) * (p - t), 2 * (p - t)};
-  if (s.kind == "mae") return {std::fabs(p - t), p > t ? 1.0 : p < t ? -1.0 : 0.0};
-  if (s.kind == "huber") {
-    double e = p - t, a = std::fabs(e);
-    if (a <= s.delta) return {0.5 * e * e, e};
-    return {s.delta * (a - 0.5 * s.delta), e > 0 ? s.delta : -s.delta};
+  switch (s.kind) {
+    case LossKind::Mse: return {(p - t) * (p - t), 2 * (p - t)};
+    case LossKind::Mae: return {std::fabs(p - t), p > t ? 1.0 : p < t ? -1.0 : 0.0};
+    case LossKind::Huber: {
+      double e = p - t, a = std::fabs(e);
+      if (a <= s.delta) return {0.5 * e * e, e};
+      return {s.delta * (a - 0.5 * s.delta), e > 0 ? s.delta : -s.delta};
+    }
+    case LossKind::BinaryCrossEntropy: {
+      if (s.from_logits) {
+        double z = p;
+        double loss = std::max(z, 0.0) - z * t + std::log1p(std::exp(-std::fabs(z)));
+        double sig = z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z));
+        return {loss, sig - t};
+      }
+      double q = clip_probability(p);
+      double loss = -(t * std::log(q) + (1 - t) * std::log(1 - q));
+      return {loss, inside(p) ? -(t / q - (1 - t) / (1 - q)) : 0.0};
+    }
+    case LossKind::CrossEntropy: break;  // over a class axis, not element-wise: run() takes it apart
   }
-  // binary_cross_entropy
-  if (s.from_logits) {
-    double z = p;
-    double loss = std::max(z, 0.0) - z * t + std::log1p(std::exp(-std::fabs(z)));
-    double sig = z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z));
-    return {loss, sig - t};
-  }
-  double q = clip_probability(p);
-  double loss = -(t * std::log(q) + (1 - t) * std::log(1 - q));
-  return {loss, inside(p) ? -(t / q - (1 - t) / (1 - q)) : 0.0};
+  throw std::logic_error(fmt::format("{} is not an element-wise loss", loss_kind_name(s.kind)));
 }
 
 template <class T>
 double run(const LossSpec& s, const T* p, const T* t, T* grad) {
-  if (s.kind == "cross_entropy") {
+  if (s.kind == LossKind::CrossEntropy) {
     int64_t positions = s.batch * (s.per_example / s.classes);
     double scale = 1.0 / static_cast<double>(positions);
     double total = 0;

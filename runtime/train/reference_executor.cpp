@@ -172,13 +172,35 @@ void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step,
 }
 
 template <class T>
-void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
-  // Outputs that are not views of the flat buffers get a tensor of their own.
+std::string ReferenceExecutor<T>::description() const {
+  return "reference (-O0: plain loops with f64 accumulation, one thread)";
+}
+
+template <class T>
+void ReferenceExecutor<T>::allocate_outputs(const GraphNode& n, int64_t rows) {
   for (int o : n.outputs) {
     const GraphValue& v = g_.values[o];
     if (v.grad_of < 0 && v.role != ValueRole::Param && v.role != ValueRole::State && n.op != ModelOp::Expr)
       values_[o] = Tensor::empty(v.dtype, g_.full_shape(o, rows));
   }
+}
+
+template <class T>
+void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+  // A layer with a fused activation (compiler/train/passes/fuse_activation.cpp): the layer, then the
+  // activation in place, as two loops.
+  if (const Value* act = n.attr("activation")) {
+    if (act->s != "relu") throw std::logic_error("reference executor: fused activation " + act->s);
+    GraphNode plain = n;
+    plain.attrs.erase("activation");
+    ReferenceExecutor<T>::run_node(plain, rows, step);
+    T* y = data(n.outputs[0]);
+    const int64_t count = shape_num_elements(g_.full_shape(n.outputs[0], rows));
+    for (int64_t i = 0; i < count; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+    return;
+  }
+  // Outputs that are not views of the flat buffers get a tensor of their own.
+  allocate_outputs(n, rows);
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
   auto in = [&](size_t k) { return data(n.inputs.at(k)); };
@@ -334,7 +356,9 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
       ref::LossSpec s;
-      s.kind = n.attr_symbol("kind");
+      std::optional<LossKind> kind = loss_kind_from_name(n.attr_symbol("kind"));
+      if (!kind) throw std::logic_error("a loss node of an unknown loss " + n.attr_symbol("kind"));
+      s.kind = *kind;
       s.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
       s.sparse = n.attr("sparse") && n.attr("sparse")->b;
       if (n.attr("delta")) s.delta = n.attr_number("delta");

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/core/tensor.h"
@@ -32,6 +33,10 @@ class ReferenceExecutor {
   /// `g` must outlive the executor; its float values must be T's dtype. Parameters start as Keras
   /// initializes them (initializers.h) from `seed`, which also keys dropout.
   ReferenceExecutor(const ModelGraph& g, uint64_t seed);
+  virtual ~ReferenceExecutor() = default;
+
+  /// What `pipec run`'s summary names the executor by.
+  virtual std::string description() const;
 
   FlatBuffers<T>& buffers() { return buf_; }
   OptimizerSlots<T>& optimizer_slots() { return slots_; }
@@ -48,10 +53,18 @@ class ReferenceExecutor {
   /// phase not run yet will read (each is freed after its last reader; parameters live in buffers()).
   const Tensor& value(int id) const { return values_.at(id); }
 
- private:
+ protected:
+  /// Faster executors (runtime/train/fast) derive from this one and override run_node for the kinds
+  /// they have kernels for, leaving the others (and the order, the buffers, the phases) to it.
   T* data(int id);
-  void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  /// Gives each output of `n` that is not a view of the flat buffers a tensor of its own.
+  void allocate_outputs(const GraphNode& n, int64_t rows);
+  virtual void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+
+ private:
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
+
+ protected:
 
   const ModelGraph& g_;
   uint64_t seed_;

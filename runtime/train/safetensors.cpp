@@ -30,13 +30,19 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-// A JSON value, as much of JSON as a safetensors header uses.
+// A JSON value, as much of JSON as a safetensors header uses. An object's members are a vector of
+// JsonField (not of std::pair) because std::pair needs a complete Json where libc++/clang checks it.
+struct JsonField;
 struct Json {
   enum Kind { Null, Number, String, Array, Object, Bool } kind = Null;
   double number = 0;
   std::string text;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> fields;
+  std::vector<JsonField> fields;
+};
+struct JsonField {
+  std::string key;
+  Json value;
 };
 
 class JsonParser {
@@ -243,14 +249,16 @@ SafetensorsFile read_safetensors(const std::string& path) {
   SafetensorsFile f;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   std::map<std::string, uint64_t> begins;
-  for (const auto& [name, v] : root.fields) {
+  for (const JsonField& member : root.fields) {
+    const std::string& name = member.key;
+    const Json& v = member.value;
     if (name == "__metadata__") {
-      for (const auto& [k, x] : v.fields) f.metadata[k] = x.text;
+      for (const JsonField& m : v.fields) f.metadata[m.key] = m.value.text;
       continue;
     }
-    auto field = [&](const char* key) -> const Json* {
-      for (const auto& [k, x] : v.fields)
-        if (k == key) return &x;
+    auto field = [&v](const char* key) -> const Json* {
+      for (const JsonField& m : v.fields)
+        if (m.key == key) return &m.value;
       return nullptr;
     };
     const Json* dtype = field("dtype");

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/train/batch_view.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/train/safetensors.h"
 
 namespace pipec {
@@ -48,6 +50,45 @@ void check_finite(const Tensor& t, const std::string& field, int64_t step) {
     case DType::BF16: check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); }); break;
     default: break;
   }
+}
+
+// Bytes this process may still allocate: MemAvailable, or less under a cgroup (v2) memory limit.
+int64_t available_memory() {
+  int64_t available = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) available = kb * 1024;
+    std::fclose(f);
+  }
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    long long limit = 0, used = 0;
+    if (std::fscanf(f, "%lld", &limit) == 1) {
+      if (std::FILE* u = std::fopen("/sys/fs/cgroup/memory.current", "r")) {
+        if (std::fscanf(u, "%lld", &used) != 1) used = 0;
+        std::fclose(u);
+      }
+      if (available < 0 || limit - used < available) available = limit - used;
+    }
+    std::fclose(f);
+  }
+  return available;
+}
+
+// A step that cannot fit is reported before step 1 (before the weights are even allocated), with the
+// liveness plan's figures, instead of failing in the middle of a step.
+void check_step_fits(const TrainProgram& t) {
+  const ModelGraph& g = t.step;
+  if (g.batch <= 0) return;
+  StepMemory m = step_memory(g, g.batch);
+  int64_t available = available_memory();
+  if (available >= 0 && m.total_bytes() > available)
+    throw TrainError(fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
+                                 "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
+                                 "smaller batch needs proportionally less activation memory",
+                                 t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+                                 bytes_text(m.flat_bytes), bytes_text(available)));
 }
 
 }  // namespace
@@ -103,7 +144,10 @@ void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffer
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
                           const std::function<void(const TrainProgress&)>& progress) {
   const ModelGraph& g = t.step;
-  ReferenceExecutor<float> ex(g, o.seed);
+  check_step_fits(t);
+  std::unique_ptr<ReferenceExecutor<float>> executor =
+      o.make_executor ? o.make_executor(g, o.seed) : std::make_unique<ReferenceExecutor<float>>(g, o.seed);
+  ReferenceExecutor<float>& ex = *executor;
   if (!o.init_path.empty()) load_weights(g, o.init_path, ex.buffers());
   RunOptions ro;
   ro.seed = o.seed;
@@ -122,6 +166,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   for (const Stage& s : data.stages) repeats += s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
   const bool epochs_visible = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
   TrainSummary sum;
+  sum.executor = ex.description();
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
   const auto start = std::chrono::steady_clock::now();

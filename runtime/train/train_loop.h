@@ -1,5 +1,6 @@
-// The training loop: batches from the data pipeline into the step graph on the reference executor,
-// for a fixed number of steps or epochs, with progress, timing, NaN checks and weights in and out.
+// The training loop: batches from the data pipeline into the step graph on an executor (the reference
+// one unless the caller passes another), for a fixed number of steps or epochs, with progress, timing,
+// NaN checks and weights in and out.
 //
 // How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
 // data plan).
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +44,9 @@ struct TrainOptions {
   std::string init_path;  // start from these weights (safetensors)
   std::string save_path;  // write the weights here at the end
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
+  /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
+  /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
+  std::function<std::unique_ptr<ReferenceExecutor<float>>(const ModelGraph&, uint64_t seed)> make_executor;
 };
 
 struct TrainProgress {
@@ -66,6 +71,7 @@ struct TrainSummary {
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
   std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
+  std::string executor;              // the executor's description
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

@@ -25,12 +25,17 @@ using testing::random_tensor;
 enum class Target { Real, Probability, Distribution, Labels };
 
 struct GradCase {
+  GradCase(std::string input, std::string body, std::string output, std::string loss = "mse", std::string target = "",
+           Target kind = Target::Real)
+      : input(std::move(input)), body(std::move(body)), output(std::move(output)), loss(std::move(loss)), target(std::move(target)),
+        kind(kind) {}
+
   std::string input;   // the type of x, one example
   std::string body;    // the model body
   std::string output;  // the model's result type
-  std::string loss = "mse";
+  std::string loss;
   std::string target;  // the type of y (default: the output's)
-  Target kind = Target::Real;
+  Target kind;
 };
 
 std::string spec_of(const GradCase& c) {
@@ -124,7 +129,7 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
       "param", "const",  // where the sweep ends
       "bit_or", "bit_and", "bit_xor", "shl", "shr", "bit_not", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
       "unpack_bits", "pack_bits", "one_hot", "argmax", "size",
-      "gather", "prod",  // not written yet
+      "gather", "prod", "dynamic_index", "dynamic_slice",  // not written yet
       "random_uniform", "random_normal", "random_int",  // refused in models: unsupported_in_model
       "read_file", "decode_jpeg", "decode_png", "decode_image", "encode_png", "encode_jpeg", "random_crop", "crop_or_pad", "resize",
       "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down", "central_crop", "convert_image_dtype",
@@ -135,7 +140,9 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
   }
   // Every op builtin a model body may call lowers to one of those ops.
   for (const Builtin& b : all_builtins())
-    if (b.kind == BuiltinKind::Op) EXPECT_TRUE(op_of_builtin(b).has_value()) << b.name;
+    if (b.kind == BuiltinKind::Op) {
+      EXPECT_TRUE(op_of_builtin(b).has_value()) << b.name;
+    }
 }
 
 TEST(TrainGradients, Conv2d) {
@@ -213,6 +220,13 @@ TEST(TrainGradients, ExpressionOps) {
     SCOPED_TRACE(e);
     check_gradients({"f32[6, 6, 2]", "h = x | dense(3)\n  y = " + e + "\n  y | flatten | dense(2)", "f32[2]"});
   }
+}
+
+// An index computed at run time (dynamic_index) into a model input: the input needs no gradient, so the
+// step builds and the gradients through the product are exact. (Through a layer's output it is a
+// not_differentiable error: tests/lang/train/fail_run_time_index.pipe.)
+TEST(TrainGradients, RunTimeIndexIntoAnInput) {
+  check_gradients({"f32[5]", "h = x | dense(4)\n  h * x[i64(x[0] > 0.0) + 1]", "f32[4]"});
 }
 
 TEST(TrainGradients, Losses) {

@@ -85,7 +85,7 @@ TEST(TrainSchedule, SgdUsesTheLearningRateOfTheStepCountBeforeTheStep) {
   // linear_warmup(0.5, 2): the first step has lr 0 (Keras calls the schedule with iterations = 0),
   // the second 0.25, the third 0.5.
   OptimizerConfig c;
-  c.kind = "sgd";
+  c.kind = OptimizerKind::Sgd;
   c.schedule.kind = "linear_warmup";
   c.schedule.initial = 0;
   c.schedule.warmup_target = 0.5;
@@ -105,7 +105,7 @@ TEST(TrainSchedule, SgdUsesTheLearningRateOfTheStepCountBeforeTheStep) {
 
 TEST(TrainSchedule, GlobalClipnormScalesEveryGradientByOneFactor) {
   OptimizerConfig c;
-  c.kind = "sgd";
+  c.kind = OptimizerKind::Sgd;
   c.schedule.initial = 0.1;
   c.global_clipnorm = 1.0;
   std::vector<float> w = {0, 0, 0}, g = {3, 0, 4};  // norm 5: scaled by 1/5
@@ -129,7 +129,7 @@ TEST(TrainSchedule, AdamWithClippingMovesByTheScheduledRate) {
   // Adam's first step moves every weight by lr_t * m / (sqrt(v) + eps) = lr * g(1 - b1) / ((1 - b1)
   // sqrt((1 - b2) g^2 / (1 - b2)) + ...) ~ lr * sign(g), whatever the clipping scale.
   OptimizerConfig c;
-  c.kind = "adam";
+  c.kind = OptimizerKind::Adam;
   c.eps = 0;
   c.schedule = cosine(0.01, 10);
   c.global_clipnorm = 0.5;
@@ -150,7 +150,7 @@ TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
                                  "train t = { data = p, model = net(x), loss = mse(y), optimizer = sgd(lr = cosine_decay(0.5, 90, "
                                  "alpha = 0.1, warmup_target = 1.0, warmup_steps = 10), global_clipnorm = 2.0), steps = 100 }\n");
   OptimizerConfig c = optimizer_of(t);
-  EXPECT_EQ(c.kind, "sgd");
+  EXPECT_EQ(c.kind, OptimizerKind::Sgd);
   EXPECT_EQ(c.global_clipnorm, 2.0);
   EXPECT_EQ(c.schedule.kind, "cosine_decay");
   EXPECT_TRUE(c.schedule.has_warmup_target);

@@ -68,7 +68,9 @@ TEST(TrainValidation, InferenceModeUsesMovingStatisticsAndKeepsEverything) {
   // The step graph of the same block trains with the batch's statistics: batch_norm there has no
   // inference attribute.
   for (const GraphNode& n : t.step.nodes)
-    if (n.op == ModelOp::BatchNorm || n.op == ModelOp::Dropout) EXPECT_EQ(n.attr("inference"), nullptr);
+    if (n.op == ModelOp::BatchNorm || n.op == ModelOp::Dropout) {
+      EXPECT_EQ(n.attr("inference"), nullptr);
+    }
   // Same parameters by name and offset: the evaluator copies the training buffers as they are.
   ASSERT_EQ(g.params.size(), t.step.params.size());
   for (size_t i = 0; i < g.params.size(); ++i) {
@@ -80,22 +82,22 @@ TEST(TrainValidation, InferenceModeUsesMovingStatisticsAndKeepsEverything) {
 TEST(TrainValidation, MetricsMeanWhatKerasMeans) {
   // Integer labels: arg-max of the last axis against the label; 2 of 3 right.
   Tensor probs = f32_tensor({3, 3}, {0.1f, 0.7f, 0.2f, 0.5f, 0.3f, 0.2f, 0.3f, 0.3f, 0.4f});
-  EXPECT_DOUBLE_EQ(metric_sum("accuracy", "cross_entropy", true, probs, i64_tensor({3}, {1, 0, 1})), 2.0);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, probs, i64_tensor({3}, {1, 0, 1})), 2.0);
   // One-hot targets: against the target's arg-max.
   Tensor onehot = f32_tensor({3, 3}, {0, 1, 0, 0, 0, 1, 0, 0, 1});
-  EXPECT_DOUBLE_EQ(metric_sum("accuracy", "cross_entropy", false, probs, onehot), 2.0);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, false, probs, onehot), 2.0);
   // Labels per position (segmentation): per example, the share of its positions right.
   Tensor pixels = f32_tensor({1, 2, 2}, {0.9f, 0.1f, 0.2f, 0.8f});
-  EXPECT_DOUBLE_EQ(metric_sum("accuracy", "cross_entropy", true, pixels, i64_tensor({1, 2}, {0, 0})), 0.5);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, pixels, i64_tensor({1, 2}, {0, 0})), 0.5);
   // binary_cross_entropy: both sides of 0.5, per element.
   Tensor p = f32_tensor({2, 2}, {0.9f, 0.2f, 0.6f, 0.4f});
   Tensor t = f32_tensor({2, 2}, {1, 0, 0, 0});
-  EXPECT_DOUBLE_EQ(metric_sum("accuracy", "binary_cross_entropy", false, p, t), 1.0 + 0.5);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::BinaryCrossEntropy, false, p, t), 1.0 + 0.5);
   // mae and mse: the mean over an example's elements, summed over the batch.
   Tensor a = f32_tensor({2, 2}, {1, 2, 3, 4});
   Tensor b = f32_tensor({2, 2}, {0, 0, 3, 6});
-  EXPECT_DOUBLE_EQ(metric_sum("mae", "mse", false, a, b), 1.5 + 1.0);
-  EXPECT_DOUBLE_EQ(metric_sum("mse", "mse", false, a, b), 2.5 + 2.0);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Mae, LossKind::Mse, false, a, b), 1.5 + 1.0);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Mse, LossKind::Mse, false, a, b), 2.5 + 2.0);
 }
 
 // Every 2 steps and after the last (5): three evaluations on the held-out pipeline, each over all of its

@@ -11,7 +11,7 @@ namespace {
 
 template <class T>
 void check_bce_from_logits() {
-  ref::LossSpec s{"binary_cross_entropy", true, false, 1.0, 4, 1, 1};
+  ref::LossSpec s{LossKind::BinaryCrossEntropy, true, false, 1.0, 4, 1, 1};
   const T z[4] = {T(1e4), T(-1e4), T(1e4), T(-1e4)};
   const T t[4] = {1, 0, 0, 1};
   double loss = ref::loss<T>(s, z, t);
@@ -24,7 +24,7 @@ void check_bce_from_logits() {
 
 template <class T>
 void check_cross_entropy_from_logits(bool sparse) {
-  ref::LossSpec s{"cross_entropy", true, sparse, 1.0, 2, 3, 3};
+  ref::LossSpec s{LossKind::CrossEntropy, true, sparse, 1.0, 2, 3, 3};
   const T z[6] = {T(1e4), T(-1e4), 0, T(-1e4), T(1e4), 0};
   const T labels[2] = {0, 0};
   const T one_hot[6] = {1, 0, 0, 1, 0, 0};
@@ -49,7 +49,7 @@ TEST(TrainLoss, LogitsOfTenThousandStayFinite) {
 TEST(TrainLoss, ProbabilitiesAreClippedAsKerasClipsThem) {
   // p = 0 and p = 1 are clipped to [1e-7, 1 - 1e-7]: a finite loss of -log(1e-7) per miss, and no
   // gradient where the clip bites.
-  ref::LossSpec s{"binary_cross_entropy", false, false, 1.0, 2, 1, 1};
+  ref::LossSpec s{LossKind::BinaryCrossEntropy, false, false, 1.0, 2, 1, 1};
   const double p[2] = {0.0, 1.0}, t[2] = {1, 1};
   EXPECT_NEAR(ref::loss<double>(s, p, t), (-std::log(1e-7) - std::log(1 - 1e-7)) / 2, 1e-12);
   double g[2];
@@ -59,7 +59,7 @@ TEST(TrainLoss, ProbabilitiesAreClippedAsKerasClipsThem) {
 }
 
 TEST(TrainLoss, ClassLabelOutOfRangeNamesTheExample) {
-  ref::LossSpec s{"cross_entropy", true, true, 1.0, 3, 4, 4};
+  ref::LossSpec s{LossKind::CrossEntropy, true, true, 1.0, 3, 4, 4};
   const float z[12] = {};
   const float labels[3] = {1, 4, 0};
   try {
