@@ -162,7 +162,7 @@ int cmd_run(const Args& args) {
       "run", "SPEC",
       "Trains the spec's train block (the training options below), or runs a pipeline of SPEC and reports\n"
       "its throughput. A spec with a train block trains unless a pipeline option (--pipeline, --take,\n"
-      "--output, --checkpoint, --checkpoint-every, --resume) asks for the pipeline. On a terminal a progress\n"
+      "--output) asks for the pipeline. On a terminal a progress\n"
       "line shows batches, examples/s, MB/s, elapsed time and the ETA when known (training: steps, the smoothed\n"
       "loss, examples/s and the share of time waiting for input); at the end a summary shows where the time went.\n"
       "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.");
@@ -184,13 +184,16 @@ int cmd_run(const Args& args) {
       ->type_name("S")
       ->capture_default_str();
   app->add_option("--threads", a.threads, "worker threads; one per core when not given")->type_name("N")->check(in_range(1, 1024));
-  auto* checkpoint = app->add_option("--checkpoint", a.checkpoint, "save the iterator state in DIR/state.ckpt")->type_name("DIR");
-  pipeline_only.push_back(checkpoint);
-  pipeline_only.push_back(app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements")
-                              ->type_name("N")
-                              ->check(in_range(1, INT64_MAX))
-                              ->capture_default_str());
-  pipeline_only.push_back(app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt")->needs(checkpoint));
+  auto* checkpoint = app->add_option("--checkpoint", a.checkpoint,
+                                     "save the iterator state in DIR/state.ckpt; training: a training checkpoint\n"
+                                     "(weights, optimizer slots, step, input state) in DIR/train.ckpt and\n"
+                                     "DIR/weights-STEP.safetensors, also after the last step")
+                         ->type_name("DIR");
+  app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements (training: every N steps)")
+      ->type_name("N")
+      ->check(in_range(1, INT64_MAX))
+      ->capture_default_str();
+  auto* resume = app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt (training: from DIR/train.ckpt)")->needs(checkpoint);
   app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")->type_name("FILE");
   app->add_flag("--no-jit", a.no_jit, "run map/filter bodies on the interpreter instead of compiling them with LLVM");
   app->add_option("--device", a.device,
@@ -203,6 +206,8 @@ int cmd_run(const Args& args) {
   add_opt_flags(*app, request.options.passes);
   const TrainFlags train_flags = add_train_flags(*app, t);
   const std::vector<CLI::Option*> train_only = train_flags.all();
+  // A resumed run starts from the checkpoint's weights, not from a file of initial ones.
+  resume->excludes(train_flags.init);
   // A pipeline flag runs the pipeline: it does not go with a training flag.
   for (CLI::Option* p : pipeline_only)
     for (CLI::Option* tr : train_only) p->excludes(tr);

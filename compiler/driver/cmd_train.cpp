@@ -1,7 +1,8 @@
 // `pipec run SPEC` on a spec with a train block: the training half of the command. compile() has built
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
 // the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
-// from that plan, with a progress line, a summary of where the time went and --stats-json.
+// from that plan, with a progress line, a summary of where the time went, --stats-json and training
+// checkpoints (--checkpoint DIR, --resume: runtime/train/train_checkpoint.h).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/train/strategy.h"
 #include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/train_checkpoint.h"
 #include "runtime/train/train_loop.h"
 
 namespace pipec {
@@ -44,15 +46,17 @@ std::string progress_line(const TrainProgress& p) {
   std::string line = fmt::format("step {}  loss {:.4g}  {} ex/s  input {}  elapsed {}", steps, p.smoothed_loss,
                                  format_thousands(static_cast<uint64_t>(rate)), percent(p.input_wait, p.elapsed),
                                  format_duration(p.elapsed));
-  if (p.total_steps && p.step > 0) line += "  ETA " + format_duration(p.elapsed / p.step * (*p.total_steps - p.step));
+  const int64_t done = p.step - p.resumed_from;  // steps this run took
+  if (p.total_steps && done > 0) line += "  ETA " + format_duration(p.elapsed / done * (*p.total_steps - p.step));
   if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
   return line;
 }
 
-void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const TrainArgs& a) {
+void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r, const TrainArgs& a) {
   const TrainProgress& p = s.last;
-  out << fmt::format("train {}: {} steps ({} examples) in {:.2f} s, {} examples/s\n", t.name, format_thousands(p.step),
-                     format_thousands(p.examples), p.elapsed,
+  const std::string steps = p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
+                                           : fmt::format("{} steps", format_thousands(p.step));
+  out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps, format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
   out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss, p.smoothed_loss,
                      s.first_loss);
@@ -71,6 +75,12 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single") out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
+  if (p.resumed_from) out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(), p.resumed_from);
+  if (s.checkpoints)
+    out << fmt::format("  checkpoint  {} saved {} time{}, the last after step {}\n", r.checkpoint, s.checkpoints,
+                       s.checkpoints == 1 ? "" : "s", p.step);
+  else if (!r.checkpoint.empty())
+    out << fmt::format("  checkpoint  {} already holds step {}\n", r.checkpoint, p.step);
   if (!a.save.empty())
     out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors, s.saved_bytes / 1e6);
 }
@@ -82,6 +92,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["spec"] = spec;
   j["train"] = t.name;
   j["steps"] = p.step;
+  if (p.resumed_from) j["resumed_from_step"] = p.resumed_from;
   j["examples"] = p.examples;
   j["seconds"] = p.elapsed;
   j["examples_per_second"] = p.elapsed > 0 ? p.examples / p.elapsed : 0.0;
@@ -160,6 +171,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.length = train.length;
   to.init_path = ta.init;
   to.save_path = ta.save;
+  to.checkpoint_dir = a.checkpoint;
+  to.checkpoint_every = a.checkpoint_every;
+  to.resume = a.resume;
+  if (a.resume && !fs::exists(train_checkpoint_file(a.checkpoint))) {
+    std::cerr << "pipec run: no training checkpoint to resume from at " << train_checkpoint_file(a.checkpoint).string() << "\n";
+    return 2;
+  }
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
   if (ta.executor == "fast") {
     FastExecutorOptions fo;
@@ -208,7 +226,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   try {
     TrainSummary s = run_training(t, data, to, on_step);
     clear_line();
-    if (!quiet) print_summary(std::cerr, t, s, ta);
+    if (!quiet) print_summary(std::cerr, t, s, a, ta);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
       o << stats_json(a.spec, t, s).dump(2) << "\n";
@@ -221,6 +239,10 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     clear_line();
     std::cerr << "pipec run: interrupted\n";
     return 130;
+  } catch (const CheckpointError& e) {
+    clear_line();
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 1;
   } catch (const WeightsFileError& e) {
     clear_line();
     std::cerr << "pipec run: error: " << e.what() << "\n";

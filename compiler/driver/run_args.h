@@ -19,13 +19,13 @@ struct RunArgs {
   std::string stats_json;
   bool no_jit = false;
   std::string device = "auto";
+  std::string checkpoint;  // a pipeline run: DIR/state.ckpt; a training run: runtime/train/train_checkpoint.h
+  int64_t checkpoint_every = 100;  // output elements, or training steps
+  bool resume = false;
   // A pipeline run only.
   std::string pipeline;
   int64_t take = -1;  // -1: every element
   std::string output;
-  std::string checkpoint;
-  int64_t checkpoint_every = 100;
-  bool resume = false;
 };
 
 struct TrainArgs {

@@ -63,12 +63,12 @@ uint64_t get_le(const uint8_t* p, int nbytes) {
   return v;
 }
 
+}  // namespace
+
 uint32_t crc32_of(const void* data, size_t n) {
   // crc32_z takes a size_t length, so files over 4 GiB need no chunking.
   return static_cast<uint32_t>(crc32_z(crc32(0L, Z_NULL, 0), static_cast<const Bytef*>(data), n));
 }
-
-}  // namespace
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
   std::filesystem::path tmp = path;

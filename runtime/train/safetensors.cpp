@@ -184,8 +184,7 @@ size_t dtype_size(const std::string& dtype) {
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& entries,
-                       const std::map<std::string, std::string>& metadata) {
+std::string safetensors_bytes(const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata) {
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
@@ -207,20 +206,27 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsEnt
   }
   header += "}";
   while (header.size() % 8) header += ' ';
+  std::string out;
+  out.reserve(8 + header.size() + at);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(n >> (8 * i)));
+  out += header;
+  // The data is little-endian f32, which is what this (x86-64, ARM64) machine holds in memory.
+  for (const SafetensorsEntry& e : entries)
+    out.append(reinterpret_cast<const char*>(e.data), static_cast<size_t>(shape_num_elements(e.shape)) * 4);
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& entries,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string bytes = safetensors_bytes(entries, metadata);
   std::filesystem::path target(path);
   std::filesystem::path tmp = target;
   tmp += fmt::format(".tmp{}", getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    uint8_t len[8];
-    uint64_t n = header.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    // The data is little-endian f32, which is what this (x86-64, ARM64) machine holds in memory.
-    for (const SafetensorsEntry& e : entries)
-      out.write(reinterpret_cast<const char*>(e.data), static_cast<std::streamsize>(shape_num_elements(e.shape) * 4));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) throw std::runtime_error(fmt::format("{}: writing failed: {}", path, std::strerror(errno)));
   }
@@ -236,6 +242,10 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& path) {
   if (bytes.size() < 8) throw std::runtime_error(fmt::format("{}: not a safetensors file: {} bytes, shorter than its 8-byte header length", path, bytes.size()));
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);

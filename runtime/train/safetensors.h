@@ -21,6 +21,10 @@ struct SafetensorsEntry {
   const float* data = nullptr;  // shape's element count of them
 };
 
+/// The file's bytes for F32 tensors in the given order (a training checkpoint writes them itself, with
+/// their CRC beside them).
+std::string safetensors_bytes(const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata = {});
+
 /// Writes F32 tensors, in the given order, to `path` (a temporary file renamed into place, so a reader
 /// never sees half a file). Throws std::runtime_error naming the file.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& entries,
@@ -40,5 +44,7 @@ struct SafetensorsFile {
 /// Reads a safetensors file whose tensors are F32 (F16, BF16 and F64 are converted). Throws
 /// std::runtime_error naming the file and what is wrong (truncated, bad header, overlapping data...).
 SafetensorsFile read_safetensors(const std::string& path);
+/// The same from the file's bytes; `path` names them in errors.
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& path);
 
 }  // namespace pipec

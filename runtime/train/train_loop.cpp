@@ -3,15 +3,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/train/batch_view.h"
+#include "runtime/train/train_checkpoint.h"
 #include "runtime/model/step_memory.h"
-#include "runtime/train/safetensors.h"
 
 namespace pipec {
 
@@ -93,54 +92,6 @@ void check_step_fits(const TrainProgram& t) {
 
 }  // namespace
 
-void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers) {
-  SafetensorsFile f;
-  try {
-    f = read_safetensors(path);
-  } catch (const std::runtime_error& e) {
-    throw WeightsFileError(e.what());
-  }
-  std::vector<std::string> problems;
-  std::set<std::string> used;
-  auto take = [&](int v, std::vector<float>& buffer) {
-    const GraphValue& x = g.values[v];
-    auto it = f.tensors.find(x.name);
-    if (it == f.tensors.end()) {
-      problems.push_back(fmt::format("`{}` ({}) is missing", x.name, shape_to_string(x.shape)));
-      return;
-    }
-    used.insert(x.name);
-    if (it->second.shape != x.shape) {
-      problems.push_back(fmt::format("`{}` is {} in the file but {} in the model", x.name, shape_to_string(it->second.shape),
-                                     shape_to_string(x.shape)));
-      return;
-    }
-    std::copy(it->second.data.begin(), it->second.data.end(), buffer.begin() + x.offset);
-  };
-  for (int p : g.params) take(p, buffers.params);
-  for (int s : g.states) take(s, buffers.states);
-  for (const std::string& name : f.order)
-    if (!used.count(name)) problems.push_back(fmt::format("`{}` is not a parameter of model `{}`", name, g.name));
-  if (!problems.empty()) {
-    std::string list;
-    for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
-    if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
-    throw WeightsFileError(fmt::format("{}: the weights do not fit model `{}` ({} problem{}):{}", path, g.name, problems.size(),
-                                       problems.size() == 1 ? "" : "s", list));
-  }
-}
-
-void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name) {
-  std::vector<SafetensorsEntry> entries;
-  for (int p : g.params) entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
-  for (int s : g.states) entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
-  try {
-    write_safetensors(path, entries, {{"format", "pipec"}, {"model", g.name}, {"train", train_name}});
-  } catch (const std::runtime_error& e) {
-    throw WeightsFileError(e.what());
-  }
-}
-
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
                           const std::function<void(const TrainProgress&)>& progress) {
   const ModelGraph& g = t.step;
@@ -169,70 +120,108 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   sum.executor = ex.description();
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
-  const auto start = std::chrono::steady_clock::now();
   double ema = 0;
+  // The current chunk of batches and the next of its rows to train on.
+  Chunk c;
+  int64_t next_row = 0;
+  if (o.resume) {
+    TrainCheckpointState cs = load_train_checkpoint(o.checkpoint_dir, g, o.seed, ex.buffers(), ex.optimizer_slots());
+    run.restore_state(std::move(cs.pipeline_state), train_checkpoint_file(o.checkpoint_dir).string() + " (the input pipeline's state)");
+    p.step = p.resumed_from = cs.step;
+    p.epoch = cs.epoch;
+    if (!p.total_steps) p.total_steps = cs.total_steps;
+    ema = cs.loss_sum;
+    sum.first_loss = cs.first_loss;
+    p.loss = cs.last_loss;
+    p.loss_scale = cs.loss_scale;
+    p.lr = ex.optimizer_slots().last_lr;
+    p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+    if (cs.pending) c = std::move(*cs.pending);
+  }
+  auto save_checkpoint = [&] {
+    TrainCheckpointState cs;
+    cs.seed = o.seed;
+    cs.step = p.step;
+    cs.epoch = p.epoch;
+    // With epochs alone the total is known from the data only; a resumed run must not take a guess for it.
+    if (p.total_steps && (o.length.steps || epochs_visible)) cs.total_steps = p.total_steps;
+    cs.loss_sum = ema;
+    cs.first_loss = sum.first_loss;
+    cs.last_loss = p.loss;
+    cs.loss_scale = p.loss_scale;
+    cs.pipeline_state = run.save_state();
+    if (next_row < c.rows) cs.pending = slice_rows(c, next_row, c.rows);
+    save_train_checkpoint(o.checkpoint_dir, g, t.name, ex.buffers(), ex.optimizer_slots(), cs);
+    ++sum.checkpoints;
+  };
+  int64_t checkpointed_at = o.resume ? p.step : -1;
+  const auto start = std::chrono::steady_clock::now();
   std::optional<Evaluator> evaluator;
   if (t.eval && o.validation) evaluator.emplace(t, *o.validation, ro, o.seed);
   auto evaluate = [&] {
     sum.evals.push_back(evaluator->run(ex.buffers(), p.step));
     p.eval = sum.evals.back();
   };
-  Chunk c;
-  bool done = false;
-  while (!done) {
+  while (true) {
     if (o.cancel) o.cancel->throw_if_cancelled();
     if (p.total_steps && p.step >= *p.total_steps) break;
-    auto wait_start = std::chrono::steady_clock::now();
-    bool more = run.next(c);
-    p.input_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-    if (!more) break;
-    for (int64_t r = 0; r < c.rows; ++r) {
-      if (p.total_steps && p.step >= *p.total_steps) {
-        done = true;
+    if (next_row >= c.rows) {
+      auto wait_start = std::chrono::steady_clock::now();
+      bool more = run.next(c);
+      p.input_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+      next_row = 0;
+      if (!more) {
+        c.rows = 0;
         break;
       }
-      if (o.cancel) o.cancel->throw_if_cancelled();
-      // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
-      if (!p.total_steps && epochs_visible && c.epoch > 0 && p.step > 0) p.total_steps = p.step * *o.length.epochs;
-      std::vector<Tensor> inputs;
-      for (size_t k = 0; k < input_columns.size(); ++k) {
-        inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, r));
-        check_finite(inputs.back(), g.input_fields[k], p.step);
-      }
-      Tensor target = batch_of(c.columns[target_column], c.rows, r);
-      check_finite(target, g.target_field, p.step);
-      double loss = 0;
-      try {
-        loss = ex.run(inputs, &target, static_cast<uint64_t>(p.step), OpCategory::Loss, &sum.phases);
-      } catch (const CancelledError&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw TrainError(fmt::format("step {}: {}", p.step + 1, e.what()));
-      }
-      if (!std::isfinite(loss)) {
-        std::string last = sum.losses.empty() ? std::string("it was the first step")
-                                              : fmt::format("the loss was {:.6g} at step {}", sum.losses.back(), p.step);
-        throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
-                                     "too large, or inputs far from 0, are the usual causes",
-                                     p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
-      }
-      ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
-      if (sum.losses.empty()) sum.first_loss = loss;
-      sum.losses.push_back(loss);
-      ++p.step;
-      ema = 0.95 * ema + 0.05 * loss;
-      p.loss = loss;
-      p.lr = ex.optimizer_slots().last_lr;
-      p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
-      p.examples += target.shape().empty() ? 1 : target.shape()[0];
-      p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
-      if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
-      p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (progress) progress(p);
+      continue;
     }
+    const int64_t r = next_row++;
+    // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
+    if (!p.total_steps && epochs_visible && c.epoch > 0 && p.step > 0) p.total_steps = p.step * *o.length.epochs;
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < input_columns.size(); ++k) {
+      inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, r));
+      check_finite(inputs.back(), g.input_fields[k], p.step);
+    }
+    Tensor target = batch_of(c.columns[target_column], c.rows, r);
+    check_finite(target, g.target_field, p.step);
+    double loss = 0;
+    try {
+      loss = ex.run(inputs, &target, static_cast<uint64_t>(p.step), OpCategory::Loss, &sum.phases);
+    } catch (const CancelledError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw TrainError(fmt::format("step {}: {}", p.step + 1, e.what()));
+    }
+    if (!std::isfinite(loss)) {
+      std::string last = p.step == 0 ? std::string("it was the first step")
+                                     : fmt::format("the loss was {:.6g} at step {}", p.loss, p.step);
+      throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
+                                   "too large, or inputs far from 0, are the usual causes",
+                                   p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
+    }
+    ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
+    if (p.step == 0) sum.first_loss = loss;
+    sum.losses.push_back(loss);
+    ++p.step;
+    ema = 0.95 * ema + 0.05 * loss;
+    p.loss = loss;
+    p.lr = ex.optimizer_slots().last_lr;
+    p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+    p.examples += target.shape().empty() ? 1 : target.shape()[0];
+    p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
+    if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
+    if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && p.step % o.checkpoint_every == 0) {
+      save_checkpoint();
+      checkpointed_at = p.step;
+    }
+    p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress) progress(p);
   }
   if (p.step == 0) throw TrainError(fmt::format("train `{}`: the data gave no batch to train on", t.name));
   if (evaluator && (sum.evals.empty() || sum.evals.back().step != p.step)) evaluate();
+  if (!o.checkpoint_dir.empty() && checkpointed_at != p.step) save_checkpoint();
   p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.save_path.empty()) {
     save_weights(g, o.save_path, ex.buffers(), t.name);

@@ -20,17 +20,12 @@
 #include "runtime/train/reference_executor.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/train_length.h"
+#include "runtime/train/weights_file.h"
 
 namespace pipec {
 
 /// A training run stopped on bad data or a loss that is not finite; the message names the step.
 class TrainError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// --init or --save failed: a file that cannot be read or written, or weights of another model.
-class WeightsFileError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -43,6 +38,12 @@ struct TrainOptions {
   TrainLength length;
   std::string init_path;  // start from these weights (safetensors)
   std::string save_path;  // write the weights here at the end
+  /// A training checkpoint folder (runtime/train/train_checkpoint.h): saved every `checkpoint_every`
+  /// steps (counted from step 0, so a resumed run keeps the cadence; 0: only at the end) and after the
+  /// last step; `resume` starts from it instead of from the initial weights.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
   /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
   /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
@@ -50,15 +51,16 @@ struct TrainOptions {
 };
 
 struct TrainProgress {
-  int64_t step = 0;                  // steps done
+  int64_t step = 0;                  // steps done (a resumed run counts from its checkpoint's)
+  int64_t resumed_from = 0;          // the checkpoint's step count when the run resumed, else 0
   std::optional<int64_t> total_steps;  // known up front with steps; with epochs alone, after the first pass
   int64_t epoch = 0;                 // the data pass of the last batch
   double loss = 0;                   // of the last step
   double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
   double lr = 0;                     // the learning rate of the last step (its schedule's value)
   double loss_scale = 1;             // the loss scale of the last step (1: fp32 trains unscaled)
-  int64_t examples = 0;
-  double elapsed = 0;
+  int64_t examples = 0;              // examples this run trained on (since it resumed)
+  double elapsed = 0;                // seconds of this run
   double input_wait = 0;             // seconds blocked waiting for the next batch
   std::optional<EvalResult> eval;    // the last evaluation on the validation data
 };
@@ -67,23 +69,18 @@ struct TrainSummary {
   TrainProgress last;
   PhaseSeconds phases{};             // forward, loss, backward, update
   double first_loss = 0;
-  std::vector<double> losses;        // every step's loss
+  std::vector<double> losses;        // every step's loss (this run's steps)
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
+  int64_t checkpoints = 0;           // checkpoints saved
   std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
   std::string executor;              // the executor's description
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
-/// every step. Throws TrainError (bad data, non-finite loss), WeightsFileError, KernelError and
-/// CancelledError.
+/// every step. Throws TrainError (bad data, non-finite loss), WeightsFileError, CheckpointError (a
+/// checkpoint that cannot be written, or refused on resume), KernelError and CancelledError.
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& options,
                           const std::function<void(const TrainProgress&)>& progress = {});
-
-/// Copies the weights of a safetensors file into the buffers; every parameter and state tensor of `g`
-/// must be there with its shape, and nothing else.
-void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers);
-/// Writes every parameter and state tensor of `g`, named as `pipec explain` shows them.
-void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name);
 
 }  // namespace pipec
