@@ -71,11 +71,7 @@ struct DenseSink {
     }
     for (int64_t i = 0; i < m; ++i) add(load_float(p + 4 * i));
   }
-  static float load_float(const char* p) {
-    uint32_t bits;
-    std::memcpy(&bits, p, 4);
-    return std::bit_cast<float>(WireReader::from_le(bits));
-  }
+  static float load_float(const char* p) { return std::bit_cast<float>(load_le32(p)); }
 };
 
 // Variable length, numeric: appended to the batch's value vector.

@@ -79,8 +79,8 @@ TEST(IoCrc32c, MatchesTensorFlowFraming) {
   // CRC of "foo".
   std::string rec = testing::base64_decode("AwAAAAAAAACwmUkOZm9vYYq+/g==");
   ASSERT_EQ(rec.size(), 12u + 3u + 4u);
-  EXPECT_EQ(tfrecord::load_le32(rec.data() + 8), crc32c_masked(rec.data(), 8));
-  EXPECT_EQ(tfrecord::load_le32(rec.data() + 15), crc32c_masked("foo", 3));
+  EXPECT_EQ(load_le32(rec.data() + 8), crc32c_masked(rec.data(), 8));
+  EXPECT_EQ(load_le32(rec.data() + 15), crc32c_masked("foo", 3));
   char header[12];
   tfrecord::encode_header(header, 3);
   EXPECT_EQ(std::string(header, 12), rec.substr(0, 12));
