@@ -225,7 +225,7 @@ class FunctionLowering {
     int consumed = 0;
     for (const IndexItem& it : ix.items)
       if (it.kind != IndexItem::Ellipsis) ++consumed;
-    Value starts{Value::List}, stops{Value::List}, steps{Value::List};
+    Value starts = Value::make_list(), stops = Value::make_list(), steps = Value::make_list();
     std::vector<int64_t> sliced_shape;
     int gather_axis = -1;
     Value gather_indices;
@@ -329,7 +329,7 @@ class FunctionLowering {
   }
 
   static Value shape_value(const std::vector<int64_t>& shape) {
-    Value v{Value::List};
+    Value v = Value::make_list();
     for (int64_t d : shape) v.items.push_back(Value::make_int(d));
     return v;
   }
@@ -552,10 +552,10 @@ class PlanLowering {
 
   // write(tfrecord("out/*.tfrecord", shards = 8)): the format becomes a list value [kind, path, shards, compression].
   static Value format_value(const CallExpr& c) {
-    Value v{Value::List};
+    Value v = Value::make_list();
     v.items.push_back(Value::make_symbol(c.callee->as<NameExpr>()->name));
     for (const Arg& a : c.args) {
-      Value item{Value::List};
+      Value item = Value::make_list();
       item.items.push_back(Value::make_symbol(a.name.empty() ? "path" : a.name));
       if (a.value->constant) item.items.push_back(*a.value->constant);
       v.items.push_back(item);

@@ -37,7 +37,8 @@ TEST(LeCodec, LoadsAtEveryAlignment) {
 }
 
 TEST(LeCodec, RoundTripsExtremes) {
-  for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{0x80}, ~uint64_t{0}, uint64_t{1} << 63, uint64_t{0x0123456789abcdef}}) {
+  for (uint64_t v :
+       {uint64_t{0}, uint64_t{1}, uint64_t{0x80}, ~uint64_t{0}, uint64_t{1} << 63, uint64_t{0x0123456789abcdef}}) {
     std::string s;
     append_le64(s, v);
     append_le32(s, static_cast<uint32_t>(v >> 7));
