@@ -17,61 +17,67 @@
 #
 # Logs: build-ci/JOB.log.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 
-all_jobs=(format build ctest fuzz-front fuzz-images asan tsan)
-jobs=("$@")
-[ ${#jobs[@]} -gt 0 ] || jobs=("${all_jobs[@]}")
-fuzz_seconds="${PIPEC_FUZZ_SECONDS:-60}"
-ncpu=$(nproc 2>/dev/null || echo 2)
+main() {
+  cd "$(dirname "$0")/.."
 
-run_job() {
-  case "$1" in
-    format) bash scripts/check_format.sh ;;
-    build)
-      # -DPIPEC_WERROR=ON explicitly: a build/ configured earlier with it off is switched back on.
-      cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEC_WERROR=ON >/dev/null &&
-        bash scripts/build.sh ;;
-    ctest) (cd build && ctest --output-on-failure -j"$ncpu") ;;
-    fuzz-front) bash tests/fuzz/run.sh "$fuzz_seconds" ;;
-    fuzz-images) bash tests/fuzz/run_images.sh "$fuzz_seconds" ;;
-    asan) bash scripts/sanitize.sh asan ;;
-    tsan) bash scripts/sanitize.sh tsan ;;
-    *) echo "unknown job '$1' (jobs: ${all_jobs[*]})"; return 2 ;;
-  esac
+  all_jobs=(format build ctest fuzz-front fuzz-images asan tsan)
+  jobs=("$@")
+  [ ${#jobs[@]} -gt 0 ] || jobs=("${all_jobs[@]}")
+  fuzz_seconds="${PIPEC_FUZZ_SECONDS:-60}"
+  ncpu=$(nproc 2>/dev/null || echo 2)
+
+  run_job() {
+    case "$1" in
+      format) bash scripts/check_format.sh ;;
+      build)
+        # -DPIPEC_WERROR=ON explicitly: a build/ configured earlier with it off is switched back on.
+        cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEC_WERROR=ON >/dev/null &&
+          bash scripts/build.sh ;;
+      ctest) (cd build && ctest --output-on-failure -j"$ncpu") ;;
+      fuzz-front) bash tests/fuzz/run.sh "$fuzz_seconds" ;;
+      fuzz-images) bash tests/fuzz/run_images.sh "$fuzz_seconds" ;;
+      asan) bash scripts/sanitize.sh asan ;;
+      tsan) bash scripts/sanitize.sh tsan ;;
+      *) echo "unknown job '$1' (jobs: ${all_jobs[*]})"; return 2 ;;
+    esac
+  }
+
+  bash scripts/setup.sh || exit 1
+  mkdir -p build-ci
+  failed=()
+  summary=()
+  start_all=$(date +%s)
+  for job in "${jobs[@]}"; do
+    log="build-ci/$job.log"
+    start=$(date +%s)
+    run_job "$job" >"$log" 2>&1
+    status=$?
+    secs=$(($(date +%s) - start))
+    took=$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))
+    if [ "$status" -eq 0 ]; then
+      line=$(printf '%-12s ok      %8s' "$job" "$took")
+    else
+      line=$(printf '%-12s FAILED  %8s  (exit %d; log %s)' "$job" "$took" "$status" "$log")
+      failed+=("$job")
+      echo "---- last 80 lines of $log"
+      tail -n 80 "$log"
+      echo "----"
+    fi
+    echo "$line"
+    summary+=("$line")
+  done
+  secs=$(($(date +%s) - start_all))
+  echo
+  echo "jobs:"
+  printf '  %s\n' "${summary[@]}"
+  printf '  %-12s %s  %8s\n' "total" "      " "$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))"
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAILED: ${failed[*]}"
+    exit 1
+  fi
+  echo "all jobs passed"
 }
 
-bash scripts/setup.sh || exit 1
-mkdir -p build-ci
-failed=()
-summary=()
-start_all=$(date +%s)
-for job in "${jobs[@]}"; do
-  log="build-ci/$job.log"
-  start=$(date +%s)
-  run_job "$job" >"$log" 2>&1
-  status=$?
-  secs=$(($(date +%s) - start))
-  took=$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))
-  if [ "$status" -eq 0 ]; then
-    line=$(printf '%-12s ok      %8s' "$job" "$took")
-  else
-    line=$(printf '%-12s FAILED  %8s  (exit %d; log %s)' "$job" "$took" "$status" "$log")
-    failed+=("$job")
-    echo "---- last 80 lines of $log"
-    tail -n 80 "$log"
-    echo "----"
-  fi
-  echo "$line"
-  summary+=("$line")
-done
-secs=$(($(date +%s) - start_all))
-echo
-echo "jobs:"
-printf '  %s\n' "${summary[@]}"
-printf '  %-12s %s  %8s\n' "total" "      " "$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))"
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "FAILED: ${failed[*]}"
-  exit 1
-fi
-echo "all jobs passed"
+# The whole script is read before it runs, so editing it while CI runs does not change that run.
+main "$@"
