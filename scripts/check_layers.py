@@ -19,6 +19,7 @@ LAYERS = [
     ["runtime/core"],                     # tensors, chunks, dtypes, buffer pool, Philox, dtype dispatch
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
     ["runtime/plan"],                     # the plan and expression IR, printer, verifier, serialization
+    ["runtime/model"],                    # the model IR: layer table, model and training-step graphs
     ["runtime/io"],                       # file formats: TFRecord, tf.Example, NumPy, CSV, compression
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
@@ -26,17 +27,23 @@ LAYERS = [
     ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
+    ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
+    ["runtime/train/fast"],               # the fast training executor: the step graph on runtime/train/dnnl
     ["runtime/capi"],                     # the C ABI of built libraries
     # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics
     ["compiler/sema"],                    # checking, builtin registry
     ["compiler/lower"],                   # checked AST -> plan
+    ["compiler/train"],                   # model and train blocks -> training-step graph (gradient pass)
+    ["compiler/train/passes"],            # the step graph's passes (fusion), one per file, in one list
     ["compiler/passes"],                  # the optimizer
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
     ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels
     ["compiler/fmt"],                     # the formatter
     ["compiler/lsp"],                     # the language server
     ["compiler/driver"],                  # the command line
+    # Hosts of the compiler and runtime.
+    ["python/src"],                       # the Python module's extension (pipec._pipec)
 ]
 
 # Inside one rank the code generator's printers share the backend-neutral loop nests, so codegen/llvm
@@ -60,7 +67,7 @@ def folder_of(path):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
-    for top in ("runtime", "compiler"):
+    for top in ("runtime", "compiler", "python/src"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for name in files:
                 if not name.endswith((".h", ".cpp", ".def", ".inc")):

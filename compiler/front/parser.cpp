@@ -144,8 +144,8 @@ class ErrorListener : public antlr4::BaseErrorListener {
       return kDeclaration;
     if (has(L::INT) && has(L::STRING) && has(L::LPAREN) && has(L::ID)) return "an expression";
     std::vector<std::string> names;
-    for (size_t t : set.toList()) {
-      if (t == antlr4::Token::EOF) {
+    for (ssize_t t : set.toList()) {
+      if (static_cast<size_t>(t) == antlr4::Token::EOF) {
         names.push_back(end);
         continue;
       }
