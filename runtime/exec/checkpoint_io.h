@@ -37,10 +37,6 @@ class CheckpointError : public std::runtime_error {
 /// name is per process). Throws CheckpointError; the temporary file is removed on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
-/// The CRC32 (zlib's polynomial) of `n` bytes: the state file's trailer, and what a state file records
-/// of the files written beside it (a training checkpoint's weights).
-uint32_t crc32_of(const void* data, size_t n);
-
 /// The whole content of `path`. Throws CheckpointError naming the path and the OS error.
 std::string read_file(const std::filesystem::path& path);
 

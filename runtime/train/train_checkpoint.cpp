@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/le_codec.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/train/safetensors.h"
 #include "runtime/train/weights_file.h"
@@ -78,7 +79,7 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
   w.write_f64(state.loss_scale);
   w.write_string(weights_name);
   w.write_u64(weights.size());
-  w.write_u32(crc32_of(weights.data(), weights.size()));
+  w.write_u32(crc32_zlib(weights.data(), weights.size()));
   w.write_string(state.pipeline_state);
   w.write_u32(state.pending ? 1 : 0);
   if (state.pending) save_chunk(w, *state.pending);
@@ -145,7 +146,7 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   if (bytes.size() != weights_size)
     throw CheckpointError(fmt::format("{}: {} bytes, but {} says {}: truncated or replaced", weights_path.string(), bytes.size(),
                                       file.string(), weights_size));
-  const uint32_t crc = crc32_of(bytes.data(), bytes.size());
+  const uint32_t crc = crc32_zlib(bytes.data(), bytes.size());
   if (crc != weights_crc)
     throw CheckpointError(fmt::format("{}: corrupt: CRC32 {:08x}, but {} recorded {:08x}", weights_path.string(), crc, file.string(),
                                       weights_crc));
