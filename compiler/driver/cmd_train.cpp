@@ -17,10 +17,10 @@
 #include "compiler/driver/run_args.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
-#include "runtime/threads/cancellation.h"
 #include "runtime/gpu/cuda_loader.h"
-#include "runtime/train/strategy.h"
+#include "runtime/threads/cancellation.h"
 #include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/strategy.h"
 #include "runtime/train/train_checkpoint.h"
 #include "runtime/train/train_loop.h"
 
@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
+std::string percent(double part, double whole) {
+  return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
+}
 
 // "loss 0.41, accuracy 0.87, mae 0.2" of one evaluation on the validation data.
 std::string eval_text(const EvalResult& e) {
@@ -52,14 +54,17 @@ std::string progress_line(const TrainProgress& p) {
   return line;
 }
 
-void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r, const TrainArgs& a) {
+void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
+                   const TrainArgs& a) {
   const TrainProgress& p = s.last;
-  const std::string steps = p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
-                                           : fmt::format("{} steps", format_thousands(p.step));
-  out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps, format_thousands(p.examples), p.elapsed,
+  const std::string steps =
+      p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
+                     : fmt::format("{} steps", format_thousands(p.step));
+  out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps,
+                     format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
-  out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss, p.smoothed_loss,
-                     s.first_loss);
+  out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss,
+                     p.smoothed_loss, s.first_loss);
   const double total = std::max(p.elapsed, 1e-9);
   out << fmt::format(
       "  time        input wait {:.2f} s ({}), forward {:.2f} s ({}), loss {:.2f} s ({}), backward {:.2f} s ({}), "
@@ -68,21 +73,26 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
       percent(s.phases[1], total), s.phases[2], percent(s.phases[2], total), s.phases[3], percent(s.phases[3], total));
   if (!s.evals.empty()) {
     const EvalResult& e = s.evals.back();
-    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
-                       format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
+    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n",
+                       eval_text(e), format_thousands(e.examples), format_thousands(e.step), s.evals.size(),
+                       s.evals.size() == 1 ? "" : "s");
   }
   out << "  executor    " << s.executor << "\n";
-  if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
-  if (t.strategy != "single") out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
+  if (t.precision != "fp32")
+    out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
+  if (t.strategy != "single")
+    out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
-  if (p.resumed_from) out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(), p.resumed_from);
+  if (p.resumed_from)
+    out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(),
+                       p.resumed_from);
   if (s.checkpoints)
     out << fmt::format("  checkpoint  {} saved {} time{}, the last after step {}\n", r.checkpoint, s.checkpoints,
                        s.checkpoints == 1 ? "" : "s", p.step);
-  else if (!r.checkpoint.empty())
-    out << fmt::format("  checkpoint  {} already holds step {}\n", r.checkpoint, p.step);
+  else if (!r.checkpoint.empty()) out << fmt::format("  checkpoint  {} already holds step {}\n", r.checkpoint, p.step);
   if (!a.save.empty())
-    out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors, s.saved_bytes / 1e6);
+    out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors,
+                       s.saved_bytes / 1e6);
 }
 
 // The summary as JSON (`--stats-json`), with every step's loss.
@@ -125,19 +135,24 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
 TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
   const std::string group = "training (a spec with a train block)";
   TrainFlags f;
-  f.block = app.add_option("--train", into.block, "the train block to run (default: the only one)")->type_name("NAME")->group(group);
+  f.block = app.add_option("--train", into.block, "the train block to run (default: the only one)")
+                ->type_name("NAME")
+                ->group(group);
   f.steps = app.add_option("--steps", into.steps, "train N steps (replaces the block's steps and epochs)")
                 ->type_name("N")
                 ->check(in_range(1, INT64_MAX))
                 ->group(group);
-  f.epochs = app.add_option("--epochs", into.epochs, "train N passes over the data (with --steps: N x steps, steps per epoch)")
-                 ->type_name("N")
-                 ->check(in_range(1, INT64_MAX))
-                 ->group(group);
+  f.epochs =
+      app.add_option("--epochs", into.epochs, "train N passes over the data (with --steps: N x steps, steps per epoch)")
+          ->type_name("N")
+          ->check(in_range(1, INT64_MAX))
+          ->group(group);
   f.init = app.add_option("--init", into.init, "start from the weights in FILE (safetensors, as --save writes them)")
                ->type_name("FILE")
                ->group(group);
-  f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")
+               ->type_name("FILE")
+               ->group(group);
   f.metrics = app.add_option("--metrics", into.metrics,
                              "write one JSON line per step to FILE: step, loss, lr, loss_scale, examples_per_second, "
                              "input_wait_seconds")
@@ -175,7 +190,8 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   to.checkpoint_every = a.checkpoint_every;
   to.resume = a.resume;
   if (a.resume && !fs::exists(train_checkpoint_file(a.checkpoint))) {
-    std::cerr << "pipec run: no training checkpoint to resume from at " << train_checkpoint_file(a.checkpoint).string() << "\n";
+    std::cerr << "pipec run: no training checkpoint to resume from at " << train_checkpoint_file(a.checkpoint).string()
+              << "\n";
     return 2;
   }
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;

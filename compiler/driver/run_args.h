@@ -19,7 +19,7 @@ struct RunArgs {
   std::string stats_json;
   bool no_jit = false;
   std::string device = "auto";
-  std::string checkpoint;  // a pipeline run: DIR/state.ckpt; a training run: runtime/train/train_checkpoint.h
+  std::string checkpoint;          // a pipeline run: DIR/state.ckpt; a training run: runtime/train/train_checkpoint.h
   int64_t checkpoint_every = 100;  // output elements, or training steps
   bool resume = false;
   // A pipeline run only.
@@ -29,12 +29,12 @@ struct RunArgs {
 };
 
 struct TrainArgs {
-  std::string block;  // --train
-  int64_t steps = 0;  // --steps (when given)
+  std::string block;   // --train
+  int64_t steps = 0;   // --steps (when given)
   int64_t epochs = 0;  // --epochs (when given)
   std::string init;
   std::string save;
-  std::string metrics;  // --metrics: one JSON line per step
+  std::string metrics;            // --metrics: one JSON line per step
   std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
 };
 

@@ -40,7 +40,8 @@ Type rule_optimizer(CallContext& ctx) {
     auto v = ctx.const_number(p.name);
     if (!v) return Type::error();
     if (*v < 0) {
-      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range, fmt::format("`{}` cannot be negative", p.name));
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range,
+                fmt::format("`{}` cannot be negative", p.name));
       return Type::error();
     }
     if (p.name == "global_clipnorm" && *v == 0) {
@@ -68,7 +69,8 @@ Type rule_schedule(CallContext& ctx) {
     auto v = ctx.const_number(p.name);
     if (!v) return Type::error();
     if (*v < 0) {
-      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range, fmt::format("`{}` cannot be negative", p.name));
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(p.name).range,
+                fmt::format("`{}` cannot be negative", p.name));
       return Type::error();
     }
     if (p.name == "alpha" && *v > 1) {
@@ -101,21 +103,30 @@ Builtin optimizer_builtin(OptimizerKind kind) {
   const ParamSpec clip = opt("global_clipnorm", "none", {"none"});
   switch (kind) {
     case OptimizerKind::Adam:
-      return Builtin{name, BuiltinKind::Optimizer,
-                     {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0"), clip},
-                     "Adam with learning rate lr, Keras' form (eps added to sqrt(v), not to the bias-corrected sqrt(v_hat) as in "
-                     "PyTorch); a weight_decay decays the weights directly, as adamw does.",
-                     rule_optimizer};
+      return Builtin{
+          name,
+          BuiltinKind::Optimizer,
+          {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0"),
+           clip},
+          "Adam with learning rate lr, Keras' form (eps added to sqrt(v), not to the bias-corrected sqrt(v_hat) as in "
+          "PyTorch); a weight_decay decays the weights directly, as adamw does.",
+          rule_optimizer};
     case OptimizerKind::AdamW:
-      return Builtin{name, BuiltinKind::Optimizer,
-                     {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.004"), clip},
-                     "Adam with decoupled weight decay (w -= lr * weight_decay * w before each step), Keras' AdamW: its "
-                     "default weight_decay is Keras' 0.004 (PyTorch's is 0.01).",
-                     rule_optimizer};
+      return Builtin{
+          name,
+          BuiltinKind::Optimizer,
+          {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"),
+           opt("weight_decay", "0.004"), clip},
+          "Adam with decoupled weight decay (w -= lr * weight_decay * w before each step), Keras' AdamW: its "
+          "default weight_decay is Keras' 0.004 (PyTorch's is 0.01).",
+          rule_optimizer};
     case OptimizerKind::Sgd:
-      return Builtin{name, BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0"), clip},
-                     "Stochastic gradient descent, with optional momentum (Keras' form: v = momentum * v - lr * g; w += v).",
-                     rule_optimizer};
+      return Builtin{
+          name,
+          BuiltinKind::Optimizer,
+          {opt("lr", "1e-2"), opt("momentum", "0"), clip},
+          "Stochastic gradient descent, with optional momentum (Keras' form: v = momentum * v - lr * g; w += v).",
+          rule_optimizer};
   }
   throw std::logic_error("an optimizer row without a builtin");
 }
@@ -127,26 +138,44 @@ Builtin optimizer_builtin(OptimizerKind kind) {
 void register_train_builtins(std::vector<Builtin>& out) {
   for (LossKind kind : all_loss_kinds()) {
     const std::string name = loss_kind_name(kind);
-    out.push_back(Builtin{name, BuiltinKind::Loss, {req("target")}, name + " loss between the model output and the `target` field.",
+    out.push_back(Builtin{name,
+                          BuiltinKind::Loss,
+                          {req("target")},
+                          name + " loss between the model output and the `target` field.",
                           rule_loss});
   }
   for (OptimizerKind kind : all_optimizer_kinds()) out.push_back(optimizer_builtin(kind));
-  out.push_back(Builtin{"cosine_decay", BuiltinKind::Schedule,
-                        {req("initial"), req("decay_steps"), opt("alpha", "0"), opt("warmup_target", "none", {"none"}),
-                         opt("warmup_steps", "0")},
-                        "Keras' CosineDecay: from `initial` down to alpha * initial over decay_steps steps along half a cosine; "
-                        "with warmup_target, first a linear rise from `initial` to it over warmup_steps, then the decay from it.",
+  out.push_back(
+      Builtin{"cosine_decay",
+              BuiltinKind::Schedule,
+              {req("initial"), req("decay_steps"), opt("alpha", "0"), opt("warmup_target", "none", {"none"}),
+               opt("warmup_steps", "0")},
+              "Keras' CosineDecay: from `initial` down to alpha * initial over decay_steps steps along half a cosine; "
+              "with warmup_target, first a linear rise from `initial` to it over warmup_steps, then the decay from it.",
+              rule_schedule});
+  out.push_back(Builtin{"linear_warmup",
+                        BuiltinKind::Schedule,
+                        {req("target"), req("warmup_steps"), opt("initial", "0")},
+                        "A linear rise from `initial` to `target` over warmup_steps steps, then `target`.",
                         rule_schedule});
-  out.push_back(Builtin{"linear_warmup", BuiltinKind::Schedule, {req("target"), req("warmup_steps"), opt("initial", "0")},
-                        "A linear rise from `initial` to `target` over warmup_steps steps, then `target`.", rule_schedule});
-  out.push_back(Builtin{"exponential_decay", BuiltinKind::Schedule, {req("initial"), req("decay_steps"), req("decay_rate")},
-                        "Keras' ExponentialDecay: initial * decay_rate ^ (step / decay_steps).", rule_schedule});
-  out.push_back(Builtin{"single", BuiltinKind::Strategy, {}, "Train on one device.",
+  out.push_back(Builtin{"exponential_decay",
+                        BuiltinKind::Schedule,
+                        {req("initial"), req("decay_steps"), req("decay_rate")},
+                        "Keras' ExponentialDecay: initial * decay_rate ^ (step / decay_steps).",
+                        rule_schedule});
+  out.push_back(Builtin{"single", BuiltinKind::Strategy, {}, "Train on one device.", [](CallContext&) {
+                          return Type::opaque("strategy");
+                        }});
+  out.push_back(Builtin{"mirrored",
+                        BuiltinKind::Strategy,
+                        {opt("devices", "all", {"all"})},
+                        "Data-parallel training on several GPUs of one machine, gradients all-reduced with NCCL.",
+                        rule_mirrored});
+  out.push_back(Builtin{"multi_worker",
+                        BuiltinKind::Strategy,
+                        {},
+                        "Data-parallel training across machines started by mpirun.",
                         [](CallContext&) { return Type::opaque("strategy"); }});
-  out.push_back(Builtin{"mirrored", BuiltinKind::Strategy, {opt("devices", "all", {"all"})},
-                        "Data-parallel training on several GPUs of one machine, gradients all-reduced with NCCL.", rule_mirrored});
-  out.push_back(Builtin{"multi_worker", BuiltinKind::Strategy, {},
-                        "Data-parallel training across machines started by mpirun.", [](CallContext&) { return Type::opaque("strategy"); }});
 }
 
 }  // namespace pipec

@@ -12,14 +12,14 @@ namespace pipec {
 struct LossSpec {
   LossKind kind = LossKind::Mse;
   std::string target_field;
-  Shape target_shape;        // one example's
-  bool sparse = false;       // cross_entropy with integer class labels
+  Shape target_shape;   // one example's
+  bool sparse = false;  // cross_entropy with integer class labels
 };
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::Adam;
-  std::map<std::string, double> settings; // every parameter of the optimizer, defaults filled in
-  std::string schedule;                   // empty: `lr` is a constant; else cosine_decay, linear_warmup, ...
+  std::map<std::string, double> settings;           // every parameter of the optimizer, defaults filled in
+  std::string schedule;                             // empty: `lr` is a constant; else cosine_decay, linear_warmup, ...
   std::map<std::string, double> schedule_settings;  // the schedule's given and default settings
 };
 

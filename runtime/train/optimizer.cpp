@@ -60,7 +60,8 @@ template <class T>
 void adam_step(const OptimizerConfig& c, double lr_now, size_t n, int64_t iterations, T* w, const T* g, T* m, T* v) {
   const double t = static_cast<double>(iterations);
   const T alpha = static_cast<T>(lr_now * std::sqrt(1 - std::pow(c.beta2, t)) / (1 - std::pow(c.beta1, t)));
-  const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2), eps = static_cast<T>(c.eps);
+  const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2),
+          eps = static_cast<T>(c.eps);
   for (size_t i = 0; i < n; ++i) {
     m[i] += (g[i] - m[i]) * one_minus_b1;
     v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
@@ -86,7 +87,8 @@ const T* clip_by_global_norm(double clipnorm, size_t n, const T* g, std::vector<
 }  // namespace
 
 template <class T>
-void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads, OptimizerSlots<T>& slots) {
+void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
+                    OptimizerSlots<T>& slots) {
   const size_t n = params.size();
   const bool has_second_moment = c.kind != OptimizerKind::Sgd;
   if (slots.m.size() != n) slots.m.assign(n, T(0));
@@ -112,7 +114,9 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
   }
 }
 
-template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&, OptimizerSlots<float>&);
-template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&, OptimizerSlots<double>&);
+template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&,
+                                    OptimizerSlots<float>&);
+template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&,
+                                     OptimizerSlots<double>&);
 
 }  // namespace pipec

@@ -23,7 +23,8 @@ struct SafetensorsEntry {
 
 /// The file's bytes for F32 tensors in the given order (a training checkpoint writes them itself, with
 /// their CRC beside them).
-std::string safetensors_bytes(const std::vector<SafetensorsEntry>& entries, const std::map<std::string, std::string>& metadata = {});
+std::string safetensors_bytes(const std::vector<SafetensorsEntry>& entries,
+                              const std::map<std::string, std::string>& metadata = {});
 
 /// Writes F32 tensors, in the given order, to `path` (a temporary file renamed into place, so a reader
 /// never sees half a file). Throws std::runtime_error naming the file.

@@ -26,7 +26,9 @@ OptimizerKind optimizer_of(const ModelGraph& g) {
 }
 
 // The slots an optimizer keeps per parameter: m (sgd's velocity, adam's first moment), and v for adam.
-std::vector<char> slot_letters(OptimizerKind kind) { return kind == OptimizerKind::Sgd ? std::vector<char>{'m'} : std::vector<char>{'m', 'v'}; }
+std::vector<char> slot_letters(OptimizerKind kind) {
+  return kind == OptimizerKind::Sgd ? std::vector<char>{'m'} : std::vector<char>{'m', 'v'};
+}
 
 std::string slot_name(char letter, const std::string& param) { return fmt::format("optimizer.{}/{}", letter, param); }
 
@@ -41,26 +43,31 @@ bool is_weights_file(const fs::path& p) {
 
 fs::path train_checkpoint_file(const fs::path& dir) { return dir / "train.ckpt"; }
 
-void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::string& train_name, const FlatBuffers<float>& buffers,
-                           const OptimizerSlots<float>& slots, const TrainCheckpointState& state) {
+void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::string& train_name,
+                           const FlatBuffers<float>& buffers, const OptimizerSlots<float>& slots,
+                           const TrainCheckpointState& state) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw CheckpointError(fmt::format("{}: cannot create the checkpoint folder: {}", dir.string(), ec.message()));
   const OptimizerKind kind = optimizer_of(g);
   const size_t n = buffers.params.size();
   std::vector<SafetensorsEntry> entries;
-  for (int p : g.params) entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
-  for (int s : g.states) entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
+  for (int p : g.params)
+    entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
+  for (int s : g.states)
+    entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
   // Slots are made by the first step; a checkpoint is only ever taken after one.
   std::vector<float> zeros;
   for (char letter : slot_letters(kind)) {
     const std::vector<float>& b = letter == 'm' ? slots.m : slots.v;
     const float* base = b.size() == n ? b.data() : (zeros.assign(n, 0.0f), zeros.data());
-    for (int p : g.params) entries.push_back({slot_name(letter, g.values[p].name), g.values[p].shape, base + g.values[p].offset});
+    for (int p : g.params)
+      entries.push_back({slot_name(letter, g.values[p].name), g.values[p].shape, base + g.values[p].offset});
   }
   const std::string weights_name = fmt::format("{}{}{}", kWeightsPrefix, state.step, kWeightsSuffix);
   const std::string weights = safetensors_bytes(
-      entries, {{"format", "pipec-checkpoint"}, {"model", g.name}, {"train", train_name}, {"step", std::to_string(state.step)}});
+      entries,
+      {{"format", "pipec-checkpoint"}, {"model", g.name}, {"train", train_name}, {"step", std::to_string(state.step)}});
   write_file_atomic(dir / weights_name, weights);
 
   StateWriter w(kTrainCheckpointVersion);
@@ -94,15 +101,16 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
   }
 }
 
-TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph& g, uint64_t seed, FlatBuffers<float>& buffers,
-                                           OptimizerSlots<float>& slots) {
+TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph& g, uint64_t seed,
+                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots) {
   const fs::path file = train_checkpoint_file(dir);
   std::error_code ec;
-  if (!fs::exists(file, ec)) throw CheckpointError(fmt::format("{}: no training checkpoint to resume from", file.string()));
+  if (!fs::exists(file, ec))
+    throw CheckpointError(fmt::format("{}: no training checkpoint to resume from", file.string()));
   StateReader r = StateReader::from_file(file);
   if (r.version() != kTrainCheckpointVersion)
-    throw r.error(fmt::format("training checkpoint version {} is not supported (this pipec writes version {})", r.version(),
-                              kTrainCheckpointVersion));
+    throw r.error(fmt::format("training checkpoint version {} is not supported (this pipec writes version {})",
+                              r.version(), kTrainCheckpointVersion));
   // A pipeline's state file has the same framing and version; its first field is no such string.
   std::string file_kind;
   try {
@@ -116,11 +124,12 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   const std::string optimizer = r.read_string();
   const OptimizerKind kind = optimizer_of(g);
   if (optimizer != optimizer_kind_name(kind))
-    throw r.error(fmt::format("the checkpoint of {} was written with optimizer {}; this spec trains with {}", written_by, optimizer,
-                              optimizer_kind_name(kind)));
+    throw r.error(fmt::format("the checkpoint of {} was written with optimizer {}; this spec trains with {}",
+                              written_by, optimizer, optimizer_kind_name(kind)));
   TrainCheckpointState s;
   s.seed = r.read_u64();
-  if (s.seed != seed) throw r.error(fmt::format("the checkpoint was written with --seed {}; resume with the same seed", s.seed));
+  if (s.seed != seed)
+    throw r.error(fmt::format("the checkpoint was written with --seed {}; resume with the same seed", s.seed));
   s.step = r.read_i64();
   const int64_t iterations = r.read_i64();
   s.epoch = r.read_i64();
@@ -136,7 +145,8 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   s.pipeline_state = r.read_string();
   if (r.read_u32()) s.pending = restore_chunk(r);
   r.expect_end();
-  if (s.step < 1 || iterations < 0) throw r.error(fmt::format("corrupt training checkpoint: step {}, iteration {}", s.step, iterations));
+  if (s.step < 1 || iterations < 0)
+    throw r.error(fmt::format("corrupt training checkpoint: step {}, iteration {}", s.step, iterations));
 
   // The weights file it names, checked against the size and CRC recorded with it.
   if (fs::path(weights_name).filename().string() != weights_name || !is_weights_file(weights_name))
@@ -144,12 +154,12 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   const fs::path weights_path = dir / weights_name;
   const std::string bytes = read_file(weights_path);
   if (bytes.size() != weights_size)
-    throw CheckpointError(fmt::format("{}: {} bytes, but {} says {}: truncated or replaced", weights_path.string(), bytes.size(),
-                                      file.string(), weights_size));
+    throw CheckpointError(fmt::format("{}: {} bytes, but {} says {}: truncated or replaced", weights_path.string(),
+                                      bytes.size(), file.string(), weights_size));
   const uint32_t crc = crc32_zlib(bytes.data(), bytes.size());
   if (crc != weights_crc)
-    throw CheckpointError(fmt::format("{}: corrupt: CRC32 {:08x}, but {} recorded {:08x}", weights_path.string(), crc, file.string(),
-                                      weights_crc));
+    throw CheckpointError(fmt::format("{}: corrupt: CRC32 {:08x}, but {} recorded {:08x}", weights_path.string(), crc,
+                                      file.string(), weights_crc));
   SafetensorsFile f;
   try {
     f = parse_safetensors(bytes, weights_path.string());
@@ -165,12 +175,13 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   for (char letter : slot_letters(kind)) {
     std::vector<float>& buffer = slot_buffer(o, letter);
     buffer.assign(n, 0.0f);
-    for (int p : g.params) into.push_back({slot_name(letter, g.values[p].name), g.values[p].shape, buffer.data() + g.values[p].offset});
+    for (int p : g.params)
+      into.push_back({slot_name(letter, g.values[p].name), g.values[p].shape, buffer.data() + g.values[p].offset});
   }
   std::vector<std::string> problems = copy_tensors(f, into, fmt::format("model `{}` or its optimizer's slots", g.name));
   if (!problems.empty())
-    throw CheckpointError(fmt::format("{}: the checkpoint of {} does not fit model `{}` {}", weights_path.string(), written_by, g.name,
-                                      problems_text(problems)));
+    throw CheckpointError(fmt::format("{}: the checkpoint of {} does not fit model `{}` {}", weights_path.string(),
+                                      written_by, g.name, problems_text(problems)));
   o.iterations = iterations;
   buffers.params = std::move(b.params);
   buffers.states = std::move(b.states);

@@ -39,13 +39,13 @@ namespace pipec {
 /// What a training checkpoint holds beside the tensors.
 struct TrainCheckpointState {
   uint64_t seed = 0;
-  int64_t step = 0;        // steps done
-  int64_t epoch = 0;       // the data pass of the last batch
+  int64_t step = 0;   // steps done
+  int64_t epoch = 0;  // the data pass of the last batch
   std::optional<int64_t> total_steps;
-  double loss_sum = 0;     // the smoothed loss's moving sum before bias correction
-  double first_loss = 0;   // of step 1
-  double last_loss = 0;    // of the last step
-  double loss_scale = 1;   // mixed_fp16's dynamic loss scale (1 in fp32)
+  double loss_sum = 0;           // the smoothed loss's moving sum before bias correction
+  double first_loss = 0;         // of step 1
+  double last_loss = 0;          // of the last step
+  double loss_scale = 1;         // mixed_fp16's dynamic loss scale (1 in fp32)
   std::string pipeline_state;    // PipelineRun::save_state() of the data pipeline
   std::optional<Chunk> pending;  // rows (batches) of the last chunk pulled that no step has used yet
 };
@@ -55,7 +55,8 @@ std::filesystem::path train_checkpoint_file(const std::filesystem::path& dir);
 
 /// Saves a checkpoint of train `train_name` into `dir` (created when missing). Throws CheckpointError.
 void save_train_checkpoint(const std::filesystem::path& dir, const ModelGraph& g, const std::string& train_name,
-                           const FlatBuffers<float>& buffers, const OptimizerSlots<float>& slots, const TrainCheckpointState& state);
+                           const FlatBuffers<float>& buffers, const OptimizerSlots<float>& slots,
+                           const TrainCheckpointState& state);
 
 /// Loads the checkpoint in `dir` into `buffers` and `slots` and returns the rest. A checkpoint that is
 /// missing, truncated, damaged (CRC), of another model (tensor names or shapes), of another optimizer

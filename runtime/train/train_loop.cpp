@@ -8,9 +8,9 @@
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/train/batch_view.h"
 #include "runtime/train/train_checkpoint.h"
-#include "runtime/model/step_memory.h"
 
 namespace pipec {
 
@@ -36,7 +36,10 @@ void check_finite_as(const Tensor& t, const std::string& field, int64_t step, F 
     Shape per(t.shape().begin() + 1, t.shape().end());
     int64_t per_n = std::max<int64_t>(shape_num_elements(per), 1);
     throw TrainError(fmt::format("step {}: field `{}` is {} at example {} of the batch, element {}", step + 1, field,
-                                 std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", i / per_n, index_text(i % per_n, per)));
+                                 std::isnan(v) ? "NaN"
+                                 : v > 0       ? "+inf"
+                                               : "-inf",
+                                 i / per_n, index_text(i % per_n, per)));
   }
 }
 
@@ -45,8 +48,12 @@ void check_finite(const Tensor& t, const std::string& field, int64_t step) {
   switch (t.dtype()) {
     case DType::F32: check_finite_as(t, field, step, [&](int64_t i) { return t.data<float>()[i]; }); break;
     case DType::F64: check_finite_as(t, field, step, [&](int64_t i) { return t.data<double>()[i]; }); break;
-    case DType::F16: check_finite_as(t, field, step, [&](int64_t i) { return half_bits_to_float(t.data<uint16_t>()[i]); }); break;
-    case DType::BF16: check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); }); break;
+    case DType::F16:
+      check_finite_as(t, field, step, [&](int64_t i) { return half_bits_to_float(t.data<uint16_t>()[i]); });
+      break;
+    case DType::BF16:
+      check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); });
+      break;
     default: break;
   }
 }
@@ -83,11 +90,12 @@ void check_step_fits(const TrainProgram& t) {
   StepMemory m = step_memory(g, g.batch);
   int64_t available = available_memory();
   if (available >= 0 && m.total_bytes() > available)
-    throw TrainError(fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
-                                 "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
-                                 "smaller batch needs proportionally less activation memory",
-                                 t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
-                                 bytes_text(m.flat_bytes), bytes_text(available)));
+    throw TrainError(
+        fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
+                    "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
+                    "smaller batch needs proportionally less activation memory",
+                    t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+                    bytes_text(m.flat_bytes), bytes_text(available)));
 }
 
 }  // namespace
@@ -126,7 +134,8 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   int64_t next_row = 0;
   if (o.resume) {
     TrainCheckpointState cs = load_train_checkpoint(o.checkpoint_dir, g, o.seed, ex.buffers(), ex.optimizer_slots());
-    run.restore_state(std::move(cs.pipeline_state), train_checkpoint_file(o.checkpoint_dir).string() + " (the input pipeline's state)");
+    run.restore_state(std::move(cs.pipeline_state),
+                      train_checkpoint_file(o.checkpoint_dir).string() + " (the input pipeline's state)");
     p.step = p.resumed_from = cs.step;
     p.epoch = cs.epoch;
     if (!p.total_steps) p.total_steps = cs.total_steps;
@@ -197,9 +206,10 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     if (!std::isfinite(loss)) {
       std::string last = p.step == 0 ? std::string("it was the first step")
                                      : fmt::format("the loss was {:.6g} at step {}", p.loss, p.step);
-      throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
-                                   "too large, or inputs far from 0, are the usual causes",
-                                   p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
+      throw TrainError(fmt::format(
+          "step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
+          "too large, or inputs far from 0, are the usual causes",
+          p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
     }
     ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
     if (p.step == 0) sum.first_loss = loss;

@@ -17,8 +17,8 @@
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
-#include "runtime/train/reference_executor.h"
 #include "runtime/train/evaluate.h"
+#include "runtime/train/reference_executor.h"
 #include "runtime/train/train_length.h"
 #include "runtime/train/weights_file.h"
 
@@ -51,30 +51,30 @@ struct TrainOptions {
 };
 
 struct TrainProgress {
-  int64_t step = 0;                  // steps done (a resumed run counts from its checkpoint's)
-  int64_t resumed_from = 0;          // the checkpoint's step count when the run resumed, else 0
+  int64_t step = 0;                    // steps done (a resumed run counts from its checkpoint's)
+  int64_t resumed_from = 0;            // the checkpoint's step count when the run resumed, else 0
   std::optional<int64_t> total_steps;  // known up front with steps; with epochs alone, after the first pass
-  int64_t epoch = 0;                 // the data pass of the last batch
-  double loss = 0;                   // of the last step
-  double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
-  double lr = 0;                     // the learning rate of the last step (its schedule's value)
-  double loss_scale = 1;             // the loss scale of the last step (1: fp32 trains unscaled)
-  int64_t examples = 0;              // examples this run trained on (since it resumed)
-  double elapsed = 0;                // seconds of this run
-  double input_wait = 0;             // seconds blocked waiting for the next batch
-  std::optional<EvalResult> eval;    // the last evaluation on the validation data
+  int64_t epoch = 0;                   // the data pass of the last batch
+  double loss = 0;                     // of the last step
+  double smoothed_loss = 0;            // exponential moving average (weight 0.05 per step), bias-corrected
+  double lr = 0;                       // the learning rate of the last step (its schedule's value)
+  double loss_scale = 1;               // the loss scale of the last step (1: fp32 trains unscaled)
+  int64_t examples = 0;                // examples this run trained on (since it resumed)
+  double elapsed = 0;                  // seconds of this run
+  double input_wait = 0;               // seconds blocked waiting for the next batch
+  std::optional<EvalResult> eval;      // the last evaluation on the validation data
 };
 
 struct TrainSummary {
   TrainProgress last;
-  PhaseSeconds phases{};             // forward, loss, backward, update
+  PhaseSeconds phases{};  // forward, loss, backward, update
   double first_loss = 0;
-  std::vector<double> losses;        // every step's loss (this run's steps)
+  std::vector<double> losses;  // every step's loss (this run's steps)
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
-  int64_t checkpoints = 0;           // checkpoints saved
-  std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
-  std::string executor;              // the executor's description
+  int64_t checkpoints = 0;        // checkpoints saved
+  std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps and after the last step
+  std::string executor;           // the executor's description
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

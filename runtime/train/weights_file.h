@@ -32,7 +32,8 @@ std::vector<TensorSlot> weight_slots(const ModelGraph& g, FlatBuffers<float>& bu
 /// Copies the tensors of `f` into `into`. Returns what does not fit, one line each: a tensor missing,
 /// one of another shape, one the file has that `into` does not ("`x` is not <owner>", owner e.g. "a
 /// parameter of model `net`"). Nothing is copied when something does not fit.
-std::vector<std::string> copy_tensors(const SafetensorsFile& f, const std::vector<TensorSlot>& into, const std::string& owner);
+std::vector<std::string> copy_tensors(const SafetensorsFile& f, const std::vector<TensorSlot>& into,
+                                      const std::string& owner);
 
 /// "(2 problems):\n  `a` is missing\n  ..." — at most 8 listed.
 std::string problems_text(const std::vector<std::string>& problems);
@@ -41,6 +42,7 @@ std::string problems_text(const std::vector<std::string>& problems);
 /// must be there with its shape, and nothing else. Throws WeightsFileError.
 void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers);
 /// Writes every parameter and state tensor of `g`, named as `pipec explain` shows them.
-void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name);
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers,
+                  const std::string& train_name);
 
 }  // namespace pipec

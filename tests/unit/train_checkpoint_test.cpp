@@ -41,9 +41,11 @@ const char* kData = R"(pipeline data = range(2_000)
   | batch(16, drop_remainder = true)
   | prefetch(2)
 )";
-const char* kModel = "model net(x: f32[16]) -> f32[1] { x | dense(64) | batch_norm | relu | dropout(0.2) | dense(1) }\n";
+const char* kModel =
+    "model net(x: f32[16]) -> f32[1] { x | dense(64) | batch_norm | relu | dropout(0.2) | dense(1) }\n";
 const char* kTrain =
-    "train t = { data = data, model = net(x), loss = mse(y), optimizer = adamw(lr = cosine_decay(1e-3, 600), global_clipnorm = 1.0), "
+    "train t = { data = data, model = net(x), loss = mse(y), optimizer = adamw(lr = cosine_decay(1e-3, 600), "
+    "global_clipnorm = 1.0), "
     "steps = 600 }\n";
 
 std::string spec_text() { return std::string(kData) + kModel + kTrain; }
@@ -58,7 +60,8 @@ nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(read_
 
 // The losses of the steps a resumed run took equal the uninterrupted run's from the same step, and its
 // weights equal the uninterrupted run's to the byte. Returns the step it resumed from.
-int64_t expect_resumed_equals(const fs::path& ref_json, const fs::path& ref_weights, const fs::path& json, const fs::path& weights) {
+int64_t expect_resumed_equals(const fs::path& ref_json, const fs::path& ref_weights, const fs::path& json,
+                              const fs::path& weights) {
   nlohmann::json ref = read_json(ref_json), got = read_json(json);
   const int64_t from = got.value("resumed_from_step", int64_t{0});
   EXPECT_EQ(got["steps"], ref["steps"]);
@@ -75,15 +78,16 @@ TEST(TrainCheckpoint, KilledAndResumedRunEqualsUninterruptedRun) {
   std::mt19937 rng(2024);
   for (const std::string executor : {"fast", "reference"}) {
     SCOPED_TRACE("--executor " + executor);
-    auto ref = run_pipec(train_args(d / "t.pipe", executor,
-                                    {"--save", (d / "ref.safetensors").string(), "--stats-json", (d / "ref.json").string()}));
+    auto ref =
+        run_pipec(train_args(d / "t.pipe", executor,
+                             {"--save", (d / "ref.safetensors").string(), "--stats-json", (d / "ref.json").string()}));
     ASSERT_EQ(ref.exit_code, 0) << ref.err;
     int mid_run = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       const fs::path ck = d / fmt::format("ck-{}-{}", executor, attempt);
       const fs::path out = d / fmt::format("out-{}-{}.safetensors", executor, attempt);
-      std::vector<std::string> args =
-          train_args(d / "t.pipe", executor, {"--checkpoint", ck.string(), "--checkpoint-every", "10", "--save", out.string()});
+      std::vector<std::string> args = train_args(
+          d / "t.pipe", executor, {"--checkpoint", ck.string(), "--checkpoint-every", "10", "--save", out.string()});
       pid_t pid = testing::spawn_pipec(args);
       // Killed a moment after its first checkpoint: somewhere in the middle of training, or of a save.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -119,8 +123,9 @@ TEST(TrainCheckpoint, KilledAndResumedRunEqualsUninterruptedRun) {
 TEST(TrainCheckpoint, ASaveKilledHalfWayLeavesThePreviousCheckpointUsable) {
   ScratchDir d;
   write_file(d / "t.pipe", spec_text());
-  auto ref = run_pipec(train_args(d / "t.pipe", "reference",
-                                  {"--save", (d / "ref.safetensors").string(), "--stats-json", (d / "ref.json").string()}));
+  auto ref =
+      run_pipec(train_args(d / "t.pipe", "reference",
+                           {"--save", (d / "ref.safetensors").string(), "--stats-json", (d / "ref.json").string()}));
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   const fs::path ck = d / "ck";
   auto first = run_pipec(train_args(d / "t.pipe", "reference", {"--checkpoint", ck.string(), "--steps", "250"}));
@@ -134,7 +139,8 @@ TEST(TrainCheckpoint, ASaveKilledHalfWayLeavesThePreviousCheckpointUsable) {
                                 {"--checkpoint", ck.string(), "--resume", "--save", (d / "out.safetensors").string(),
                                  "--stats-json", (d / "resumed.json").string()}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(expect_resumed_equals(d / "ref.json", d / "ref.safetensors", d / "resumed.json", d / "out.safetensors"), 250);
+  EXPECT_EQ(expect_resumed_equals(d / "ref.json", d / "ref.safetensors", d / "resumed.json", d / "out.safetensors"),
+            250);
   std::vector<std::string> left;
   for (auto& e : fs::directory_iterator(ck)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
@@ -146,14 +152,25 @@ TEST(TrainCheckpoint, ResumingAFinishedRunTrainsNoFurther) {
   ScratchDir d;
   write_file(d / "t.pipe", spec_text());
   const fs::path ck = d / "ck";
-  auto a = run_pipec(train_args(d / "t.pipe", "reference",
-                                {"--steps", "40", "--checkpoint", ck.string(), "--save", (d / "a.safetensors").string()}));
+  auto a =
+      run_pipec(train_args(d / "t.pipe", "reference",
+                           {"--steps", "40", "--checkpoint", ck.string(), "--save", (d / "a.safetensors").string()}));
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  std::vector<std::string> args = {"run", (d / "t.pipe").string(), "--executor", "reference", "--steps", "40", "--checkpoint",
-                                   ck.string(), "--resume", "--save", (d / "b.safetensors").string()};
+  std::vector<std::string> args = {"run",
+                                   (d / "t.pipe").string(),
+                                   "--executor",
+                                   "reference",
+                                   "--steps",
+                                   "40",
+                                   "--checkpoint",
+                                   ck.string(),
+                                   "--resume",
+                                   "--save",
+                                   (d / "b.safetensors").string()};
   auto b = run_pipec(args);
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_NE(b.err.find("resumed     from " + train_checkpoint_file(ck).string() + " at step 40"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("resumed     from " + train_checkpoint_file(ck).string() + " at step 40"), std::string::npos)
+      << b.err;
   EXPECT_NE(b.err.find("already holds step 40"), std::string::npos) << b.err;
   EXPECT_EQ(read_all(d / "a.safetensors"), read_all(d / "b.safetensors"));
 }
@@ -171,7 +188,7 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
 
   struct Case {
     std::string name;
-    std::string spec;                           // the spec resumed with
+    std::string spec;                             // the spec resumed with
     std::function<void(const fs::path&)> damage;  // done to a copy of the good checkpoint
     std::vector<std::string> extra;
     int exit_code;
@@ -185,40 +202,86 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
   other_shape.replace(other_shape.find("dense(64)"), 9, "dense(32)");
   std::string other_layers = spec_text();
   other_layers.replace(other_layers.find("| dense(1)"), 10, "| dense(8) | dense(1)");
-  std::string other_optimizer = std::string(kData) + kModel +
-                                "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(momentum = 0.9), steps = 600 }\n";
+  std::string other_optimizer =
+      std::string(kData) + kModel +
+      "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(momentum = 0.9), steps = 600 }\n";
   std::string other_pipeline = spec_text();
   other_pipeline.replace(other_pipeline.find("shuffle(500"), 11, "shuffle(400");
   const std::string spec = spec_text();
   std::vector<Case> cases = {
-      {"missing", spec, [](const fs::path& ck) { fs::remove(ck / "train.ckpt"); }, {}, 2, {"no training checkpoint to resume from at {ckpt}"}},
-      {"truncated state", spec, [&](const fs::path& ck) { write_file(ck / "train.ckpt", state.substr(0, state.size() / 2)); }, {}, 1,
+      {"missing",
+       spec,
+       [](const fs::path& ck) { fs::remove(ck / "train.ckpt"); },
+       {},
+       2,
+       {"no training checkpoint to resume from at {ckpt}"}},
+      {"truncated state",
+       spec,
+       [&](const fs::path& ck) { write_file(ck / "train.ckpt", state.substr(0, state.size() / 2)); },
+       {},
+       1,
        {"{ckpt}: truncated state file"}},
-      {"flipped byte in the state", spec, [&](const fs::path& ck) { write_file(ck / "train.ckpt", flip(state, state.size() / 3)); }, {}, 1,
+      {"flipped byte in the state",
+       spec,
+       [&](const fs::path& ck) { write_file(ck / "train.ckpt", flip(state, state.size() / 3)); },
+       {},
+       1,
        {"{ckpt}: corrupt state file: CRC32 mismatch"}},
-      {"flipped byte in the weights", spec,
-       [&](const fs::path& ck) { write_file(ck / "weights-30.safetensors", flip(weights, weights.size() - 7)); }, {}, 1,
+      {"flipped byte in the weights",
+       spec,
+       [&](const fs::path& ck) { write_file(ck / "weights-30.safetensors", flip(weights, weights.size() - 7)); },
+       {},
+       1,
        {"{weights}: corrupt: CRC32", "{ckpt} recorded"}},
-      {"truncated weights", spec,
-       [&](const fs::path& ck) { write_file(ck / "weights-30.safetensors", weights.substr(0, weights.size() - 64)); }, {}, 1,
+      {"truncated weights",
+       spec,
+       [&](const fs::path& ck) { write_file(ck / "weights-30.safetensors", weights.substr(0, weights.size() - 64)); },
+       {},
+       1,
        {"{weights}: ", "truncated or replaced"}},
-      {"weights gone", spec, [](const fs::path& ck) { fs::remove(ck / "weights-30.safetensors"); }, {}, 1,
+      {"weights gone",
+       spec,
+       [](const fs::path& ck) { fs::remove(ck / "weights-30.safetensors"); },
+       {},
+       1,
        {"{weights}: open failed: No such file or directory"}},
-      {"a pipeline's state file", spec,
+      {"a pipeline's state file",
+       spec,
        [&](const fs::path& ck) {
-         auto p = run_pipec({"run", (d / "t.pipe").string(), "--pipeline", "data", "--take", "3", "--checkpoint", ck.string(), "-q"});
+         auto p = run_pipec(
+             {"run", (d / "t.pipe").string(), "--pipeline", "data", "--take", "3", "--checkpoint", ck.string(), "-q"});
          ASSERT_EQ(p.exit_code, 0) << p.err;
          fs::rename(ck / "state.ckpt", ck / "train.ckpt");
        },
-       {}, 1, {"{ckpt}: not a training checkpoint"}},
-      {"another layer width", other_shape, [](const fs::path&) {}, {}, 1,
-       {"{weights}: the checkpoint of train `t` (model `net`) does not fit model `net`", "is [16, 64] in the file but [16, 32] in the model",
-        "`optimizer.m/"}},
+       {},
+       1,
+       {"{ckpt}: not a training checkpoint"}},
+      {"another layer width",
+       other_shape,
+       [](const fs::path&) {},
+       {},
+       1,
+       {"{weights}: the checkpoint of train `t` (model `net`) does not fit model `net`",
+        "is [16, 64] in the file but [16, 32] in the model", "`optimizer.m/"}},
       {"other layers", other_layers, [](const fs::path&) {}, {}, 1, {"{weights}: ", "is missing"}},
-      {"another optimizer", other_optimizer, [](const fs::path&) {}, {}, 1,
-       {"{ckpt}: the checkpoint of train `t` (model `net`) was written with optimizer adamw; this spec trains with sgd"}},
-      {"another seed", spec, [](const fs::path&) {}, {"--seed", "5"}, 1, {"{ckpt}: the checkpoint was written with --seed 0"}},
-      {"another pipeline", other_pipeline, [](const fs::path&) {}, {}, 1,
+      {"another optimizer",
+       other_optimizer,
+       [](const fs::path&) {},
+       {},
+       1,
+       {"{ckpt}: the checkpoint of train `t` (model `net`) was written with optimizer adamw; this spec trains with "
+        "sgd"}},
+      {"another seed",
+       spec,
+       [](const fs::path&) {},
+       {"--seed", "5"},
+       1,
+       {"{ckpt}: the checkpoint was written with --seed 0"}},
+      {"another pipeline",
+       other_pipeline,
+       [](const fs::path&) {},
+       {},
+       1,
        {"{ckpt} (the input pipeline's state): the checkpoint was written by a different pipeline"}},
   };
   int i = 0;
@@ -230,12 +293,14 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
     c.damage(ck);
     write_file(d / "resume.pipe", c.spec);
     const std::string before = fs::exists(ck / "train.ckpt") ? read_all(ck / "train.ckpt") : "";
-    std::vector<std::string> args = train_args(d / "resume.pipe", "reference", {"--checkpoint", ck.string(), "--resume"});
+    std::vector<std::string> args =
+        train_args(d / "resume.pipe", "reference", {"--checkpoint", ck.string(), "--resume"});
     args.insert(args.end(), c.extra.begin(), c.extra.end());
     auto r = run_pipec(args);
     EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
     for (std::string piece : c.says) {
-      for (auto [key, file] : {std::pair<std::string, fs::path>{"{ckpt}", ck / "train.ckpt"}, {"{weights}", ck / "weights-30.safetensors"}})
+      for (auto [key, file] : {std::pair<std::string, fs::path>{"{ckpt}", ck / "train.ckpt"},
+                               {"{weights}", ck / "weights-30.safetensors"}})
         if (auto at = piece.find(key); at != std::string::npos) piece.replace(at, key.size(), file.string());
       EXPECT_NE(r.err.find(piece), std::string::npos) << "expected: " << piece << "\ngot: " << r.err;
     }

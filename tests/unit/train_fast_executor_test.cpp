@@ -58,7 +58,8 @@ void expect_close(const std::string& what, const float* got, const float* want, 
   for (int64_t i = 0; i < n; ++i) {
     double diff = std::fabs(double(got[i]) - double(want[i]));
     if (!(diff <= limit) && reported++ < 3)
-      ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", reference " << want[i] << " (limit " << limit << ")";
+      ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", reference " << want[i] << " (limit " << limit
+                    << ")";
   }
 }
 
@@ -110,21 +111,21 @@ void compare_with_reference(const ModelGraph& g, int64_t rows, int steps, Tolera
     if (s == 0)
       for (int p : g.params) {
         const GraphValue& v = g.values[p];
-        expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset, ref.buffers().grads.data() + v.offset,
-                     v.elements_per_example(), grad_tol);
+        expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset,
+                     ref.buffers().grads.data() + v.offset, v.elements_per_example(), grad_tol);
       }
     ref.resume(s, OpCategory::Update);
     fast.resume(s, OpCategory::Update);
   }
   for (int p : g.params) {
     const GraphValue& v = g.values[p];
-    expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset, ref.buffers().params.data() + v.offset,
-                 v.elements_per_example(), weight_tol);
+    expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset,
+                 ref.buffers().params.data() + v.offset, v.elements_per_example(), weight_tol);
   }
   for (int st : g.states) {
     const GraphValue& v = g.values[st];
-    expect_close("after the steps, " + v.name, fast.buffers().states.data() + v.offset, ref.buffers().states.data() + v.offset,
-                 v.elements_per_example(), weight_tol);
+    expect_close("after the steps, " + v.name, fast.buffers().states.data() + v.offset,
+                 ref.buffers().states.data() + v.offset, v.elements_per_example(), weight_tol);
   }
 }
 
@@ -145,12 +146,16 @@ TEST(FastExecutor, ChessNetAgreesWithReference) {
 // so both take the scheduled rate of each step and clip by the same norm. The spec's clipnorm is below
 // the chess net's gradient norm at the start, so every step is clipped.
 TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
-  const std::string adamw_spec = std::string(kChessSpec).replace(
-      std::string(kChessSpec).find("adam(lr = 1e-3)"), std::string("adam(lr = 1e-3)").size(),
-      "adamw(lr = cosine_decay(1e-4, 8, alpha = 0.1, warmup_target = 1e-3, warmup_steps = 2), global_clipnorm = 0.05)");
-  const std::string sgd_spec = std::string(kEveryLayerSpec).replace(
-      std::string(kEveryLayerSpec).find("sgd(lr = 0.05, momentum = 0.9)"), std::string("sgd(lr = 0.05, momentum = 0.9)").size(),
-      "sgd(lr = exponential_decay(0.05, 1, 0.5), momentum = 0.9, global_clipnorm = 0.01)");
+  const std::string adamw_spec =
+      std::string(kChessSpec)
+          .replace(std::string(kChessSpec).find("adam(lr = 1e-3)"), std::string("adam(lr = 1e-3)").size(),
+                   "adamw(lr = cosine_decay(1e-4, 8, alpha = 0.1, warmup_target = 1e-3, warmup_steps = 2), "
+                   "global_clipnorm = 0.05)");
+  const std::string sgd_spec =
+      std::string(kEveryLayerSpec)
+          .replace(std::string(kEveryLayerSpec).find("sgd(lr = 0.05, momentum = 0.9)"),
+                   std::string("sgd(lr = 0.05, momentum = 0.9)").size(),
+                   "sgd(lr = exponential_decay(0.05, 1, 0.5), momentum = 0.9, global_clipnorm = 0.01)");
   for (const std::string& spec : {adamw_spec, sgd_spec}) {
     TrainProgram t = testing::compile_train(spec);
     ASSERT_FALSE(t.step.nodes.empty());
@@ -181,8 +186,8 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
     EXPECT_NE(c.schedule.at(0), c.schedule.at(2));
     for (int p : g.params) {
       const GraphValue& v = g.values[p];
-      expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset, ref.buffers().params.data() + v.offset,
-                   v.elements_per_example(), {1e-4, 1e-5});
+      expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset,
+                   ref.buffers().params.data() + v.offset, v.elements_per_example(), {1e-4, 1e-5});
     }
   }
 }
@@ -256,7 +261,8 @@ TEST(FastExecutor, MatchesKerasFixtures) {
       int reported = 0;
       for (size_t i = 0; i < want.data.size(); ++i)
         if (!(std::fabs(double(got[i]) - want.data[i]) <= limit) && reported++ < 3)
-          ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", Keras " << want.data[i] << " (limit " << limit << ")";
+          ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", Keras " << want.data[i] << " (limit " << limit
+                        << ")";
     };
     for (int p : g.params) {
       const SafetensorsTensor& w = tensor(g.values[p].name);
@@ -273,7 +279,8 @@ TEST(FastExecutor, MatchesKerasFixtures) {
     close("output", ex.value(g.output).data<float>(), tensor("expect:output"));
     close("loss", &loss, tensor("expect:loss"));
     for (int p : g.params)
-      close("gradient of " + g.values[p].name, ex.buffers().grads.data() + g.values[p].offset, tensor("expect:grad:" + g.values[p].name));
+      close("gradient of " + g.values[p].name, ex.buffers().grads.data() + g.values[p].offset,
+            tensor("expect:grad:" + g.values[p].name));
     ex.resume(0, OpCategory::Update);
     for (int s = 1; s < steps; ++s) ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
     for (int p : g.params)

@@ -42,9 +42,11 @@ TEST(TrainMemory, ClippingHoldsACopyOfTheGradients) {
 pipeline data = s | batch(2, drop_remainder = true)
 model net(x: f32[4]) -> f32[1] { x | dense(3) | dense(1) }
 )";
-  TrainProgram plain = testing::compile_train(spec + "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1 }\n");
+  TrainProgram plain = testing::compile_train(
+      spec + "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1 }\n");
   TrainProgram clipped = testing::compile_train(
-      spec + "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(global_clipnorm = 1.0), steps = 1 }\n");
+      spec +
+      "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(global_clipnorm = 1.0), steps = 1 }\n");
   // Plain sgd: parameters and gradients; clipped: and the scaled gradients.
   EXPECT_EQ(step_memory(plain.step, 2).flat_bytes, 19 * 2 * 4);
   EXPECT_EQ(step_memory(clipped.step, 2).flat_bytes, 19 * 3 * 4);

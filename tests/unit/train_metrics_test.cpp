@@ -50,7 +50,8 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = l
 
 TEST(TrainMetrics, AFileThatCannotBeWrittenStopsBeforeTraining) {
   ScratchDir d;
-  write_file(d / "w.pipe", R"(pipeline data = range(64) | map(r => { x: random_uniform([1], seed = 2), y: [1.0] }) | batch(8)
+  write_file(d / "w.pipe",
+             R"(pipeline data = range(64) | map(r => { x: random_uniform([1], seed = 2), y: [1.0] }) | batch(8)
 model net(x: f32[1]) -> f32[1] { x | dense(1) }
 train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 2 }
 )");

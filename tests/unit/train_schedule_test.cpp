@@ -146,9 +146,10 @@ TEST(TrainSchedule, AdamWithClippingMovesByTheScheduledRate) {
 }
 
 TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
-  TrainProgram t = compile_train(std::string(kSpec) +
-                                 "train t = { data = p, model = net(x), loss = mse(y), optimizer = sgd(lr = cosine_decay(0.5, 90, "
-                                 "alpha = 0.1, warmup_target = 1.0, warmup_steps = 10), global_clipnorm = 2.0), steps = 100 }\n");
+  TrainProgram t =
+      compile_train(std::string(kSpec) +
+                    "train t = { data = p, model = net(x), loss = mse(y), optimizer = sgd(lr = cosine_decay(0.5, 90, "
+                    "alpha = 0.1, warmup_target = 1.0, warmup_steps = 10), global_clipnorm = 2.0), steps = 100 }\n");
   OptimizerConfig c = optimizer_of(t);
   EXPECT_EQ(c.kind, OptimizerKind::Sgd);
   EXPECT_EQ(c.global_clipnorm, 2.0);
@@ -157,13 +158,15 @@ TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
   EXPECT_NEAR(c.schedule.at(0), 0.5, 1e-15);
   EXPECT_NEAR(c.schedule.at(5), 0.75, 1e-15);
   EXPECT_NEAR(c.schedule.at(100), 0.1, 1e-15);
-  TrainProgram r = compile_train(std::string(kSpec) +
-                                 "train t = { data = p, model = net(x), loss = mse(y), optimizer = adam(linear_warmup(0.01, 4)) }\n");
+  TrainProgram r = compile_train(
+      std::string(kSpec) +
+      "train t = { data = p, model = net(x), loss = mse(y), optimizer = adam(linear_warmup(0.01, 4)) }\n");
   OptimizerConfig w = optimizer_of(r);
   EXPECT_EQ(w.schedule.kind, "linear_warmup");
   EXPECT_EQ(w.global_clipnorm, 0.0);
   EXPECT_NEAR(w.schedule.at(2), 0.005, 1e-15);
   // A plain number is the constant schedule.
-  TrainProgram k = compile_train(std::string(kSpec) + "train t = { data = p, model = net(x), loss = mse(y), optimizer = adam(0.02) }\n");
+  TrainProgram k = compile_train(std::string(kSpec) +
+                                 "train t = { data = p, model = net(x), loss = mse(y), optimizer = adam(0.02) }\n");
   EXPECT_EQ(optimizer_of(k).schedule.at(1000), 0.02);
 }

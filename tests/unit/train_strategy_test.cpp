@@ -50,8 +50,10 @@ TEST(TrainStrategy, MirroredWithoutAGpuTrainsOneCpuReplicaWithOneWarning) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(count_of(r.err, "warning:"), 1u) << r.err;
   // Where the strategy is written (line 8, column 89) and why.
-  EXPECT_NE(r.err.find("m.pipe:8:89: warning: strategy mirrored trains one replica on the CPU: this machine has no usable GPU ("),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "m.pipe:8:89: warning: strategy mirrored trains one replica on the CPU: this machine has no usable GPU ("),
+      std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("train fit: 3 steps (96 examples)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("strategy mirrored: one replica trained on the CPU"), std::string::npos) << r.err;
