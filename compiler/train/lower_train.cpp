@@ -127,6 +127,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     if (const Expr* e = entry(train, key); e && e->constant) (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
   if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name) t.precision = e->as<NameExpr>()->name;
   if (const CallExpr* s = as_call(entry(train, "strategy"))) t.strategy = callee_name(*s);
+  g.precision = t.precision;
 
   try {
     build_train_step(g, loss, opt);
@@ -172,6 +173,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     if (!again) return std::nullopt;
     ev.graph = std::move(again->graph);
     ev.graph.input_fields = fields;
+    ev.graph.precision = t.precision;
     set_inference_mode(ev.graph);
     add_loss(ev.graph, loss);
     if (auto problems = verify_model_graph(ev.graph); !problems.empty()) {

@@ -171,6 +171,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   p.total_steps = o.length.steps;
   const auto start = std::chrono::steady_clock::now();
   double ema = 0;
+  int64_t finite_steps = 0;  // steps in the smoothed loss (mixed_fp16 may skip one whose loss is not finite)
   std::optional<Evaluator> evaluator;
   if (t.eval && o.validation) evaluator.emplace(t, *o.validation, ro, o.seed);
   auto evaluate = [&] {
@@ -209,7 +210,8 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
       } catch (const std::exception& e) {
         throw TrainError(fmt::format("step {}: {}", p.step + 1, e.what()));
       }
-      if (!std::isfinite(loss)) {
+      // mixed_fp16 skips a step whose loss or gradients overflow (the optimizer step halves the scale).
+      if (!std::isfinite(loss) && !ex.loss_scale()) {
         std::string last = sum.losses.empty() ? std::string("it was the first step")
                                               : fmt::format("the loss was {:.6g} at step {}", sum.losses.back(), p.step);
         throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
@@ -217,12 +219,24 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
                                      p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
       }
       ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
+      if (const LossScale* ls = ex.loss_scale()) {
+        p.loss_scale = ls->scale;
+        p.skipped_steps = ls->skipped;
+        // Halving cannot help a forward pass that overflows by itself: stop rather than skip forever.
+        if (ls->scale < 1)
+          throw TrainError(fmt::format("step {}: the loss scale fell below 1 after {} skipped steps: the step overflows fp16 at any "
+                                       "scale (the loss was {}); train in mixed_bf16 or fp32, or keep activations smaller",
+                                       p.step + 1, ls->skipped, loss));
+      }
       if (sum.losses.empty()) sum.first_loss = loss;
       sum.losses.push_back(loss);
       ++p.step;
-      ema = 0.95 * ema + 0.05 * loss;
+      if (std::isfinite(loss)) {
+        ++finite_steps;
+        ema = 0.95 * ema + 0.05 * loss;
+      }
       p.loss = loss;
-      p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+      p.smoothed_loss = finite_steps ? ema / (1 - std::pow(0.95, static_cast<double>(finite_steps))) : loss;
       p.examples += target.shape().empty() ? 1 : target.shape()[0];
       p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
       if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();

@@ -59,6 +59,8 @@ struct TrainProgress {
   double elapsed = 0;
   double input_wait = 0;             // seconds blocked waiting for the next batch
   std::optional<EvalResult> eval;    // the last evaluation on the validation data
+  std::optional<double> loss_scale;  // mixed_fp16: the dynamic loss scale after the last step
+  int64_t skipped_steps = 0;         // mixed_fp16: steps skipped on an infinite or NaN gradient
 };
 
 struct TrainSummary {
