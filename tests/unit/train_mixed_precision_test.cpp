@@ -336,5 +336,33 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = adam(), st
   }
 }
 
+// A forward pass that overflows fp16 by itself (inputs past 65504) makes every loss infinite: each step
+// is skipped and halves the scale, which cannot help; the run stops once the scale falls below 1 (after
+// 16 skips from 2^15), naming the step, instead of skipping forever. bf16 has f32's range: it trains.
+TEST(MixedPrecision, ForwardOverflowStopsTheRun) {
+  testing::ScratchDir d;
+  for (const char* precision : {"mixed_fp16", "mixed_bf16"}) {
+    SCOPED_TRACE(precision);
+    testing::write_file(d / "big.pipe", std::string(R"(pipeline data = range(1024)
+  | map(r => {
+      x = random_uniform([8], 70000.0, 80000.0, seed = 1)
+      { x, y: [1.0] }
+    })
+  | batch(8, drop_remainder = true)
+model net(x: f32[8]) -> f32[1] { x | dense(1) }
+train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 1e-12), steps = 40, precision = )") +
+                                            precision + " }\n");
+    auto run = testing::run_pipec({"run", (d / "big.pipe").string()});
+    if (std::string(precision) == "mixed_fp16") {
+      EXPECT_EQ(run.exit_code, 1) << run.err;
+      EXPECT_NE(run.err.find("step 16: the loss scale fell below 1 after 16 skipped steps: the step overflows fp16 at any scale"),
+                std::string::npos)
+          << run.err;
+    } else {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pipec
