@@ -12,6 +12,7 @@
 #include "runtime/ops/kernel.h"
 #include "runtime/train/initializers.h"
 #include "runtime/train/ref_kernels.h"
+#include "runtime/train/round_16bit.h"
 
 namespace pipec {
 
@@ -398,9 +399,15 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       const bool bf16 = n.attr_symbol("dtype") == "bf16";
       const T* x = in(0);
       T* y = out(0);
-      for (int64_t i = 0, e = count(n.inputs[0]); i < e; ++i) {
-        const float f = static_cast<float>(x[i]);
-        y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f)) : half_bits_to_float(float_to_half_bits(f)));
+      const int64_t e = count(n.inputs[0]);
+      if constexpr (std::is_same_v<T, float>) {
+        if (bf16) round_to_bf16(x, y, e);
+        else round_to_f16(x, y, e);
+      } else {
+        for (int64_t i = 0; i < e; ++i) {
+          const float f = static_cast<float>(x[i]);
+          y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f)) : half_bits_to_float(float_to_half_bits(f)));
+        }
       }
       return;
     }

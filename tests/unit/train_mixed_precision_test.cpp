@@ -4,6 +4,7 @@
 // bounds of fp32, the two executors agreeing, and what `pipec run` prints.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -14,6 +15,7 @@
 #include "compiler/train/passes/step_passes.h"
 #include "runtime/core/half.h"
 #include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/round_16bit.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 
@@ -167,6 +169,32 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps
   EXPECT_EQ(r[1], 1.0f + std::ldexp(1.0f, -9));
   EXPECT_EQ(r[2], 65504.0f);
   EXPECT_TRUE(std::isinf(r[3]));
+}
+
+// The tensor loops round as the scalar conversions do, bit for bit (the f16 one may use F16C): over a
+// sweep of every 4099th f32 bit pattern, and every pattern around f16's subnormals and overflow.
+TEST(MixedPrecision, TensorRoundingMatchesTheScalarConversions) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 4099) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (uint32_t b = 0x33000000u; b < 0x33800000u + 0x10000u; b += 3) x.push_back(std::bit_cast<float>(b));  // f16 subnormal ties
+  for (uint32_t b = 0x477fe000u; b < 0x47800100u; ++b) x.push_back(std::bit_cast<float>(b));    // 65504 ... 65536
+  for (float v : {65519.0f, 65520.0f, -65520.0f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 1e-8f}) x.push_back(v);
+  std::vector<float> fast(x.size()), scalar(x.size()), bf(x.size());
+  round_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  round_to_f16_scalar(x.data(), scalar.data(), static_cast<int64_t>(x.size()));
+  round_to_bf16(x.data(), bf.data(), static_cast<int64_t>(x.size()));
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      mismatches += !std::isnan(fast[i]) || !std::isnan(bf[i]);
+      continue;
+    }
+    const float want_bf = bf16_bits_to_float(float_to_bf16_bits(x[i]));
+    if (std::bit_cast<uint32_t>(fast[i]) != std::bit_cast<uint32_t>(scalar[i]) || std::bit_cast<uint32_t>(bf[i]) != std::bit_cast<uint32_t>(want_bf)) {
+      if (mismatches++ < 5) ADD_FAILURE() << std::hexfloat << x[i] << ": f16 " << fast[i] << " vs " << scalar[i] << ", bf16 " << bf[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 // A loss gradient that overflows f16 at the loss scale: the step is skipped (weights and optimizer
