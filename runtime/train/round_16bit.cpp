@@ -3,6 +3,7 @@
 #include "runtime/core/half.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -35,7 +36,11 @@ __attribute__((target("avx,f16c"))) void round_to_f16_f16c(const float* x, float
 
 void round_to_f16(const float* x, float* y, int64_t n) {
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c");
+  // F16C is CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know it by name).
+  static const bool f16c = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  }();
   if (f16c) {
     round_to_f16_f16c(x, y, n);
     return;
