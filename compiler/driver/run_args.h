@@ -29,8 +29,8 @@ struct RunArgs {
 };
 
 struct TrainArgs {
-  std::string block;  // --train
-  int64_t steps = 0;  // --steps (when given)
+  std::string block;   // --train
+  int64_t steps = 0;   // --steps (when given)
   int64_t epochs = 0;  // --epochs (when given)
   std::string init;
   std::string save;

@@ -71,9 +71,7 @@ bool PipelineRun::next(Chunk& out) {
   return ok;
 }
 
-void PipelineRun::save_checkpoint(const std::filesystem::path& path) const {
-  write_file_atomic(path, save_state());
-}
+void PipelineRun::save_checkpoint(const std::filesystem::path& path) const { write_file_atomic(path, save_state()); }
 
 void PipelineRun::restore_checkpoint(const std::filesystem::path& path) {
   restore_state(read_file(path), path.string());
@@ -90,7 +88,8 @@ std::string PipelineRun::save_state() const {
 
 void PipelineRun::restore_state(std::string bytes, const std::string& source) {
   StateReader r(std::move(bytes), source);
-  if (r.version() != kCheckpointVersion) throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
+  if (r.version() != kCheckpointVersion)
+    throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
   if (r.read_u64() != fingerprint_) throw r.error("the checkpoint was written by a different pipeline");
   delivered_ = r.read_i64();
   uint64_t seed = r.read_u64();

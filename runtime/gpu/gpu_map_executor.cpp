@@ -156,8 +156,6 @@ Chunk GpuMapExecutor::collect() {
   return out;
 }
 
-std::string GpuMapExecutor::describe() const {
-  return fmt::format("{} (sm_{})", d_.device_name, d_.arch);
-}
+std::string GpuMapExecutor::describe() const { return fmt::format("{} (sm_{})", d_.device_name, d_.arch); }
 
 }  // namespace pipec::gpu

@@ -26,7 +26,8 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
     for (Instr& i : fn->body) {
       if (i.type.dtype == DType::F32) i.type.dtype = dtype;
       if (i.op == OpKind::Const && i.attrs.at("value").dtype == DType::F32) i.attrs["value"].dtype = dtype;
-      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32") i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
+      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32")
+        i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
     }
     n.fn = fn;
   }
@@ -126,8 +127,8 @@ T* ReferenceExecutor<T>::data(int id) {
 }
 
 template <class T>
-double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
-                                 PhaseSeconds* seconds) {
+double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step,
+                                 OpCategory last, PhaseSeconds* seconds) {
   if (inputs.size() != g_.inputs.size())
     throw std::logic_error(fmt::format("reference executor: {} inputs for {}", inputs.size(), g_.inputs.size()));
   int64_t rows = !inputs.empty() ? inputs[0].shape().at(0) : target ? target->shape().at(0) : 1;
@@ -138,8 +139,8 @@ double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor
     Shape want = g_.full_shape(id, rows);
     if (x.shape() != want) {
       if (x.num_elements() != shape_num_elements(want))
-        throw std::runtime_error(fmt::format("`{}` is {} per batch, the model needs {}", g_.values[id].name, shape_to_string(x.shape()),
-                                             shape_to_string(want)));
+        throw std::runtime_error(fmt::format("`{}` is {} per batch, the model needs {}", g_.values[id].name,
+                                             shape_to_string(x.shape()), shape_to_string(want)));
       x = x.reshaped(want);
     }
     values_[id] = x;
@@ -233,13 +234,16 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Conv2d:
-      ref::conv2d<T>(conv_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0), in(1), in(2), out(0));
+      ref::conv2d<T>(conv_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0), in(1),
+                     in(2), out(0));
       return;
     case ModelOp::Conv2dBackwardInput:
-      ref::conv2d_backward_input<T>(conv_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), out(0));
+      ref::conv2d_backward_input<T>(conv_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows),
+                                    in(0), in(1), out(0));
       return;
     case ModelOp::Conv2dBackwardKernel:
-      ref::conv2d_backward_kernel<T>(conv_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(0), in(1), out(0));
+      ref::conv2d_backward_kernel<T>(conv_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows),
+                                     in(0), in(1), out(0));
       return;
     case ModelOp::Conv2dTranspose: {
       auto w = transpose_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows);
@@ -248,11 +252,12 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Conv2dTransposeBackwardInput:  // dy [oh, ow, filters], kernel -> dx [h, w, in]
-      ref::conv2d<T>(transpose_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), nullptr, out(0));
+      ref::conv2d<T>(transpose_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0),
+                     in(1), nullptr, out(0));
       return;
     case ModelOp::Conv2dTransposeBackwardKernel:  // x, dy -> dkernel
-      ref::conv2d_backward_kernel<T>(transpose_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1), in(0),
-                                     out(0));
+      ref::conv2d_backward_kernel<T>(
+          transpose_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1), in(0), out(0));
       return;
     case ModelOp::Dense: {
       const Shape& k = shape(n.inputs[1]);
@@ -274,11 +279,15 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       ref::bias_backward<T>(count(n.inputs[0]) / c, c, in(0), out(0));
       return;
     }
-    case ModelOp::MaxPool2d: ref::max_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0)); return;
+    case ModelOp::MaxPool2d:
+      ref::max_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      return;
     case ModelOp::MaxPool2dBackward:
       ref::max_pool2d_backward<T>(pool_window(n, shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), out(0));
       return;
-    case ModelOp::AvgPool2d: ref::avg_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0)); return;
+    case ModelOp::AvgPool2d:
+      ref::avg_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      return;
     case ModelOp::AvgPool2dBackward:
       ref::avg_pool2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows), in(0), out(0));
       return;
@@ -303,14 +312,17 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Upsample2d:
-      ref::upsample2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), n.attr_symbol("method") == "bilinear", in(0), out(0));
+      ref::upsample2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows),
+                         n.attr_symbol("method") == "bilinear", in(0), out(0));
       return;
     case ModelOp::Upsample2dBackward:
-      ref::upsample2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows), n.attr_symbol("method") == "bilinear",
-                                  in(0), out(0));
+      ref::upsample2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows),
+                                  n.attr_symbol("method") == "bilinear", in(0), out(0));
       return;
     case ModelOp::LeakyRelu: ref::leaky_relu<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), out(0)); return;
-    case ModelOp::LeakyReluBackward: ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), in(1), out(0)); return;
+    case ModelOp::LeakyReluBackward:
+      ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), in(1), out(0));
+      return;
     case ModelOp::Gelu: ref::gelu<T>(count(n.inputs[0]), in(0), out(0)); return;
     case ModelOp::GeluBackward: ref::gelu_backward<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Softmax:
@@ -341,8 +353,7 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       double eps = n.attr_number("epsilon");
       if (n.op == ModelOp::BatchNormBackward)
         ref::batch_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
-      else
-        ref::layer_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      else ref::layer_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
       return;
     }
     case ModelOp::Dropout: {
@@ -352,7 +363,8 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
         std::copy(in(0), in(0) + rows * per, out(0));
         return;
       }
-      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step, out(1));
+      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step,
+                           out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;
     }
@@ -406,7 +418,8 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       } else {
         for (int64_t i = 0; i < e; ++i) {
           const float f = static_cast<float>(x[i]);
-          y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f)) : half_bits_to_float(float_to_half_bits(f)));
+          y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f))
+                                     : half_bits_to_float(float_to_half_bits(f)));
         }
       }
       return;

@@ -129,7 +129,8 @@ TEST(MixedPrecision, NormalizationKeepsF32Parameters) {
 pipeline data = s | batch(4, drop_remainder = true)
 model net(x: f32[6, 6, 2]) -> f32[2] { x | conv2d(3, 3) | batch_norm | relu | flatten | dense(2) }
 train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1, precision = mixed_bf16 }
-)").step;
+)")
+                     .step;
   int checked = 0;
   for (const GraphNode& n : g.nodes) {
     if (n.op != ModelOp::BatchNorm) continue;
@@ -151,7 +152,8 @@ TEST(MixedPrecision, RoundNodeRoundsToNearestEven) {
 pipeline data = s | batch(1, drop_remainder = true)
 model net(x: f32[4]) -> f32[1] { x | dense(1) }
 train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1, precision = mixed_fp16 }
-)").step;
+)")
+                     .step;
   const GraphNode* dense = nullptr;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Dense) dense = &n;
@@ -176,9 +178,11 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps
 TEST(MixedPrecision, TensorRoundingMatchesTheScalarConversions) {
   std::vector<float> x;
   for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 4099) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
-  for (uint32_t b = 0x33000000u; b < 0x33800000u + 0x10000u; b += 3) x.push_back(std::bit_cast<float>(b));  // f16 subnormal ties
-  for (uint32_t b = 0x477fe000u; b < 0x47800100u; ++b) x.push_back(std::bit_cast<float>(b));    // 65504 ... 65536
-  for (float v : {65519.0f, 65520.0f, -65520.0f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 1e-8f}) x.push_back(v);
+  for (uint32_t b = 0x33000000u; b < 0x33800000u + 0x10000u; b += 3)
+    x.push_back(std::bit_cast<float>(b));                                                     // f16 subnormal ties
+  for (uint32_t b = 0x477fe000u; b < 0x47800100u; ++b) x.push_back(std::bit_cast<float>(b));  // 65504 ... 65536
+  for (float v : {65519.0f, 65520.0f, -65520.0f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 1e-8f})
+    x.push_back(v);
   std::vector<float> fast(x.size()), scalar(x.size()), bf(x.size());
   round_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
   round_to_f16_scalar(x.data(), scalar.data(), static_cast<int64_t>(x.size()));
@@ -190,8 +194,10 @@ TEST(MixedPrecision, TensorRoundingMatchesTheScalarConversions) {
       continue;
     }
     const float want_bf = bf16_bits_to_float(float_to_bf16_bits(x[i]));
-    if (std::bit_cast<uint32_t>(fast[i]) != std::bit_cast<uint32_t>(scalar[i]) || std::bit_cast<uint32_t>(bf[i]) != std::bit_cast<uint32_t>(want_bf)) {
-      if (mismatches++ < 5) ADD_FAILURE() << std::hexfloat << x[i] << ": f16 " << fast[i] << " vs " << scalar[i] << ", bf16 " << bf[i];
+    if (std::bit_cast<uint32_t>(fast[i]) != std::bit_cast<uint32_t>(scalar[i]) ||
+        std::bit_cast<uint32_t>(bf[i]) != std::bit_cast<uint32_t>(want_bf)) {
+      if (mismatches++ < 5)
+        ADD_FAILURE() << std::hexfloat << x[i] << ": f16 " << fast[i] << " vs " << scalar[i] << ", bf16 " << bf[i];
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -270,7 +276,8 @@ Trajectory train_chess(const ModelGraph& g, int steps) {
   Trajectory t;
   for (int s = 0; s < steps; ++s) {
     std::vector<Tensor> inputs;
-    for (size_t k = 0; k < g.inputs.size(); ++k) inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
     Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 32), s * 10 + 9, -0.5, 0.5);
     t.losses.push_back(ex.run(inputs, &target, s, OpCategory::Update));
   }
@@ -336,20 +343,21 @@ TEST(MixedPrecision, RunShowsPrecisionAndLossScale) {
   | batch(32, drop_remainder = true)
 model net(x: f32[8]) -> f32[1] { x | dense(16) | relu | dense(1) }
 train fit = { data = data, model = net(x), loss = mse(y), optimizer = adam(), steps = 4, precision = )") +
-                                           precision + " }\n");
+                                            precision + " }\n");
     const std::string stats = (d / "stats.json").string();
     auto run = testing::run_pipec({"run", (d / "fit.pipe").string(), "--stats-json", stats});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const bool fp16 = std::string(precision) == "mixed_fp16";
-    EXPECT_NE(run.err.find(std::string("precision   ") + precision + ": operands rounded to " + (fp16 ? "fp16" : "bf16") +
-                           " where a GPU casts, computed in f32 on the CPU"),
+    EXPECT_NE(run.err.find(std::string("precision   ") + precision + ": operands rounded to " +
+                           (fp16 ? "fp16" : "bf16") + " where a GPU casts, computed in f32 on the CPU"),
               std::string::npos)
         << run.err;
     EXPECT_EQ(run.err.find("not implemented"), std::string::npos) << run.err;
     // Four steps: no growth, so the scale is 2^15 halved once per skipped step (a batch of 32 can
     // overflow f16 in a kernel gradient at the initial scale).
     std::smatch m;
-    const bool shown = std::regex_search(run.err, m, std::regex("loss scale ([0-9]+) at the end, ([0-9]+) steps? skipped"));
+    const bool shown =
+        std::regex_search(run.err, m, std::regex("loss scale ([0-9]+) at the end, ([0-9]+) steps? skipped"));
     EXPECT_EQ(shown, fp16) << run.err;
     std::ifstream in(stats);
     nlohmann::json j = nlohmann::json::parse(in);
@@ -383,8 +391,10 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 1
     auto run = testing::run_pipec({"run", (d / "big.pipe").string()});
     if (std::string(precision) == "mixed_fp16") {
       EXPECT_EQ(run.exit_code, 1) << run.err;
-      EXPECT_NE(run.err.find("step 16: the loss scale fell below 1 after 16 skipped steps: the step overflows fp16 at any scale"),
-                std::string::npos)
+      EXPECT_NE(
+          run.err.find(
+              "step 16: the loss scale fell below 1 after 16 skipped steps: the step overflows fp16 at any scale"),
+          std::string::npos)
           << run.err;
     } else {
       EXPECT_EQ(run.exit_code, 0) << run.err;

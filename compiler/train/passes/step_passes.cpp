@@ -8,10 +8,11 @@ namespace pipec {
 
 const std::vector<StepPass>& step_passes() {
   static const std::vector<StepPass> passes = {
-      {"fuse_activation", "a relu after conv2d, conv2d_transpose or dense becomes the layer's fused activation", fuse_activation},
+      {"fuse_activation", "a relu after conv2d, conv2d_transpose or dense becomes the layer's fused activation",
+       fuse_activation},
       // After fusion: a fused layer's output is rounded once, after its activation, as on a GPU.
-      {"mixed_precision", "mixed_bf16 / mixed_fp16: round nodes where a GPU casts to 16 bits, and the loss scale", mixed_precision,
-       true},
+      {"mixed_precision", "mixed_bf16 / mixed_fp16: round nodes where a GPU casts to 16 bits, and the loss scale",
+       mixed_precision, true},
   };
   return passes;
 }
@@ -25,7 +26,8 @@ std::vector<std::string> run_step_passes(ModelGraph& g, int opt_level) {
     if (auto problems = verify_model_graph(g); !problems.empty()) {
       std::string all;
       for (const std::string& s : problems) all += "\n  " + s;
-      throw std::logic_error(fmt::format("the step graph does not verify after the pass {}:{}\n{}", p.name, all, print_model_graph(g)));
+      throw std::logic_error(
+          fmt::format("the step graph does not verify after the pass {}:{}\n{}", p.name, all, print_model_graph(g)));
     }
   }
   return report;

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <thread>
 
-#include "runtime/threads/bounded_queue.h"
-#include "runtime/threads/cancellation.h"
 #include "runtime/io/record_batch.h"
 #include "runtime/io/tfrecord_reader.h"
+#include "runtime/threads/bounded_queue.h"
+#include "runtime/threads/cancellation.h"
 
 namespace pipec {
 

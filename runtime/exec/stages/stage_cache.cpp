@@ -39,7 +39,8 @@ class CacheFile {
     uint64_t n = 0;
     while (in.read(reinterpret_cast<char*>(&n), sizeof n)) {
       std::string blob(n, '\0');
-      if (!in.read(blob.data(), static_cast<std::streamsize>(n))) throw CheckpointError(path + ": the cache file is cut short");
+      if (!in.read(blob.data(), static_cast<std::streamsize>(n)))
+        throw CheckpointError(path + ": the cache file is cut short");
       StateReader r(std::move(blob), path);
       chunks.push_back(restore_chunk(r));
     }
@@ -146,8 +147,8 @@ class Cache : public ChunkIterator {
  private:
   int64_t epoch_;
   std::shared_ptr<CacheStore> store_;
-  std::string path_;      // cache("path"): the cache file
-  std::ofstream file_;    // open while the first pass writes it
+  std::string path_;    // cache("path"): the cache file
+  std::ofstream file_;  // open while the first pass writes it
   IteratorPtr input_;
   size_t replay_pos_ = 0;
 };

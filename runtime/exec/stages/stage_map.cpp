@@ -7,9 +7,9 @@
 #include <deque>
 #include <future>
 
+#include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stages/row_view.h"
-#include "runtime/exec/stage_factories.h"
 
 namespace pipec {
 

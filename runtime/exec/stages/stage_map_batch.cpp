@@ -20,8 +20,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stage_factories.h"
+#include "runtime/exec/stages/map_apply.h"
 
 namespace pipec {
 
@@ -32,7 +32,7 @@ struct OpenBatch {
   std::vector<Tensor> columns;
   int64_t assigned = 0;
   int64_t epoch = 0;
-  int64_t seq = 0;  // batches are numbered in the order they open
+  int64_t seq = 0;                                // batches are numbered in the order they open
   std::vector<std::shared_future<void>> writers;  // the tasks that write rows of this batch
 };
 
@@ -236,18 +236,19 @@ class MapBatch : public ChunkIterator {
   // reported rather than copied as garbage.
   void check_results(const std::vector<Column>& cols, int64_t rows) const {
     if (cols.size() != row_shapes_.size())
-      throw StageError(spec(), fmt::format("the map returned {} fields, the element has {}", cols.size(), row_shapes_.size()));
+      throw StageError(spec(),
+                       fmt::format("the map returned {} fields, the element has {}", cols.size(), row_shapes_.size()));
     for (size_t k = 0; k < cols.size(); ++k) {
       const Column& c = cols[k];
       Shape want = row_shapes_[k];
       want.insert(want.begin(), rows);
       if (c.ragged || c.dense.dtype() != dtypes_[k] || c.dense.shape() != want)
-        throw StageError(spec(), fmt::format("field `{}`: the map computed {} where the element says {} {}",
-                                             spec().element.fields[k].name,
-                                             c.ragged ? std::string("rows of different shapes")
-                                                      : std::string(dtype_name(c.dense.dtype())) + " " +
-                                                            shape_to_string(c.dense.shape()),
-                                             dtype_name(dtypes_[k]), shape_to_string(want)));
+        throw StageError(
+            spec(),
+            fmt::format("field `{}`: the map computed {} where the element says {} {}", spec().element.fields[k].name,
+                        c.ragged ? std::string("rows of different shapes")
+                                 : std::string(dtype_name(c.dense.dtype())) + " " + shape_to_string(c.dense.shape()),
+                        dtype_name(dtypes_[k]), shape_to_string(want)));
     }
   }
 
@@ -265,7 +266,8 @@ class MapBatch : public ChunkIterator {
   }
 
   // Rows [src_begin, src_begin + count) of `cols` become rows [dst_row, ...) of `b`.
-  void copy_rows(const std::vector<Column>& cols, int64_t src_begin, int64_t count, OpenBatch& b, int64_t dst_row) const {
+  void copy_rows(const std::vector<Column>& cols, int64_t src_begin, int64_t count, OpenBatch& b,
+                 int64_t dst_row) const {
     for (size_t k = 0; k < cols.size(); ++k) {
       const size_t rb = row_bytes_[k];
       std::memcpy(b.columns[k].raw() + static_cast<size_t>(dst_row) * rb,

@@ -10,8 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "runtime/threads/bounded_queue.h"
 #include "runtime/exec/stage_factories.h"
+#include "runtime/threads/bounded_queue.h"
 
 namespace pipec {
 
@@ -72,7 +72,8 @@ class Prefetch : public ChunkIterator {
     if (!thread_.joinable()) start();
     auto wait_start = std::chrono::steady_clock::now();
     std::optional<Item> item = queue_->pop(*stop_token_);
-    add_wait_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
+    add_wait_ns(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
     ctx_.check_cancelled();
     if (!item) return false;
     if (item->error) {
@@ -96,7 +97,8 @@ class Prefetch : public ChunkIterator {
 
   void start() {
     queue_ = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(std::max<int64_t>(1, depth_)));
-    stop_token_ = std::make_unique<CancellationToken>(ctx_.cancel ? CancellationToken::child_of(*ctx_.cancel) : CancellationToken());
+    stop_token_ = std::make_unique<CancellationToken>(ctx_.cancel ? CancellationToken::child_of(*ctx_.cancel)
+                                                                  : CancellationToken());
     leftover_.reset();
     thread_ = std::thread([this] { run(); });
   }
