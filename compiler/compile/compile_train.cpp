@@ -44,7 +44,9 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
   std::optional<TrainProgram> t;
   try {
     t = lower_train(*r.program, block, r.program->diags);
-    if (t && opt_level > 0) run_step_passes(t->step);
+    if (t) run_step_passes(t->step, opt_level);
+    // Evaluation computes in the block's precision too: the same casts, no loss scale (no backward).
+    if (t && t->eval) mixed_precision(t->eval->graph);
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());

@@ -41,6 +41,17 @@ std::string eval_text(const EvalResult& e) {
   return out;
 }
 
+// The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
+std::string precision_text(const TrainProgram& t, const TrainProgress& p) {
+  std::string line =
+      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the CPU", t.precision,
+                  t.precision == "mixed_bf16" ? "bf16" : "fp16");
+  if (p.loss_scale)
+    line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
+                        p.skipped_steps == 1 ? "" : "s");
+  return line + "\n";
+}
+
 std::string progress_line(const TrainProgress& p) {
   std::string steps = p.total_steps ? fmt::format("{}/{}", format_thousands(p.step), format_thousands(*p.total_steps))
                                     : format_thousands(p.step);
@@ -48,6 +59,7 @@ std::string progress_line(const TrainProgress& p) {
   std::string line = fmt::format("step {}  loss {:.4g}  {} ex/s  input {}  elapsed {}", steps, p.smoothed_loss,
                                  format_thousands(static_cast<uint64_t>(rate)), percent(p.input_wait, p.elapsed),
                                  format_duration(p.elapsed));
+  if (p.loss_scale) line += fmt::format("  scale {:g}", *p.loss_scale);
   const int64_t done = p.step - p.resumed_from;  // steps this run took
   if (p.total_steps && done > 0) line += "  ETA " + format_duration(p.elapsed / done * (*p.total_steps - p.step));
   if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
@@ -78,8 +90,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
                        s.evals.size() == 1 ? "" : "s");
   }
   out << "  executor    " << s.executor << "\n";
-  if (t.precision != "fp32")
-    out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
+  if (t.precision != "fp32") out << precision_text(t, p);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
@@ -114,6 +125,11 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["loss_seconds"] = s.phases[1];
   j["backward_seconds"] = s.phases[2];
   j["optimizer_seconds"] = s.phases[3];
+  j["precision"] = t.precision;
+  if (p.loss_scale) {
+    j["loss_scale"] = *p.loss_scale;
+    j["skipped_steps"] = p.skipped_steps;
+  }
   j["losses"] = s.losses;
   if (!s.evals.empty()) {
     nlohmann::ordered_json evals = nlohmann::ordered_json::array();
@@ -226,7 +242,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
       j["step"] = p.step;
       j["loss"] = p.loss;
       j["lr"] = p.lr;
-      j["loss_scale"] = p.loss_scale;
+      j["loss_scale"] = p.loss_scale.value_or(1);
       j["examples_per_second"] = p.elapsed > 0 ? static_cast<double>(p.examples) / p.elapsed : 0.0;
       j["input_wait_seconds"] = p.input_wait;
       metrics << j.dump() << "\n" << std::flush;

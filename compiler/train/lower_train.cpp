@@ -173,6 +173,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     t.strategy = callee_name(*s);
     t.strategy_loc = spec_location(program, s->range);
   }
+  g.precision = t.precision;
 
   try {
     build_train_step(g, loss, opt);
@@ -222,6 +223,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     if (!again) return std::nullopt;
     ev.graph = std::move(again->graph);
     ev.graph.input_fields = fields;
+    ev.graph.precision = t.precision;
     set_inference_mode(ev.graph);
     add_loss(ev.graph, loss);
     if (auto problems = verify_model_graph(ev.graph); !problems.empty()) {

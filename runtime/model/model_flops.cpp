@@ -113,6 +113,7 @@ int64_t node_flops(const ModelGraph& g, const GraphNode& n, int64_t rows) {
     case ModelOp::LayerNormBackward: per = 10 * out(0); break;
     case ModelOp::Loss:
     case ModelOp::LossBackward: per = 4 * per_example(g, n.inputs[0]); break;
+    case ModelOp::Round: return 0;  // a cast, not counted (as in expr nodes)
     case ModelOp::MovingAverage: return 3 * per_example(g, n.inputs[0]);
     case ModelOp::OptimizerStep: return 12 * g.param_elements();
   }

@@ -21,6 +21,8 @@ const ModelOpInfo& model_op_info(ModelOp op) { return all_model_ops().at(static_
 
 const char* model_op_name(ModelOp op) { return model_op_info(op).name; }
 
+bool runs_in_any_phase(ModelOp op) { return op == ModelOp::Expr || op == ModelOp::Round; }
+
 std::optional<ModelOp> parse_model_op(std::string_view name) {
   for (const ModelOpInfo& i : all_model_ops())
     if (name == i.name) return i.op;
@@ -171,7 +173,7 @@ int ModelGraph::add_value(GraphValue v) {
 }
 
 int ModelGraph::add_node(GraphNode n) {
-  if (n.op != ModelOp::Expr) n.phase = model_op_info(n.op).category;
+  if (!runs_in_any_phase(n.op)) n.phase = model_op_info(n.op).category;
   nodes.push_back(std::move(n));
   return static_cast<int>(nodes.size()) - 1;
 }

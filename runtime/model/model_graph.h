@@ -45,6 +45,8 @@ struct ModelOpInfo {
 const std::vector<ModelOpInfo>& all_model_ops();
 const ModelOpInfo& model_op_info(ModelOp op);
 const char* model_op_name(ModelOp op);
+/// Kinds whose nodes run in whichever phase they serve (expr, round) rather than their kind's category.
+bool runs_in_any_phase(ModelOp op);
 std::optional<ModelOp> parse_model_op(std::string_view name);
 
 /// What a layer builtin (a call in a model body, by its name) lowers to, from model_ops.def: a node of its
@@ -146,6 +148,9 @@ struct ModelGraph {
   std::vector<int> inputs;                // the model's inputs, in declaration order
   std::vector<std::string> input_fields;  // the data fields feeding them (train programs)
   int output = -1;                        // the model's output (what a trained model predicts)
+  /// The train block's `precision` (fp32, mixed_bf16, mixed_fp16); the mixed_precision step pass
+  /// inserts the rounding it implies.
+  std::string precision = "fp32";
 
   // A training step (compiler/train/build_step.cpp):
   int target = -1;  // the loss target, fed from `target_field`
@@ -156,7 +161,7 @@ struct ModelGraph {
   std::vector<int> states;       // non-trainable state in its flat buffer's order
 
   int add_value(GraphValue v);
-  /// Appends a node; its phase becomes its kind's category unless it is an expr node.
+  /// Appends a node; its phase becomes its kind's category unless it runs in any phase (expr, round).
   int add_node(GraphNode n);
   int64_t param_elements() const;
   int64_t state_elements() const;

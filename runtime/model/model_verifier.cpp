@@ -19,7 +19,7 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
     const GraphNode& n = g.nodes[i];
     const ModelOpInfo& info = model_op_info(n.op);
     auto err = [&](const std::string& m) { errs.push_back(fmt::format("node {} {}: {}", i, info.name, m)); };
-    if (n.op != ModelOp::Expr && n.phase != info.category) err("runs in another phase than its kind's");
+    if (!runs_in_any_phase(n.op) && n.phase != info.category) err("runs in another phase than its kind's");
     if (info.inputs >= 0 && static_cast<int>(n.inputs.size()) != info.inputs)
       err(fmt::format("takes {} inputs, has {}", info.inputs, n.inputs.size()));
     if (info.outputs >= 0 && static_cast<int>(n.outputs.size()) != info.outputs)

@@ -7,10 +7,12 @@
 #include <fmt/format.h>
 
 #include "runtime/core/chunk.h"
+#include "runtime/core/half.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/train/initializers.h"
 #include "runtime/train/ref_kernels.h"
+#include "runtime/train/round_16bit.h"
 
 namespace pipec {
 
@@ -109,6 +111,8 @@ ReferenceExecutor<T>::ReferenceExecutor(const ModelGraph& g, uint64_t seed) : g_
     for (int v : g.nodes[i].inputs) last_use_[v] = static_cast<int>(i);
   if (g.output >= 0) last_use_[g.output] = static_cast<int>(g.nodes.size());
   if (g.loss >= 0) last_use_[g.loss] = static_cast<int>(g.nodes.size());
+  for (const GraphNode& n : g.nodes)
+    if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
 }
 
 template <class T>
@@ -382,6 +386,11 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
         *out(0) = static_cast<T>(loss_);
       } else {
         ref::loss_backward<T>(s, in(0), in(1), out(0));
+        if (n.attr("loss_scale") && loss_scale_) {  // mixed_fp16: the backward pass starts from loss * scale
+          const T scale = static_cast<T>(loss_scale_->scale);
+          T* d = out(0);
+          for (int64_t i = 0, e = count(n.outputs[0]); i < e; ++i) d[i] *= scale;
+        }
       }
       return;
     }
@@ -394,8 +403,27 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::OptimizerStep:
+      // mixed_fp16: unscale the gradients, or skip the step when one of them (or the loss) is not finite.
+      if (n.attr("loss_scale") && loss_scale_ && !loss_scale_->unscale_or_skip(loss_, buf_.grads)) return;
       optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_);
       return;
+    case ModelOp::Round: {  // mixed precision's casts, emulated: to bf16 or f16 (nearest even) and back
+      const bool bf16 = n.attr_symbol("dtype") == "bf16";
+      const T* x = in(0);
+      T* y = out(0);
+      const int64_t e = count(n.inputs[0]);
+      if constexpr (std::is_same_v<T, float>) {
+        if (bf16) round_to_bf16(x, y, e);
+        else round_to_f16(x, y, e);
+      } else {
+        for (int64_t i = 0; i < e; ++i) {
+          const float f = static_cast<float>(x[i]);
+          y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f))
+                                     : half_bits_to_float(float_to_half_bits(f)));
+        }
+      }
+      return;
+    }
   }
 }
 

@@ -6,11 +6,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
+#include "runtime/train/loss_scale.h"
 #include "runtime/train/optimizer.h"
 
 namespace pipec {
@@ -40,6 +42,9 @@ class ReferenceExecutor {
 
   FlatBuffers<T>& buffers() { return buf_; }
   OptimizerSlots<T>& optimizer_slots() { return slots_; }
+  /// The dynamic loss scale of a mixed_fp16 step (its nodes say `loss_scale = dynamic`); null otherwise.
+  LossScale* loss_scale() { return loss_scale_ ? &*loss_scale_ : nullptr; }
+  const LossScale* loss_scale() const { return loss_scale_ ? &*loss_scale_ : nullptr; }
 
   /// Runs the nodes of every phase up to `last` on one batch: `inputs` in g.inputs order (any dtype,
   /// converted to the graph's), `target` for the loss (null when `last` is Forward). `step` keys dropout.
@@ -70,6 +75,7 @@ class ReferenceExecutor {
   uint64_t seed_;
   FlatBuffers<T> buf_;
   OptimizerSlots<T> slots_;
+  std::optional<LossScale> loss_scale_;
   std::vector<Tensor> values_;
   double loss_ = 0;
   std::vector<int> last_use_;  // per value: the last node that reads it (values are freed after it)

@@ -75,6 +75,7 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
   w.write_string(train_name);
   w.write_string(g.name);
   w.write_string(optimizer_kind_name(kind));
+  w.write_string(g.precision);
   w.write_u64(state.seed);
   w.write_i64(state.step);
   w.write_i64(slots.iterations);
@@ -83,7 +84,10 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
   w.write_f64(state.loss_sum);
   w.write_f64(state.first_loss);
   w.write_f64(state.last_loss);
+  w.write_i64(state.finite_steps);
   w.write_f64(state.loss_scale);
+  w.write_i64(state.loss_scale_good_steps);
+  w.write_i64(state.skipped_steps);
   w.write_string(weights_name);
   w.write_u64(weights.size());
   w.write_u32(crc32_zlib(weights.data(), weights.size()));
@@ -126,6 +130,11 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   if (optimizer != optimizer_kind_name(kind))
     throw r.error(fmt::format("the checkpoint of {} was written with optimizer {}; this spec trains with {}",
                               written_by, optimizer, optimizer_kind_name(kind)));
+  // The loss scale and the rounding belong to the precision: resuming in another would not continue the run.
+  const std::string precision = r.read_string();
+  if (precision != g.precision)
+    throw r.error(fmt::format("the checkpoint of {} was written with precision {}; this spec trains in {}", written_by,
+                              precision, g.precision));
   TrainCheckpointState s;
   s.seed = r.read_u64();
   if (s.seed != seed)
@@ -138,7 +147,10 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   s.loss_sum = r.read_f64();
   s.first_loss = r.read_f64();
   s.last_loss = r.read_f64();
+  s.finite_steps = r.read_i64();
   s.loss_scale = r.read_f64();
+  s.loss_scale_good_steps = r.read_i64();
+  s.skipped_steps = r.read_i64();
   const std::string weights_name = r.read_string();
   const uint64_t weights_size = r.read_u64();
   const uint32_t weights_crc = r.read_u32();

@@ -9,10 +9,11 @@
 //                               readable by the safetensors package like any --save file
 //   train.ckpt                  a state file (runtime/exec/checkpoint_io.h: magic, version, CRC32) with,
 //                               in order: the string "pipec train checkpoint", the train block's and the
-//                               model's names, the optimizer's kind, the seed, the step count, the
-//                               optimizer's iteration count, the epoch, the total steps (-1 when not
-//                               known yet), the smoothed-loss sum, the first and the last loss, the loss
-//                               scale, the weights file's name, byte size and CRC32, the input pipeline's
+//                               model's names, the optimizer's kind, the precision, the seed, the step
+//                               count, the optimizer's iteration count, the epoch, the total steps (-1 when
+//                               not known yet), the smoothed-loss sum, the first and the last loss, the
+//                               number of finite losses, the loss scale with its good-step and skipped-step
+//                               counts, the weights file's name, byte size and CRC32, the input pipeline's
 //                               state (PipelineRun::save_state), and the batches of the pipeline's last
 //                               chunk not trained on yet (a flag, then the chunk).
 // Dropout and the pipeline's random ops are keyed by (seed, step or element index), so the seed and the
@@ -42,12 +43,15 @@ struct TrainCheckpointState {
   int64_t step = 0;   // steps done
   int64_t epoch = 0;  // the data pass of the last batch
   std::optional<int64_t> total_steps;
-  double loss_sum = 0;           // the smoothed loss's moving sum before bias correction
-  double first_loss = 0;         // of step 1
-  double last_loss = 0;          // of the last step
-  double loss_scale = 1;         // mixed_fp16's dynamic loss scale (1 in fp32)
-  std::string pipeline_state;    // PipelineRun::save_state() of the data pipeline
-  std::optional<Chunk> pending;  // rows (batches) of the last chunk pulled that no step has used yet
+  double loss_sum = 0;                // the smoothed loss's moving sum before bias correction
+  double first_loss = 0;              // of step 1
+  double last_loss = 0;               // of the last step
+  int64_t finite_steps = 0;           // steps whose loss entered the smoothed loss (mixed_fp16 skips others)
+  double loss_scale = 1;              // mixed_fp16's dynamic loss scale (1 otherwise)
+  int64_t loss_scale_good_steps = 0;  // mixed_fp16: finite steps since the scale last changed
+  int64_t skipped_steps = 0;          // mixed_fp16: steps skipped so far
+  std::string pipeline_state;         // PipelineRun::save_state() of the data pipeline
+  std::optional<Chunk> pending;       // rows (batches) of the last chunk pulled that no step has used yet
 };
 
 /// The state file inside a checkpoint folder.

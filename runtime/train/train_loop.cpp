@@ -129,6 +129,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
   double ema = 0;
+  int64_t finite_steps = 0;  // steps in the smoothed loss (mixed_fp16 may skip one whose loss is not finite)
   // The current chunk of batches and the next of its rows to train on.
   Chunk c;
   int64_t next_row = 0;
@@ -140,11 +141,18 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     p.epoch = cs.epoch;
     if (!p.total_steps) p.total_steps = cs.total_steps;
     ema = cs.loss_sum;
+    finite_steps = cs.finite_steps;
     sum.first_loss = cs.first_loss;
     p.loss = cs.last_loss;
-    p.loss_scale = cs.loss_scale;
+    if (LossScale* ls = ex.loss_scale()) {
+      ls->scale = cs.loss_scale;
+      ls->good_steps = cs.loss_scale_good_steps;
+      ls->skipped = cs.skipped_steps;
+      p.loss_scale = ls->scale;
+      p.skipped_steps = ls->skipped;
+    }
     p.lr = ex.optimizer_slots().last_lr;
-    p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+    p.smoothed_loss = finite_steps ? ema / (1 - std::pow(0.95, static_cast<double>(finite_steps))) : p.loss;
     if (cs.pending) c = std::move(*cs.pending);
   }
   auto save_checkpoint = [&] {
@@ -155,9 +163,14 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     // With epochs alone the total is known from the data only; a resumed run must not take a guess for it.
     if (p.total_steps && (o.length.steps || epochs_visible)) cs.total_steps = p.total_steps;
     cs.loss_sum = ema;
+    cs.finite_steps = finite_steps;
     cs.first_loss = sum.first_loss;
     cs.last_loss = p.loss;
-    cs.loss_scale = p.loss_scale;
+    if (const LossScale* ls = ex.loss_scale()) {
+      cs.loss_scale = ls->scale;
+      cs.loss_scale_good_steps = ls->good_steps;
+      cs.skipped_steps = ls->skipped;
+    }
     cs.pipeline_state = run.save_state();
     if (next_row < c.rows) cs.pending = slice_rows(c, next_row, c.rows);
     save_train_checkpoint(o.checkpoint_dir, g, t.name, ex.buffers(), ex.optimizer_slots(), cs);
@@ -203,7 +216,8 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     } catch (const std::exception& e) {
       throw TrainError(fmt::format("step {}: {}", p.step + 1, e.what()));
     }
-    if (!std::isfinite(loss)) {
+    // mixed_fp16 skips a step whose loss or gradients overflow (the optimizer step halves the scale).
+    if (!std::isfinite(loss) && !ex.loss_scale()) {
       std::string last = p.step == 0 ? std::string("it was the first step")
                                      : fmt::format("the loss was {:.6g} at step {}", p.loss, p.step);
       throw TrainError(fmt::format(
@@ -212,13 +226,26 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
           p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
     }
     ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
+    if (const LossScale* ls = ex.loss_scale()) {
+      p.loss_scale = ls->scale;
+      p.skipped_steps = ls->skipped;
+      // Halving cannot help a forward pass that overflows by itself: stop rather than skip forever.
+      if (ls->scale < 1)
+        throw TrainError(
+            fmt::format("step {}: the loss scale fell below 1 after {} skipped steps: the step overflows fp16 at any "
+                        "scale (the loss was {}); train in mixed_bf16 or fp32, or keep activations smaller",
+                        p.step + 1, ls->skipped, loss));
+    }
     if (p.step == 0) sum.first_loss = loss;
     sum.losses.push_back(loss);
     ++p.step;
-    ema = 0.95 * ema + 0.05 * loss;
+    if (std::isfinite(loss)) {
+      ++finite_steps;
+      ema = 0.95 * ema + 0.05 * loss;
+    }
     p.loss = loss;
     p.lr = ex.optimizer_slots().last_lr;
-    p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+    p.smoothed_loss = finite_steps ? ema / (1 - std::pow(0.95, static_cast<double>(finite_steps))) : loss;
     p.examples += target.shape().empty() ? 1 : target.shape()[0];
     p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
     if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();

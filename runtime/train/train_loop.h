@@ -58,11 +58,12 @@ struct TrainProgress {
   double loss = 0;                     // of the last step
   double smoothed_loss = 0;            // exponential moving average (weight 0.05 per step), bias-corrected
   double lr = 0;                       // the learning rate of the last step (its schedule's value)
-  double loss_scale = 1;               // the loss scale of the last step (1: fp32 trains unscaled)
   int64_t examples = 0;                // examples this run trained on (since it resumed)
   double elapsed = 0;                  // seconds of this run
   double input_wait = 0;               // seconds blocked waiting for the next batch
   std::optional<EvalResult> eval;      // the last evaluation on the validation data
+  std::optional<double> loss_scale;    // mixed_fp16: the dynamic loss scale after the last step
+  int64_t skipped_steps = 0;           // mixed_fp16: steps skipped on an infinite or NaN gradient
 };
 
 struct TrainSummary {

@@ -205,6 +205,8 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
   std::string other_optimizer =
       std::string(kData) + kModel +
       "train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(momentum = 0.9), steps = 600 }\n";
+  std::string other_precision = spec_text();
+  other_precision.replace(other_precision.find("steps = 600 }"), 13, "steps = 600, precision = mixed_bf16 }");
   std::string other_pipeline = spec_text();
   other_pipeline.replace(other_pipeline.find("shuffle(500"), 11, "shuffle(400");
   const std::string spec = spec_text();
@@ -271,6 +273,13 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
        1,
        {"{ckpt}: the checkpoint of train `t` (model `net`) was written with optimizer adamw; this spec trains with "
         "sgd"}},
+      {"another precision",
+       other_precision,
+       [](const fs::path&) {},
+       {},
+       1,
+       {"{ckpt}: the checkpoint of train `t` (model `net`) was written with precision fp32; this spec trains in "
+        "mixed_bf16"}},
       {"another seed",
        spec,
        [](const fs::path&) {},
@@ -306,6 +315,44 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
     }
     // A refused checkpoint is left as it was: nothing trained, nothing saved over it.
     if (!before.empty()) EXPECT_EQ(read_all(ck / "train.ckpt"), before);
+  }
+}
+
+// mixed_fp16's loss scale is part of the run: a resumed run goes on with the scale, the count of finite
+// steps toward doubling it and the skipped steps it had. The targets are large, so the first steps'
+// gradients overflow f16 at 2^15 and the scale has halved several times before the checkpoint; a run
+// resumed at 2^15 would skip steps the uninterrupted one takes, and its weights would differ.
+TEST(TrainCheckpoint, ResumeKeepsTheLossScale) {
+  ScratchDir d;
+  write_file(d / "fp16.pipe", R"(pipeline data = range(4_000)
+  | map(r => {
+      x = random_uniform([8], 20.0, 40.0)
+      { x, y: [1000.0] }
+    })
+  | batch(8, drop_remainder = true)
+model net(x: f32[8]) -> f32[1] { x | dense(4) | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 1e-6), steps = 30, precision = mixed_fp16 }
+)");
+  for (const std::string executor : {"fast", "reference"}) {
+    SCOPED_TRACE("--executor " + executor);
+    const fs::path ck = d / ("ck-" + executor);
+    auto ref =
+        run_pipec(train_args(d / "fp16.pipe", executor,
+                             {"--save", (d / "ref.safetensors").string(), "--stats-json", (d / "ref.json").string()}));
+    ASSERT_EQ(ref.exit_code, 0) << ref.err;
+    auto first = run_pipec(train_args(d / "fp16.pipe", executor, {"--steps", "20", "--checkpoint", ck.string()}));
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    auto rest = run_pipec(train_args(d / "fp16.pipe", executor,
+                                     {"--checkpoint", ck.string(), "--resume", "--save",
+                                      (d / "out.safetensors").string(), "--stats-json", (d / "out.json").string()}));
+    ASSERT_EQ(rest.exit_code, 0) << rest.err;
+    EXPECT_EQ(expect_resumed_equals(d / "ref.json", d / "ref.safetensors", d / "out.json", d / "out.safetensors"), 20);
+    nlohmann::json want = read_json(d / "ref.json"), got = read_json(d / "out.json");
+    ASSERT_TRUE(want.contains("loss_scale"));
+    EXPECT_LT(want["loss_scale"].get<double>(), 32768) << "no step overflowed: the test proves nothing";
+    EXPECT_GT(want["skipped_steps"].get<int>(), 0);
+    EXPECT_EQ(got["loss_scale"], want["loss_scale"]);
+    EXPECT_EQ(got["skipped_steps"], want["skipped_steps"]);
   }
 }
 

@@ -10,13 +10,17 @@ const std::vector<StepPass>& step_passes() {
   static const std::vector<StepPass> passes = {
       {"fuse_activation", "a relu after conv2d, conv2d_transpose or dense becomes the layer's fused activation",
        fuse_activation},
+      // After fusion: a fused layer's output is rounded once, after its activation, as on a GPU.
+      {"mixed_precision", "mixed_bf16 / mixed_fp16: round nodes where a GPU casts to 16 bits, and the loss scale",
+       mixed_precision, true},
   };
   return passes;
 }
 
-std::vector<std::string> run_step_passes(ModelGraph& g) {
+std::vector<std::string> run_step_passes(ModelGraph& g, int opt_level) {
   std::vector<std::string> report;
   for (const StepPass& p : step_passes()) {
+    if (opt_level <= 0 && !p.semantic) continue;
     int rewrites = p.run(g);
     report.push_back(fmt::format("{}: {} rewrite{}", p.name, rewrites, rewrites == 1 ? "" : "s"));
     if (auto problems = verify_model_graph(g); !problems.empty()) {

@@ -1,5 +1,6 @@
 #include "runtime/train/fast/fast_executor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -99,12 +100,17 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
       grp.backward_input = find([&](const GraphNode& b) {
         return b.op == backward_input_of(fw.op) && b.inputs[0] == dy && b.inputs[1] == fw.inputs[1];
       });
+      // By dy and layer: under mixed precision the bias is read through a round node and its gradient
+      // is rounded after, so neither value is the parameter's own.
       grp.bias_backward = find([&](const GraphNode& b) {
-        return b.op == ModelOp::BiasBackward && b.inputs[0] == dy && g.values[b.outputs[0]].grad_of == fw.inputs[2];
+        return b.op == ModelOp::BiasBackward && b.inputs[0] == dy && b.layer == fw.layer;
       });
       grp.first = grp.backward_kernel;
       for (int b : {grp.backward_input, grp.bias_backward})
         if (b >= 0 && b < grp.first) grp.first = b;
+      // The group's kernel call reads the kernel again; under mixed precision that is a rounded copy,
+      // which lives only until its last reader in the graph: keep it until the call.
+      last_use_[fw.inputs[1]] = std::max(last_use_[fw.inputs[1]], grp.first);
       const int id = static_cast<int>(k.groups.size());
       for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
         if (b >= 0) k.group_of[b] = id;

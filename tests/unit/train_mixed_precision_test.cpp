@@ -1,0 +1,406 @@
+// `precision = mixed_bf16 | mixed_fp16` (compiler/train/passes/mixed_precision.cpp, runtime/train/loss_scale.h):
+// where the step graph rounds, that -O0 rounds too, dynamic loss scaling on an fp16 overflow (the scale
+// halves and the step is skipped; it doubles after 2000 finite steps), the chess net within stated
+// bounds of fp32, the two executors agreeing, and what `pipec run` prints.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/train/passes/step_passes.h"
+#include "runtime/core/half.h"
+#include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/round_16bit.h"
+#include "tests/unit/cli_util.h"
+#include "tests/unit/train_util.h"
+
+namespace pipec {
+namespace {
+
+std::string chess_spec(const std::string& precision) {
+  return R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
+pipeline data = s | batch(32, drop_remainder = true)
+model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
+  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
+  x = concat([flatten(x), flags])
+  x | dense(256) | relu | dense(1) | tanh
+}
+train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(lr = 1e-3), steps = 3, precision = )" +
+         precision + " }\n";
+}
+
+// One dense layer on one example per batch: the loss gradient is 2 * (prediction - target), easy to
+// push past f16's largest finite value (65504) with the initial loss scale.
+const char* kTinySpec = R"(source s = tfrecord("x.tfrecord") { x: f32[2], y: f32[1] }
+pipeline data = s | batch(1, drop_remainder = true)
+model net(x: f32[2]) -> f32[1] { x | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 0.01), steps = 1, precision = mixed_fp16 }
+)";
+
+// The node computing `v`, or null.
+const GraphNode* producer(const ModelGraph& g, int v) {
+  for (const GraphNode& n : g.nodes)
+    for (int o : n.outputs)
+      if (o == v) return &n;
+  return nullptr;
+}
+
+bool rounded(const ModelGraph& g, int v, const std::string& dtype) {
+  const GraphNode* p = producer(g, v);
+  return p && p->op == ModelOp::Round && p->attr_symbol("dtype") == dtype;
+}
+
+int count_rounds(const ModelGraph& g) {
+  int n = 0;
+  for (const GraphNode& node : g.nodes) n += node.op == ModelOp::Round;
+  return n;
+}
+
+ModelGraph compile_at(const std::string& spec, int opt_level) {
+  CompileRequest request;
+  request.path = "t.pipe";
+  request.text = spec;
+  request.target = CompileTarget::CheckOnly;
+  request.options.passes.opt_level = opt_level;
+  CompileResult r = compile(request);
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.ok() ? r.trains.at(0).program.step : ModelGraph{};
+}
+
+void expect_casts_where_a_gpu_casts(const ModelGraph& g, const std::string& dtype) {
+  int layers = 0;
+  for (const GraphNode& n : g.nodes) {
+    if (n.op != ModelOp::Conv2d && n.op != ModelOp::Dense) continue;
+    ++layers;
+    // Input, kernel and bias in the compute type; the output stored in it.
+    for (int k = 0; k < 3; ++k) EXPECT_TRUE(rounded(g, n.inputs[k], dtype)) << n.layer << " input " << k;
+    const int y = n.outputs[0];
+    bool read_rounded = false;
+    for (const GraphNode& r : g.nodes) read_rounded = read_rounded || (r.op == ModelOp::Round && r.inputs[0] == y);
+    EXPECT_TRUE(read_rounded) << n.layer << " output";
+  }
+  EXPECT_EQ(layers, 4);
+  // Every parameter gradient is rounded before the optimizer (the f32 master weights take it).
+  for (int d : g.param_grads) EXPECT_TRUE(rounded(g, d, dtype)) << g.values[d].name;
+  // The loss is f32, computed from the rounded prediction.
+  for (const GraphNode& n : g.nodes) {
+    if (n.op == ModelOp::Loss) {
+      EXPECT_FALSE(rounded(g, n.outputs[0], dtype));
+    }
+  }
+}
+
+TEST(MixedPrecision, RoundsWhereAGpuCasts) {
+  ModelGraph fp32 = testing::compile_train(chess_spec("fp32")).step;
+  EXPECT_EQ(count_rounds(fp32), 0);
+  for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
+    SCOPED_TRACE(precision);
+    const std::string dtype = std::string(precision) == "mixed_bf16" ? "bf16" : "f16";
+    ModelGraph g = testing::compile_train(chess_spec(precision)).step;
+    EXPECT_EQ(g.precision, precision);
+    expect_casts_where_a_gpu_casts(g, dtype);
+    // The relus stay fused: a fused layer's output is rounded once, after the activation.
+    int fused = 0;
+    for (const GraphNode& n : g.nodes) fused += n.attr("activation") != nullptr;
+    EXPECT_EQ(fused, 3);
+    // Only fp16 scales the loss.
+    int scaled = 0;
+    for (const GraphNode& n : g.nodes) scaled += n.attr("loss_scale") != nullptr;
+    EXPECT_EQ(scaled, dtype == "f16" ? 2 : 0);
+    // -O0 rounds too: the policy is what the step computes, not an optimization.
+    ModelGraph o0 = compile_at(chess_spec(precision), 0);
+    expect_casts_where_a_gpu_casts(o0, dtype);
+    // Idempotent.
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(mixed_precision(g), 0);
+    EXPECT_EQ(g.nodes.size(), nodes);
+  }
+}
+
+// batch_norm and layer_norm compute in f32 with f32 gamma and beta (Keras' normalization layers do), so
+// their parameters and parameter gradients are not rounded; their outputs are.
+TEST(MixedPrecision, NormalizationKeepsF32Parameters) {
+  ModelGraph g = testing::compile_train(R"(source s = tfrecord("x.tfrecord") { x: f32[6, 6, 2], y: f32[2] }
+pipeline data = s | batch(4, drop_remainder = true)
+model net(x: f32[6, 6, 2]) -> f32[2] { x | conv2d(3, 3) | batch_norm | relu | flatten | dense(2) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1, precision = mixed_bf16 }
+)")
+                     .step;
+  int checked = 0;
+  for (const GraphNode& n : g.nodes) {
+    if (n.op != ModelOp::BatchNorm) continue;
+    EXPECT_EQ(g.values[n.inputs[1]].role, ValueRole::Param);
+    EXPECT_EQ(g.values[n.inputs[2]].role, ValueRole::Param);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1);
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    const std::string& name = g.values[g.params[k]].name;
+    bool norm = name.find("batch_normalization") != std::string::npos;
+    EXPECT_EQ(rounded(g, g.param_grads[k], "bf16"), !norm) << name;
+  }
+}
+
+// The round node's arithmetic: to nearest, ties to even, f16 overflowing to infinity past 65504.
+TEST(MixedPrecision, RoundNodeRoundsToNearestEven) {
+  ModelGraph g = testing::compile_train(R"(source s = tfrecord("x.tfrecord") { x: f32[4], y: f32[1] }
+pipeline data = s | batch(1, drop_remainder = true)
+model net(x: f32[4]) -> f32[1] { x | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1, precision = mixed_fp16 }
+)")
+                     .step;
+  const GraphNode* dense = nullptr;
+  for (const GraphNode& n : g.nodes)
+    if (n.op == ModelOp::Dense) dense = &n;
+  ASSERT_NE(dense, nullptr);
+  ReferenceExecutor<float> ex(g, 1);
+  Tensor x = Tensor::empty(DType::F32, {1, 4});
+  // 1 + 2^-11 is a tie between 1 and 1 + 2^-10: to even, 1. 1 + 3 * 2^-11 ties up to 1 + 2^-9.
+  const float in[4] = {1.0f + std::ldexp(1.0f, -11), 1.0f + 3 * std::ldexp(1.0f, -11), 65519.0f, 70000.0f};
+  std::copy(in, in + 4, x.data<float>());
+  Tensor y = Tensor::empty(DType::F32, {1, 1});
+  y.data<float>()[0] = 0;
+  ex.run({x}, &y, 0, OpCategory::Forward);
+  const float* r = ex.value(dense->inputs[0]).data<float>();
+  EXPECT_EQ(r[0], 1.0f);
+  EXPECT_EQ(r[1], 1.0f + std::ldexp(1.0f, -9));
+  EXPECT_EQ(r[2], 65504.0f);
+  EXPECT_TRUE(std::isinf(r[3]));
+}
+
+// The tensor loops round as the scalar conversions do, bit for bit (the f16 one may use F16C): over a
+// sweep of every 4099th f32 bit pattern, and every pattern around f16's subnormals and overflow.
+TEST(MixedPrecision, TensorRoundingMatchesTheScalarConversions) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 4099) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (uint32_t b = 0x33000000u; b < 0x33800000u + 0x10000u; b += 3)
+    x.push_back(std::bit_cast<float>(b));                                                     // f16 subnormal ties
+  for (uint32_t b = 0x477fe000u; b < 0x47800100u; ++b) x.push_back(std::bit_cast<float>(b));  // 65504 ... 65536
+  for (float v : {65519.0f, 65520.0f, -65520.0f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 1e-8f})
+    x.push_back(v);
+  std::vector<float> fast(x.size()), scalar(x.size()), bf(x.size());
+  round_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  round_to_f16_scalar(x.data(), scalar.data(), static_cast<int64_t>(x.size()));
+  round_to_bf16(x.data(), bf.data(), static_cast<int64_t>(x.size()));
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      mismatches += !std::isnan(fast[i]) || !std::isnan(bf[i]);
+      continue;
+    }
+    const float want_bf = bf16_bits_to_float(float_to_bf16_bits(x[i]));
+    if (std::bit_cast<uint32_t>(fast[i]) != std::bit_cast<uint32_t>(scalar[i]) ||
+        std::bit_cast<uint32_t>(bf[i]) != std::bit_cast<uint32_t>(want_bf)) {
+      if (mismatches++ < 5)
+        ADD_FAILURE() << std::hexfloat << x[i] << ": f16 " << fast[i] << " vs " << scalar[i] << ", bf16 " << bf[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// A loss gradient that overflows f16 at the loss scale: the step is skipped (weights and optimizer
+// untouched) and the scale halves, until it is small enough; after 2000 finite steps in a row it
+// doubles. Both executors run the same schedule.
+template <class Executor>
+void overflow_then_growth() {
+  ModelGraph g = testing::compile_train(kTinySpec).step;
+  Executor ex(g, 7);
+  ASSERT_NE(ex.loss_scale(), nullptr);
+  EXPECT_EQ(ex.loss_scale()->scale, 32768);
+  Tensor x = Tensor::empty(DType::F32, {1, 2});
+  x.data<float>()[0] = 0.5f;
+  x.data<float>()[1] = -0.25f;
+  Tensor far = Tensor::empty(DType::F32, {1, 1});
+  far.data<float>()[0] = 100;  // d loss / d prediction is about -200: times 32768 is far past 65504
+  // Halving from 2^15 until 200 * scale < 65504: 256 is the first scale that fits, after 7 skips.
+  double scale = 32768;
+  for (int step = 0; step < 7; ++step) {
+    SCOPED_TRACE("skipped step " + std::to_string(step + 1));
+    const std::vector<float> before = ex.buffers().params;
+    double loss = ex.run({x}, &far, step, OpCategory::Update);
+    EXPECT_TRUE(std::isfinite(loss));  // the loss is fine: its scaled gradient overflows
+    EXPECT_EQ(ex.buffers().params, before);
+    EXPECT_EQ(ex.optimizer_slots().iterations, 0);
+    scale /= 2;
+    EXPECT_EQ(ex.loss_scale()->scale, scale);
+    EXPECT_EQ(ex.loss_scale()->skipped, step + 1);
+    EXPECT_TRUE(ex.loss_scale()->last_skipped);
+  }
+  const std::vector<float> before = ex.buffers().params;
+  ex.run({x}, &far, 7, OpCategory::Update);
+  EXPECT_FALSE(ex.loss_scale()->last_skipped);
+  EXPECT_EQ(ex.loss_scale()->scale, 256);
+  EXPECT_EQ(ex.optimizer_slots().iterations, 1);
+  // The update is the unscaled gradient's: sgd moves the bias by lr * 2 * (prediction - 100), about +2.
+  const GraphValue& bias = g.values[g.params[1]];
+  EXPECT_NEAR(ex.buffers().params[bias.offset] - before[bias.offset], 2.0, 0.05);
+  // 1999 more finite steps (targets near the prediction): the scale doubles on the 2000th.
+  Tensor near = Tensor::empty(DType::F32, {1, 1});
+  for (int step = 8; step < 8 + 1998; ++step) {
+    std::vector<Tensor> in = {x};
+    const Tensor& out = (ex.run(in, nullptr, step, OpCategory::Forward), ex.value(g.output));
+    near.data<float>()[0] = out.data<float>()[0];
+    ex.run(in, &near, step, OpCategory::Update);
+    ASSERT_FALSE(ex.loss_scale()->last_skipped) << step;
+  }
+  EXPECT_EQ(ex.loss_scale()->scale, 256);
+  ex.run({x}, &near, 3000, OpCategory::Update);
+  EXPECT_EQ(ex.loss_scale()->scale, 512);
+  EXPECT_EQ(ex.loss_scale()->skipped, 7);
+}
+
+TEST(MixedPrecision, Fp16OverflowSkipsTheStepAndHalvesTheScale) { overflow_then_growth<ReferenceExecutor<float>>(); }
+
+TEST(MixedPrecision, Fp16OverflowOnTheFastExecutor) { overflow_then_growth<FastExecutor>(); }
+
+// No loss scale without fp16.
+TEST(MixedPrecision, Bf16HasNoLossScale) {
+  ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
+  ReferenceExecutor<float> ex(g, 1);
+  EXPECT_EQ(ex.loss_scale(), nullptr);
+}
+
+struct Trajectory {
+  std::vector<double> losses;
+  std::vector<float> params;
+};
+
+template <class Executor>
+Trajectory train_chess(const ModelGraph& g, int steps) {
+  Executor ex(g, 11);
+  Trajectory t;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
+    Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 32), s * 10 + 9, -0.5, 0.5);
+    t.losses.push_back(ex.run(inputs, &target, s, OpCategory::Update));
+  }
+  t.params = ex.buffers().params;
+  return t;
+}
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+  return diff;
+}
+
+double rms_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+  return std::sqrt(sum / static_cast<double>(a.size()));
+}
+
+// The chess net, 5 Adam steps (lr 1e-3) from the same weights on the same batches. Bounds against fp32:
+// each step's loss within 1% (bf16, 8 significand bits) and 0.2% (fp16, 11 bits); the weights within
+// 1e-2 = 2 x steps x lr of fp32's (Adam moves a weight by about lr a step whatever its gradient's size,
+// so a gradient near 0 whose sign the rounding flips moves it the other way), and within 1e-3 (bf16) /
+// 1e-4 (fp16) in RMS over all weights. Measured: losses 0.22% / 0.03% apart at most, weights 7.3e-3 /
+// 4.9e-3 at most and 2.7e-4 / 2.3e-5 RMS. The executors: losses 5e-5 apart, weights 1.1e-5 RMS.
+TEST(MixedPrecision, ChessNetWithinBoundsOfFp32) {
+  ModelGraph fp32 = testing::compile_train(chess_spec("fp32")).step;
+  Trajectory want = train_chess<ReferenceExecutor<float>>(fp32, 5);
+  for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
+    SCOPED_TRACE(precision);
+    const bool bf16 = std::string(precision) == "mixed_bf16";
+    ModelGraph g = testing::compile_train(chess_spec(precision)).step;
+    Trajectory got = train_chess<ReferenceExecutor<float>>(g, 5);
+    for (size_t s = 0; s < want.losses.size(); ++s) {
+      double rel = std::fabs(got.losses[s] - want.losses[s]) / want.losses[s];
+      EXPECT_LT(rel, bf16 ? 1e-2 : 2e-3) << "step " << s + 1 << ": " << got.losses[s] << " vs fp32 " << want.losses[s];
+      EXPECT_GT(rel, 0) << "step " << s + 1 << ": no rounding happened";
+    }
+    EXPECT_LT(max_difference(got.params, want.params), 1e-2);
+    EXPECT_LT(rms_difference(got.params, want.params), bf16 ? 1e-3 : 1e-4);
+    // The two executors compute the same rounded step: oneDNN's f32 sums differ from the reference's f64
+    // ones by a few f32 ulps, which can move a value across a rounding boundary (one bf16/f16 ulp) now
+    // and then, so they agree to a fraction of the precision's step rather than to f32's.
+    Trajectory fast = train_chess<FastExecutor>(g, 5);
+    for (size_t s = 0; s < got.losses.size(); ++s)
+      EXPECT_NEAR(fast.losses[s], got.losses[s], (bf16 ? 2e-3 : 5e-4) * got.losses[s]) << "step " << s + 1;
+    EXPECT_LT(max_difference(fast.params, got.params), 1e-2);
+    EXPECT_LT(rms_difference(fast.params, got.params), 1e-4);
+  }
+}
+
+// `pipec run` says what it trained in: the summary's precision line, the loss scale in the progress data
+// (--stats-json) and the summary.
+TEST(MixedPrecision, RunShowsPrecisionAndLossScale) {
+  testing::ScratchDir d;
+  for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
+    SCOPED_TRACE(precision);
+    testing::write_file(d / "fit.pipe", std::string(R"(pipeline data = range(256)
+  | map(r => {
+      x = random_uniform([8], -1.0, 1.0, seed = 1)
+      { x, y: [sum(x)] }
+    })
+  | batch(32, drop_remainder = true)
+model net(x: f32[8]) -> f32[1] { x | dense(16) | relu | dense(1) }
+train fit = { data = data, model = net(x), loss = mse(y), optimizer = adam(), steps = 4, precision = )") +
+                                            precision + " }\n");
+    const std::string stats = (d / "stats.json").string();
+    auto run = testing::run_pipec({"run", (d / "fit.pipe").string(), "--stats-json", stats});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const bool fp16 = std::string(precision) == "mixed_fp16";
+    EXPECT_NE(run.err.find(std::string("precision   ") + precision + ": operands rounded to " +
+                           (fp16 ? "fp16" : "bf16") + " where a GPU casts, computed in f32 on the CPU"),
+              std::string::npos)
+        << run.err;
+    EXPECT_EQ(run.err.find("not implemented"), std::string::npos) << run.err;
+    // Four steps: no growth, so the scale is 2^15 halved once per skipped step (a batch of 32 can
+    // overflow f16 in a kernel gradient at the initial scale).
+    std::smatch m;
+    const bool shown =
+        std::regex_search(run.err, m, std::regex("loss scale ([0-9]+) at the end, ([0-9]+) steps? skipped"));
+    EXPECT_EQ(shown, fp16) << run.err;
+    std::ifstream in(stats);
+    nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["precision"], precision);
+    EXPECT_EQ(j.contains("loss_scale"), fp16);
+    if (fp16 && shown) {
+      const int skipped = std::stoi(m[2]);
+      EXPECT_EQ(std::stod(m[1]), std::ldexp(32768.0, -skipped));
+      EXPECT_EQ(j["loss_scale"].get<double>(), std::stod(m[1]));
+      EXPECT_EQ(j["skipped_steps"].get<int>(), skipped);
+    }
+  }
+}
+
+// A forward pass that overflows fp16 by itself (inputs past 65504) makes every loss infinite: each step
+// is skipped and halves the scale, which cannot help; the run stops once the scale falls below 1 (after
+// 16 skips from 2^15), naming the step, instead of skipping forever. bf16 has f32's range: it trains.
+TEST(MixedPrecision, ForwardOverflowStopsTheRun) {
+  testing::ScratchDir d;
+  for (const char* precision : {"mixed_fp16", "mixed_bf16"}) {
+    SCOPED_TRACE(precision);
+    testing::write_file(d / "big.pipe", std::string(R"(pipeline data = range(1024)
+  | map(r => {
+      x = random_uniform([8], 70000.0, 80000.0, seed = 1)
+      { x, y: [1.0] }
+    })
+  | batch(8, drop_remainder = true)
+model net(x: f32[8]) -> f32[1] { x | dense(1) }
+train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 1e-12), steps = 40, precision = )") +
+                                            precision + " }\n");
+    auto run = testing::run_pipec({"run", (d / "big.pipe").string()});
+    if (std::string(precision) == "mixed_fp16") {
+      EXPECT_EQ(run.exit_code, 1) << run.err;
+      EXPECT_NE(
+          run.err.find(
+              "step 16: the loss scale fell below 1 after 16 skipped steps: the step overflows fp16 at any scale"),
+          std::string::npos)
+          << run.err;
+    } else {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipec
