@@ -35,7 +35,14 @@ THREADS=${THREADS:-"1 2"}
 PYTHON=${PYTHON:-/work/tfvenv/bin/python}
 BUILD=${BUILD:-build}
 PIPEC=${PIPEC:-$BUILD/pipec}
-SPEC=${SPEC:-examples/chess/chess.pipe}
+# The example trains in mixed_bf16 (rounded operands, f32 arithmetic on this CPU); the benchmark is fp32:
+# an fp32 copy beside it (its data paths are relative to its folder; .gitignore lists it), removed on exit.
+SPEC=${SPEC:-examples/chess/.chess_fp32_bench.pipe}
+if [ "$SPEC" = examples/chess/.chess_fp32_bench.pipe ]; then
+  sed 's/precision = mixed_bf16/precision = fp32/' examples/chess/chess.pipe >"$SPEC"
+  FP32_COPY=$SPEC
+  grep -q 'precision = fp32' "$SPEC" || { echo "bench: no fp32 copy of examples/chess/chess.pipe" >&2; exit 1; }
+fi
 
 [ -x "$BUILD/bench/train_chess_step" ] && [ -x "$BUILD/bench/train_eltwise_vs_loops" ] && [ -x "$PIPEC" ] ||
   cmake --build "$BUILD" --target train_chess_step train_eltwise_vs_loops pipec >/dev/null
@@ -48,7 +55,7 @@ HAVE_TORCH=0
 if "$PYTHON" -c "import torch" >/dev/null 2>&1; then HAVE_TORCH=1; fi
 
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+trap 'rm -rf "$TMP" ${FP32_COPY:+"$FP32_COPY"}' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # run_row NAME CMD...: appends the RESULT line's fields to $TMP/NAME.
