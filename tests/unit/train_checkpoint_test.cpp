@@ -314,7 +314,9 @@ TEST(TrainCheckpoint, BrokenOrForeignCheckpointsAreRefused) {
       EXPECT_NE(r.err.find(piece), std::string::npos) << "expected: " << piece << "\ngot: " << r.err;
     }
     // A refused checkpoint is left as it was: nothing trained, nothing saved over it.
-    if (!before.empty()) EXPECT_EQ(read_all(ck / "train.ckpt"), before);
+    if (!before.empty()) {
+      EXPECT_EQ(read_all(ck / "train.ckpt"), before);
+    }
   }
 }
 
