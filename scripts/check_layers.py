@@ -17,6 +17,7 @@ import sys
 LAYERS = [
     # The runtime: what a built spec links.
     ["runtime/core"],                     # tensors, chunks, dtypes, buffer pool, Philox, dtype dispatch
+    ["runtime/trace"],                    # Chrome trace events: spans, counters, training steps
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
     ["runtime/plan"],                     # the plan and expression IR, printer, verifier, serialization
     ["runtime/io"],                       # file formats: TFRecord, tf.Example, NumPy, CSV, compression

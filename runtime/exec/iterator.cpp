@@ -4,7 +4,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "runtime/exec/chunk_builder.h"
+#include "runtime/exec/memory_budget.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -33,14 +37,29 @@ bool ChunkIterator::next(Chunk& out) {
   int64_t start = now_ns();
   child_ns_ = 0;
   bool ok = produce(out);
-  int64_t own = now_ns() - start - child_ns_;
+  const int64_t end = now_ns();
+  int64_t own = end - start - child_ns_;
   StageStats& s = *ctx_.stats[stage_];
   s.add_busy_ns(own > 0 ? static_cast<uint64_t>(own) : 0);
   if (ok) {
     s.add_out(static_cast<uint64_t>(out.rows));
     s.add_bytes(chunk_bytes(out));
   }
+  // A span per chunk per stage: nested in the spans of the stages that pulled it, on this thread.
+  if (trace::enabled())
+    trace::complete("stage", fmt::format("#{} {}", stage_, stage_name(spec().kind)), start, end - start,
+                    fmt::format("\"rows\": {}, \"own_us\": {:.1f}", ok ? out.rows : 0, own / 1e3));
   return ok;
+}
+
+void ChunkIterator::charge_fixed(int64_t delta, const char* what) {
+  if (!ctx_.memory || delta == 0) return;
+  if (!ctx_.memory->add_fixed(stage_, delta)) {
+    const MemoryBudget::StageUse use = ctx_.memory->stage_use(stage_);
+    throw StageError(spec(), fmt::format("{} holds {}, and the run's fixed buffers no longer fit in the memory budget "
+                                         "of {} (raise --memory-budget, or make the buffer smaller)",
+                                         what, format_bytes(use.fixed), format_bytes(ctx_.memory->limit())));
+  }
 }
 
 bool ChunkIterator::pull(ChunkIterator& input, Chunk& out) {

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/footprint.h"
 #include "runtime/gpu/cuda_loader.h"
+#include "runtime/io/file_glob.h"
 
 namespace pipec {
 
@@ -57,16 +59,50 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   }
   // The plan's text identifies it: a checkpoint of another plan is refused.
   fingerprint_ = std::hash<std::string>{}(print_plan(plan_));
+
+  // The memory budget starts from the bounds of the fixed buffers the plan knows; a run whose fixed
+  // buffers cannot fit is refused here, naming the largest.
+  memory_ = std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n);
+  ctx_.memory = memory_.get();
+  const SourceLength source_length = [&](int stage) -> std::optional<int64_t> {
+    const Stage& s = plan_.stages.at(stage);
+    if (s.kind != StageKind::Files && s.kind != StageKind::ListFiles) return std::nullopt;
+    const Value* pattern = s.arg("pattern");
+    if (!pattern || pattern->kind != Value::String) return std::nullopt;
+    try {
+      return static_cast<int64_t>(expand_glob(ctx_.resolve_path(pattern->s)).size());
+    } catch (const std::exception&) {
+      return std::nullopt;  // the source reports it when it runs
+    }
+  };
+  const std::vector<FixedBuffer> fixed = fixed_buffers(plan_, ctx_.chunk_rows, source_length);
+  int largest = -1;
+  if (std::string over = fixed_buffers_over_budget(plan_, fixed, memory_->limit(), &largest); !over.empty()) {
+    const Stage& s = plan_.stages.at(largest);
+    throw StageError(s, over);
+  }
+  for (const FixedBuffer& b : fixed) {
+    // A cache of a pass whose size the plan cannot tell keeps the whole budget until it knows it.
+    if (b.bytes) memory_->raise_bound(b.stage, *b.bytes);
+    else if (plan_.stages[b.stage].kind == StageKind::Cache) memory_->set_bound(b.stage, MemoryBudget::kUnknownBound);
+  }
+
+  autotune_ = std::make_unique<Autotuner>(ctx_, options.autotune);
+  ctx_.autotune = autotune_.get();
   root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);
+  autotune_->start();
 }
 
 PipelineRun::~PipelineRun() {
+  autotune_->stop();
   root_.reset();  // stops prefetch threads before the pool goes
   pool_.reset();
 }
 
 bool PipelineRun::next(Chunk& out) {
+  autotune_->consumer_called();
   bool ok = root_->next(out);
+  autotune_->consumer_returned();
   if (ok) delivered_ += out.rows;
   return ok;
 }

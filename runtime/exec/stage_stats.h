@@ -19,6 +19,11 @@ struct StageStatsSnapshot {
   uint64_t elements_out = 0;
   uint64_t busy_ns = 0;  // summed over threads, so it can exceed wall time
   uint64_t bytes = 0;
+  /// Work the stage hands to threads of its own: a map's tasks on the pool, files read ahead. Not in
+  /// busy_ns, which counts the thread that pulls from the stage.
+  uint64_t task_ns = 0;
+  /// All of the stage's work, wherever it ran.
+  uint64_t work_ns() const { return busy_ns + task_ns; }
 };
 
 /// Counters for one pipeline stage. Thread-safe; the add_* calls are a single relaxed atomic add.
@@ -34,6 +39,7 @@ class StageStats {
   void add_out(uint64_t n = 1) { out_.fetch_add(n, std::memory_order_relaxed); }
   void add_busy_ns(uint64_t ns) { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
   void add_bytes(uint64_t n) { bytes_.fetch_add(n, std::memory_order_relaxed); }
+  void add_task_ns(uint64_t ns) { task_ns_.fetch_add(ns, std::memory_order_relaxed); }
 
   /// Each field is read atomically; the fields together are not one atomic snapshot.
   StageStatsSnapshot snapshot() const;
@@ -53,7 +59,7 @@ class StageStats {
 
  private:
   std::string name_;
-  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0};
+  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0};
 };
 
 /// Peak resident set size of this process (VmHWM in /proc/self/status), in bytes; 0 if unavailable.

@@ -1,9 +1,13 @@
 #include "runtime/exec/sources/read_ahead_reader.h"
 
+#include <chrono>
+
+#include "runtime/trace/trace.h"
+
 namespace pipec {
 
-ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel)
-    : reader_(std::move(reader)), stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
+ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel, StageStats* stats)
+    : reader_(std::move(reader)), stats_(stats), stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -15,11 +19,13 @@ ReadAheadReader::~ReadAheadReader() {
 }
 
 void ReadAheadReader::run() {
+  trace::set_thread_name("tfrecord reader");
   for (;;) {
     std::unique_ptr<Block> b;
     if (auto reused = free_.try_pop()) b = std::move(*reused);
     else b = std::make_unique<Block>();
     b->records.clear();
+    const int64_t start = trace::now_ns();
     try {
       std::string_view rec;
       while (b->records.size() < kBlockRecords && b->records.byte_size() < kBlockBytes) {
@@ -33,6 +39,9 @@ void ReadAheadReader::run() {
     } catch (...) {
       b->error = std::current_exception();
     }
+    const int64_t end = trace::now_ns();
+    if (stats_) stats_->add_task_ns(static_cast<uint64_t>(end - start));
+    if (trace::enabled()) trace::complete("task", "read block", start, end - start);
     bool last = b->end || b->error;
     if (!full_.push(std::move(b), stop_)) return;
     if (last) return;

@@ -2,11 +2,16 @@
 // (after a repeat). A pass that stops early leaves no cache, as in tf.data. In memory the cache lives
 // for the run; in a file it is written to a temporary name and renamed when the pass completes, and a
 // later run that finds the file replays it without reading the input at all.
+//
+// The chunks kept count in the run's memory budget as a fixed holding (runtime/exec/memory_budget.h):
+// a pass that does not fit stops the run with an error naming the cache. Until the pass is complete
+// its size is known only when the plan says how long the pass is (runtime/exec/footprint.h).
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -16,6 +21,7 @@ namespace {
 struct CacheStore {
   std::vector<Chunk> chunks;
   bool complete = false;
+  int64_t charged = 0;  // bytes of `chunks` counted in the memory budget
 };
 
 // A cache file: a sequence of (u64 length, checkpoint-format blob of one chunk).
@@ -59,6 +65,7 @@ class Cache : public ChunkIterator {
           throw StageError(spec(), fmt::format("{} (delete it to rebuild the cache)", e.what()));
         }
         store_->complete = true;
+        recount();
       }
     }
   }
@@ -84,6 +91,7 @@ class Cache : public ChunkIterator {
     uint64_t n = r.read_u64();
     store_->chunks.clear();
     for (uint64_t i = 0; i < n; ++i) store_->chunks.push_back(restore_chunk(r));
+    recount();
     replay_pos_ = r.read_u64();
     input_.reset();
     if (r.read_u32()) {
@@ -112,6 +120,7 @@ class Cache : public ChunkIterator {
     }
     if (!input_) {
       store_->chunks.clear();
+      recount();
       input_ = build_iterator(ctx_, spec().inputs[0], epoch_);
       if (!path_.empty()) {
         std::filesystem::path parent = std::filesystem::path(path_).parent_path();
@@ -122,6 +131,7 @@ class Cache : public ChunkIterator {
     }
     if (!pull(*input_, out)) {
       store_->complete = true;
+      if (ctx_.memory) ctx_.memory->set_bound(stage_, static_cast<uint64_t>(store_->charged));  // known now
       input_.reset();
       replay_pos_ = store_->chunks.size();
       if (file_.is_open()) {
@@ -131,8 +141,24 @@ class Cache : public ChunkIterator {
       return false;
     }
     store_->chunks.push_back(out);
+    const int64_t bytes = static_cast<int64_t>(chunk_bytes(out));
+    store_->charged += bytes;
+    charge_fixed(bytes, "its pass so far");
     if (file_.is_open()) CacheFile::write_chunk(file_, out);
     return true;
+  }
+
+  // Counts the whole store again (after it was replaced or cleared).
+  void recount() {
+    const int64_t bytes = [&] {
+      int64_t n = 0;
+      for (const Chunk& c : store_->chunks) n += static_cast<int64_t>(chunk_bytes(c));
+      return n;
+    }();
+    const int64_t delta = bytes - store_->charged;
+    store_->charged = bytes;
+    charge_fixed(delta, "its pass");
+    if (store_->complete && ctx_.memory) ctx_.memory->set_bound(stage_, static_cast<uint64_t>(bytes));
   }
 
  private:

@@ -1,0 +1,270 @@
+#include "runtime/trace/trace.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+
+namespace pipec::trace {
+
+namespace detail {
+std::atomic<bool> g_enabled{false};
+}
+
+namespace {
+
+struct Event {
+  char phase;  // 'X' complete, 'C' counter, 'i' instant
+  const char* category;
+  std::string name;
+  int64_t ts_ns;
+  int64_t dur_ns;
+  double value;
+  std::string args;
+  int track;  // -1: the buffer's thread; otherwise an index into Registry::tracks
+};
+
+struct ThreadBuffer {
+  int tid = 0;
+  std::string name;
+  std::mutex mu;  // the owner appends, to_json() reads: uncontended except while writing the file
+  std::vector<Event> events;
+};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::shared_ptr<ThreadBuffer>> threads;
+  std::vector<std::pair<std::string, std::string>> tracks;  // (group, name)
+  int next_tid = 1;
+  int64_t origin_ns = 0;
+  std::string process_name = "pipec";
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: threads may record during exit
+  return *r;
+}
+
+ThreadBuffer& this_thread_buffer() {
+  thread_local std::shared_ptr<ThreadBuffer> buf;
+  if (!buf) {
+    buf = std::make_shared<ThreadBuffer>();
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    buf->tid = r.next_tid++;
+    buf->name = "thread " + std::to_string(buf->tid);
+    r.threads.push_back(buf);
+  }
+  return *buf;
+}
+
+void append(Event e) {
+  ThreadBuffer& b = this_thread_buffer();
+  std::lock_guard lock(b.mu);
+  b.events.push_back(std::move(e));
+}
+
+std::string format_us(int64_t ns) {
+  // Microseconds with three decimals: Chrome's unit, nanosecond resolution. A span that began just
+  // before the trace started is clamped to its start.
+  if (ns < 0) ns = 0;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+  return buf;
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::mutex g_steps_mu;
+StepTotals g_steps;
+
+}  // namespace
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+void start(const std::string& process_name) {
+  Registry& r = registry();
+  {
+    std::lock_guard lock(r.mu);
+    for (auto& t : r.threads) {
+      std::lock_guard tl(t->mu);
+      t->events.clear();
+    }
+    r.origin_ns = now_ns();
+    r.process_name = process_name;
+  }
+  detail::g_enabled.store(true, std::memory_order_relaxed);
+}
+
+void stop() { detail::g_enabled.store(false, std::memory_order_relaxed); }
+
+void set_thread_name(const std::string& name) {
+  ThreadBuffer& b = this_thread_buffer();
+  std::lock_guard lock(b.mu);
+  b.name = name;
+}
+
+void complete(const char* category, std::string name, int64_t start_ns, int64_t dur_ns, std::string args_json) {
+  if (!enabled()) return;
+  append({'X', category, std::move(name), start_ns, std::max<int64_t>(0, dur_ns), 0, std::move(args_json), -1});
+}
+
+void counter(std::string name, int64_t ts_ns, double value) {
+  if (!enabled()) return;
+  append({'C', "counter", std::move(name), ts_ns, 0, value, {}, -1});
+}
+
+void instant(const char* category, std::string name, int64_t ts_ns, std::string args_json) {
+  if (!enabled()) return;
+  append({'i', category, std::move(name), ts_ns, 0, 0, std::move(args_json), -1});
+}
+
+int track(const std::string& group, const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (size_t i = 0; i < r.tracks.size(); ++i)
+    if (r.tracks[i].first == group && r.tracks[i].second == name) return static_cast<int>(i);
+  r.tracks.emplace_back(group, name);
+  return static_cast<int>(r.tracks.size()) - 1;
+}
+
+void complete_on(int track, const char* category, std::string name, int64_t start_ns, int64_t dur_ns,
+                 std::string args_json) {
+  if (!enabled()) return;
+  append({'X', category, std::move(name), start_ns, std::max<int64_t>(0, dur_ns), 0, std::move(args_json), track});
+}
+
+std::string to_json() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  // Process ids: 1 for the CPU threads, 2.. for each group of other tracks, in order of first use.
+  std::vector<std::string> groups;
+  auto group_pid = [&](const std::string& g) {
+    auto it = std::find(groups.begin(), groups.end(), g);
+    if (it == groups.end()) {
+      groups.push_back(g);
+      return static_cast<int>(groups.size()) + 1;
+    }
+    return static_cast<int>(it - groups.begin()) + 2;
+  };
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  auto emit = [&](const std::string& e) {
+    if (!first) out += ",\n";
+    first = false;
+    out += e;
+  };
+  emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": " + quote(r.process_name) + "}}");
+  for (size_t i = 0; i < r.tracks.size(); ++i) {
+    int pid = group_pid(r.tracks[i].first);
+    emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + std::to_string(pid) +
+         ", \"tid\": 0, \"args\": {\"name\": " + quote(r.tracks[i].first) + "}}");
+    emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(i + 1) +
+         ", \"args\": {\"name\": " + quote(r.tracks[i].second) + "}}");
+  }
+  for (const auto& t : r.threads) {
+    std::lock_guard tl(t->mu);
+    if (t->events.empty()) continue;
+    emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": " + std::to_string(t->tid) +
+         ", \"args\": {\"name\": " + quote(t->name) + "}}");
+    for (const Event& e : t->events) {
+      int pid = 1, tid = t->tid;
+      if (e.track >= 0) {
+        pid = group_pid(r.tracks.at(e.track).first);
+        tid = e.track + 1;
+      }
+      std::string s = "{\"ph\": \"" + std::string(1, e.phase) + "\", \"cat\": " + quote(e.category) +
+                      ", \"name\": " + quote(e.name) + ", \"pid\": " + std::to_string(pid) +
+                      ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + format_us(e.ts_ns - r.origin_ns);
+      if (e.phase == 'X') s += ", \"dur\": " + format_us(e.dur_ns);
+      if (e.phase == 'i') s += ", \"s\": \"t\"";
+      if (e.phase == 'C') s += ", \"args\": {\"value\": " + format_number(e.value) + "}";
+      else if (!e.args.empty()) s += ", \"args\": {" + e.args + "}";
+      emit(s + "}");
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+bool write_json(const std::string& path, std::string* error) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) f << to_json();
+  if (!f || !f.flush()) {
+    if (error) *error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+// ---- training steps ---------------------------------------------------------------------------------
+
+const char* phase_name(StepPhase p) {
+  switch (p) {
+    case StepPhase::InputWait: return "input wait";
+    case StepPhase::Forward: return "forward";
+    case StepPhase::Backward: return "backward";
+    case StepPhase::AllReduce: return "all-reduce";
+    case StepPhase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+StepTotals step_totals() {
+  std::lock_guard lock(g_steps_mu);
+  return g_steps;
+}
+
+void reset_step_totals() {
+  std::lock_guard lock(g_steps_mu);
+  g_steps = StepTotals{};
+}
+
+StepTimer::StepTimer(int64_t step) : step_(step), start_(now_ns()) {}
+
+StepTimer::~StepTimer() {
+  const int64_t end = now_ns();
+  {
+    std::lock_guard lock(g_steps_mu);
+    g_steps.steps += 1;
+    g_steps.step_seconds += (end - start_) / 1e9;
+  }
+  complete("train", "step " + std::to_string(step_), start_, end - start_, "\"step\": " + std::to_string(step_));
+}
+
+StepTimer::Phase::~Phase() {
+  if (start_ < 0) return;
+  const int64_t end = now_ns();
+  {
+    std::lock_guard lock(g_steps_mu);
+    g_steps.seconds[static_cast<int>(phase_)] += (end - start_) / 1e9;
+  }
+  complete("train", phase_name(phase_), start_, end - start_);
+}
+
+}  // namespace pipec::trace

@@ -1,0 +1,142 @@
+// Chrome trace events for a run (`pipec run --trace FILE.json`; open the file in Perfetto or
+// chrome://tracing): a track per thread, a span per chunk per stage, counters for queue depths and
+// memory, GPU copies and kernels on tracks of their own, and the spans a trainer records per step.
+//
+// Recording is off unless a trace was started, and every recording call first reads one relaxed
+// atomic (`enabled()`), so code that records spans costs nothing measurable in a run without a trace.
+// Each thread appends to a buffer of its own (registered once per thread), so recording threads do not
+// contend; the buffers belong to the recorder and outlive the threads that filled them.
+//
+// The API for training code (one training step, each phase a span on the thread that runs it):
+//
+//   trace::StepTimer step(step_index);                  // a span "step N" around the whole step
+//   { auto p = step.phase(trace::StepPhase::InputWait); batch = pipeline.next(); }
+//   { auto p = step.phase(trace::StepPhase::Forward);   ... }
+//   { auto p = step.phase(trace::StepPhase::Backward);  ... }
+//   { auto p = step.phase(trace::StepPhase::AllReduce); ... }
+//   { auto p = step.phase(trace::StepPhase::Optimizer); ... }
+//
+// The phase times also add up in `step_totals()` whether a trace is recorded or not: the run summary's
+// advice reads them ("the model waits for input 40% of each step").
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipec::trace {
+
+namespace detail {
+extern std::atomic<bool> g_enabled;
+}
+
+/// True while a trace is being recorded.
+inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+
+/// The trace's clock: nanoseconds of the steady clock.
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Starts recording (dropping anything recorded before). `process_name` names the CPU threads' group.
+void start(const std::string& process_name = "pipec");
+/// Stops recording; what was recorded stays until the next start().
+void stop();
+/// Everything recorded, as Chrome trace JSON: {"traceEvents": [...], "displayTimeUnit": "ms"}.
+std::string to_json();
+/// Writes to_json() to `path`; false (and `error` says why) when the file cannot be written.
+bool write_json(const std::string& path, std::string* error);
+
+/// Names the calling thread's track ("main", "prefetch #5", "pool worker 2").
+void set_thread_name(const std::string& name);
+
+/// A span on the calling thread's track, from `start_ns` for `dur_ns`. `category` groups spans
+/// ("stage", "task", "train", "gpu"); `args_json` is an object's members without braces, or empty.
+void complete(const char* category, std::string name, int64_t start_ns, int64_t dur_ns, std::string args_json = {});
+/// A counter sample ("prefetch #5 queue" = 3): Perfetto draws each counter name as a track of its own.
+void counter(std::string name, int64_t ts_ns, double value);
+/// A moment on the calling thread's track (an autotune decision).
+void instant(const char* category, std::string name, int64_t ts_ns, std::string args_json = {});
+
+/// A track that is not a thread: `group` is its process row ("GPU"), `name` the track ("kernels").
+/// The same (group, name) gives the same track.
+int track(const std::string& group, const std::string& name);
+/// A span on such a track.
+void complete_on(int track, const char* category, std::string name, int64_t start_ns, int64_t dur_ns,
+                 std::string args_json = {});
+
+/// JSON string quoting (quotes included), for args_json.
+std::string quote(std::string_view s);
+
+/// A span on the calling thread from construction to destruction (when a trace is recording).
+class Span {
+ public:
+  Span(const char* category, std::string_view name) : category_(category) {
+    if (enabled()) {
+      name_ = std::string(name);
+      start_ = now_ns();
+    }
+  }
+  ~Span() {
+    if (start_ >= 0) complete(category_, std::move(name_), start_, now_ns() - start_);
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  const char* category_;
+  std::string name_;
+  int64_t start_ = -1;
+};
+
+// ---- training steps ---------------------------------------------------------------------------------
+
+enum class StepPhase { InputWait, Forward, Backward, AllReduce, Optimizer };
+constexpr int kStepPhases = 5;
+/// "input wait", "forward", "backward", "all-reduce", "optimizer".
+const char* phase_name(StepPhase p);
+
+/// Seconds spent in each phase over every step recorded since reset_step_totals().
+struct StepTotals {
+  int64_t steps = 0;
+  double seconds[kStepPhases] = {};
+  double step_seconds = 0;  // whole steps, phases and whatever ran between them
+  double phase(StepPhase p) const { return seconds[static_cast<int>(p)]; }
+};
+StepTotals step_totals();
+void reset_step_totals();
+
+/// One training step: a span "step N" on the calling thread, and its phases (see the top of this file).
+class StepTimer {
+ public:
+  explicit StepTimer(int64_t step);
+  ~StepTimer();
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+  class Phase {
+   public:
+    Phase(Phase&& other) noexcept : phase_(other.phase_), start_(other.start_) { other.start_ = -1; }
+    ~Phase();
+    Phase(const Phase&) = delete;
+    Phase& operator=(const Phase&) = delete;
+
+   private:
+    friend class StepTimer;
+    Phase(StepPhase p) : phase_(p), start_(now_ns()) {}
+    StepPhase phase_;
+    int64_t start_;
+  };
+  /// Times `p` until the returned object goes away.
+  Phase phase(StepPhase p) { return Phase(p); }
+
+ private:
+  int64_t step_;
+  int64_t start_;
+};
+
+}  // namespace pipec::trace
