@@ -33,6 +33,7 @@ LAYERS = [
     ["compiler/sema"],                    # checking, builtin registry
     ["compiler/lower"],                   # checked AST -> plan
     ["compiler/passes"],                  # the optimizer
+    ["compiler/advice"],                  # advice after a run: one rule per file, from the seeds' lessons
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
     ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels
     ["compiler/fmt"],                     # the formatter

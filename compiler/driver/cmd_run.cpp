@@ -51,8 +51,19 @@ struct RunArgs {
   std::string memory_budget;  // "" = half of the machine's memory
   bool no_autotune = false;
   bool explain_autotune = false;
+  std::vector<std::string> auto_values;  // KIND=N
   std::string trace;
 };
+
+// `--auto-value KIND=N`: N >= 0 (read_ahead may be 0), >= 1 for the others.
+bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || !knob_kind_from_flag(std::string_view(text).substr(0, eq), kind)) return false;
+  const std::string digits = text.substr(eq + 1);
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  *value = std::stoll(digits);
+  return *value >= (*kind == KnobKind::ReadAhead ? 0 : 1);
+}
 
 DevicePolicy device_policy(const std::string& word) {
   return word == "cpu" ? DevicePolicy::Cpu : word == "gpu" ? DevicePolicy::Gpu : DevicePolicy::Auto;
@@ -87,7 +98,7 @@ std::string stage_backend(const Stage& s) {
 }
 
 void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched,
-                   const codegen::JitReport* jit, bool explain_autotune) {
+                   const codegen::JitReport* jit, bool explain_autotune, const std::vector<Advice>& advice) {
   const Plan& plan = run.plan();
   const RunContext& ctx = run.context();
   double secs = std::max(s.seconds, 1e-9);
@@ -122,11 +133,12 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
                        format_thousands(snap.elements_out), snap.work_ns() / 1e9, share, ctx.stage_device.at(i), extra);
   }
   print_bottleneck_line(out, run);
+  print_advice(out, advice);
   print_autotune(out, run, explain_autotune);
 }
 
 // The summary as JSON (`--stats-json`): the same figures as print_summary, for scripts and benches.
-nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& run, const std::string& name,
+nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::string& spec, const PipelineRun& run, const std::string& name,
                                   const Summary& s, const codegen::JitReport* jit) {
   using Json = nlohmann::ordered_json;
   const RunContext& ctx = run.context();
@@ -162,7 +174,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& ru
                           {"device", ctx.stage_device.at(i)}});
   }
   j["stages"] = std::move(stages);
-  add_autotune_json(j, run);
+  add_autotune_json(j, run, advice);
   return j;
 }
 
@@ -213,6 +225,18 @@ int cmd_run(const Args& args) {
           },
           ""));
   app->add_flag("--no-autotune", a.no_autotune, "keep every `auto` parameter at its starting value (2 per thread)");
+  add_repeatable(*app, "--auto-value", a.auto_values,
+                 "fix every `auto` parameter of a kind instead of tuning it: parallel=N (maps), prefetch=N,\n"
+                 "read_ahead=N (files a tfrecord source reads on threads of their own); repeatable",
+                 "KIND=N")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            KnobKind kind;
+            int64_t value = 0;
+            return parse_auto_value(text, &kind, &value) ? ""
+                                                         : fmt::format("must be parallel=N, prefetch=N or read_ahead=N, not `{}`", text);
+          },
+          ""));
   app->add_flag("--explain-autotune", a.explain_autotune,
                 "also show the autotuner's model of each stage and every change it made");
   app->add_option("--trace", a.trace, "write Chrome trace events (Perfetto, chrome://tracing) to FILE")->type_name("FILE.json");
@@ -250,6 +274,12 @@ int cmd_run(const Args& args) {
   ro.threads = a.threads;
   ro.memory_budget = a.memory_budget.empty() ? 0 : static_cast<uint64_t>(parse_memory_size(a.memory_budget));
   ro.autotune = !a.no_autotune;
+  for (const std::string& text : a.auto_values) {
+    KnobKind kind;
+    int64_t value = 0;
+    parse_auto_value(text, &kind, &value);  // validated by the flag's check
+    ro.auto_values.emplace_back(kind, value);
+  }
   // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
   // by read_file) are not resolved twice.
   ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
@@ -316,10 +346,12 @@ int cmd_run(const Args& args) {
         return 2;
       }
     }
-    if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune);
+    const std::vector<Advice> advice =
+        advise(run_facts(run, request.options.passes.opt_level > 0 && request.options.passes.disabled.empty()));
+    if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
-      o << stats_json(a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";
+      o << stats_json(advice, a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";
       if (!o.flush()) {
         std::cerr << "pipec run: cannot write " << a.stats_json << "\n";
         return 2;

@@ -41,11 +41,11 @@ void print_autotune(std::ostream& out, const PipelineRun& run, bool explain) {
   const Autotuner& t = run.autotuner();
   const std::vector<Autotuner::Pick> picks = t.picks();
   bool any = false;
-  for (const auto& p : picks) any = any || p.tunable || explain;
+  for (const auto& p : picks) any = any || p.tunable || p.overridden || explain;
   if (!any) return;
   out << fmt::format("  autotune ({} decision{}):\n", t.decisions(), t.decisions() == 1 ? "" : "s");
   for (const auto& p : picks) {
-    if (!p.tunable && !explain) continue;
+    if (!p.tunable && !p.overridden && !explain) continue;
     out << fmt::format("    {:<14} {}: {}\n", stage_label(run.plan(), p.stage), param_text(p.kind, p.value), p.reason);
   }
   if (!explain) return;
@@ -70,7 +70,33 @@ void print_autotune(std::ostream& out, const PipelineRun& run, bool explain) {
                        c.to);
 }
 
-void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run) {
+RunFacts run_facts(const PipelineRun& run, bool all_passes) {
+  RunFacts f;
+  f.plan = &run.plan();
+  const RunContext& ctx = run.context();
+  for (size_t i = 0; i < run.plan().stages.size(); ++i) {
+    const StageStatsSnapshot snap = ctx.stats[i]->snapshot();
+    f.stages.push_back({snap.work_ns() / 1e9, snap.busy_ns / 1e9, snap.elements_out, snap.bytes});
+    // A pass the plan knows the length of, or the first one the run completed.
+    std::optional<int64_t> pass = run.pass_elements(static_cast<int>(i));
+    if (!pass && ctx.stats[i]->first_pass_elements() >= 0) pass = ctx.stats[i]->first_pass_elements();
+    f.pass_elements.push_back(pass);
+  }
+  f.bottleneck = run.autotuner().bottleneck();
+  f.threads = ctx.threads;
+  f.cores = ThreadPool::default_size();
+  f.memory_budget = run.memory().limit();
+  f.all_passes = all_passes;
+  return f;
+}
+
+void print_advice(std::ostream& out, const std::vector<Advice>& advice) {
+  if (advice.empty()) return;
+  out << "  advice:\n";
+  for (const Advice& a : advice) out << fmt::format("    - {} [{}]\n", a.text, a.rule);
+}
+
+void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const std::vector<Advice>& advice) {
   using Json = nlohmann::ordered_json;
   const MemoryBudget& m = run.memory();
   Json stages = Json::array();
@@ -95,6 +121,9 @@ void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run) {
                          {"tunable", p.tunable},
                          {"reason", p.reason}});
   j["autotune"] = Json{{"decisions", run.autotuner().decisions()}, {"picks", std::move(picks)}};
+  Json said = Json::array();
+  for (const Advice& a : advice) said.push_back(Json{{"rule", a.rule}, {"stage", a.stage}, {"text", a.text}});
+  j["advice"] = std::move(said);
 }
 
 }  // namespace pipec

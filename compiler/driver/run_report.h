@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/advice/advice.h"
 #include "runtime/exec/pipeline_run.h"
 
 namespace pipec {
@@ -19,7 +20,13 @@ void print_bottleneck_line(std::ostream& out, const PipelineRun& run);
 /// inputs per stage and the tuner's changes over time.
 void print_autotune(std::ostream& out, const PipelineRun& run, bool explain);
 
-/// {"memory": {...}, "bottleneck": {...}, "autotune": [...]} members for --stats-json.
-void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run);
+/// What the advice rules read (compiler/advice/advice.h), from the run's statistics and model;
+/// `all_passes`: the optimizer ran every pass.
+RunFacts run_facts(const PipelineRun& run, bool all_passes);
+/// "  advice:" and one line per piece of advice (nothing when there is none).
+void print_advice(std::ostream& out, const std::vector<Advice>& advice);
+
+/// {"memory": {...}, "bottleneck": {...}, "autotune": [...], "advice": [...]} members for --stats-json.
+void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const std::vector<Advice>& advice);
 
 }  // namespace pipec

@@ -160,6 +160,24 @@ const char* knob_param(KnobKind k) {
   return "?";
 }
 
+const char* knob_flag_name(KnobKind k) {
+  switch (k) {
+    case KnobKind::MapParallelism: return "parallel";
+    case KnobKind::PrefetchDepth: return "prefetch";
+    case KnobKind::ReadAhead: return "read_ahead";
+  }
+  return "?";
+}
+
+bool knob_kind_from_flag(std::string_view word, KnobKind* kind) {
+  for (KnobKind k : kKnobKinds)
+    if (word == knob_flag_name(k)) {
+      *kind = k;
+      return true;
+    }
+  return false;
+}
+
 double modelled_rate(const ModelInput& in, const std::vector<int64_t>& values) {
   return rate_of(in, evaluate(in, values), values);
 }
@@ -167,7 +185,12 @@ double modelled_rate(const ModelInput& in, const std::vector<int64_t>& values) {
 double optional_bytes(const ModelInput& in, const std::vector<int64_t>& values) {
   double bytes = 0;
   for (const ModelStage& s : in.stages)
-    if (s.knob >= 0) bytes += static_cast<double>(std::max<int64_t>(0, values.at(s.knob) - 1)) * s.item_bytes;
+    if (s.knob >= 0) {
+      // The first item of a map's window or a prefetch is a fixed holding; files read ahead are all
+      // optional (a file can be read inline).
+      const int64_t first = s.role == ModelStage::Role::Reader ? 0 : 1;
+      bytes += static_cast<double>(std::max<int64_t>(0, values.at(s.knob) - first)) * s.item_bytes;
+    }
   return bytes;
 }
 

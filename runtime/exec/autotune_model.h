@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pipec {
@@ -40,6 +41,11 @@ enum class KnobKind { MapParallelism, PrefetchDepth, ReadAhead };
 
 /// "parallel", "size", "files read ahead".
 const char* knob_param(KnobKind k);
+/// The word `pipec run --auto-value` takes for a kind: "parallel", "prefetch", "read_ahead".
+const char* knob_flag_name(KnobKind k);
+/// The kind named by `word` (knob_flag_name's words); false when there is none.
+bool knob_kind_from_flag(std::string_view word, KnobKind* kind);
+constexpr KnobKind kKnobKinds[] = {KnobKind::MapParallelism, KnobKind::PrefetchDepth, KnobKind::ReadAhead};
 
 struct ModelStage {
   int stage = 0;           // the plan's stage index
@@ -92,7 +98,7 @@ constexpr double kMinGain = 0.01;
 /// budget no longer has room for, then gives back steps that buy (almost) nothing, then climbs.
 Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, const std::vector<int64_t>& start = {});
 
-/// Extra memory (beyond first items) that `values` hold.
+/// Extra memory (beyond the first items of maps and prefetches) that `values` hold.
 double optional_bytes(const ModelInput& in, const std::vector<int64_t>& values);
 
 }  // namespace pipec

@@ -29,7 +29,8 @@ Knob* auto_knob(RunContext& ctx, int stage, KnobKind kind, int64_t initial, int6
   return ctx.autotune ? ctx.autotune->knob(stage, kind, initial, min, max) : nullptr;
 }
 
-Autotuner::Autotuner(RunContext& ctx, bool tune) : ctx_(ctx), tune_(tune) {
+Autotuner::Autotuner(RunContext& ctx, bool tune, std::vector<std::pair<KnobKind, int64_t>> values)
+    : ctx_(ctx), tune_(tune), values_(std::move(values)) {
   const Plan& plan = *ctx.plan;
   const int n = static_cast<int>(plan.stages.size());
   segment_.assign(n, 0);
@@ -68,8 +69,26 @@ Knob* Autotuner::knob(int stage, KnobKind kind, int64_t initial, int64_t min, in
   std::lock_guard lock(mu_);
   for (auto& k : knobs_)
     if (k->stage() == stage && k->kind() == kind) return k.get();
+  const bool tunable = max > min;
+  for (const auto& [k, v] : values_) {
+    if (k != kind || !tunable) continue;
+    // Files read ahead stay within their range (a source reading its files in order reads one at a
+    // time); the others take what was asked, at least their minimum.
+    const int64_t fixed = kind == KnobKind::ReadAhead ? std::clamp(v, min, max) : std::max(v, min);
+    knobs_.push_back(std::make_unique<Knob>(stage, kind, fixed, fixed, fixed));
+    knobs_.back()->set_fixed_reason("set by --auto-value");
+    knobs_.back()->set_overridden();
+    return knobs_.back().get();
+  }
   knobs_.push_back(std::make_unique<Knob>(stage, kind, initial, min, max));
   return knobs_.back().get();
+}
+
+std::vector<Knob*> Autotuner::knobs() const {
+  std::lock_guard lock(mu_);
+  std::vector<Knob*> out;
+  for (const auto& k : knobs_) out.push_back(k.get());
+  return out;
 }
 
 void Autotuner::start() {
@@ -218,7 +237,7 @@ void Autotuner::decide(const Sample& now) {
                        fmt::format("{} {} {} -> {}", label_of(*ctx_.plan, k->stage()), knob_param(k->kind()), from, k->value()),
                        trace::now_ns(), "\"reason\": " + trace::quote(c.reasons[i]));
     }
-    picks_.push_back({k->stage(), k->kind(), k->value(), true, c.reasons[i]});
+    picks_.push_back({k->stage(), k->kind(), k->value(), true, false, c.reasons[i]});
   }
   if (trace::enabled() && ctx_.memory) trace::counter("memory held (MB)", trace::now_ns(), ctx_.memory->used() / 1e6);
 }
@@ -227,7 +246,7 @@ std::vector<Autotuner::Pick> Autotuner::picks() const {
   std::lock_guard lock(mu_);
   std::vector<Pick> out;
   for (const auto& k : knobs_) {
-    Pick p{k->stage(), k->kind(), k->value(), k->tunable(), {}};
+    Pick p{k->stage(), k->kind(), k->value(), k->tunable(), k->overridden(), {}};
     for (const Pick& q : picks_)
       if (q.stage == p.stage && q.kind == p.kind) p.reason = q.reason;
     if (!k->tunable()) p.reason = k->fixed_reason() ? k->fixed_reason() : "fixed by the spec";

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/exec/autotune_model.h"
@@ -34,13 +35,15 @@ struct RunContext;
 class Autotuner {
  public:
   /// `tune` false: every knob keeps its starting value (the static defaults); the model still names
-  /// the bottleneck.
-  Autotuner(RunContext& ctx, bool tune);
+  /// the bottleneck. `values`: every `auto` knob of a kind listed there is fixed at that value.
+  Autotuner(RunContext& ctx, bool tune, std::vector<std::pair<KnobKind, int64_t>> values = {});
   ~Autotuner();
   Autotuner(const Autotuner&) = delete;
   Autotuner& operator=(const Autotuner&) = delete;
 
   Knob* knob(int stage, KnobKind kind, int64_t initial, int64_t min, int64_t max);
+  /// Every parameter registered so far (the pointers stay valid for the run).
+  std::vector<Knob*> knobs() const;
 
   /// Starts measuring and tuning (when tuning is on and some knob is tunable).
   void start();
@@ -59,6 +62,7 @@ class Autotuner {
     KnobKind kind = KnobKind::MapParallelism;
     int64_t value = 0;
     bool tunable = false;
+    bool overridden = false;  // an `auto` parameter fixed by RunOptions::auto_values
     std::string reason;  // one sentence
   };
   /// What each parameter holds now and why (the last decision's sentence).
@@ -96,6 +100,7 @@ class Autotuner {
 
   RunContext& ctx_;
   const bool tune_;
+  const std::vector<std::pair<KnobKind, int64_t>> values_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Knob>> knobs_;
   std::vector<int> segment_, input_segment_;     // per plan stage

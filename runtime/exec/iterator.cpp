@@ -44,6 +44,8 @@ bool ChunkIterator::next(Chunk& out) {
   if (ok) {
     s.add_out(static_cast<uint64_t>(out.rows));
     s.add_bytes(chunk_bytes(out));
+  } else {
+    s.note_end();
   }
   // A span per chunk per stage: nested in the spans of the stages that pulled it, on this thread.
   if (trace::enabled())
@@ -54,12 +56,19 @@ bool ChunkIterator::next(Chunk& out) {
 
 void ChunkIterator::charge_fixed(int64_t delta, const char* what) {
   if (!ctx_.memory || delta == 0) return;
-  if (!ctx_.memory->add_fixed(stage_, delta)) {
-    const MemoryBudget::StageUse use = ctx_.memory->stage_use(stage_);
-    throw StageError(spec(), fmt::format("{} holds {}, and the run's fixed buffers no longer fit in the memory budget "
-                                         "of {} (raise --memory-budget, or make the buffer smaller)",
-                                         what, format_bytes(use.fixed), format_bytes(ctx_.memory->limit())));
-  }
+  if (ctx_.memory->add_fixed(stage_, delta)) return;
+  // Over the budget: the error names the stage holding the most, which is the one to make smaller
+  // (often not the one whose last few bytes tipped the total).
+  int largest = stage_;
+  for (int i = 0; i < static_cast<int>(ctx_.plan->stages.size()); ++i)
+    if (ctx_.memory->stage_use(i).fixed > ctx_.memory->stage_use(largest).fixed) largest = i;
+  const uint64_t held = ctx_.memory->stage_use(largest).fixed;
+  const std::string holding = largest == stage_ ? fmt::format("{} holds {}", what, format_bytes(held))
+                                                : fmt::format("holds {} in fixed buffers", format_bytes(held));
+  throw StageError(ctx_.plan->stages.at(largest),
+                   fmt::format("{}, and the run's fixed buffers ({} in all) no longer fit in the memory budget of {} "
+                               "(raise --memory-budget, or make the buffer smaller)",
+                               holding, format_bytes(ctx_.memory->fixed_total()), format_bytes(ctx_.memory->limit())));
 }
 
 bool ChunkIterator::pull(ChunkIterator& input, Chunk& out) {

@@ -51,6 +51,10 @@ class Knob {
   void set_fixed_reason(const char* why) { fixed_reason_ = why; }
   const char* fixed_reason() const { return fixed_reason_; }
 
+  /// An `auto` parameter the run fixed (`pipec run --auto-value`) instead of tuning it.
+  void set_overridden() { overridden_ = true; }
+  bool overridden() const { return overridden_; }
+
  private:
   const int stage_;
   const KnobKind kind_;
@@ -60,6 +64,7 @@ class Knob {
   std::atomic<int64_t> held_{0};
   std::atomic<int64_t> cycle_{1};
   const char* fixed_reason_ = nullptr;  // set once, when the stage registers it
+  bool overridden_ = false;
 };
 
 /// The parameter `kind` of `stage`: made on first use with `initial` in [min, max] (an iterator rebuilt

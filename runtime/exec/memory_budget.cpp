@@ -107,6 +107,11 @@ uint64_t MemoryBudget::used() const {
   return used_;
 }
 
+uint64_t MemoryBudget::fixed_total() const {
+  std::lock_guard lock(mu_);
+  return fixed_total_;
+}
+
 uint64_t MemoryBudget::peak() const {
   std::lock_guard lock(mu_);
   return peak_;

@@ -55,6 +55,8 @@ class MemoryBudget {
     uint64_t fixed = 0, optional = 0, peak = 0, bound = 0;
   };
   StageUse stage_use(int stage) const;
+  /// Bytes held in fixed buffers now.
+  uint64_t fixed_total() const;
   /// Bytes held now, and the most held at once during the run.
   uint64_t used() const;
   uint64_t peak() const;

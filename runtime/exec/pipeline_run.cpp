@@ -64,17 +64,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   // buffers cannot fit is refused here, naming the largest.
   memory_ = std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n);
   ctx_.memory = memory_.get();
-  const SourceLength source_length = [&](int stage) -> std::optional<int64_t> {
-    const Stage& s = plan_.stages.at(stage);
-    if (s.kind != StageKind::Files && s.kind != StageKind::ListFiles) return std::nullopt;
-    const Value* pattern = s.arg("pattern");
-    if (!pattern || pattern->kind != Value::String) return std::nullopt;
-    try {
-      return static_cast<int64_t>(expand_glob(ctx_.resolve_path(pattern->s)).size());
-    } catch (const std::exception&) {
-      return std::nullopt;  // the source reports it when it runs
-    }
-  };
+  const SourceLength source_length = [this](int stage) { return this->source_length(stage); };
   const std::vector<FixedBuffer> fixed = fixed_buffers(plan_, ctx_.chunk_rows, source_length);
   int largest = -1;
   if (std::string over = fixed_buffers_over_budget(plan_, fixed, memory_->limit(), &largest); !over.empty()) {
@@ -87,7 +77,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
     else if (plan_.stages[b.stage].kind == StageKind::Cache) memory_->set_bound(b.stage, MemoryBudget::kUnknownBound);
   }
 
-  autotune_ = std::make_unique<Autotuner>(ctx_, options.autotune);
+  autotune_ = std::make_unique<Autotuner>(ctx_, options.autotune, options.auto_values);
   ctx_.autotune = autotune_.get();
   root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);
   autotune_->start();
@@ -97,6 +87,22 @@ PipelineRun::~PipelineRun() {
   autotune_->stop();
   root_.reset();  // stops prefetch threads before the pool goes
   pool_.reset();
+}
+
+std::optional<int64_t> PipelineRun::source_length(int stage) const {
+  const Stage& s = plan_.stages.at(stage);
+  if (s.kind != StageKind::Files && s.kind != StageKind::ListFiles) return std::nullopt;
+  const Value* pattern = s.arg("pattern");
+  if (!pattern || pattern->kind != Value::String) return std::nullopt;
+  try {
+    return static_cast<int64_t>(expand_glob(ctx_.resolve_path(pattern->s)).size());
+  } catch (const std::exception&) {
+    return std::nullopt;  // the source reports it when it runs
+  }
+}
+
+std::optional<int64_t> PipelineRun::pass_elements(int stage) const {
+  return pass_length(plan_, stage, [this](int s) { return source_length(s); });
 }
 
 bool PipelineRun::next(Chunk& out) {

@@ -4,8 +4,11 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/exec/autotuner.h"
 #include "runtime/exec/iterator.h"
@@ -34,6 +37,9 @@ struct RunOptions {
   uint64_t memory_budget = 0;
   /// Tune the `auto` parameters while running (runtime/exec/autotuner.h); false keeps their starting values.
   bool autotune = true;
+  /// Values that replace tuning for every `auto` parameter of a kind (`pipec run --auto-value size=8`):
+  /// the run keeps them as if the spec had written them (a benchmark's grid, a reproducible setting).
+  std::vector<std::pair<KnobKind, int64_t>> auto_values;
 };
 
 class PipelineRun {
@@ -63,8 +69,13 @@ class PipelineRun {
   /// The iterator of the last stage (ChunkIterator::inputs() leads to the others).
   const ChunkIterator& root() const { return *root_; }
   const Plan& plan() const { return plan_; }
+  /// The elements of one pass of `stage` (runtime/exec/footprint.h), when the plan and the files its
+  /// sources match tell; nullopt otherwise.
+  std::optional<int64_t> pass_elements(int stage) const;
 
  private:
+  std::optional<int64_t> source_length(int stage) const;
+
   Plan plan_;
   std::unique_ptr<ThreadPool> pool_;
   RunContext ctx_;

@@ -40,6 +40,15 @@ class StageStats {
   void add_busy_ns(uint64_t ns) { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
   void add_bytes(uint64_t n) { bytes_.fetch_add(n, std::memory_order_relaxed); }
   void add_task_ns(uint64_t ns) { task_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  /// The stage's output ended (one pass of it is complete): the first time, its elements so far are
+  /// the length of a pass.
+  void note_end() {
+    int64_t unset = -1;
+    first_pass_.compare_exchange_strong(unset, static_cast<int64_t>(out_.load(std::memory_order_relaxed)),
+                                        std::memory_order_relaxed);
+  }
+  /// Elements of the stage's first complete pass; -1 while none has ended.
+  int64_t first_pass_elements() const { return first_pass_.load(std::memory_order_relaxed); }
 
   /// Each field is read atomically; the fields together are not one atomic snapshot.
   StageStatsSnapshot snapshot() const;
@@ -60,6 +69,7 @@ class StageStats {
  private:
   std::string name_;
   std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0};
+  std::atomic<int64_t> first_pass_{-1};
 };
 
 /// Peak resident set size of this process (VmHWM in /proc/self/status), in bytes; 0 if unavailable.

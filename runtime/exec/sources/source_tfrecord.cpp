@@ -5,9 +5,8 @@
 // Files read ahead: a slot of the cycle may read its file on a thread of its own (ReadAheadReader).
 // How many do is a knob (runtime/exec/knob.h): fixed by parallel_reads = N, tuned for
 // parallel_reads = auto and interleave(cycle_length = auto). Reading ahead never changes the order of
-// the records, only which thread reads them. A reader's blocks count in the run's memory budget (the
-// first reader as a fixed holding, further ones only when the budget grants them; a slot the budget
-// refuses reads its file inline).
+// the records, only which thread reads them. A reader's blocks count in the run's memory budget, only
+// when the budget grants them: a slot the budget refuses reads its file inline.
 #include <algorithm>
 #include <cstring>
 
@@ -164,7 +163,6 @@ class TFRecordSource : public ChunkIterator {
     std::unique_ptr<TFRecordReader> reader;
     std::unique_ptr<ReadAheadReader> ahead;
     uint64_t charged = 0;  // the reader's blocks, counted in the memory budget
-    bool fixed = false;
 
     bool is_open() const { return reader || ahead; }
     bool next(std::string_view& rec) { return ahead ? ahead->next(rec) : reader->next(rec); }
@@ -177,21 +175,12 @@ class TFRecordSource : public ChunkIterator {
   void open(Slot& s, std::unique_ptr<TFRecordReader> r) {
     const int64_t index = &s - slots_.data();
     bool ahead = index < readers();
+    // Reading ahead is never needed to make progress (the slot can read here), so every reader's
+    // blocks are an optional holding: a slot the budget has no room for reads its file inline.
     if (ahead && ctx_.memory) {
-      bool any = false;
-      for (const Slot& o : slots_) any = any || o.charged > 0;
       const uint64_t bytes = ReadAheadReader::kMostBytes;
-      if (!any) {
-        charge_fixed(static_cast<int64_t>(bytes), "its first file read ahead");
-        ctx_.memory->raise_bound(stage_, bytes);
-        s.fixed = true;
-        s.charged = bytes;
-      } else if (ctx_.memory->try_reserve(stage_, bytes)) {
-        s.fixed = false;
-        s.charged = bytes;
-      } else {
-        ahead = false;
-      }
+      if (ctx_.memory->try_reserve(stage_, bytes)) s.charged = bytes;
+      else ahead = false;
     }
     if (readers_) readers_->note_item_bytes(ReadAheadReader::kMostBytes);
     if (ahead) s.ahead = std::make_unique<ReadAheadReader>(std::move(r), ctx_.cancel, ctx_.stats[stage_].get());
@@ -200,10 +189,7 @@ class TFRecordSource : public ChunkIterator {
   void close(Slot& s) {
     s.ahead.reset();
     s.reader.reset();
-    if (s.charged) {
-      if (s.fixed) charge_fixed(-static_cast<int64_t>(s.charged), "");
-      else if (ctx_.memory) ctx_.memory->release(stage_, s.charged);
-    }
+    if (s.charged && ctx_.memory) ctx_.memory->release(stage_, s.charged);
     s.charged = 0;
   }
 
