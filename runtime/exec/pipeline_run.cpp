@@ -6,6 +6,7 @@
 
 #include "runtime/exec/footprint.h"
 #include "runtime/gpu/cuda_loader.h"
+#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/file_glob.h"
 
 namespace pipec {
@@ -62,7 +63,9 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
 
   // The memory budget starts from the bounds of the fixed buffers the plan knows; a run whose fixed
   // buffers cannot fit is refused here, naming the largest.
-  memory_ = std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n);
+  // One account per stage, and one more for the JPEG window index (repeated_jpeg_index), a cache the
+  // run fills too: an index is kept only when the budget grants its bytes.
+  memory_ = std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n + 1);
   ctx_.memory = memory_.get();
   const SourceLength source_length = [this](int stage) { return this->source_length(stage); };
   const std::vector<FixedBuffer> fixed = fixed_buffers(plan_, ctx_.chunk_rows, source_length);
@@ -81,9 +84,14 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   ctx_.autotune = autotune_.get();
   root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);
   autotune_->start();
+  // Last, once nothing can throw: the destructor takes it away again.
+  JpegIndexCache::process().set_admission([m = memory_.get(), index_account = static_cast<int>(n)](int64_t bytes) {
+    return m->try_reserve(index_account, static_cast<uint64_t>(bytes));
+  });
 }
 
 PipelineRun::~PipelineRun() {
+  JpegIndexCache::process().set_admission(nullptr);
   autotune_->stop();
   root_.reset();  // stops prefetch threads before the pool goes
   pool_.reset();

@@ -320,5 +320,33 @@ TEST(AutotuneCommandLine, ResidentMemoryFollowsTheBudget) {
   EXPECT_LE(stats["memory"]["peak_bytes"].get<uint64_t>(), 48u * 1024 * 1024);
 }
 
+// The JPEG window index (repeated_jpeg_index) is a cache the run fills: it is kept only as far as the
+// memory budget grants it. With room for about half of the files' indexes, fewer files are indexed
+// than with a large budget, and the bytes held stay within the budget.
+TEST(AutotuneCommandLine, TheJpegWindowIndexCountsInTheBudget) {
+  ScratchDir d;
+  const std::string jpegs = std::string(PIPEC_SHARED_DIR) + "/testdata/external/jpeg/";
+  for (const char* name : {"libjpeg-turbo_testorig.jpg", "libjpeg-turbo_testimgint.jpg", "libjpeg-turbo_testimgari.jpg",
+                           "wuffs_bricks-color.jpeg", "wuffs_bricks-gray.jpeg", "wuffs_peacock.default.jpeg"})
+    fs::copy_file(jpegs + name, d / name);
+  write_file(d / "p.pipe",
+             "pipeline p = files(\"*.jp*g\")\n"
+             "  | repeat(4)\n"
+             "  | map(r => { img: random_crop(decode_jpeg(read_file(r.path)), 16, 16) })\n");
+  auto run = [&](const char* budget, const std::string& json) {
+    auto r = run_pipec({"run", (d / "p.pipe").string(), "--threads", "1", "--quiet", "--memory-budget", budget,
+                        "--stats-json", (d / json).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(testing::read_all(d / json));
+  };
+  const auto large = run("1G", "large.json");
+  const auto small = run("40K", "small.json");
+  EXPECT_EQ(large["jpeg_index"]["indexed"], 6);
+  EXPECT_LT(small["jpeg_index"]["indexed"].get<int>(), 6);
+  EXPECT_GT(small["jpeg_index"]["indexed"].get<int>(), 0);
+  EXPECT_LE(small["memory"]["peak_bytes"].get<uint64_t>(), 40u * 1024);
+  EXPECT_EQ(small["elements"], large["elements"]);
+}
+
 }  // namespace
 }  // namespace pipec

@@ -37,7 +37,8 @@ TEST(CommandLine, HelpPagesListTheCommandsAndEveryFlag) {
   for (const char* flag : {"--pipeline NAME", "--take N", "--output DIR", "--seed S", "--threads N", "--checkpoint DIR",
                            "--checkpoint-every N", "--resume", "--stats-json FILE", "--no-jit", "--device auto|cpu|gpu",
                            "-I DIR", "-D NAME=VALUE", "-w, --no-warnings", "--color WHEN", "-q, --quiet", "-O LEVEL",
-                           "-O0", "--disable-pass NAME", "-h, --help"})
+                           "-O0", "--disable-pass NAME", "--memory-budget SIZE", "--no-autotune", "--auto-value KIND=N",
+                           "--explain-autotune", "--trace FILE.json", "-h, --help"})
     EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
   // Ranges and defaults come from the declarations.
   EXPECT_NE(run.out.find("(1 to 1024)"), std::string::npos) << run.out;
