@@ -119,6 +119,7 @@ void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const 
                          {"param", knob_param(p.kind)},
                          {"value", p.value},
                          {"tunable", p.tunable},
+                         {"overridden", p.overridden},
                          {"reason", p.reason}});
   j["autotune"] = Json{{"decisions", run.autotuner().decisions()}, {"picks", std::move(picks)}};
   Json said = Json::array();

@@ -131,7 +131,9 @@ double rate_of(const ModelInput& in, const Evaluated& e, const std::vector<int64
     }
     const double slow = std::min(lambda, mu);
     if (!(slow > 0) || std::isinf(slow)) continue;
-    rate *= buffered_rate(lambda, mu, k) / slow;
+    // The buffer passes at most what a finite buffer between those two rates passes. A bound, not a
+    // factor on the pipeline's rate: a faster side never makes the pipeline slower.
+    rate = std::min(rate, buffered_rate(lambda, mu, k));
   }
   return rate;
 }
@@ -286,7 +288,7 @@ Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, co
   for (bool shrunk = true; shrunk;) {
     shrunk = false;
     for (size_t i = 0; i < k; ++i) {
-      if (c.values[i] <= ranges[i].min) continue;
+      if (c.values[i] <= std::max(ranges[i].min, ranges[i].keep)) continue;
       std::vector<int64_t> cand = c.values;
       cand[i] -= 1;
       const double r = modelled_rate(in, cand);

@@ -15,14 +15,16 @@
 //                                                        threads of their own (the rest read inline)
 //   - C * 1e9 / (sum of all work)                        the C cores its threads (the pool's, prefetch
 //                                                        and reader threads) may use in all
-// and every buffer between a producer and a consumer loses what a finite buffer of K items loses
-// when the two run at rates lambda and mu (M/M/1/K: throughput lambda (1 - rho^K) / (1 - rho^(K+1)),
-// rho = lambda / mu): a prefetch of depth d (K = d + 1) and a map's window (K = p). So buffers pay
+// and at most what a finite buffer of K items passes between a producer and a consumer running at
+// rates lambda and mu (M/M/1/K: throughput lambda (1 - rho^K) / (1 - rho^(K+1)), rho = lambda / mu),
+// for every such buffer: a prefetch of depth d (K = d + 1) and a map's window (K = p). So buffers pay
 // when the two sides run at similar rates and not when one side is much slower, and parallelism pays
-// until the CPU or another stage binds.
+// until the CPU or another stage binds; every bound grows with every parameter, so more never
+// predicts less.
 //
 // The hill climb starts from the values in use (the first time: the static defaults), gives back what
-// the memory budget no longer has room for and the steps that buy (almost) nothing, then repeatedly
+// the memory budget no longer has room for and the steps that buy (almost) nothing (down to each
+// parameter's `keep`), then repeatedly
 // raises the parameter whose next step raises the predicted rate the most, while that is at least
 // kMinGain, the memory it adds fits in the room the budget leaves, and the parameter is under its
 // maximum; it records for each parameter why it stopped (the sentence `pipec run` prints). Giving
@@ -73,6 +75,11 @@ struct ModelInput {
 
 struct KnobRange {
   int64_t min = 1, max = 1;
+  /// The least that giving back steps that buy nothing leaves (only the memory budget goes lower): a
+  /// prefetch keeps its starting depth, because its buffer also hides the time it takes to wake the
+  /// threads on either side, which the model's rates do not see (on a busy machine a depth of 1 lost
+  /// up to half the throughput of a depth of 4 in bench/autotune).
+  int64_t keep = 0;
 };
 
 /// The predicted rate (output elements per second) with parameter values `values` (by knob index).

@@ -218,7 +218,8 @@ void Autotuner::decide(const Sample& now) {
   std::vector<KnobRange> ranges;
   std::vector<int64_t> current;
   for (Knob* k : knobs) {
-    ranges.push_back({k->min(), k->max()});
+    // A prefetch keeps its starting depth unless the memory budget needs it (autotune_model.h).
+    ranges.push_back({k->min(), k->max(), k->kind() == KnobKind::PrefetchDepth ? k->initial() : 0});
     current.push_back(k->value());
   }
   Choice c = hill_climb(in, ranges, current);

@@ -18,12 +18,19 @@ struct RunContext;
 class Knob {
  public:
   Knob(int stage, KnobKind kind, int64_t initial, int64_t min, int64_t max)
-      : stage_(stage), kind_(kind), min_(min), max_(std::max(min, max)), value_(std::clamp(initial, min, std::max(min, max))) {}
+      : stage_(stage),
+        kind_(kind),
+        min_(min),
+        max_(std::max(min, max)),
+        initial_(std::clamp(initial, min, std::max(min, max))),
+        value_(initial_) {}
 
   int stage() const { return stage_; }
   KnobKind kind() const { return kind_; }
   int64_t min() const { return min_; }
   int64_t max() const { return max_; }
+  /// The starting value (the static default the stage would use without a tuner).
+  int64_t initial() const { return initial_; }
   /// An `auto` parameter (the tuner may move it); false when the spec fixes it.
   bool tunable() const { return max_ > min_; }
 
@@ -58,7 +65,7 @@ class Knob {
  private:
   const int stage_;
   const KnobKind kind_;
-  const int64_t min_, max_;
+  const int64_t min_, max_, initial_;
   std::atomic<int64_t> value_;
   std::atomic<uint64_t> item_bytes_{0};
   std::atomic<int64_t> held_{0};

@@ -69,6 +69,18 @@ TEST(AutotuneModel, OneThreadGainsNothingFromChunksInFlight) {
   EXPECT_LE(from_high.values[1], 2);
 }
 
+// A prefetch's depth is given back down to its `keep` when it buys nothing, and below it only for
+// the memory budget.
+TEST(AutotuneModel, APrefetchKeepsItsStartingDepthUnlessMemoryIsShort) {
+  ModelInput in = source_map_prefetch(10, 1000, 0, 1, 1);
+  const std::vector<KnobRange> ranges = {{1, 16}, {1, 64, 4}};
+  EXPECT_EQ(hill_climb(in, ranges, {4, 64}).values[1], 4);
+  in.room_bytes = 1.5e6;  // the map's first item is fixed; one more item in all
+  const Choice tight = hill_climb(in, ranges, {4, 64});
+  EXPECT_LE(optional_bytes(in, tight.values), in.room_bytes);
+  EXPECT_LE(tight.values[1], 2);
+}
+
 TEST(AutotuneModel, TheMemoryRoomBoundsTheChoiceAndTheReasonSaysSo) {
   ModelInput in = source_map_prefetch(10, 1000, 0, 8, 8);
   in.room_bytes = 2.5e6;  // two and a half more items of 1 MB
@@ -90,7 +102,7 @@ TEST(AutotuneModel, PrefetchDepthGrowsWhenBothSidesRunAtTheSameRate) {
 }
 
 // From 2 chunks in flight on (from 1 to 2 the map moves from the thread that pulls from it to the
-// pool, which one core may not repay: the hand-off costs a buffer).
+// pool, which one core may not repay: the hand-off costs a buffer), and for every prefetch depth.
 TEST(AutotuneModel, MoreParallelismNeverLowersThePredictedRate) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> cost(1, 5000);
@@ -98,8 +110,10 @@ TEST(AutotuneModel, MoreParallelismNeverLowersThePredictedRate) {
     const int threads = 1 + trial % 8;
     const ModelInput in = source_map_prefetch(cost(rng), cost(rng), cost(rng), threads, threads);
     for (int64_t depth : {1, 4, 16})
-      for (int64_t p = 2; p < 16; ++p)
+      for (int64_t p = 2; p < 16; ++p) {
         ASSERT_GE(modelled_rate(in, {p + 1, depth}) * (1 + 1e-9), modelled_rate(in, {p, depth})) << trial << " p=" << p;
+        ASSERT_GE(modelled_rate(in, {p, depth + 1}) * (1 + 1e-9), modelled_rate(in, {p, depth})) << trial << " d=" << depth;
+      }
   }
 }
 
