@@ -39,6 +39,8 @@ LAYERS = [
     ["compiler/fmt"],                     # the formatter
     ["compiler/lsp"],                     # the language server
     ["compiler/driver"],                  # the command line
+    # Hosts of the compiler and runtime.
+    ["python/src"],                       # the Python module's extension (pipec._pipec)
 ]
 
 # Inside one rank the code generator's printers share the backend-neutral loop nests, so codegen/llvm
@@ -62,7 +64,7 @@ def folder_of(path):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
-    for top in ("runtime", "compiler"):
+    for top in ("runtime", "compiler", "python/src"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for name in files:
                 if not name.endswith((".h", ".cpp", ".def", ".inc")):

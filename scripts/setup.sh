@@ -12,6 +12,7 @@ packages=(
   llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
   libdnnl-dev                           # oneDNN 2.6 (OpenMP threading): the CPU training kernels
+  python3-dev python3-venv              # the Python module (python/): its headers, and the venv below
 )
 
 missing=()
@@ -24,4 +25,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Python module's build and tests (python/, tests/python): a venv with nanobind, pytest and numpy from
+# PyPI, made from Debian's python3 (whose headers python3-dev installed). scripts/build.sh builds the
+# module for it when it is there. PIPEC_VENV moves it.
+cd "$(dirname "$0")/.."
+venv=${PIPEC_VENV:-build/venv}
+# Under sudo, the venv (and build/) belong to the user who ran it, who builds there afterwards.
+as_user=()
+[ -n "${SUDO_USER:-}" ] && [ "$(id -u)" -eq 0 ] && as_user=(sudo -u "$SUDO_USER")
+if ! "$venv/bin/python" -c "import nanobind, pytest, numpy" 2>/dev/null; then
+  echo "setup: making the Python venv $venv (nanobind, pytest, numpy)"
+  "${as_user[@]}" mkdir -p "$(dirname "$venv")"
+  "${as_user[@]}" /usr/bin/python3 -m venv "$venv"
+  "${as_user[@]}" "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy
 fi

@@ -7,7 +7,12 @@
 //
 // A first line `# mode: explain` compares the diagnostics and the plan as lowered (`pipec explain -O0`),
 // `# mode: optimized` the plan after the optimizer (`pipec explain`), `# mode: passes` the plan after
-// every pass (`pipec explain --passes`); otherwise the diagnostics of `pipec check`. Lines `# -D NAME=VALUE`
+// every pass (`pipec explain --passes`), `# mode: run` the elements every pipeline produces (the
+// reference: -O0 on the interpreter, one thread; at most 100 elements each) or the error its run ends
+// with, after which each pipeline runs again as `pipec run` does (optimized, JIT kernels, 4 threads):
+// its kernels are listed, and when its elements or its error differ from the reference's that is
+// printed too (a run that fails must fail with the same error; the elements before it may differ, as
+// chunks do); otherwise the diagnostics of `pipec check`. Lines `# -D NAME=VALUE`
 // among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
@@ -21,7 +26,10 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "compiler/compile/compile.h"
+#include "runtime/core/dtype_dispatch.h"
 
 namespace fs = std::filesystem;
 using namespace pipec;
@@ -41,8 +49,6 @@ static std::string relative_paths(std::string text) {
   return text;
 }
 
-enum class Mode { Check, Explain, Optimized, Passes };
-
 // The `# -D NAME=VALUE` lines of the spec's leading comments.
 static std::vector<ConstOverride> overrides_of(const std::string& spec) {
   std::vector<ConstOverride> out;
@@ -56,7 +62,112 @@ static std::vector<ConstOverride> overrides_of(const std::string& spec) {
   return out;
 }
 
+enum class Mode { Check, Explain, Optimized, Passes, Run };
+
+// One value as text: nested lists row-major, floats in their shortest exact form, strings quoted.
+static std::string value_text(const Tensor& t) {
+  auto scalar = [&](int64_t k) -> std::string {
+    if (t.dtype() == DType::Bytes) {
+      // Quoted with the language's escapes; other bytes outside printable ASCII as \xNN.
+      std::string q = "\"";
+      for (unsigned char ch : t.str(k)) {
+        if (ch == '"' || ch == '\\') q += std::string("\\") + static_cast<char>(ch);
+        else if (ch == '\n') q += "\\n";
+        else if (ch == '\t') q += "\\t";
+        else if (ch == '\r') q += "\\r";
+        else if (ch == 0) q += "\\0";
+        else if (ch < 0x20 || ch >= 0x7f) q += fmt::format("\\x{:02x}", ch);
+        else q += static_cast<char>(ch);
+      }
+      return q + "\"";
+    }
+    return visit_numeric(t.dtype(), [&](auto tag) -> std::string {
+      using T = typename decltype(tag)::type;
+      const T v = t.data<T>()[k];
+      if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+      else if constexpr (std::is_integral_v<T>) return std::to_string(v);
+      else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return fmt::format("{}", v);
+      else return fmt::format("{}", convert<float>(v));
+    });
+  };
+  const Shape& shape = t.shape();
+  int64_t k = 0;
+  std::function<std::string(size_t)> build = [&](size_t axis) -> std::string {
+    if (axis == shape.size()) return scalar(k++);
+    std::string out = "[";
+    for (int64_t i = 0; i < shape[axis]; ++i) out += (i ? ", " : "") + build(axis + 1);
+    return out + "]";
+  };
+  return fmt::format("{}{} {}", dtype_name(t.dtype()), shape_to_spec(shape), build(0));
+}
+
+// Runs `plan` to its end (or 100 elements): one line per element, or `error: ...` where it fails.
+static std::vector<std::string> run_elements(const Plan& plan, int threads, const std::string& spec_dir) {
+  std::vector<std::string> lines;
+  try {
+    RunOptions ro;
+    ro.threads = threads;
+    ro.device = DevicePolicy::Cpu;
+    ro.spec_dir = spec_dir;
+    PipelineRun run(plan, ro);
+    const std::vector<Field>& fields = plan.stages.back().element.fields;
+    Chunk c;
+    while (lines.size() < 100 && run.next(c))
+      for (int64_t r = 0; r < c.rows && lines.size() < 100; ++r) {
+        std::string e;
+        for (size_t k = 0; k < fields.size(); ++k)
+          e += (k ? ", " : "") + fields[k].name + ": " + value_text(column_row(c.columns[k], r));
+        lines.push_back(fmt::format("#{} {{{}}}", lines.size(), e));
+      }
+  } catch (const std::exception& e) {
+    lines.push_back(std::string("error: ") + e.what());
+  }
+  return lines;
+}
+
+// Mode::Run: every pipeline of the spec, on the reference and as `pipec run` runs it.
+static std::string run_pipelines(const std::string& rel_path, const std::string& spec, bool& had_errors) {
+  std::ostringstream out;
+  CompileRequest req;
+  req.path = rel_path;
+  req.text = spec;
+  req.target = CompileTarget::EveryPipeline;
+  req.options.check.const_overrides = overrides_of(spec);
+  CompileRequest fast = req;
+  req.options.passes.opt_level = 0;
+  fast.options.cpu_kernels = CpuKernels::Jit;
+  fast.options.jit.use_cache = false;
+  CompileResult ref = compile(req);
+  ref.program->diags.print(out, false);
+  had_errors = ref.program->diags.has_errors();
+  if (!ref.ok()) return out.str() + (ref.error.empty() ? "" : "compile failed: " + ref.error + "\n");
+  CompileResult opt = compile(fast);
+  const std::string dir = fs::path(rel_path).parent_path().string();
+  for (size_t p = 0; p < ref.pipelines.size(); ++p) {
+    out << "pipeline " << ref.pipelines[p].decl->name << "\n";
+    std::vector<std::string> want = run_elements(ref.pipelines[p].plan, 1, dir);
+    for (const std::string& line : want) out << "  " << line << "\n";
+    if (!opt.ok() || p >= opt.pipelines.size()) {
+      out << "  optimized: compile failed: " << opt.error << "\n";
+      continue;
+    }
+    const CompiledPipeline& o = opt.pipelines[p];
+    if (o.jit)
+      for (const auto& k : o.jit->stages)
+        out << "  kernel #" << k.stage << " " << stage_name(o.plan.stages.at(static_cast<size_t>(k.stage)).kind) << ": "
+            << (k.native ? "jit" : "interpreter: " + k.why_not) << "\n";
+    std::vector<std::string> got = run_elements(o.plan, 4, dir);
+    // A run that fails must fail alike; how many elements come out before depends on the chunks.
+    auto failed = [](const std::vector<std::string>& v) { return !v.empty() && v.back().rfind("error: ", 0) == 0; };
+    if (got == want || (failed(got) && failed(want) && got.back() == want.back())) continue;
+    out << "  optimized run differs:\n";
+    for (const std::string& line : got) out << "    " << line << "\n";
+  }
+  return out.str();
+}
+
 static std::string run_spec(const std::string& rel_path, const std::string& spec, Mode mode, bool& had_errors) {
+  if (mode == Mode::Run) return relative_paths(run_pipelines(rel_path, spec, had_errors));
   std::ostringstream out, passes;
   CompileRequest req;
   req.path = rel_path;
@@ -122,6 +233,7 @@ int main(int argc, char** argv) {
     Mode mode = spec.rfind("# mode: explain", 0) == 0     ? Mode::Explain
                 : spec.rfind("# mode: optimized", 0) == 0 ? Mode::Optimized
                 : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
+                : spec.rfind("# mode: run", 0) == 0       ? Mode::Run
                                                            : Mode::Check;
     bool had_errors = false;
     std::string output = run_spec(f, spec, mode, had_errors);

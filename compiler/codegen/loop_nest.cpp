@@ -129,6 +129,10 @@ class OutputBuilder {
     return r;
   }
 
+  // dynamic_index `id`: a bool node, true when the row's index lies in the dimension (the check).
+  int index_in_range(int id) { return run_time_index(id).second; }
+
+
  private:
   // ---- Index rewrites.
   // unpack_bits and reshapes through a flat index divide row-major offsets and take their remainders
@@ -365,6 +369,28 @@ class OutputBuilder {
     return value(o, oi);
   }
 
+  // dynamic_index `id`'s index, counted from the front as the interpreter's kernel does (a negative
+  // one of a signed dtype counts from the end), and whether it lies in the dimension: (i64 node, bool
+  // node). Unsigned indices compare as u64, so values above i64's range are out of range too.
+  std::pair<int, int> run_time_index(int id) {
+    const Instr& in = fn_.body.at(static_cast<size_t>(id));
+    const auto& xs = type_of(in.operands.at(0)).shape;
+    const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
+    const int64_t n = xs.at(static_cast<size_t>(ax));
+    if (n == 0) throw Unsupported{fmt::format("{} indexes a dimension of size 0 (every index is out of range: the interpreter reports it)", where(in, id))};
+    const int raw = value(in.operands.at(1), {});
+    const DType it = out_.nodes[raw].dtype;
+    if (!is_integer(it)) throw Unsupported{fmt::format("{}: an index of dtype {}", where(in, id), dtype_name(it))};
+    if (is_unsigned_int(it)) {
+      const int u = cast(raw, DType::U64);
+      return {cast(raw, DType::I64), op(OpKind::Lt, {u, iconst(n, DType::U64)}, DType::Bool)};
+    }
+    const int x = cast(raw, DType::I64);
+    const int j = select(op(OpKind::Lt, {x, iconst(0)}, DType::Bool), op(OpKind::Add, {x, iconst(n)}, DType::I64), x);
+    const int ok = op(OpKind::And, {op(OpKind::Ge, {j, iconst(0)}, DType::Bool), op(OpKind::Lt, {j, iconst(n)}, DType::Bool)}, DType::Bool);
+    return {j, ok};
+  }
+
   int folded(int id, const std::vector<int>& idx) {
     const Tensor& t = folded_[id];
     const DType dt = t.dtype();
@@ -537,6 +563,15 @@ class OutputBuilder {
       }
       return value(operand(0), ii);
     }
+    case OpKind::DynamicIndex: {
+      // The read is clamped into the dimension, so it stays in bounds whatever the index; the row's
+      // check (LoopNest::checks) fails the kernel before any result is written when it was outside.
+      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
+      const int j = run_time_index(id).first;
+      std::vector<int> ii = idx;
+      ii.insert(ii.begin() + ax, index(IndexOp::Max, index(IndexOp::Min, j, iconst(xs[ax] - 1)), iconst(0)));
+      return value(operand(0), ii);
+    }
     case OpKind::Reshape:
     case OpKind::Squeeze:
     case OpKind::ExpandDims: {
@@ -635,6 +670,7 @@ class OutputBuilder {
     // Not compiled: check_instr refuses these first (the op table gives them no LLVM lowering); a
     // const is always folded.
     case OpKind::Const:
+    case OpKind::DynamicSlice:
     case OpKind::Argmax:
     case OpKind::Size:
     case OpKind::ReadFile:
@@ -880,6 +916,17 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
       lo.num_vars = static_cast<int>(lo.shape.size()) + 1;
       lo.root = b.cast(b.value(fn.results[j].second, idx), lo.dtype);
     }
+    // One check per live dynamic_index computed per row (a row-invariant one was folded above, and a
+    // bad index there failed the fold, so the function is not compiled).
+    for (size_t i = 0; i < n; ++i) {
+      if (!live[i] || !per_row[i] || fn.body[i].op != OpKind::DynamicIndex) continue;
+      LoopOutput check;
+      check.name = where(fn.body[i], static_cast<int>(i)) + ": index in range";
+      check.dtype = DType::Bool;
+      OutputBuilder b(fn, folded, input_of, out, check);
+      check.root = b.index_in_range(static_cast<int>(i));
+      out.checks.push_back(std::move(check));
+    }
   } catch (const Unsupported& u) {
     why_not = u.why;
     return false;
@@ -924,8 +971,13 @@ std::string print_loop_nest(const LoopNest& nest) {
   for (size_t i = 0; i < nest.randoms.size(); ++i)
     s += fmt::format("  random{}: kind {} op_id {} {}[{}] per row\n", i, nest.randoms[i].kind, nest.randoms[i].op_id,
                      dtype_name(nest.randoms[i].dtype), nest.randoms[i].count);
-  for (const LoopOutput& o : nest.outputs) {
-    s += fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root);
+  std::vector<std::pair<std::string, const LoopOutput*>> printed;
+  for (const LoopOutput& o : nest.outputs)
+    printed.emplace_back(fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root), &o);
+  for (const LoopOutput& c : nest.checks) printed.emplace_back(fmt::format("  check {} = n{}\n", c.name, c.root), &c);
+  for (const auto& [head, op] : printed) {
+    const LoopOutput& o = *op;
+    s += head;
     for (size_t k = 0; k < o.nodes.size(); ++k) {
       const Node& n = o.nodes[k];
       std::string body;

@@ -7,10 +7,16 @@
 //   - result j of shape [d1..dk] is computed by `for row in [0, rows): for i1 in [0, d1): ... for ik:
 //     out_j[row, i1..ik] = node(ScalarExpr root)`; var 0 is `row`, var m (1..k) is i_m. The innermost
 //     loop runs over contiguous output elements, so a backend can vectorize it.
-//   - structural ops (slice, gather with constant indices, reshape, squeeze, expand_dims, transpose,
-//     concat, stack, broadcasting, unpack_bits, pack_bits, one_hot) become index arithmetic on their
-//     operand: nothing is copied.
+//   - structural ops (slice, gather with constant indices, dynamic_index, reshape, squeeze, expand_dims,
+//     transpose, concat, stack, broadcasting, unpack_bits, pack_bits, one_hot) become index arithmetic on
+//     their operand: nothing is copied.
 //   - element-wise ops become Op nodes computing in one dtype; casts become Cast nodes.
+//   - an index computed at run time (dynamic_index) reads at the index clamped into the dimension, and
+//     adds a check: a bool per row, true when the index is in range. A backend evaluates every check of
+//     every row before it writes any result and, when one is false, returns kPipecKernelIndexOutOfRange
+//     (runtime/plan/native_kernel.h); the runtime then runs the chunk on the interpreter, which reports
+//     the element, the index and the dimension. Checks run for every row whatever the results read,
+//     as the interpreter evaluates every live instruction.
 //   - row-invariant values (computed from constants only) are evaluated at compile time by the
 //     interpreter's own kernels and become constant tables (Table nodes) or scalar constants (Const),
 //     so they are bit-identical to what the interpreter computes.
@@ -18,11 +24,11 @@
 // Supported ops: those whose row in runtime/plan/ops.def names the Llvm back end (the test
 // tests/unit/op_table_coverage_test.cpp lowers each of them, and checks the others are refused):
 // param, const, cast, the element-wise ops (arithmetic, comparisons, logic, unary math), where, clip,
-// the structural ops above, the reductions sum, prod, mean, reduce_max and reduce_min (Reduce nodes:
+// the structural ops above (dynamic_index: not on a dimension of size 0, where every index fails), the reductions sum, prod, mean, reduce_max and reduce_min (Reduce nodes:
 // inner loops), and random_uniform / random_normal (any operands) and random_int (row-invariant scalar
 // bounds), whose draws are materialized per row (RandomDraws).
 // Not supported (the function stays on the interpreter and the reason says which): the other ops
-// (argmax, size, images), arithmetic on bool, f16/bf16 and bytes values, any unknown dimension,
+// (argmax, size, images, dynamic_slice), arithmetic on bool, f16/bf16 and bytes values, any unknown dimension,
 // row-invariant values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values
 // per row.
 #pragma once
@@ -127,6 +133,10 @@ struct LoopNest {
   std::string name;                  // the function's name ("map@2")
   std::vector<LoopInput> inputs;     // kernel input pointer order
   std::vector<LoopOutput> outputs;   // kernel output pointer order = fn.results order
+  // Per-row conditions (bool scalars: shape {}, no loop var but the row) that must all hold before any
+  // output is written; `name` says what is checked ("%4 = dynamic_index at spec.pipe:3:9: index in
+  // range"). One per live dynamic_index computed per row.
+  std::vector<LoopOutput> checks;
   std::vector<ConstTable> tables;
   std::vector<RandomDraws> randoms;
 };

@@ -12,6 +12,7 @@
 #include "compiler/driver/build_library.h"
 #include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/installed_layout.h"
 #include "compiler/driver/compile_report.h"
 #include "compiler/driver/library_header.h"
 #include "compiler/driver/opt_flags.h"
@@ -111,7 +112,7 @@ int cmd_build(const Args& args) {
   std::string stem = library_stem(output);
   fs::path header = out_dir / ("lib" + stem + ".h");
   std::ofstream(header) << library_header_text(plan, stem, spec);
-  fs::copy_file(PIPEC_CAPI_HEADER, out_dir / "pipe.h", fs::copy_options::overwrite_existing, ec);
+  fs::copy_file(capi_header_path(), out_dir / "pipe.h", fs::copy_options::overwrite_existing, ec);
   if (ec || !fs::exists(header)) {
     std::cerr << fmt::format("pipec build: cannot write {} and pipe.h: {}\n", header.string(), ec.message());
     return 2;

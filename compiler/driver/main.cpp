@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/commands.h"
+#include "compiler/driver/installed_layout.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ std::string usage() {
 
 int main(int argc, char** argv) {
   using namespace pipec;
+  use_installed_layout();
   if (argc < 2) {
     std::cerr << usage();
     return 2;

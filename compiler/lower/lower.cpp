@@ -13,6 +13,7 @@
 #include "compiler/sema/builtins.h"
 #include "compiler/sema/const_eval.h"
 #include "compiler/sema/promotion.h"
+#include "runtime/ops/slice_bounds.h"
 
 namespace pipec {
 
@@ -216,8 +217,13 @@ class FunctionLowering {
     return emit(binary_op_kind(b.op), {x, y}, {}, b.type, b.range);
   }
 
-  // x[...]: one slice over every dimension, then a gather for an index list, then a reshape that drops
-  // the dimensions selected by single integers.
+  // x[...]: one slice over every dimension for the constant items, then a gather for an index list,
+  // then the items computed at run time (dynamic_index, dynamic_slice), then the dimensions selected by
+  // constant integers are dropped: one reshape when the result's shape is known, else one squeeze per
+  // dimension (a reshape to a shape with several `?` could not tell which unit dimensions to drop).
+  // The run-time items go from the last axis down, so that an axis dynamic_index removes renumbers
+  // none still to come. A constant index on a dimension of unknown size is checked at run time too
+  // (dynamic_index), so that it fails naming the index.
   int lower_index(const IndexExpr& ix) {
     int base = tensor(*ix.base);
     const Type& bt = ix.base->type;
@@ -229,44 +235,48 @@ class FunctionLowering {
     std::vector<int64_t> sliced_shape;
     int gather_axis = -1;
     Value gather_indices;
+    std::vector<std::pair<int64_t, const IndexItem*>> at_run_time;  // (axis, item)
+    std::vector<int64_t> dropped;  // the axes constant integers select (size 1 after the slice)
     int64_t dim = 0;
     bool needs_slice = false;
     auto none = Value::make_int(INT64_MIN);
+    auto keep_dim = [&](int64_t d) {
+      starts.items.push_back(none);
+      stops.items.push_back(none);
+      steps.items.push_back(Value::make_int(1));
+      sliced_shape.push_back(d);
+    };
     for (const IndexItem& it : ix.items) {
       if (it.kind == IndexItem::Ellipsis) {
-        for (int64_t k = 0; k < rank - consumed; ++k, ++dim) {
-          starts.items.push_back(none);
-          stops.items.push_back(none);
-          steps.items.push_back(Value::make_int(1));
-          sliced_shape.push_back(bt.shape[dim]);
-        }
+        for (int64_t k = 0; k < rank - consumed; ++k, ++dim) keep_dim(bt.shape[dim]);
         continue;
       }
       int64_t d = bt.shape[dim];
       if (it.kind == IndexItem::Single) {
-        const Value& v = *it.value->constant;
-        if (v.kind == Value::List) {
+        const std::optional<Value>& c = it.value->constant;
+        if (!c || (d < 0 && c->kind != Value::List)) {
+          at_run_time.emplace_back(dim, &it);
+          keep_dim(d);
+        } else if (c->kind == Value::List) {
           gather_axis = static_cast<int>(dim);
-          gather_indices = v;
+          gather_indices = *c;
           for (Value& g : gather_indices.items)
             if (g.i < 0 && d >= 0) g.i += d;
-          starts.items.push_back(none);
-          stops.items.push_back(none);
-          steps.items.push_back(Value::make_int(1));
-          sliced_shape.push_back(d);
+          keep_dim(d);
         } else {
-          int64_t i = v.i < 0 && d >= 0 ? v.i + d : v.i;
+          int64_t i = c->i < 0 ? c->i + d : c->i;
           starts.items.push_back(Value::make_int(i));
-          // On a dimension of unknown size `x[-1]` stays negative: its stop is the end, not 0 (which
-          // would make the slice empty).
-          stops.items.push_back(i + 1 == 0 ? none : Value::make_int(i + 1));
+          stops.items.push_back(Value::make_int(i + 1));
           steps.items.push_back(Value::make_int(1));
           sliced_shape.push_back(1);
+          dropped.push_back(dim);
           needs_slice = true;
         }
+      } else if (!slice_bound_known(it.start) || !slice_bound_known(it.stop) || !slice_bound_known(it.step)) {
+        at_run_time.emplace_back(dim, &it);
+        keep_dim(d);
       } else {
-        auto bound = [&](const ExprPtr& x) { return x && x->constant ? Value::make_int(x->constant->i) : none; };
-        Value s = bound(it.start), t = bound(it.stop), st = it.step && it.step->constant ? Value::make_int(it.step->constant->i) : Value::make_int(1);
+        Value s = slice_bound(it.start, none), t = slice_bound(it.stop, none), st = slice_bound(it.step, Value::make_int(1));
         starts.items.push_back(s);
         stops.items.push_back(t);
         steps.items.push_back(st);
@@ -276,29 +286,13 @@ class FunctionLowering {
       }
       ++dim;
     }
-    for (; dim < rank; ++dim) {
-      starts.items.push_back(none);
-      stops.items.push_back(none);
-      steps.items.push_back(Value::make_int(1));
-      sliced_shape.push_back(bt.shape[dim]);
-    }
+    for (; dim < rank; ++dim) keep_dim(bt.shape[dim]);
     // Recompute slice sizes from the bounds (sema already validated them).
     for (int64_t k = 0; k < rank; ++k) {
       if (sliced_shape[k] != kUnknownDim) continue;
       int64_t d = bt.shape[k];
       if (d < 0) continue;
-      int64_t step = steps.items[k].i;
-      auto norm = [&](int64_t v) { return v < 0 ? v + d : v; };
-      int64_t s = starts.items[k].i, t = stops.items[k].i;
-      int64_t len;
-      if (step > 0) {
-        int64_t a = s == INT64_MIN ? 0 : norm(s), b = t == INT64_MIN ? d : norm(t);
-        len = b > a ? (b - a + step - 1) / step : 0;
-      } else {
-        int64_t a = s == INT64_MIN ? d - 1 : norm(s), b = t == INT64_MIN ? -1 : norm(t);
-        len = a > b ? (a - b - step - 1) / -step : 0;
-      }
-      sliced_shape[k] = len;
+      sliced_shape[k] = resolve_slice(starts.items[k].i, stops.items[k].i, steps.items[k].i, d).len;
     }
     int cur = base;
     if (needs_slice) {
@@ -311,9 +305,47 @@ class FunctionLowering {
       cur = emit(OpKind::Gather, {cur}, {{"axis", Value::make_int(gather_axis)}, {"indices", gather_indices}},
                  Type::tensor(bt.dtype, shape), ix.range);
     }
-    if (fn_.body[cur].type.shape != ix.type.shape)
-      cur = emit(OpKind::Reshape, {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
+    for (auto r = at_run_time.rbegin(); r != at_run_time.rend(); ++r) {
+      const auto [axis, item] = *r;
+      std::vector<int64_t> shape = fn_.body[cur].type.shape;
+      std::map<std::string, Value> attrs{{"axis", Value::make_int(axis)}};
+      std::vector<int> operands{cur};
+      OpKind op = OpKind::DynamicIndex;
+      if (item->kind == IndexItem::Single) {
+        shape.erase(shape.begin() + axis);
+        const Expr& i = *item->value;
+        operands.push_back(i.constant ? emit_const(*i.constant, DType::I64, {}, i.range) : tensor(i));
+      } else {
+        op = OpKind::DynamicSlice;
+        shape[static_cast<size_t>(axis)] = kUnknownDim;
+        const std::pair<const char*, const ExprPtr*> bounds[] = {{"start", &item->start}, {"stop", &item->stop}, {"step", &item->step}};
+        for (const auto& [name, x] : bounds) {
+          if (*x && !(*x)->constant) operands.push_back(tensor(**x));
+          else attrs[name] = slice_bound(*x, std::string(name) == "step" ? Value::make_int(1) : none);
+        }
+      }
+      cur = emit(op, operands, std::move(attrs), Type::tensor(bt.dtype, shape), ix.range);
+    }
+    if (fn_.body[cur].type.shape == ix.type.shape) return cur;
+    if (ix.type.fully_known()) return emit(OpKind::Reshape, {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
+    // The dropped axes, renumbered past the ones dynamic_index removed, from the last down.
+    for (auto d = dropped.rbegin(); d != dropped.rend(); ++d) {
+      int64_t axis = *d;
+      for (const auto& [a, item] : at_run_time)
+        if (a < *d && item->kind == IndexItem::Single) --axis;
+      std::vector<int64_t> shape = fn_.body[cur].type.shape;
+      shape.erase(shape.begin() + axis);
+      cur = emit(OpKind::Squeeze, {cur}, {{"axis", Value::make_int(axis)}}, Type::tensor(bt.dtype, shape), ix.range);
+    }
     return cur;
+  }
+
+  static bool slice_bound_known(const ExprPtr& x) { return !x || x->constant; }
+  // A constant slice bound as the slice attributes hold it, `omitted` when there is none. i64's minimum
+  // would read as omitted (kSliceNone): it moves up by one, which clamps alike (no dimension is that long).
+  static Value slice_bound(const ExprPtr& x, const Value& omitted) {
+    if (!x) return omitted;
+    return Value::make_int(std::max(x->constant->i, kSliceNone + 1));
   }
 
   // The default of a float random op's bound parameter; nullopt for every other parameter.

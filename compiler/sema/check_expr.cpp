@@ -1,5 +1,7 @@
 // Typing of expressions other than calls: names, fields, indexing, operators, literals, blocks, lambdas.
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -140,12 +142,12 @@ std::optional<int64_t> slice_length(int64_t dim, std::optional<int64_t> start, s
     int64_t s = start ? norm(*start) : 0;
     int64_t t = stop ? norm(*stop) : dim;
     if (s < 0 || s > dim || t < 0 || t > dim) return std::nullopt;
-    return t > s ? (t - s + step - 1) / step : 0;
+    return t > s ? 1 + (t - s - 1) / step : 0;  // (t - s + step - 1) / step would overflow for a huge step
   }
   int64_t s = start ? norm(*start) : dim - 1;
   int64_t t = stop ? norm(*stop) : -1;
   if (s < -1 || s >= dim || t < -1 || t >= dim) return std::nullopt;
-  return s > t ? (s - t + (-step) - 1) / (-step) : 0;
+  return s > t ? 1 + (s - t - 1) / -step : 0;
 }
 
 }  // namespace
@@ -196,19 +198,20 @@ Type Checker::check_index(IndexExpr& e) {
                        fmt::format("an index must be an integer or a list of integers, not {}", type_to_string(it)));
         return Type::error();
       }
-      // Indices computed at run time need dynamic slicing, which the runtime does not have yet.
       if (!item.value->constant) {
-        diags().report(DiagKind::not_constant, item.range, "an index must be a constant (indices computed at run time are not supported yet)");
+        // A scalar computed at run time selects like a constant one and is checked at run time (it
+        // removes the dimension); a gather needs its list at compile time.
+        if (it.rank() == 0) continue;
+        diags().report(DiagKind::not_constant, item.range,
+                       "an index list must be a constant (gathers at indices computed at run time are not supported)");
         return Type::error();
       }
       std::vector<int64_t> idx;
-      if (item.value->constant) {
-        const Value& v = *item.value->constant;
-        if (v.kind == Value::List)
-          for (const Value& x : v.items) idx.push_back(x.i);
-        else
-          idx.push_back(v.i);
-      }
+      const Value& v = *item.value->constant;
+      if (v.kind == Value::List)
+        for (const Value& x : v.items) idx.push_back(x.i);
+      else
+        idx.push_back(v.i);
       if (dim >= 0) {
         for (int64_t i : idx)
           if (i < -dim || i >= dim) {
@@ -226,7 +229,8 @@ Type Checker::check_index(IndexExpr& e) {
       }
       continue;
     }
-    // Slice: bounds must be integer constants to know the result's size.
+    // Slice: integer scalar bounds. Constant ones give the size; one computed at run time gives `?`
+    // (Python's clamping at run time).
     auto bound = [&](Expr* x) -> std::optional<int64_t> {
       if (!x || !x->constant || x->constant->kind != Value::Int) return std::nullopt;
       return x->constant->i;
@@ -237,24 +241,26 @@ Type Checker::check_index(IndexExpr& e) {
         return Type::error();
       }
     }
-    for (Expr* x : {item.start.get(), item.stop.get(), item.step.get()}) {
-      if (x && !x->type.is_error() && !x->constant) {
-        diags().report(DiagKind::not_constant, x->range, "slice bounds must be constants (bounds computed at run time are not supported yet)");
-        return Type::error();
-      }
-    }
-    int64_t step = bound(item.step.get()).value_or(1);
+    const bool step_known = !item.step || bound(item.step.get());
+    // i64's minimum steps like its successor (no dimension is that long), whose negation fits.
+    int64_t step = std::max(bound(item.step.get()).value_or(1), std::numeric_limits<int64_t>::min() + 1);
     if (step == 0) {
       diags().report(DiagKind::invalid_index, item.range, "a slice step cannot be zero");
       return Type::error();
     }
-    bool all_const = (!item.start || bound(item.start.get())) && (!item.stop || bound(item.stop.get())) &&
-                     (!item.step || bound(item.step.get()));
-    if (dim < 0 || !all_const) {
+    bool all_const = (!item.start || bound(item.start.get())) && (!item.stop || bound(item.stop.get())) && step_known;
+    // Constant bounds on a known dimension must lie within it, also beside a bound computed at run time
+    // (which is left out of the check); with a step computed at run time the direction, and so the
+    // valid range, is unknown: such a slice clamps every bound at run time.
+    if (dim < 0 || !step_known) {
       out.push_back(kUnknownDim);
       continue;
     }
     auto len = slice_length(dim, bound(item.start.get()), bound(item.stop.get()), step);
+    if (len && !all_const) {
+      out.push_back(kUnknownDim);
+      continue;
+    }
     if (!len) {
       auto& diag = diags().report(DiagKind::invalid_index, item.range,
                                   fmt::format("slice bounds are outside a dimension of size {}", dim));

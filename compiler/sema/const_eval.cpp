@@ -1,7 +1,10 @@
 #include "compiler/sema/const_eval.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+
+#include "runtime/core/dtype_dispatch.h"
 
 namespace pipec {
 
@@ -34,15 +37,41 @@ Value convert_value(const Value& v, DType to) {
   if (!is_scalar(v)) return v;
   if (to == DType::Bool) return Value::make_bool(v.as_double() != 0);
   if (is_float(to)) {
-    double f = v.as_double();
-    if (to == DType::F32 || to == DType::F16 || to == DType::BF16) f = static_cast<float>(f);
-    return Value::make_float(f, to);
+    // Rounded to the dtype's precision with the runtime's conversions, so that folding a cast, or an
+    // operation whose result is f16 or bf16, gives the value the runtime stores (f16(0.1) * f16(3) is
+    // 0.2998..., not 0.3; f16(100000.0) is inf).
+    auto from = [&](auto target) {
+      using T = decltype(target);
+      if (v.kind == Value::Float) return convert<T>(v.f);
+      if (v.kind == Value::Bool) return convert<T>(v.b);
+      if (v.dtype == DType::U64) return convert<T>(static_cast<uint64_t>(v.i));  // its bits are in the i64
+      return convert<T>(v.i);
+    };
+    switch (to) {
+      case DType::F32: return Value::make_float(from(float{}), to);
+      case DType::F16: return Value::make_float(convert<float>(from(f16_t{})), to);
+      case DType::BF16: return Value::make_float(convert<float>(from(bf16_t{})), to);
+      default: return Value::make_float(from(double{}), to);
+    }
   }
   if (v.kind == Value::Float) {
-    double f = std::trunc(v.f);
-    // Outside i64 (or NaN) the C cast is undefined; such constants become 0.
-    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) return narrow(0, to);
-    return narrow(static_cast<int64_t>(f), to);
+    // The runtime's float -> integer conversion (truncate toward zero, saturate at the target's limits,
+    // NaN -> 0), so a folded cast is what the same cast computes at run time.
+    return visit_numeric(to, [&](auto tag) -> Value {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        const T x = convert<T>(v.f);
+        if constexpr (std::is_same_v<T, uint64_t>) {
+          int64_t bits;
+          std::memcpy(&bits, &x, sizeof bits);  // u64 constants keep their bits in the i64
+          return Value::make_int(bits, to);
+        } else {
+          return Value::make_int(static_cast<int64_t>(x), to);
+        }
+      } else {
+        return narrow(0, to);  // not reached: `to` is an integer dtype here
+      }
+    });
   }
   return narrow(v.kind == Value::Bool ? (v.b ? 1 : 0) : v.i, to);
 }

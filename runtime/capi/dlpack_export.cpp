@@ -70,6 +70,19 @@ DLManagedTensor* export_row(const Column& col, int64_t r) {
   return &e->managed;
 }
 
+DLManagedTensor* share_exported(const DLManagedTensor* t) {
+  const auto* from = static_cast<const ExportedTensor*>(t->manager_ctx);
+  auto* e = new ExportedTensor;
+  e->keep = from->keep;
+  e->shape = from->shape;
+  e->managed.dl_tensor = t->dl_tensor;
+  e->managed.dl_tensor.shape = e->shape.data();
+  e->managed.manager_ctx = e;
+  e->managed.deleter = delete_exported;
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  return &e->managed;
+}
+
 int64_t live_exported_tensors() { return g_live.load(std::memory_order_relaxed); }
 
 }  // namespace pipec

@@ -49,7 +49,7 @@ std::string capi_element_problem(const ElementInfo& element) {
   return "";
 }
 
-PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o) {
+PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o, const HostRunOptions& host) {
   if (lib.plan.stages.empty()) throw std::runtime_error("the library's plan has no stages");
   if (std::string why = capi_element_problem(lib.plan.stages.back().element); !why.empty()) throw std::runtime_error(why);
   if (o.threads < 0 || o.threads > 1024)
@@ -63,6 +63,8 @@ PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o) {
   ro.seed = o.seed;
   ro.threads = o.threads;
   ro.spec_dir = o.data_dir && *o.data_dir ? o.data_dir : lib.spec_dir;
+  ro.cancel = host.cancel;
+  ro.device = host.device;
   run_ = std::make_unique<PipelineRun>(plan, ro);
 }
 

@@ -25,12 +25,19 @@ struct PipeLibrary {
   std::vector<KernelSymbol> kernels;
 };
 
+/// What a host embedding the runtime in a program of its own adds to pipe_options (the Python module:
+/// Ctrl-C cancels a wait, and the device the maps after to(gpu) run on). The C ABI uses the defaults.
+struct HostRunOptions {
+  const CancellationToken* cancel = nullptr;  // must outlive the handle
+  DevicePolicy device = DevicePolicy::Auto;
+};
+
 class PipeHandle {
  public:
   /// Shards the plan, binds every native kernel symbol to its function and starts the run. Throws
   /// std::exception with a message for the caller (a missing kernel, a field DLPack cannot carry, a
   /// pipeline that ends in write(...), bad shard options, a run that cannot start).
-  PipeHandle(const PipeLibrary& lib, const pipe_options& options);
+  PipeHandle(const PipeLibrary& lib, const pipe_options& options, const HostRunOptions& host = {});
 
   const std::vector<Field>& fields() const { return fields_; }
   /// Stages whose native kernel was bound to compiled code.
@@ -40,6 +47,10 @@ class PipeHandle {
   std::string save_state();
   /// Throws CheckpointError when `bytes` is not a state of this library with these options.
   void restore_state(std::string bytes);
+  /// Whether next() can hand out an element without waiting for the run (rows of a chunk are left).
+  bool has_pending_rows() const { return next_row_ < pending_.rows; }
+  /// The run itself: its plan, warnings and per-stage statistics.
+  const PipelineRun& run() const { return *run_; }
 
  private:
   std::vector<Field> fields_;

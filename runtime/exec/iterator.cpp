@@ -184,6 +184,17 @@ Chunk restore_chunk(StateReader& r) {
 }
 
 StageError::StageError(const Stage& stage, const std::string& what)
-    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + std::string(stage_name(stage.kind)) + ": " + what) {}
+    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + std::string(stage_name(stage.kind)) + ": " + what),
+      op_(stage_name(stage.kind)),
+      spec_location_(stage.loc.valid() ? stage.loc.to_string() : std::string()) {}
+
+StageError::StageError(const Stage& stage, const DataError& error) : StageError(stage, std::string(error.what())) {
+  data_location_ = error.location();
+}
+
+StageError StageError::from(const Stage& stage, const std::exception& error) {
+  if (const auto* data = dynamic_cast<const DataError*>(&error)) return StageError(stage, *data);
+  return StageError(stage, std::string(error.what()));
+}
 
 }  // namespace pipec

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "runtime/threads/cancellation.h"
 #include "runtime/exec/checkpoint_io.h"
 #include "runtime/exec/stage_stats.h"
+#include "runtime/io/errors.h"
 #include "runtime/threads/thread_pool.h"
 #include "runtime/plan/plan.h"
 
@@ -129,9 +131,27 @@ void save_chunk(StateWriter& w, const Chunk& c);
 Chunk restore_chunk(StateReader& r);
 
 /// A run-time error naming the stage and its place in the spec: "chess.pipe:20:5: map: ...".
+/// The parts stay apart (stage_op, spec_location, data_location) for callers that report them one by
+/// one, such as the Python module's pipec.DataError.
 class StageError : public std::runtime_error {
  public:
   StageError(const Stage& stage, const std::string& what);
+  /// Bad input found by `stage`: what() names the stage, the file and the offset; data_location() keeps
+  /// the file, record and offset.
+  StageError(const Stage& stage, const DataError& error);
+  /// The error for an exception thrown while `stage` worked: a DataError keeps its location.
+  static StageError from(const Stage& stage, const std::exception& error);
+
+  const std::string& stage_op() const { return op_; }
+  /// "chess.pipe:20:5", or "" when the stage has no place in a spec.
+  const std::string& spec_location() const { return spec_location_; }
+  /// Where in the input the problem is, for errors made from a DataError.
+  const std::optional<DataLocation>& data_location() const { return data_location_; }
+
+ private:
+  std::string op_;
+  std::string spec_location_;
+  std::optional<DataLocation> data_location_;
 };
 
 }  // namespace pipec

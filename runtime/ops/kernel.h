@@ -77,6 +77,7 @@ void register_select(KernelTable& t);
 void register_cast(KernelTable& t);
 void register_constant(KernelTable& t);
 void register_shape_ops(KernelTable& t);
+void register_dynamic_slicing(KernelTable& t);
 void register_join_ops(KernelTable& t);
 void register_bits(KernelTable& t);
 void register_reductions(KernelTable& t);

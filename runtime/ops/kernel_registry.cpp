@@ -16,6 +16,7 @@ std::array<KernelInfo, kNumOpKinds> build_table() {
   register_cast(t);
   register_constant(t);
   register_shape_ops(t);
+  register_dynamic_slicing(t);
   register_join_ops(t);
   register_bits(t);
   register_reductions(t);

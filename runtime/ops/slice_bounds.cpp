@@ -14,12 +14,12 @@ SliceBounds resolve_slice(int64_t s, int64_t t, int64_t step, int64_t n) {
     int64_t a = s == kSliceNone ? 0 : s < 0 ? std::max<int64_t>(s + n, 0) : std::min(s, n);
     int64_t b = t == kSliceNone ? n : t < 0 ? std::max<int64_t>(t + n, 0) : std::min(t, n);
     r.start = a;
-    r.len = b > a ? (b - a + step - 1) / step : 0;
+    r.len = b > a ? 1 + (b - a - 1) / step : 0;  // not (b - a + step - 1) / step: a huge step overflows
   } else {
     int64_t a = s == kSliceNone ? n - 1 : s < 0 ? std::max<int64_t>(s + n, -1) : std::min(s, n - 1);
     int64_t b = t == kSliceNone ? -1 : t < 0 ? std::max<int64_t>(t + n, -1) : std::min(t, n - 1);
     r.start = a;
-    r.len = a > b ? (a - b + (-step) - 1) / (-step) : 0;
+    r.len = a > b ? 1 + (a - b - 1) / -step : 0;  // -step: the step is above INT64_MIN (kSliceNone)
   }
   return r;
 }

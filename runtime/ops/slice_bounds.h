@@ -15,8 +15,8 @@ struct SliceBounds {
 };
 
 /// The elements `start:stop:step` selects from a dimension of size n, as Python does (negative bounds
-/// count from the end, out-of-range bounds clamp, kSliceNone means omitted). Throws OpError when step
-/// is zero.
+/// count from the end, out-of-range bounds clamp, kSliceNone means omitted; any other step, however
+/// large, is exact). Throws OpError when step is zero.
 SliceBounds resolve_slice(int64_t start, int64_t stop, int64_t step, int64_t n);
 
 }  // namespace pipec

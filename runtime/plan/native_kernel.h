@@ -30,9 +30,13 @@ struct PipecKernelArgs {
   uint64_t seed;              // the run seed (random ops without their own seed attribute)
 };
 /// Returns 0 on success; a nonzero code names a data error the kernel found (e.g. an index out of
-/// range), which the runtime reports with the stage's location.
+/// range): the runtime then runs the chunk on the interpreter, which reports it in its own words.
 typedef int32_t (*PipecKernelFn)(const PipecKernelArgs* args);
 }
+
+/// The code a kernel returns when an index computed at run time is out of range for some row (codes 1
+/// and 2 are pipec_random_fill's, runtime/ops/native_random.h).
+constexpr int32_t kPipecKernelIndexOutOfRange = 3;
 
 struct NativeKernel {
   PipecKernelFn fn = nullptr;

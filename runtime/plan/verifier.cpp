@@ -30,6 +30,22 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
     }
     for (int o : in.operands)
       if (o < 0 || static_cast<size_t>(o) >= i) err(fmt::format("operand %{} is not defined before use", o));
+    // Indices and slice bounds computed at run time: integer scalars after the indexed value; a
+    // dynamic_slice has one operand per bound its attributes leave out.
+    if (in.op == OpKind::DynamicIndex || in.op == OpKind::DynamicSlice) {
+      if (!in.attrs.count("axis")) err("needs an axis");
+      for (int k = 1; k < n; ++k) {
+        const int o = in.operands[static_cast<size_t>(k)];
+        if (o < 0 || static_cast<size_t>(o) >= i) continue;
+        const Type& t = fn.body[static_cast<size_t>(o)].type;
+        if (!t.is_scalar() || !is_integer(t.dtype)) err(fmt::format("operand %{} must be an integer scalar, not {}", o, type_to_string(t)));
+      }
+      if (in.op == OpKind::DynamicSlice) {
+        int left_out = 0;
+        for (const char* b : {"start", "stop", "step"}) left_out += in.attrs.count(b) ? 0 : 1;
+        if (left_out != n - 1) err(fmt::format("{} bounds are operands, but it has {} operands after the sliced one", left_out, n - 1));
+      }
+    }
     // Binary arithmetic, comparisons and and/or see operands of one dtype (lowering inserts the casts).
     const bool arithmetic = info.has(OpFlag::Arithmetic);
     if ((arithmetic || info.has(OpFlag::Compare) || info.has(OpFlag::Logic)) && n == 2) {

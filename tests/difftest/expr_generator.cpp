@@ -104,6 +104,16 @@ GExpr ExprGenerator::scalar_leaf() {
   return {name(dt) + "(" + v + ")", {dt, {}}, true};
 }
 
+// A scalar the checker cannot fold: a scalar field of the element, or a random integer (a block
+// binding may hold a constant, and a constant bound or index is checked at compile time).
+std::string ExprGenerator::runtime_scalar() {
+  std::vector<const GBinding*> fields;
+  for (const GBinding& b : env_)
+    if (b.type.shape.empty() && b.type.dtype != DType::Bytes && b.ref.rfind("r.", 0) == 0) fields.push_back(&b);
+  if (!fields.empty() && rng_.chance(0.7)) return fields[static_cast<size_t>(rng_.range(0, static_cast<int64_t>(fields.size()) - 1))]->ref;
+  return fmt::format("random_int([], -1000, 1000, seed = {})", rng_.range(0, 1000));
+}
+
 GExpr ExprGenerator::leaf(const std::vector<int64_t>& shape) {
   std::vector<const GBinding*> same;
   for (const GBinding& b : env_)
@@ -242,7 +252,7 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
   int64_t rank = static_cast<int64_t>(s.size());
   DType t = x.type.dtype;
   for (int attempt = 0; attempt < 4; ++attempt) {
-    switch (rng_.range(0, 11)) {
+    switch (rng_.range(0, 13)) {
       case 0:  // a single index (negative counts from the end)
         if (rank >= 1) {
           int64_t i = rng_.range(-s[0], s[0] - 1);
@@ -360,6 +370,43 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
           r.back() *= 8;
           if (!fits(r)) break;
           return {fmt::format("unpack_bits(u8({}))", x.text), {DType::U8, r}};
+        }
+        break;
+      case 11:  // an index computed at run time, always in range: negative ones count from the end
+        if (rank >= 1) {
+          const int64_t axis = rank >= 2 && rng_.chance(0.4) ? rng_.range(1, rank - 1) : 0;
+          const int64_t n = s[static_cast<size_t>(axis)];
+          const DType it = rng_.pick(std::vector<DType>{DType::I64, DType::I32, DType::I8, DType::U8, DType::U64});
+          // Unsigned: [0, n); signed: [-n, n).
+          const std::string i = is_signed_int(it) ? fmt::format("{}((i64({}) % {}) - {})", name(it), runtime_scalar(), 2 * n, n)
+                                                  : fmt::format("{}(i64({}) % {})", name(it), runtime_scalar(), n);
+          std::string items;
+          for (int64_t d = 0; d < axis; ++d) items += ":, ";
+          auto r = s;
+          r.erase(r.begin() + axis);
+          return {fmt::format("{}[{}{}]", x.text, items, i), {t, r}};
+        }
+        break;
+      case 12:  // a slice with bounds computed at run time (a `?` dimension), reduced to a known shape
+        if (rank >= 1) {
+          auto bound = [&](int64_t spread) { return fmt::format("((i64({}) % {}) - {})", runtime_scalar(), 2 * spread + 1, spread); };
+          const int64_t n = s[0];
+          std::string start = rng_.chance(0.7) ? bound(n + 2) : "", stop = rng_.chance(0.7) ? bound(n + 2) : "";
+          std::string step;
+          if (rng_.chance(0.4)) step = fmt::format(":{}(i64({}) % 3 + 1)", rng_.chance(0.5) ? "-" : "", runtime_scalar());
+          if (start.empty() && stop.empty() && step.empty()) start = bound(n + 2);
+          const std::string sliced = fmt::format("{}[{}:{}{}]", x.text, start, stop, step);
+          if (rng_.chance(0.25)) return {fmt::format("size({})", sliced), {DType::I64, {}}};
+          // sum, prod or mean over every axis or over the sliced one (the others keep their sizes);
+          // prod of bools is left out (cast to u8 first), as the reductions above do.
+          const std::string fn = rng_.pick(std::vector<std::string>{"sum", "prod", "mean"});
+          std::string in = sliced;
+          DType r = t;
+          if (t == DType::Bool && fn == "prod") in = fmt::format("u8({})", sliced), r = DType::U8;
+          if (fn == "mean") r = float_of(r);
+          if (fn == "sum" && r == DType::Bool) r = DType::I64;
+          if (rng_.chance(0.5)) return {fmt::format("{}({}, 0)", fn, in), {r, {s.begin() + 1, s.end()}}};
+          return {fmt::format("{}({})", fn, in), {r, {}}};
         }
         break;
       default: {  // one_hot of integer indices

@@ -50,6 +50,7 @@ class ExprGenerator {
   GExpr shape_op_of(const GExpr& x, int depth);
   GExpr constant_tensor(const std::vector<int64_t>& shape);
   GExpr random_op(const std::vector<int64_t>& shape);
+  std::string runtime_scalar();
   GExpr cast(GExpr x, DType to);
   std::string literal_int();
   std::string literal_float();

@@ -1,5 +1,6 @@
 // Constant folding (compiler/sema/const_eval.cpp): Python integer semantics for // and %, overflow and
-// division by zero reported instead of wrapped, casts that truncate toward zero.
+// division by zero reported instead of wrapped, casts that truncate toward zero (and saturate, from
+// floats, as the runtime does).
 #include "compiler/sema/const_eval.h"
 
 #include <gtest/gtest.h>
@@ -162,6 +163,20 @@ TEST(ConstEval, FloatResultsAreRoundedToTheirDtype) {
   EXPECT_DOUBLE_EQ(p.value->f, std::sqrt(2.0));
 }
 
+// f16 and bf16 constants hold values of their precision, rounded as the runtime rounds them, so folded
+// arithmetic on them is the runtime's.
+TEST(ConstEval, HalfPrecisionResultsAreRoundedAsTheRuntimeRoundsThem) {
+  EXPECT_EQ(convert_value(F(0.1), DType::F16).f, 0.0999755859375);
+  EXPECT_TRUE(std::isinf(convert_value(F(100000.0), DType::F16).f));
+  EXPECT_EQ(convert_value(F(1.001), DType::BF16).f, 1.0);
+  EXPECT_EQ(convert_value(I(2049), DType::F16).f, 2048.0);
+  auto p = fold_binary(BinaryOp::Mul, convert_value(F(0.1), DType::F16), convert_value(I(3), DType::F16), DType::F16);
+  ASSERT_TRUE(p.value);
+  EXPECT_EQ(p.value->f, 0.2998046875);
+  // u64 constants keep their bits in the i64: 2^64 - 1 is not -1.
+  EXPECT_EQ(convert_value(I(-1, DType::U64), DType::F64).f, 18446744073709551616.0);
+}
+
 TEST(ConstEval, CastsTruncateTowardZero) {
   EXPECT_EQ(convert_value(F(2.7), DType::I64).i, 2);
   EXPECT_EQ(convert_value(F(-2.7), DType::I64).i, -2);
@@ -174,11 +189,21 @@ TEST(ConstEval, CastsTruncateTowardZero) {
   EXPECT_FALSE(convert_value(F(0.0), DType::Bool).b);
   EXPECT_EQ(convert_value(Value::make_bool(true), DType::F32).f, 1.0);
   EXPECT_EQ(convert_value(F(0.1), DType::F32).f, static_cast<double>(0.1f));
-  // Out of range of any integer: a defined result (0), never undefined behaviour.
-  EXPECT_EQ(convert_value(F(1e300), DType::I64).i, 0);
-  EXPECT_EQ(convert_value(F(9.25e18), DType::I64).i, 0);
+  // A float outside the target's range saturates, and NaN is 0: what the runtime's casts compute
+  // (runtime/core/dtype_dispatch.h), so a folded cast equals the same cast at run time.
+  EXPECT_EQ(convert_value(F(1e300), DType::I64).i, kMax);
+  EXPECT_EQ(convert_value(F(9.25e18), DType::I64).i, kMax);
+  EXPECT_EQ(convert_value(F(-1e300), DType::I64).i, kMin);
   EXPECT_EQ(convert_value(F(-9223372036854775808.0), DType::I64).i, kMin);
   EXPECT_EQ(convert_value(F(std::nan("")), DType::I32).i, 0);
+  EXPECT_EQ(convert_value(F(300.0), DType::I8).i, 127);
+  EXPECT_EQ(convert_value(F(-300.0), DType::I8).i, -128);
+  EXPECT_EQ(convert_value(F(-1.0), DType::U8).i, 0);
+  EXPECT_EQ(convert_value(F(1e10), DType::U8).i, 255);
+  EXPECT_EQ(convert_value(F(1e10), DType::I32).i, 2147483647);
+  EXPECT_EQ(convert_value(F(-5.0), DType::U64).i, 0);
+  EXPECT_EQ(static_cast<uint64_t>(convert_value(F(1e30), DType::U64).i), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(static_cast<uint64_t>(convert_value(F(1.5e19), DType::U64).i), 15000000000000000000ull);
   // Strings and lists pass through unchanged.
   EXPECT_EQ(convert_value(Value::make_string("x"), DType::F32).s, "x");
 }

@@ -15,6 +15,7 @@
 #include "compiler/lower/lower.h"
 #include "compiler/sema/builtins.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/slice_bounds.h"
 #include "tests/unit/codegen_util.h"
 
 namespace pipec {
@@ -126,6 +127,19 @@ Sample sample_of(OpKind op) {
       b.result("y", b.op(name, {b.param("x", DType::F32, {4})}, DType::F32, {2},
                          {{"axis", Value::make_int(0)}, {"indices", int_list({3, 0})}}));
       break;
+    case OpKind::DynamicIndex: {
+      // An i8 index into 128 values is always in range (negatives count from the end), so random rows
+      // compare values; out-of-range rows are tested in codegen_dynamic_index_test.cpp.
+      int x = b.param("x", DType::F32, {128}), i = b.param("i", DType::I8, {});
+      b.result("y", b.op(name, {x, i}, DType::F32, {}, {{"axis", Value::make_int(0)}}));
+      break;
+    }
+    case OpKind::DynamicSlice: {
+      int x = b.param("x", DType::F32, {4}), start = b.param("start", DType::I64, {});
+      b.result("y", b.op(name, {x, start}, DType::F32, {kUnknownDim},
+                         {{"axis", Value::make_int(0)}, {"stop", Value::make_int(kSliceNone)}, {"step", Value::make_int(1)}}));
+      break;
+    }
     case OpKind::Reshape: image(DType::F32, {4}, DType::F32, {2, 2}, {{"shape", int_list({2, 2})}}); break;
     case OpKind::ExpandDims: image(DType::F32, {4}, DType::F32, {1, 4}, {{"axis", Value::make_int(0)}}); break;
     case OpKind::Squeeze: image(DType::F32, {1, 4}, DType::F32, {4}, {{"axis", Value::make_int(0)}}); break;

@@ -423,6 +423,13 @@ std::string kernel_text(const LoopNest& nest, const std::string& entry) {
 }  // namespace
 
 bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::string& source, std::string& why_not) {
+  // A GPU kernel has no way to stop and report a bad index (it would need an error flag read back and
+  // the chunk rerun on the CPU), so maps with run-time index checks stay on the CPU, where the JIT
+  // runs them.
+  if (!nest.checks.empty()) {
+    why_not = fmt::format("{}: an index computed at run time needs a check the CUDA kernels do not make", nest.checks.front().name);
+    return false;
+  }
   std::string out(cuda_prelude());
   out += fmt::format("\n// ---- {} ----\nstruct Ctx {{\n", nest.name);
   for (size_t k = 0; k < nest.inputs.size(); ++k) {

@@ -14,6 +14,7 @@
 #include <llvm/IR/Module.h>
 
 #include "runtime/ops/native_random.h"
+#include "runtime/plan/native_kernel.h"
 
 namespace pipec::codegen {
 
@@ -95,6 +96,7 @@ class KernelEmitter {
     for (const RandomDraws& r : nest_.randoms)
       random_buf_.push_back(b_.CreateAlloca(mem_ty(r.dtype), b_.getInt64(r.count)));
     for (const ConstTable& t : nest_.tables) tables_.push_back(table_global(t));
+    emit_checks();
     for (size_t j = 0; j < no; ++j) {
       const LoopOutput& o = nest_.outputs[j];
       Value* out = b_.CreateBitCast(f->getArg(static_cast<unsigned>(ni + j)), mem_ty(o.dtype)->getPointerTo());
@@ -163,13 +165,41 @@ class KernelEmitter {
         level(d + 1, b_.CreateAdd(b_.CreateMul(flat, b_.getInt64(o.shape[d]), "", true, true), i, "", true, true));
       });
     };
-    std::set<int> randoms;
-    for (const Node& n : o.nodes)
-      if (n.kind == NodeKind::Random) randoms.insert(n.random);
+    const std::set<int> randoms = randoms_of(o);
     loop(rows_, [&](Value* row) {
       vars[0] = row;
       for (int r : randoms) fill_random(r, row);
       level(0, row);
+    });
+  }
+
+  static std::set<int> randoms_of(const LoopOutput& o) {
+    std::set<int> randoms;
+    for (const Node& n : o.nodes)
+      if (n.kind == NodeKind::Random) randoms.insert(n.random);
+    return randoms;
+  }
+
+  // Every check of every row, before any output is written: the first that fails returns
+  // kPipecKernelIndexOutOfRange (the interpreter then runs the chunk and reports it). The index is a
+  // per-row scalar, so this loop is short next to the outputs' loops.
+  void emit_checks() {
+    if (nest_.checks.empty()) return;
+    loop(rows_, [&](Value* row) {
+      for (const LoopOutput& c : nest_.checks) {
+        std::vector<Value*> vars(static_cast<size_t>(std::max(c.num_vars, 1)));
+        vars[0] = row;
+        for (int r : randoms_of(c)) fill_random(r, row);
+        std::vector<Value*> vals(c.nodes.size(), nullptr);
+        Value* ok = node(c, c.root, vals, vars);
+        llvm::Function* f = b_.GetInsertBlock()->getParent();
+        auto* fail = llvm::BasicBlock::Create(ctx_, "index_out_of_range", f);
+        auto* next = llvm::BasicBlock::Create(ctx_, "index_ok", f);
+        b_.CreateCondBr(ok, next, fail);
+        b_.SetInsertPoint(fail);
+        b_.CreateRet(b_.getInt32(kPipecKernelIndexOutOfRange));
+        b_.SetInsertPoint(next);
+      }
     });
   }
 
@@ -203,8 +233,15 @@ class KernelEmitter {
     f->addFnAttr(llvm::Attribute::WillReturn);
     return f;
   }
+  // A libm call, marked `nobuiltin` so that LLVM treats it as an opaque pure function: its library-call
+  // simplifier would otherwise rewrite calls it recognizes into other code that need not give libm's bits
+  // (pow(x, 0.5) -> sqrt(x), pow(10, x) -> exp10(x), pow(x, 2) -> x * x), and LLVM 14 breaks a vectorized
+  // pow(2.0, int-to-float(b)): it becomes ldexp(1.0, zext <8 x i1> b to i32), which is invalid IR and
+  // aborts instruction selection ("Cannot select: zero_extend"). readnone still lets LICM hoist it.
   Value* call(const char* fname, const char* dname, DType t, std::vector<Value*> args) {
-    return b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
+    llvm::CallInst* c = b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
+    c->addFnAttr(llvm::Attribute::NoBuiltin);
+    return c;
   }
   Value* intrinsic(llvm::Intrinsic::ID id, DType t, std::vector<Value*> args) {
     return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id, {ty(t)}), args);

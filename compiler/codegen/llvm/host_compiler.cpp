@@ -75,6 +75,10 @@ std::string compile_to_object(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
+  // An optimizer bug must not reach instruction selection, which aborts the process on invalid IR: the
+  // caller reports the error and the function stays on the interpreter.
+  if (llvm::verifyModule(m, &ps))
+    throw std::runtime_error("internal: LLVM's optimizer made a kernel that does not verify: " + ps.str());
 
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);

@@ -60,7 +60,7 @@ class CsvSource : public ChunkIterator {
     const Stage& s = spec();
     path_ = ctx.resolve_path(s.arg("path")->s);
     std::ifstream in(path_, std::ios::binary);
-    if (!in) throw StageError(s, DataError(DataError::Kind::NotFound, "cannot open the CSV file", {path_}).what());
+    if (!in) throw StageError(s, DataError(DataError::Kind::NotFound, "cannot open the CSV file", {path_}));
     std::stringstream ss;
     ss << in.rdbuf();
     text_ = ss.str();

@@ -15,7 +15,7 @@ class FilesSource : public ChunkIterator {
     try {
       files_ = expand_glob(ctx.resolve_path(s.arg("pattern")->s));
     } catch (const DataError& e) {
-      throw StageError(s, e.what());
+      throw StageError(s, e);
     }
     const Value* shuffle = s.arg("shuffle");
     if (shuffle && shuffle->b) {

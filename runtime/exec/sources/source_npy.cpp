@@ -19,7 +19,7 @@ class NpySource : public ChunkIterator {
     try {
       array_ = read_npy(path);
     } catch (const DataError& e) {
-      throw StageError(s, e.what());
+      throw StageError(s, e);
     }
     const Type& want = s.schema.at(0).type;
     Shape row(array_.shape().begin() + std::min<size_t>(1, array_.shape().size()), array_.shape().end());

@@ -85,7 +85,7 @@ class TFRecordSource : public ChunkIterator {
     try {
       files_ = expand_glob(pattern);
     } catch (const DataError& e) {
-      throw StageError(s, e.what());
+      throw StageError(s, e);
     }
     if (const Value* c = s.arg("compression")) options_.compression = parse_compression(c->s).value_or(Compression::None);
     else options_.compression = Compression::None;
@@ -145,7 +145,7 @@ class TFRecordSource : public ChunkIterator {
         if (!next_record()) break;
       }
     } catch (const DataError& e) {
-      throw StageError(spec(), e.what());  // names the source's place in the spec too
+      throw StageError(spec(), e);  // names the source's place in the spec too
     }
     if (batch_.empty()) return false;
     out = parse(batch_.views());
@@ -262,7 +262,7 @@ class TFRecordSource : public ChunkIterator {
           where.file = files_[rec_file_[r]];
           where.record = rec_index_[r];
         }
-        throw StageError(spec(), DataError(e.kind(), e.reason(), where).what());
+        throw StageError(spec(), DataError(e.kind(), e.reason(), where));
       }
     }
     // ignore_errors: parse record by record, keeping the good ones.

@@ -1,5 +1,8 @@
 // cache() / cache("path"): the first complete pass over the input is kept and replayed by later passes
-// (after a repeat). A pass that stops early leaves no cache, as in tf.data. In memory the cache lives
+// (after a repeat). A pass that stops early leaves no cache, as in tf.data, and the next pass reads the
+// input again, as the first pass did (with its epoch, so random ops and shuffles upstream give the
+// same elements): whether a pass ended or stopped early depends on how far the stages after it read
+// ahead, which depends on chunk sizes and threads, and the elements must not. In memory the cache lives
 // for the run; in a file it is written to a temporary name and renamed when the pass completes, and a
 // later run that finds the file replays it without reading the input at all.
 //
@@ -22,6 +25,7 @@ struct CacheStore {
   std::vector<Chunk> chunks;
   bool complete = false;
   int64_t charged = 0;  // bytes of `chunks` counted in the memory budget
+  int64_t first_epoch = -1;  // the epoch of the first pass, which every pass that reads the input uses
 };
 
 // A cache file: a sequence of (u64 length, checkpoint-format blob of one chunk).
@@ -82,6 +86,7 @@ class Cache : public ChunkIterator {
     w.write_u64(store_->chunks.size());
     for (const Chunk& c : store_->chunks) save_chunk(w, c);
     w.write_u64(replay_pos_);
+    w.write_i64(store_->first_epoch);
     w.write_u32(input_ ? 1 : 0);
     if (input_) input_->save(w);
   }
@@ -93,9 +98,10 @@ class Cache : public ChunkIterator {
     for (uint64_t i = 0; i < n; ++i) store_->chunks.push_back(restore_chunk(r));
     recount();
     replay_pos_ = r.read_u64();
+    store_->first_epoch = r.read_i64();
     input_.reset();
     if (r.read_u32()) {
-      input_ = build_iterator(ctx_, spec().inputs[0], epoch_);
+      input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
       input_->restore(r);
     }
   }
@@ -121,7 +127,8 @@ class Cache : public ChunkIterator {
     if (!input_) {
       store_->chunks.clear();
       recount();
-      input_ = build_iterator(ctx_, spec().inputs[0], epoch_);
+      if (store_->first_epoch < 0) store_->first_epoch = epoch_;
+      input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
       if (!path_.empty()) {
         std::filesystem::path parent = std::filesystem::path(path_).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -145,6 +152,7 @@ class Cache : public ChunkIterator {
     store_->charged += bytes;
     charge_fixed(bytes, "its pass so far");
     if (file_.is_open()) CacheFile::write_chunk(file_, out);
+    out.epoch = epoch_;  // the stages after the cache are in this pass's epoch
     return true;
   }
 

@@ -211,7 +211,7 @@ class MapLike : public ChunkIterator {
     } catch (const CancelledError&) {
       throw;
     } catch (const std::exception& e) {
-      if (!ctx_.tolerant[stage_]) throw StageError(spec(), e.what());
+      if (!ctx_.tolerant[stage_]) throw StageError::from(spec(), e);
     }
     // ignore_errors: run row by row on the interpreter (the reference for errors) and drop the rows that fail.
     std::vector<uint8_t> ok(in.rows, 1);

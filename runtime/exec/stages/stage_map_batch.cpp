@@ -318,7 +318,7 @@ class MapBatch : public ChunkIterator {
     } catch (const StageError&) {
       throw;
     } catch (const std::exception& e) {
-      throw StageError(spec(), e.what());
+      throw StageError::from(spec(), e);
     }
   }
 

@@ -1,0 +1,56 @@
+# find_package(pipec): the installed pipec compiler (pipec::pipec), the C ABI header (pipec::capi), and
+#
+#   pipec_add_library(NAME SPEC file [PIPELINE name] [DEFINES NAME=VALUE...] [IMPORT_DIRS dir...])
+#
+# which runs `pipec build` at build time (again when the spec changes) and makes the imported target NAME:
+# libNAME.so with libNAME.h and pipe.h on its include path (docs/capi.md, docs/python.md).
+get_filename_component(_pipec_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+set(PIPEC_EXECUTABLE "${_pipec_prefix}/bin/pipec")
+set(PIPEC_INCLUDE_DIR "${_pipec_prefix}/include/pipec")
+if(NOT EXISTS "${PIPEC_EXECUTABLE}" OR NOT EXISTS "${PIPEC_INCLUDE_DIR}/pipe.h")
+  set(pipec_FOUND FALSE)
+  set(pipec_NOT_FOUND_MESSAGE "the pipec install in ${_pipec_prefix} lacks bin/pipec or include/pipec/pipe.h")
+  return()
+endif()
+
+if(NOT TARGET pipec::pipec)
+  add_executable(pipec::pipec IMPORTED)
+  set_target_properties(pipec::pipec PROPERTIES IMPORTED_LOCATION "${PIPEC_EXECUTABLE}")
+endif()
+if(NOT TARGET pipec::capi)
+  add_library(pipec::capi INTERFACE IMPORTED)
+  set_target_properties(pipec::capi PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${PIPEC_INCLUDE_DIR}")
+endif()
+
+function(pipec_add_library name)
+  cmake_parse_arguments(ARG "" "SPEC;PIPELINE" "DEFINES;IMPORT_DIRS" ${ARGN})
+  if(NOT ARG_SPEC)
+    message(FATAL_ERROR "pipec_add_library(${name}): SPEC is required")
+  endif()
+  get_filename_component(spec "${ARG_SPEC}" ABSOLUTE)
+  set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/pipec_${name}")
+  set(lib "${out_dir}/lib${name}.so")
+  file(MAKE_DIRECTORY "${out_dir}")  # imported targets' include folders must exist when CMake generates
+  set(args build "${spec}" -o "${lib}" -q)
+  if(ARG_PIPELINE)
+    list(APPEND args --pipeline "${ARG_PIPELINE}")
+  endif()
+  foreach(d IN LISTS ARG_DEFINES)
+    list(APPEND args -D "${d}")
+  endforeach()
+  foreach(d IN LISTS ARG_IMPORT_DIRS)
+    list(APPEND args -I "${d}")
+  endforeach()
+  add_custom_command(OUTPUT "${lib}" "${out_dir}/lib${name}.h" "${out_dir}/pipe.h"
+                     COMMAND pipec::pipec ${args}
+                     DEPENDS "${spec}"
+                     COMMENT "pipec build ${ARG_SPEC} -> lib${name}.so"
+                     VERBATIM)
+  add_custom_target(${name}_pipec_build DEPENDS "${lib}")
+  add_library(${name} SHARED IMPORTED GLOBAL)
+  # `pipec build` sets no SONAME: link with -l (so the library is needed by name, found through the
+  # rpath CMake adds for it), not by a path relative to the build folder.
+  set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${lib}" IMPORTED_NO_SONAME TRUE
+                                           INTERFACE_INCLUDE_DIRECTORIES "${out_dir}")
+  add_dependencies(${name} ${name}_pipec_build)
+endfunction()
