@@ -1,5 +1,7 @@
 #include "runtime/threads/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -10,6 +12,10 @@
 namespace pipec {
 
 int ThreadPool::default_size() {
+  // The cores this process may run on (taskset, a container's cpuset), not the machine's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }

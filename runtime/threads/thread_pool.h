@@ -35,6 +35,7 @@ class ThreadPool {
   /// with the same share: runtime/exec/autotuner.h). Tasks already running finish.
   void set_active_workers(int n);
   int active_workers() const;
+  /// The cores this process may run on (its CPU affinity: taskset, a container's cpuset), else
   /// hardware_concurrency(), or 1 when the platform cannot tell.
   static int default_size();
 
