@@ -34,6 +34,7 @@ struct RunFacts {
   int cores = 1;               // the machine's
   uint64_t memory_budget = 0;  // bytes
   bool all_passes = true;      // the optimizer ran every pass (no -O0, no --disable-pass)
+  bool gpu = false;            // the run had a GPU for the stages after to(gpu)
 };
 
 struct Advice {

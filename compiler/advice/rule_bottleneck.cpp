@@ -4,8 +4,9 @@
 //    side a thread of its own; alone -> only less work helps;
 //  - a map's window the tuner sized -> what stopped it (its line);
 //  - reading files -> more files at once (interleave), which changes the order;
-//  - the CPU -> more threads when the run has fewer than the machine's cores, else less work (cache
-//    it, see cache_after_expensive) or the GPU;
+//  - the CPU -> more threads when the run has fewer than the machine's cores; a stage after to(gpu)
+//    that ran on the CPU for want of a GPU -> a machine with one; else less work (cache it, see
+//    cache_after_expensive) or the GPU;
 //  - the consumer -> nothing in the pipeline.
 // A map that limits the run because the spec fixed its parallel is rule parallel_map's.
 #include <algorithm>
@@ -37,6 +38,16 @@ std::string split_thread(const RunFacts& f, int stage) {
   return "add prefetch(auto) after it, so it runs on a thread of its own";
 }
 
+// A to(gpu) comes before the stage.
+bool after_to_gpu(const Plan& plan, int stage) {
+  for (int u : upstream_of(plan, stage)) {
+    const Stage& s = plan.stages[u];
+    const Value* d = s.arg("device");
+    if (s.kind == StageKind::To && d && d->s == "gpu") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void advise_bottleneck(const RunFacts& f, std::vector<Advice>& out) {
@@ -64,9 +75,13 @@ void advise_bottleneck(const RunFacts& f, std::vector<Advice>& out) {
       action = "read more files at once: interleave(cycle_length = N) after the source (the order of the records changes)";
       break;
     case Bottleneck::Kind::Cpu:
-      action = f.threads < f.cores
-                   ? fmt::format("the run has {} of the machine's {} cores: run it with --threads {}", f.threads, f.cores, f.cores)
-                   : "every core is busy: only less work helps (cache what repeats, or move maps to the GPU with to(gpu))";
+      if (f.threads < f.cores)
+        action = fmt::format("the run has {} of the machine's {} cores: run it with --threads {}", f.threads, f.cores, f.cores);
+      else if (!f.gpu && after_to_gpu(plan, x))
+        action = "every core is busy, and it comes after to(gpu) but ran on the CPU for want of a GPU: on a machine with one it "
+                 "moves there";
+      else
+        action = "every core is busy: only less work helps (cache what repeats, or move maps to the GPU with to(gpu))";
       break;
     default: return;
   }

@@ -87,6 +87,7 @@ RunFacts run_facts(const PipelineRun& run, bool all_passes) {
   f.cores = ThreadPool::default_size();
   f.memory_budget = run.memory().limit();
   f.all_passes = all_passes;
+  f.gpu = ctx.gpu != nullptr;
   return f;
 }
 

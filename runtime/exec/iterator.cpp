@@ -48,9 +48,11 @@ bool ChunkIterator::next(Chunk& out) {
     s.note_end();
   }
   // A span per chunk per stage: nested in the spans of the stages that pulled it, on this thread.
-  if (trace::enabled())
-    trace::complete("stage", fmt::format("#{} {}", stage_, stage_name(spec().kind)), start, end - start,
-                    fmt::format("\"rows\": {}, \"own_us\": {:.1f}", ok ? out.rows : 0, own / 1e3));
+  if (trace::enabled()) {
+    if (!trace_name_) trace_name_ = trace::name(fmt::format("#{} {}", stage_, stage_name(spec().kind)));
+    trace::complete("stage", trace_name_, start, end - start, {"rows", ok ? static_cast<double>(out.rows) : 0.0},
+                    {"own_us", own / 1e3});
+  }
   return ok;
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/exec/stage_stats.h"
 #include "runtime/io/errors.h"
 #include "runtime/threads/thread_pool.h"
+#include "runtime/trace/trace.h"
 #include "runtime/plan/plan.h"
 
 namespace pipec {
@@ -114,6 +115,7 @@ class ChunkIterator {
 
  private:
   int64_t child_ns_ = 0;
+  trace::NameId trace_name_ = 0;  // "#3 map", interned when the first span is recorded
 };
 
 /// Builds the iterator tree for `stage` (and everything it reads from), for epoch `epoch`.

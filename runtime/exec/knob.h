@@ -55,12 +55,12 @@ class Knob {
   int64_t cycle() const { return cycle_.load(std::memory_order_relaxed); }
 
   /// Why a parameter that is not tunable has its value, when not because the spec says so.
-  void set_fixed_reason(const char* why) { fixed_reason_ = why; }
-  const char* fixed_reason() const { return fixed_reason_; }
+  void set_fixed_reason(const char* why) { fixed_reason_.store(why, std::memory_order_relaxed); }
+  const char* fixed_reason() const { return fixed_reason_.load(std::memory_order_relaxed); }
 
   /// An `auto` parameter the run fixed (`pipec run --auto-value`) instead of tuning it.
-  void set_overridden() { overridden_ = true; }
-  bool overridden() const { return overridden_; }
+  void set_overridden() { overridden_.store(true, std::memory_order_relaxed); }
+  bool overridden() const { return overridden_.load(std::memory_order_relaxed); }
 
  private:
   const int stage_;
@@ -70,8 +70,10 @@ class Knob {
   std::atomic<uint64_t> item_bytes_{0};
   std::atomic<int64_t> held_{0};
   std::atomic<int64_t> cycle_{1};
-  const char* fixed_reason_ = nullptr;  // set once, when the stage registers it
-  bool overridden_ = false;
+  // Set when a stage registers the knob (a stage rebuilt for the next epoch sets the same again),
+  // read by the tuner's thread.
+  std::atomic<const char*> fixed_reason_{nullptr};
+  std::atomic<bool> overridden_{false};
 };
 
 /// The parameter `kind` of `stage`: made on first use with `initial` in [min, max] (an iterator rebuilt

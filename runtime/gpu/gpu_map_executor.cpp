@@ -185,10 +185,12 @@ void GpuMapExecutor::trace_slot(const Slot& s) {
   // The kernel waits for its copy and for the kernel before it on the compute stream.
   const int64_t kernel_start = std::max(copied_in, last_computed_ns_);
   last_computed_ns_ = computed;
-  const std::string rows = "\"rows\": " + std::to_string(s.rows);
-  trace::complete_on(copies_in_track_, "gpu", "copy in", started, copied_in - started, rows);
-  trace::complete_on(kernels_track_, "gpu", kernel_.entry, kernel_start, computed - kernel_start, rows);
-  trace::complete_on(copies_out_track_, "gpu", "copy out", computed, copied_out - computed, rows);
+  static const trace::NameId copy_in = trace::name("copy in"), copy_out = trace::name("copy out");
+  if (!kernel_name_) kernel_name_ = trace::name(kernel_.entry);
+  const trace::Arg rows{"rows", static_cast<double>(s.rows)};
+  trace::complete_on(copies_in_track_, "gpu", copy_in, started, copied_in - started, rows);
+  trace::complete_on(kernels_track_, "gpu", kernel_name_, kernel_start, computed - kernel_start, rows);
+  trace::complete_on(copies_out_track_, "gpu", copy_out, computed, copied_out - computed, rows);
 }
 
 std::string GpuMapExecutor::describe() const {

@@ -78,6 +78,7 @@ class GpuMapExecutor {
   cuda::CUevent origin_ = nullptr;
   int64_t origin_ns_ = 0, last_computed_ns_ = 0;
   int copies_in_track_ = -1, kernels_track_ = -1, copies_out_track_ = -1;
+  trace::NameId kernel_name_ = 0;
 };
 
 }  // namespace pipec::gpu

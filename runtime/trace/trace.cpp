@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 namespace pipec::trace {
 
@@ -15,14 +16,13 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 struct Event {
-  char phase;  // 'X' complete, 'C' counter, 'i' instant
+  char phase;            // 'X' complete, 'C' counter, 'i' instant
+  int32_t track;         // -1: the buffer's thread; otherwise an index into Registry::tracks
   const char* category;
-  std::string name;
-  int64_t ts_ns;
-  int64_t dur_ns;
-  double value;
-  std::string args;
-  int track;  // -1: the buffer's thread; otherwise an index into Registry::tracks
+  NameId name;
+  int64_t ts_ns, dur_ns;
+  Arg a, b;              // a counter's value is a.value
+  uint32_t text;         // 0: none; else 1 + an index into the buffer's texts (JSON args)
 };
 
 struct ThreadBuffer {
@@ -30,6 +30,7 @@ struct ThreadBuffer {
   std::string name;
   std::mutex mu;  // the owner appends, to_json() reads: uncontended except while writing the file
   std::vector<Event> events;
+  std::vector<std::string> texts;
 };
 
 struct Registry {
@@ -46,10 +47,29 @@ Registry& registry() {
   return *r;
 }
 
+// Interned names: id - 1 indexes `texts`.
+struct Names {
+  std::mutex mu;
+  std::unordered_map<std::string, NameId> ids;
+  std::vector<std::string> texts;
+};
+
+Names& names() {
+  static Names* n = new Names;
+  return *n;
+}
+
+std::string name_text(NameId id) {
+  Names& n = names();
+  std::lock_guard lock(n.mu);
+  return id >= 1 && id <= n.texts.size() ? n.texts[id - 1] : std::string();
+}
+
 ThreadBuffer& this_thread_buffer() {
   thread_local std::shared_ptr<ThreadBuffer> buf;
   if (!buf) {
     buf = std::make_shared<ThreadBuffer>();
+    buf->events.reserve(4096);
     Registry& r = registry();
     std::lock_guard lock(r.mu);
     buf->tid = r.next_tid++;
@@ -59,10 +79,14 @@ ThreadBuffer& this_thread_buffer() {
   return *buf;
 }
 
-void append(Event e) {
+void append(const Event& e, std::string text = {}) {
   ThreadBuffer& b = this_thread_buffer();
   std::lock_guard lock(b.mu);
-  b.events.push_back(std::move(e));
+  b.events.push_back(e);
+  if (!text.empty()) {
+    b.texts.push_back(std::move(text));
+    b.events.back().text = static_cast<uint32_t>(b.texts.size());
+  }
 }
 
 std::string format_us(int64_t ns) {
@@ -107,6 +131,17 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
+NameId name(std::string_view text) {
+  Names& n = names();
+  std::lock_guard lock(n.mu);
+  auto [it, inserted] = n.ids.emplace(std::string(text), 0);
+  if (inserted) {
+    n.texts.emplace_back(text);
+    it->second = static_cast<NameId>(n.texts.size());
+  }
+  return it->second;
+}
+
 void start(const std::string& process_name) {
   Registry& r = registry();
   {
@@ -114,6 +149,7 @@ void start(const std::string& process_name) {
     for (auto& t : r.threads) {
       std::lock_guard tl(t->mu);
       t->events.clear();
+      t->texts.clear();
     }
     r.origin_ns = now_ns();
     r.process_name = process_name;
@@ -129,19 +165,29 @@ void set_thread_name(const std::string& name) {
   b.name = name;
 }
 
-void complete(const char* category, std::string name, int64_t start_ns, int64_t dur_ns, std::string args_json) {
+void complete(const char* category, NameId name, int64_t start_ns, int64_t dur_ns, Arg a, Arg b) {
   if (!enabled()) return;
-  append({'X', category, std::move(name), start_ns, std::max<int64_t>(0, dur_ns), 0, std::move(args_json), -1});
+  append({'X', -1, category, name, start_ns, std::max<int64_t>(0, dur_ns), a, b, 0});
 }
 
-void counter(std::string name, int64_t ts_ns, double value) {
+void complete(const char* category, std::string_view name_text, int64_t start_ns, int64_t dur_ns, std::string args_json) {
   if (!enabled()) return;
-  append({'C', "counter", std::move(name), ts_ns, 0, value, {}, -1});
+  append({'X', -1, category, name(name_text), start_ns, std::max<int64_t>(0, dur_ns), {}, {}, 0}, std::move(args_json));
 }
 
-void instant(const char* category, std::string name, int64_t ts_ns, std::string args_json) {
+void counter(NameId name, int64_t ts_ns, double value) {
   if (!enabled()) return;
-  append({'i', category, std::move(name), ts_ns, 0, 0, std::move(args_json), -1});
+  append({'C', -1, "counter", name, ts_ns, 0, {"value", value}, {}, 0});
+}
+
+void counter(std::string_view name_text, int64_t ts_ns, double value) {
+  if (!enabled()) return;
+  counter(name(name_text), ts_ns, value);
+}
+
+void instant(const char* category, std::string_view name_text, int64_t ts_ns, std::string args_json) {
+  if (!enabled()) return;
+  append({'i', -1, category, name(name_text), ts_ns, 0, {}, {}, 0}, std::move(args_json));
 }
 
 int track(const std::string& group, const std::string& name) {
@@ -153,10 +199,9 @@ int track(const std::string& group, const std::string& name) {
   return static_cast<int>(r.tracks.size()) - 1;
 }
 
-void complete_on(int track, const char* category, std::string name, int64_t start_ns, int64_t dur_ns,
-                 std::string args_json) {
+void complete_on(int track, const char* category, NameId name, int64_t start_ns, int64_t dur_ns, Arg a) {
   if (!enabled()) return;
-  append({'X', category, std::move(name), start_ns, std::max<int64_t>(0, dur_ns), 0, std::move(args_json), track});
+  append({'X', track, category, name, start_ns, std::max<int64_t>(0, dur_ns), a, {}, 0});
 }
 
 std::string to_json() {
@@ -171,6 +216,12 @@ std::string to_json() {
       return static_cast<int>(groups.size()) + 1;
     }
     return static_cast<int>(it - groups.begin()) + 2;
+  };
+  std::unordered_map<NameId, std::string> quoted;  // the names in use, quoted once
+  auto quoted_name = [&](NameId id) -> const std::string& {
+    auto it = quoted.find(id);
+    if (it == quoted.end()) it = quoted.emplace(id, quote(name_text(id))).first;
+    return it->second;
   };
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool first = true;
@@ -199,12 +250,15 @@ std::string to_json() {
         tid = e.track + 1;
       }
       std::string s = "{\"ph\": \"" + std::string(1, e.phase) + "\", \"cat\": " + quote(e.category) +
-                      ", \"name\": " + quote(e.name) + ", \"pid\": " + std::to_string(pid) +
+                      ", \"name\": " + quoted_name(e.name) + ", \"pid\": " + std::to_string(pid) +
                       ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + format_us(e.ts_ns - r.origin_ns);
       if (e.phase == 'X') s += ", \"dur\": " + format_us(e.dur_ns);
       if (e.phase == 'i') s += ", \"s\": \"t\"";
-      if (e.phase == 'C') s += ", \"args\": {\"value\": " + format_number(e.value) + "}";
-      else if (!e.args.empty()) s += ", \"args\": {" + e.args + "}";
+      std::string args;
+      for (const Arg& a : {e.a, e.b})
+        if (a.key) args += (args.empty() ? "" : ", ") + quote(a.key) + ": " + format_number(a.value);
+      if (e.text) args += (args.empty() ? "" : ", ") + t->texts.at(e.text - 1);
+      if (!args.empty()) s += ", \"args\": {" + args + "}";
       emit(s + "}");
     }
   }

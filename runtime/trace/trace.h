@@ -5,7 +5,10 @@
 // Recording is off unless a trace was started, and every recording call first reads one relaxed
 // atomic (`enabled()`), so code that records spans costs nothing measurable in a run without a trace.
 // Each thread appends to a buffer of its own (registered once per thread), so recording threads do not
-// contend; the buffers belong to the recorder and outlive the threads that filled them.
+// contend; the buffers belong to the recorder and outlive the threads that filled them. An event is a
+// small fixed record: its name is an interned id (`name()`, looked up once by whoever records it
+// often, such as a stage for its spans) and its arguments are numbers, so recording one takes no
+// allocation and no formatting; the text is made when the trace is written.
 //
 // The API for training code (one training step, each phase a span on the thread that runs it):
 //
@@ -16,8 +19,8 @@
 //   { auto p = step.phase(trace::StepPhase::AllReduce); ... }
 //   { auto p = step.phase(trace::StepPhase::Optimizer); ... }
 //
-// The phase times also add up in `step_totals()` whether a trace is recorded or not: the run summary's
-// advice reads them ("the model waits for input 40% of each step").
+// The phase times also add up in `step_totals()` whether a trace is recorded or not, for a trainer's
+// own summary.
 #pragma once
 
 #include <atomic>
@@ -54,20 +57,33 @@ bool write_json(const std::string& path, std::string* error);
 /// Names the calling thread's track ("main", "prefetch #5", "pool worker 2").
 void set_thread_name(const std::string& name);
 
+/// An interned name: the same text gives the same id for the process's life. 0 is no name.
+using NameId = uint32_t;
+NameId name(std::string_view text);
+
+/// A numeric argument of an event ("rows" = 16); a null key is none.
+struct Arg {
+  const char* key = nullptr;  // a string that outlives the trace (a literal)
+  double value = 0;
+};
+
 /// A span on the calling thread's track, from `start_ns` for `dur_ns`. `category` groups spans
-/// ("stage", "task", "train", "gpu"); `args_json` is an object's members without braces, or empty.
-void complete(const char* category, std::string name, int64_t start_ns, int64_t dur_ns, std::string args_json = {});
+/// ("stage", "task", "train", "gpu") and must outlive the trace (a literal).
+void complete(const char* category, NameId name, int64_t start_ns, int64_t dur_ns, Arg a = {}, Arg b = {});
+/// The same for an occasional span: the name is interned here, `args_json` (an object's members
+/// without braces, or empty) kept as text.
+void complete(const char* category, std::string_view name, int64_t start_ns, int64_t dur_ns, std::string args_json = {});
 /// A counter sample ("prefetch #5 queue" = 3): Perfetto draws each counter name as a track of its own.
-void counter(std::string name, int64_t ts_ns, double value);
+void counter(NameId name, int64_t ts_ns, double value);
+void counter(std::string_view name, int64_t ts_ns, double value);
 /// A moment on the calling thread's track (an autotune decision).
-void instant(const char* category, std::string name, int64_t ts_ns, std::string args_json = {});
+void instant(const char* category, std::string_view name, int64_t ts_ns, std::string args_json = {});
 
 /// A track that is not a thread: `group` is its process row ("GPU"), `name` the track ("kernels").
 /// The same (group, name) gives the same track.
 int track(const std::string& group, const std::string& name);
 /// A span on such a track.
-void complete_on(int track, const char* category, std::string name, int64_t start_ns, int64_t dur_ns,
-                 std::string args_json = {});
+void complete_on(int track, const char* category, NameId name, int64_t start_ns, int64_t dur_ns, Arg a = {});
 
 /// JSON string quoting (quotes included), for args_json.
 std::string quote(std::string_view s);

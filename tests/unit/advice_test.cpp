@@ -79,6 +79,11 @@ const std::vector<Scenario>& scenarios() {
        bottleneck(K::Cpu, 1, 0.9, "the CPU: the pipeline keeps 2 cores busy"), 2, 2, 1'000'000'000, true, "bottleneck",
        "#1 map limits the run (90% of the work; the CPU: the pipeline keeps 2 cores busy): every core is busy: only "
        "less work helps (cache what repeats, or move maps to the GPU with to(gpu))"},
+      {"the CPU, after to(gpu) on a machine without a GPU",
+       "range(1000) | to(gpu) | map(r => { x: f32(r.value) * 2.0 }) | prefetch(auto)", {{2, {5, 0, 1000, 4000}}}, {},
+       bottleneck(K::Cpu, 2, 0.9, "the CPU: the pipeline keeps 2 cores busy"), 2, 2, 1'000'000'000, true, "bottleneck",
+       "#2 map limits the run (90% of the work; the CPU: the pipeline keeps 2 cores busy): every core is busy, and it comes "
+       "after to(gpu) but ran on the CPU for want of a GPU: on a machine with one it moves there"},
       {"the consumer", "range(1000) | prefetch(auto)", {{0, {1, 1, 1000, 8000}}}, {},
        bottleneck(K::Consumer, -1, 0, "the consumer: ..."), 2, 2, 1'000'000'000, true, "bottleneck",
        "the consumer takes longer per element than the pipeline makes one: nothing in the pipeline limits the run"},

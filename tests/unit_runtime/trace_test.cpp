@@ -30,6 +30,13 @@ std::map<int, std::string> thread_names(const Json& j) {
   return out;
 }
 
+TEST(Trace, NamesAreInternedOnce) {
+  const trace::NameId a = trace::name("#7 shuffle");
+  EXPECT_NE(a, 0u);
+  EXPECT_EQ(trace::name("#7 shuffle"), a);
+  EXPECT_NE(trace::name("#8 shuffle"), a);
+}
+
 TEST(Trace, NothingIsRecordedWhileOff) {
   trace::start();
   trace::stop();
@@ -45,7 +52,8 @@ TEST(Trace, ThreadsGetNamedTracksWithTheirSpansAndCounters) {
   trace::start("test run");
   trace::set_thread_name("main (consumer)");
   const int64_t t0 = trace::now_ns();
-  trace::complete("stage", "#1 map", t0, 2000, "\"rows\": 16");
+  trace::complete("stage", trace::name("#1 map"), t0, 2000, {"rows", 16}, {"own_us", 1.5});
+  trace::complete("stage", "#0 range", t0, 500, "\"note\": \"text args\"");
   std::thread worker([] {
     trace::set_thread_name("pool worker 0");
     trace::complete("task", "#1 map task", trace::now_ns(), 1500);
@@ -69,7 +77,9 @@ TEST(Trace, ThreadsGetNamedTracksWithTheirSpansAndCounters) {
       EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 2.0);  // microseconds
       EXPECT_GE(e["ts"].get<double>(), 0.0);
       EXPECT_EQ(e["args"]["rows"], 16);
+      EXPECT_DOUBLE_EQ(e["args"]["own_us"].get<double>(), 1.5);
     }
+    if (e["ph"] == "X" && e["name"] == "#0 range") EXPECT_EQ(e["args"]["note"], "text args");
     if (e["ph"] == "X" && e["name"] == "#1 map task") {
       task_span = true;
       EXPECT_EQ(names.at(e["tid"].get<int>()), "pool worker 0");
@@ -92,8 +102,8 @@ TEST(Trace, TracksThatAreNotThreadsGetAProcessRowOfTheirOwn) {
   const int copies = trace::track("GPU", "copies host to device");
   const int kernels = trace::track("GPU", "kernels");
   EXPECT_EQ(trace::track("GPU", "kernels"), kernels);
-  trace::complete_on(copies, "gpu", "copy in", trace::now_ns(), 100);
-  trace::complete_on(kernels, "gpu", "kernel", trace::now_ns(), 300);
+  trace::complete_on(copies, "gpu", trace::name("copy in"), trace::now_ns(), 100, {"rows", 8});
+  trace::complete_on(kernels, "gpu", trace::name("kernel"), trace::now_ns(), 300);
   const Json j = recorded();
   int gpu_pid = -1;
   std::set<std::string> gpu_tracks;

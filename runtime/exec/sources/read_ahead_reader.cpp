@@ -41,7 +41,10 @@ void ReadAheadReader::run() {
     }
     const int64_t end = trace::now_ns();
     if (stats_) stats_->add_task_ns(static_cast<uint64_t>(end - start));
-    if (trace::enabled()) trace::complete("task", "read block", start, end - start);
+    if (trace::enabled()) {
+      static const trace::NameId read_block = trace::name("read block");
+      trace::complete("task", read_block, start, end - start, {"records", static_cast<double>(b->records.size())});
+    }
     bool last = b->end || b->error;
     if (!full_.push(std::move(b), stop_)) return;
     if (last) return;

@@ -45,6 +45,9 @@ class MapLike : public ChunkIterator {
       knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
     }
     most_window_ = window();
+    // Tasks record their spans on the pool's threads: the name is interned here, once (a trace starts
+    // before the run).
+    if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} {} task", stage, stage_name(s.kind)));
     if (const Value* p = s.arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
     fused_map_ = s.kind == StageKind::MapFilter;
   }
@@ -192,9 +195,7 @@ class MapLike : public ChunkIterator {
     Chunk out = apply(in);
     const int64_t end = clock_ns();
     ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
-    if (trace::enabled())
-      trace::complete("task", fmt::format("#{} {} task", stage_, stage_name(spec().kind)), start, end - start,
-                      fmt::format("\"rows\": {}", in.rows));
+    if (task_name_ && trace::enabled()) trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
     return out;
   }
 
@@ -280,6 +281,7 @@ class MapLike : public ChunkIterator {
   int64_t window_ = 1;  // without an autotuner
   Knob* knob_ = nullptr;
   mutable int64_t most_window_ = 1;
+  trace::NameId task_name_ = 0;
   std::deque<Charge> charges_;  // one per chunk in flight or ready, in order
   int64_t per_row_ = 0;     // > 0: runs on the element rows of batches of this size
   bool fused_map_ = false;  // map_filter: the function's last result is the keep flag

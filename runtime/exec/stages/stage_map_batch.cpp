@@ -85,6 +85,7 @@ class MapBatch : public ChunkIterator {
       knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
     }
     most_window_ = window();
+    if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} map_batch task", stage));
   }
 
   // Tasks write into batches this iterator owns: wait for every one before going away.
@@ -237,8 +238,8 @@ class MapBatch : public ChunkIterator {
       for (const Piece& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
       const int64_t end = clock_ns();
       ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
-      if (trace::enabled())
-        trace::complete("task", fmt::format("#{} map_batch task", stage_), start, end - start, fmt::format("\"rows\": {}", in->rows));
+      if (task_name_ && trace::enabled())
+        trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in->rows)});
     };
     std::shared_future<void> f;
     if (ctx_.pool && window() > 1) {
@@ -413,6 +414,7 @@ class MapBatch : public ChunkIterator {
   int64_t window_ = 1;  // without an autotuner
   Knob* knob_ = nullptr;
   mutable int64_t most_window_ = 1;
+  trace::NameId task_name_ = 0;  // interned at construction when a trace records (tasks run on the pool)
   uint64_t result_row_bytes_ = 0;
   uint64_t reserved_ = 0;  // granted by room_for_a_task() for the tasks of the chunk being dispatched
   bool dispatch_fixed_ = false;  // that chunk's results are the stage's fixed holding

@@ -154,7 +154,10 @@ class Prefetch : public ChunkIterator {
   void note_queue() {
     const int64_t held = queue_ ? static_cast<int64_t>(queue_->size()) : 0;
     if (knob_) knob_->set_held(held);
-    if (trace::enabled()) trace::counter(fmt::format("#{} prefetch queue", stage_), trace::now_ns(), static_cast<double>(held));
+    if (trace::enabled()) {
+      if (!queue_name_) queue_name_ = trace::name(fmt::format("#{} prefetch queue", stage_));
+      trace::counter(queue_name_, trace::now_ns(), static_cast<double>(held));
+    }
   }
 
   void start() {
@@ -253,6 +256,7 @@ class Prefetch : public ChunkIterator {
 
   IteratorPtr input_;
   Knob* knob_ = nullptr;
+  std::atomic<trace::NameId> queue_name_{0};  // recorded from both sides of the queue
   int64_t depth_ = 4;  // without an autotuner
   mutable std::atomic<int64_t> most_depth_{1};
   std::unique_ptr<BoundedQueue<Item>> queue_;
