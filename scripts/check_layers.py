@@ -20,6 +20,7 @@ LAYERS = [
     ["runtime/trace"],                    # Chrome trace events: spans, counters, training steps
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
     ["runtime/plan"],                     # the plan and expression IR, printer, verifier, serialization
+    ["runtime/model"],                    # the model IR: layer table, model and training-step graphs
     ["runtime/io"],                       # file formats: TFRecord, tf.Example, NumPy, CSV, compression
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
@@ -27,11 +28,15 @@ LAYERS = [
     ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
+    ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
+    ["runtime/train/fast"],               # the fast training executor: the step graph on runtime/train/dnnl
     ["runtime/capi"],                     # the C ABI of built libraries
     # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics
     ["compiler/sema"],                    # checking, builtin registry
     ["compiler/lower"],                   # checked AST -> plan
+    ["compiler/train"],                   # model and train blocks -> training-step graph (gradient pass)
+    ["compiler/train/passes"],            # the step graph's passes (fusion), one per file, in one list
     ["compiler/passes"],                  # the optimizer
     ["compiler/advice"],                  # advice after a run: one rule per file, from the seeds' lessons
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],

@@ -12,7 +12,8 @@
 // with, after which each pipeline runs again as `pipec run` does (optimized, JIT kernels, 4 threads):
 // its kernels are listed, and when its elements or its error differ from the reference's that is
 // printed too (a run that fails must fail with the same error; the elements before it may differ, as
-// chunks do); otherwise the diagnostics of `pipec check`. Lines `# -D NAME=VALUE`
+// chunks do); `# mode: model` the training-step graph of every train block;
+// otherwise the diagnostics of `pipec check` (which compiles train blocks too). Lines `# -D NAME=VALUE`
 // among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all others must have none (warnings
 // are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
 // are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
@@ -62,7 +63,7 @@ static std::vector<ConstOverride> overrides_of(const std::string& spec) {
   return out;
 }
 
-enum class Mode { Check, Explain, Optimized, Passes, Run };
+enum class Mode { Check, Explain, Optimized, Passes, Run, Model };
 
 // One value as text: nested lists row-major, floats in their shortest exact form, strings quoted.
 static std::string value_text(const Tensor& t) {
@@ -172,7 +173,7 @@ static std::string run_spec(const std::string& rel_path, const std::string& spec
   CompileRequest req;
   req.path = rel_path;
   req.text = spec;
-  req.target = mode == Mode::Check ? CompileTarget::CheckOnly : CompileTarget::EveryPipeline;
+  req.target = mode == Mode::Check || mode == Mode::Model ? CompileTarget::CheckOnly : CompileTarget::EveryPipeline;
   req.options.check.const_overrides = overrides_of(spec);
   if (mode == Mode::Explain) req.options.passes.opt_level = 0;
   if (mode == Mode::Passes)
@@ -186,6 +187,8 @@ static std::string run_spec(const std::string& rel_path, const std::string& spec
   if (r.status == CompileStatus::InternalError) out << "INTERNAL ERROR: " << r.error << "\n";
   if (mode == Mode::Explain || mode == Mode::Optimized)
     for (const CompiledPipeline& p : r.pipelines) out << print_plan(p.plan);
+  if (mode == Mode::Model && !had_errors)
+    for (const CompiledTrain& t : r.trains) out << print_train_program(t.program);
   return relative_paths(out.str());
 }
 
@@ -234,6 +237,7 @@ int main(int argc, char** argv) {
                 : spec.rfind("# mode: optimized", 0) == 0 ? Mode::Optimized
                 : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
                 : spec.rfind("# mode: run", 0) == 0       ? Mode::Run
+                : spec.rfind("# mode: model", 0) == 0     ? Mode::Model
                                                            : Mode::Check;
     bool had_errors = false;
     std::string output = run_spec(f, spec, mode, had_errors);

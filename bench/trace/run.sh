@@ -2,11 +2,13 @@
 # Tracing overhead: `pipec run` without --trace, with --trace, and (BASELINE=path/to/pipec) a pipec built
 # without the tracing code, on the same specs, runs interleaved, median of RUNS (5). Prints one table.
 #
-#   BASELINE=../base/build/pipec bench/trace/run.sh
+#   BASELINE=../base/build/pipec bench/trace/run.sh     # WORKLOADS="chess small_chunks deblur chess_train", STEPS=20
 #
 # Workloads: the chess example (2000 batches of 512: few, large chunks), a pipeline of many small
 # chunks (range | map | batch(4): 50,000 batches, the most spans per second a cheap pipeline makes) and
-# the deblur example (image decoding in chunks of 8; the bench/autotune copy with repeat(), 60 batches).
+# the deblur example (image decoding in chunks of 8; the bench/autotune copy with repeat(), 60 batches),
+# and training the chess train block for STEPS (20) steps (a span per step and one per phase, beside
+# the pipeline's; its rate is the training loop's examples/s).
 # Columns: examples/s over the run's loop (writing the trace file comes after it and is not in it),
 # the rate over the run without a trace, the whole process's wall seconds (file writing included), and
 # the trace events recorded per second of the loop. The baseline runs with its default map and
@@ -43,6 +45,7 @@ declare -A SPEC ARGS
 SPEC[chess]=examples/chess/chess.pipe; ARGS[chess]="--take 2000"
 SPEC[small_chunks]=$W/small_chunks.pipe; ARGS[small_chunks]=""
 SPEC[deblur]=$DEBLUR; ARGS[deblur]="--pipeline train --take 60"
+SPEC[chess_train]=examples/chess/chess.pipe; ARGS[chess_train]="--steps ${STEPS:-20}"
 
 # one KEY BINARY FLAGS...: appends "examples/s wall_seconds events" to $TMP/KEY.
 one() {
@@ -62,7 +65,7 @@ median_of() { sort -g -k"$2" "$TMP/$1" | awk -v c="$2" '{a[NR]=$c} END {if (NR) 
 
 printf 'tracing overhead, median of %s runs, %s cores, load average %s\n' "$RUNS" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s %-22s %14s %8s %8s %14s\n' "workload" "run" "examples/s" "/ off" "wall s" "events/s"
-for WL in chess small_chunks deblur; do
+for WL in ${WORKLOADS:-chess small_chunks deblur chess_train}; do
   rm -f "$TMP"/row_*
   for r in $(seq "$RUNS"); do
     one row_off "$PIPEC" --no-autotune

@@ -35,6 +35,14 @@ struct RunFacts {
   uint64_t memory_budget = 0;  // bytes
   bool all_passes = true;      // the optimizer ran every pass (no -O0, no --disable-pass)
   bool gpu = false;            // the run had a GPU for the stages after to(gpu)
+
+  /// A training run's steps, when the pipeline fed one (`pipec run` on a train block).
+  struct Training {
+    int64_t steps = 0;
+    double seconds = 0;             // the whole loop
+    double input_wait_seconds = 0;  // blocked on the pipeline's next batch
+  };
+  std::optional<Training> training;
 };
 
 struct Advice {

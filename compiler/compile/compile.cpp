@@ -4,6 +4,8 @@
 
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
 #include "compiler/codegen/llvm/aot.h"
+#include "compiler/compile/compile_train.h"
+#include "compiler/compile/finish_plan.h"
 #include "compiler/compile/pick_pipeline.h"
 #include "compiler/lower/lower.h"
 
@@ -11,7 +13,8 @@ namespace pipec {
 
 namespace {
 
-// The pipelines `request` asks for; empty with `error` set when there is no such choice.
+// The pipelines `request` asks for; empty with `error` set when there is no such choice (EveryPipeline
+// of a spec whose train blocks write their data inline may have none).
 std::vector<const Decl*> chosen_pipelines(const Program& program, const CompileRequest& request, std::string& error) {
   std::vector<const Decl*> out;
   if (request.target == CompileTarget::OnePipeline) {
@@ -20,13 +23,11 @@ std::vector<const Decl*> chosen_pipelines(const Program& program, const CompileR
   }
   for (const auto& d : program.main().decls)
     if (d->kind == DeclKind::Pipeline) out.push_back(d.get());
-  if (out.empty()) error = "the spec declares no pipeline";
+  if (out.empty() && !has_train_block(program)) error = "the spec declares no pipeline";
   return out;
 }
 
-// Lower, verify, optimize, generate kernels: one pipeline. False with `error` set when a step fails;
-// every failure here is a compiler bug or an I/O problem, never a mistake in the spec (the checker
-// has accepted it).
+// Lower, then the steps every plan goes through: one pipeline.
 bool compile_pipeline(const Program& program, const Decl& decl, const CompileOptions& o, CompiledPipeline& out,
                       std::string& error) {
   out.decl = &decl;
@@ -36,8 +37,14 @@ bool compile_pipeline(const Program& program, const Decl& decl, const CompileOpt
     error = fmt::format("internal error: lowering pipeline `{}` failed: {}", decl.name, e.what());
     return false;
   }
+  return finish_plan(decl, o, out, error);
+}
+
+}  // namespace
+
+bool finish_plan(const Decl& decl, const CompileOptions& o, CompiledPipeline& out, std::string& error) {
   if (auto problems = verify_plan(out.plan); !problems.empty()) {
-    error = fmt::format("internal error: the plan of `{}` does not verify after lowering:\n", decl.name);
+    error = fmt::format("internal error: the plan of `{}` does not verify after lowering:\n", out.plan.name);
     for (const auto& p : problems) error += "  " + p + "\n";
     error.pop_back();
     return false;
@@ -67,8 +74,6 @@ bool compile_pipeline(const Program& program, const Decl& decl, const CompileOpt
   return true;
 }
 
-}  // namespace
-
 CompileResult compile(const CompileRequest& request) {
   const CompileOptions& o = request.options;
   CompileResult r;
@@ -82,10 +87,21 @@ CompileResult compile(const CompileRequest& request) {
     r.status = CompileStatus::SpecErrors;
     return r;
   }
-  if (request.target == CompileTarget::CheckOnly) return r;
+  CompileTarget target = request.target;
+  if (target == CompileTarget::TrainOrPipeline)
+    target = has_train_block(*r.program) ? CompileTarget::Train : CompileTarget::OnePipeline;
+  switch (target) {
+    case CompileTarget::CheckOnly: compile_train_graphs(r, o.passes.opt_level); return r;
+    case CompileTarget::Train: compile_train_target(request, r); return r;
+    case CompileTarget::OnePipeline:
+    case CompileTarget::EveryPipeline:
+    case CompileTarget::TrainOrPipeline: break;
+  }
 
-  std::vector<const Decl*> decls = chosen_pipelines(*r.program, request, r.error);
-  if (decls.empty()) {
+  CompileRequest chosen = request;
+  chosen.target = target;
+  std::vector<const Decl*> decls = chosen_pipelines(*r.program, chosen, r.error);
+  if (decls.empty() && !r.error.empty()) {
     r.status = CompileStatus::NoPipeline;
     return r;
   }
@@ -101,6 +117,7 @@ CompileResult compile(const CompileRequest& request) {
       return r;
     }
   }
+  if (target == CompileTarget::EveryPipeline) compile_train_graphs(r, o.passes.opt_level);
   return r;
 }
 

@@ -4,9 +4,12 @@
 //   verified, see run_passes) -> kernels: LLVM (JIT into this process, or an object file for a
 //   library) and CUDA for the maps after to(gpu).
 //
+// A train block compiles the same way: check -> choose the block -> its data pipeline through the steps
+// above (with the repeat its length needs) and its model lowered -> the gradient pass -> the
+// training-step graph -> its verifier (compile_train.cpp).
+//
 // Every `pipec` command, the difftest, the benches and the test helpers go through compile(), so the
-// verifier runs at the same points for all of them and a new step (a train block's compilation, say)
-// is added in one place.
+// verifier runs at the same points for all of them and a new step is added in one place.
 #pragma once
 
 #include <functional>
@@ -19,7 +22,9 @@
 #include "compiler/passes/pass_pipeline.h"
 #include "compiler/sema/program.h"
 #include "runtime/exec/pipeline_run.h"
+#include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
+#include "runtime/train/train_length.h"
 
 namespace pipec {
 
@@ -46,12 +51,24 @@ struct CompileOptions {
   std::function<void(const Decl& pipeline, const Plan& lowered)> on_lowered;
 };
 
-/// What a request compiles. A `train` block (a pipeline feeding a model) will be one more target,
-/// compiled by the same steps after its data pipeline.
+/// What a request compiles.
 enum class CompileTarget {
-  CheckOnly,      // only the checked program and its diagnostics (`pipec check`)
-  OnePipeline,    // the pipeline named in the request, or the only one, or the one a train block reads
-  EveryPipeline,  // each pipeline of the main file, in order (`pipec explain`)
+  CheckOnly,        // the checked program and its diagnostics, with every train block's step graph
+                    // compiled so that what `pipec run` would refuse is reported (`pipec check`)
+  OnePipeline,      // the pipeline named in the request, or the only one, or the one a train block reads
+  EveryPipeline,    // each pipeline of the main file, in order, then each train block's step graph
+                    // (`pipec explain`)
+  Train,            // the train block named in the request, or the only one: its data pipeline (compiled as
+                    // OnePipeline compiles one, with the repeat its length needs) and its step graph
+  TrainOrPipeline,  // what `pipec run` runs when told neither: Train when the main file has a train
+                    // block, OnePipeline otherwise
+};
+
+/// Train: which block, and the command line's length, which replaces the block's steps and epochs.
+struct TrainRequest {
+  std::string block;              // empty: the only train block
+  std::optional<int64_t> steps;   // --steps
+  std::optional<int64_t> epochs;  // --epochs
 };
 
 struct CompileRequest {
@@ -59,6 +76,7 @@ struct CompileRequest {
   std::optional<std::string> text;  // its contents, when they do not come from reading `path`
   CompileTarget target = CompileTarget::OnePipeline;
   std::string pipeline;             // OnePipeline: the name (empty: see CompileTarget)
+  TrainRequest train;               // Train and TrainOrPipeline
   CompileOptions options;
 };
 
@@ -70,11 +88,20 @@ struct CompiledPipeline {
   int gpu_kernels = 0;                    // maps that got a CUDA kernel
 };
 
+/// A train block's training step (runtime/model/train_program.h).
+struct CompiledTrain {
+  const Decl* decl = nullptr;  // the train block, in CompileResult::program
+  TrainProgram program;        // the step graph (forward, loss, backward, update) and the block's settings
+  TrainLength length;          // Train: the run's length, the request's overrides applied
+};
+
 enum class CompileStatus {
   Ok,
   SpecErrors,     // the diagnostics have errors (exit code 1)
   Unreadable,     // the spec could not be read (exit code 2)
   NoPipeline,     // no pipeline by that name, none at all, or several and no choice (exit code 2)
+  NoTrain,        // no train block by that name, none at all, or several and no choice; or a length that
+                  // never ends (--epochs of data that repeats forever) (exit code 2)
   InternalError,  // a plan that does not verify, a failed object file: a compiler bug or I/O (exit code 2)
 };
 
@@ -82,7 +109,11 @@ struct CompileResult {
   std::unique_ptr<Program> program;  // always set; its diagnostics are in program->diags
   CompileStatus status = CompileStatus::Ok;
   std::string error;                 // what went wrong, for every status but Ok and SpecErrors
+  /// Train: one, the data pipeline (its decl is the pipeline the block names, or the block itself when
+  /// its data is written inline).
   std::vector<CompiledPipeline> pipelines;
+  /// CheckOnly and EveryPipeline: every train block of the main file, in order; Train: the one.
+  std::vector<CompiledTrain> trains;
 
   bool ok() const { return status == CompileStatus::Ok; }
 };

@@ -24,26 +24,19 @@ class HelpFormatter : public CLI::FormatterBase {
   std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode) const override {
     std::string out = fmt::format("usage: {} [options]{}{}\n", name, operands_.empty() ? "" : " ", operands_);
     if (!app->get_description().empty()) out += "\n" + app->get_description() + "\n";
-    out += "\noptions:\n";
-    // The command's own flags first, -h last.
-    std::vector<const CLI::Option*> shown = app->get_options([&](const CLI::Option* o) {
+    // The command's own flags first, -h last; flags declared in a group of their own (`->group("...")`)
+    // follow under that group's heading, in the order the groups first appear.
+    std::vector<std::string> groups = {kDefaultGroup};
+    std::vector<const CLI::Option*> flags = app->get_options([&](const CLI::Option* o) {
       return o->nonpositional() && o != app->get_help_ptr();
     });
-    if (app->get_help_ptr()) shown.push_back(app->get_help_ptr());
-    for (const CLI::Option* opt : shown) {
-      std::string left = names(*opt);
-      std::string text = opt->get_description();
-      std::vector<std::string> notes;
-      // get_type_name() is the value's name followed by each check's description, `:`-separated.
-      std::string type = opt->get_type_name();
-      if (size_t colon = type.find(':'); colon != std::string::npos) notes.push_back(type.substr(colon + 1));
-      if (!opt->get_default_str().empty()) notes.push_back("default: " + opt->get_default_str());
-      if (!notes.empty()) text += " (" + join(notes, "; ") + ")";
-      // Continuation lines of a long description line up under its start.
-      std::string indent(kColumn + 2, ' ');
-      for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, indent);
-      if (left.size() + 1 > kColumn) out += fmt::format("  {}\n{}{}\n", left, indent, text);
-      else out += fmt::format("  {:<{}}{}\n", left, kColumn, text);
+    for (const CLI::Option* opt : flags)
+      if (std::find(groups.begin(), groups.end(), opt->get_group()) == groups.end()) groups.push_back(opt->get_group());
+    for (const std::string& group : groups) {
+      out += group == kDefaultGroup ? "\noptions:\n" : "\n" + group + ":\n";
+      for (const CLI::Option* opt : flags)
+        if (opt->get_group() == group) out += option_line(*opt);
+      if (group == kDefaultGroup && app->get_help_ptr()) out += option_line(*app->get_help_ptr());
     }
     if (std::string footer = app->get_footer(); !footer.empty()) out += "\n" + footer + "\n";
     return out;
@@ -51,6 +44,24 @@ class HelpFormatter : public CLI::FormatterBase {
 
  private:
   static constexpr size_t kColumn = 24;
+  static constexpr const char* kDefaultGroup = "Options";  // CLI11's group for an option given none
+
+  // "  --take N               stop after N output elements (-1 or more; default: -1)"
+  static std::string option_line(const CLI::Option& opt) {
+    std::string left = names(opt);
+    std::string text = opt.get_description();
+    std::vector<std::string> notes;
+    // get_type_name() is the value's name followed by each check's description, `:`-separated.
+    std::string type = opt.get_type_name();
+    if (size_t colon = type.find(':'); colon != std::string::npos) notes.push_back(type.substr(colon + 1));
+    if (!opt.get_default_str().empty()) notes.push_back("default: " + opt.get_default_str());
+    if (!notes.empty()) text += " (" + join(notes, "; ") + ")";
+    // Continuation lines of a long description line up under its start.
+    std::string indent(kColumn + 2, ' ');
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, indent);
+    if (left.size() + 1 > kColumn) return fmt::format("  {}\n{}{}\n", left, indent, text);
+    return fmt::format("  {:<{}}{}\n", left, kColumn, text);
+  }
 
   // "-w, --no-warnings", "-I DIR", "--take N".
   static std::string names(const CLI::Option& opt) {

@@ -1,6 +1,7 @@
-// `pipec explain FILE [--pipeline NAME]`: the plan of each pipeline, stage by stage with element types,
-// and the expression IR of every map and filter. The optimized plan by default, the lowered one with
-// -O0, and with --passes the plan after every optimizer pass.
+// `pipec explain FILE [--pipeline NAME | --train NAME]`: the plan of each pipeline, stage by stage with
+// element types, and the expression IR of every map and filter. The optimized plan by default, the
+// lowered one with -O0, and with --passes the plan after every optimizer pass. Then the training-step
+// graph of each train block (with --train, of that one, after the plan of its data).
 #include <iostream>
 #include <map>
 
@@ -45,9 +46,14 @@ int cmd_explain(const Args& args) {
       "explain", "FILE",
       "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
       "the element type it produces, then the expression IR of every map and filter, and whether `pipec run`\n"
-      "compiles each map/filter to native code (and if not, why).");
+      "compiles each map/filter to native code (and if not, why); then, for each train block, the training-step\n"
+      "graph: inputs, parameters (Keras names, shapes, initializers), the forward, loss, backward and update\n"
+      "nodes with their FLOPs per example.");
   app->add_option("FILE", request.path, "the spec")->required();
-  app->add_option("--pipeline", request.pipeline, "only this pipeline")->type_name("NAME");
+  auto* pipeline = app->add_option("--pipeline", request.pipeline, "only this pipeline")->type_name("NAME");
+  app->add_option("--train", request.train.block, "only this train block: the plan of its data, then its step graph")
+      ->type_name("NAME")
+      ->excludes(pipeline);
   app->add_flag("--passes", show_passes, "the lowered plan, then the plan after each optimizer pass (or \"unchanged\")");
   app->add_flag("--loops", loops, "also print the loop nests the code generators compile");
   app->add_flag("--llvm", llvm_ir, "also print the (unoptimized) LLVM IR of the kernels");
@@ -55,7 +61,9 @@ int cmd_explain(const Args& args) {
   add_opt_flags(*app, request.options.passes);
   if (auto code = parse_command_line(*app, args)) return *code;
 
-  request.target = request.pipeline.empty() ? CompileTarget::EveryPipeline : CompileTarget::OnePipeline;
+  request.target = !request.pipeline.empty()      ? CompileTarget::OnePipeline
+                   : !request.train.block.empty() ? CompileTarget::Train
+                                                  : CompileTarget::EveryPipeline;
   request.options.check = flags.check_options();
   // Each pipeline's output is collected while it compiles and printed in order afterwards.
   std::map<const Decl*, std::string> shown;
@@ -82,6 +90,12 @@ int cmd_explain(const Args& args) {
     if (request.options.passes.opt_level > 0)
       if (std::string kernels = kernel_lines(p.plan, loops); !kernels.empty()) std::cout << "kernels:\n" << kernels;
     if (llvm_ir) std::cout << codegen::kernels_llvm_ir(p.plan);
+  }
+  // Train blocks: the training-step graph (model, loss, gradients, optimizer) of each.
+  for (const CompiledTrain& t : result.trains) {
+    if (!first) std::cout << "\n";
+    first = false;
+    std::cout << print_train_program(t.program);
   }
   return 0;
 }

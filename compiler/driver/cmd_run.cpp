@@ -1,8 +1,11 @@
 // `pipec run SPEC`: compile a pipeline (compiler/compile) and run it, with a progress line, a summary of
-// where the time went (or as JSON), NumPy output for inspection, and iterator checkpoints.
+// where the time went (or as JSON), NumPy output for inspection, and iterator checkpoints. A spec with
+// a train block trains instead (compiler/driver/cmd_train.cpp) unless a pipeline flag asks for the
+// pipeline.
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/driver/compile_report.h"
 #include "compiler/driver/opt_flags.h"
+#include "compiler/driver/run_args.h"
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/spec_options.h"
 #include "runtime/core/buffer_pool.h"
@@ -34,36 +38,6 @@ namespace pipec {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct RunArgs {
-  std::string spec;
-  std::string pipeline;
-  int64_t take = -1;  // -1: every element
-  std::string output;
-  uint64_t seed = 0;
-  int threads = 0;  // 0: one per core
-  std::string checkpoint;
-  int64_t checkpoint_every = 100;
-  bool resume = false;
-  std::string stats_json;
-  bool no_jit = false;
-  std::string device = "auto";
-  std::string memory_budget;  // "" = half of the machine's memory
-  bool no_autotune = false;
-  bool explain_autotune = false;
-  std::vector<std::string> auto_values;  // KIND=N
-  std::string trace;
-};
-
-// `--auto-value KIND=N`: N >= 0 (read_ahead may be 0), >= 1 for the others.
-bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || !knob_kind_from_flag(std::string_view(text).substr(0, eq), kind)) return false;
-  const std::string digits = text.substr(eq + 1);
-  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  *value = std::stoll(digits);
-  return *value >= (*kind == KnobKind::ReadAhead ? 0 : 1);
-}
 
 DevicePolicy device_policy(const std::string& word) {
   return word == "cpu" ? DevicePolicy::Cpu : word == "gpu" ? DevicePolicy::Gpu : DevicePolicy::Auto;
@@ -138,8 +112,8 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
 }
 
 // The summary as JSON (`--stats-json`): the same figures as print_summary, for scripts and benches.
-nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::string& spec, const PipelineRun& run, const std::string& name,
-                                  const Summary& s, const codegen::JitReport* jit) {
+nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::string& spec, const PipelineRun& run,
+                                  const std::string& name, const Summary& s, const codegen::JitReport* jit) {
   using Json = nlohmann::ordered_json;
   const RunContext& ctx = run.context();
   Json j;
@@ -180,34 +154,64 @@ nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::
 
 }  // namespace
 
+bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || !knob_kind_from_flag(std::string_view(text).substr(0, eq), kind)) return false;
+  const std::string digits = text.substr(eq + 1);
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  *value = std::stoll(digits);
+  return *value >= (*kind == KnobKind::ReadAhead ? 0 : 1);
+}
+
+std::vector<std::pair<KnobKind, int64_t>> parse_auto_values(const std::vector<std::string>& texts) {
+  std::vector<std::pair<KnobKind, int64_t>> out;
+  for (const std::string& text : texts) {
+    KnobKind kind;
+    int64_t value = 0;
+    if (parse_auto_value(text, &kind, &value)) out.emplace_back(kind, value);
+  }
+  return out;
+}
+
 int cmd_run(const Args& args) {
   SpecFlags flags;
   RunArgs a;
+  TrainArgs t;
   CompileRequest request;
   auto app = make_command(
       "run", "SPEC",
-      "Runs a pipeline of SPEC and reports its throughput. On a terminal a progress line shows batches,\n"
-      "examples/s, MB/s, elapsed time and the ETA when known; at the end a summary shows where the time went.\n"
+      "Trains the spec's train block (the training options below), or runs a pipeline of SPEC and reports\n"
+      "its throughput. A spec with a train block trains unless a pipeline option (--pipeline, --take,\n"
+      "--output, --checkpoint, --checkpoint-every, --resume) asks for the pipeline. On a terminal a progress\n"
+      "line shows batches, examples/s, MB/s, elapsed time and the ETA when known (training: steps, the smoothed\n"
+      "loss, examples/s and the share of time waiting for input); at the end a summary shows where the time went.\n"
       "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.");
   app->add_option("SPEC", a.spec, "the spec")->required();
-  app->add_option("--pipeline", a.pipeline, "the pipeline to run (default: the only one, or the one a train block uses)")
-      ->type_name("NAME");
-  app->add_option("--take", a.take, "stop after N output elements, batches when the pipeline batches; -1 takes them all")
-      ->type_name("N")
-      ->check(in_range(-1, INT64_MAX))
-      ->capture_default_str();
-  app->add_option("--output", a.output, "write every output element as NumPy files DIR/NNNNNN/<field>.npy")->type_name("DIR");
-  app->add_option("--seed", a.seed, "the run seed for shuffles and random ops without their own")
+  std::vector<CLI::Option*> pipeline_only;
+  pipeline_only.push_back(
+      app->add_option("--pipeline", a.pipeline, "run this pipeline (default: the only one, or the one a train block uses)")
+          ->type_name("NAME"));
+  pipeline_only.push_back(
+      app->add_option("--take", a.take, "stop after N output elements, batches when the pipeline batches; -1 takes them all")
+          ->type_name("N")
+          ->check(in_range(-1, INT64_MAX))
+          ->capture_default_str());
+  pipeline_only.push_back(
+      app->add_option("--output", a.output, "write every output element as NumPy files DIR/NNNNNN/<field>.npy")->type_name("DIR"));
+  app->add_option("--seed", a.seed,
+                  "the run seed for shuffles and random ops without their own; training: also the initial\n"
+                  "weights and dropout")
       ->type_name("S")
       ->capture_default_str();
   app->add_option("--threads", a.threads, "worker threads; one per core when not given")->type_name("N")->check(in_range(1, 1024));
   auto* checkpoint = app->add_option("--checkpoint", a.checkpoint, "save the iterator state in DIR/state.ckpt")->type_name("DIR");
-  app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements")
-      ->type_name("N")
-      ->check(in_range(1, INT64_MAX))
-      ->capture_default_str();
-  app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt")->needs(checkpoint);
-  app->add_option("--stats-json", a.stats_json, "write the summary as JSON")->type_name("FILE");
+  pipeline_only.push_back(checkpoint);
+  pipeline_only.push_back(app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements")
+                              ->type_name("N")
+                              ->check(in_range(1, INT64_MAX))
+                              ->capture_default_str());
+  pipeline_only.push_back(app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt")->needs(checkpoint));
+  app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")->type_name("FILE");
   app->add_flag("--no-jit", a.no_jit, "run map/filter bodies on the interpreter instead of compiling them with LLVM");
   app->add_option("--device", a.device,
                   "where the maps after to(gpu) run: the GPU when there is one (auto), always the CPU,\n"
@@ -239,22 +243,43 @@ int cmd_run(const Args& args) {
           ""));
   app->add_flag("--explain-autotune", a.explain_autotune,
                 "also show the autotuner's model of each stage and every change it made");
-  app->add_option("--trace", a.trace, "write Chrome trace events (Perfetto, chrome://tracing) to FILE")->type_name("FILE.json");
+  app->add_option("--trace", a.trace,
+                  "write Chrome trace events (Perfetto, chrome://tracing) to FILE; training: with each step's phases")
+      ->type_name("FILE.json");
   add_spec_flags(*app, flags, "no progress line and no summary");
   add_opt_flags(*app, request.options.passes);
-  app->footer("exit code: 0 success, 1 errors in the spec or its data, 2 usage or I/O errors, 3 --device gpu with no\n"
-              "usable GPU, 130 interrupted");
+  const TrainFlags train_flags = add_train_flags(*app, t);
+  const std::vector<CLI::Option*> train_only = train_flags.all();
+  // A pipeline flag runs the pipeline: it does not go with a training flag.
+  for (CLI::Option* p : pipeline_only)
+    for (CLI::Option* tr : train_only) p->excludes(tr);
+  app->footer("exit code: 0 success, 1 errors in the spec or its data (or a training step), 2 usage or I/O errors,\n"
+              "3 --device gpu with no usable GPU, 130 interrupted");
   if (auto code = parse_command_line(*app, args)) return *code;
+  // -O0 runs the reference of everything: the lowered plan on the interpreter, training on the reference
+  // executor (unless --executor says otherwise).
+  if (request.options.passes.opt_level == 0 && !train_flags.executor->count()) t.executor = "reference";
 
+  auto given = [](const std::vector<CLI::Option*>& opts) {
+    return std::any_of(opts.begin(), opts.end(), [](const CLI::Option* o) { return o->count() > 0; });
+  };
   const DevicePolicy device = device_policy(a.device);
-  const bool limited = a.take >= 0;  // --take N; -1 takes every element
   request.path = a.spec;
+  request.target = given(pipeline_only) ? CompileTarget::OnePipeline
+                   : given(train_only)  ? CompileTarget::Train
+                                        : CompileTarget::TrainOrPipeline;
   request.pipeline = a.pipeline;
+  request.train.block = t.block;
+  if (train_flags.steps->count()) request.train.steps = t.steps;
+  if (train_flags.epochs->count()) request.train.epochs = t.epochs;
   request.options.check = flags.check_options();
   request.options.cpu_kernels = a.no_jit ? CpuKernels::None : CpuKernels::Jit;
   request.options.device = device;
   CompileResult compiled = compile(request);
   if (auto code = report_compile(compiled, "run", flags)) return *code;
+  const bool all_passes = request.options.passes.opt_level > 0 && request.options.passes.disabled.empty();
+  if (!compiled.trains.empty()) return run_compiled_training(compiled, a, t, flags.quiet, all_passes);
+  const bool limited = a.take >= 0;  // --take N; -1 takes every element
   const Decl* decl = compiled.pipelines[0].decl;
   Plan& plan = compiled.pipelines[0].plan;
   const std::optional<codegen::JitReport>& jit = compiled.pipelines[0].jit;
@@ -274,12 +299,7 @@ int cmd_run(const Args& args) {
   ro.threads = a.threads;
   ro.memory_budget = a.memory_budget.empty() ? 0 : static_cast<uint64_t>(parse_memory_size(a.memory_budget));
   ro.autotune = !a.no_autotune;
-  for (const std::string& text : a.auto_values) {
-    KnobKind kind;
-    int64_t value = 0;
-    parse_auto_value(text, &kind, &value);  // validated by the flag's check
-    ro.auto_values.emplace_back(kind, value);
-  }
+  ro.auto_values = parse_auto_values(a.auto_values);
   // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
   // by read_file) are not resolved twice.
   ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
@@ -346,8 +366,7 @@ int cmd_run(const Args& args) {
         return 2;
       }
     }
-    const std::vector<Advice> advice =
-        advise(run_facts(run, request.options.passes.opt_level > 0 && request.options.passes.disabled.empty()));
+    const std::vector<Advice> advice = advise(run_facts(run, all_passes));
     if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);

@@ -8,6 +8,7 @@
 
 #include "compiler/driver/commands.h"
 #include "compiler/driver/installed_layout.h"
+#include "compiler/driver/openmp_waits.h"
 
 namespace {
 
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
     std::cout << "pipec " << PIPEC_VERSION << "\n";
     return 0;
   }
+  // Training's kernels run on OpenMP threads, which must not spin on a shared machine.
+  if (cmd == "run") prefer_passive_openmp_waits(argv);
   for (const Command& c : command_list()) {
     if (cmd != c.name) continue;
     // Errors in specs are diagnostics; an exception reaching here is a bug, reported without a crash.

@@ -145,7 +145,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
     if (has(L::INT) && has(L::STRING) && has(L::LPAREN) && has(L::ID)) return "an expression";
     std::vector<std::string> names;
     for (ssize_t t : set.toList()) {
-      if (t == antlr4::Token::EOF) {
+      if (static_cast<size_t>(t) == antlr4::Token::EOF) {
         names.push_back(end);
         continue;
       }

@@ -90,6 +90,14 @@ class FunctionLowering {
     return r;
   }
 
+  // A model expression whose graph-valued parts (`leaves`) are already params of fn_.
+  int lower_with_leaves(const Expr& e, const std::map<const Expr*, int>& leaves) {
+    prebound_ = &leaves;
+    int r = tensor(e);
+    prebound_ = nullptr;
+    return r;
+  }
+
  private:
   int emit(OpKind op, std::vector<int> operands, std::map<std::string, Value> attrs, Type type, SourceRange loc) {
     type.weak = false;
@@ -130,6 +138,8 @@ class FunctionLowering {
   }
 
   LValue lower(const Expr& e) {
+    if (prebound_)
+      if (auto it = prebound_->find(&e); it != prebound_->end()) return value(it->second);
     // Anything sema folded to a constant is emitted as one.
     if (e.constant && e.type.is_tensor() && e.kind != ExprKind::Lambda)
       return value(emit_const(*e.constant, e.type.dtype, e.type.shape, e.range));
@@ -231,7 +241,7 @@ class FunctionLowering {
     int consumed = 0;
     for (const IndexItem& it : ix.items)
       if (it.kind != IndexItem::Ellipsis) ++consumed;
-    Value starts{Value::List}, stops{Value::List}, steps{Value::List};
+    Value starts = Value::make_list(), stops = Value::make_list(), steps = Value::make_list();
     std::vector<int64_t> sliced_shape;
     int gather_axis = -1;
     Value gather_indices;
@@ -361,7 +371,7 @@ class FunctionLowering {
   }
 
   static Value shape_value(const std::vector<int64_t>& shape) {
-    Value v{Value::List};
+    Value v = Value::make_list();
     for (int64_t d : shape) v.items.push_back(Value::make_int(d));
     return v;
   }
@@ -477,6 +487,7 @@ class FunctionLowering {
   ExprFunction& fn_;
   std::vector<std::map<std::string, LValue>> scopes_;
   int64_t next_op_id_ = 0;
+  const std::map<const Expr*, int>* prebound_ = nullptr;  // model expressions: values of the model graph
 };
 
 class PlanLowering {
@@ -584,10 +595,10 @@ class PlanLowering {
 
   // write(tfrecord("out/*.tfrecord", shards = 8)): the format becomes a list value [kind, path, shards, compression].
   static Value format_value(const CallExpr& c) {
-    Value v{Value::List};
+    Value v = Value::make_list();
     v.items.push_back(Value::make_symbol(c.callee->as<NameExpr>()->name));
     for (const Arg& a : c.args) {
-      Value item{Value::List};
+      Value item = Value::make_list();
       item.items.push_back(Value::make_symbol(a.name.empty() ? "path" : a.name));
       if (a.value->constant) item.items.push_back(*a.value->constant);
       v.items.push_back(item);
@@ -620,11 +631,18 @@ std::optional<StageKind> stage_of_builtin(const Builtin& b) {
   return stage_from_name(b.name);
 }
 
-Plan lower_pipeline(const Program& program, const Decl& pipeline) {
+int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves) {
+  FunctionLowering fl(program, fn);
+  return fl.lower_with_leaves(e, leaves);
+}
+
+Plan lower_pipeline(const Program& program, const Decl& pipeline) { return lower_dataset(program, *pipeline.value, pipeline.name); }
+
+Plan lower_dataset(const Program& program, const Expr& dataset, const std::string& name) {
   Plan plan;
-  plan.name = pipeline.name;
+  plan.name = name;
   PlanLowering lowering(program, plan);
-  lowering.lower(*pipeline.value);
+  lowering.lower(dataset);
   fuse_file_decodes(plan);
   return plan;
 }

@@ -73,8 +73,7 @@ Type spatial(CallContext& ctx, Window kind) {
   // Pools step by their own size unless told otherwise.
   auto strides = pair_arg(ctx, "strides", 1);
   if (kind == Window::Pool && !ctx.has("strides")) strides = kernel;
-  std::optional<std::pair<int64_t, int64_t>> dilation = std::pair<int64_t, int64_t>{1, 1};
-  if (kind == Window::Conv) dilation = pair_arg(ctx, "dilation", 1);
+  auto dilation = kind == Window::Conv ? pair_arg(ctx, "dilation", 1) : std::make_optional(std::pair<int64_t, int64_t>{1, 1});
   if (!t || !filters || !strides || !dilation) return Type::error();
   if ((strides->first > 1 || strides->second > 1) && (dilation->first > 1 || dilation->second > 1)) {
     ctx.error(DiagKind::invalid_argument_value, ctx.arg("dilation").range,

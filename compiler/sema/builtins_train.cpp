@@ -1,7 +1,10 @@
 // Losses, optimizers and distribution strategies: the values of a train block's entries.
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "compiler/sema/builtin_rules.h"
+#include "runtime/model/model_graph.h"
 
 namespace pipec {
 
@@ -39,20 +42,42 @@ Type rule_mirrored(CallContext& ctx) {
   return Type::opaque("strategy");
 }
 
+// An optimizer builtin's settings and doc; a switch, so that a new OPTIMIZER row without its
+// signature does not compile (-Wswitch).
+Builtin optimizer_builtin(OptimizerKind kind) {
+  const std::string name = optimizer_kind_name(kind);
+  switch (kind) {
+    case OptimizerKind::Adam:
+      return Builtin{name, BuiltinKind::Optimizer,
+                     {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0")},
+                     "Adam with learning rate lr, Keras' form (eps added to sqrt(v), not to the bias-corrected sqrt(v_hat) as in "
+                     "PyTorch); a weight_decay decays the weights directly, as adamw does.",
+                     rule_optimizer};
+    case OptimizerKind::AdamW:
+      return Builtin{name, BuiltinKind::Optimizer,
+                     {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.004")},
+                     "Adam with decoupled weight decay (w -= lr * weight_decay * w before each step), Keras' AdamW: its "
+                     "default weight_decay is Keras' 0.004 (PyTorch's is 0.01).",
+                     rule_optimizer};
+    case OptimizerKind::Sgd:
+      return Builtin{name, BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0")},
+                     "Stochastic gradient descent, with optional momentum (Keras' form: v = momentum * v - lr * g; w += v).",
+                     rule_optimizer};
+  }
+  throw std::logic_error("an optimizer row without a builtin");
+}
+
 }  // namespace
 
+// The losses and optimizers are the LOSS and OPTIMIZER rows of runtime/model/model_ops.def, one builtin
+// per row, in the table's order.
 void register_train_builtins(std::vector<Builtin>& out) {
-  for (const char* name : {"mse", "mae", "cross_entropy", "binary_cross_entropy", "huber"})
-    out.push_back(Builtin{name, BuiltinKind::Loss, {req("target")},
-                          std::string(name) + " loss between the model output and the `target` field.", rule_loss});
-  out.push_back(Builtin{"adam", BuiltinKind::Optimizer,
-                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0")},
-                        "Adam with learning rate lr.", rule_optimizer});
-  out.push_back(Builtin{"adamw", BuiltinKind::Optimizer,
-                        {opt("lr", "1e-3"), opt("beta1", "0.9"), opt("beta2", "0.999"), opt("eps", "1e-7"), opt("weight_decay", "0.01")},
-                        "Adam with decoupled weight decay.", rule_optimizer});
-  out.push_back(Builtin{"sgd", BuiltinKind::Optimizer, {opt("lr", "1e-2"), opt("momentum", "0")},
-                        "Stochastic gradient descent, with optional momentum.", rule_optimizer});
+  for (LossKind kind : all_loss_kinds()) {
+    const std::string name = loss_kind_name(kind);
+    out.push_back(Builtin{name, BuiltinKind::Loss, {req("target")}, name + " loss between the model output and the `target` field.",
+                          rule_loss});
+  }
+  for (OptimizerKind kind : all_optimizer_kinds()) out.push_back(optimizer_builtin(kind));
   out.push_back(Builtin{"single", BuiltinKind::Strategy, {}, "Train on one device.",
                         [](CallContext&) { return Type::opaque("strategy"); }});
   out.push_back(Builtin{"mirrored", BuiltinKind::Strategy, {opt("devices", "all", {"all"})},

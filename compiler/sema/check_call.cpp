@@ -80,7 +80,9 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     if (d->kind == DeclKind::Fn) return call_fn(*d, call, piped, piped_type, range);
     if (d->kind == DeclKind::Model) {
       if (ctx_ == CheckContext::Train && !piped) return call_model(*d, call, range);
-      diags().report(DiagKind::not_callable, range, fmt::format("model `{}` can only be called in a train block", name));
+      if (ctx_ == CheckContext::Model) return apply_block(*d, call, piped, piped_type, range);
+      diags().report(DiagKind::not_callable, range,
+                     fmt::format("model `{}` can only be called in a train block, or used as a layer in another model", name));
       return Type::error();
     }
     if (call || piped) {

@@ -391,7 +391,7 @@ Type Checker::check_list(ListExpr& e) {
   if (items.empty()) {
     Type t = Type::tensor(DType::I64, {0});
     t.weak = true;
-    e.constant = Value{Value::List};
+    e.constant = Value::make_list();
     return t;
   }
   Type acc;
@@ -432,7 +432,7 @@ Type Checker::check_list(ListExpr& e) {
   r.weak = weak;
   bool all_const = std::all_of(e.items.begin(), e.items.end(), [](auto& x) { return x->constant.has_value(); });
   if (all_const) {
-    Value v{Value::List};
+    Value v = Value::make_list();
     v.dtype = acc.dtype;
     for (auto& x : e.items) v.items.push_back(x->constant->kind == Value::List ? *x->constant : convert_value(*x->constant, acc.dtype));
     e.constant = v;

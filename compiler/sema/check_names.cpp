@@ -131,6 +131,12 @@ std::vector<NameCandidate> Checker::name_candidates(const Expr& e, bool callee, 
         if (fn.params.empty()) return false;
         return input == PipedInput::Unknown || fit_param(resolve_type(fn.params[0].type), *piped_type) == ParamFit::Fits;
       });
+    // In a model, another model whose first input takes it (a block, check_block.cpp).
+    if (ctx_ == CheckContext::Model)
+      add_globals({DeclKind::Model}, NameCandidate::Model, [&](const Decl& m) {
+        if (m.params.empty()) return false;
+        return input == PipedInput::Unknown || fit_param(resolve_type(m.params[0].type), *piped_type) == ParamFit::Fits;
+      });
     add_casts(input == PipedInput::Tensor ? piped_type : nullptr);
     add_builtins(callable_kinds(ctx_, input));
   } else {
@@ -146,6 +152,7 @@ std::vector<NameCandidate> Checker::name_candidates(const Expr& e, bool callee, 
         add_globals({DeclKind::Source, DeclKind::Pipeline}, NameCandidate::Dataset);  // zip(a, b), interleave
     }
     if (fns_here) add_globals({DeclKind::Fn}, NameCandidate::Fn);
+    if (ctx_ == CheckContext::Model && callee) add_globals({DeclKind::Model}, NameCandidate::Model);  // blocks
     add_casts(nullptr);
     // Losses, optimizers and strategies make the values of train entries, not arguments (above: heads).
     if (ctx_ != CheckContext::Train) add_builtins(callable_kinds(ctx_, PipedInput::None));

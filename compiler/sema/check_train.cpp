@@ -6,6 +6,7 @@
 
 #include "compiler/sema/checker.h"
 #include "compiler/sema/promotion.h"
+#include "runtime/model/model_graph.h"
 
 namespace pipec {
 
@@ -94,6 +95,8 @@ void Checker::check_train(Decl& d) {
       }
     }
   }
+  std::string loss_name;
+  bool class_labels = false;  // cross_entropy with integer class labels
   if (auto it = entries.find("loss"); it != entries.end() && element) {
     Type t = check_train_entry(*it->second);
     if (!t.is_error() && !model_out.is_error() && t.kind == TypeKind::Opaque) {
@@ -102,7 +105,23 @@ void Checker::check_train(Decl& d) {
       if (call && !call->args.empty()) {
         const Type& target = call->args[0].value->type;
         Type per_example = unbatched(target, element->batch_rank);
-        if (per_example.is_tensor() && model_out.is_tensor() &&
+        loss_name = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
+        class_labels = loss_kind_from_name(loss_name) == LossKind::CrossEntropy && per_example.is_tensor() && is_integer(per_example.dtype);
+        // cross_entropy with integer targets takes class labels: one per position of the output
+        // without its class axis (Keras' sparse categorical cross-entropy). Other targets must have
+        // as many elements as the output.
+        if (class_labels && model_out.is_tensor()) {
+          std::vector<int64_t> positions = model_out.shape;
+          if (!positions.empty()) positions.pop_back();
+          if (model_out.rank() == 0 || fit_shape(positions, per_example.shape) != ShapeFit::Fits) {
+            auto& diag = diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
+                                        fmt::format("class labels for cross_entropy must be {} per example (the model produces "
+                                                    "{}, classes last), not {}",
+                                                    type_to_string(Type::tensor(per_example.dtype, positions)),
+                                                    type_to_string(model_out), type_to_string(per_example)));
+            diag.help = "give integer class labels one per position, or one-hot / probability targets shaped like the output";
+          }
+        } else if (per_example.is_tensor() && model_out.is_tensor() &&
             per_example.num_elements() != model_out.num_elements() && per_example.num_elements() >= 0 &&
             model_out.num_elements() >= 0) {
           diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
@@ -144,6 +163,14 @@ void Checker::check_train(Decl& d) {
       else if (v.constant->i <= 0)
         diags().report(DiagKind::invalid_argument_value, v.range, fmt::format("`{}` must be at least 1", key));
     }
+  }
+  if (element) check_validation(entries, *element, model_out, loss_name, class_labels);
+  // A training run ends after `steps`, or after `epochs` passes over the data (one when neither is
+  // given): data that repeats forever needs `steps`.
+  if (element && element->infinite && !entries.count("steps") && missing.empty()) {
+    auto& diag = diags().report(DiagKind::train_missing_entry, d.name_range,
+                                fmt::format("train `{}` needs `steps`: its data repeats forever, so epochs never end", d.name));
+    diag.help = "add `steps = N`, or remove the `repeat()` and give `epochs`";
   }
   train_element_ = nullptr;
   d.type = Type::opaque("train");

@@ -56,6 +56,8 @@ class Checker {
   /// One train entry's value, with its head known to the name probe and, for the entries that take a
   /// builtin of one family (`loss = mse(...)`), a check that it is one of that family.
   Type check_train_entry(TrainEntry& e);
+  void check_validation(const std::map<std::string, TrainEntry*>& entries, const ElementInfo& data, const Type& model_out,
+                        const std::string& loss_name, bool class_labels);
   void warn_unused_globals();
 
   Type check_name(NameExpr& e);
@@ -72,6 +74,7 @@ class Checker {
   Type call_builtin(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   Type call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   Type call_model(const Decl& model, CallExpr* call, SourceRange range);
+  Type apply_block(const Decl& model, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   Type call_cast(DType to, CallExpr* call, Expr* piped, const Type* piped_type, SourceRange range);
   bool bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Type* piped_type, CallContext& ctx);
   const Builtin* lookup_callable(const std::string& name, const Type* piped_type);

@@ -12,11 +12,6 @@ namespace {
 
 bool is_scalar(const Value& v) { return v.kind == Value::Int || v.kind == Value::Float || v.kind == Value::Bool; }
 
-Value make_number(double f, int64_t i, DType dt) {
-  if (dt == DType::Bool) return Value::make_bool(i != 0 || f != 0);
-  if (is_float(dt)) return Value::make_float(f, dt);
-  return Value::make_int(i, dt);
-}
 
 // Wraps an i64 result into a narrower integer dtype, as the runtime would.
 Value narrow(int64_t v, DType dt) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/model/model_graph.h"
+
 namespace pipec {
 
 PipedInput piped_input(const Type* piped_type) {
@@ -48,6 +50,9 @@ const std::vector<TrainEntrySpec>& train_entry_specs() {
       {"strategy", false, BuiltinKind::Strategy},
       {"steps", false, std::nullopt},
       {"epochs", false, std::nullopt},
+      {"validation", false, std::nullopt},
+      {"eval_every", false, std::nullopt},
+      {"metrics", false, std::nullopt},
   };
   return specs;
 }
@@ -60,6 +65,15 @@ const TrainEntrySpec* find_train_entry(std::string_view key) {
 
 const std::vector<std::string>& precision_words() {
   static const std::vector<std::string> words = {"fp32", "mixed_fp16", "mixed_bf16"};
+  return words;
+}
+
+const std::vector<std::string>& metric_words() {
+  static const std::vector<std::string> words = [] {
+    std::vector<std::string> out;
+    for (MetricKind k : all_metric_kinds()) out.push_back(metric_kind_name(k));
+    return out;
+  }();
   return words;
 }
 

@@ -37,6 +37,8 @@ const std::vector<TrainEntrySpec>& train_entry_specs();
 const TrainEntrySpec* find_train_entry(std::string_view key);
 /// The words `precision = ...` accepts.
 const std::vector<std::string>& precision_words();
+/// The metrics a train block's `metrics` list may name: the METRIC rows of runtime/model/model_ops.def.
+const std::vector<std::string>& metric_words();
 
 /// A name the checker accepts at the probed place. `builtin` points into the registry, `decl` into the
 /// checked program (which must outlive the candidate).

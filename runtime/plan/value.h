@@ -23,6 +23,7 @@ struct Value {
   static Value make_bool(bool v) { Value x; x.kind = Bool; x.dtype = DType::Bool; x.b = v; return x; }
   static Value make_string(std::string v) { Value x; x.kind = String; x.dtype = DType::Bytes; x.s = std::move(v); return x; }
   static Value make_symbol(std::string v) { Value x; x.kind = Symbol; x.s = std::move(v); return x; }
+  static Value make_list(std::vector<Value> items = {}) { Value x; x.kind = List; x.items = std::move(items); return x; }
 
   bool is_number() const { return kind == Int || kind == Float || kind == Bool; }
   double as_double() const { return kind == Float ? f : kind == Bool ? (b ? 1.0 : 0.0) : static_cast<double>(i); }

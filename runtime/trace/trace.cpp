@@ -104,9 +104,6 @@ std::string format_number(double v) {
   return buf;
 }
 
-std::mutex g_steps_mu;
-StepTotals g_steps;
-
 }  // namespace
 
 std::string quote(std::string_view s) {
@@ -282,6 +279,7 @@ const char* phase_name(StepPhase p) {
   switch (p) {
     case StepPhase::InputWait: return "input wait";
     case StepPhase::Forward: return "forward";
+    case StepPhase::Loss: return "loss";
     case StepPhase::Backward: return "backward";
     case StepPhase::AllReduce: return "all-reduce";
     case StepPhase::Optimizer: return "optimizer";
@@ -289,36 +287,19 @@ const char* phase_name(StepPhase p) {
   return "?";
 }
 
-StepTotals step_totals() {
-  std::lock_guard lock(g_steps_mu);
-  return g_steps;
+void phase_span(StepPhase p, int64_t start_ns, int64_t dur_ns) {
+  if (!enabled()) return;
+  // Interned once per phase for the process's life (names outlive every trace).
+  static const NameId names[kStepPhases] = {name(phase_name(StepPhase::InputWait)), name(phase_name(StepPhase::Forward)),
+                                            name(phase_name(StepPhase::Loss)),      name(phase_name(StepPhase::Backward)),
+                                            name(phase_name(StepPhase::AllReduce)), name(phase_name(StepPhase::Optimizer))};
+  complete("train", names[static_cast<int>(p)], start_ns, dur_ns);
 }
-
-void reset_step_totals() {
-  std::lock_guard lock(g_steps_mu);
-  g_steps = StepTotals{};
-}
-
-StepTimer::StepTimer(int64_t step) : step_(step), start_(now_ns()) {}
 
 StepTimer::~StepTimer() {
-  const int64_t end = now_ns();
-  {
-    std::lock_guard lock(g_steps_mu);
-    g_steps.steps += 1;
-    g_steps.step_seconds += (end - start_) / 1e9;
-  }
-  complete("train", "step " + std::to_string(step_), start_, end - start_, "\"step\": " + std::to_string(step_));
-}
-
-StepTimer::Phase::~Phase() {
-  if (start_ < 0) return;
-  const int64_t end = now_ns();
-  {
-    std::lock_guard lock(g_steps_mu);
-    g_steps.seconds[static_cast<int>(phase_)] += (end - start_) / 1e9;
-  }
-  complete("train", phase_name(phase_), start_, end - start_);
+  if (start_ < 0 || !enabled()) return;
+  static const NameId step_name = name("step");
+  complete("train", step_name, start_, now_ns() - start_, {"step", static_cast<double>(step_)});
 }
 
 }  // namespace pipec::trace

@@ -15,12 +15,11 @@
 //   trace::StepTimer step(step_index);                  // a span "step N" around the whole step
 //   { auto p = step.phase(trace::StepPhase::InputWait); batch = pipeline.next(); }
 //   { auto p = step.phase(trace::StepPhase::Forward);   ... }
-//   { auto p = step.phase(trace::StepPhase::Backward);  ... }
-//   { auto p = step.phase(trace::StepPhase::AllReduce); ... }
-//   { auto p = step.phase(trace::StepPhase::Optimizer); ... }
+//   ...
+//   trace::phase_span(trace::StepPhase::Backward, start_ns, dur_ns);  // a phase timed by its runner
 //
-// The phase times also add up in `step_totals()` whether a trace is recorded or not, for a trainer's
-// own summary.
+// Without a trace these cost one relaxed load each: a trainer keeps its own phase times for its
+// summary (runtime/train/train_loop.h).
 #pragma once
 
 #include <atomic>
@@ -111,25 +110,18 @@ class Span {
 
 // ---- training steps ---------------------------------------------------------------------------------
 
-enum class StepPhase { InputWait, Forward, Backward, AllReduce, Optimizer };
-constexpr int kStepPhases = 5;
-/// "input wait", "forward", "backward", "all-reduce", "optimizer".
+enum class StepPhase { InputWait, Forward, Loss, Backward, AllReduce, Optimizer };
+constexpr int kStepPhases = 6;
+/// "input wait", "forward", "loss", "backward", "all-reduce", "optimizer".
 const char* phase_name(StepPhase p);
-
-/// Seconds spent in each phase over every step recorded since reset_step_totals().
-struct StepTotals {
-  int64_t steps = 0;
-  double seconds[kStepPhases] = {};
-  double step_seconds = 0;  // whole steps, phases and whatever ran between them
-  double phase(StepPhase p) const { return seconds[static_cast<int>(p)]; }
-};
-StepTotals step_totals();
-void reset_step_totals();
+/// A span of phase `p` on the calling thread, for code that times the phase itself (an executor
+/// running a step's nodes).
+void phase_span(StepPhase p, int64_t start_ns, int64_t dur_ns);
 
 /// One training step: a span "step N" on the calling thread, and its phases (see the top of this file).
 class StepTimer {
  public:
-  explicit StepTimer(int64_t step);
+  explicit StepTimer(int64_t step) : step_(step), start_(enabled() ? now_ns() : -1) {}
   ~StepTimer();
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
@@ -137,22 +129,26 @@ class StepTimer {
   class Phase {
    public:
     Phase(Phase&& other) noexcept : phase_(other.phase_), start_(other.start_) { other.start_ = -1; }
-    ~Phase();
+    ~Phase() {
+      if (start_ >= 0) phase_span(phase_, start_, now_ns() - start_);
+    }
     Phase(const Phase&) = delete;
     Phase& operator=(const Phase&) = delete;
 
    private:
     friend class StepTimer;
-    Phase(StepPhase p) : phase_(p), start_(now_ns()) {}
+    explicit Phase(StepPhase p) : phase_(p), start_(enabled() ? now_ns() : -1) {}
     StepPhase phase_;
     int64_t start_;
   };
   /// Times `p` until the returned object goes away.
   Phase phase(StepPhase p) { return Phase(p); }
+  /// Records no "step" span: the step did not happen (the data ended while it waited for input).
+  void discard() { start_ = -1; }
 
  private:
   int64_t step_;
-  int64_t start_;
+  int64_t start_;  // -1: no trace was recording when the step began
 };
 
 }  // namespace pipec::trace

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "compiler/advice/advice.h"
@@ -39,6 +40,7 @@ struct Scenario {
   bool all_passes = true;
   std::string rule;      // the rule that must speak
   std::string expected;  // its sentence; empty: it must say nothing
+  std::optional<RunFacts::Training> training = std::nullopt;  // the steps of a training run it fed
 };
 
 Bottleneck bottleneck(Bottleneck::Kind kind, int stage, double share, std::string why) {
@@ -53,6 +55,26 @@ Bottleneck bottleneck(Bottleneck::Kind kind, int stage, double share, std::strin
 const std::vector<Scenario>& scenarios() {
   using K = Bottleneck::Kind;
   static const std::vector<Scenario> list = {
+      // ---- input_wait ----
+      {"a model that waits for input 40% of each step",
+       "range(1000) | map(r => { x: f32(r.value) * 2.0 }, parallel = auto) | batch(10) | prefetch(auto)",
+       {{0, {0.1, 0.1, 1000, 8000}}, {1, {3, 0.1, 1000, 4000}}, {2, {0.1, 0.1, 100, 4000}}}, {},
+       bottleneck(K::Cpu, 1, 0.94, "the CPU: the pipeline keeps 2 cores busy"), 2, 2, 1'000'000'000, true, "input_wait",
+       "the model waits for input 40% of each step (20 ms of 50 ms): the input pipeline limits training; #1 map "
+       "limits the pipeline (94% of its work): make it faster",
+       RunFacts::Training{100, 5.0, 2.0}},
+      {"a model that waits on a pipeline faster than itself", "range(1000) | batch(10) | prefetch(auto)",
+       {{0, {0.1, 0.1, 1000, 8000}}}, {}, bottleneck(K::Consumer, -1, 0, "the consumer: ..."), 2, 2, 1'000'000'000, true,
+       "input_wait",
+       "the model waits for input 25% of each step (0.0125 ms of 0.05 ms): the pipeline makes batches faster than the "
+       "model takes them, so the wait is the hand-off between their threads: larger batches, or a deeper prefetch(N) at "
+       "the end of the pipeline, hide it",
+       RunFacts::Training{100'000, 5.0, 1.25}},
+      {"a model that hardly waits", "range(1000) | batch(10) | prefetch(auto)", {{0, {0.1, 0.1, 1000, 8000}}}, {},
+       bottleneck(K::Consumer, -1, 0, "the consumer: ..."), 2, 2, 1'000'000'000, true, "input_wait", "",
+       RunFacts::Training{100, 5.0, 0.05}},
+      {"a pipeline run without training", "range(1000) | batch(10) | prefetch(auto)", {{0, {0.1, 0.1, 1000, 8000}}}, {},
+       bottleneck(K::Segment, 0, 1, "runs on the thread of #2 prefetch"), 2, 2, 1'000'000'000, true, "input_wait", ""},
       // ---- bottleneck ----
       {"a thread shared with the stages before it",
        "range(1000) | map(r => { x: r.value * 2 }, parallel = auto) | batch(4) | prefetch(auto)",
@@ -201,6 +223,7 @@ RunFacts facts_of(const Scenario& s, const Plan& plan) {
   f.cores = s.cores;
   f.memory_budget = s.budget;
   f.all_passes = s.all_passes;
+  f.training = s.training;
   return f;
 }
 

@@ -211,8 +211,9 @@ void CheckpointBounds::check_case(const Case& c) {
     ASSERT_EQ(saves, kChunks);
     expect_same_elements(got, want, 0, "the run that saved after every chunk");
     for (const Stage& s : plan.stages)  // an interleave is run by its source's iterator
-      if (s.kind != StageKind::Interleave)
+      if (s.kind != StageKind::Interleave) {
         EXPECT_TRUE(ops.count(std::string(stage_name(s.kind)))) << stage_name(s.kind) << " was never built";
+      }
 
     // Resume from each kept state, saving after every chunk again: exact, and within the bounds.
     for (auto& [delivered, state] : states) {

@@ -131,8 +131,9 @@ TEST(LspCompletion, LayersComeFirstInAModel) {
   }
   EXPECT_LT(last_layer, first_op) << ::testing::PrintToString(l);
   for (JsonView item : reply["result"]["items"].elements())
-    if (item["label"].as_string() == "relu")
+    if (item["label"].as_string() == "relu") {
       EXPECT_EQ(item["detail"].as_string(), find_builtin("relu", {BuiltinKind::Layer})->signature());
+    }
   // sortText keeps that order in editors that sort.
   JsonView items = reply["result"]["items"];
   EXPECT_LT(items[size_t(0)]["sortText"].as_string(), items[size_t(1)]["sortText"].as_string());
@@ -167,7 +168,7 @@ TEST(LspCompletion, TrainEntriesAndWhatEachTakes) {
   EXPECT_EQ(c.diagnostics(), Json::array());
   auto at_ = [&](int line, int ch) { return set_of(labels(c.request("textDocument/completion", at(line, ch)))); };
   // A new entry: the keys not given yet.
-  EXPECT_EQ(at_(10, 2), (LabelSet{"steps", "epochs"}));
+  EXPECT_EQ(at_(10, 2), (LabelSet{"steps", "epochs", "validation", "eval_every", "metrics"}));
   EXPECT_EQ(at_(6, 9), (LabelSet{"p", "s"}));  // data: a dataset
   EXPECT_EQ(at_(7, 10), (LabelSet{"net"}));    // model: a model
   EXPECT_EQ(at_(8, 9), registry({BuiltinKind::Loss}));
@@ -181,7 +182,26 @@ TEST(LspCompletion, TrainEntriesAndWhatEachTakes) {
   EXPECT_FALSE(has(args, "mse") || has(args, "adam") || has(args, "p"));
   // An empty block offers every entry.
   EXPECT_EQ(set_of(complete("train t = {\n  \n}\n", 1, 2)),
-            (LabelSet{"data", "model", "loss", "optimizer", "precision", "strategy", "steps", "epochs"}));
+            (LabelSet{"data", "model", "loss", "optimizer", "precision", "strategy", "steps", "epochs", "validation", "eval_every",
+                      "metrics"}));
+  // metrics = [...]: the metric words.
+  std::string with_metrics = std::string(kTrain).replace(std::string(kTrain).find("  \n"), 3, "  metrics = [mae],\n");
+  EXPECT_EQ(set_of(complete(with_metrics, 10, 13)), (LabelSet{"accuracy", "mae", "mse"}));
+}
+
+// In a model, after `|` on a tensor: the models whose first input takes it (blocks), not the model
+// itself (a use would be recursive), nor one whose input has another shape.
+TEST(LspCompletion, BlocksAfterAPipeInAModel) {
+  const char* text =
+      "model res(x: f32[8]) -> f32[8] { x + (x | dense(8)) }\n"   // 0
+      "model wide(x: f32[16]) -> f32[16] { x }\n"                  // 1
+      "model net(x: f32[8]) -> f32[8] {\n"                         // 2
+      "  x | res\n"                                                // 3: `res` at 6
+      "}\n";
+  Labels l = complete(text, 3, 6);
+  EXPECT_TRUE(has(l, "res")) << ::testing::PrintToString(l);
+  EXPECT_FALSE(has(l, "wide") || has(l, "net")) << ::testing::PrintToString(l);
+  EXPECT_TRUE(has(l, "dense"));
 }
 
 TEST(LspCompletion, OptionWordsOfAnArgument) {

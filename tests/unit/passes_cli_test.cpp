@@ -101,7 +101,9 @@ TEST(PassesCli, ChessExampleMatchesO0AcrossEpochs) {
     auto plan = run_pipec({"explain", (d / spec).string()});
     ASSERT_EQ(plan.exit_code, 0) << plan.err;
     EXPECT_NE(plan.out.find("per_row = 512"), std::string::npos) << plan.out;
-    if (std::string(spec) == "chess_repeat_first.pipe") EXPECT_NE(plan.out.find("shuffle_repeat("), std::string::npos) << plan.out;
+    if (std::string(spec) == "chess_repeat_first.pipe") {
+      EXPECT_NE(plan.out.find("shuffle_repeat("), std::string::npos) << plan.out;
+    }
     const fs::path out = d / (std::string(spec) + ".out");
     for (const char* level : {"-O1", "-O0"}) {
       auto r = run_pipec({"run", level, (d / spec).string(), "--take", "5", "--output", (out / level).string(), "--quiet"});

@@ -19,7 +19,9 @@ TEST(BufferPool, SizeClassesCoverTheRequestWithAtMostAQuarterWasted) {
   for (size_t n = 1; n < (size_t(1) << 22); n = n * 3 / 2 + 7) {
     size_t cb = BufferPool::class_bytes(BufferPool::size_class(n));
     EXPECT_GE(cb, n);
-    if (n > 64) EXPECT_LE(cb, n + n / 4 + 1) << n;
+    if (n > 64) {
+      EXPECT_LE(cb, n + n / 4 + 1) << n;
+    }
   }
   // Classes are increasing, so a request never gets a smaller class's buffer.
   for (int c = 1; c < 200; ++c) EXPECT_GT(BufferPool::class_bytes(c), BufferPool::class_bytes(c - 1));

@@ -280,7 +280,9 @@ TEST(ImageDecode, FuzzerRegressions) {
       o.channels = ch;
       o.max_pixels = 1 << 20;
       EXPECT_THROW(decode_png_image(data, o), ImageError) << e.path();
-      if (ch != 4) EXPECT_THROW(decode_jpeg_image(data, o), ImageError) << e.path();
+      if (ch != 4) {
+        EXPECT_THROW(decode_jpeg_image(data, o), ImageError) << e.path();
+      }
     }
   }
 }

@@ -119,17 +119,55 @@ TEST(Trace, TracksThatAreNotThreadsGetAProcessRowOfTheirOwn) {
   EXPECT_EQ(spans, 2);
 }
 
-TEST(Trace, TrainingStepsAddUpPhasesWithOrWithoutATrace) {
-  trace::reset_step_totals();
-  for (int step = 0; step < 3; ++step) {
+TEST(Trace, TrainingStepsAreSpansWithTheirPhasesNestedInThem) {
+  trace::start("train");
+  for (int step = 1; step <= 3; ++step) {
     trace::StepTimer t(step);
     { auto p = t.phase(trace::StepPhase::InputWait); }
     { auto p = t.phase(trace::StepPhase::Forward); }
+    const int64_t b = trace::now_ns();
+    trace::phase_span(trace::StepPhase::Backward, b, 1000);
+    trace::phase_span(trace::StepPhase::Optimizer, b + 1000, 500);
   }
-  const trace::StepTotals totals = trace::step_totals();
-  EXPECT_EQ(totals.steps, 3);
-  EXPECT_GE(totals.step_seconds, totals.phase(trace::StepPhase::InputWait) + totals.phase(trace::StepPhase::Forward));
+  const Json j = recorded();
+  std::vector<double> steps;
+  std::map<std::string, int> phases;
+  double first_step_start = -1, first_step_end = -1;
+  for (const Json& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "train") continue;
+    if (e["name"] == "step") {
+      steps.push_back(e["args"]["step"].get<double>());
+      if (first_step_start < 0) {
+        first_step_start = e["ts"].get<double>();
+        first_step_end = first_step_start + e["dur"].get<double>();
+      }
+    } else {
+      ++phases[e["name"].get<std::string>()];
+    }
+  }
+  EXPECT_EQ(steps, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(phases, (std::map<std::string, int>{{"input wait", 3}, {"forward", 3}, {"backward", 3}, {"optimizer", 3}}));
+  // Each step's phases lie inside its span (the first step's input wait starts with it).
+  bool found = false;
+  for (const Json& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "input wait" && !found) {
+      found = true;
+      EXPECT_GE(e["ts"].get<double>(), first_step_start);
+      EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), first_step_end);
+    }
   EXPECT_STREQ(trace::phase_name(trace::StepPhase::AllReduce), "all-reduce");
+  EXPECT_STREQ(trace::phase_name(trace::StepPhase::Loss), "loss");
+}
+
+TEST(Trace, TrainingStepsRecordNothingWithoutATrace) {
+  trace::start();
+  trace::stop();
+  {
+    trace::StepTimer t(1);
+    auto p = t.phase(trace::StepPhase::Forward);
+    trace::phase_span(trace::StepPhase::Backward, trace::now_ns(), 10);
+  }
+  for (const Json& e : recorded()["traceEvents"]) EXPECT_NE(e["ph"], "X");
 }
 
 }  // namespace

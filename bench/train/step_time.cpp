@@ -1,0 +1,99 @@
+// The fast executor's training step alone on a spec's model: compiles SPEC's train block (as `pipec
+// check` does: no data is read), feeds it random batches of the block's batch size, and times whole
+// steps (forward, loss, backward, update). The peer of bench/train/torch_models.py for the seeds whose
+// data is not on the machine (deblur, segmentation).
+//
+//   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
+//
+// Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "compiler/compile/compile.h"
+#include "runtime/core/philox.h"
+#include "runtime/train/fast/fast_executor.h"
+
+namespace {
+
+double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return r.ru_utime.tv_sec + r.ru_stime.tv_sec + 1e-6 * (r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
+pipec::Tensor random_f32(const pipec::Shape& shape, uint64_t key, double lo, double hi) {
+  pipec::Tensor t = pipec::Tensor::empty(pipec::DType::F32, shape);
+  pipec::RandomStream r(99, key, 0, 0);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = static_cast<float>(lo + (hi - lo) * r.uniform_double());
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace pipec;
+  std::string spec, train;
+  int steps = 3, warmup = 1, threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--train") train = next();
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--warmup") warmup = std::stoi(next());
+    else if (a == "--threads") threads = std::stoi(next());
+    else if (spec.empty() && a[0] != '-') spec = a;
+    else {
+      std::fprintf(stderr, "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]\n", argv[0]);
+      return 2;
+    }
+  }
+  CompileRequest request;
+  request.path = spec;
+  request.target = CompileTarget::CheckOnly;
+  CompileResult r = compile(request);
+  if (!r.ok() || r.trains.empty()) {
+    std::fprintf(stderr, "%s: no train block compiled: %s\n", spec.c_str(), r.error.c_str());
+    return 1;
+  }
+  const TrainProgram* t = &r.trains[0].program;
+  for (const CompiledTrain& c : r.trains)
+    if (c.program.name == train) t = &c.program;
+  const ModelGraph& g = t->step;
+  const int64_t rows = g.batch > 0 ? g.batch : 1;
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < g.inputs.size(); ++k) inputs.push_back(random_f32(g.full_shape(g.inputs[k], rows), k, -1, 1));
+  // Targets in [0, 1): valid for the regression losses and as class probabilities alike; integer class
+  // labels (sparse cross_entropy) as whole numbers below the class count.
+  Tensor target = random_f32(g.full_shape(g.target, rows), 77, 0, 1);
+  for (const GraphNode& n : g.nodes)
+    if (n.op == ModelOp::Loss && n.attr("sparse") && n.attr("sparse")->b) {
+      const double classes = static_cast<double>(g.values[n.inputs[0]].shape.back());
+      float* p = target.data<float>();
+      for (int64_t i = 0; i < target.num_elements(); ++i) p[i] = static_cast<float>(static_cast<int64_t>(p[i] * classes));
+    }
+  FastExecutor ex(g, 0, FastExecutorOptions{threads});
+  std::vector<double> wall, cpu;
+  for (int s = 0; s < warmup + steps; ++s) {
+    auto t0 = std::chrono::steady_clock::now();
+    double c0 = cpu_seconds();
+    ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
+    if (s < warmup) continue;
+    wall.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(1e3 * (cpu_seconds() - c0));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("%s, train %s, batch %lld: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms); %s\n", spec.c_str(),
+              t->name.c_str(), static_cast<long long>(rows), median(wall), steps, *std::min_element(wall.begin(), wall.end()),
+              median(cpu), ex.description().c_str());
+  std::printf("RESULT %.3f %.3f %.3f\n", median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu));
+  return 0;
+}

@@ -1,0 +1,134 @@
+#include "compiler/compile/compile_train.h"
+
+#include <fmt/format.h>
+
+#include "compiler/compile/finish_plan.h"
+#include "compiler/lower/lower.h"
+#include "compiler/train/lower_train.h"
+#include "compiler/train/passes/step_passes.h"
+
+namespace pipec {
+
+namespace {
+
+std::vector<const Decl*> train_blocks(const Program& program) {
+  std::vector<const Decl*> out;
+  for (const auto& d : program.main().decls)
+    if (d->kind == DeclKind::Train) out.push_back(d.get());
+  return out;
+}
+
+// The train block called `name`; with no name, the only one. Null (with `error` saying why and listing
+// the blocks) when there is no such choice.
+const Decl* pick_train(const Program& program, const std::string& name, std::string& error) {
+  std::vector<const Decl*> blocks = train_blocks(program);
+  if (blocks.empty()) {
+    error = "the spec declares no train block";
+    return nullptr;
+  }
+  if (!name.empty()) {
+    for (const Decl* d : blocks)
+      if (d->name == name) return d;
+    error = fmt::format("no train block named `{}`; the spec declares:", name);
+  } else if (blocks.size() == 1) {
+    return blocks[0];
+  } else {
+    error = "the spec declares several train blocks; choose one with --train:";
+  }
+  for (const Decl* d : blocks) error += " " + d->name;
+  return nullptr;
+}
+
+// The step graph of `block` appended to r.trains; false (with r.status set) when it cannot be built.
+bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
+  std::optional<TrainProgram> t;
+  try {
+    t = lower_train(*r.program, block, r.program->diags);
+    if (t && opt_level > 0) run_step_passes(t->step);
+  } catch (const std::logic_error& e) {  // a step graph that does not verify
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: {}", e.what());
+    return false;
+  }
+  if (!t) {
+    r.status = CompileStatus::SpecErrors;
+    if (!r.program->diags.has_errors()) {
+      r.status = CompileStatus::InternalError;
+      r.error = fmt::format("internal error: train `{}` was not compiled and no diagnostic says why", block.name);
+    }
+    return false;
+  }
+  r.trains.push_back(CompiledTrain{&block, std::move(*t), {}});
+  return true;
+}
+
+}  // namespace
+
+bool has_train_block(const Program& program) { return !train_blocks(program).empty(); }
+
+void compile_train_graphs(CompileResult& r, int opt_level) {
+  for (const Decl* d : train_blocks(*r.program)) {
+    if (d->syntax_error) continue;
+    // One block's errors do not hide the next one's.
+    if (!compile_step_graph(r, *d, opt_level) && r.status == CompileStatus::InternalError) return;
+  }
+  if (r.program->diags.has_errors()) r.status = CompileStatus::SpecErrors;
+}
+
+void compile_train_target(const CompileRequest& request, CompileResult& r) {
+  const Decl* block = pick_train(*r.program, request.train.block, r.error);
+  if (!block) {
+    r.status = CompileStatus::NoTrain;
+    return;
+  }
+  if (!compile_step_graph(r, *block, request.options.passes.opt_level)) return;
+  CompiledTrain& train = r.trains.back();
+  const TrainProgram& t = train.program;
+
+  // The data: the pipeline the block names, or its inline dataset lowered as `<block>.data`.
+  const Expr& data = *train_data_expr(*block);
+  const Decl* data_decl = block;
+  if (data.kind == ExprKind::Name)
+    if (const Decl* d = data.as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline) data_decl = d;
+  CompiledPipeline& out = r.pipelines.emplace_back();
+  out.decl = data_decl;
+  try {
+    out.plan = lower_dataset(*r.program, data, t.data_pipeline.empty() ? t.name + ".data" : t.data_pipeline);
+  } catch (const std::exception& e) {
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: lowering the data of train `{}` failed: {}", t.name, e.what());
+    return;
+  }
+  try {
+    train.length = train_length(t, request.train.steps, request.train.epochs, out.plan.stages.back().element.infinite);
+  } catch (const TrainLengthError& e) {
+    r.status = CompileStatus::NoTrain;
+    r.error = e.what();
+    return;
+  }
+  append_data_repeat(out.plan, train.length);
+  if (!finish_plan(*data_decl, request.options, out, r.error)) {
+    r.status = CompileStatus::InternalError;
+    return;
+  }
+
+  // The validation data (r.pipelines[1]): read once per evaluation, as written.
+  if (!t.eval) return;
+  const Expr* validation = train_validation_expr(*block);
+  if (!validation) return;
+  const Decl* validation_decl = block;
+  if (validation->kind == ExprKind::Name)
+    if (const Decl* d = validation->as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline) validation_decl = d;
+  CompiledPipeline& val = r.pipelines.emplace_back();
+  val.decl = validation_decl;
+  try {
+    val.plan = lower_dataset(*r.program, *validation, t.eval->pipeline.empty() ? t.name + ".validation" : t.eval->pipeline);
+  } catch (const std::exception& e) {
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: lowering the validation data of train `{}` failed: {}", t.name, e.what());
+    return;
+  }
+  if (!finish_plan(*validation_decl, request.options, val, r.error)) r.status = CompileStatus::InternalError;
+}
+
+}  // namespace pipec

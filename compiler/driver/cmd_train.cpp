@@ -1,0 +1,266 @@
+// `pipec run SPEC` on a spec with a train block: the training half of the command. compile() has built
+// the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
+// the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
+// from that plan, with a progress line, a summary of where the time went and --stats-json.
+#include <malloc.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/driver/run_args.h"
+#include "compiler/driver/run_report.h"
+#include "runtime/exec/pipeline_run.h"
+#include "runtime/exec/stage_stats.h"
+#include "runtime/image/jpeg_index_cache.h"
+#include "runtime/threads/cancellation.h"
+#include "runtime/trace/trace.h"
+#include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/train_loop.h"
+
+namespace pipec {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
+
+// "loss 0.41, accuracy 0.87, mae 0.2" of one evaluation on the validation data.
+std::string eval_text(const EvalResult& e) {
+  std::string out = fmt::format("loss {:.4g}", e.loss);
+  for (const auto& [name, value] : e.metrics) out += fmt::format(", {} {:.4g}", name, value);
+  return out;
+}
+
+std::string progress_line(const TrainProgress& p) {
+  std::string steps = p.total_steps ? fmt::format("{}/{}", format_thousands(p.step), format_thousands(*p.total_steps))
+                                    : format_thousands(p.step);
+  double rate = p.elapsed > 0 ? p.examples / p.elapsed : 0;
+  std::string line = fmt::format("step {}  loss {:.4g}  {} ex/s  input {}  elapsed {}", steps, p.smoothed_loss,
+                                 format_thousands(static_cast<uint64_t>(rate)), percent(p.input_wait, p.elapsed),
+                                 format_duration(p.elapsed));
+  if (p.total_steps && p.step > 0) line += "  ETA " + format_duration(p.elapsed / p.step * (*p.total_steps - p.step));
+  if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
+  return line;
+}
+
+// What the data pipeline did while training: its memory, its bottleneck, the thread split with the
+// compute, the advice (the input wait first), and what each `auto` got. Written while the pipeline's
+// run exists (TrainOptions::inspect_pipeline).
+struct PipelineReport {
+  std::string text;
+  std::vector<Advice> advice;
+  nlohmann::ordered_json json;
+};
+
+PipelineReport pipeline_report(const PipelineRun& run, const TrainProgress& p, bool all_passes, bool explain_autotune) {
+  PipelineReport r;
+  RunFacts facts = run_facts(run, all_passes);
+  facts.training = RunFacts::Training{p.step, p.elapsed, p.input_wait};
+  r.advice = advise(facts);
+  std::ostringstream out;
+  print_memory_line(out, run);
+  print_bottleneck_line(out, run);
+  print_advice(out, r.advice);
+  print_autotune(out, run, explain_autotune);
+  // Indented under the summary's "input pipeline:" line.
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) r.text += "  " + line + "\n";
+  add_autotune_json(r.json, run, r.advice);
+  return r;
+}
+
+void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const TrainArgs& a,
+                   const PipelineReport& pipeline) {
+  const TrainProgress& p = s.last;
+  out << fmt::format("train {}: {} steps ({} examples) in {:.2f} s, {} examples/s\n", t.name, format_thousands(p.step),
+                     format_thousands(p.examples), p.elapsed,
+                     format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
+  out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss, p.smoothed_loss,
+                     s.first_loss);
+  const double total = std::max(p.elapsed, 1e-9);
+  out << fmt::format(
+      "  time        input wait {:.2f} s ({}), forward {:.2f} s ({}), loss {:.2f} s ({}), backward {:.2f} s ({}), "
+      "optimizer {:.2f} s ({})\n",
+      p.input_wait, percent(p.input_wait, total), s.phases[0], percent(s.phases[0], total), s.phases[1],
+      percent(s.phases[1], total), s.phases[2], percent(s.phases[2], total), s.phases[3], percent(s.phases[3], total));
+  if (!s.evals.empty()) {
+    const EvalResult& e = s.evals.back();
+    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
+                       format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
+  }
+  out << "  executor    " << s.executor << "\n";
+  out << "  threads     " << s.thread_split << "\n";
+  out << "  input pipeline:\n" << pipeline.text;
+  if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
+  if (t.strategy != "single")
+    out << fmt::format("  note        strategy {} is not implemented yet: trained in one process\n", t.strategy);
+  if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
+  if (!a.save.empty())
+    out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors, s.saved_bytes / 1e6);
+}
+
+// The summary as JSON (`--stats-json`), with every step's loss.
+nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t, const TrainSummary& s,
+                                  const PipelineReport& pipeline) {
+  const TrainProgress& p = s.last;
+  nlohmann::ordered_json j;
+  j["spec"] = spec;
+  j["train"] = t.name;
+  j["steps"] = p.step;
+  j["examples"] = p.examples;
+  j["seconds"] = p.elapsed;
+  j["examples_per_second"] = p.elapsed > 0 ? p.examples / p.elapsed : 0.0;
+  j["first_loss"] = s.first_loss;
+  j["final_loss"] = p.loss;
+  j["smoothed_loss"] = p.smoothed_loss;
+  j["input_wait_seconds"] = p.input_wait;
+  j["forward_seconds"] = s.phases[0];
+  j["loss_seconds"] = s.phases[1];
+  j["backward_seconds"] = s.phases[2];
+  j["optimizer_seconds"] = s.phases[3];
+  j["threads"] = {{"workers", s.threads},
+                  {"compute", s.compute_threads},
+                  {"changes", s.thread_split_changes},
+                  {"reason", s.thread_split}};
+  j["input_pipeline"] = pipeline.json;
+  j["losses"] = s.losses;
+  if (!s.evals.empty()) {
+    nlohmann::ordered_json evals = nlohmann::ordered_json::array();
+    for (const EvalResult& e : s.evals) {
+      nlohmann::ordered_json x;
+      x["step"] = e.step;
+      x["examples"] = e.examples;
+      x["loss"] = e.loss;
+      for (const auto& [name, value] : e.metrics) x[name] = value;
+      evals.push_back(x);
+    }
+    j["validation"] = evals;
+  }
+  return j;
+}
+
+}  // namespace
+
+TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
+  const std::string group = "training (a spec with a train block)";
+  TrainFlags f;
+  f.block = app.add_option("--train", into.block, "the train block to run (default: the only one)")->type_name("NAME")->group(group);
+  f.steps = app.add_option("--steps", into.steps, "train N steps (replaces the block's steps and epochs)")
+                ->type_name("N")
+                ->check(in_range(1, INT64_MAX))
+                ->group(group);
+  f.epochs = app.add_option("--epochs", into.epochs, "train N passes over the data (with --steps: N x steps, steps per epoch)")
+                 ->type_name("N")
+                 ->check(in_range(1, INT64_MAX))
+                 ->group(group);
+  f.init = app.add_option("--init", into.init, "start from the weights in FILE (safetensors, as --save writes them)")
+               ->type_name("FILE")
+               ->group(group);
+  f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.executor = app.add_option("--executor", into.executor,
+                              "fast: the layers on oneDNN (default); reference: plain loops on one thread, the oracle\n"
+                              "the fast executor is tested against (-O0 picks it too)")
+                   ->type_name("fast|reference")
+                   ->check(one_of({"fast", "reference"}))
+                   ->capture_default_str()
+                   ->group(group);
+  return f;
+}
+
+int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet, bool all_passes) {
+  const CompiledTrain& train = compiled.trains.at(0);
+  const TrainProgram& t = train.program;
+  const Plan& data = compiled.pipelines.at(0).plan;
+
+  // As for a pipeline run: keep glibc from handing big blocks back to the OS between batches.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  install_signal_cancellation();
+  CancellationToken cancel = CancellationToken::child_of(process_cancellation_token());
+  TrainOptions to;
+  to.seed = a.seed;
+  to.threads = a.threads;
+  to.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
+  to.cancel = &cancel;
+  to.length = train.length;
+  to.init_path = ta.init;
+  to.save_path = ta.save;
+  to.memory_budget = a.memory_budget.empty() ? 0 : static_cast<uint64_t>(parse_memory_size(a.memory_budget));
+  to.autotune = !a.no_autotune;
+  to.auto_values = parse_auto_values(a.auto_values);
+  PipelineReport pipeline;
+  to.inspect_pipeline = [&](const PipelineRun& run, const TrainProgress& p) {
+    pipeline = pipeline_report(run, p, all_passes, a.explain_autotune);
+  };
+  if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
+  if (ta.executor == "fast") {
+    FastExecutorOptions fo;
+    fo.threads = a.threads;
+    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
+      return std::make_unique<FastExecutor>(g, seed, fo);
+    };
+  }
+  bool tty = isatty(STDERR_FILENO) && !quiet;
+  auto last_print = std::chrono::steady_clock::now();
+  auto on_step = [&](const TrainProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (!tty || now - last_print < std::chrono::milliseconds(250)) return;
+    last_print = now;
+    std::cerr << "\r" << progress_line(p) << "\033[K" << std::flush;
+  };
+  auto clear_line = [&] {
+    if (tty) std::cerr << "\r\033[K";
+  };
+  if (!a.trace.empty()) {
+    trace::start("pipec run " + fs::path(a.spec).filename().string());
+    trace::set_thread_name("main (trainer)");
+  }
+  try {
+    TrainSummary s = run_training(t, data, to, on_step);
+    clear_line();
+    if (!a.trace.empty()) {
+      trace::stop();
+      std::string error;
+      if (!trace::write_json(a.trace, &error)) {
+        std::cerr << "pipec run: " << error << "\n";
+        return 2;
+      }
+    }
+    if (!quiet) print_summary(std::cerr, t, s, ta, pipeline);
+    if (!a.stats_json.empty()) {
+      std::ofstream o(a.stats_json);
+      o << stats_json(a.spec, t, s, pipeline).dump(2) << "\n";
+      if (!o.flush()) {
+        std::cerr << "pipec run: cannot write " << a.stats_json << "\n";
+        return 2;
+      }
+    }
+  } catch (const CancelledError&) {
+    clear_line();
+    std::cerr << "pipec run: interrupted\n";
+    return 130;
+  } catch (const WeightsFileError& e) {
+    clear_line();
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 2;
+  } catch (const GpuUnavailableError& e) {
+    clear_line();
+    std::cerr << "pipec run: error: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    clear_line();
+    std::cerr << "pipec run: error: train `" << t.name << "`: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pipec

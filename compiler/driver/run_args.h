@@ -1,0 +1,74 @@
+// The flags of `pipec run`: the ones of a pipeline run (compiler/driver/cmd_run.cpp), the ones of a
+// training run (compiler/driver/cmd_train.cpp), and the ones both read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/compile/compile.h"
+#include "compiler/driver/cli.h"
+#include "runtime/exec/autotune_model.h"
+
+namespace pipec {
+
+struct RunArgs {
+  std::string spec;
+  // Both runs.
+  uint64_t seed = 0;
+  int threads = 0;  // 0: one per core
+  std::string stats_json;
+  bool no_jit = false;
+  std::string device = "auto";
+  std::string memory_budget;  // "" = half of the machine's memory
+  bool no_autotune = false;
+  bool explain_autotune = false;
+  std::vector<std::string> auto_values;  // KIND=N
+  std::string trace;  // --trace FILE.json
+  // A pipeline run only.
+  std::string pipeline;
+  int64_t take = -1;  // -1: every element
+  std::string output;
+  std::string checkpoint;
+  int64_t checkpoint_every = 100;
+  bool resume = false;
+};
+
+struct TrainArgs {
+  std::string block;  // --train
+  int64_t steps = 0;  // --steps (when given)
+  int64_t epochs = 0;  // --epochs (when given)
+  std::string init;
+  std::string save;
+  std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
+};
+
+/// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
+struct TrainFlags {
+  CLI::Option* block = nullptr;
+  CLI::Option* steps = nullptr;
+  CLI::Option* epochs = nullptr;
+  CLI::Option* init = nullptr;
+  CLI::Option* save = nullptr;
+  CLI::Option* executor = nullptr;
+
+  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, executor}; }
+};
+
+/// `--auto-value KIND=N`: the kind and N, false when it is not one (N >= 0 for read_ahead, >= 1 for the
+/// others).
+bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value);
+/// Every `--auto-value` given (already checked by the flag's validator).
+std::vector<std::pair<KnobKind, int64_t>> parse_auto_values(const std::vector<std::string>& texts);
+
+/// Declares the training flags on `app` under their own heading, writing into `into`.
+TrainFlags add_train_flags(CLI::App& app, TrainArgs& into);
+
+/// `pipec run` on a compiled Train target: trains compiled.trains[0] on the batches of
+/// compiled.pipelines[0] with the executor `train.executor` names, with a progress line on a terminal, a summary
+/// (unless `quiet`) and --stats-json. Returns the exit code.
+/// `all_passes`: the optimizer ran every pass (for the advice).
+int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet, bool all_passes);
+
+}  // namespace pipec

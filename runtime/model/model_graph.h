@@ -1,0 +1,179 @@
+// The model IR: a model, and after the gradient pass one whole training step, as a graph of nodes over
+// values with static shapes.
+//
+// Values are SSA: each is an input of the model, the loss target, a parameter or state tensor, or the
+// output of exactly one node, and nodes are listed in an order where every input is defined first (the
+// order executors run them in). Batched values have the shape of one example plus a leading batch
+// dimension of `batch` rows (the pipeline's batch size when the checker knows it; executors take the
+// rows from the batch they are given, so a last short batch runs too). Parameters are views into one
+// flat f32 buffer (`offset` in elements), their gradients views into a second one with the same
+// layout, non-trainable state (batch_norm's moving statistics) into a third. Layer kinds come from
+// model_ops.def; element-wise work is an `expr` node holding an ExprFunction of the expression IR.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/plan/expr_function.h"
+
+namespace pipec {
+
+enum class ModelOp {
+#define X(name, text, category, inputs, outputs, keras) name,
+#include "runtime/model/model_ops.def"
+#undef X
+};
+
+enum class OpCategory { Forward, Loss, Backward, Update };
+
+struct ModelOpInfo {
+  ModelOp op;
+  const char* name;
+  OpCategory category;
+  int inputs;   // -1: variable
+  int outputs;  // -1: variable
+  const char* keras;  // Forward kinds with weights: the prefix Keras names the layer by; "" otherwise
+};
+
+/// Every op of model_ops.def, in table order.
+const std::vector<ModelOpInfo>& all_model_ops();
+const ModelOpInfo& model_op_info(ModelOp op);
+const char* model_op_name(ModelOp op);
+std::optional<ModelOp> parse_model_op(std::string_view name);
+
+/// What a layer builtin (a call in a model body, by its name) lowers to, from model_ops.def: a node of its
+/// own Forward kind, or an expr node of one expression-IR op. nullopt: a builtin the table does not know.
+struct LayerLowering {
+  std::optional<ModelOp> node;  // an X row of category Forward spelled like the builtin (never Expr)
+  std::optional<OpKind> expr;   // an EXPR_LAYER row
+};
+std::optional<LayerLowering> layer_lowering(std::string_view builtin);
+
+/// The losses of model_ops.def: a loss node's `kind`, and the loss builtins.
+enum class LossKind {
+#define LOSS(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef LOSS
+};
+const std::vector<LossKind>& all_loss_kinds();
+const char* loss_kind_name(LossKind k);
+std::optional<LossKind> loss_kind_from_name(std::string_view name);
+
+/// The optimizers of model_ops.def: an optimizer_step node's `kind`, and the optimizer builtins.
+enum class OptimizerKind {
+#define OPTIMIZER(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef OPTIMIZER
+};
+const std::vector<OptimizerKind>& all_optimizer_kinds();
+const char* optimizer_kind_name(OptimizerKind k);
+std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name);
+
+/// The metrics of model_ops.def: what a train block's `metrics` list may name.
+enum class MetricKind {
+#define METRIC(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef METRIC
+};
+const std::vector<MetricKind>& all_metric_kinds();
+const char* metric_kind_name(MetricKind k);
+std::optional<MetricKind> metric_kind_from_name(std::string_view name);
+
+enum class ValueRole {
+  Input,       // a model input, fed from a field of the data
+  Target,      // the loss target, fed from a field of the data
+  Param,       // a trainable parameter (a view into the flat parameter buffer)
+  State,       // non-trainable state updated by the step (moving statistics)
+  Activation,  // computed by a forward or loss node
+  Gradient,    // computed by a backward node
+};
+
+const char* value_role_name(ValueRole r);
+
+/// How a parameter or state tensor starts (Keras' defaults; runtime/train/initializers.h draws them).
+enum class Init { None, GlorotUniform, Zeros, Ones };
+
+const char* init_name(Init i);
+
+struct GraphValue {
+  std::string name;  // "board", "conv2d/kernel", "" for intermediate values (printed as %N)
+  DType dtype = DType::F32;
+  Shape shape;       // one example's shape when batched, the whole tensor's otherwise
+  bool batched = true;
+  ValueRole role = ValueRole::Activation;
+  // Param and State: the position in the flat buffer (elements) and the initializer, with the fans of
+  // glorot_uniform (receptive field included, as Keras computes them).
+  int64_t offset = -1;
+  Init init = Init::None;
+  int64_t fan_in = 0;
+  int64_t fan_out = 0;
+  // Gradient of a parameter: the parameter (its gradient lives at the same offset of the gradient buffer).
+  int grad_of = -1;
+
+  int64_t elements_per_example() const { return shape_num_elements(shape); }
+};
+
+struct GraphNode {
+  ModelOp op = ModelOp::Expr;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::map<std::string, Value> attrs;
+  std::shared_ptr<const ExprFunction> fn;  // Expr: its params are the inputs in order, its results the outputs
+  std::string layer;                       // the layer it computes or differentiates ("conv2d_1"), or empty
+  SpecLoc loc;
+  /// The phase it runs in: its kind's category, except for expr nodes, which serve every phase (an
+  /// expr node made by the gradient pass is Backward).
+  OpCategory phase = OpCategory::Forward;
+
+  const Value* attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name) const;     // throws std::logic_error when absent
+  double attr_number(const std::string& name) const;   // an Int or Float attribute
+  std::vector<int64_t> attr_ints(const std::string& name) const;
+  std::string attr_symbol(const std::string& name) const;
+};
+
+struct ModelGraph {
+  std::string name;              // the model's name
+  int64_t batch = kUnknownDim;   // rows per batch when known (explain's FLOPs per step)
+  std::vector<GraphValue> values;
+  std::vector<GraphNode> nodes;  // in execution order
+  std::vector<int> inputs;       // the model's inputs, in declaration order
+  std::vector<std::string> input_fields;  // the data fields feeding them (train programs)
+  int output = -1;               // the model's output (what a trained model predicts)
+
+  // A training step (compiler/train/build_step.cpp):
+  int target = -1;               // the loss target, fed from `target_field`
+  std::string target_field;
+  int loss = -1;                 // the scalar mean loss
+  std::vector<int> params;       // trainable parameters in flat-buffer order
+  std::vector<int> param_grads;  // the gradient of each, parallel to params (-1 when it gets none)
+  std::vector<int> states;       // non-trainable state in its flat buffer's order
+
+  int add_value(GraphValue v);
+  /// Appends a node; its phase becomes its kind's category unless it is an expr node.
+  int add_node(GraphNode n);
+  int64_t param_elements() const;
+  int64_t state_elements() const;
+  /// The value's full shape for `rows` examples per batch: [rows, ...] when batched.
+  Shape full_shape(int value, int64_t rows) const;
+};
+
+/// Floating-point operations of one node for a batch of `rows` examples (a multiply-add counts two,
+/// other element-wise work one per element; the optimizer step counts per step, not per example).
+int64_t node_flops(const ModelGraph& g, const GraphNode& n, int64_t rows);
+
+/// `pipec explain`'s text of a model or training-step graph.
+std::string print_model_graph(const ModelGraph& g);
+
+/// Structural checks: SSA order, arity per op, expr functions that verify and agree with their node's
+/// values, parameter views that tile their flat buffers, gradients shaped like their parameters.
+/// Empty when valid.
+std::vector<std::string> verify_model_graph(const ModelGraph& g);
+
+}  // namespace pipec

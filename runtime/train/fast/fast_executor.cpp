@@ -1,0 +1,319 @@
+#include "runtime/train/fast/fast_executor.h"
+
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "runtime/train/dnnl/batch_norm.h"
+#include "runtime/train/dnnl/conv2d.h"
+#include "runtime/train/dnnl/conv2d_transpose.h"
+#include "runtime/train/dnnl/cpu_kernels.h"
+#include "runtime/train/dnnl/dense.h"
+#include "runtime/train/dnnl/eltwise.h"
+#include "runtime/train/dnnl/pool2d.h"
+
+namespace pipec {
+
+namespace {
+
+// A layer with weights and the backward nodes the gradient pass made for it: backward-data (may be
+// absent: the first layer needs no input gradient), backward-weights and the bias gradient, all reading
+// the same dy. They run as one kernel call, at the first of them in the schedule.
+struct WeightedGroup {
+  int forward = -1, backward_input = -1, backward_kernel = -1, bias_backward = -1;
+  int first = -1;  // the group's node that comes first in the schedule
+};
+
+// The kernel ops of one node for one batch size.
+struct NodeOps {
+  std::unique_ptr<train::Conv2dOp> conv;
+  std::unique_ptr<train::Conv2dTransposeOp> conv_transpose;
+  std::unique_ptr<train::DenseOp> dense;
+  std::unique_ptr<train::Pool2dOp> pool;
+  std::unique_ptr<train::BatchNormOp> batch_norm;
+  std::unique_ptr<train::EltwiseOp> eltwise;
+};
+
+train::Padding padding_of(const GraphNode& n) {
+  return n.attr_symbol("padding") == "same" ? train::Padding::Same : train::Padding::Valid;
+}
+
+// The activation a step pass fused into a layer (compiler/train/passes/fuse_activation.cpp).
+train::Activation fused_activation(const GraphNode& n) {
+  const Value* a = n.attr("activation");
+  if (!a) return train::Activation::none();
+  if (a->s == "relu") return train::Activation::relu();
+  throw std::logic_error("fast executor: fused activation " + a->s);
+}
+
+bool weighted(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
+
+ModelOp backward_kernel_of(ModelOp op) {
+  return op == ModelOp::Conv2d ? ModelOp::Conv2dBackwardKernel
+         : op == ModelOp::Dense ? ModelOp::DenseBackwardKernel
+                                : ModelOp::Conv2dTransposeBackwardKernel;
+}
+
+ModelOp backward_input_of(ModelOp op) {
+  return op == ModelOp::Conv2d ? ModelOp::Conv2dBackwardInput
+         : op == ModelOp::Dense ? ModelOp::DenseBackwardInput
+                                : ModelOp::Conv2dTransposeBackwardInput;
+}
+
+}  // namespace
+
+struct FastExecutor::Kernels {
+  explicit Kernels(int threads) : cpu(train::CpuKernelOptions{threads, train::ActivationLayout::Nhwc}) {}
+
+  train::CpuKernels cpu;
+  std::vector<WeightedGroup> groups;
+  std::vector<int> group_of;  // per node: its weighted group, or -1
+  std::vector<int> forward_of;  // per backward node of a pool or batch_norm: the forward whose op it reuses
+  std::map<int64_t, std::vector<NodeOps>> ops;  // by rows, per node
+  int kernel_nodes = 0;
+};
+
+FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
+    : ReferenceExecutor<float>(g, seed), options_(options), kernels_(std::make_unique<Kernels>(options.threads)) {
+  Kernels& k = *kernels_;
+  const int n = static_cast<int>(g.nodes.size());
+  k.group_of.assign(n, -1);
+  k.forward_of.assign(n, -1);
+  auto find = [&](auto pred) {
+    for (int i = 0; i < n; ++i)
+      if (pred(g.nodes[i])) return i;
+    return -1;
+  };
+  for (int f = 0; f < n; ++f) {
+    const GraphNode& fw = g.nodes[f];
+    if (weighted(fw.op)) {
+      WeightedGroup grp;
+      grp.forward = f;
+      grp.backward_kernel = find([&](const GraphNode& b) {
+        return b.op == backward_kernel_of(fw.op) && b.inputs[0] == fw.inputs[0] && b.layer == fw.layer;
+      });
+      if (grp.backward_kernel < 0) continue;  // no weight gradient: the backward nodes run on their own
+      const int dy = g.nodes[grp.backward_kernel].inputs[1];
+      grp.backward_input = find([&](const GraphNode& b) {
+        return b.op == backward_input_of(fw.op) && b.inputs[0] == dy && b.inputs[1] == fw.inputs[1];
+      });
+      grp.bias_backward = find([&](const GraphNode& b) {
+        return b.op == ModelOp::BiasBackward && b.inputs[0] == dy && g.values[b.outputs[0]].grad_of == fw.inputs[2];
+      });
+      grp.first = grp.backward_kernel;
+      for (int b : {grp.backward_input, grp.bias_backward})
+        if (b >= 0 && b < grp.first) grp.first = b;
+      const int id = static_cast<int>(k.groups.size());
+      for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
+        if (b >= 0) k.group_of[b] = id;
+      k.groups.push_back(grp);
+    } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::BatchNorm) {
+      // Their backward reads what the forward kept (max positions, batch statistics): found by the
+      // values they share, so it is this forward's op that runs it.
+      int b = fw.op == ModelOp::MaxPool2d
+                  ? find([&](const GraphNode& x) { return x.op == ModelOp::MaxPool2dBackward && x.inputs[0] == fw.inputs[0]; })
+                  : find([&](const GraphNode& x) { return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1]; });
+      if (b >= 0) k.forward_of[b] = f;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    ModelOp op = g.nodes[i].op;
+    bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || op == ModelOp::MaxPool2d ||
+                     op == ModelOp::AvgPool2d || op == ModelOp::BatchNorm || op == ModelOp::LeakyRelu ||
+                     op == ModelOp::LeakyReluBackward || op == ModelOp::Gelu || op == ModelOp::GeluBackward;
+    k.kernel_nodes += on_kernel;
+  }
+}
+
+FastExecutor::~FastExecutor() = default;
+
+int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+
+std::string FastExecutor::description() const {
+  // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
+  const char* waits = std::getenv("OMP_WAIT_POLICY");
+  return fmt::format(
+      "fast ({} of {} nodes on oneDNN {} {}, {} thread{}, OpenMP waits {}; -O0 or --executor reference for the reference)",
+      kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(), kernels_->cpu.threads(),
+      kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
+}
+
+void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+  Kernels& k = *kernels_;
+  const int index = static_cast<int>(&n - g_.nodes.data());
+  // A step starts at the first node: the weights may have changed since the last (the optimizer, or a
+  // caller writing the buffers), so each op reorders them again, once.
+  if (index == 0) k.cpu.weights_changed();
+  std::vector<NodeOps>& per_node = k.ops[rows];
+  if (per_node.empty()) per_node.resize(g_.nodes.size());
+  auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
+  auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
+  auto ptr = [&](int id) { return data(id); };
+
+  // The ops of a weighted forward node, made on first use.
+  auto weighted_ops = [&](int f) -> NodeOps& {
+    NodeOps& o = per_node[f];
+    const GraphNode& fw = g_.nodes[f];
+    if (o.conv || o.conv_transpose || o.dense) return o;
+    const Shape& x = shape(fw.inputs[0]);
+    const Shape& w = shape(fw.inputs[1]);
+    const Shape& y = shape(fw.outputs[0]);
+    if (fw.op == ModelOp::Dense) {
+      train::DenseDesc d;
+      d.in = w[0], d.out = w[1];
+      d.rows = count(fw.inputs[0]) / d.in;
+      d.activation = fused_activation(fw);
+      o.dense = std::make_unique<train::DenseOp>(k.cpu, d);
+    } else if (fw.op == ModelOp::Conv2d) {
+      train::Conv2dDesc d;
+      d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
+      d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[3];
+      auto s = fw.attr_ints("strides");
+      d.stride_h = s[0], d.stride_w = s[1];
+      if (fw.attr("dilation")) {
+        auto dl = fw.attr_ints("dilation");
+        d.dilation_h = dl[0], d.dilation_w = dl[1];
+      }
+      d.padding = padding_of(fw);
+      d.activation = fused_activation(fw);
+      o.conv = std::make_unique<train::Conv2dOp>(k.cpu, d);
+      if (o.conv->out_h() != y[0] || o.conv->out_w() != y[1])
+        throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(), o.conv->out_h(),
+                                           o.conv->out_w(), shape_to_string(y)));
+    } else {
+      train::Conv2dTransposeDesc d;
+      d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
+      d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[2];
+      auto s = fw.attr_ints("strides");
+      d.stride_h = s[0], d.stride_w = s[1];
+      d.padding = padding_of(fw);
+      d.activation = fused_activation(fw);
+      o.conv_transpose = std::make_unique<train::Conv2dTransposeOp>(k.cpu, d);
+      if (o.conv_transpose->out_h() != y[0] || o.conv_transpose->out_w() != y[1])
+        throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
+                                           o.conv_transpose->out_h(), o.conv_transpose->out_w(), shape_to_string(y)));
+    }
+    return o;
+  };
+  auto pool_op = [&](int f) -> train::Pool2dOp& {
+    NodeOps& o = per_node[f];
+    if (!o.pool) {
+      const GraphNode& fw = g_.nodes[f];
+      const Shape& x = shape(fw.inputs[0]);
+      train::Pool2dDesc d;
+      d.batch = rows, d.height = x[0], d.width = x[1], d.channels = x[2];
+      d.kind = fw.op == ModelOp::MaxPool2d ? train::PoolKind::Max : train::PoolKind::Avg;
+      auto size = fw.attr_ints("size"), strides = fw.attr_ints("strides");
+      d.size_h = size[0], d.size_w = size[1], d.stride_h = strides[0], d.stride_w = strides[1];
+      d.padding = padding_of(fw);
+      o.pool = std::make_unique<train::Pool2dOp>(k.cpu, d);
+    }
+    return *o.pool;
+  };
+  auto batch_norm_op = [&](int f) -> train::BatchNormOp& {
+    NodeOps& o = per_node[f];
+    if (!o.batch_norm) {
+      const GraphNode& fw = g_.nodes[f];
+      train::BatchNormDesc d;
+      d.channels = shape(fw.inputs[0]).back();
+      d.batch = count(fw.inputs[0]) / d.channels;
+      d.epsilon = static_cast<float>(fw.attr_number("epsilon"));
+      d.momentum = static_cast<float>(fw.attr_number("momentum"));
+      o.batch_norm = std::make_unique<train::BatchNormOp>(k.cpu, d);
+    }
+    return *o.batch_norm;
+  };
+  auto eltwise_op = [&](train::Activation a) -> train::EltwiseOp& {
+    NodeOps& o = per_node[index];
+    if (!o.eltwise) o.eltwise = std::make_unique<train::EltwiseOp>(k.cpu, train::EltwiseDesc{a, count(n.inputs[0])});
+    return *o.eltwise;
+  };
+
+  if (k.group_of[index] >= 0) {
+    const WeightedGroup& grp = k.groups[k.group_of[index]];
+    if (index != grp.first) return;  // computed with the group
+    const GraphNode& fw = g_.nodes[grp.forward];
+    const GraphNode& bk = g_.nodes[grp.backward_kernel];
+    for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
+      if (b >= 0) allocate_outputs(g_.nodes[b], rows);
+    const float* x = ptr(fw.inputs[0]);
+    const float* w = ptr(fw.inputs[1]);
+    const float* dy = ptr(bk.inputs[1]);
+    float* dx = grp.backward_input >= 0 ? ptr(g_.nodes[grp.backward_input].outputs[0]) : nullptr;
+    float* dw = ptr(bk.outputs[0]);
+    // Without a bias gradient node the kernel still computes one: into a scratch buffer.
+    std::vector<float> scratch;
+    float* db = nullptr;
+    if (grp.bias_backward >= 0) {
+      db = ptr(g_.nodes[grp.bias_backward].outputs[0]);
+    } else {
+      scratch.resize(static_cast<size_t>(shape(fw.inputs[2]).at(0)));
+      db = scratch.data();
+    }
+    NodeOps& o = weighted_ops(grp.forward);
+    if (o.conv) o.conv->backward(x, w, dy, dx, dw, db);
+    else if (o.dense) o.dense->backward(x, w, dy, dx, dw, db);
+    else o.conv_transpose->backward(x, w, dy, dx, dw, db);
+    return;
+  }
+  if (k.forward_of[index] >= 0) {
+    allocate_outputs(n, rows);
+    const int f = k.forward_of[index];
+    if (n.op == ModelOp::MaxPool2dBackward) {
+      pool_op(f).backward(ptr(n.inputs[1]), ptr(n.outputs[0]));
+    } else {  // BatchNormBackward: x, dy, gamma, mean, variance -> dx, dgamma, dbeta
+      batch_norm_op(f).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.outputs[0]), ptr(n.outputs[1]),
+                                ptr(n.outputs[2]));
+    }
+    return;
+  }
+  switch (n.op) {
+    case ModelOp::Conv2d:
+    case ModelOp::Conv2dTranspose:
+    case ModelOp::Dense: {
+      allocate_outputs(n, rows);
+      NodeOps& o = weighted_ops(index);
+      const float *x = ptr(n.inputs[0]), *w = ptr(n.inputs[1]), *b = ptr(n.inputs[2]);
+      float* y = ptr(n.outputs[0]);
+      if (o.conv) o.conv->forward(x, w, b, y);
+      else if (o.dense) o.dense->forward(x, w, b, y);
+      else o.conv_transpose->forward(x, w, b, y);
+      return;
+    }
+    case ModelOp::MaxPool2d:
+    case ModelOp::AvgPool2d:
+      allocate_outputs(n, rows);
+      pool_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::BatchNorm: {
+      allocate_outputs(n, rows);
+      // The moving statistics are the step's moving_average nodes' work: the kernel only normalizes and
+      // hands the batch statistics to the graph's values.
+      train::BatchNormOp& op = batch_norm_op(index);
+      op.forward_training(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.outputs[0]), nullptr, nullptr);
+      std::vector<float> mean = op.batch_mean(), variance = op.batch_variance();
+      std::copy(mean.begin(), mean.end(), ptr(n.outputs[1]));
+      std::copy(variance.begin(), variance.end(), ptr(n.outputs[2]));
+      return;
+    }
+    case ModelOp::LeakyRelu:
+    case ModelOp::LeakyReluBackward:
+    case ModelOp::Gelu:
+    case ModelOp::GeluBackward: {
+      allocate_outputs(n, rows);
+      const bool leaky = n.op == ModelOp::LeakyRelu || n.op == ModelOp::LeakyReluBackward;
+      train::EltwiseOp& op =
+          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attr_number("alpha"))) : train::Activation::gelu());
+      if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
+      return;
+    }
+    default:
+      ReferenceExecutor<float>::run_node(n, rows, step);
+      return;
+  }
+}
+
+}  // namespace pipec

@@ -1,0 +1,47 @@
+// The fast CPU executor of a training-step graph: the layers on the oneDNN kernels of runtime/train/dnnl
+// (conv2d, conv2d_transpose, dense, pools, batch_norm, leaky_relu, gelu), everything else (expr nodes,
+// the loss, softmax, layer_norm, dropout, global pools, upsampling, the optimizer's one loop over the
+// flat buffers) as the reference executor runs it. `pipec run` trains on it unless -O0 or
+// `--executor reference` asks for the reference.
+//
+// Each layer node gets its kernel op once per batch size (a last short batch makes a second set); the
+// kernel library caches primitives by shape, so equal layers share them. Activations and gradients stay
+// in Keras layouts (NHWC, HWIO, [in, out]); the ops reorder weights once per step (CpuKernels'
+// weights generation moves after the optimizer). A layer's backward-data, backward-weights and bias
+// gradient nodes run as one kernel call: the first of them in the schedule computes all three.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/train/reference_executor.h"
+
+namespace pipec {
+
+struct FastExecutorOptions {
+  /// oneDNN's OpenMP threads for each kernel call; 0: OpenMP's default (one per core).
+  int threads = 0;
+};
+
+class FastExecutor : public ReferenceExecutor<float> {
+ public:
+  FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options = {});
+  ~FastExecutor() override;
+
+  std::string description() const override;
+  /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
+  int kernel_nodes() const;
+
+  struct Kernels;
+
+ protected:
+  void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
+
+ private:
+  FastExecutorOptions options_;
+  std::unique_ptr<Kernels> kernels_;
+};
+
+}  // namespace pipec

@@ -1,0 +1,80 @@
+// The reference executor (the -O0 oracle of training): runs a training-step graph node by node with the
+// plain loops of ref_kernels.h, expr nodes on the expression interpreter, every value in a tensor of its
+// own. T = float trains; T = double (on a graph made f64 by with_float_dtype) checks gradients against
+// finite differences. Single-threaded, so its results do not depend on the machine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/model/model_graph.h"
+#include "runtime/train/optimizer.h"
+
+namespace pipec {
+
+/// The flat buffers of a step: parameters, their gradients (same layout) and non-trainable state.
+template <class T>
+struct FlatBuffers {
+  std::vector<T> params, grads, states;
+};
+
+/// Seconds spent per phase (indexed by OpCategory: forward, loss, backward, update).
+using PhaseSeconds = std::array<double, 4>;
+
+/// A copy of `g` whose f32 values and expr instructions are `dtype` instead (f64 for gradient checks).
+ModelGraph with_float_dtype(const ModelGraph& g, DType dtype);
+
+template <class T>
+class ReferenceExecutor {
+ public:
+  /// `g` must outlive the executor; its float values must be T's dtype. Parameters start as Keras
+  /// initializes them (initializers.h) from `seed`, which also keys dropout.
+  ReferenceExecutor(const ModelGraph& g, uint64_t seed);
+  virtual ~ReferenceExecutor() = default;
+
+  /// What `pipec run`'s summary names the executor by.
+  virtual std::string description() const;
+
+  FlatBuffers<T>& buffers() { return buf_; }
+  OptimizerSlots<T>& optimizer_slots() { return slots_; }
+
+  /// Runs the nodes of every phase up to `last` on one batch: `inputs` in g.inputs order (any dtype,
+  /// converted to the graph's), `target` for the loss (null when `last` is Forward). `step` keys dropout.
+  /// Returns the loss (0 without one). Adds the time of each phase to `seconds` when given.
+  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
+  /// Goes on with the same batch: runs the phases after the ones run so far, up to `last` (the training
+  /// loop looks at the loss before the backward pass and the update touch the weights).
+  double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
+
+  /// A value computed by the last run and still held: the output, the loss, and values that a node of a
+  /// phase not run yet will read (each is freed after its last reader; parameters live in buffers()).
+  const Tensor& value(int id) const { return values_.at(id); }
+
+ protected:
+  /// Faster executors (runtime/train/fast) derive from this one and override run_node for the kinds
+  /// they have kernels for, leaving the others (and the order, the buffers, the phases) to it.
+  T* data(int id);
+  /// Gives each output of `n` that is not a view of the flat buffers a tensor of its own.
+  void allocate_outputs(const GraphNode& n, int64_t rows);
+  virtual void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+
+ private:
+  void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
+
+ protected:
+
+  const ModelGraph& g_;
+  uint64_t seed_;
+  FlatBuffers<T> buf_;
+  OptimizerSlots<T> slots_;
+  std::vector<Tensor> values_;
+  double loss_ = 0;
+  std::vector<int> last_use_;  // per value: the last node that reads it (values are freed after it)
+  int64_t rows_ = 0;
+  int done_ = -1;  // the last phase run on the current batch
+};
+
+}  // namespace pipec

@@ -1,0 +1,276 @@
+#include "runtime/train/train_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "runtime/core/half.h"
+#include "runtime/exec/pipeline_run.h"
+#include "runtime/train/batch_view.h"
+#include "runtime/model/step_memory.h"
+#include "runtime/train/safetensors.h"
+#include "runtime/train/thread_split.h"
+#include "runtime/trace/trace.h"
+
+namespace pipec {
+
+namespace {
+
+std::string index_text(int64_t flat, const Shape& per_example) {
+  std::vector<int64_t> idx(per_example.size());
+  for (size_t d = per_example.size(); d-- > 0;) {
+    idx[d] = per_example[d] ? flat % per_example[d] : 0;
+    flat = per_example[d] ? flat / per_example[d] : 0;
+  }
+  std::string out;
+  for (int64_t i : idx) out += (out.empty() ? "" : ", ") + std::to_string(i);
+  return "[" + out + "]";
+}
+
+template <class F>
+void check_finite_as(const Tensor& t, const std::string& field, int64_t step, F value) {
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = value(i);
+    if (std::isfinite(v)) continue;
+    Shape per(t.shape().begin() + 1, t.shape().end());
+    int64_t per_n = std::max<int64_t>(shape_num_elements(per), 1);
+    throw TrainError(fmt::format("step {}: field `{}` is {} at example {} of the batch, element {}", step + 1, field,
+                                 std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", i / per_n, index_text(i % per_n, per)));
+  }
+}
+
+// A NaN or infinity in a float input stops the run naming the field, the example and the element.
+void check_finite(const Tensor& t, const std::string& field, int64_t step) {
+  switch (t.dtype()) {
+    case DType::F32: check_finite_as(t, field, step, [&](int64_t i) { return t.data<float>()[i]; }); break;
+    case DType::F64: check_finite_as(t, field, step, [&](int64_t i) { return t.data<double>()[i]; }); break;
+    case DType::F16: check_finite_as(t, field, step, [&](int64_t i) { return half_bits_to_float(t.data<uint16_t>()[i]); }); break;
+    case DType::BF16: check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); }); break;
+    default: break;
+  }
+}
+
+// Bytes this process may still allocate: MemAvailable, or less under a cgroup (v2) memory limit.
+int64_t available_memory() {
+  int64_t available = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) available = kb * 1024;
+    std::fclose(f);
+  }
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    long long limit = 0, used = 0;
+    if (std::fscanf(f, "%lld", &limit) == 1) {
+      if (std::FILE* u = std::fopen("/sys/fs/cgroup/memory.current", "r")) {
+        if (std::fscanf(u, "%lld", &used) != 1) used = 0;
+        std::fclose(u);
+      }
+      if (available < 0 || limit - used < available) available = limit - used;
+    }
+    std::fclose(f);
+  }
+  return available;
+}
+
+// A step that cannot fit is reported before step 1 (before the weights are even allocated), with the
+// liveness plan's figures, instead of failing in the middle of a step.
+void check_step_fits(const TrainProgram& t) {
+  const ModelGraph& g = t.step;
+  if (g.batch <= 0) return;
+  StepMemory m = step_memory(g, g.batch);
+  int64_t available = available_memory();
+  if (available >= 0 && m.total_bytes() > available)
+    throw TrainError(fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
+                                 "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
+                                 "smaller batch needs proportionally less activation memory",
+                                 t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+                                 bytes_text(m.flat_bytes), bytes_text(available)));
+}
+
+}  // namespace
+
+void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers) {
+  SafetensorsFile f;
+  try {
+    f = read_safetensors(path);
+  } catch (const std::runtime_error& e) {
+    throw WeightsFileError(e.what());
+  }
+  std::vector<std::string> problems;
+  std::set<std::string> used;
+  auto take = [&](int v, std::vector<float>& buffer) {
+    const GraphValue& x = g.values[v];
+    auto it = f.tensors.find(x.name);
+    if (it == f.tensors.end()) {
+      problems.push_back(fmt::format("`{}` ({}) is missing", x.name, shape_to_string(x.shape)));
+      return;
+    }
+    used.insert(x.name);
+    if (it->second.shape != x.shape) {
+      problems.push_back(fmt::format("`{}` is {} in the file but {} in the model", x.name, shape_to_string(it->second.shape),
+                                     shape_to_string(x.shape)));
+      return;
+    }
+    std::copy(it->second.data.begin(), it->second.data.end(), buffer.begin() + x.offset);
+  };
+  for (int p : g.params) take(p, buffers.params);
+  for (int s : g.states) take(s, buffers.states);
+  for (const std::string& name : f.order)
+    if (!used.count(name)) problems.push_back(fmt::format("`{}` is not a parameter of model `{}`", name, g.name));
+  if (!problems.empty()) {
+    std::string list;
+    for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
+    if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
+    throw WeightsFileError(fmt::format("{}: the weights do not fit model `{}` ({} problem{}):{}", path, g.name, problems.size(),
+                                       problems.size() == 1 ? "" : "s", list));
+  }
+}
+
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name) {
+  std::vector<SafetensorsEntry> entries;
+  for (int p : g.params) entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
+  for (int s : g.states) entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
+  try {
+    write_safetensors(path, entries, {{"format", "pipec"}, {"model", g.name}, {"train", train_name}});
+  } catch (const std::runtime_error& e) {
+    throw WeightsFileError(e.what());
+  }
+}
+
+TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
+                          const std::function<void(const TrainProgress&)>& progress) {
+  const ModelGraph& g = t.step;
+  check_step_fits(t);
+  std::unique_ptr<ReferenceExecutor<float>> executor =
+      o.make_executor ? o.make_executor(g, o.seed) : std::make_unique<ReferenceExecutor<float>>(g, o.seed);
+  ReferenceExecutor<float>& ex = *executor;
+  if (!o.init_path.empty()) load_weights(g, o.init_path, ex.buffers());
+  RunOptions ro;
+  ro.seed = o.seed;
+  ro.threads = o.threads;
+  ro.spec_dir = o.spec_dir;
+  ro.cancel = o.cancel;
+  ro.memory_budget = o.memory_budget;
+  ro.autotune = o.autotune;
+  ro.auto_values = o.auto_values;
+  PipelineRun run(data, ro);
+  ThreadSplit split(run.context().threads, o.autotune);
+  const ElementInfo& element = data.stages.back().element;
+  std::vector<size_t> input_columns;
+  for (const std::string& f : g.input_fields) input_columns.push_back(field_index(element, f));
+  const size_t target_column = field_index(element, g.target_field);
+
+  // The chunks' epoch counts passes over the data when the only repeat is the one append_data_repeat
+  // added (a repeat inside the pipeline numbers its own passes).
+  int repeats = 0;
+  for (const Stage& s : data.stages) repeats += s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
+  const bool epochs_visible = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
+  TrainSummary sum;
+  sum.executor = ex.description();
+  TrainProgress& p = sum.last;
+  p.total_steps = o.length.steps;
+  const auto start = std::chrono::steady_clock::now();
+  double ema = 0;
+  std::optional<Evaluator> evaluator;
+  if (t.eval && o.validation) evaluator.emplace(t, *o.validation, ro, o.seed);
+  auto evaluate = [&] {
+    sum.evals.push_back(evaluator->run(ex.buffers(), p.step));
+    p.eval = sum.evals.back();
+  };
+  Chunk c;
+  int64_t r = 0;  // the next batch of `c`
+  for (;;) {
+    if (o.cancel) o.cancel->throw_if_cancelled();
+    if (p.total_steps && p.step >= *p.total_steps) break;
+    // The step's span ends before an evaluation and the progress callback.
+    std::optional<trace::StepTimer> step_span;
+    step_span.emplace(p.step + 1);
+    const auto step_start = std::chrono::steady_clock::now();
+    double waited = 0;
+    if (r >= c.rows) {
+      bool more;
+      {
+        auto phase = step_span->phase(trace::StepPhase::InputWait);
+        more = run.next(c);
+      }
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      p.input_wait += waited;
+      if (!more) {
+        step_span->discard();
+        break;
+      }
+      r = 0;
+      if (c.rows == 0) {
+        step_span->discard();
+        continue;
+      }
+    }
+    // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
+    if (!p.total_steps && epochs_visible && c.epoch > 0 && p.step > 0) p.total_steps = p.step * *o.length.epochs;
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < input_columns.size(); ++k) {
+      inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, r));
+      check_finite(inputs.back(), g.input_fields[k], p.step);
+    }
+    Tensor target = batch_of(c.columns[target_column], c.rows, r);
+    check_finite(target, g.target_field, p.step);
+    ++r;
+    double loss = 0;
+    try {
+      loss = ex.run(inputs, &target, static_cast<uint64_t>(p.step), OpCategory::Loss, &sum.phases);
+    } catch (const CancelledError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw TrainError(fmt::format("step {}: {}", p.step + 1, e.what()));
+    }
+    if (!std::isfinite(loss)) {
+      std::string last = sum.losses.empty() ? std::string("it was the first step")
+                                            : fmt::format("the loss was {:.6g} at step {}", sum.losses.back(), p.step);
+      throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
+                                   "too large, or inputs far from 0, are the usual causes",
+                                   p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
+    }
+    ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
+    if (sum.losses.empty()) sum.first_loss = loss;
+    sum.losses.push_back(loss);
+    ++p.step;
+    ema = 0.95 * ema + 0.05 * loss;
+    p.loss = loss;
+    p.smoothed_loss = ema / (1 - std::pow(0.95, static_cast<double>(p.step)));
+    p.examples += target.shape().empty() ? 1 : target.shape()[0];
+    p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
+    // The split between the pipeline's workers and the compute follows the time waited for input.
+    if (split.note_step(waited, std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count()))
+      run.autotuner().set_compute_threads(split.compute_threads());
+    step_span.reset();
+    if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
+    p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress) progress(p);
+  }
+  sum.threads = split.threads();
+  sum.compute_threads = split.compute_threads();
+  sum.thread_split_changes = split.changes();
+  sum.thread_split = split.reason();
+  if (o.inspect_pipeline) {
+    p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    o.inspect_pipeline(run, p);
+  }
+  if (p.step == 0) throw TrainError(fmt::format("train `{}`: the data gave no batch to train on", t.name));
+  if (evaluator && (sum.evals.empty() || sum.evals.back().step != p.step)) evaluate();
+  p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!o.save_path.empty()) {
+    save_weights(g, o.save_path, ex.buffers(), t.name);
+    sum.saved_tensors = static_cast<int64_t>(g.params.size() + g.states.size());
+    sum.saved_bytes = 4.0 * static_cast<double>(g.param_elements() + g.state_elements());
+  }
+  return sum;
+}
+
+}  // namespace pipec

@@ -1,0 +1,104 @@
+// The training loop: batches from the data pipeline into the step graph on an executor (the reference
+// one unless the caller passes another), for a fixed number of steps or epochs, with progress, timing,
+// NaN checks and weights in and out.
+//
+// How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
+// data plan).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/exec/autotune_model.h"
+#include "runtime/model/train_program.h"
+#include "runtime/plan/plan.h"
+#include "runtime/threads/cancellation.h"
+#include "runtime/train/reference_executor.h"
+#include "runtime/train/evaluate.h"
+#include "runtime/train/train_length.h"
+
+namespace pipec {
+
+class PipelineRun;
+struct TrainProgress;
+
+/// A training run stopped on bad data or a loss that is not finite; the message names the step.
+class TrainError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// --init or --save failed: a file that cannot be read or written, or weights of another model.
+class WeightsFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOptions {
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string spec_dir;
+  const CancellationToken* cancel = nullptr;
+  TrainLength length;
+  std::string init_path;  // start from these weights (safetensors)
+  std::string save_path;  // write the weights here at the end
+  const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
+  /// The data pipeline's run options (runtime/exec/pipeline_run.h): its memory budget (0: half of
+  /// RAM), whether its `auto` parameters and the thread split (runtime/train/thread_split.h) are tuned,
+  /// and `auto` values fixed instead.
+  uint64_t memory_budget = 0;
+  bool autotune = true;
+  std::vector<std::pair<KnobKind, int64_t>> auto_values;
+  /// Called once with the data pipeline's run and the progress after the last step, before the run
+  /// goes away: the driver reads its statistics and autotuner for the summary.
+  std::function<void(const PipelineRun&, const TrainProgress&)> inspect_pipeline;
+  /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
+  /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
+  std::function<std::unique_ptr<ReferenceExecutor<float>>(const ModelGraph&, uint64_t seed)> make_executor;
+};
+
+struct TrainProgress {
+  int64_t step = 0;                  // steps done
+  std::optional<int64_t> total_steps;  // known up front with steps; with epochs alone, after the first pass
+  int64_t epoch = 0;                 // the data pass of the last batch
+  double loss = 0;                   // of the last step
+  double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
+  int64_t examples = 0;
+  double elapsed = 0;
+  double input_wait = 0;             // seconds blocked waiting for the next batch
+  std::optional<EvalResult> eval;    // the last evaluation on the validation data
+};
+
+struct TrainSummary {
+  TrainProgress last;
+  PhaseSeconds phases{};             // forward, loss, backward, update
+  double first_loss = 0;
+  std::vector<double> losses;        // every step's loss
+  int64_t saved_tensors = 0;
+  double saved_bytes = 0;
+  std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
+  std::string executor;              // the executor's description
+  int threads = 1;                   // the data pipeline's pool workers
+  int compute_threads = 0;           // of them, given to the compute at the end (runtime/train/thread_split.h)
+  int thread_split_changes = 0;
+  std::string thread_split;          // what the split is and why, in a sentence
+};
+
+/// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
+/// every step. Throws TrainError (bad data, non-finite loss), WeightsFileError, KernelError and
+/// CancelledError.
+TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& options,
+                          const std::function<void(const TrainProgress&)>& progress = {});
+
+/// Copies the weights of a safetensors file into the buffers; every parameter and state tensor of `g`
+/// must be there with its shape, and nothing else.
+void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers);
+/// Writes every parameter and state tensor of `g`, named as `pipec explain` shows them.
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name);
+
+}  // namespace pipec

@@ -1,0 +1,244 @@
+// The fast executor (runtime/train/fast: layers on oneDNN) against the reference executor, the -O0
+// oracle: the same losses, gradients and weights after a few steps, within tolerances stated per test.
+// The two differ only in rounding: the reference accumulates in f64, oneDNN in f32 in its own order, so
+// agreement is relative to each tensor's largest magnitude. Also against the Keras fixtures the reference
+// is checked on (train_keras_test.cpp), and its thread count's effect on the losses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/safetensors.h"
+#include "tests/unit/train_util.h"
+
+namespace pipec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The chess net of examples/chess (seed 002) on a batch of 32.
+const char* kChessSpec = R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
+pipeline data = s | batch(32, drop_remainder = true)
+model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
+  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
+  x = concat([flatten(x), flags])
+  x | dense(256) | relu | dense(1) | tanh
+}
+train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(lr = 1e-3), steps = 3 }
+)";
+
+// Every layer the fast executor has a kernel for, and the ones it leaves to the reference kernels, in one
+// net: strided and dilated convolutions, a transposed one, both pools, batch_norm (on an image and on
+// features), leaky_relu, gelu, layer_norm, dropout, upsampling, global pools, softmax + cross_entropy.
+const char* kEveryLayerSpec = R"(source s = tfrecord("x.tfrecord") { image: f32[12, 12, 3], label: i64 }
+pipeline data = s | batch(6, drop_remainder = true)
+model every(image: f32[12, 12, 3]) -> f32[4] {
+  a = image | conv2d(8, 3, padding = same) | batch_norm | leaky_relu
+  b = a | max_pool2d(2) | conv2d(8, 3, strides = 2, padding = valid) | gelu
+  c = a | avg_pool2d(3, strides = 2, padding = same) | conv2d_transpose(6, 3, strides = 2, padding = same)
+  d = c | conv2d(8, 3, padding = same, dilation = 2) | relu | dropout(0.25) | upsample2d(2)
+  e = concat([global_avg_pool(b), global_max_pool(d)])
+  e | dense(16) | batch_norm | layer_norm | tanh | dense(4) | softmax
+}
+train t = { data = data, model = every(image), loss = cross_entropy(label), optimizer = sgd(lr = 0.05, momentum = 0.9), steps = 3 }
+)";
+
+// Every element within atol + rtol * (the larger of the two tensors' largest magnitude).
+struct Tolerance {
+  double rtol, atol;
+};
+
+void expect_close(const std::string& what, const float* got, const float* want, int64_t n, Tolerance tol) {
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(got[i]))});
+  const double limit = tol.atol + tol.rtol * scale;
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double diff = std::fabs(double(got[i]) - double(want[i]));
+    if (!(diff <= limit) && reported++ < 3)
+      ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", reference " << want[i] << " (limit " << limit << ")";
+  }
+}
+
+// Deterministic batches for a graph: floats in [-1, 1), integer class labels in [0, classes).
+struct Batch {
+  std::vector<Tensor> inputs;
+  Tensor target;
+};
+
+Batch make_batch(const ModelGraph& g, int64_t rows, uint64_t key) {
+  Batch b;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    Shape s = g.full_shape(g.inputs[k], rows);
+    b.inputs.push_back(testing::random_tensor(DType::F32, s, key * 10 + k));
+  }
+  const GraphValue& t = g.values[g.target];
+  Shape s = g.full_shape(g.target, rows);
+  const GraphNode* loss = nullptr;
+  for (const GraphNode& n : g.nodes)
+    if (n.op == ModelOp::Loss) loss = &n;
+  if (loss && loss->attr("sparse") && loss->attr("sparse")->b) {
+    int64_t classes = g.values[loss->inputs[0]].shape.back();
+    Tensor x = testing::random_tensor(DType::F64, s, key * 10 + 9, 0, static_cast<double>(classes));
+    b.target = Tensor::empty(t.dtype, s);
+    for (int64_t i = 0; i < x.num_elements(); ++i) b.target.data<float>()[i] = std::floor(x.data<double>()[i]);
+  } else {
+    b.target = testing::random_tensor(DType::F32, s, key * 10 + 9, -0.5, 0.5);
+  }
+  return b;
+}
+
+// Runs `steps` steps on both executors from the same weights and compares the loss of each step, the
+// gradients of the first and the weights and state after the last.
+void compare_with_reference(const ModelGraph& g, int64_t rows, int steps, Tolerance loss_tol, Tolerance grad_tol,
+                            Tolerance weight_tol, int threads = 0) {
+  ReferenceExecutor<float> ref(g, 5);
+  FastExecutor fast(g, 5, FastExecutorOptions{threads});
+  ASSERT_EQ(ref.buffers().params, fast.buffers().params);  // the same initialization
+  for (int s = 0; s < steps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s + 1));
+    Batch b = make_batch(g, rows, static_cast<uint64_t>(s));
+    float lr = static_cast<float>(ref.run(b.inputs, &b.target, s, OpCategory::Backward));
+    float lf = static_cast<float>(fast.run(b.inputs, &b.target, s, OpCategory::Backward));
+    expect_close("loss", &lf, &lr, 1, loss_tol);
+    const Tensor& out_ref = ref.value(g.output);
+    const Tensor& out_fast = fast.value(g.output);
+    ASSERT_EQ(out_ref.num_elements(), out_fast.num_elements());
+    expect_close("output", out_fast.data<float>(), out_ref.data<float>(), out_ref.num_elements(), loss_tol);
+    if (s == 0)
+      for (int p : g.params) {
+        const GraphValue& v = g.values[p];
+        expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset, ref.buffers().grads.data() + v.offset,
+                     v.elements_per_example(), grad_tol);
+      }
+    ref.resume(s, OpCategory::Update);
+    fast.resume(s, OpCategory::Update);
+  }
+  for (int p : g.params) {
+    const GraphValue& v = g.values[p];
+    expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset, ref.buffers().params.data() + v.offset,
+                 v.elements_per_example(), weight_tol);
+  }
+  for (int st : g.states) {
+    const GraphValue& v = g.values[st];
+    expect_close("after the steps, " + v.name, fast.buffers().states.data() + v.offset, ref.buffers().states.data() + v.offset,
+                 v.elements_per_example(), weight_tol);
+  }
+}
+
+TEST(FastExecutor, ChessNetAgreesWithReference) {
+  TrainProgram t = testing::compile_train(kChessSpec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  FastExecutor probe(t.step, 0);
+  // Both conv2d and both dense layers, forward and their backward groups, run on oneDNN.
+  // (The first conv2d has no input gradient: its group is two nodes.)
+  EXPECT_EQ(probe.kernel_nodes(), 4 + 2 + 3 + 3 + 3) << probe.description();
+  // Losses and outputs to 1e-5 of their size, gradients to 1e-4 of each tensor's largest element;
+  // after three Adam steps (lr 1e-3) the weights to 1e-5 absolute: an Adam step moves a weight by about
+  // lr whatever the gradient's size, so rounding in a gradient moves the weight by far less than lr.
+  compare_with_reference(t.step, 32, 3, {1e-5, 1e-7}, {1e-4, 1e-7}, {0, 1e-5});
+}
+
+// SGD here, not Adam: a bias before batch_norm has a gradient of exactly 0 in exact arithmetic, about
+// 1e-9 from either executor's rounding, and Adam turns any nonzero gradient into a step of about lr
+// whose sign is the rounding's. With SGD a weight moves by lr times its gradient, so rounding stays
+// rounding: weights within 1e-4 of each tensor's largest magnitude after three steps. Those zero bias
+// gradients are sums of 864 terms of about 1e-3 each, rounded in f32 by oneDNN and in f64 by the
+// reference: they differ by up to about 1e-6, hence the absolute 1e-6 on gradients and weights.
+TEST(FastExecutor, EveryLayerAgreesWithReference) {
+  TrainProgram t = testing::compile_train(kEveryLayerSpec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  compare_with_reference(t.step, 6, 3, {1e-5, 1e-7}, {1e-4, 1e-6}, {1e-4, 1e-6});
+}
+
+TEST(FastExecutor, LastShortBatchGetsKernelsOfItsOwn) {
+  TrainProgram t = testing::compile_train(kEveryLayerSpec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  // Batches of 6, 6, then 4: the executor takes the rows from the batch.
+  ReferenceExecutor<float> ref(t.step, 1);
+  FastExecutor fast(t.step, 1);
+  for (int64_t rows : {6, 6, 4, 6}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    Batch b = make_batch(t.step, rows, static_cast<uint64_t>(rows));
+    float lr = static_cast<float>(ref.run(b.inputs, &b.target, 0, OpCategory::Update));
+    float lf = static_cast<float>(fast.run(b.inputs, &b.target, 0, OpCategory::Update));
+    expect_close("loss", &lf, &lr, 1, {1e-5, 1e-7});
+  }
+}
+
+// oneDNN splits a backward-weights reduction by thread, so 1 and 2 threads may round differently. The
+// difference is bounded: the losses of 5 chess steps on 1 and 2 threads agree to 1e-5 relative.
+TEST(FastExecutor, OneAndTwoThreadsAgree) {
+  TrainProgram t = testing::compile_train(kChessSpec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  FastExecutor one(t.step, 3, FastExecutorOptions{1}), two(t.step, 3, FastExecutorOptions{2});
+  for (int s = 0; s < 5; ++s) {
+    Batch b = make_batch(t.step, 32, static_cast<uint64_t>(s));
+    float l1 = static_cast<float>(one.run(b.inputs, &b.target, s, OpCategory::Update));
+    float l2 = static_cast<float>(two.run(b.inputs, &b.target, s, OpCategory::Update));
+    expect_close("loss at step " + std::to_string(s + 1), &l2, &l1, 1, {1e-5, 0});
+  }
+}
+
+// The Keras fixtures (tests/conformance/fixtures/train): output, loss, gradients and weights after the
+// fixture's steps, within the fixture's own tolerance, as the reference executor is checked.
+TEST(FastExecutor, MatchesKerasFixtures) {
+  fs::path dir = fs::path(PIPEC_SOURCE_DIR) / "tests/conformance/fixtures/train";
+  int checked = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    SafetensorsFile f = read_safetensors(e.path().string());
+    Tolerance tol{std::stod(f.metadata.at("rtol")), std::stod(f.metadata.at("atol"))};
+    const int steps = std::stoi(f.metadata.at("steps"));
+    TrainProgram t = testing::compile_train(f.metadata.at("spec"));
+    const ModelGraph& g = t.step;
+    ASSERT_FALSE(g.nodes.empty());
+    FastExecutor ex(g, 0);
+    auto tensor = [&](const std::string& name) -> const SafetensorsTensor& { return f.tensors.at(name); };
+    auto as_tensor = [](const SafetensorsTensor& s) {
+      Tensor x = Tensor::empty(DType::F32, s.shape);
+      std::copy(s.data.begin(), s.data.end(), x.data<float>());
+      return x;
+    };
+    auto close = [&](const std::string& what, const float* got, const SafetensorsTensor& want) {
+      double scale = 0;
+      for (float v : want.data) scale = std::max(scale, std::fabs(double(v)));
+      const double limit = tol.atol + tol.rtol * scale;
+      int reported = 0;
+      for (size_t i = 0; i < want.data.size(); ++i)
+        if (!(std::fabs(double(got[i]) - want.data[i]) <= limit) && reported++ < 3)
+          ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", Keras " << want.data[i] << " (limit " << limit << ")";
+    };
+    for (int p : g.params) {
+      const SafetensorsTensor& w = tensor(g.values[p].name);
+      std::copy(w.data.begin(), w.data.end(), ex.buffers().params.begin() + g.values[p].offset);
+    }
+    for (int s : g.states) {
+      const SafetensorsTensor& w = tensor(g.values[s].name);
+      std::copy(w.data.begin(), w.data.end(), ex.buffers().states.begin() + g.values[s].offset);
+    }
+    std::vector<Tensor> inputs;
+    for (const std::string& field : g.input_fields) inputs.push_back(as_tensor(tensor("input:" + field)));
+    Tensor target = as_tensor(tensor("target"));
+    float loss = static_cast<float>(ex.run(inputs, &target, 0, OpCategory::Backward));
+    close("output", ex.value(g.output).data<float>(), tensor("expect:output"));
+    close("loss", &loss, tensor("expect:loss"));
+    for (int p : g.params)
+      close("gradient of " + g.values[p].name, ex.buffers().grads.data() + g.values[p].offset, tensor("expect:grad:" + g.values[p].name));
+    ex.resume(0, OpCategory::Update);
+    for (int s = 1; s < steps; ++s) ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
+    for (int p : g.params)
+      close("after the steps, " + g.values[p].name, ex.buffers().params.data() + g.values[p].offset,
+            tensor("expect:after:" + g.values[p].name));
+    for (int s : g.states)
+      close("after the steps, " + g.values[s].name, ex.buffers().states.data() + g.values[s].offset,
+            tensor("expect:after:" + g.values[s].name));
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+}  // namespace
+}  // namespace pipec

@@ -1,0 +1,58 @@
+// Compiling train blocks from spec text in tests, and deterministic batches for them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "compiler/compile/compile.h"
+#include "runtime/core/philox.h"
+#include "runtime/core/tensor.h"
+
+namespace pipec::testing {
+
+/// `spec` checked as `pipec check` checks it: every train block compiled to its step graph.
+inline CompileResult check_train_spec(const std::string& spec) {
+  CompileRequest request;
+  request.path = "train_test.pipe";
+  request.text = spec;
+  request.target = CompileTarget::CheckOnly;
+  return compile(request);
+}
+
+/// The train block `name` of `spec`, compiled; fails the test (and returns an empty program) on errors.
+inline TrainProgram compile_train(const std::string& spec, const std::string& name = "t") {
+  CompileResult r = check_train_spec(spec);
+  std::ostringstream diags;
+  r.program->diags.print(diags, false);
+  EXPECT_TRUE(r.ok()) << diags.str() << r.error;
+  for (CompiledTrain& t : r.trains)
+    if (t.program.name == name) return std::move(t.program);
+  ADD_FAILURE() << "no train block `" << name << "` compiled\n" << diags.str();
+  return {};
+}
+
+/// The diagnostics `pipec check` prints for `spec` (train blocks compiled too).
+inline std::string train_diagnostics(const std::string& spec) {
+  CompileResult r = check_train_spec(spec);
+  std::ostringstream out;
+  r.program->diags.print(out, false);
+  return out.str();
+}
+
+/// A tensor of `shape` with values from a Philox stream: uniform in [lo, hi).
+inline Tensor random_tensor(DType dtype, const Shape& shape, uint64_t key, double lo = -1, double hi = 1) {
+  Tensor t = Tensor::empty(dtype, shape);
+  RandomStream r(1234, key, 0, 0);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    double v = lo + (hi - lo) * r.uniform_double();
+    if (dtype == DType::F64) t.data<double>()[i] = v;
+    else if (dtype == DType::F32) t.data<float>()[i] = static_cast<float>(v);
+    else if (dtype == DType::I64) t.data<int64_t>()[i] = static_cast<int64_t>(v);
+    else if (dtype == DType::I32) t.data<int32_t>()[i] = static_cast<int32_t>(v);
+  }
+  return t;
+}
+
+}  // namespace pipec::testing
