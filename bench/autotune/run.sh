@@ -41,7 +41,7 @@ if [ ! -d "$W/deblur/data/sharp" ]; then
   cp examples/deblur/make_data.pipe "$W/deblur/"
   "$PIPEC" run "$W/deblur/make_data.pipe" -D PAIRS=96 --quiet
 fi
-sed 's/^  | prefetch(auto)$/  | repeat()\n  | prefetch(auto)/' examples/deblur/deblur.pipe >"$W/deblur/deblur.pipe"
+sed -e 's/^  | prefetch(auto)$/  | repeat()\n  | prefetch(auto)/' -e 's/^  epochs = [0-9]*.*$/  steps = 100  # a repeat() forever needs steps/' examples/deblur/deblur.pipe >"$W/deblur/deblur.pipe"
 grep -q '| repeat()' "$W/deblur/deblur.pipe" || { echo "could not add repeat() to deblur.pipe" >&2; exit 2; }
 HAVE_TF=0
 "$PY" -c "import tensorflow" 2>/dev/null && HAVE_TF=1

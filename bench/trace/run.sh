@@ -10,8 +10,9 @@
 # and training the chess train block for STEPS (20) steps (a span per step and one per phase, beside
 # the pipeline's; its rate is the training loop's examples/s).
 # Columns: examples/s over the run's loop (writing the trace file comes after it and is not in it),
-# the rate over the run without a trace, the whole process's wall seconds (file writing included), and
-# the trace events recorded per second of the loop. The baseline runs with its default map and
+# the rate over the run without a trace, the whole process's wall seconds (file writing included),
+# the process's CPU seconds (user + system; steadier than wall time on a shared machine), and the trace
+# events recorded per second of the loop. The baseline runs with its default map and
 # prefetch sizes; the other rows with --no-autotune, which keeps the same values, so the rows differ
 # only by what tracing costs (and, against the baseline, by the statistics and the memory budget's
 # bookkeeping of this build).
@@ -32,12 +33,12 @@ pipeline p = range(200000)
   | prefetch(auto)
 EOF
 DEBLUR=build/bench/autotune/deblur/deblur.pipe
-if [ ! -f "$DEBLUR" ]; then
+if [ ! -d build/bench/autotune/deblur/data/sharp ]; then
   mkdir -p build/bench/autotune/deblur
   cp examples/deblur/make_data.pipe build/bench/autotune/deblur/
   "$PIPEC" run build/bench/autotune/deblur/make_data.pipe -D PAIRS=96 --quiet
-  sed 's/^  | prefetch(auto)$/  | repeat()\n  | prefetch(auto)/' examples/deblur/deblur.pipe >"$DEBLUR"
 fi
+sed -e 's/^  | prefetch(auto)$/  | repeat()\n  | prefetch(auto)/' -e 's/^  epochs = [0-9]*.*$/  steps = 100  # a repeat() forever needs steps/' examples/deblur/deblur.pipe >"$DEBLUR"
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -47,24 +48,25 @@ SPEC[small_chunks]=$W/small_chunks.pipe; ARGS[small_chunks]=""
 SPEC[deblur]=$DEBLUR; ARGS[deblur]="--pipeline train --take 60"
 SPEC[chess_train]=examples/chess/chess.pipe; ARGS[chess_train]="--steps ${STEPS:-20}"
 
-# one KEY BINARY FLAGS...: appends "examples/s wall_seconds events" to $TMP/KEY.
+# one KEY BINARY FLAGS...: appends "examples/s wall_seconds events cpu_seconds" to $TMP/KEY.
 one() {
   local key=$1 bin=$2; shift 2
   local start end
   start=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$bin" run "${SPEC[$WL]}" ${ARGS[$WL]} --threads 2 --quiet --stats-json "$TMP/s.json" "$@" 2>"$TMP/err" ||
+  /usr/bin/time -f "%U %S" -o "$TMP/cpu" "$bin" run "${SPEC[$WL]}" ${ARGS[$WL]} --threads 2 --quiet --stats-json "$TMP/s.json" "$@" 2>"$TMP/err" ||
     { echo "note: $WL $key failed: $(tail -2 "$TMP/err")" >&2; return 0; }
   end=$(date +%s.%N)
+  local cpu; cpu=$(awk '{print $1 + $2}' "$TMP/cpu")
   local events=0
   [ -f "$TMP/t.json" ] && events=$(grep -c '"ph": "[XCi]"' "$TMP/t.json" || true)
   rm -f "$TMP/t.json"
-  "$PY" -c "import json; j = json.load(open('$TMP/s.json')); print(j['examples_per_second'], $end - $start, $events / j['seconds'])" >>"$TMP/$key"
+  "$PY" -c "import json; j = json.load(open('$TMP/s.json')); print(j['examples_per_second'], $end - $start, $events / j['seconds'], $cpu)" >>"$TMP/$key"
 }
-median_of() { sort -g -k"$2" "$TMP/$1" | awk -v c="$2" '{a[NR]=$c} END {if (NR) print a[int((NR+1)/2)]}'; }
+median_of() { [ -s "$TMP/$1" ] || return 0; sort -g -k"$2" "$TMP/$1" | awk -v c="$2" '{a[NR]=$c} END {if (NR) print a[int((NR+1)/2)]}'; }
 
 printf 'tracing overhead, median of %s runs, %s cores, load average %s\n' "$RUNS" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-14s %-22s %14s %8s %8s %14s\n' "workload" "run" "examples/s" "/ off" "wall s" "events/s"
+printf '%-14s %-22s %14s %8s %8s %8s %14s\n' "workload" "run" "examples/s" "/ off" "wall s" "CPU s" "events/s"
 for WL in ${WORKLOADS:-chess small_chunks deblur chess_train}; do
   rm -f "$TMP"/row_*
   for r in $(seq "$RUNS"); do
@@ -73,11 +75,12 @@ for WL in ${WORKLOADS:-chess small_chunks deblur chess_train}; do
     [ -n "$BASELINE" ] && one row_base "$BASELINE"
   done
   off=$(median_of row_off 1)
+  [ -n "$off" ] || continue
   row() {
     [ -s "$TMP/$2" ] || return 0
     local rate; rate=$(median_of "$2" 1)
-    printf '%-14s %-22s %14.1f %8.3f %8.2f %14.0f\n' "$WL" "$1" "$rate" "$(awk -v a="$rate" -v b="$off" 'BEGIN {print a / b}')" \
-      "$(median_of "$2" 2)" "$(median_of "$2" 3)"
+    printf '%-14s %-22s %14.1f %8.3f %8.2f %8.2f %14.0f\n' "$WL" "$1" "$rate" "$(awk -v a="$rate" -v b="$off" 'BEGIN {print a / b}')" \
+      "$(median_of "$2" 2)" "$(median_of "$2" 4)" "$(median_of "$2" 3)"
   }
   row "tracing off" row_off
   row "tracing on" row_on
