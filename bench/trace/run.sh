@@ -87,3 +87,8 @@ for WL in ${WORKLOADS:-chess small_chunks deblur chess_train}; do
   row "baseline (no tracing)" row_base
 done
 printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# What one event costs to record, with no pipeline around it (bench/trace/record_cost.cpp).
+[ -x build/bench/trace_record_cost ] || cmake --build build --target trace_record_cost >/dev/null
+printf '\nrecording alone (build/bench/trace_record_cost: a span and a counter sample per iteration, best of 5):\n'
+build/bench/trace_record_cost

@@ -29,7 +29,21 @@ struct ThreadBuffer {
   int tid = 0;
   std::string name;
   std::mutex mu;  // the owner appends, to_json() reads: uncontended except while writing the file
-  std::vector<Event> events;
+  // Events in blocks of kBlockEvents, so recording never moves what it recorded (a growing vector
+  // would copy it and touch twice the memory); a new trace reuses the blocks.
+  static constexpr size_t kBlockEvents = 4096;
+  std::vector<std::unique_ptr<Event[]>> blocks;
+  size_t count = 0;
+
+  Event& push(const Event& e) {
+    // Not zeroed: every slot is written before it is read.
+    if (count == blocks.size() * kBlockEvents) blocks.emplace_back(new Event[kBlockEvents]);
+    Event& slot = blocks[count / kBlockEvents][count % kBlockEvents];
+    slot = e;
+    ++count;
+    return slot;
+  }
+  const Event& at(size_t i) const { return blocks[i / kBlockEvents][i % kBlockEvents]; }
   std::vector<std::string> texts;
 };
 
@@ -69,7 +83,6 @@ ThreadBuffer& this_thread_buffer() {
   thread_local std::shared_ptr<ThreadBuffer> buf;
   if (!buf) {
     buf = std::make_shared<ThreadBuffer>();
-    buf->events.reserve(4096);
     Registry& r = registry();
     std::lock_guard lock(r.mu);
     buf->tid = r.next_tid++;
@@ -82,10 +95,10 @@ ThreadBuffer& this_thread_buffer() {
 void append(const Event& e, std::string text = {}) {
   ThreadBuffer& b = this_thread_buffer();
   std::lock_guard lock(b.mu);
-  b.events.push_back(e);
+  Event& slot = b.push(e);
   if (!text.empty()) {
     b.texts.push_back(std::move(text));
-    b.events.back().text = static_cast<uint32_t>(b.texts.size());
+    slot.text = static_cast<uint32_t>(b.texts.size());
   }
 }
 
@@ -145,7 +158,7 @@ void start(const std::string& process_name) {
     std::lock_guard lock(r.mu);
     for (auto& t : r.threads) {
       std::lock_guard tl(t->mu);
-      t->events.clear();
+      t->count = 0;
       t->texts.clear();
     }
     r.origin_ns = now_ns();
@@ -237,10 +250,11 @@ std::string to_json() {
   }
   for (const auto& t : r.threads) {
     std::lock_guard tl(t->mu);
-    if (t->events.empty()) continue;
+    if (t->count == 0) continue;
     emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": " + std::to_string(t->tid) +
          ", \"args\": {\"name\": " + quote(t->name) + "}}");
-    for (const Event& e : t->events) {
+    for (size_t i = 0; i < t->count; ++i) {
+      const Event& e = t->at(i);
       int pid = 1, tid = t->tid;
       if (e.track >= 0) {
         pid = group_pid(r.tracks.at(e.track).first);

@@ -105,8 +105,7 @@ TEST(TrainTraceRun, EachStepIsASpanWithItsPhasesInsideBesideThePipelinesTracks) 
 TEST(TrainTraceRun, TheSummarySaysHowTheThreadsWereSplitAndWhatEachAutoGot) {
   ScratchDir d;
   write_file(d / "fit.pipe", kFitSpec);
-  // 2560 steps: long enough for windows of steps to be measured.
-  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "40", "--threads", "2", "--stats-json", (d / "s.json").string()});
+  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "200", "--threads", "2", "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::regex threads_line(R"(\n  threads     the pipeline (may use all 2 workers|uses 1 of the 2 workers, the trainer's compute the other 1): [^\n]+\n)");
   EXPECT_TRUE(std::regex_search(r.err, threads_line)) << r.err;
@@ -117,7 +116,11 @@ TEST(TrainTraceRun, TheSummarySaysHowTheThreadsWereSplitAndWhatEachAutoGot) {
   EXPECT_EQ(s["threads"]["workers"], 2);
   EXPECT_GE(s["threads"]["compute"].get<int>(), 0);
   EXPECT_LE(s["threads"]["compute"].get<int>(), 1);
-  EXPECT_NE(s["threads"]["reason"].get<std::string>().find("the model waited for input"), std::string::npos) << s["threads"].dump();
+  // Which sentence depends on how fast the machine runs the steps (a window is 0.2 s at least).
+  const std::string reason = s["threads"]["reason"];
+  EXPECT_TRUE(reason.find("the model waited for input") != std::string::npos ||
+              reason.find("the run ended before a window of steps was measured") != std::string::npos)
+      << reason;
   EXPECT_FALSE(s["input_pipeline"]["autotune"]["picks"].empty());
 }
 
@@ -132,8 +135,10 @@ TEST(TrainTraceRun, AModelThatWaitsForInputIsToldSoWithTheShareOfEachStep) {
   bool said = false;
   for (const Json& a : s["input_pipeline"]["advice"]) said |= a["rule"] == "input_wait";
   EXPECT_TRUE(said) << s["input_pipeline"].dump();
-  // The model waits, so the pipeline keeps every worker.
+  // The model waits, so the pipeline keeps every worker: 24 steps of milliseconds each make windows.
   EXPECT_EQ(s["threads"]["compute"], 0) << s["threads"].dump();
+  const std::string reason = s["threads"]["reason"];
+  EXPECT_NE(reason.find("so the pipeline limits training and has every worker"), std::string::npos) << reason;
 }
 
 TEST(TrainTraceRun, TheMemoryBudgetBoundsThePipelinesBuffers) {
