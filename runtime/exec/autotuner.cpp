@@ -134,6 +134,7 @@ Autotuner::Sample Autotuner::sample() const {
   for (const auto& st : ctx_.stats) s.stages.push_back(st->snapshot());
   if (!s.stages.empty()) s.out = s.stages.back().elements_out;
   s.consumer_ns = consumer_ns_.load(std::memory_order_relaxed);
+  s.cpu = process_cpu_times();
   return s;
 }
 
@@ -214,6 +215,13 @@ void Autotuner::decide(const Sample& now) {
     }
   }
   in.consumer_ns = smooth_consumer_ = have_smooth_ ? 0.5 * smooth_consumer_ + 0.5 * in.consumer_ns : in.consumer_ns;
+  // On a machine other processes load, plan with the cores the run got, not the ones it may use.
+  ProcessCpuTimes delta{now.cpu.run_ns - last_.cpu.run_ns, now.cpu.wait_ns - last_.cpu.wait_ns,
+                        now.cpu.known && last_.cpu.known};
+  if (delta.run_ns < 0 || delta.wait_ns < 0) delta.known = false;  // a thread that ended took its times along
+  const double got = available_cores(in.cores, delta, std::chrono::duration_cast<std::chrono::nanoseconds>(now.at - last_.at).count());
+  smooth_cores_ = have_smooth_ ? 0.5 * smooth_cores_ + 0.5 * got : got;
+  in.cores = std::clamp(static_cast<int>(std::lround(smooth_cores_)), 1, in.cores);
   have_smooth_ = true;
   std::vector<KnobRange> ranges;
   std::vector<int64_t> current;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/exec/autotune_model.h"
+#include "runtime/exec/cpu_share.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/stage_stats.h"
 
@@ -92,6 +93,7 @@ class Autotuner {
     uint64_t consumer_ns = 0;
     uint64_t out = 0;
     std::chrono::steady_clock::time_point at;
+    ProcessCpuTimes cpu;  // the process's threads' run and run-queue wait times
   };
   Sample sample() const;
   ModelInput model_between(const Sample& a, const Sample& b, std::vector<Knob*>* knobs) const;
@@ -113,6 +115,7 @@ class Autotuner {
   Sample last_;
   std::vector<double> smooth_sync_, smooth_task_;
   double smooth_consumer_ = 0;
+  double smooth_cores_ = 0;  // the cores the run got (runtime/exec/cpu_share.h), smoothed
   bool have_smooth_ = false;
   std::chrono::steady_clock::time_point started_;
 
