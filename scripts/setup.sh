@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev       # the command line's flags; JSON (`pipec run --stats-json`, the language server)
   zlib1g-dev libjpeg62-turbo-dev libpng-dev
   llvm-14-dev clang-14 libclang-rt-14-dev   # the JIT, and clang + libFuzzer for the fuzz targets
+  clang-format-14                       # scripts/format.sh, scripts/check_format.sh (CI)
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
   libdnnl-dev                           # oneDNN 2.6 (OpenMP threading): the CPU training kernels
   python3-dev python3-venv              # the Python module (python/): its headers, and the venv below

@@ -378,7 +378,7 @@ Json Server::completion(JsonView params) {
     const CompletionEntry& e = entries[i];
     // sortText keeps our order (a model's layers before its ops, names in scope first) in editors that
     // would otherwise sort by label.
-    char sort[24];  // "%05zu" of any size_t fits
+    char sort[24];  // room for any size_t
     std::snprintf(sort, sizeof sort, "%05zu", i);
     Json item = Json::object({{"label", e.label}, {"kind", completion_item_kind(e.kind)}, {"sortText", sort}});
     if (!e.detail.empty()) item["detail"] = e.detail;

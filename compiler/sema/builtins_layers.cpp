@@ -73,9 +73,11 @@ Type spatial(CallContext& ctx, Window kind) {
   // Pools step by their own size unless told otherwise.
   auto strides = pair_arg(ctx, "strides", 1);
   if (kind == Window::Pool && !ctx.has("strides")) strides = kernel;
-  auto dilation = kind == Window::Conv ? pair_arg(ctx, "dilation", 1) : std::make_optional(std::pair<int64_t, int64_t>{1, 1});
-  if (!t || !filters || !strides || !dilation) return Type::error();
-  if ((strides->first > 1 || strides->second > 1) && (dilation->first > 1 || dilation->second > 1)) {
+  auto dilation_arg = kind == Window::Conv ? pair_arg(ctx, "dilation", 1) : std::pair<int64_t, int64_t>{1, 1};
+  if (!t || !filters || !strides || !dilation_arg) return Type::error();
+  // A plain pair from here on (GCC cannot see that the optional is engaged and warns).
+  const std::pair<int64_t, int64_t> dilation = *dilation_arg;
+  if ((strides->first > 1 || strides->second > 1) && (dilation.first > 1 || dilation.second > 1)) {
     ctx.error(DiagKind::invalid_argument_value, ctx.arg("dilation").range,
               "conv2d cannot combine strides > 1 with dilation > 1 (TensorFlow refuses it too)");
     return Type::error();
@@ -86,8 +88,8 @@ Type spatial(CallContext& ctx, Window kind) {
     h = transpose_out(t->shape[0], kernel->first, strides->first, same);
     w = transpose_out(t->shape[1], kernel->second, strides->second, same);
   } else {
-    int64_t wh = (kernel->first - 1) * dilation->first + 1;
-    int64_t ww = (kernel->second - 1) * dilation->second + 1;
+    int64_t wh = (kernel->first - 1) * dilation.first + 1;
+    int64_t ww = (kernel->second - 1) * dilation.second + 1;
     h = window_out(t->shape[0], wh, strides->first, same);
     w = window_out(t->shape[1], ww, strides->second, same);
     if (h == 0 || w == 0) {

@@ -12,7 +12,6 @@ namespace {
 
 bool is_scalar(const Value& v) { return v.kind == Value::Int || v.kind == Value::Float || v.kind == Value::Bool; }
 
-
 // Wraps an i64 result into a narrower integer dtype, as the runtime would.
 Value narrow(int64_t v, DType dt) {
   switch (dt) {

@@ -14,6 +14,9 @@ namespace {
 constexpr size_t kMinBytes = 64;
 constexpr size_t kAlign = 64;
 constexpr int kClasses = 256;
+// Larger requests are refused (std::bad_alloc) rather than classed: the classes of 2^62 bytes and up
+// would not fit in a size_t (class_bytes would shift by 64 or wrap).
+constexpr size_t kMaxBytes = size_t(1) << 62;
 
 void* raw_allocate(size_t bytes) { return ::operator new(bytes, std::align_val_t(kAlign)); }
 void raw_free(void* p) { ::operator delete(p, std::align_val_t(kAlign)); }
@@ -81,6 +84,7 @@ size_t BufferPool::class_bytes(int cls) {
 }
 
 std::shared_ptr<uint8_t[]> BufferPool::allocate(size_t bytes) {
+  if (bytes > kMaxBytes) throw std::bad_alloc();
   int cls = size_class(bytes);
   if (cls >= kClasses) throw std::bad_alloc();
   size_t cb = class_bytes(cls);
@@ -123,6 +127,7 @@ void BufferPool::trim() {
       std::lock_guard<std::mutex> lock(l.mu);
       take.swap(l.buffers);
     }
+    if (take.empty()) continue;  // most classes, and every class too large to hold a buffer
     for (void* p : take) raw_free(p);
     impl_->cached_bytes.fetch_sub(take.size() * class_bytes(c), std::memory_order_relaxed);
   }

@@ -3,13 +3,14 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <bit>
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "runtime/core/le_codec.h"
 
 namespace pipec {
 
@@ -51,21 +52,6 @@ void fsync_directory(const std::filesystem::path& dir) {
   Fd d{open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (d.fd < 0) throw CheckpointError(os_error(dir, "open directory", errno));
   if (fsync(d.fd) != 0) throw CheckpointError(os_error(dir, "fsync directory", errno));
-}
-
-void put_le(std::string& out, uint64_t v, int nbytes) {
-  for (int i = 0; i < nbytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get_le(const uint8_t* p, int nbytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < nbytes; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
-}
-
-uint32_t crc32_of(const void* data, size_t n) {
-  // crc32_z takes a size_t length, so files over 4 GiB need no chunking.
-  return static_cast<uint32_t>(crc32_z(crc32(0L, Z_NULL, 0), static_cast<const Bytef*>(data), n));
 }
 
 }  // namespace
@@ -119,10 +105,10 @@ std::string read_file(const std::filesystem::path& path) {
 
 StateWriter::StateWriter(uint32_t version) : version_(version) {}
 
-void StateWriter::write_u32(uint32_t v) { put_le(payload_, v, 4); }
-void StateWriter::write_u64(uint64_t v) { put_le(payload_, v, 8); }
-void StateWriter::write_i64(int64_t v) { put_le(payload_, static_cast<uint64_t>(v), 8); }
-void StateWriter::write_f64(double v) { put_le(payload_, std::bit_cast<uint64_t>(v), 8); }
+void StateWriter::write_u32(uint32_t v) { append_le32(payload_, v); }
+void StateWriter::write_u64(uint64_t v) { append_le64(payload_, v); }
+void StateWriter::write_i64(int64_t v) { append_le64(payload_, static_cast<uint64_t>(v)); }
+void StateWriter::write_f64(double v) { append_le64(payload_, std::bit_cast<uint64_t>(v)); }
 
 void StateWriter::write_string(std::string_view s) {
   write_u64(s.size());
@@ -138,10 +124,10 @@ std::string StateWriter::finish() const {
   std::string out;
   out.reserve(StateReader::kHeaderSize + payload_.size() + StateReader::kTrailerSize);
   out.append(kMagic, sizeof kMagic);
-  put_le(out, version_, 4);
-  put_le(out, payload_.size(), 8);
+  append_le32(out, version_);
+  append_le64(out, payload_.size());
   out += payload_;
-  put_le(out, crc32_of(out.data(), out.size()), 4);
+  append_le32(out, crc32_zlib(out.data(), out.size()));
   return out;
 }
 
@@ -161,16 +147,16 @@ StateReader::StateReader(std::string data, std::string source)
   if (std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     throw error("not a pipec state file (bad magic)");
   }
-  version_ = static_cast<uint32_t>(get_le(p + 4, 4));
-  const uint64_t payload_size = get_le(p + 8, 8);
+  version_ = load_le32(p + 4);
+  const uint64_t payload_size = load_le64(p + 8);
   const uint64_t actual = data_.size() - kHeaderSize - kTrailerSize;
   if (payload_size != actual) {
     throw error(fmt::format("{} state file: header says {} payload bytes, file has {}",
                             payload_size > actual ? "truncated" : "corrupt", payload_size, actual));
   }
   const size_t crc_at = data_.size() - kTrailerSize;
-  const auto stored = static_cast<uint32_t>(get_le(p + crc_at, 4));
-  const uint32_t computed = crc32_of(p, crc_at);
+  const auto stored = load_le32(p + crc_at);
+  const uint32_t computed = crc32_zlib(p, crc_at);
   if (stored != computed) {
     throw error(fmt::format("corrupt state file: CRC32 mismatch (stored {:08x}, computed {:08x})",
                             stored, computed));
@@ -197,10 +183,10 @@ const uint8_t* StateReader::take(size_t n, const char* what) {
   return p;
 }
 
-uint32_t StateReader::read_u32() { return static_cast<uint32_t>(get_le(take(4, "u32"), 4)); }
-uint64_t StateReader::read_u64() { return get_le(take(8, "u64"), 8); }
-int64_t StateReader::read_i64() { return static_cast<int64_t>(get_le(take(8, "i64"), 8)); }
-double StateReader::read_f64() { return std::bit_cast<double>(get_le(take(8, "f64"), 8)); }
+uint32_t StateReader::read_u32() { return load_le32(take(4, "u32")); }
+uint64_t StateReader::read_u64() { return load_le64(take(8, "u64")); }
+int64_t StateReader::read_i64() { return static_cast<int64_t>(load_le64(take(8, "i64"))); }
+double StateReader::read_f64() { return std::bit_cast<double>(load_le64(take(8, "f64"))); }
 
 uint64_t StateReader::read_count(size_t min_element_size, const char* what) {
   const uint64_t n = read_u64();

@@ -142,7 +142,8 @@ static Tensor restore_tensor(StateReader& r) {
   } else {
     std::vector<uint8_t> bytes = r.read_bytes();
     if (bytes.size() != t.byte_size()) throw r.error("tensor data size does not match its shape");
-    std::memcpy(t.raw(), bytes.data(), bytes.size());
+    // An empty tensor has no buffer, and memcpy's pointers must not be null even for 0 bytes.
+    if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
   }
   return t;
 }

@@ -1,4 +1,4 @@
-// Run-time choice between the SSE4.2 and the portable CRC32C.
+// Run-time choice between the SSE4.2 (three chains or one) and the portable CRC32C.
 #include "runtime/io/crc32c.h"
 
 namespace pipec {
@@ -14,9 +14,21 @@ bool crc32c_have_sse42() {
 #endif
 }
 
+bool crc32c_have_sse42_clmul() {
+#if defined(__x86_64__)
+  static const bool have = crc32c_have_sse42() && (__builtin_cpu_init(), __builtin_cpu_supports("pclmul"));
+  return have;
+#else
+  return false;
+#endif
+}
+
 namespace {
 using Crc32cFn = uint32_t (*)(uint32_t, const void*, size_t);
-Crc32cFn pick_crc32c() { return crc32c_have_sse42() ? crc32c_extend_sse42 : crc32c_extend_portable; }
+Crc32cFn pick_crc32c() {
+  if (crc32c_have_sse42_clmul()) return crc32c_extend_sse42_3way;
+  return crc32c_have_sse42() ? crc32c_extend_sse42 : crc32c_extend_portable;
+}
 }  // namespace
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {

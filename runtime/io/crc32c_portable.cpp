@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "runtime/core/le_codec.h"
 #include "runtime/io/crc32c.h"
 
 namespace pipec {
@@ -26,10 +27,6 @@ constexpr Tables make_tables() {
 }
 
 constexpr Tables kTables = make_tables();
-
-inline uint32_t load_le32(const uint8_t* p) {
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
 
 }  // namespace
 

@@ -63,6 +63,7 @@ struct DenseSink {
   }
   void add_raw_floats(const char* p, int64_t m) {
     if constexpr (std::is_same_v<T, float> && std::endian::native == std::endian::little) {
+      if (m == 0) return;  // as in VectorSink: `row` is null for a row of no values
       if (n + m <= capacity) {
         std::memcpy(row + n, p, static_cast<size_t>(m) * 4);
         n += m;
@@ -71,11 +72,7 @@ struct DenseSink {
     }
     for (int64_t i = 0; i < m; ++i) add(load_float(p + 4 * i));
   }
-  static float load_float(const char* p) {
-    uint32_t bits;
-    std::memcpy(&bits, p, 4);
-    return std::bit_cast<float>(WireReader::from_le(bits));
-  }
+  static float load_float(const char* p) { return std::bit_cast<float>(load_le32(p)); }
 };
 
 // Variable length, numeric: appended to the batch's value vector.
@@ -89,6 +86,7 @@ struct VectorSink {
   }
   void add_raw_floats(const char* p, int64_t m) {
     if constexpr (std::is_same_v<T, float> && std::endian::native == std::endian::little) {
+      if (m == 0) return;  // an empty list: values->data() may be null, which memcpy must not get
       size_t old = values->size();
       values->resize(old + static_cast<size_t>(m));
       std::memcpy(values->data() + old, p, static_cast<size_t>(m) * 4);
@@ -481,6 +479,7 @@ void parse_fixed(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuild
 // Appends values stored as raw bytes (a default row) without assuming the bytes are aligned.
 template <class T>
 void append_raw(std::vector<T>& values, const std::string& raw) {
+  if (raw.empty()) return;  // an empty default: nothing to copy, and values.data() may be null
   size_t old = values.size();
   values.resize(old + raw.size() / sizeof(T));
   std::memcpy(values.data() + old, raw.data(), raw.size());
@@ -594,11 +593,12 @@ void ExampleParser::parse_batch(std::span<const std::string_view> records,
     } else if (!o.ragged) {
       o.values = std::move(c.dense);
     } else if (p.dtype == DType::F32) {
+      // A batch whose rows are all empty has no values: no buffer, and memcpy's pointers must not be null.
       o.values = Tensor::empty(DType::F32, {static_cast<int64_t>(c.floats.size())});
-      std::memcpy(o.values.raw(), c.floats.data(), c.floats.size() * sizeof(float));
+      if (!c.floats.empty()) std::memcpy(o.values.raw(), c.floats.data(), c.floats.size() * sizeof(float));
     } else {
       o.values = Tensor::empty(DType::I64, {static_cast<int64_t>(c.ints.size())});
-      std::memcpy(o.values.raw(), c.ints.data(), c.ints.size() * sizeof(int64_t));
+      if (!c.ints.empty()) std::memcpy(o.values.raw(), c.ints.data(), c.ints.size() * sizeof(int64_t));
     }
   }
 }

@@ -10,12 +10,12 @@
 // outside the message.
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
+
+#include "runtime/core/le_codec.h"
 
 namespace pipec::wire {
 
@@ -70,10 +70,9 @@ class WireReader {
 
   uint32_t fixed32() {
     if (end_ - p_ < 4) throw WireError{"fixed32 runs past the end of the message", p_};
-    uint32_t v;
-    std::memcpy(&v, p_, 4);
+    uint32_t v = load_le32(p_);
     p_ += 4;
-    return from_le(v);
+    return v;
   }
 
   void skip(uint32_t wire_type) {
@@ -89,11 +88,6 @@ class WireReader {
       case kEndGroup: throw WireError{"groups (wire types 3 and 4) are not supported", p_};
       default: throw WireError{"invalid wire type", p_};
     }
-  }
-
-  static uint32_t from_le(uint32_t v) {
-    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-    return v;
   }
 
  private:
@@ -139,9 +133,6 @@ inline void put_tag(std::string& out, uint32_t field, WireType type) {
   put_varint(out, uint64_t(field) << 3 | type);
 }
 
-inline void put_fixed32(std::string& out, uint32_t v) {
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  out.append(reinterpret_cast<const char*>(&v), 4);
-}
+inline void put_fixed32(std::string& out, uint32_t v) { append_le32(out, v); }
 
 }  // namespace pipec::wire

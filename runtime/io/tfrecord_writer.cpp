@@ -47,7 +47,7 @@ void TFRecordWriter::write(std::string_view record) {
   char header[tfrecord::kHeaderSize];
   tfrecord::encode_header(header, record.size());
   char footer[tfrecord::kFooterSize];
-  tfrecord::store_le32(footer, crc32c_masked(record.data(), record.size()));
+  store_le32(footer, crc32c_masked(record.data(), record.size()));
   stream_->write(header, sizeof header);
   stream_->write(record);
   stream_->write(footer, sizeof footer);

@@ -1,11 +1,11 @@
 #include "runtime/plan/plan_serialize.h"
 
-#include <zlib.h>
-
 #include <bit>
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "runtime/core/le_codec.h"
 
 namespace pipec {
 
@@ -31,20 +31,6 @@ enum Tag : uint8_t {
   kTagEnd = 'Z',
 };
 
-uint32_t crc32_of(const void* data, size_t n) {
-  return static_cast<uint32_t>(crc32_z(crc32(0L, Z_NULL, 0), static_cast<const Bytef*>(data), n));
-}
-
-void put_le(std::string& out, uint64_t v, int nbytes) {
-  for (int i = 0; i < nbytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get_le(const uint8_t* p, int nbytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < nbytes; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
-}
-
 // ---- encoding -------------------------------------------------------------------------------------
 
 class Encoder {
@@ -52,10 +38,10 @@ class Encoder {
   std::string out;
 
   void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
-  void u32(uint32_t v) { put_le(out, v, 4); }
-  void i32(int32_t v) { put_le(out, static_cast<uint32_t>(v), 4); }
-  void u64(uint64_t v) { put_le(out, v, 8); }
-  void i64(int64_t v) { put_le(out, static_cast<uint64_t>(v), 8); }
+  void u32(uint32_t v) { append_le32(out, v); }
+  void i32(int32_t v) { append_le32(out, static_cast<uint32_t>(v)); }
+  void u64(uint64_t v) { append_le64(out, v); }
+  void i64(int64_t v) { append_le64(out, static_cast<uint64_t>(v)); }
   void f64(double v) { u64(std::bit_cast<uint64_t>(v)); }
   void str(const std::string& s) {
     u64(s.size());
@@ -196,9 +182,9 @@ class Decoder {
     if (v > 1) fail(fmt::format("{} is {}, not 0 or 1", what, v));
     return v == 1;
   }
-  uint32_t u32(const char* what = "u32") { return static_cast<uint32_t>(get_le(take(4, what), 4)); }
+  uint32_t u32(const char* what = "u32") { return load_le32(take(4, what)); }
   int32_t i32(const char* what = "i32") { return static_cast<int32_t>(u32(what)); }
-  uint64_t u64(const char* what = "u64") { return get_le(take(8, what), 8); }
+  uint64_t u64(const char* what = "u64") { return load_le64(take(8, what)); }
   int64_t i64(const char* what = "i64") { return static_cast<int64_t>(u64(what)); }
   double f64(const char* what = "f64") { return std::bit_cast<double>(u64(what)); }
   // A list length; every item takes at least `min_item` bytes, so a corrupt count cannot make the
@@ -405,10 +391,10 @@ std::string encode_plan(const Plan& plan) {
   e.u8(kTagEnd);
 
   std::string out(kMagic, sizeof kMagic);
-  put_le(out, kPlanFormatVersion, 4);
-  put_le(out, e.out.size(), 8);
+  append_le32(out, kPlanFormatVersion);
+  append_le64(out, e.out.size());
   out += e.out;
-  put_le(out, crc32_of(out.data(), out.size()), 4);
+  append_le32(out, crc32_zlib(out.data(), out.size()));
   return out;
 }
 
@@ -418,18 +404,18 @@ Plan decode_plan(std::string_view blob, const std::string& source) {
   if (blob.size() < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0) throw err("not a pipec plan (bad magic)");
   if (blob.size() < kHeaderSize + kTrailerSize)
     throw err(fmt::format("truncated plan: {} bytes, smaller than the {}-byte framing", blob.size(), kHeaderSize + kTrailerSize));
-  uint32_t version = static_cast<uint32_t>(get_le(p + 8, 4));
+  uint32_t version = load_le32(p + 8);
   if (version != kPlanFormatVersion)
     throw err(fmt::format("plan format version {} is not supported (this runtime reads version {}); rebuild with a matching pipec",
                           version, kPlanFormatVersion));
-  uint64_t payload = get_le(p + 12, 8);
+  uint64_t payload = load_le64(p + 12);
   uint64_t actual = blob.size() - kHeaderSize - kTrailerSize;
   if (payload != actual)
     throw err(fmt::format("{} plan: header says {} payload bytes, blob has {}", payload > actual ? "truncated" : "corrupt",
                           payload, actual));
   size_t crc_at = blob.size() - kTrailerSize;
-  uint32_t stored = static_cast<uint32_t>(get_le(p + crc_at, 4));
-  uint32_t computed = crc32_of(p, crc_at);
+  uint32_t stored = load_le32(p + crc_at);
+  uint32_t computed = crc32_zlib(p, crc_at);
   if (stored != computed) throw err(fmt::format("corrupt plan: CRC32 mismatch (stored {:08x}, computed {:08x})", stored, computed));
 
   Decoder d(p + kHeaderSize, payload, source);

@@ -198,9 +198,10 @@ static int do_read(const char* dump_dir, int n, const char* data_dir) {
   /* And in a fresh handle. */
   pipe_handle* h2 = open_with(data_dir);
   CHECK(h2 != NULL, "second pipe_open: %s", pipe_last_error());
+  int got_fresh = 0;
   if (h2) {
     CHECK(pipe_restore_state(h2, state, state_len) == 0, "pipe_restore_state in a fresh handle: %s", pipe_last_error());
-    int got_fresh = read_blobs(h2, rest, fresh);
+    got_fresh = read_blobs(h2, rest, fresh);
     CHECK(got_fresh == got, "fresh handle: %d elements, before %d", got_fresh, got);
     expect_same(first, fresh, got < got_fresh ? got : got_fresh, "restore in a fresh handle");
     /* A damaged state is refused with a message, not a crash. */
@@ -212,6 +213,7 @@ static int do_read(const char* dump_dir, int n, const char* data_dir) {
   pipe_free_state(state);
   free_blobs(first, got);
   free_blobs(again, got_again);
+  free_blobs(fresh, got_fresh);
   free(first);
   free(again);
   free(fresh);

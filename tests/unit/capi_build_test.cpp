@@ -39,9 +39,12 @@ CommandResult run_shell(const std::string& cmd) {
 fs::path compile_c_test(const fs::path& lib_dir, const std::string& stem, const fs::path& exe) {
   std::string upper = stem;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::string cmd = fmt::format("cc -std=c11 -Wall -Wextra -Werror -I {0} '-DLIB_HEADER=\"lib{1}.h\"' -DUPPER={2} -DLOWER={1} {3} -o {4} -L {0} -l{1} -Wl,-rpath,{0}",
+  // In a sanitizer build the library needs the sanitizer's runtime, which must be the program's first
+  // library: the program is linked with it (PIPEC_SANITIZER_LINK is empty otherwise).
+  std::string cmd = fmt::format("cc -std=c11 -Wall -Wextra -Werror -I {0} '-DLIB_HEADER=\"lib{1}.h\"' -DUPPER={2} -DLOWER={1} {3} -o {4} -L {0} -l{1} -Wl,-rpath,{0} {5}",
                                 shell_quote(lib_dir.string()), stem, upper,
-                                shell_quote(std::string(PIPEC_SOURCE_DIR) + "/tests/capi/capi_test.c"), shell_quote(exe.string()));
+                                shell_quote(std::string(PIPEC_SOURCE_DIR) + "/tests/capi/capi_test.c"), shell_quote(exe.string()),
+                                PIPEC_SANITIZER_LINK);
   CommandResult r = run_shell(cmd);
   EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.out;
   return exe;

@@ -102,7 +102,7 @@ TEST(CudaOpsHost, EveryElementwiseOpTheLoopNestsLowerMatchesTheInterpreter) {
         int px = probe.param("x", dt, {3, 4}), py = probe.param("y", dt, {4});
         std::vector<int> operands = arity == 2 ? std::vector<int>{px, py} : std::vector<int>{px};
         int id = probe.op(op, operands, dt, {3, 4});
-        KernelArgs args{probe.fn.body[static_cast<size_t>(id)], {Tensor::empty(dt, {3, 4}), Tensor::empty(dt, {4})}, 0, 1, 0, 0, 0};
+        KernelArgs args{probe.fn.body[static_cast<size_t>(id)], {Tensor::zeros(dt, {3, 4}), Tensor::zeros(dt, {4})}, 0, 1, 0, 0, 0};
         if (arity == 1) args.in.pop_back();
         DType rt;
         try {

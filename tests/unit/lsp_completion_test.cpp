@@ -130,10 +130,11 @@ TEST(LspCompletion, LayersComeFirstInAModel) {
     else if (first_op == l.size()) first_op = i;
   }
   EXPECT_LT(last_layer, first_op) << ::testing::PrintToString(l);
-  for (JsonView item : reply["result"]["items"].elements())
+  for (JsonView item : reply["result"]["items"].elements()) {
     if (item["label"].as_string() == "relu") {
       EXPECT_EQ(item["detail"].as_string(), find_builtin("relu", {BuiltinKind::Layer})->signature());
     }
+  }
   // sortText keeps that order in editors that sort.
   JsonView items = reply["result"]["items"];
   EXPECT_LT(items[size_t(0)]["sortText"].as_string(), items[size_t(1)]["sortText"].as_string());

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,14 @@ TEST(BufferPool, SizeClassesCoverTheRequestWithAtMostAQuarterWasted) {
   }
   // Classes are increasing, so a request never gets a smaller class's buffer.
   for (int c = 1; c < 200; ++c) EXPECT_GT(BufferPool::class_bytes(c), BufferPool::class_bytes(c - 1));
+}
+
+// A size no machine can hold is refused: the top classes' sizes would wrap around (2^64 - 1 bytes once
+// got a class of 2^64, that is 0, bytes and a buffer).
+TEST(BufferPool, RequestsTooLargeForAnyClassAreRefused) {
+  BufferPool& pool = BufferPool::global();
+  for (size_t bytes : {~size_t(0), (size_t(1) << 63) + (size_t(1) << 62) + 1, (size_t(1) << 62) + 1})
+    EXPECT_THROW(pool.allocate(bytes), std::bad_alloc) << bytes;
 }
 
 TEST(BufferPool, FreedTensorStorageIsReusedNotReallocated) {

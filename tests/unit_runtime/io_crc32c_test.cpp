@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ std::vector<std::pair<const char*, Fn>> implementations() {
   std::vector<std::pair<const char*, Fn>> fns{{"portable", crc32c_extend_portable},
                                               {"dispatch", crc32c_extend}};
   if (crc32c_have_sse42()) fns.push_back({"sse42", crc32c_extend_sse42});
+  if (crc32c_have_sse42_clmul()) fns.push_back({"sse42_3way", crc32c_extend_sse42_3way});
   return fns;
 }
 
@@ -65,6 +67,45 @@ TEST(IoCrc32c, Sse42AndPortableAgreeOnRandomData) {
   }
 }
 
+// The three-chain version splits a buffer into rounds of 3 x 1024 bytes, one last round of three equal
+// blocks (a multiple of 8 bytes each) and a tail of under 24 bytes on one chain: every length up to two
+// rounds and around the later round boundaries, at every alignment, from random running states, must
+// give the single chain's (and the table version's) CRC exactly.
+TEST(IoCrc32c, InterleavedChainsMatchOneChainAroundEveryBoundary) {
+  if (!crc32c_have_sse42_clmul()) GTEST_SKIP() << "this CPU has no SSE4.2 and PCLMULQDQ";
+  std::mt19937_64 rng(99);
+  std::vector<uint8_t> buf(3 * 1024 * 5 + 64);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 2 * 3072 + 100; ++n) lengths.push_back(n);
+  for (size_t k = 3; k <= 4; ++k)
+    for (size_t d = 0; d < 40; ++d) {
+      lengths.push_back(k * 3072 + d);
+      lengths.push_back(k * 3072 - d);
+    }
+  for (size_t n : lengths) {
+    if (n + 8 > buf.size()) continue;
+    for (size_t align = 0; align < 8; ++align) {
+      const uint32_t seed = align == 0 ? 0 : static_cast<uint32_t>(rng());
+      const uint8_t* p = buf.data() + align;
+      const uint32_t want = crc32c_extend_sse42(seed, p, n);
+      ASSERT_EQ(crc32c_extend_sse42_3way(seed, p, n), want) << "n=" << n << " align=" << align;
+      if (n % 97 == 0) {
+        ASSERT_EQ(crc32c_extend_portable(seed, p, n), want) << "n=" << n << " align=" << align;
+      }
+    }
+  }
+  // All of a large buffer, and the same in uneven pieces.
+  const uint32_t whole = crc32c_extend_portable(0, buf.data(), buf.size());
+  EXPECT_EQ(crc32c_extend_sse42_3way(0, buf.data(), buf.size()), whole);
+  uint32_t c = 0;
+  for (size_t at = 0, piece = 1; at < buf.size(); at += piece, piece = piece * 3 + 1) {
+    const size_t m = std::min(piece, buf.size() - at);
+    c = crc32c_extend_sse42_3way(c, buf.data() + at, m);
+  }
+  EXPECT_EQ(c, whole);
+}
+
 TEST(IoCrc32c, MaskRoundTripsAndIsNotIdentity) {
   for (uint32_t c : {0u, 1u, 0xE3069283u, 0xffffffffu, 0x80000000u}) {
     EXPECT_EQ(crc32c_unmask(crc32c_mask(c)), c);
@@ -79,8 +120,8 @@ TEST(IoCrc32c, MatchesTensorFlowFraming) {
   // CRC of "foo".
   std::string rec = testing::base64_decode("AwAAAAAAAACwmUkOZm9vYYq+/g==");
   ASSERT_EQ(rec.size(), 12u + 3u + 4u);
-  EXPECT_EQ(tfrecord::load_le32(rec.data() + 8), crc32c_masked(rec.data(), 8));
-  EXPECT_EQ(tfrecord::load_le32(rec.data() + 15), crc32c_masked("foo", 3));
+  EXPECT_EQ(load_le32(rec.data() + 8), crc32c_masked(rec.data(), 8));
+  EXPECT_EQ(load_le32(rec.data() + 15), crc32c_masked("foo", 3));
   char header[12];
   tfrecord::encode_header(header, 3);
   EXPECT_EQ(std::string(header, 12), rec.substr(0, 12));

@@ -37,7 +37,7 @@ std::string frame(const std::vector<std::string>& records) {
   for (const auto& r : records) {
     char h[12], f[4];
     tfrecord::encode_header(h, r.size());
-    tfrecord::store_le32(f, crc32c_masked(r.data(), r.size()));
+    store_le32(f, crc32c_masked(r.data(), r.size()));
     out.append(h, 12).append(r).append(f, 4);
   }
   return out;

@@ -135,10 +135,11 @@ TEST(Conv2d, FusedReluForwardThenBackwardFromTheOutput) {
   for (size_t i = 0; i < dz_want.size(); ++i) dz_want[i] = z.value[i] > 0 ? dy.d[i] : 0;
   // Where z is within rounding of 0 the two sides may disagree on the sign: skip those few.
   const double g = test::gamma_bound(z.terms + 2);
-  for (size_t i = 0; i < dz_want.size(); ++i)
+  for (size_t i = 0; i < dz_want.size(); ++i) {
     if (std::abs(z.value[i]) > g * z.magnitude[i]) {
       EXPECT_EQ(dz[i], float(dz_want[i])) << "dz element " << i;
     }
+  }
   naive::ConvGrads grads = naive::conv2d_backward(p, x.d, w.d, test::as_data(naive::Vec(dz.begin(), dz.end())).d);
   test::expect_within_bound(dx, grads.dx, "dx");
   test::expect_within_bound(dw, grads.dw, "dw");

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds pipec with sanitizers, in a build directory of its own, and runs the tests there.
+#
+#   scripts/sanitize.sh asan [CTEST_ARGS...]   # AddressSanitizer + UBSan in build-asan/: every ctest test
+#   scripts/sanitize.sh tsan [CTEST_ARGS...]   # ThreadSanitizer in build-tsan/: every runtime test and the
+#                                              # unit tests that run pipelines on threads
+#
+# A finding fails its test: UBSan is built with -fno-sanitize-recover, ASan stops at the first error
+# (and reports leaks at exit), TSan makes the process exit with status 66 after a race report. Extra
+# arguments go to ctest (e.g. `-R Checkpoint` to run a few tests again). Sanitizer builds are -O1 -g1:
+# about half the compile time of -O2 -g, and still fast enough to run the tests.
+#
+# Suppressions (tests/sanitizers/) are for third-party code only, never for pipec's own.
+set -euo pipefail
+
+# The TSan job's unit tests: all of them (ctest label `unit`) but these suites, which compile, print
+# or check on the calling thread only (the checker, the formatter, the language server, the code
+# generators' op-by-op comparisons with the interpreter). A new suite is under TSan unless listed here.
+tsan_unit_exclude='^(Sema|Fmt[A-Za-z]*|Lsp[A-Za-z]*|Json|Promotion|ConstEval|Diagnostics|DiagnosticCoverage|SyntaxFiles|Cuda[A-Za-z]*|OpTable|PlanSerialize|Compile|FitShape|Broadcast|CodegenOps|Reductions|AllDtypes/[A-Za-z]*)\.'
+
+main() {
+  cd "$(dirname "$0")/.."
+  local root mode jobs dir
+  root=$(pwd)
+  mode="${1:-}"
+  shift || true
+  jobs="${PIPEC_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+  local common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+    # GCC's flow-based warnings (-Wmaybe-uninitialized, -Wstringop-*) change with -O1 and the sanitizers'
+    # instrumentation and give false positives there; the normal build is the one that keeps warnings out.
+    -DPIPEC_WERROR=OFF)
+  local flags targets
+  case "$mode" in
+    asan)
+      dir=build-asan
+      # The difftest with 30 random pipelines instead of 200 (tests/difftest/CMakeLists.txt).
+      flags=(-DPIPEC_SANITIZE=ON -DPIPEC_SANITIZE_THREAD=OFF -DPIPEC_DIFFTEST_SEEDS=30)
+      targets=(all)
+      ;;
+    tsan)
+      dir=build-tsan
+      flags=(-DPIPEC_SANITIZE=OFF -DPIPEC_SANITIZE_THREAD=ON)
+      # unit_tests runs `pipec` as a subprocess in its command-line tests, so pipec is built too.
+      # Not here: train_kernel_tests (oneDNN runs on OpenMP, and Debian's libgomp is not built with TSan,
+      # so every parallel region would be reported), the golden, conformance and difftest runs (the
+      # same code paths as the unit tests, at ten times the cost under TSan).
+      targets=(runtime_tests unit_tests pipec)
+      ;;
+    *)
+      echo "usage: scripts/sanitize.sh asan|tsan [CTEST_ARGS...]" >&2
+      exit 2
+      ;;
+  esac
+
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" "${common[@]}" "${flags[@]}" >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 2; }
+  cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+
+  local supp="$root/tests/sanitizers"
+  export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:halt_on_error=1:${ASAN_OPTIONS:-}"
+  export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  export TSAN_OPTIONS="suppressions=$supp/tsan.supp:second_deadlock_stack=1:halt_on_error=0:exitcode=66:${TSAN_OPTIONS:-}"
+  # AddressSanitizer's stack frames are several times larger, so the 4000-deep expressions the front end
+  # accepts (Sema.DeepNesting, Sema.LongOperatorChainIsHandled) overflow the usual 8 MB stack only under
+  # it: 64 MB gives as much room relative to the frames as 8 MB has without it (tests/fuzz/run.sh does
+  # the same). glibc sizes new threads' stacks by this limit too.
+  ulimit -s 65536 2>/dev/null || ulimit -s "$(ulimit -H -s)" 2>/dev/null || true
+  cd "$dir"
+  if [ "$mode" = asan ]; then
+    ctest --output-on-failure -j "$jobs" "$@"
+  else
+    local status=0
+    ctest --output-on-failure -j "$jobs" -L '^runtime$' "$@" || status=1
+    ctest --output-on-failure -j "$jobs" -L '^unit$' -E "$tsan_unit_exclude" "$@" || status=1
+    return $status
+  fi
+}
+
+# The whole script is read before it runs (main is called on the last line), so editing it while a
+# run is under way does not change that run.
+main "$@"
