@@ -14,10 +14,10 @@
 // printed too (a run that fails must fail with the same error; the elements before it may differ, as
 // chunks do); `# mode: model` the training-step graph of every train block;
 // otherwise the diagnostics of `pipec check` (which compiles train blocks too). Lines `# -D NAME=VALUE`
-// among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all others must have none (warnings
-// are fine). Files in a folder named `imports` below a category (tests/lang/imports/imports/helper.pipe)
-// are helpers that tests import, not tests. `lang_tests --update DIR` rewrites every expected block from
-// the current output.
+// among the first comment lines override consts as `pipec -D NAME=VALUE` does. Files named fail_* must have errors; all
+// others must have none (warnings are fine). Files in a folder named `imports` below a category
+// (tests/lang/imports/imports/helper.pipe) are helpers that tests import, not tests. `lang_tests --update DIR` rewrites
+// every expected block from the current output.
 #include <unistd.h>
 
 #include <algorithm>
@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
                 : spec.rfind("# mode: passes", 0) == 0    ? Mode::Passes
                 : spec.rfind("# mode: run", 0) == 0       ? Mode::Run
                 : spec.rfind("# mode: model", 0) == 0     ? Mode::Model
-                                                           : Mode::Check;
+                                                          : Mode::Check;
     bool had_errors = false;
     std::string output = run_spec(f, spec, mode, had_errors);
     std::string actual = as_comment_block(output);

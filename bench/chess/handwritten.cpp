@@ -151,7 +151,8 @@ std::string parse_position(std::string_view record, Position& pos) {
         while (l < lend) {
           if (!next_field(l, lend, field, wire, payload, scalar)) return "malformed BytesList";
           if (field != 1 || wire != 2) continue;
-          if (payload.size() != kPackedBytes) return "feature d is " + std::to_string(payload.size()) + " bytes, not 194";
+          if (payload.size() != kPackedBytes)
+            return "feature d is " + std::to_string(payload.size()) + " bytes, not 194";
           std::memcpy(pos.d, payload.data(), kPackedBytes);
           ++n;
         }
@@ -206,7 +207,8 @@ class Rng {  // splitmix64
 
 class Input {
  public:
-  Input(std::vector<std::string> files, size_t buffer, uint64_t seed) : files_(std::move(files)), cap_(buffer), rng_(seed) {
+  Input(std::vector<std::string> files, size_t buffer, uint64_t seed)
+      : files_(std::move(files)), cap_(buffer), rng_(seed) {
     buf_.reserve(std::max<size_t>(cap_, 1));
   }
 
@@ -429,10 +431,10 @@ int main(int argc, char** argv) {
       std::string k = value();
       if (k != "table" && k != "select") die("--kernel is table or select");
       g_use_table = k == "table";
-    }
-    else if (a == "-h" || a == "--help") {
-      std::printf("usage: chess_handwritten DATA BATCHES [--threads N] [--warmup N] [--batch-size N] "
-                  "[--shuffle-buffer N] [--no-shuffle] [--seed S] [--output DIR] [--kernel table|select]\n");
+    } else if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: chess_handwritten DATA BATCHES [--threads N] [--warmup N] [--batch-size N] "
+          "[--shuffle-buffer N] [--no-shuffle] [--seed S] [--output DIR] [--kernel table|select]\n");
       return 0;
     } else if (!a.empty() && a[0] == '-') die("unknown option " + a);
     else pos.push_back(a);

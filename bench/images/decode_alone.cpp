@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else for (auto& f : expand_glob(argv[i])) files.push_back(f);
+    else
+      for (auto& f : expand_glob(argv[i])) files.push_back(f);
   }
   std::vector<std::string> data;
   for (const auto& f : files) {
@@ -58,7 +59,8 @@ int main(int argc, char** argv) {
     });
   for (auto& t : pool) t.join();
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "decode_alone: %lld images in %.3f s on %d threads\n", static_cast<long long>(total), s, threads);
+  std::fprintf(stderr, "decode_alone: %lld images in %.3f s on %d threads\n", static_cast<long long>(total), s,
+               threads);
   std::printf("%.1f\n", static_cast<double>(total) / s);
   return 0;
 }

@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   }
   const double full = per_image_ms(data.size(), rounds, [&](size_t i) { decode_jpeg_image(data[i], {}); });
   const double crop = per_image_ms(data.size(), rounds, [&](size_t i) { decode_jpeg_image(data[i], window_of(i)); });
-  const double build = per_image_ms(data.size(), rounds, [&](size_t i) { JpegWindowIndex::build(data[i], kDefaultMaxPixels); });
+  const double build =
+      per_image_ms(data.size(), rounds, [&](size_t i) { JpegWindowIndex::build(data[i], kDefaultMaxPixels); });
   const double cut = per_image_ms(data.size(), rounds, [&](size_t i) { decode_jpeg_window(*index[i], window_of(i)); });
   std::printf("%zu files (%d rewritten directly), index %.1f MB for %.1f MB of files, median of %d rounds, 1 thread\n",
               data.size(), direct, index_bytes / 1e6, file_bytes / 1e6, rounds);

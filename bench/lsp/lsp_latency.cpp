@@ -10,8 +10,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,7 +100,8 @@ struct Stats {
 
 double since_ms(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// CPU time of this process (all threads: the parser runs on its own): on a loaded machine wall-clock latency overstates the server's own work.
+// CPU time of this process (all threads: the parser runs on its own): on a loaded machine wall-clock latency overstates
+// the server's own work.
 double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -193,8 +194,8 @@ class Child : public Endpoint {
     int status = 0;
     rusage usage{};
     wait4(pid_, &status, 0, &usage);
-    cpu_ms = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
-             (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+    cpu_ms =
+        (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
     return usage.ru_maxrss;
   }
 
@@ -244,10 +245,10 @@ int main(int argc, char** argv) {
   ep->send(note("initialized", Json::object()));
 
   auto t0 = Clock::now();
-  ep->send(note("textDocument/didOpen", Json::object({{"textDocument", Json::object({{"uri", kUri},
-                                                                                   {"languageId", "pipe"},
-                                                                                   {"version", 1},
-                                                                                   {"text", spec}})}})));
+  ep->send(note(
+      "textDocument/didOpen",
+      Json::object(
+          {{"textDocument", Json::object({{"uri", kUri}, {"languageId", "pipe"}, {"version", 1}, {"text", spec}})}})));
   if (!ep->wait_for([](JsonView m) { return is_diagnostics(m, 1); })) return 1;
   double open_ms = since_ms(t0);
 

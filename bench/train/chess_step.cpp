@@ -90,16 +90,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--threads")
-      threads = std::atoi(next().c_str());
-    else if (a == "--steps")
-      steps = std::atoi(next().c_str());
-    else if (a == "--warmup")
-      warmup = std::atoi(next().c_str());
-    else if (a == "--breakdown")
-      breakdown = true;
-    else if (a == "--layout")
-      layout = next() == "any" ? ActivationLayout::Any : ActivationLayout::Nhwc;
+    if (a == "--threads") threads = std::atoi(next().c_str());
+    else if (a == "--steps") steps = std::atoi(next().c_str());
+    else if (a == "--warmup") warmup = std::atoi(next().c_str());
+    else if (a == "--breakdown") breakdown = true;
+    else if (a == "--layout") layout = next() == "any" ? ActivationLayout::Any : ActivationLayout::Nhwc;
     else {
       std::fprintf(stderr, "usage: %s [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]\n",
                    argv[0]);

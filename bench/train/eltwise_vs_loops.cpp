@@ -76,10 +76,8 @@ int main(int argc, char** argv) {
       const float* v = from_output ? y.data() : x.data();
       double bl = median_ms(reps, [&] { pipec::bench::loop_backward(r.act, v, dy.data(), dx.data(), n); });
       double bd = median_ms(reps, [&] {
-        if (from_output)
-          op.backward_from_output(y.data(), dy.data(), dx.data());
-        else
-          op.backward_from_input(x.data(), dy.data(), dx.data());
+        if (from_output) op.backward_from_output(y.data(), dy.data(), dx.data());
+        else op.backward_from_input(x.data(), dy.data(), dx.data());
       });
       auto ns = [&](double ms) { return ms * 1e6 / double(n); };
       std::printf("%-16s %10lld | %9.3f %9.3f %7.1fx | %9.3f %9.3f %7.1fx\n", r.name, (long long)n, ns(fl), ns(fd),

@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
     if (n.op == ModelOp::Loss && n.attr("sparse") && n.attr("sparse")->b) {
       const double classes = static_cast<double>(g.values[n.inputs[0]].shape.back());
       float* p = target.data<float>();
-      for (int64_t i = 0; i < target.num_elements(); ++i) p[i] = static_cast<float>(static_cast<int64_t>(p[i] * classes));
+      for (int64_t i = 0; i < target.num_elements(); ++i)
+        p[i] = static_cast<float>(static_cast<int64_t>(p[i] * classes));
     }
   FastExecutor ex(g, 0, FastExecutorOptions{threads});
   std::vector<double> wall, cpu;
@@ -91,9 +92,9 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("%s, train %s, batch %lld: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms); %s\n", spec.c_str(),
-              t->name.c_str(), static_cast<long long>(rows), median(wall), steps, *std::min_element(wall.begin(), wall.end()),
-              median(cpu), ex.description().c_str());
+  std::printf("%s, train %s, batch %lld: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms); %s\n",
+              spec.c_str(), t->name.c_str(), static_cast<long long>(rows), median(wall), steps,
+              *std::min_element(wall.begin(), wall.end()), median(cpu), ex.description().c_str());
   std::printf("RESULT %.3f %.3f %.3f\n", median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu));
   return 0;
 }

@@ -26,15 +26,15 @@ struct StageFacts {
 };
 
 struct RunFacts {
-  const Plan* plan = nullptr;  // the plan that ran (after the optimizer)
-  std::vector<StageFacts> stages;                    // by plan index
-  std::vector<std::optional<int64_t>> pass_elements; // elements in one pass of each stage, when known
-  Bottleneck bottleneck;                             // by the autotuner's model over the whole run
-  int threads = 1;             // the run's threads
-  int cores = 1;               // the machine's
-  uint64_t memory_budget = 0;  // bytes
-  bool all_passes = true;      // the optimizer ran every pass (no -O0, no --disable-pass)
-  bool gpu = false;            // the run had a GPU for the stages after to(gpu)
+  const Plan* plan = nullptr;                         // the plan that ran (after the optimizer)
+  std::vector<StageFacts> stages;                     // by plan index
+  std::vector<std::optional<int64_t>> pass_elements;  // elements in one pass of each stage, when known
+  Bottleneck bottleneck;                              // by the autotuner's model over the whole run
+  int threads = 1;                                    // the run's threads
+  int cores = 1;                                      // the machine's
+  uint64_t memory_budget = 0;                         // bytes
+  bool all_passes = true;                             // the optimizer ran every pass (no -O0, no --disable-pass)
+  bool gpu = false;                                   // the run had a GPU for the stages after to(gpu)
 
   /// A training run's steps, when the pipeline fed one (`pipec run` on a train block).
   struct Training {

@@ -55,31 +55,36 @@ void advise_bottleneck(const RunFacts& f, std::vector<Advice>& out) {
   const Plan& plan = *f.plan;
   if (b.kind == Bottleneck::Kind::None || fixed_parallel_limits(f)) return;
   if (b.kind == Bottleneck::Kind::Consumer) {
-    out.push_back({"", -1, "the consumer takes longer per element than the pipeline makes one: nothing in the pipeline limits the run"});
+    out.push_back(
+        {"", -1,
+         "the consumer takes longer per element than the pipeline makes one: nothing in the pipeline limits the run"});
     return;
   }
   const int x = b.stage;
-  const std::string head = fmt::format("{} limits the run ({} of the work; {})", stage_label(plan, x), percent(b.share), b.why);
+  const std::string head =
+      fmt::format("{} limits the run ({} of the work; {})", stage_label(plan, x), percent(b.share), b.why);
   std::string action;
   switch (b.kind) {
     case Bottleneck::Kind::Segment:
-      if (b.why.find(" with ") != std::string::npos)
-        action = split_thread(f, x);
-      else
-        action = "it has its thread to itself, so only less work in it makes the run faster";
+      if (b.why.find(" with ") != std::string::npos) action = split_thread(f, x);
+      else action = "it has its thread to itself, so only less work in it makes the run faster";
       break;
     case Bottleneck::Kind::Map:
       action = "the autotuner's line for it says what kept it from more chunks in flight";
       break;
     case Bottleneck::Kind::Reader:
-      action = "read more files at once: interleave(cycle_length = N) after the source (the order of the records changes)";
+      action =
+          "read more files at once: interleave(cycle_length = N) after the source (the order of the records changes)";
       break;
     case Bottleneck::Kind::Cpu:
       if (f.threads < f.cores)
-        action = fmt::format("the run has {} of the machine's {} cores: run it with --threads {}", f.threads, f.cores, f.cores);
+        action = fmt::format("the run has {} of the machine's {} cores: run it with --threads {}", f.threads, f.cores,
+                             f.cores);
       else if (!f.gpu && after_to_gpu(plan, x))
-        action = "every core is busy, and it comes after to(gpu) but ran on the CPU for want of a GPU: on a machine with one it "
-                 "moves there";
+        action =
+            "every core is busy, and it comes after to(gpu) but ran on the CPU for want of a GPU: on a machine with "
+            "one it "
+            "moves there";
       else
         action = "every core is busy: only less work helps (cache what repeats, or move maps to the GPU with to(gpu))";
       break;

@@ -133,19 +133,21 @@ void advise_cache_after_expensive(const RunFacts& f, std::vector<Advice>& out) {
   if (best->repeat_before >= 0)
     action = fmt::format("move {} after it and add cache() between them", stage_label(plan, best->repeat_before));
   else if (best->shuffle >= 0)
-    action = fmt::format("add cache() after it and move {} after the cache (it then shuffles the cached elements every epoch)",
-                         stage_label(plan, best->shuffle));
-  else
-    action = "add cache() after it";
+    action = fmt::format(
+        "add cache() after it and move {} after the cache (it then shuffles the cached elements every epoch)",
+        stage_label(plan, best->shuffle));
+  else action = "add cache() after it";
   std::string size;
   if (!best->bytes) {
     size = " (how much memory that needs is known once one pass has run)";
   } else if (*best->bytes <= static_cast<double>(f.memory_budget)) {
-    size = fmt::format(" (needs {}; budget {})", format_bytes(static_cast<uint64_t>(*best->bytes)), format_bytes(f.memory_budget));
+    size = fmt::format(" (needs {}; budget {})", format_bytes(static_cast<uint64_t>(*best->bytes)),
+                       format_bytes(f.memory_budget));
   } else {
-    action = fmt::format("caching its output in memory would need {}, over the memory budget of {}: cache it in a file "
-                         "(cache(\"PATH\")) or write it once and read that instead",
-                         format_bytes(static_cast<uint64_t>(*best->bytes)), format_bytes(f.memory_budget));
+    action = fmt::format(
+        "caching its output in memory would need {}, over the memory budget of {}: cache it in a file "
+        "(cache(\"PATH\")) or write it once and read that instead",
+        format_bytes(static_cast<uint64_t>(*best->bytes)), format_bytes(f.memory_budget));
   }
   out.push_back({"", s, subject + " the same elements every epoch: " + action + size});
 }

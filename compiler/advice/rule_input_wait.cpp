@@ -26,18 +26,19 @@ void advise_input_wait(const RunFacts& f, std::vector<Advice>& out) {
   if (share < kShare) return;
   const double per_step_ms = 1e3 * t.seconds / static_cast<double>(t.steps);
   const double wait_ms = 1e3 * t.input_wait_seconds / static_cast<double>(t.steps);
-  const std::string evidence =
-      fmt::format("the model waits for input {} of each step ({:.3g} ms of {:.3g} ms)", percent(share), wait_ms, per_step_ms);
+  const std::string evidence = fmt::format("the model waits for input {} of each step ({:.3g} ms of {:.3g} ms)",
+                                           percent(share), wait_ms, per_step_ms);
   const int b = f.bottleneck.stage;
   std::string text;
   if (f.bottleneck.kind == Bottleneck::Kind::Consumer)
-    text = evidence + ": the pipeline makes batches faster than the model takes them, so the wait is the hand-off "
-                      "between their threads: larger batches, or a deeper prefetch(N) at the end of the pipeline, hide it";
+    text = evidence +
+           ": the pipeline makes batches faster than the model takes them, so the wait is the hand-off "
+           "between their threads: larger batches, or a deeper prefetch(N) at the end of the pipeline, hide it";
   else if (b >= 0 && b < static_cast<int>(f.plan->stages.size()))
-    text = fmt::format("{}: the input pipeline limits training; {} limits the pipeline ({} of its work): make it faster", evidence,
-                       stage_label(*f.plan, b), percent(f.bottleneck.share));
-  else
-    text = evidence + ": the input pipeline limits training: make it faster";
+    text =
+        fmt::format("{}: the input pipeline limits training; {} limits the pipeline ({} of its work): make it faster",
+                    evidence, stage_label(*f.plan, b), percent(f.bottleneck.share));
+  else text = evidence + ": the input pipeline limits training: make it faster";
   out.push_back({"", -1, text});
 }
 

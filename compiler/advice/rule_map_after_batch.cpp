@@ -30,11 +30,11 @@ void advise_map_after_batch(const RunFacts& f, std::vector<Advice>& out) {
     const std::string why = vectorize_refusal(plan, b);
     std::string action;
     if (why.empty())
-      action = f.all_passes ? "the optimizer left it where it was" : "run with every optimizer pass (no -O0 or --disable-pass) and it moves";
+      action = f.all_passes ? "the optimizer left it where it was"
+                            : "run with every optimizer pass (no -O0 or --disable-pass) and it moves";
     else if (why.find("repeat") != std::string::npos)
       action = "it stays because " + why + ": put the repeat after the batch and the optimizer moves it";
-    else
-      continue;
+    else continue;
     out.push_back({"", m,
                    fmt::format("{} runs on elements before {} and is {} of the work; after the batch it would run on "
                                "whole batches of {} (batch | map): {}",

@@ -51,13 +51,14 @@ void advise_shuffle_before_decode(const RunFacts& f, std::vector<Advice>& out) {
       cur = up;
     }
     if (first_map < 0 || smallest * kSmaller > element) continue;
-    out.push_back({"", sh,
-                   fmt::format("{}'s buffer holds {} elements of {} ({}); before {} an element is {}: shuffle there, right "
-                               "after {}, and the buffer takes {} (the maps in between do not depend on the order)",
-                               stage_label(plan, sh), buffer->i, format_bytes(static_cast<uint64_t>(element)),
-                               format_bytes(static_cast<uint64_t>(held)), stage_label(plan, first_map),
-                               format_bytes(static_cast<uint64_t>(smallest)), stage_label(plan, before),
-                               format_bytes(static_cast<uint64_t>(smallest * static_cast<double>(buffer->i))))});
+    out.push_back(
+        {"", sh,
+         fmt::format("{}'s buffer holds {} elements of {} ({}); before {} an element is {}: shuffle there, right "
+                     "after {}, and the buffer takes {} (the maps in between do not depend on the order)",
+                     stage_label(plan, sh), buffer->i, format_bytes(static_cast<uint64_t>(element)),
+                     format_bytes(static_cast<uint64_t>(held)), stage_label(plan, first_map),
+                     format_bytes(static_cast<uint64_t>(smallest)), stage_label(plan, before),
+                     format_bytes(static_cast<uint64_t>(smallest * static_cast<double>(buffer->i))))});
   }
 }
 

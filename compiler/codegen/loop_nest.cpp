@@ -27,7 +27,6 @@ std::string where(const Instr& in, int id) {
   return fmt::format("%{} = {}{}", id, op_name(in.op), in.loc.valid() ? " at " + in.loc.to_string() : "");
 }
 
-
 int64_t count(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -106,7 +105,8 @@ class OutputBuilder {
   // The flat row-major index of `idx` in `shape`.
   int linearize(const std::vector<int>& idx, const std::vector<int64_t>& shape) {
     int flat = iconst(0);
-    for (size_t d = 0; d < shape.size(); ++d) flat = index(IndexOp::Add, index(IndexOp::Mul, flat, iconst(shape[d])), idx[d]);
+    for (size_t d = 0; d < shape.size(); ++d)
+      flat = index(IndexOp::Add, index(IndexOp::Mul, flat, iconst(shape[d])), idx[d]);
     return flat;
   }
   std::vector<int> delinearize(int flat, const std::vector<int64_t>& shape) {
@@ -131,7 +131,6 @@ class OutputBuilder {
 
   // dynamic_index `id`: a bool node, true when the row's index lies in the dimension (the check).
   int index_in_range(int id) { return run_time_index(id).second; }
-
 
  private:
   // ---- Index rewrites.
@@ -192,7 +191,8 @@ class OutputBuilder {
     if (n.kind == NodeKind::Const) return is_integer(n.dtype) && n.ival % d == 0;
     if (n.kind != NodeKind::Index) return false;
     if (n.index_op == IndexOp::Mul) return multiple_of(n.args[0], d) || multiple_of(n.args[1], d);
-    if (n.index_op == IndexOp::Add || n.index_op == IndexOp::Sub) return multiple_of(n.args[0], d) && multiple_of(n.args[1], d);
+    if (n.index_op == IndexOp::Add || n.index_op == IndexOp::Sub)
+      return multiple_of(n.args[0], d) && multiple_of(n.args[1], d);
     return false;
   }
   // id / d for a node that multiple_of(id, d) accepted: exact, so it distributes over + and *.
@@ -219,7 +219,8 @@ class OutputBuilder {
     for (int k = 0; k < 2; ++k) {
       const int m = x.args[k], r = x.args[1 - k];
       if (!multiple_of(m, d) || !nonneg(m) || !nonneg(r)) continue;
-      return op == IndexOp::Div ? index(IndexOp::Add, exact_div(m, d), index(IndexOp::Div, r, b)) : index(IndexOp::Mod, r, b);
+      return op == IndexOp::Div ? index(IndexOp::Add, exact_div(m, d), index(IndexOp::Div, r, b))
+                                : index(IndexOp::Mod, r, b);
     }
     return -1;
   }
@@ -264,8 +265,9 @@ class OutputBuilder {
     out.bytes.resize(static_cast<size_t>(src.count) * w);
     for (int64_t i = 0; i < src.count; ++i) {
       const int64_t v = table_i64(src, i);
-      const bool fits = is_signed_int(to) ? (w == 8 || (v >= -(int64_t{1} << (8 * w - 1)) && v < (int64_t{1} << (8 * w - 1))))
-                                          : (v >= 0 && (w == 8 || v < (int64_t{1} << (8 * w))));
+      const bool fits = is_signed_int(to)
+                            ? (w == 8 || (v >= -(int64_t{1} << (8 * w - 1)) && v < (int64_t{1} << (8 * w - 1))))
+                            : (v >= 0 && (w == 8 || v < (int64_t{1} << (8 * w))));
       if (!fits) return -1;
       std::memcpy(out.bytes.data() + static_cast<size_t>(i) * w, &v, w);  // little-endian low bytes
     }
@@ -347,10 +349,10 @@ class OutputBuilder {
   int add(const Node& n) {
     uint64_t fbits;
     std::memcpy(&fbits, &n.fval, 8);  // by bits: -0.0 and NaN payloads stay distinct
-    std::string key = fmt::format("{}|{}|{}|{}.{}.{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind), static_cast<int>(n.dtype),
-                                  static_cast<int>(n.arg_dtype), static_cast<int>(n.op), static_cast<int>(n.index_op),
-                                  static_cast<int>(n.reduce_op), n.var, n.input, n.table, n.random, n.ival, fbits,
-                                  fmt::join(n.args, ","));
+    std::string key = fmt::format("{}|{}|{}|{}.{}.{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(n.kind),
+                                  static_cast<int>(n.dtype), static_cast<int>(n.arg_dtype), static_cast<int>(n.op),
+                                  static_cast<int>(n.index_op), static_cast<int>(n.reduce_op), n.var, n.input, n.table,
+                                  n.random, n.ival, fbits, fmt::join(n.args, ","));
     if (auto it = cse_.find(key); it != cse_.end()) return it->second;
     out_.nodes.push_back(n);
     int id = static_cast<int>(out_.nodes.size()) - 1;
@@ -377,7 +379,9 @@ class OutputBuilder {
     const auto& xs = type_of(in.operands.at(0)).shape;
     const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
     const int64_t n = xs.at(static_cast<size_t>(ax));
-    if (n == 0) throw Unsupported{fmt::format("{} indexes a dimension of size 0 (every index is out of range: the interpreter reports it)", where(in, id))};
+    if (n == 0)
+      throw Unsupported{fmt::format(
+          "{} indexes a dimension of size 0 (every index is out of range: the interpreter reports it)", where(in, id))};
     const int raw = value(in.operands.at(1), {});
     const DType it = out_.nodes[raw].dtype;
     if (!is_integer(it)) throw Unsupported{fmt::format("{}: an index of dtype {}", where(in, id), dtype_name(it))};
@@ -387,7 +391,9 @@ class OutputBuilder {
     }
     const int x = cast(raw, DType::I64);
     const int j = select(op(OpKind::Lt, {x, iconst(0)}, DType::Bool), op(OpKind::Add, {x, iconst(n)}, DType::I64), x);
-    const int ok = op(OpKind::And, {op(OpKind::Ge, {j, iconst(0)}, DType::Bool), op(OpKind::Lt, {j, iconst(n)}, DType::Bool)}, DType::Bool);
+    const int ok =
+        op(OpKind::And, {op(OpKind::Ge, {j, iconst(0)}, DType::Bool), op(OpKind::Lt, {j, iconst(n)}, DType::Bool)},
+           DType::Bool);
     return {j, ok};
   }
 
@@ -449,250 +455,250 @@ class OutputBuilder {
     const auto& xs = in.operands.empty() ? kNoOperand : type_of(operand(0)).shape;
     // Every op has a case: an op added to runtime/plan/ops.def makes the compiler point here.
     switch (in.op) {
-    case OpKind::Param: {
-      const LoopInput& li = nest_.inputs.at(static_cast<size_t>(input_of_.at(id)));
-      Node n;
-      n.kind = NodeKind::Load;
-      n.dtype = li.dtype;
-      n.input = input_of_.at(id);
-      n.args = {linearize(idx, li.shape)};
-      return add(n);
-    }
-    case OpKind::Cast: return cast(value(operand(0), idx), rt);
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::FloorDiv:
-    case OpKind::Mod:
-    case OpKind::Pow:
-    case OpKind::Max:
-    case OpKind::Min:
-    case OpKind::Atan2:
-    case OpKind::BitAnd:
-    case OpKind::BitOr:
-    case OpKind::BitXor:
-    case OpKind::Shl:
-    case OpKind::Shr:
-    case OpKind::Neg:
-    case OpKind::BitNot:
-    case OpKind::Abs:
-    case OpKind::Sign:
-    case OpKind::Relu:
-    case OpKind::Square:
-    case OpKind::Tanh:
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Log1p:
-    case OpKind::Sqrt:
-    case OpKind::Rsqrt:
-    case OpKind::Sin:
-    case OpKind::Cos:
-    case OpKind::Floor:
-    case OpKind::Ceil:
-    case OpKind::Round:
-    case OpKind::Sigmoid: {
-      std::vector<int> args;
-      for (size_t k = 0; k < in.operands.size(); ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
-      return op(in.op, args, rt);
-    }
-    case OpKind::Eq:
-    case OpKind::Ne:
-    case OpKind::Lt:
-    case OpKind::Le:
-    case OpKind::Gt:
-    case OpKind::Ge: {
-      int x = broadcast_operand(operand(0), shape, idx);
-      int y = cast(broadcast_operand(operand(1), shape, idx), out_.nodes[x].dtype);
-      return cast(op(in.op, {x, y}, DType::Bool), rt);
-    }
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Not: {
-      std::vector<int> args;
-      for (size_t k = 0; k < in.operands.size(); ++k)
-        args.push_back(cast(broadcast_operand(operand(k), shape, idx), DType::Bool));
-      return cast(op(in.op, args, DType::Bool), rt);
-    }
-    case OpKind::Where: {
-      int c = cast(broadcast_operand(operand(0), shape, idx), DType::Bool);
-      int a = cast(broadcast_operand(operand(1), shape, idx), rt);
-      int b = cast(broadcast_operand(operand(2), shape, idx), rt);
-      return select(c, a, b);
-    }
-    case OpKind::Clip: {
-      std::vector<int> args;
-      for (size_t k = 0; k < 3; ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
-      return op(OpKind::Clip, args, rt);
-    }
-    case OpKind::RandomUniform:
-    case OpKind::RandomNormal:
-    case OpKind::RandomInt:
-      return random(in, id, idx);
-    case OpKind::Slice: {
-      std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"), steps = attr_ints(in, "steps");
-      std::vector<int> ii = idx;
-      for (size_t d = 0; d < starts.size() && d < xs.size(); ++d) {
-        if (steps[d] == 0) throw Unsupported{"slice step 0"};
-        SliceBounds r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
-        ii[d] = index(IndexOp::Add, iconst(r.start), index(IndexOp::Mul, idx[d], iconst(r.step)));
+      case OpKind::Param: {
+        const LoopInput& li = nest_.inputs.at(static_cast<size_t>(input_of_.at(id)));
+        Node n;
+        n.kind = NodeKind::Load;
+        n.dtype = li.dtype;
+        n.input = input_of_.at(id);
+        n.args = {linearize(idx, li.shape)};
+        return add(n);
       }
-      return value(operand(0), ii);
-    }
-    case OpKind::Gather: {
-      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
-      std::vector<int64_t> ix = attr_ints(in, "indices");
-      const int64_t n = xs[ax];
-      for (int64_t& i : ix) {
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) throw Unsupported{"a gather index out of range (the interpreter reports it)"};
+      case OpKind::Cast: return cast(value(operand(0), idx), rt);
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::FloorDiv:
+      case OpKind::Mod:
+      case OpKind::Pow:
+      case OpKind::Max:
+      case OpKind::Min:
+      case OpKind::Atan2:
+      case OpKind::BitAnd:
+      case OpKind::BitOr:
+      case OpKind::BitXor:
+      case OpKind::Shl:
+      case OpKind::Shr:
+      case OpKind::Neg:
+      case OpKind::BitNot:
+      case OpKind::Abs:
+      case OpKind::Sign:
+      case OpKind::Relu:
+      case OpKind::Square:
+      case OpKind::Tanh:
+      case OpKind::Exp:
+      case OpKind::Log:
+      case OpKind::Log1p:
+      case OpKind::Sqrt:
+      case OpKind::Rsqrt:
+      case OpKind::Sin:
+      case OpKind::Cos:
+      case OpKind::Floor:
+      case OpKind::Ceil:
+      case OpKind::Round:
+      case OpKind::Sigmoid: {
+        std::vector<int> args;
+        for (size_t k = 0; k < in.operands.size(); ++k)
+          args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
+        return op(in.op, args, rt);
       }
-      std::vector<int> ii = idx;
-      bool affine = ix.size() >= 1;
-      const int64_t step = ix.size() >= 2 ? ix[1] - ix[0] : 0;
-      for (size_t j = 0; j < ix.size() && affine; ++j) affine = ix[j] == ix[0] + step * static_cast<int64_t>(j);
-      if (affine) {
-        ii[ax] = index(IndexOp::Add, iconst(ix[0]), index(IndexOp::Mul, idx[ax], iconst(step)));
-      } else {
-        ConstTable tab;
-        tab.dtype = DType::I64;
-        tab.count = static_cast<int64_t>(ix.size());
-        tab.bytes.resize(ix.size() * 8);
-        std::memcpy(tab.bytes.data(), ix.data(), ix.size() * 8);
-        ii[ax] = table_node(std::move(tab), idx[ax]);
+      case OpKind::Eq:
+      case OpKind::Ne:
+      case OpKind::Lt:
+      case OpKind::Le:
+      case OpKind::Gt:
+      case OpKind::Ge: {
+        int x = broadcast_operand(operand(0), shape, idx);
+        int y = cast(broadcast_operand(operand(1), shape, idx), out_.nodes[x].dtype);
+        return cast(op(in.op, {x, y}, DType::Bool), rt);
       }
-      return value(operand(0), ii);
-    }
-    case OpKind::DynamicIndex: {
-      // The read is clamped into the dimension, so it stays in bounds whatever the index; the row's
-      // check (LoopNest::checks) fails the kernel before any result is written when it was outside.
-      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
-      const int j = run_time_index(id).first;
-      std::vector<int> ii = idx;
-      ii.insert(ii.begin() + ax, index(IndexOp::Max, index(IndexOp::Min, j, iconst(xs[ax] - 1)), iconst(0)));
-      return value(operand(0), ii);
-    }
-    case OpKind::Reshape:
-    case OpKind::Squeeze:
-    case OpKind::ExpandDims: {
-      if (count(xs) != count(shape)) throw Unsupported{"a reshape that changes the element count"};
-      // Shapes equal up to unit dims map index to index; otherwise go through the flat index.
-      std::vector<int> kept;
-      std::vector<int64_t> a, b;
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (shape[d] != 1) {
-          kept.push_back(idx[d]);
-          a.push_back(shape[d]);
+      case OpKind::And:
+      case OpKind::Or:
+      case OpKind::Not: {
+        std::vector<int> args;
+        for (size_t k = 0; k < in.operands.size(); ++k)
+          args.push_back(cast(broadcast_operand(operand(k), shape, idx), DType::Bool));
+        return cast(op(in.op, args, DType::Bool), rt);
+      }
+      case OpKind::Where: {
+        int c = cast(broadcast_operand(operand(0), shape, idx), DType::Bool);
+        int a = cast(broadcast_operand(operand(1), shape, idx), rt);
+        int b = cast(broadcast_operand(operand(2), shape, idx), rt);
+        return select(c, a, b);
+      }
+      case OpKind::Clip: {
+        std::vector<int> args;
+        for (size_t k = 0; k < 3; ++k) args.push_back(cast(broadcast_operand(operand(k), shape, idx), rt));
+        return op(OpKind::Clip, args, rt);
+      }
+      case OpKind::RandomUniform:
+      case OpKind::RandomNormal:
+      case OpKind::RandomInt: return random(in, id, idx);
+      case OpKind::Slice: {
+        std::vector<int64_t> starts = attr_ints(in, "starts"), stops = attr_ints(in, "stops"),
+                             steps = attr_ints(in, "steps");
+        std::vector<int> ii = idx;
+        for (size_t d = 0; d < starts.size() && d < xs.size(); ++d) {
+          if (steps[d] == 0) throw Unsupported{"slice step 0"};
+          SliceBounds r = resolve_slice(starts[d], stops[d], steps[d], xs[d]);
+          ii[d] = index(IndexOp::Add, iconst(r.start), index(IndexOp::Mul, idx[d], iconst(r.step)));
         }
-      for (int64_t d : xs)
-        if (d != 1) b.push_back(d);
-      if (a == b) {
-        std::vector<int> ii;
-        size_t k = 0;
-        for (int64_t d : xs) ii.push_back(d == 1 ? iconst(0) : kept[k++]);
         return value(operand(0), ii);
       }
-      return value(operand(0), delinearize(linearize(idx, shape), xs));
-    }
-    case OpKind::Transpose: {
-      std::vector<int64_t> perm = attr_ints(in, "perm");
-      std::vector<int> ii(xs.size());
-      for (size_t i = 0; i < perm.size(); ++i) ii.at(static_cast<size_t>(perm[i])) = idx[i];
-      return value(operand(0), ii);
-    }
-    case OpKind::Stack: {
-      const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()), true);
-      std::vector<int> ii = idx;
-      ii.erase(ii.begin() + ax);
-      int r = cast(value(operand(in.operands.size() - 1), ii), rt);
-      for (size_t k = in.operands.size() - 1; k-- > 0;) {
-        int c = op(OpKind::Eq, {idx[ax], iconst(static_cast<int64_t>(k))}, DType::Bool);
-        r = select(c, cast(value(operand(k), ii), rt), r);
-      }
-      return r;
-    }
-    case OpKind::Concat: {
-      const int64_t ax = normalize_axis(attr_int(in, "axis", -1), static_cast<int64_t>(xs.size()));
-      std::vector<int64_t> offs;
-      int64_t off = 0;
-      for (int o : in.operands) {
-        offs.push_back(off);
-        off += type_of(o).shape.at(ax);
-      }
-      auto part = [&](size_t k) {
+      case OpKind::Gather: {
+        const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
+        std::vector<int64_t> ix = attr_ints(in, "indices");
+        const int64_t n = xs[ax];
+        for (int64_t& i : ix) {
+          if (i < 0) i += n;
+          if (i < 0 || i >= n) throw Unsupported{"a gather index out of range (the interpreter reports it)"};
+        }
         std::vector<int> ii = idx;
-        int64_t n = type_of(operand(k)).shape.at(ax);
-        int local = index(IndexOp::Max, index(IndexOp::Sub, idx[ax], iconst(offs[k])), iconst(0));
-        ii[ax] = index(IndexOp::Min, local, iconst(std::max<int64_t>(n - 1, 0)));
-        return cast(value(operand(k), ii), rt);
-      };
-      int r = part(in.operands.size() - 1);
-      for (size_t k = in.operands.size() - 1; k-- > 0;) {
-        if (type_of(operand(k)).shape.at(ax) == 0) continue;
-        int c = op(OpKind::Lt, {idx[ax], iconst(offs[k + 1])}, DType::Bool);
-        r = select(c, part(k), r);
+        bool affine = ix.size() >= 1;
+        const int64_t step = ix.size() >= 2 ? ix[1] - ix[0] : 0;
+        for (size_t j = 0; j < ix.size() && affine; ++j) affine = ix[j] == ix[0] + step * static_cast<int64_t>(j);
+        if (affine) {
+          ii[ax] = index(IndexOp::Add, iconst(ix[0]), index(IndexOp::Mul, idx[ax], iconst(step)));
+        } else {
+          ConstTable tab;
+          tab.dtype = DType::I64;
+          tab.count = static_cast<int64_t>(ix.size());
+          tab.bytes.resize(ix.size() * 8);
+          std::memcpy(tab.bytes.data(), ix.data(), ix.size() * 8);
+          ii[ax] = table_node(std::move(tab), idx[ax]);
+        }
+        return value(operand(0), ii);
       }
-      return r;
-    }
-    case OpKind::UnpackBits: {
-      if (type_of(operand(0)).dtype != DType::U8) throw Unsupported{"unpack_bits of a non-u8 tensor"};
-      if (int w = unpack_bits_from_word(operand(0), idx); w >= 0) return w;
-      std::vector<int> ii = idx;
-      int last = idx.back();
-      ii.back() = index(IndexOp::Div, last, iconst(8));
-      // Shift in 32 bits: x86 has vector shifts by per-lane counts for 32-bit lanes, not for bytes.
-      int byte = cast(value(operand(0), ii), DType::U32);
-      int shift = cast(index(IndexOp::Sub, iconst(7), index(IndexOp::Mod, last, iconst(8))), DType::U32);
-      return cast(op(OpKind::BitAnd, {op(OpKind::Shr, {byte, shift}, DType::U32), iconst(1, DType::U32)}, DType::U32), DType::U8);
-    }
-    case OpKind::PackBits: {
-      std::vector<int> ii = idx;
-      int acc = iconst(0, DType::U8);
-      for (int k = 0; k < 8; ++k) {
-        ii.back() = index(IndexOp::Add, index(IndexOp::Mul, idx.back(), iconst(8)), iconst(k));
-        int bit = cast(value(operand(0), ii), DType::Bool);
-        acc = op(OpKind::BitOr, {acc, select(bit, iconst(1 << (7 - k), DType::U8), iconst(0, DType::U8))}, DType::U8);
+      case OpKind::DynamicIndex: {
+        // The read is clamped into the dimension, so it stays in bounds whatever the index; the row's
+        // check (LoopNest::checks) fails the kernel before any result is written when it was outside.
+        const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()));
+        const int j = run_time_index(id).first;
+        std::vector<int> ii = idx;
+        ii.insert(ii.begin() + ax, index(IndexOp::Max, index(IndexOp::Min, j, iconst(xs[ax] - 1)), iconst(0)));
+        return value(operand(0), ii);
       }
-      return acc;
-    }
-    case OpKind::OneHot: {
-      std::vector<int> ii(idx.begin(), idx.end() - 1);
-      int x = cast(value(operand(0), ii), DType::I64);
-      int hit = op(OpKind::Eq, {x, idx.back()}, DType::Bool);
-      return cast(hit, rt);
-    }
-    case OpKind::Sum:
-    case OpKind::Prod:
-    case OpKind::Mean:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-      return reduce(in, idx);
-    // Not compiled: check_instr refuses these first (the op table gives them no LLVM lowering); a
-    // const is always folded.
-    case OpKind::Const:
-    case OpKind::DynamicSlice:
-    case OpKind::Argmax:
-    case OpKind::Size:
-    case OpKind::ReadFile:
-    case OpKind::DecodeJpeg:
-    case OpKind::DecodePng:
-    case OpKind::DecodeImage:
-    case OpKind::EncodePng:
-    case OpKind::EncodeJpeg:
-    case OpKind::RandomCrop:
-    case OpKind::CentralCrop:
-    case OpKind::CropOrPad:
-    case OpKind::Resize:
-    case OpKind::FlipLeftRight:
-    case OpKind::FlipUpDown:
-    case OpKind::RandomFlipLeftRight:
-    case OpKind::RandomFlipUpDown:
-    case OpKind::ConvertImageDtype:
-    case OpKind::Normalize:
-    case OpKind::RgbToGrayscale:
-    case OpKind::DistanceTransform:
-    case OpKind::OneHotColors:
-      break;
+      case OpKind::Reshape:
+      case OpKind::Squeeze:
+      case OpKind::ExpandDims: {
+        if (count(xs) != count(shape)) throw Unsupported{"a reshape that changes the element count"};
+        // Shapes equal up to unit dims map index to index; otherwise go through the flat index.
+        std::vector<int> kept;
+        std::vector<int64_t> a, b;
+        for (size_t d = 0; d < shape.size(); ++d)
+          if (shape[d] != 1) {
+            kept.push_back(idx[d]);
+            a.push_back(shape[d]);
+          }
+        for (int64_t d : xs)
+          if (d != 1) b.push_back(d);
+        if (a == b) {
+          std::vector<int> ii;
+          size_t k = 0;
+          for (int64_t d : xs) ii.push_back(d == 1 ? iconst(0) : kept[k++]);
+          return value(operand(0), ii);
+        }
+        return value(operand(0), delinearize(linearize(idx, shape), xs));
+      }
+      case OpKind::Transpose: {
+        std::vector<int64_t> perm = attr_ints(in, "perm");
+        std::vector<int> ii(xs.size());
+        for (size_t i = 0; i < perm.size(); ++i) ii.at(static_cast<size_t>(perm[i])) = idx[i];
+        return value(operand(0), ii);
+      }
+      case OpKind::Stack: {
+        const int64_t ax = normalize_axis(attr_int(in, "axis", 0), static_cast<int64_t>(xs.size()), true);
+        std::vector<int> ii = idx;
+        ii.erase(ii.begin() + ax);
+        int r = cast(value(operand(in.operands.size() - 1), ii), rt);
+        for (size_t k = in.operands.size() - 1; k-- > 0;) {
+          int c = op(OpKind::Eq, {idx[ax], iconst(static_cast<int64_t>(k))}, DType::Bool);
+          r = select(c, cast(value(operand(k), ii), rt), r);
+        }
+        return r;
+      }
+      case OpKind::Concat: {
+        const int64_t ax = normalize_axis(attr_int(in, "axis", -1), static_cast<int64_t>(xs.size()));
+        std::vector<int64_t> offs;
+        int64_t off = 0;
+        for (int o : in.operands) {
+          offs.push_back(off);
+          off += type_of(o).shape.at(ax);
+        }
+        auto part = [&](size_t k) {
+          std::vector<int> ii = idx;
+          int64_t n = type_of(operand(k)).shape.at(ax);
+          int local = index(IndexOp::Max, index(IndexOp::Sub, idx[ax], iconst(offs[k])), iconst(0));
+          ii[ax] = index(IndexOp::Min, local, iconst(std::max<int64_t>(n - 1, 0)));
+          return cast(value(operand(k), ii), rt);
+        };
+        int r = part(in.operands.size() - 1);
+        for (size_t k = in.operands.size() - 1; k-- > 0;) {
+          if (type_of(operand(k)).shape.at(ax) == 0) continue;
+          int c = op(OpKind::Lt, {idx[ax], iconst(offs[k + 1])}, DType::Bool);
+          r = select(c, part(k), r);
+        }
+        return r;
+      }
+      case OpKind::UnpackBits: {
+        if (type_of(operand(0)).dtype != DType::U8) throw Unsupported{"unpack_bits of a non-u8 tensor"};
+        if (int w = unpack_bits_from_word(operand(0), idx); w >= 0) return w;
+        std::vector<int> ii = idx;
+        int last = idx.back();
+        ii.back() = index(IndexOp::Div, last, iconst(8));
+        // Shift in 32 bits: x86 has vector shifts by per-lane counts for 32-bit lanes, not for bytes.
+        int byte = cast(value(operand(0), ii), DType::U32);
+        int shift = cast(index(IndexOp::Sub, iconst(7), index(IndexOp::Mod, last, iconst(8))), DType::U32);
+        return cast(op(OpKind::BitAnd, {op(OpKind::Shr, {byte, shift}, DType::U32), iconst(1, DType::U32)}, DType::U32),
+                    DType::U8);
+      }
+      case OpKind::PackBits: {
+        std::vector<int> ii = idx;
+        int acc = iconst(0, DType::U8);
+        for (int k = 0; k < 8; ++k) {
+          ii.back() = index(IndexOp::Add, index(IndexOp::Mul, idx.back(), iconst(8)), iconst(k));
+          int bit = cast(value(operand(0), ii), DType::Bool);
+          acc = op(OpKind::BitOr, {acc, select(bit, iconst(1 << (7 - k), DType::U8), iconst(0, DType::U8))}, DType::U8);
+        }
+        return acc;
+      }
+      case OpKind::OneHot: {
+        std::vector<int> ii(idx.begin(), idx.end() - 1);
+        int x = cast(value(operand(0), ii), DType::I64);
+        int hit = op(OpKind::Eq, {x, idx.back()}, DType::Bool);
+        return cast(hit, rt);
+      }
+      case OpKind::Sum:
+      case OpKind::Prod:
+      case OpKind::Mean:
+      case OpKind::ReduceMax:
+      case OpKind::ReduceMin: return reduce(in, idx);
+      // Not compiled: check_instr refuses these first (the op table gives them no LLVM lowering); a
+      // const is always folded.
+      case OpKind::Const:
+      case OpKind::DynamicSlice:
+      case OpKind::Argmax:
+      case OpKind::Size:
+      case OpKind::ReadFile:
+      case OpKind::DecodeJpeg:
+      case OpKind::DecodePng:
+      case OpKind::DecodeImage:
+      case OpKind::EncodePng:
+      case OpKind::EncodeJpeg:
+      case OpKind::RandomCrop:
+      case OpKind::CentralCrop:
+      case OpKind::CropOrPad:
+      case OpKind::Resize:
+      case OpKind::FlipLeftRight:
+      case OpKind::FlipUpDown:
+      case OpKind::RandomFlipLeftRight:
+      case OpKind::RandomFlipUpDown:
+      case OpKind::ConvertImageDtype:
+      case OpKind::Normalize:
+      case OpKind::RgbToGrayscale:
+      case OpKind::DistanceTransform:
+      case OpKind::OneHotColors: break;
     }
     throw Unsupported{fmt::format("op `{}` is not compiled", op_name(in.op))};
   }
@@ -749,10 +755,12 @@ class OutputBuilder {
     r.has_seed = find_attr(in, "seed") != nullptr;
     r.seed = static_cast<uint64_t>(attr_int(in, "seed", 0));
     r.op_id = static_cast<uint64_t>(attr_int(in, "op_id", 0));
-    if (attr_ints(in, "shape") != shape) throw Unsupported{fmt::format("{}: its shape attribute differs from its type", where(in, id))};
+    if (attr_ints(in, "shape") != shape)
+      throw Unsupported{fmt::format("{}: its shape attribute differs from its type", where(in, id))};
     r.count = count(shape);
     if (r.count > kMaxRandomDraws)
-      throw Unsupported{fmt::format("{} draws {} values per element (over {})", where(in, id), r.count, kMaxRandomDraws)};
+      throw Unsupported{
+          fmt::format("{} draws {} values per element (over {})", where(in, id), r.count, kMaxRandomDraws)};
     // Operand k or the default value, as the interpreter's operand_or: cast to `dt` first.
     auto operand_or = [&](size_t k, double fallback, DType dt) {
       if (k < in.operands.size()) return cast(broadcast_operand(in.operands[k], shape, idx), dt);
@@ -803,7 +811,8 @@ class OutputBuilder {
           throw Unsupported{fmt::format("{}: bounds computed per element are not compiled", where(in, id))};
         bound[k] = cast_tensor(t, DType::I64).data<int64_t>()[0];
       }
-      if (bound[0] >= bound[1]) throw Unsupported{fmt::format("{}: lo >= hi (the interpreter reports it)", where(in, id))};
+      if (bound[0] >= bound[1])
+        throw Unsupported{fmt::format("{}: lo >= hi (the interpreter reports it)", where(in, id))};
       r.kind = kRandomInt;
       r.lo = bound[0];
       r.hi = bound[1];
@@ -828,17 +837,21 @@ bool supported_dtype(DType t) { return t != DType::F16 && t != DType::BF16 && t 
 // Checks one live, per-row instruction; throws Unsupported with the reason.
 void check_instr(const Instr& in, int id) {
   if (!in.type.is_tensor() || !in.type.fully_known())
-    throw Unsupported{fmt::format("{} has type {} (not a tensor of known shape)", where(in, id), type_to_string(in.type))};
+    throw Unsupported{
+        fmt::format("{} has type {} (not a tensor of known shape)", where(in, id), type_to_string(in.type))};
   if (!supported_dtype(in.type.dtype))
     throw Unsupported{fmt::format("{} has dtype {}", where(in, id), dtype_name(in.type.dtype))};
   const OpInfo& info = op_info(in.op);
   // The op table says which ops the loop nests lower; compute() has the code for exactly those.
-  if (!info.compiled_by(OpBackend::Llvm)) throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), info.name)};
+  if (!info.compiled_by(OpBackend::Llvm))
+    throw Unsupported{fmt::format("{}: op `{}` is not compiled", where(in, id), info.name)};
   if (info.has(OpFlag::Arithmetic) || info.has(OpFlag::UnaryMath)) {
     const DType t = in.type.dtype;
     const bool bitwise = info.has(OpFlag::Bitwise);  // bool and integers
-    if (t == DType::Bool && !bitwise) throw Unsupported{fmt::format("{}: arithmetic on bool is not compiled", where(in, id))};
-    if ((info.has(OpFlag::FloatOnly) && !is_float(t)) || (bitwise && is_float(t)) || (info.has(OpFlag::IntegerOnly) && !is_integer(t)))
+    if (t == DType::Bool && !bitwise)
+      throw Unsupported{fmt::format("{}: arithmetic on bool is not compiled", where(in, id))};
+    if ((info.has(OpFlag::FloatOnly) && !is_float(t)) || (bitwise && is_float(t)) ||
+        (info.has(OpFlag::IntegerOnly) && !is_integer(t)))
       throw Unsupported{fmt::format("{} is not defined for {}", where(in, id), dtype_name(t))};
   }
 }
@@ -876,7 +889,8 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
         Tensor t = k->fn(args);
         if (t.dtype() != in.type.dtype) t = cast_tensor(t, in.type.dtype);
         if (t.num_elements() > kMaxTableElements)
-          throw Unsupported{fmt::format("{} folds to {} elements (over {})", where(in, static_cast<int>(i)), t.num_elements(), kMaxTableElements)};
+          throw Unsupported{fmt::format("{} folds to {} elements (over {})", where(in, static_cast<int>(i)),
+                                        t.num_elements(), kMaxTableElements)};
         folded[i] = t;
         continue;
       }
@@ -965,7 +979,8 @@ std::string_view reduce_op_name(ReduceOp op) {
 std::string print_loop_nest(const LoopNest& nest) {
   std::string s = fmt::format("loops {}:\n", nest.name);
   for (size_t i = 0; i < nest.inputs.size(); ++i)
-    s += fmt::format("  in{} {}: {}{}\n", i, nest.inputs[i].field, dtype_name(nest.inputs[i].dtype), shape_to_spec(nest.inputs[i].shape));
+    s += fmt::format("  in{} {}: {}{}\n", i, nest.inputs[i].field, dtype_name(nest.inputs[i].dtype),
+                     shape_to_spec(nest.inputs[i].shape));
   for (size_t i = 0; i < nest.tables.size(); ++i)
     s += fmt::format("  table{}: {}[{}]\n", i, dtype_name(nest.tables[i].dtype), nest.tables[i].count);
   for (size_t i = 0; i < nest.randoms.size(); ++i)
@@ -973,7 +988,8 @@ std::string print_loop_nest(const LoopNest& nest) {
                      dtype_name(nest.randoms[i].dtype), nest.randoms[i].count);
   std::vector<std::pair<std::string, const LoopOutput*>> printed;
   for (const LoopOutput& o : nest.outputs)
-    printed.emplace_back(fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root), &o);
+    printed.emplace_back(
+        fmt::format("  out {}: {}{} = n{}\n", o.name, dtype_name(o.dtype), shape_to_spec(o.shape), o.root), &o);
   for (const LoopOutput& c : nest.checks) printed.emplace_back(fmt::format("  check {} = n{}\n", c.name, c.root), &c);
   for (const auto& [head, op] : printed) {
     const LoopOutput& o = *op;
@@ -986,12 +1002,16 @@ std::string print_loop_nest(const LoopNest& nest) {
         case NodeKind::Const: body = is_float(n.dtype) ? fmt::format("{}", n.fval) : fmt::format("{}", n.ival); break;
         case NodeKind::Load: body = fmt::format("in{}[n{}]", n.input, n.args[0]); break;
         case NodeKind::Table: body = fmt::format("table{}[n{}]", n.table, n.args[0]); break;
-        case NodeKind::Index: body = fmt::format("idx.{} n{}", index_op_name(n.index_op), fmt::join(n.args, ", n")); break;
+        case NodeKind::Index:
+          body = fmt::format("idx.{} n{}", index_op_name(n.index_op), fmt::join(n.args, ", n"));
+          break;
         case NodeKind::Op: body = fmt::format("{} n{}", op_name(n.op), fmt::join(n.args, ", n")); break;
         case NodeKind::Cast: body = fmt::format("cast n{}", n.args[0]); break;
         case NodeKind::Select: body = fmt::format("select n{}, n{}, n{}", n.args[0], n.args[1], n.args[2]); break;
         case NodeKind::Random: body = fmt::format("random{}[n{}]", n.random, n.args[0]); break;
-        case NodeKind::Reduce: body = fmt::format("reduce.{} n{} over v{} < {}", reduce_op_name(n.reduce_op), n.args[0], n.var, n.ival); break;
+        case NodeKind::Reduce:
+          body = fmt::format("reduce.{} n{} over v{} < {}", reduce_op_name(n.reduce_op), n.args[0], n.var, n.ival);
+          break;
       }
       s += fmt::format("    n{} = {} : {}\n", k, body, dtype_name(n.dtype));
     }

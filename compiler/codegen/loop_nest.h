@@ -24,13 +24,12 @@
 // Supported ops: those whose row in runtime/plan/ops.def names the Llvm back end (the test
 // tests/unit/op_table_coverage_test.cpp lowers each of them, and checks the others are refused):
 // param, const, cast, the element-wise ops (arithmetic, comparisons, logic, unary math), where, clip,
-// the structural ops above (dynamic_index: not on a dimension of size 0, where every index fails), the reductions sum, prod, mean, reduce_max and reduce_min (Reduce nodes:
-// inner loops), and random_uniform / random_normal (any operands) and random_int (row-invariant scalar
-// bounds), whose draws are materialized per row (RandomDraws).
-// Not supported (the function stays on the interpreter and the reason says which): the other ops
-// (argmax, size, images, dynamic_slice), arithmetic on bool, f16/bf16 and bytes values, any unknown dimension,
-// row-invariant values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values
-// per row.
+// the structural ops above (dynamic_index: not on a dimension of size 0, where every index fails), the reductions sum,
+// prod, mean, reduce_max and reduce_min (Reduce nodes: inner loops), and random_uniform / random_normal (any operands)
+// and random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws). Not supported (the
+// function stays on the interpreter and the reason says which): the other ops (argmax, size, images, dynamic_slice),
+// arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant values over kMaxTableElements
+// elements, random ops drawing over kMaxRandomDraws values per row.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +44,13 @@ namespace pipec::codegen {
 
 /// Index arithmetic on non-negative i64 values (NodeKind::Index).
 enum class IndexOp : uint8_t {
-  Add, Sub, Mul,
-  Div,     // truncating
-  Mod, Min, Max,
+  Add,
+  Sub,
+  Mul,
+  Div,  // truncating
+  Mod,
+  Min,
+  Max,
   Lt,      // 1 or 0
   Select,  // a ? b : c
 };
@@ -76,18 +79,18 @@ enum class NodeKind : uint8_t {
 
 struct Node {
   NodeKind kind = NodeKind::Const;
-  DType dtype = DType::I64;      // the node's scalar type (Var, Index: I64)
-  DType arg_dtype = DType::I64;  // Op and Cast: the operands' dtype
-  OpKind op = OpKind::Add;       // Op
-  IndexOp index_op = IndexOp::Add;  // Index
+  DType dtype = DType::I64;            // the node's scalar type (Var, Index: I64)
+  DType arg_dtype = DType::I64;        // Op and Cast: the operands' dtype
+  OpKind op = OpKind::Add;             // Op
+  IndexOp index_op = IndexOp::Add;     // Index
   ReduceOp reduce_op = ReduceOp::Sum;  // Reduce
-  std::vector<int> args;         // earlier node ids
-  int var = 0;                   // Var
-  int input = 0;                 // Load
-  int table = 0;                 // Table
-  int random = 0;                // Random
-  int64_t ival = 0;              // Const (integer dtypes, bool)
-  double fval = 0;               // Const (f32/f64; an f32 constant is exactly representable)
+  std::vector<int> args;               // earlier node ids
+  int var = 0;                         // Var
+  int input = 0;                       // Load
+  int table = 0;                       // Table
+  int random = 0;                      // Random
+  int64_t ival = 0;                    // Const (integer dtypes, bool)
+  double fval = 0;                     // Const (f32/f64; an f32 constant is exactly representable)
 };
 
 /// A constant array in row-major order, raw little-endian bytes of `dtype`.
@@ -102,37 +105,37 @@ struct ConstTable {
 /// hi, buffer)` (runtime/ops/native_random.h) before computing the row, and Random nodes read it. The
 /// formulas that turn draws into values (lo + (hi - lo) * u, mean + std * z) are ordinary nodes.
 struct RandomDraws {
-  int32_t kind = 0;           // PipecRandomKind
-  bool has_seed = false;      // the op's own `seed` attribute; else the run seed (PipecKernelArgs::seed)
+  int32_t kind = 0;       // PipecRandomKind
+  bool has_seed = false;  // the op's own `seed` attribute; else the run seed (PipecKernelArgs::seed)
   uint64_t seed = 0;
   uint64_t op_id = 0;
-  int64_t count = 0;          // values per row
-  int64_t lo = 0, hi = 0;     // kRandomInt bounds [lo, hi)
-  DType dtype = DType::F32;   // of the buffer: F32, F64 or I64
+  int64_t count = 0;         // values per row
+  int64_t lo = 0, hi = 0;    // kRandomInt bounds [lo, hi)
+  DType dtype = DType::F32;  // of the buffer: F32, F64 or I64
 };
 
 struct LoopInput {
-  std::string field;           // the element field (param `field` attribute)
-  int field_index = -1;        // index among the stage's input fields; -1 = resolved by the caller
+  std::string field;     // the element field (param `field` attribute)
+  int field_index = -1;  // index among the stage's input fields; -1 = resolved by the caller
   DType dtype = DType::U8;
   std::vector<int64_t> shape;  // the element shape (without the rows dimension)
   int64_t elems = 1;           // elements per row
 };
 
 struct LoopOutput {
-  std::string name;            // the result's field name
+  std::string name;  // the result's field name
   DType dtype = DType::F32;
   std::vector<int64_t> shape;  // element shape: loop vars 1..shape.size()
   int64_t elems = 1;
-  int root = -1;               // node id of the value at (row, i1..ik)
-  std::vector<Node> nodes;     // this output's expression DAG (topological: args before users)
-  int num_vars = 1;            // loop vars used: row, the output dims, then one per Reduce
+  int root = -1;            // node id of the value at (row, i1..ik)
+  std::vector<Node> nodes;  // this output's expression DAG (topological: args before users)
+  int num_vars = 1;         // loop vars used: row, the output dims, then one per Reduce
 };
 
 struct LoopNest {
-  std::string name;                  // the function's name ("map@2")
-  std::vector<LoopInput> inputs;     // kernel input pointer order
-  std::vector<LoopOutput> outputs;   // kernel output pointer order = fn.results order
+  std::string name;                 // the function's name ("map@2")
+  std::vector<LoopInput> inputs;    // kernel input pointer order
+  std::vector<LoopOutput> outputs;  // kernel output pointer order = fn.results order
   // Per-row conditions (bool scalars: shape {}, no loop var but the row) that must all hold before any
   // output is written; `name` says what is checked ("%4 = dynamic_index at spec.pipe:3:9: index in
   // range"). One per live dynamic_index computed per row.

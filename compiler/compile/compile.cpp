@@ -62,9 +62,7 @@ bool finish_plan(const Decl& decl, const CompileOptions& o, CompiledPipeline& ou
   switch (o.cpu_kernels) {
     case CpuKernels::None: break;
     case CpuKernels::Jit: out.jit = codegen::attach_native_kernels(out.plan, o.jit); break;
-    case CpuKernels::Object:
-      try {
-        out.object_kernels = codegen::emit_kernels_object(out.plan, o.object_path);
+    case CpuKernels::Object: try { out.object_kernels = codegen::emit_kernels_object(out.plan, o.object_path);
       } catch (const std::exception& e) {
         error = fmt::format("code generation failed: {}", e.what());
         return false;

@@ -36,13 +36,13 @@ enum class CpuKernels {
 };
 
 struct CompileOptions {
-  CheckOptions check;    // import folders, warnings, `-D NAME=VALUE` overrides
-  PassOptions passes;    // -O level, disabled passes, a log of every pass
+  CheckOptions check;  // import folders, warnings, `-D NAME=VALUE` overrides
+  PassOptions passes;  // -O level, disabled passes, a log of every pass
   /// Native CPU kernels. -O0 is the reference (the plan as lowered, on the interpreter), so at -O0
   /// none are made whatever this says.
   CpuKernels cpu_kernels = CpuKernels::None;
-  codegen::JitOptions jit;   // CpuKernels::Jit: the kernel cache
-  std::string object_path;   // CpuKernels::Object: where the object file goes
+  codegen::JitOptions jit;  // CpuKernels::Jit: the kernel cache
+  std::string object_path;  // CpuKernels::Object: where the object file goes
   /// Cpu: no CUDA kernels. Auto and Gpu: every map after to(gpu) gets its generated kernel (the
   /// runtime decides at run time whether a GPU is there to run it).
   DevicePolicy device = DevicePolicy::Cpu;
@@ -75,8 +75,8 @@ struct CompileRequest {
   std::string path;                 // the spec; diagnostics name it as given
   std::optional<std::string> text;  // its contents, when they do not come from reading `path`
   CompileTarget target = CompileTarget::OnePipeline;
-  std::string pipeline;             // OnePipeline: the name (empty: see CompileTarget)
-  TrainRequest train;               // Train and TrainOrPipeline
+  std::string pipeline;  // OnePipeline: the name (empty: see CompileTarget)
+  TrainRequest train;    // Train and TrainOrPipeline
   CompileOptions options;
 };
 
@@ -108,7 +108,7 @@ enum class CompileStatus {
 struct CompileResult {
   std::unique_ptr<Program> program;  // always set; its diagnostics are in program->diags
   CompileStatus status = CompileStatus::Ok;
-  std::string error;                 // what went wrong, for every status but Ok and SpecErrors
+  std::string error;  // what went wrong, for every status but Ok and SpecErrors
   /// Train: one, the data pipeline (its decl is the pipeline the block names, or the block itself when
   /// its data is written inline).
   std::vector<CompiledPipeline> pipelines;

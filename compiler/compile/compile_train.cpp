@@ -118,11 +118,13 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   if (!validation) return;
   const Decl* validation_decl = block;
   if (validation->kind == ExprKind::Name)
-    if (const Decl* d = validation->as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline) validation_decl = d;
+    if (const Decl* d = validation->as<NameExpr>()->target.decl; d && d->kind == DeclKind::Pipeline)
+      validation_decl = d;
   CompiledPipeline& val = r.pipelines.emplace_back();
   val.decl = validation_decl;
   try {
-    val.plan = lower_dataset(*r.program, *validation, t.eval->pipeline.empty() ? t.name + ".validation" : t.eval->pipeline);
+    val.plan =
+        lower_dataset(*r.program, *validation, t.eval->pipeline.empty() ? t.name + ".validation" : t.eval->pipeline);
   } catch (const std::exception& e) {
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: lowering the validation data of train `{}` failed: {}", t.name, e.what());

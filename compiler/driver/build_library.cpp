@@ -74,8 +74,9 @@ int run_program(const std::vector<std::string>& argv, std::string& output) {
 std::string shown_command(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
-    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,+:@") ==
-                                   std::string::npos;
+    bool plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,+:@") ==
+                          std::string::npos;
     std::string q = "'";
     for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += (out.empty() ? "" : " ") + (plain ? a : q + "'");
@@ -139,9 +140,10 @@ std::string build_library(const Plan& plan, const LibraryBuild& b) {
   }
   for (const std::string& lib : {runtime_lib, capi_lib})
     if (!fs::exists(lib))
-      return fmt::format("the runtime library {} is missing (build the pipec_runtime and pipec_capi targets, or point "
-                         "PIPEC_RUNTIME_LIB_DIR at a folder holding libpipec_runtime.a and libpipec_capi.a)",
-                         lib);
+      return fmt::format(
+          "the runtime library {} is missing (build the pipec_runtime and pipec_capi targets, or point "
+          "PIPEC_RUNTIME_LIB_DIR at a folder holding libpipec_runtime.a and libpipec_capi.a)",
+          lib);
   for (const std::string& obj : b.kernel_objects)
     if (!fs::exists(obj)) return fmt::format("the kernel object {} is missing", obj);
 

@@ -22,8 +22,8 @@ struct LibraryBuild {
 /// functions is hidden, so several built libraries can share a process.
 ///
 /// The tools: $PIPEC_CC (default `cc`; its words split at spaces, so it may carry flags), started with
-/// posix_spawn and an argument vector (no shell: paths with spaces or quotes are passed as they are); the static libraries libpipec_runtime.a and libpipec_capi.a
-/// from $PIPEC_RUNTIME_LIB_DIR, or where this pipec was built.
+/// posix_spawn and an argument vector (no shell: paths with spaces or quotes are passed as they are); the static
+/// libraries libpipec_runtime.a and libpipec_capi.a from $PIPEC_RUNTIME_LIB_DIR, or where this pipec was built.
 std::string build_library(const Plan& plan, const LibraryBuild& b);
 
 /// The generated C source that embeds `plan` (exposed for tests).

@@ -27,9 +27,8 @@ class HelpFormatter : public CLI::FormatterBase {
     // The command's own flags first, -h last; flags declared in a group of their own (`->group("...")`)
     // follow under that group's heading, in the order the groups first appear.
     std::vector<std::string> groups = {kDefaultGroup};
-    std::vector<const CLI::Option*> flags = app->get_options([&](const CLI::Option* o) {
-      return o->nonpositional() && o != app->get_help_ptr();
-    });
+    std::vector<const CLI::Option*> flags =
+        app->get_options([&](const CLI::Option* o) { return o->nonpositional() && o != app->get_help_ptr(); });
     for (const CLI::Option* opt : flags)
       if (std::find(groups.begin(), groups.end(), opt->get_group()) == groups.end()) groups.push_back(opt->get_group());
     for (const std::string& group : groups) {
@@ -58,7 +57,8 @@ class HelpFormatter : public CLI::FormatterBase {
     if (!notes.empty()) text += " (" + join(notes, "; ") + ")";
     // Continuation lines of a long description line up under its start.
     std::string indent(kColumn + 2, ' ');
-    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, indent);
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+      text.insert(at + 1, indent);
     if (left.size() + 1 > kColumn) return fmt::format("  {}\n{}{}\n", left, indent, text);
     return fmt::format("  {:<{}}{}\n", left, kColumn, text);
   }

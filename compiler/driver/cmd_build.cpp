@@ -12,8 +12,8 @@
 #include "compiler/driver/build_library.h"
 #include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
-#include "compiler/driver/installed_layout.h"
 #include "compiler/driver/compile_report.h"
+#include "compiler/driver/installed_layout.h"
 #include "compiler/driver/library_header.h"
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/spec_options.h"
@@ -60,15 +60,20 @@ int cmd_build(const Args& args) {
       "dtypes, shapes) and pipe.h into the output's folder. Relative data paths resolve against SPEC's\n"
       "folder unless pipe_options.data_dir says otherwise.");
   app->add_option("SPEC", request.path, "the spec")->required();
-  app->add_option("-o,--output", output, "the library to write (its header is named after it)")->type_name("FILE")->required();
-  app->add_option("--pipeline", request.pipeline, "the pipeline to build (default: the only one, or the one a train block uses)")
+  app->add_option("-o,--output", output, "the library to write (its header is named after it)")
+      ->type_name("FILE")
+      ->required();
+  app->add_option("--pipeline", request.pipeline,
+                  "the pipeline to build (default: the only one, or the one a train block uses)")
       ->type_name("NAME");
-  app->add_flag("--no-kernels", no_kernels, "compile no map/filter kernels: the library runs every body on the interpreter");
+  app->add_flag("--no-kernels", no_kernels,
+                "compile no map/filter kernels: the library runs every body on the interpreter");
   add_spec_flags(*app, flags, "no line saying what was written");
   add_opt_flags(*app, request.options.passes);
-  app->footer("environment:\n"
-              "  PIPEC_CC                the C compiler and linker (default: cc)\n"
-              "  PIPEC_RUNTIME_LIB_DIR   folder with libpipec_runtime.a and libpipec_capi.a (default: this build's)");
+  app->footer(
+      "environment:\n"
+      "  PIPEC_CC                the C compiler and linker (default: cc)\n"
+      "  PIPEC_RUNTIME_LIB_DIR   folder with libpipec_runtime.a and libpipec_capi.a (default: this build's)");
   if (auto code = parse_command_line(*app, args)) return *code;
 
   TempDir tmp;

@@ -15,7 +15,8 @@ int cmd_check(const Args& args) {
   auto app = make_command("check", "FILE...", "Parses and type-checks each spec and prints its diagnostics.");
   add_spec_flags(*app, flags, "print nothing; only the exit code tells");
   app->add_option("FILE", files, "the specs")->required();
-  app->footer("exit code: 0 when every file is clean (warnings allowed), 1 when a spec has errors, 2 on usage or I/O errors");
+  app->footer(
+      "exit code: 0 when every file is clean (warnings allowed), 1 when a spec has errors, 2 on usage or I/O errors");
   if (auto code = parse_command_line(*app, args)) return *code;
 
   int rc = 0;

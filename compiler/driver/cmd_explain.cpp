@@ -27,7 +27,8 @@ std::string kernel_lines(const Plan& plan, bool loops) {
     codegen::LoopNest nest;
     std::string why;
     if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
-      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" + codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" +
+             codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
       if (loops) out += codegen::print_loop_nest(nest);
     } else {
       out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": interpreter: " + why + "\n";
@@ -54,7 +55,8 @@ int cmd_explain(const Args& args) {
   app->add_option("--train", request.train.block, "only this train block: the plan of its data, then its step graph")
       ->type_name("NAME")
       ->excludes(pipeline);
-  app->add_flag("--passes", show_passes, "the lowered plan, then the plan after each optimizer pass (or \"unchanged\")");
+  app->add_flag("--passes", show_passes,
+                "the lowered plan, then the plan after each optimizer pass (or \"unchanged\")");
   app->add_flag("--loops", loops, "also print the loop nests the code generators compile");
   app->add_flag("--llvm", llvm_ir, "also print the (unoptimized) LLVM IR of the kernels");
   add_spec_flags(*app, flags, "print diagnostics only when there are errors");

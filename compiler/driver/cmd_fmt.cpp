@@ -71,7 +71,8 @@ int cmd_fmt(const Args& args) {
   bool write = false;
   bool check = false;
   std::vector<std::string> files;
-  auto app = make_command("fmt", "FILE...", "Prints each .pipe FILE in its canonical layout; `-` reads standard input.");
+  auto app =
+      make_command("fmt", "FILE...", "Prints each .pipe FILE in its canonical layout; `-` reads standard input.");
   app->add_option("FILE", files, "the specs")->required();
   auto* write_flag = app->add_flag("-w", write, "rewrite the files in place (only those that change)");
   app->add_flag("--check", check, "print `FILE: not formatted` for each file that would change; exit 1 if any")
@@ -110,9 +111,7 @@ int cmd_fmt(const Args& args) {
     std::string formatted = format_module(*module, sources.file(id));
 
     switch (mode) {
-      case Mode::Print:
-        std::cout << formatted;
-        break;
+      case Mode::Print: std::cout << formatted; break;
       case Mode::Check:
         if (formatted != text) {
           std::cout << display << ": not formatted\n";

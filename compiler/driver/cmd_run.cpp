@@ -26,11 +26,11 @@
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/spec_options.h"
 #include "runtime/core/buffer_pool.h"
-#include "runtime/threads/cancellation.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
+#include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -55,7 +55,8 @@ int64_t examples_in(const Chunk& c, int batch_rank) {
 void write_element(const std::string& dir, int64_t index, const std::vector<Field>& fields, const Chunk& c, int64_t r) {
   fs::path folder = fs::path(dir) / fmt::format("{:06d}", index);
   fs::create_directories(folder);
-  for (size_t k = 0; k < fields.size(); ++k) write_npy((folder / (fields[k].name + ".npy")).string(), column_row(c.columns[k], r));
+  for (size_t k = 0; k < fields.size(); ++k)
+    write_npy((folder / (fields[k].name + ".npy")).string(), column_row(c.columns[k], r));
 }
 
 struct Summary {
@@ -88,15 +89,17 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
                      pool.fresh_bytes / 1e6, format_thousands(pool.reused_count));
   const JpegIndexCache::Stats jpeg = JpegIndexCache::process().stats();
   if (jpeg.indexed + jpeg.unindexable > 0)
-    out << fmt::format("  jpeg index  {} files ({:.1f} of {:.0f} MB{}), {} windows cut from it{}\n", format_thousands(jpeg.indexed),
-                       jpeg.bytes / 1e6, jpeg.budget / 1e6, jpeg.full ? ", full: later files decode the usual way" : "",
-                       format_thousands(jpeg.hits),
-                       jpeg.unindexable ? fmt::format(", {} not indexable", format_thousands(jpeg.unindexable)) : std::string());
+    out << fmt::format(
+        "  jpeg index  {} files ({:.1f} of {:.0f} MB{}), {} windows cut from it{}\n", format_thousands(jpeg.indexed),
+        jpeg.bytes / 1e6, jpeg.budget / 1e6, jpeg.full ? ", full: later files decode the usual way" : "",
+        format_thousands(jpeg.hits),
+        jpeg.unindexable ? fmt::format(", {} not indexable", format_thousands(jpeg.unindexable)) : std::string());
   // `work`: the stage's own time on the thread that pulls from it and on threads of its own (a map's
   // tasks, files read ahead).
   uint64_t total_work = 0;
   for (const auto& st : ctx.stats) total_work += st->snapshot().work_ns();
-  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "work", "share", "device");
+  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "work", "share",
+                     "device");
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
     double share = total_work ? 100.0 * snap.work_ns() / total_work : 0;
@@ -132,8 +135,9 @@ nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::
                           {"reused_count", pool.reused_count},
                           {"reused_bytes", pool.reused_bytes}};
   const JpegIndexCache::Stats jpeg = JpegIndexCache::process().stats();
-  j["jpeg_index"] = Json{{"indexed", jpeg.indexed}, {"unindexable", jpeg.unindexable}, {"bytes", jpeg.bytes},
-                         {"budget", jpeg.budget},   {"hits", jpeg.hits},               {"full", jpeg.full}};
+  j["jpeg_index"] = Json{{"indexed", jpeg.indexed}, {"unindexable", jpeg.unindexable},
+                         {"bytes", jpeg.bytes},     {"budget", jpeg.budget},
+                         {"hits", jpeg.hits},       {"full", jpeg.full}};
   Json stages = Json::array();
   for (size_t i = 0; i < run.plan().stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
@@ -188,30 +192,36 @@ int cmd_run(const Args& args) {
       "The optimized plan runs by default (`pipec explain SPEC` shows it); -O0 runs the plan as lowered.");
   app->add_option("SPEC", a.spec, "the spec")->required();
   std::vector<CLI::Option*> pipeline_only;
+  pipeline_only.push_back(app->add_option("--pipeline", a.pipeline,
+                                          "run this pipeline (default: the only one, or the one a train block uses)")
+                              ->type_name("NAME"));
   pipeline_only.push_back(
-      app->add_option("--pipeline", a.pipeline, "run this pipeline (default: the only one, or the one a train block uses)")
-          ->type_name("NAME"));
-  pipeline_only.push_back(
-      app->add_option("--take", a.take, "stop after N output elements, batches when the pipeline batches; -1 takes them all")
+      app->add_option("--take", a.take,
+                      "stop after N output elements, batches when the pipeline batches; -1 takes them all")
           ->type_name("N")
           ->check(in_range(-1, INT64_MAX))
           ->capture_default_str());
   pipeline_only.push_back(
-      app->add_option("--output", a.output, "write every output element as NumPy files DIR/NNNNNN/<field>.npy")->type_name("DIR"));
+      app->add_option("--output", a.output, "write every output element as NumPy files DIR/NNNNNN/<field>.npy")
+          ->type_name("DIR"));
   app->add_option("--seed", a.seed,
                   "the run seed for shuffles and random ops without their own; training: also the initial\n"
                   "weights and dropout")
       ->type_name("S")
       ->capture_default_str();
-  app->add_option("--threads", a.threads, "worker threads; one per core when not given")->type_name("N")->check(in_range(1, 1024));
-  auto* checkpoint = app->add_option("--checkpoint", a.checkpoint, "save the iterator state in DIR/state.ckpt")->type_name("DIR");
+  app->add_option("--threads", a.threads, "worker threads; one per core when not given")
+      ->type_name("N")
+      ->check(in_range(1, 1024));
+  auto* checkpoint =
+      app->add_option("--checkpoint", a.checkpoint, "save the iterator state in DIR/state.ckpt")->type_name("DIR");
   pipeline_only.push_back(checkpoint);
   pipeline_only.push_back(app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements")
                               ->type_name("N")
                               ->check(in_range(1, INT64_MAX))
                               ->capture_default_str());
   pipeline_only.push_back(app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt")->needs(checkpoint));
-  app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")->type_name("FILE");
+  app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")
+      ->type_name("FILE");
   app->add_flag("--no-jit", a.no_jit, "run map/filter bodies on the interpreter instead of compiling them with LLVM");
   app->add_option("--device", a.device,
                   "where the maps after to(gpu) run: the GPU when there is one (auto), always the CPU,\n"
@@ -237,8 +247,9 @@ int cmd_run(const Args& args) {
           [](std::string& text) -> std::string {
             KnobKind kind;
             int64_t value = 0;
-            return parse_auto_value(text, &kind, &value) ? ""
-                                                         : fmt::format("must be parallel=N, prefetch=N or read_ahead=N, not `{}`", text);
+            return parse_auto_value(text, &kind, &value)
+                       ? ""
+                       : fmt::format("must be parallel=N, prefetch=N or read_ahead=N, not `{}`", text);
           },
           ""));
   app->add_flag("--explain-autotune", a.explain_autotune,
@@ -253,8 +264,9 @@ int cmd_run(const Args& args) {
   // A pipeline flag runs the pipeline: it does not go with a training flag.
   for (CLI::Option* p : pipeline_only)
     for (CLI::Option* tr : train_only) p->excludes(tr);
-  app->footer("exit code: 0 success, 1 errors in the spec or its data (or a training step), 2 usage or I/O errors,\n"
-              "3 --device gpu with no usable GPU, 130 interrupted");
+  app->footer(
+      "exit code: 0 success, 1 errors in the spec or its data (or a training step), 2 usage or I/O errors,\n"
+      "3 --device gpu with no usable GPU, 130 interrupted");
   if (auto code = parse_command_line(*app, args)) return *code;
   // -O0 runs the reference of everything: the lowered plan on the interpreter, training on the reference
   // executor (unless --executor says otherwise).
@@ -351,7 +363,8 @@ int cmd_run(const Args& args) {
         pl.examples = static_cast<uint64_t>(sum.examples);
         pl.bytes = static_cast<uint64_t>(sum.bytes);
         pl.elapsed_seconds = std::chrono::duration<double>(now - start).count();
-        if (limited && sum.elements > 0) pl.total_examples = static_cast<uint64_t>(a.take * sum.examples / sum.elements);
+        if (limited && sum.elements > 0)
+          pl.total_examples = static_cast<uint64_t>(a.take * sum.examples / sum.elements);
         std::cerr << "\r" << pl.format() << "\033[K" << std::flush;
       }
     }
@@ -367,7 +380,8 @@ int cmd_run(const Args& args) {
       }
     }
     const std::vector<Advice> advice = advise(run_facts(run, all_passes));
-    if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);
+    if (!flags.quiet)
+      print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
       o << stats_json(advice, a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";

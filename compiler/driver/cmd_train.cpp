@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0); }
+std::string percent(double part, double whole) {
+  return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
+}
 
 // "loss 0.41, accuracy 0.87, mae 0.2" of one evaluation on the validation data.
 std::string eval_text(const EvalResult& e) {
@@ -83,8 +85,8 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << fmt::format("train {}: {} steps ({} examples) in {:.2f} s, {} examples/s\n", t.name, format_thousands(p.step),
                      format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
-  out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss, p.smoothed_loss,
-                     s.first_loss);
+  out << fmt::format("  loss        {:.6g} at the last step, {:.6g} smoothed, {:.6g} at the first\n", p.loss,
+                     p.smoothed_loss, s.first_loss);
   const double total = std::max(p.elapsed, 1e-9);
   out << fmt::format(
       "  time        input wait {:.2f} s ({}), forward {:.2f} s ({}), loss {:.2f} s ({}), backward {:.2f} s ({}), "
@@ -93,18 +95,21 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
       percent(s.phases[1], total), s.phases[2], percent(s.phases[2], total), s.phases[3], percent(s.phases[3], total));
   if (!s.evals.empty()) {
     const EvalResult& e = s.evals.back();
-    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n", eval_text(e),
-                       format_thousands(e.examples), format_thousands(e.step), s.evals.size(), s.evals.size() == 1 ? "" : "s");
+    out << fmt::format("  validation  {} on {} examples after step {} (inference mode; {} evaluation{})\n",
+                       eval_text(e), format_thousands(e.examples), format_thousands(e.step), s.evals.size(),
+                       s.evals.size() == 1 ? "" : "s");
   }
   out << "  executor    " << s.executor << "\n";
   out << "  threads     " << s.thread_split << "\n";
   out << "  input pipeline:\n" << pipeline.text;
-  if (t.precision != "fp32") out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
+  if (t.precision != "fp32")
+    out << fmt::format("  note        precision {} is not implemented yet: trained in fp32\n", t.precision);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {} is not implemented yet: trained in one process\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (!a.save.empty())
-    out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors, s.saved_bytes / 1e6);
+    out << fmt::format("  weights     saved to {} ({} tensors, {:.2f} MB)\n", a.save, s.saved_tensors,
+                       s.saved_bytes / 1e6);
 }
 
 // The summary as JSON (`--stats-json`), with every step's loss.
@@ -152,19 +157,24 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
 TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
   const std::string group = "training (a spec with a train block)";
   TrainFlags f;
-  f.block = app.add_option("--train", into.block, "the train block to run (default: the only one)")->type_name("NAME")->group(group);
+  f.block = app.add_option("--train", into.block, "the train block to run (default: the only one)")
+                ->type_name("NAME")
+                ->group(group);
   f.steps = app.add_option("--steps", into.steps, "train N steps (replaces the block's steps and epochs)")
                 ->type_name("N")
                 ->check(in_range(1, INT64_MAX))
                 ->group(group);
-  f.epochs = app.add_option("--epochs", into.epochs, "train N passes over the data (with --steps: N x steps, steps per epoch)")
-                 ->type_name("N")
-                 ->check(in_range(1, INT64_MAX))
-                 ->group(group);
+  f.epochs =
+      app.add_option("--epochs", into.epochs, "train N passes over the data (with --steps: N x steps, steps per epoch)")
+          ->type_name("N")
+          ->check(in_range(1, INT64_MAX))
+          ->group(group);
   f.init = app.add_option("--init", into.init, "start from the weights in FILE (safetensors, as --save writes them)")
                ->type_name("FILE")
                ->group(group);
-  f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")->type_name("FILE")->group(group);
+  f.save = app.add_option("--save", into.save, "write the trained weights to FILE (safetensors)")
+               ->type_name("FILE")
+               ->group(group);
   f.executor = app.add_option("--executor", into.executor,
                               "fast: the layers on oneDNN (default); reference: plain loops on one thread, the oracle\n"
                               "the fast executor is tested against (-O0 picks it too)")
@@ -175,7 +185,8 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
   return f;
 }
 
-int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet, bool all_passes) {
+int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet,
+                          bool all_passes) {
   const CompiledTrain& train = compiled.trains.at(0);
   const TrainProgram& t = train.program;
   const Plan& data = compiled.pipelines.at(0).plan;

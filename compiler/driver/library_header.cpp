@@ -25,7 +25,8 @@ std::string library_header_text(const Plan& plan, const std::string& prefix, con
   for (const Field& f : e.fields) max_rank = std::max(max_rank, f.type->shape.size());
 
   std::string spec_text = spec;
-  for (size_t at = spec_text.find("*/"); at != std::string::npos; at = spec_text.find("*/")) spec_text.replace(at, 2, "* /");
+  for (size_t at = spec_text.find("*/"); at != std::string::npos; at = spec_text.find("*/"))
+    spec_text.replace(at, 2, "* /");
   std::string out = fmt::format(
       "/* lib{0}.h: the output of pipeline `{1}` of {2}, as built by `pipec build`. Generated; do not edit.\n"
       " * The functions are in pipe.h. Shapes include the batch dimension when the pipeline batches;\n"
@@ -58,8 +59,8 @@ std::string library_header_text(const Plan& plan, const std::string& prefix, con
     std::string dims;
     for (int64_t d : f.type->shape) dims += fmt::format("{}{}", dims.empty() ? "" : ", ", d < 0 ? -1 : d);
     if (dims.empty()) dims = "0";
-    out += fmt::format("  {{\"{}\", \"{}\", {{{}, {}, {}}}, {}, {{{}}}}},\n", f.name, dtype_name(f.type->dtype), dt.code, dt.bits,
-                       dt.lanes, f.type->shape.size(), dims);
+    out += fmt::format("  {{\"{}\", \"{}\", {{{}, {}, {}}}, {}, {{{}}}}},\n", f.name, dtype_name(f.type->dtype),
+                       dt.code, dt.bits, dt.lanes, f.type->shape.size(), dims);
   }
   out += "};\n\n#endif\n";
   return out;

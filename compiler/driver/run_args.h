@@ -25,7 +25,7 @@ struct RunArgs {
   bool no_autotune = false;
   bool explain_autotune = false;
   std::vector<std::string> auto_values;  // KIND=N
-  std::string trace;  // --trace FILE.json
+  std::string trace;                     // --trace FILE.json
   // A pipeline run only.
   std::string pipeline;
   int64_t take = -1;  // -1: every element
@@ -36,8 +36,8 @@ struct RunArgs {
 };
 
 struct TrainArgs {
-  std::string block;  // --train
-  int64_t steps = 0;  // --steps (when given)
+  std::string block;   // --train
+  int64_t steps = 0;   // --steps (when given)
   int64_t epochs = 0;  // --epochs (when given)
   std::string init;
   std::string save;
@@ -69,6 +69,7 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into);
 /// compiled.pipelines[0] with the executor `train.executor` names, with a progress line on a terminal, a summary
 /// (unless `quiet`) and --stats-json. Returns the exit code.
 /// `all_passes`: the optimizer ran every pass (for the advice).
-int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet, bool all_passes);
+int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet,
+                          bool all_passes);
 
 }  // namespace pipec

@@ -23,7 +23,8 @@ std::string param_text(KnobKind kind, int64_t value) {
 
 void print_memory_line(std::ostream& out, const PipelineRun& run) {
   const MemoryBudget& m = run.memory();
-  out << fmt::format("  memory      {} at most in stage buffers (budget {})\n", format_bytes(m.peak()), format_bytes(m.limit()));
+  out << fmt::format("  memory      {} at most in stage buffers (budget {})\n", format_bytes(m.peak()),
+                     format_bytes(m.limit()));
 }
 
 void print_bottleneck_line(std::ostream& out, const PipelineRun& run) {
@@ -33,8 +34,8 @@ void print_bottleneck_line(std::ostream& out, const PipelineRun& run) {
     out << fmt::format("  bottleneck: {}\n", b.why);
     return;
   }
-  out << fmt::format("  bottleneck: {} ({:.0f}% of the pipeline's work): {}\n", stage_label(run.plan(), b.stage), 100 * b.share,
-                     b.why);
+  out << fmt::format("  bottleneck: {} ({:.0f}% of the pipeline's work): {}\n", stage_label(run.plan(), b.stage),
+                     100 * b.share, b.why);
 }
 
 void print_autotune(std::ostream& out, const PipelineRun& run, bool explain) {
@@ -66,8 +67,8 @@ void print_autotune(std::ostream& out, const PipelineRun& run, bool explain) {
   }
   out << "  changes:\n";
   for (const auto& c : changes)
-    out << fmt::format("    {:7.3f} s  {:<14} {} -> {}\n", c.seconds, stage_label(run.plan(), c.stage), param_text(c.kind, c.from),
-                       c.to);
+    out << fmt::format("    {:7.3f} s  {:<14} {} -> {}\n", c.seconds, stage_label(run.plan(), c.stage),
+                       param_text(c.kind, c.from), c.to);
 }
 
 RunFacts run_facts(const PipelineRun& run, bool all_passes) {
@@ -109,11 +110,12 @@ void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const 
   j["memory"] = Json{{"budget_bytes", m.limit()}, {"peak_bytes", m.peak()}, {"stages", std::move(stages)}};
   const Bottleneck b = run.autotuner().bottleneck();
   const char* kinds[] = {"none", "thread", "map", "reader", "cpu", "consumer"};
-  j["bottleneck"] = Json{{"stage", b.stage},
-                         {"op", b.stage >= 0 ? std::string(stage_name(run.plan().stages.at(b.stage).kind)) : std::string()},
-                         {"kind", kinds[static_cast<int>(b.kind)]},
-                         {"share", b.share},
-                         {"why", b.why}};
+  j["bottleneck"] =
+      Json{{"stage", b.stage},
+           {"op", b.stage >= 0 ? std::string(stage_name(run.plan().stages.at(b.stage).kind)) : std::string()},
+           {"kind", kinds[static_cast<int>(b.kind)]},
+           {"share", b.share},
+           {"why", b.why}};
   Json picks = Json::array();
   for (const auto& p : run.autotuner().picks())
     picks.push_back(Json{{"stage", p.stage},

@@ -211,8 +211,9 @@ class Formatter {
                         [](const Arg& a) { return a.value->range.end; });
   }
   bool list_gaps(const ListExpr& l) const {
-    return gap_comments(l.range.begin + 1, l.range.end - 1, l.items,
-                        [](const ExprPtr& e) { return e->range.begin; }, [](const ExprPtr& e) { return e->range.end; });
+    return gap_comments(
+        l.range.begin + 1, l.range.end - 1, l.items, [](const ExprPtr& e) { return e->range.begin; },
+        [](const ExprPtr& e) { return e->range.end; });
   }
   bool record_gaps(const RecordExpr& r) const {
     return gap_comments(r.range.begin + 1, r.range.end - 1, r.fields, field_begin, field_end);
@@ -225,7 +226,9 @@ class Formatter {
     return s + ")";
   }
 
-  static void piece(std::vector<Piece>& out, std::string text) { out.push_back(Piece{std::move(text), nullptr, false}); }
+  static void piece(std::vector<Piece>& out, std::string text) {
+    out.push_back(Piece{std::move(text), nullptr, false});
+  }
   static void piece(std::vector<Piece>& out, const Expr& e, bool parens) { out.push_back(Piece{{}, &e, parens}); }
 
   // The pieces of e's one-line form; false when e has none of its own (a block, or a comment that needs a
@@ -386,9 +389,11 @@ class Formatter {
   // Simple enough to pack several to a line in a long list.
   static bool is_atom(const Expr& e) {
     switch (e.kind) {
-      case ExprKind::IntLit: case ExprKind::FloatLit: case ExprKind::StringLit: case ExprKind::BoolLit:
-      case ExprKind::Name:
-        return true;
+      case ExprKind::IntLit:
+      case ExprKind::FloatLit:
+      case ExprKind::StringLit:
+      case ExprKind::BoolLit:
+      case ExprKind::Name: return true;
       case ExprKind::Unary: return is_atom(*e.as<UnaryExpr>()->operand);
       default: return false;
     }
@@ -419,13 +424,15 @@ class Formatter {
       }
       case ExprKind::Unary: return unary_op_spelling(e.as<UnaryExpr>()->op)[0];
       case ExprKind::List: return '[';
-      case ExprKind::Record: case ExprKind::Block: return '{';
+      case ExprKind::Record:
+      case ExprKind::Block: return '{';
       case ExprKind::Lambda: {
         const auto* l = e.as<LambdaExpr>();
         return l->parenthesized || l->params.size() != 1 ? '(' : 'a';
       }
       case ExprKind::StringLit: return '"';
-      case ExprKind::IntLit: case ExprKind::FloatLit: return '0';
+      case ExprKind::IntLit:
+      case ExprKind::FloatLit: return '0';
       default: return 'a';
     }
   }
@@ -526,7 +533,8 @@ class Formatter {
         if (inner) {
           ++candidates;
           multi = i;
-          size_t at = start + head + (inner == a.value.get() ? 0 : lambda_params(*a.value->as<LambdaExpr>()).size() + 4);
+          size_t at =
+              start + head + (inner == a.value.get() ? 0 : lambda_params(*a.value->as<LambdaExpr>()).size() + 4);
           hug = at + *flat_len(*inner) > static_cast<size_t>(kFmtWidth);
         }
         start += head + *flat_len(*a.value);
@@ -768,9 +776,9 @@ class Formatter {
     for (size_t i = 0; i < d.params.size(); ++i)
       flat += (i ? ", " : "") + d.params[i].name + ": " + type_text(d.params[i].type);
     flat += ")";
-    bool gaps = close != kNoPos &&
-                gap_comments(after_open, close, d.params, [](const Param& p) { return p.name_range.begin; },
-                             [](const Param& p) { return p.type.range.end; });
+    bool gaps = close != kNoPos && gap_comments(
+                                       after_open, close, d.params, [](const Param& p) { return p.name_range.begin; },
+                                       [](const Param& p) { return p.type.range.end; });
     if (!gaps && fits(flat.size() + tail)) {
       put(flat);
       for (const Param& p : d.params) mark(p.name_range);

@@ -41,11 +41,21 @@ const char* binary_op_spelling(BinaryOp op) {
 int binary_op_precedence(BinaryOp op) {
   switch (op) {
     case BinaryOp::Pow: return 10;
-    case BinaryOp::Mul: case BinaryOp::Div: case BinaryOp::FloorDiv: case BinaryOp::Mod: return 8;
-    case BinaryOp::Add: case BinaryOp::Sub: return 7;
-    case BinaryOp::Shl: case BinaryOp::Shr: return 6;
-    case BinaryOp::BitAnd: case BinaryOp::BitXor: return 5;
-    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Mod: return 8;
+    case BinaryOp::Add:
+    case BinaryOp::Sub: return 7;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr: return 6;
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitXor: return 5;
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
     case BinaryOp::Ge: return 4;
     case BinaryOp::And: return 3;
     case BinaryOp::Or: return 2;

@@ -27,8 +27,8 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct DimSyntax {
   enum Kind { Known, Unknown, Named } kind = Known;
-  int64_t value = 0;     // Known
-  std::string name;      // Named (a const)
+  int64_t value = 0;  // Known
+  std::string name;   // Named (a const)
   SourceRange range;
 };
 
@@ -43,13 +43,44 @@ struct TypeSyntax {
 // Expressions
 
 enum class ExprKind {
-  IntLit, FloatLit, StringLit, BoolLit, List, Record, Block, Name, Call, Index, Member, Unary, Binary,
-  Pipe, Lambda,
+  IntLit,
+  FloatLit,
+  StringLit,
+  BoolLit,
+  List,
+  Record,
+  Block,
+  Name,
+  Call,
+  Index,
+  Member,
+  Unary,
+  Binary,
+  Pipe,
+  Lambda,
 };
 
 enum class UnaryOp { Neg, Plus, Not, BitNot };
 enum class BinaryOp {
-  Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or, BitAnd, BitXor, Shl, Shr,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  BitAnd,
+  BitXor,
+  Shl,
+  Shr,
 };
 
 const char* unary_op_spelling(UnaryOp op);
@@ -64,13 +95,17 @@ struct Expr {
   SourceRange range;
 
   // Filled by semantic analysis.
-  Type type;                        // Type::error() until checked
-  std::optional<Value> constant;    // set when the expression is a compile-time constant
+  Type type;                      // Type::error() until checked
+  std::optional<Value> constant;  // set when the expression is a compile-time constant
 
   template <class T>
-  T* as() { return static_cast<T*>(this); }
+  T* as() {
+    return static_cast<T*>(this);
+  }
   template <class T>
-  const T* as() const { return static_cast<const T*>(this); }
+  const T* as() const {
+    return static_cast<const T*>(this);
+  }
 };
 
 struct IntLitExpr : Expr {
@@ -132,9 +167,9 @@ struct BlockExpr : Expr {
 struct Binding {
   enum Kind { None, Local, Param, LambdaParam, Global, Builtin, Option } kind = None;
   std::string name;
-  SourceRange def_range;      // where it is defined (invalid for builtins)
-  const Decl* decl = nullptr; // Global
-  const Stmt* stmt = nullptr; // Local
+  SourceRange def_range;                    // where it is defined (invalid for builtins)
+  const Decl* decl = nullptr;               // Global
+  const Stmt* stmt = nullptr;               // Local
   const pipec::Builtin* builtin = nullptr;  // Builtin: the one the checker chose by context (null for a cast)
 };
 
@@ -159,8 +194,8 @@ struct CallExpr : Expr {
 
 struct IndexItem {
   enum Kind { Single, Slice, Ellipsis } kind = Single;
-  ExprPtr value;                    // Single
-  ExprPtr start, stop, step;        // Slice (each may be null)
+  ExprPtr value;              // Single
+  ExprPtr start, stop, step;  // Slice (each may be null)
   SourceRange range;
 };
 
@@ -235,13 +270,13 @@ struct TrainEntry {
 
 struct Decl {
   DeclKind kind;
-  std::string name;          // empty for imports
+  std::string name;  // empty for imports
   SourceRange name_range;
-  SourceRange range;         // the whole declaration
-  std::string doc;           // comment lines directly above the declaration
+  SourceRange range;  // the whole declaration
+  std::string doc;    // comment lines directly above the declaration
 
   // Import
-  std::string import_path;   // as written
+  std::string import_path;        // as written
   bool import_is_module = false;  // `import chess` (stdlib) vs `import "file.pipe"`
   std::string import_resolved;    // filled by the loader
   // Const
@@ -268,7 +303,7 @@ struct Decl {
 /// One parsed file. Comments are kept (with their ranges) for the formatter.
 struct Comment {
   SourceRange range;
-  std::string text;  // including '#'
+  std::string text;       // including '#'
   bool own_line = false;  // nothing but whitespace before it on its line
 };
 

@@ -320,8 +320,8 @@ class Builder {
     }
     // expr op=(STAR | SLASH | SLASHSLASH | PERCENT) expr  # mulExpr
     if (auto* c = dynamic_cast<P::MulExprContext*>(ctx)) {
-      BinaryOp op = c->op->getType() == P::STAR    ? BinaryOp::Mul
-                    : c->op->getType() == P::SLASH ? BinaryOp::Div
+      BinaryOp op = c->op->getType() == P::STAR         ? BinaryOp::Mul
+                    : c->op->getType() == P::SLASH      ? BinaryOp::Div
                     : c->op->getType() == P::SLASHSLASH ? BinaryOp::FloorDiv
                                                         : BinaryOp::Mod;
       return binary(op, c->expr(0), c->expr(1), c->op, c);

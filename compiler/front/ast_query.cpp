@@ -15,8 +15,7 @@ void for_each_child(const Expr& e, Fn&& fn) {
     case ExprKind::FloatLit:
     case ExprKind::StringLit:
     case ExprKind::BoolLit:
-    case ExprKind::Name:
-      break;
+    case ExprKind::Name: break;
     case ExprKind::List:
       for (const auto& item : e.as<ListExpr>()->items) visit(item);
       break;

@@ -124,8 +124,7 @@ void Diagnostics::print(std::ostream& out, bool color) const {
   if (warnings_) parts.push_back(fmt::format("{} warning{}", warnings_, warnings_ == 1 ? "" : "s"));
   std::string line = parts[0];
   if (parts.size() > 1) line += " and " + parts[1];
-  if (list_.size() < errors_ + warnings_)
-    line += fmt::format(" ({} not shown)", errors_ + warnings_ - list_.size());
+  if (list_.size() < errors_ + warnings_) line += fmt::format(" ({} not shown)", errors_ + warnings_ - list_.size());
   out << line << " generated.\n";
 }
 

@@ -4,7 +4,6 @@
 // the parser, and so that nesting depth can be checked before ANTLR recurses into it.
 #include "compiler/front/parser.h"
 
-
 #include <algorithm>
 #include <functional>
 
@@ -30,7 +29,8 @@ SourceRange token_range(uint32_t file, const antlr4::Token* t) {
 }
 
 // `end` names the end of the input: "end of file", or "end of the value" for a -D value.
-std::string describe_token(const antlr4::Token* t, const antlr4::dfa::Vocabulary& vocab, const char* end = "end of file") {
+std::string describe_token(const antlr4::Token* t, const antlr4::dfa::Vocabulary& vocab,
+                           const char* end = "end of file") {
   if (!t || t->getType() == antlr4::Token::EOF) return end;
   std::string text = t->getText();
   if (text.size() > 24) text = text.substr(0, 21) + "...";
@@ -78,8 +78,9 @@ size_t report_bad_character(const std::string& text, uint32_t file, uint32_t at,
   unsigned char c = static_cast<unsigned char>(text[at]);
   if (c >= 0x80) {
     if (size_t n = utf8_length(text, at)) {
-      diags.report(DiagKind::bad_character, {file, at, static_cast<uint32_t>(at + n)},
-                   "unexpected character `" + text.substr(at, n) + "`: names are made of ASCII letters, digits and `_`");
+      diags.report(
+          DiagKind::bad_character, {file, at, static_cast<uint32_t>(at + n)},
+          "unexpected character `" + text.substr(at, n) + "`: names are made of ASCII letters, digits and `_`");
       return n;
     }
     diags.report(DiagKind::bad_character, {file, at, at + 1},
@@ -99,13 +100,14 @@ const char* const kDeclaration = "a declaration (`import`, `const`, `fn`, `sourc
 // Turns ANTLR's syntax errors into diagnostics with readable messages.
 class ErrorListener : public antlr4::BaseErrorListener {
  public:
-  ErrorListener(uint32_t file, Diagnostics& diags, const char* end = "end of file") : file_(file), diags_(diags), end_(end) {}
+  ErrorListener(uint32_t file, Diagnostics& diags, const char* end = "end of file")
+      : file_(file), diags_(diags), end_(end) {}
 
   /// True once a syntax error was reported.
   bool reported() const { return reported_; }
 
-  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t, size_t,
-                   const std::string&, std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t, size_t, const std::string&,
+                   std::exception_ptr) override {
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
     std::string msg = "unexpected " + describe_token(offending, recognizer->getVocabulary(), end_);
     if (parser) {
@@ -189,7 +191,7 @@ bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, pipege
   int max_depth = 0;
   SourceRange deepest;
   std::vector<const antlr4::Token*> open;  // brackets not closed yet
-  size_t covered_until = 0;  // bytes up to here belong to a bad character already reported
+  size_t covered_until = 0;                // bytes up to here belong to a bad character already reported
   for (;;) {
     std::unique_ptr<antlr4::Token> tok = lexer.nextToken();
     size_t type = tok->getType();
@@ -328,7 +330,8 @@ std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_i
 ExprPtr parse_expression_impl(const SourceManager& sources, uint32_t file_id, uint32_t begin, Diagnostics& diags) {
   const std::string& text = sources.file(file_id).text();
   // The lexer sees blanks before `begin`, so that token offsets are offsets in the whole file.
-  std::string blanked = std::string(std::min<size_t>(begin, text.size()), ' ') + text.substr(std::min<size_t>(begin, text.size()));
+  std::string blanked =
+      std::string(std::min<size_t>(begin, text.size()), ' ') + text.substr(std::min<size_t>(begin, text.size()));
   ByteInputStream input(blanked);
   pipegen::PipeLexer lexer(&input);
   std::vector<std::unique_ptr<antlr4::Token>> tokens;

@@ -20,9 +20,9 @@ namespace pipec {
 namespace {
 
 // Builtin parameters that are compile-time attributes of an instruction rather than tensor operands.
-const std::set<std::string> kStaticParams = {"shape", "axis", "depth", "perm", "height", "width", "seed", "method",
-                                             "dtype", "channels", "colors", "classes", "fraction",
-                                             "max_pixels", "quality"};
+const std::set<std::string> kStaticParams = {"shape",  "axis",    "depth",    "perm",       "height",
+                                             "width",  "seed",    "method",   "dtype",      "channels",
+                                             "colors", "classes", "fraction", "max_pixels", "quality"};
 
 // A lowered value: one SSA value, or a record of them (a lambda parameter, a record literal).
 struct LValue {
@@ -76,12 +76,20 @@ class FunctionLowering {
       LValue v;
       if (t.kind == TypeKind::Record) {
         for (const Field& f : *t.fields) {
-          Instr p{OpKind::Param, {}, {{"field", Value::make_string(f.name)}}, *f.type, spec_loc(program_, lambda.param_ranges[i])};
+          Instr p{OpKind::Param,
+                  {},
+                  {{"field", Value::make_string(f.name)}},
+                  *f.type,
+                  spec_loc(program_, lambda.param_ranges[i])};
           v.fields[f.name] = fn_.add(std::move(p));
           v.order.push_back(f.name);
         }
       } else {
-        v.id = fn_.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(lambda.params[i])}}, t, spec_loc(program_, lambda.param_ranges[i])});
+        v.id = fn_.add(Instr{OpKind::Param,
+                             {},
+                             {{"field", Value::make_string(lambda.params[i])}},
+                             t,
+                             spec_loc(program_, lambda.param_ranges[i])});
       }
       scopes_.back()[lambda.params[i]] = v;
     }
@@ -116,7 +124,8 @@ class FunctionLowering {
     // Casting a constant folds right away.
     if (fn_.body[id].op == OpKind::Const && fn_.body[id].attrs.at("value").kind != Value::List)
       return emit_const(fn_.body[id].attrs.at("value"), dtype, t.shape, loc);
-    return emit(OpKind::Cast, {id}, {{"dtype", Value::make_symbol(std::string(dtype_name(dtype)))}}, Type::tensor(dtype, t.shape), loc);
+    return emit(OpKind::Cast, {id}, {{"dtype", Value::make_symbol(std::string(dtype_name(dtype)))}},
+                Type::tensor(dtype, t.shape), loc);
   }
 
   // A tensor operand wanted in `dtype`: weak constants are emitted directly in it.
@@ -221,7 +230,8 @@ class FunctionLowering {
     auto p = promote(lt.dtype, lt.weak, rt.dtype, rt.weak);
     DType operand_dtype = p ? p->dtype : b.type.dtype;
     // True division computes in the result's float type; arithmetic on bools computes as i64.
-    if (b.op == BinaryOp::Div || (operand_dtype == DType::Bool && b.type.dtype != DType::Bool)) operand_dtype = b.type.dtype;
+    if (b.op == BinaryOp::Div || (operand_dtype == DType::Bool && b.type.dtype != DType::Bool))
+      operand_dtype = b.type.dtype;
     int x = operand(*b.lhs, operand_dtype);
     int y = operand(*b.rhs, operand_dtype);
     return emit(binary_op_kind(b.op), {x, y}, {}, b.type, b.range);
@@ -286,7 +296,8 @@ class FunctionLowering {
         at_run_time.emplace_back(dim, &it);
         keep_dim(d);
       } else {
-        Value s = slice_bound(it.start, none), t = slice_bound(it.stop, none), st = slice_bound(it.step, Value::make_int(1));
+        Value s = slice_bound(it.start, none), t = slice_bound(it.stop, none),
+              st = slice_bound(it.step, Value::make_int(1));
         starts.items.push_back(s);
         stops.items.push_back(t);
         steps.items.push_back(st);
@@ -328,7 +339,8 @@ class FunctionLowering {
       } else {
         op = OpKind::DynamicSlice;
         shape[static_cast<size_t>(axis)] = kUnknownDim;
-        const std::pair<const char*, const ExprPtr*> bounds[] = {{"start", &item->start}, {"stop", &item->stop}, {"step", &item->step}};
+        const std::pair<const char*, const ExprPtr*> bounds[] = {
+            {"start", &item->start}, {"stop", &item->stop}, {"step", &item->step}};
         for (const auto& [name, x] : bounds) {
           if (*x && !(*x)->constant) operands.push_back(tensor(**x));
           else attrs[name] = slice_bound(*x, std::string(name) == "step" ? Value::make_int(1) : none);
@@ -337,7 +349,8 @@ class FunctionLowering {
       cur = emit(op, operands, std::move(attrs), Type::tensor(bt.dtype, shape), ix.range);
     }
     if (fn_.body[cur].type.shape == ix.type.shape) return cur;
-    if (ix.type.fully_known()) return emit(OpKind::Reshape, {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
+    if (ix.type.fully_known())
+      return emit(OpKind::Reshape, {cur}, {{"shape", shape_value(ix.type.shape)}}, ix.type, ix.range);
     // The dropped axes, renumbered past the ones dynamic_index removed, from the last down.
     for (auto d = dropped.rbegin(); d != dropped.rend(); ++d) {
       int64_t axis = *d;
@@ -463,7 +476,8 @@ class FunctionLowering {
   }
 
   // fn calls are inlined: the body is lowered with the parameters bound to the arguments.
-  LValue lower_fn(const Decl& fn, const std::vector<const Expr*>& positional, const std::map<std::string, const Expr*>& named) {
+  LValue lower_fn(const Decl& fn, const std::vector<const Expr*>& positional,
+                  const std::map<std::string, const Expr*>& named) {
     std::map<std::string, LValue> frame;
     for (size_t i = 0; i < fn.params.size(); ++i) {
       const Expr* x = i < positional.size() ? positional[i] : named.at(fn.params[i].name);
@@ -561,7 +575,8 @@ class PlanLowering {
         continue;
       }
       if (x->constant) s.args.push_back({name, *x->constant});
-      else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink) s.args.push_back({name, format_value(*x->as<CallExpr>())});
+      else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink)
+        s.args.push_back({name, format_value(*x->as<CallExpr>())});
     }
     // Sources: the declaration's schema says what each record holds.
     const Decl* source_decl = b->kind == BuiltinKind::Source ? declaration_of(whole) : nullptr;
@@ -631,12 +646,15 @@ std::optional<StageKind> stage_of_builtin(const Builtin& b) {
   return stage_from_name(b.name);
 }
 
-int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves) {
+int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e,
+                           const std::map<const Expr*, int>& leaves) {
   FunctionLowering fl(program, fn);
   return fl.lower_with_leaves(e, leaves);
 }
 
-Plan lower_pipeline(const Program& program, const Decl& pipeline) { return lower_dataset(program, *pipeline.value, pipeline.name); }
+Plan lower_pipeline(const Program& program, const Decl& pipeline) {
+  return lower_dataset(program, *pipeline.value, pipeline.name);
+}
 
 Plan lower_dataset(const Program& program, const Expr& dataset, const std::string& name) {
   Plan plan;

@@ -21,7 +21,8 @@ Plan lower_dataset(const Program& program, const Expr& dataset, const std::strin
 /// `leaves` is already a value of the model graph, bound to the `param` instruction given for it;
 /// everything else (arithmetic, ops, fn calls, constants) is lowered as in a map body. Returns the id of
 /// the result.
-int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e, const std::map<const Expr*, int>& leaves);
+int lower_model_expression(const Program& program, ExprFunction& fn, const Expr& e,
+                           const std::map<const Expr*, int>& leaves);
 
 /// The IR op a call of builtin `b` (of kind Op) lowers to: the op of the same name (runtime/plan/ops.def);
 /// nullopt when the table has none, which tests/unit/op_table_coverage_test.cpp reports.

@@ -48,9 +48,7 @@ std::string describe_decl(const Decl& d) {
       }
       break;
     case DeclKind::Fn:
-    case DeclKind::Model:
-      code = decl_signature(d);
-      break;
+    case DeclKind::Model: code = decl_signature(d); break;
     case DeclKind::Source:
     case DeclKind::Pipeline: {
       code = std::string(decl_kind_name(d.kind)) + " " + d.name;
@@ -58,9 +56,7 @@ std::string describe_decl(const Decl& d) {
       if (!el.empty()) extra = "element: `" + el + "`";
       break;
     }
-    case DeclKind::Train:
-      code = "train " + d.name;
-      break;
+    case DeclKind::Train: code = "train " + d.name; break;
   }
   std::string md = code_block(code);
   if (!extra.empty()) md += "\n\n" + extra;
@@ -347,7 +343,8 @@ std::optional<HoverResult> hover_at(const Program& program, uint32_t offset) {
         return HoverResult{md, inner->range};
       }
       if (b.kind == Binding::Builtin && parse_dtype(n->name))
-        return HoverResult{code_block(n->name + "(x)") + "\n\n*cast*: converts x to " + n->name + " (numbers to numbers, bytes to bytes)",
+        return HoverResult{code_block(n->name + "(x)") + "\n\n*cast*: converts x to " + n->name +
+                               " (numbers to numbers, bytes to bytes)",
                            inner->range};
       // In a train block a bare name is a field of the training data (its batched type), else an option word.
       if (b.kind == Binding::Option && d->kind == DeclKind::Train && inner->type.kind != TypeKind::Symbol) {

@@ -29,7 +29,18 @@ std::vector<SourceRange> definition_at(const Program& program, uint32_t offset);
 std::vector<SourceRange> references_at(const Program& program, uint32_t offset, bool include_declaration);
 
 enum class CompletionKind {
-  Function, Field, Variable, Constant, Keyword, Module, Struct, Class, Event, TypeName, Property, EnumMember
+  Function,
+  Field,
+  Variable,
+  Constant,
+  Keyword,
+  Module,
+  Struct,
+  Class,
+  Event,
+  TypeName,
+  Property,
+  EnumMember
 };
 
 struct CompletionEntry {
@@ -48,10 +59,10 @@ std::vector<CompletionEntry> complete_at(const std::string& path, const std::str
                                          const Program* current, const Program* last_good = nullptr);
 
 struct SignatureHelp {
-  std::string label;                                 // "batch(input, size, drop_remainder = false)"
-  std::string documentation;                         // markdown
+  std::string label;                                  // "batch(input, size, drop_remainder = false)"
+  std::string documentation;                          // markdown
   std::vector<std::pair<uint32_t, uint32_t>> params;  // [begin, end) of each parameter in `label`
-  int active_parameter = -1;                         // -1: none
+  int active_parameter = -1;                          // -1: none
 };
 
 /// Inside the parentheses of a call at byte `offset` of `text`: the signature of what the checker

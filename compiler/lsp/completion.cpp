@@ -20,16 +20,13 @@ constexpr const char* kPlaceholder = "pipec_completion_placeholder";
 
 CompletionEntry entry_for(const NameCandidate& c) {
   switch (c.kind) {
-    case NameCandidate::Builtin:
-      return {c.name, CompletionKind::Function, c.builtin->signature(), c.builtin->doc};
-    case NameCandidate::Cast:
-      return {c.name, CompletionKind::TypeName, "cast to " + c.name, ""};
-    case NameCandidate::Fn:
-      return {c.name, CompletionKind::Function, decl_signature(*c.decl), c.decl->doc};
-    case NameCandidate::Model:
-      return {c.name, CompletionKind::Class, decl_signature(*c.decl), c.decl->doc};
+    case NameCandidate::Builtin: return {c.name, CompletionKind::Function, c.builtin->signature(), c.builtin->doc};
+    case NameCandidate::Cast: return {c.name, CompletionKind::TypeName, "cast to " + c.name, ""};
+    case NameCandidate::Fn: return {c.name, CompletionKind::Function, decl_signature(*c.decl), c.decl->doc};
+    case NameCandidate::Model: return {c.name, CompletionKind::Class, decl_signature(*c.decl), c.decl->doc};
     case NameCandidate::Const:
-      return {c.name, CompletionKind::Constant, c.decl->type.is_error() ? "const" : type_to_string(c.decl->type), c.decl->doc};
+      return {c.name, CompletionKind::Constant, c.decl->type.is_error() ? "const" : type_to_string(c.decl->type),
+              c.decl->doc};
     case NameCandidate::Dataset: {
       std::string el = dataset_element(c.decl->type);
       return {c.name, c.decl->kind == DeclKind::Source ? CompletionKind::Struct : CompletionKind::Event,

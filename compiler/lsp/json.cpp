@@ -31,14 +31,16 @@ JsonParseResult parse_json(std::string_view text, int max_depth) {
   // The callback sees each container start with the depth of its parent; refusing one keeps it (and so
   // everything below it) out of the value, and the flag turns the whole document into an error.
   Json::parser_callback_t limit_depth = [&](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= max_depth) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= max_depth) {
       too_deep = true;
       return false;
     }
     return true;
   };
   try {
-    Json value = Json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    Json value =
+        Json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/true, /*ignore_comments=*/false);
     if (too_deep) {
       r.error = "arrays and objects are nested deeper than " + std::to_string(max_depth) + " levels";
       return r;
@@ -81,7 +83,8 @@ std::vector<JsonView> JsonView::elements() const {
 bool JsonView::has(std::string_view key) const { return j_->is_object() && j_->find(key) != j_->end(); }
 
 bool JsonView::is_integer() const {
-  if (j_->is_number_unsigned()) return j_->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (j_->is_number_unsigned())
+    return j_->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   return j_->is_number_integer();
 }
 

@@ -43,7 +43,7 @@ std::string dump_json(const Json& value);
 /// A read-only, never-throwing view of a (part of a) client message.
 class JsonView {
  public:
-  JsonView();  // null
+  JsonView();                          // null
   JsonView(const Json& j) : j_(&j) {}  // NOLINT: implicit, so that functions take either
 
   /// The member `key`; a null view when this is not an object or has no such member.

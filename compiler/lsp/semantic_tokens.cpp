@@ -13,7 +13,18 @@ namespace pipec::lsp {
 
 namespace {
 
-enum TokenType : uint32_t { Keyword, Variable, Number, String, Comment, Operator, Function, TypeTok, Parameter, Property };
+enum TokenType : uint32_t {
+  Keyword,
+  Variable,
+  Number,
+  String,
+  Comment,
+  Operator,
+  Function,
+  TypeTok,
+  Parameter,
+  Property
+};
 enum Modifier : uint32_t { Declaration = 1, DefaultLibrary = 2 };
 
 using L = pipegen::PipeLexer;
@@ -25,13 +36,32 @@ bool is_keyword_token(size_t t) {
 
 bool is_operator_token(size_t t) {
   switch (t) {
-    case L::FATARROW: case L::ARROW: case L::EQ: case L::NE: case L::LE: case L::GE: case L::SHL: case L::SHR:
-    case L::OROR: case L::ANDAND: case L::POW: case L::SLASHSLASH: case L::ASSIGN: case L::LT: case L::GT:
-    case L::PIPE: case L::AMP: case L::CARET: case L::PLUS: case L::MINUS: case L::STAR: case L::SLASH:
-    case L::PERCENT: case L::BANG: case L::TILDE:
-      return true;
-    default:
-      return false;
+    case L::FATARROW:
+    case L::ARROW:
+    case L::EQ:
+    case L::NE:
+    case L::LE:
+    case L::GE:
+    case L::SHL:
+    case L::SHR:
+    case L::OROR:
+    case L::ANDAND:
+    case L::POW:
+    case L::SLASHSLASH:
+    case L::ASSIGN:
+    case L::LT:
+    case L::GT:
+    case L::PIPE:
+    case L::AMP:
+    case L::CARET:
+    case L::PLUS:
+    case L::MINUS:
+    case L::STAR:
+    case L::SLASH:
+    case L::PERCENT:
+    case L::BANG:
+    case L::TILDE: return true;
+    default: return false;
   }
 }
 
@@ -69,7 +99,7 @@ class Cursor {
         ++line_;
         col_ = 0;
       } else if ((c & 0xC0) != 0x80) {  // not a continuation byte: a new character
-        col_ += c >= 0xF0 ? 2 : 1;       // 4-byte sequences are surrogate pairs in UTF-16
+        col_ += c >= 0xF0 ? 2 : 1;      // 4-byte sequences are surrogate pairs in UTF-16
       }
     }
   }
@@ -120,8 +150,7 @@ std::map<uint32_t, Override> ast_overrides(const Module& module) {
             case Binding::Global:
               if (n->target.decl && (n->target.decl->kind == DeclKind::Fn || n->target.decl->kind == DeclKind::Model))
                 put(e.range, Function, 0);
-              else
-                put(e.range, Variable, 0);  // a const or dataset, even one named like a builtin
+              else put(e.range, Variable, 0);  // a const or dataset, even one named like a builtin
               break;
             case Binding::Local: put(e.range, Variable, 0); break;
             default: break;

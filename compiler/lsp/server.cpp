@@ -66,9 +66,7 @@ void Server::respond(const Json& id, Json result) {
 }
 
 void Server::respond_error(const Json& id, int code, const std::string& message) {
-  send(Json::object({{"jsonrpc", "2.0"},
-                     {"id", id},
-                     {"error", Json::object({{"code", code}, {"message", message}})}}));
+  send(Json::object({{"jsonrpc", "2.0"}, {"id", id}, {"error", Json::object({{"code", code}, {"message", message}})}}));
 }
 
 void Server::notify(const std::string& method, Json params) {
@@ -201,16 +199,18 @@ Json Server::initialize_result() const {
       {"positionEncoding", "utf-16"},
       {"textDocumentSync", Json::object({{"openClose", true}, {"change", 1}})},
       {"hoverProvider", true},
-      {"completionProvider", Json::object({{"triggerCharacters", Json::array({".", "|"})}, {"resolveProvider", false}})},
-      {"signatureHelpProvider", Json::object({{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({","})}})},
+      {"completionProvider",
+       Json::object({{"triggerCharacters", Json::array({".", "|"})}, {"resolveProvider", false}})},
+      {"signatureHelpProvider",
+       Json::object({{"triggerCharacters", Json::array({"(", ","})}, {"retriggerCharacters", Json::array({","})}})},
       {"definitionProvider", true},
       {"referencesProvider", true},
       {"documentSymbolProvider", true},
       {"documentFormattingProvider", formatting_available()},
       {"semanticTokensProvider", Json::object({{"legend", legend}, {"full", true}, {"range", false}})},
   });
-  return Json::object({{"capabilities", caps},
-                       {"serverInfo", Json::object({{"name", "pipec"}, {"version", PIPEC_VERSION}})}});
+  return Json::object(
+      {{"capabilities", caps}, {"serverInfo", Json::object({{"name", "pipec"}, {"version", PIPEC_VERSION}})}});
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -331,7 +331,8 @@ void Server::publish_diagnostics(const Document& doc) {
                                 {"message", message}});
       Json related = Json::array();
       for (const DiagNote& n : d.notes) {
-        if (n.range.valid()) related.push_back(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
+        if (n.range.valid())
+          related.push_back(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
         else diag["message"] = diag["message"].get<std::string>() + "\nnote: " + n.message;
       }
       if (!related.empty()) diag["relatedInformation"] = related;
@@ -373,7 +374,8 @@ Json Server::completion(JsonView params) {
   if (!doc) return Json();
   uint32_t offset = offset_of(*doc, params["position"]);
   Json items = Json::array();
-  std::vector<CompletionEntry> entries = complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get());
+  std::vector<CompletionEntry> entries =
+      complete_at(doc->path, doc->text, offset, doc->program.get(), doc->last_good.get());
   for (size_t i = 0; i < entries.size(); ++i) {
     const CompletionEntry& e = entries[i];
     // sortText keeps our order (a model's layers before its ops, names in scope first) in editors that
@@ -396,7 +398,8 @@ Json Server::signature_help(JsonView params) {
   std::optional<SignatureHelp> help = signature_help_at(doc->path, doc->text, offset, doc->program.get());
   if (!help) return Json();
   Json parameters = Json::array();
-  for (const auto& [begin, end] : help->params) parameters.push_back(Json::object({{"label", Json::array({begin, end})}}));
+  for (const auto& [begin, end] : help->params)
+    parameters.push_back(Json::object({{"label", Json::array({begin, end})}}));
   Json signature = Json::object({{"label", help->label}, {"parameters", std::move(parameters)}});
   if (!help->documentation.empty())
     signature["documentation"] = Json::object({{"kind", "markdown"}, {"value", help->documentation}});
@@ -464,8 +467,8 @@ Json Server::document_symbols(JsonView params) {
         kind = kSymbolStruct;
         detail = "source";
         for (const auto& f : d->schema)
-          children.push_back(symbol(f.name, kSymbolField, type_syntax_to_string(f.type), f.range.valid() ? f.range : f.name_range,
-                               f.name_range));
+          children.push_back(symbol(f.name, kSymbolField, type_syntax_to_string(f.type),
+                                    f.range.valid() ? f.range : f.name_range, f.name_range));
         break;
       case DeclKind::Pipeline:
         kind = kSymbolVariable;
@@ -480,11 +483,11 @@ Json Server::document_symbols(JsonView params) {
         kind = kSymbolObject;
         detail = "train";
         for (const auto& e : d->entries)
-          children.push_back(symbol(e.key, kSymbolProperty, "",
-                               e.value ? SourceRange{e.key_range.file, e.key_range.begin,
-                                                     std::max(e.key_range.end, e.value->range.end)}
-                                       : e.key_range,
-                               e.key_range));
+          children.push_back(symbol(
+              e.key, kSymbolProperty, "",
+              e.value ? SourceRange{e.key_range.file, e.key_range.begin, std::max(e.key_range.end, e.value->range.end)}
+                      : e.key_range,
+              e.key_range));
         break;
     }
     Json s = symbol(name, kind, detail, d->range, d->name_range);

@@ -74,14 +74,16 @@ void scan_code(std::string_view text, uint32_t from, uint32_t to, F on_code) {
 /// The name of an argument written `name = value`; "" for a positional one.
 std::string argument_name(std::string_view segment) {
   size_t i = 0;
-  while (i < segment.size() && (segment[i] == ' ' || segment[i] == '\t' || segment[i] == '\n' || segment[i] == '\r')) ++i;
+  while (i < segment.size() && (segment[i] == ' ' || segment[i] == '\t' || segment[i] == '\n' || segment[i] == '\r'))
+    ++i;
   size_t begin = i;
   while (i < segment.size() && is_ident_char(segment[i])) ++i;
   if (i == begin) return "";
   std::string name(segment.substr(begin, i - begin));
   while (i < segment.size() && (segment[i] == ' ' || segment[i] == '\t')) ++i;
   // `name = value`, not `a == b` or the lambda `r => ...`.
-  if (i < segment.size() && segment[i] == '=' && (i + 1 >= segment.size() || (segment[i + 1] != '=' && segment[i + 1] != '>')))
+  if (i < segment.size() && segment[i] == '=' &&
+      (i + 1 >= segment.size() || (segment[i + 1] != '=' && segment[i + 1] != '>')))
     return name;
   return "";
 }

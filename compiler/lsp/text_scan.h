@@ -22,8 +22,8 @@ WordRange word_at(std::string_view text, uint32_t offset);
 /// A top-level declaration as the text shows it: a line starting in column 0 with a declaration
 /// keyword (`source`, `pipeline`, ...).
 struct DeclLine {
-  uint32_t begin = 0;    // the line's first byte
-  std::string keyword;   // empty when there is none
+  uint32_t begin = 0;   // the line's first byte
+  std::string keyword;  // empty when there is none
 };
 /// The last declaration line that starts at or before `offset`.
 DeclLine enclosing_decl_line(std::string_view text, uint32_t offset);

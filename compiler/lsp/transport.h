@@ -15,9 +15,9 @@ namespace pipec::lsp {
 constexpr size_t kMaxMessageBytes = size_t(64) << 20;
 
 enum class ReadStatus {
-  Message,     // `body` holds one message
-  BadHeader,   // a header block ended without a usable Content-Length (missing, malformed or too large)
-  Eof,         // the stream ended (possibly in the middle of a message)
+  Message,    // `body` holds one message
+  BadHeader,  // a header block ended without a usable Content-Length (missing, malformed or too large)
+  Eof,        // the stream ended (possibly in the middle of a message)
 };
 
 struct ReadResult {

@@ -43,10 +43,8 @@ int simplify(const ExprFunction& fn, size_t i) {
         return -1;
       case OpKind::Neg:  // involutions: f(f(x)) = x
       case OpKind::BitNot:
-      case OpKind::Not:
-        return x.op == in.op ? keep_if_same(x.operands[0]) : -1;
-      default:
-        return -1;
+      case OpKind::Not: return x.op == in.op ? keep_if_same(x.operands[0]) : -1;
+      default: return -1;
     }
   }
   if (in.operands.size() != 2) return -1;
@@ -85,8 +83,7 @@ int simplify(const ExprFunction& fn, size_t i) {
       if (is_const(fn, a, unit)) return keep_if_same(b);
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return -1;
 }

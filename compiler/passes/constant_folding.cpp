@@ -40,8 +40,10 @@ Value tensor_value(const Tensor& t) {
 }
 
 bool foldable(const ExprFunction& fn, const Instr& in) {
-  if (in.op == OpKind::Param || in.op == OpKind::Const || op_has(in.op, OpFlag::Random) || in.operands.empty()) return false;
-  if (in.type.dtype == DType::Bytes || !in.type.fully_known() || in.type.num_elements() > kMaxFoldedValues) return false;
+  if (in.op == OpKind::Param || in.op == OpKind::Const || op_has(in.op, OpFlag::Random) || in.operands.empty())
+    return false;
+  if (in.type.dtype == DType::Bytes || !in.type.fully_known() || in.type.num_elements() > kMaxFoldedValues)
+    return false;
   for (int o : in.operands) {
     const Instr& x = fn.body[static_cast<size_t>(o)];
     if (x.op != OpKind::Const || x.type.dtype == DType::Bytes || !x.type.fully_known()) return false;

@@ -37,7 +37,8 @@ void replace_uses(ExprFunction& fn, int from, int to) {
     if (id == from) id = to;
 }
 
-std::vector<int> append_function(ExprFunction& into, const ExprFunction& g, const std::function<int(const std::string&)>& bind) {
+std::vector<int> append_function(ExprFunction& into, const ExprFunction& g,
+                                 const std::function<int(const std::string&)>& bind) {
   std::vector<int> map(g.body.size(), -1);
   for (size_t i = 0; i < g.body.size(); ++i) {
     const Instr& in = g.body[i];

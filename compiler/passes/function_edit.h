@@ -21,7 +21,8 @@ void replace_uses(ExprFunction& fn, int from, int to);
 /// Appends the body of `g` to `into`, binding each of g's parameters to the id `bind(field)` returns
 /// (an instruction of `into`). Parameters come first in a function, so new parameters `g` needs are
 /// not allowed: `bind` must resolve every one. Returns, per instruction of g, its id in `into`.
-std::vector<int> append_function(ExprFunction& into, const ExprFunction& g, const std::function<int(const std::string&)>& bind);
+std::vector<int> append_function(ExprFunction& into, const ExprFunction& g,
+                                 const std::function<int(const std::string&)>& bind);
 
 /// The field a parameter reads. When the element has one field, the interpreter lets a parameter name
 /// it by any name (a lambda over a single-field element names it by its own parameter): `fields`

@@ -5,6 +5,7 @@
 #include "compiler/passes/algebraic_simplification.h"
 #include "compiler/passes/common_subexpression_elimination.h"
 #include "compiler/passes/constant_folding.h"
+#include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/dead_code_elimination.h"
 #include "compiler/passes/map_batch_fusion.h"
 #include "compiler/passes/map_filter_fusion.h"
@@ -13,7 +14,6 @@
 #include "compiler/passes/plan_edit.h"
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
-#include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/repeated_jpeg_index.h"
 #include "compiler/passes/shuffle_repeat_fusion.h"
 #include "compiler/passes/vectorize_map_after_batch.h"
@@ -25,17 +25,20 @@ const std::vector<PassInfo>& pass_list() {
   // what fusion put together, then fields nobody reads are dropped, then maps move after batches,
   // then dead code goes.
   static const std::vector<PassInfo> passes = {
-      {"noop_elimination", noop_elimination, "remove stages that change nothing (repeat(1), skip(0), identity maps, ...)"},
+      {"noop_elimination", noop_elimination,
+       "remove stages that change nothing (repeat(1), skip(0), identity maps, ...)"},
       {"map_fusion", map_fusion, "map(f) | map(g) -> map(g . f)"},
       {"map_filter_fusion", map_filter_fusion, "map(f) | filter(p) -> one map_filter stage"},
       {"shuffle_repeat_fusion", shuffle_repeat_fusion, "shuffle(b) | repeat(n) -> one shuffle_repeat stage"},
       {"constant_folding", constant_folding, "compute instructions on constants at compile time"},
-      {"algebraic_simplification", algebraic_simplification, "bit-exact identities: x * 1, x - 0, cast to own type, ..."},
+      {"algebraic_simplification", algebraic_simplification,
+       "bit-exact identities: x * 1, x - 0, cast to own type, ..."},
       {"common_subexpression_elimination", common_subexpression_elimination, "reuse equal values computed twice"},
       {"projection_pushdown", projection_pushdown, "sources parse and maps compute only the fields someone reads"},
       // Crop pushdown sees the projected plan; what its rewrite leaves unused goes in dead code elimination.
       {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg decodes only its window"},
-      {"repeated_jpeg_index", repeated_jpeg_index, "a cropping decode_jpeg that a repeat runs again indexes each file once"},
+      {"repeated_jpeg_index", repeated_jpeg_index,
+       "a cropping decode_jpeg that a repeat runs again indexes each file once"},
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would
       // otherwise have to stack.
       {"vectorize_map_after_batch", vectorize_map_after_batch, "map(f) | batch(n) -> batch(n) | map(f, per_row = n)"},

@@ -15,9 +15,9 @@
 namespace pipec {
 
 struct PassInfo {
-  const char* name;               // stable: flags, logs and tests use it
-  bool (*run)(Plan& plan);        // rewrites in place; true when something changed
-  const char* summary;            // one line for --help and docs
+  const char* name;         // stable: flags, logs and tests use it
+  bool (*run)(Plan& plan);  // rewrites in place; true when something changed
+  const char* summary;      // one line for --help and docs
 };
 
 /// Every pass, in the order they run.
@@ -27,8 +27,8 @@ const std::vector<PassInfo>& pass_list();
 bool is_pass_name(const std::string& name);
 
 struct PassOptions {
-  int opt_level = 1;                   // 0: run no pass
-  std::vector<std::string> disabled;   // names of passes to skip
+  int opt_level = 1;                  // 0: run no pass
+  std::vector<std::string> disabled;  // names of passes to skip
   /// Called after every pass that ran: the pass, whether it changed the plan, the plan after it.
   std::function<void(const std::string& pass, bool changed, const Plan& plan)> log;
 };

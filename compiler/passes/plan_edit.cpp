@@ -82,7 +82,8 @@ bool has_random_ops(const ExprFunction& fn) {
 
 int map_before_batch(const Plan& plan, int batch) {
   const Stage& b = plan.stages.at(batch);
-  if (b.kind != StageKind::Batch || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int) return -1;
+  if (b.kind != StageKind::Batch || b.inputs.size() != 1 || !b.arg("size") || b.arg("size")->kind != Value::Int)
+    return -1;
   const int m = b.inputs[0];
   const Stage& map = plan.stages[m];
   if (map.kind != StageKind::Map || !map.fn || map.arg("per_row") || map.inputs.size() != 1) return -1;

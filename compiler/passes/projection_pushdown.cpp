@@ -126,7 +126,8 @@ bool projection_pushdown(Plan& plan) {
       }
     } else if (s.kind == StageKind::Filter || keeps_fields(s) || s.kind == StageKind::Cache) {
       // Hands on exactly what its input delivers.
-      if (s.inputs.size() == 1) s.element.fields = keep_fields(s.element.fields, all_fields(plan.stages[s.inputs[0]].element));
+      if (s.inputs.size() == 1)
+        s.element.fields = keep_fields(s.element.fields, all_fields(plan.stages[s.inputs[0]].element));
     }
     changed = changed || s.element.fields.size() != before;
   }

@@ -16,8 +16,9 @@ int64_t times(int64_t a, int64_t b) { return a >= kForever / std::max<int64_t>(b
 int64_t passes_of(const Stage& s) {
   if (s.kind != StageKind::Repeat && s.kind != StageKind::ShuffleRepeat) return 1;
   const Value* count = s.arg("count");
-  return count && count->is_number() && count->as_double() >= 0 ? std::max<int64_t>(1, static_cast<int64_t>(count->as_double()))
-                                                                  : kForever;
+  return count && count->is_number() && count->as_double() >= 0
+             ? std::max<int64_t>(1, static_cast<int64_t>(count->as_double()))
+             : kForever;
 }
 
 // The passes the repeats upstream of `stage` (itself included) make over the sources.

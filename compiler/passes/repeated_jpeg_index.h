@@ -19,7 +19,8 @@ constexpr int64_t kMinRepeatedPasses = 3;
 
 /// Sets `index = true` on every cropping decode_jpeg in a map stage that repeats run at least
 /// kMinRepeatedPasses times (a repeat or fused shuffle_repeat upstream, or downstream with no cache in
-/// between; repeat() without a count runs forever). Returns true when the plan changed. Pass name: "repeated_jpeg_index".
+/// between; repeat() without a count runs forever). Returns true when the plan changed. Pass name:
+/// "repeated_jpeg_index".
 bool repeated_jpeg_index(Plan& plan);
 
 }  // namespace pipec

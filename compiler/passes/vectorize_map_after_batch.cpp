@@ -37,8 +37,9 @@ std::string vectorize_refusal(const Plan& plan, int batch) {
   // has one epoch: the random keys of the map's rows could not all be reproduced. Only random ops
   // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the
   // usual tf.data order, is vectorized too).
-  if (has_random_ops(*map.fn) &&
-      upstream_any(plan, map.inputs[0], [](const Stage& s) { return s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat; }))
+  if (has_random_ops(*map.fn) && upstream_any(plan, map.inputs[0], [](const Stage& s) {
+        return s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
+      }))
     return "a repeat feeds it and it draws random numbers, so one batch could hold two epochs";
   return {};
 }

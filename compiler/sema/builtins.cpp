@@ -68,9 +68,9 @@ std::vector<std::string> builtin_names(std::initializer_list<BuiltinKind> kinds)
 }
 
 const std::vector<std::string>& standalone_option_words() {
-  static const std::vector<std::string> words = {
-      "auto", "memory", "gpu", "cpu", "none", "gzip", "zlib", "same", "valid", "all", "bilinear", "nearest",
-      "fp32", "mixed_fp16", "mixed_bf16", "u8", "u16"};
+  static const std::vector<std::string> words = {"auto", "memory",     "gpu",        "cpu", "none",     "gzip",
+                                                 "zlib", "same",       "valid",      "all", "bilinear", "nearest",
+                                                 "fp32", "mixed_fp16", "mixed_bf16", "u8",  "u16"};
   return words;
 }
 

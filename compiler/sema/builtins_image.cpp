@@ -33,18 +33,20 @@ Type with_hwc(const Type& t, DType dtype, int64_t h, int64_t w, int64_t c) {
 
 // How an op treats its `images` argument.
 struct ImageArgs {
-  bool allow_batch = true;   // [n, h, w, c] is accepted as well as [h, w, c]
-  bool same_size = false;    // the fields of a record must agree in height and width (paired crops)
+  bool allow_batch = true;  // [n, h, w, c] is accepted as well as [h, w, c]
+  bool same_size = false;   // the fields of a record must agree in height and width (paired crops)
 };
 
 // Checks that `t` is an image (or a batch of them when allowed); `what` names it in the message.
 bool image_arg(CallContext& ctx, const Type& t, SourceRange r, const ImageArgs& how, const std::string& what) {
   bool rank_ok = t.rank() == 3 || (how.allow_batch && t.rank() == 4);
   if (!t.is_tensor() || !rank_ok || t.dtype == DType::Bytes) {
-    std::string expected = how.allow_batch ? "images [height, width, channels] (or batches [n, height, width, channels])"
-                                           : "images [height, width, channels]";
-    auto& diag = ctx.error(DiagKind::shape_mismatch, r,
-                           fmt::format("{} takes {}, but {} is {}", ctx.builtin.name, expected, what, type_to_string(t)));
+    std::string expected = how.allow_batch
+                               ? "images [height, width, channels] (or batches [n, height, width, channels])"
+                               : "images [height, width, channels]";
+    auto& diag =
+        ctx.error(DiagKind::shape_mismatch, r,
+                  fmt::format("{} takes {}, but {} is {}", ctx.builtin.name, expected, what, type_to_string(t)));
     if (t.is_tensor() && t.dtype == DType::Bytes) diag.help = "decode it first, e.g. decode_png(read_file(path))";
     return false;
   }
@@ -53,7 +55,8 @@ bool image_arg(CallContext& ctx, const Type& t, SourceRange r, const ImageArgs& 
 
 // Applies `per_image` to the `images` argument: a tensor, or every field of a record alike (the fields
 // keep their names), so one call treats paired images the same way.
-Type each_image(CallContext& ctx, const ImageArgs& how, const std::function<std::optional<Type>(const Type&)>& per_image) {
+Type each_image(CallContext& ctx, const ImageArgs& how,
+                const std::function<std::optional<Type>(const Type&)>& per_image) {
   const BoundArg& a = ctx.arg("images");
   if (a.type.is_error()) return a.type;
   if (a.type.kind == TypeKind::Record) {
@@ -68,9 +71,10 @@ Type each_image(CallContext& ctx, const ImageArgs& how, const std::function<std:
         bool differ = (img_h(x) >= 0 && img_h(y) >= 0 && img_h(x) != img_h(y)) ||
                       (img_w(x) >= 0 && img_w(y) >= 0 && img_w(x) != img_w(y));
         if (differ) {
-          ctx.error(DiagKind::shape_mismatch, a.range,
-                    fmt::format("{}: fields `{}` and `{}` differ in size ({} and {}), so they cannot share one window",
-                                ctx.builtin.name, fields[0].name, fields[i].name, type_to_string(x), type_to_string(y)));
+          ctx.error(
+              DiagKind::shape_mismatch, a.range,
+              fmt::format("{}: fields `{}` and `{}` differ in size ({} and {}), so they cannot share one window",
+                          ctx.builtin.name, fields[0].name, fields[i].name, type_to_string(x), type_to_string(y)));
           return Type::error();
         }
       }
@@ -108,8 +112,9 @@ Type rule_decode(CallContext& ctx) {
   auto t = ctx.tensor("contents");
   if (!t) return Type::error();
   if (t->dtype != DType::Bytes || t->rank() != 0) {
-    auto& diag = ctx.error(DiagKind::type_mismatch, ctx.arg("contents").range,
-                           fmt::format("{} decodes one encoded image (bytes), not {}", ctx.builtin.name, type_to_string(*t)));
+    auto& diag =
+        ctx.error(DiagKind::type_mismatch, ctx.arg("contents").range,
+                  fmt::format("{} decodes one encoded image (bytes), not {}", ctx.builtin.name, type_to_string(*t)));
     if (t->dtype == DType::U8 && t->rank() == 1)
       diag.help = "declare the feature as plain `bytes` (any length); `bytes[N]` is read as u8[N]";
     return Type::error();
@@ -148,7 +153,8 @@ Type rule_random_crop(CallContext& ctx) {
   if (!size_args(ctx, h, w) || !check_seed(ctx)) return Type::error();
   return each_image(ctx, {.allow_batch = false, .same_size = true}, [&](const Type& t) -> std::optional<Type> {
     if ((img_h(t) >= 0 && img_h(t) < h) || (img_w(t) >= 0 && img_w(t) < w)) {
-      auto& diag = ctx.error(DiagKind::shape_mismatch, ctx.range, fmt::format("a {}x{} crop does not fit {}", h, w, type_to_string(t)));
+      auto& diag = ctx.error(DiagKind::shape_mismatch, ctx.range,
+                             fmt::format("a {}x{} crop does not fit {}", h, w, type_to_string(t)));
       diag.help = "crop_or_pad(...) pads images that are too small";
       return std::nullopt;
     }
@@ -159,7 +165,8 @@ Type rule_random_crop(CallContext& ctx) {
 Type rule_crop_or_pad(CallContext& ctx) {
   int64_t h = 0, w = 0;
   if (!size_args(ctx, h, w)) return Type::error();
-  return each_image(ctx, {}, [&](const Type& t) -> std::optional<Type> { return with_hwc(t, t.dtype, h, w, img_c(t)); });
+  return each_image(ctx, {},
+                    [&](const Type& t) -> std::optional<Type> { return with_hwc(t, t.dtype, h, w, img_c(t)); });
 }
 
 Type rule_resize(CallContext& ctx) {
@@ -199,7 +206,8 @@ Type rule_convert_image_dtype(CallContext& ctx) {
   auto to = parse_dtype(d.option);
   if (!to) {
     if (!d.type.is_error())
-      ctx.error(DiagKind::type_mismatch, d.range, "convert_image_dtype's `dtype` is a pixel type word: f32, f64, f16, bf16, u8 or u16");
+      ctx.error(DiagKind::type_mismatch, d.range,
+                "convert_image_dtype's `dtype` is a pixel type word: f32, f64, f16, bf16, u8 or u16");
     return Type::error();
   }
   return each_image(ctx, {}, [&](const Type& t) -> std::optional<Type> {
@@ -218,8 +226,9 @@ Type rule_normalize(CallContext& ctx) {
   if (!m || !s) return Type::error();
   // A constant std of zero would divide by zero on every pixel.
   if (const auto& v = ctx.arg("std").value) {
-    bool zero = v->kind == Value::List ? std::any_of(v->items.begin(), v->items.end(), [](const Value& x) { return x.as_double() == 0; })
-                                       : v->as_double() == 0;
+    bool zero = v->kind == Value::List
+                    ? std::any_of(v->items.begin(), v->items.end(), [](const Value& x) { return x.as_double() == 0; })
+                    : v->as_double() == 0;
     if (zero) {
       ctx.error(DiagKind::invalid_argument_value, ctx.arg("std").range, "normalize: std must not be zero");
       return Type::error();
@@ -229,7 +238,8 @@ Type rule_normalize(CallContext& ctx) {
     for (const Type* p : {&*m, &*s}) {
       if (p->rank() > 1 || (p->rank() == 1 && img_c(t) >= 0 && p->shape[0] >= 0 && p->shape[0] != img_c(t))) {
         ctx.error(DiagKind::shape_mismatch, ctx.range,
-                  fmt::format("normalize: mean and std need one value or one per channel ({}), not {}", img_c(t), type_to_string(*p)));
+                  fmt::format("normalize: mean and std need one value or one per channel ({}), not {}", img_c(t),
+                              type_to_string(*p)));
         return std::nullopt;
       }
     }
@@ -257,7 +267,8 @@ Type rule_one_hot_colors(CallContext& ctx) {
   if (!t) return Type::error();
   if ((t->rank() != 3 && t->rank() != 4) || (img_c(*t) >= 0 && img_c(*t) != 3) || t->dtype != DType::U8) {
     ctx.error(DiagKind::shape_mismatch, ctx.arg("label").range,
-              fmt::format("one_hot_colors takes an RGB label image u8[h, w, 3] (or a batch of them), not {}", type_to_string(*t)));
+              fmt::format("one_hot_colors takes an RGB label image u8[h, w, 3] (or a batch of them), not {}",
+                          type_to_string(*t)));
     return Type::error();
   }
   // The colours: a CSV file (read when the pipeline starts) or a constant [classes, 3] list.
@@ -266,7 +277,8 @@ Type rule_one_hot_colors(CallContext& ctx) {
   int64_t classes = kUnknownDim;
   if (colors.type.is_tensor() && colors.type.dtype == DType::Bytes) {
     if (!ctx.const_string("colors")) return Type::error();
-  } else if (colors.type.is_tensor() && is_integer(colors.type.dtype) && colors.type.rank() == 2 && colors.type.shape[1] == 3) {
+  } else if (colors.type.is_tensor() && is_integer(colors.type.dtype) && colors.type.rank() == 2 &&
+             colors.type.shape[1] == 3) {
     if (!colors.value) {
       ctx.error(DiagKind::not_constant, colors.range, "one_hot_colors: the colour list must be known at compile time");
       return Type::error();
@@ -274,14 +286,16 @@ Type rule_one_hot_colors(CallContext& ctx) {
     for (const Value& row : colors.value->items)
       for (const Value& c : row.items)
         if (c.i < 0 || c.i > 255) {
-          ctx.error(DiagKind::invalid_argument_value, colors.range, fmt::format("one_hot_colors: colour value {} is not in 0..255", c.i));
+          ctx.error(DiagKind::invalid_argument_value, colors.range,
+                    fmt::format("one_hot_colors: colour value {} is not in 0..255", c.i));
           return Type::error();
         }
     classes = colors.type.shape[0];
   } else {
-    ctx.error(DiagKind::type_mismatch, colors.range,
-              fmt::format("one_hot_colors' `colors` is a CSV path (\"class_dict.csv\") or a list of [r, g, b] rows, not {}",
-                          type_to_string(colors.type)));
+    ctx.error(
+        DiagKind::type_mismatch, colors.range,
+        fmt::format("one_hot_colors' `colors` is a CSV path (\"class_dict.csv\") or a list of [r, g, b] rows, not {}",
+                    type_to_string(colors.type)));
     return Type::error();
   }
   if (ctx.has("classes")) {
@@ -335,11 +349,13 @@ void register_image_builtins(std::vector<Builtin>& out) {
                          "0 as stored (the channel dimension is then unknown). An image of more than max_pixels "
                          "pixels is refused before it is decoded.",
                          rule_decode));
-  out.push_back(image_op("decode_png", {req("contents"), opt("channels", "3"), opt("dtype", "u8", {"u8", "u16"}), opt("max_pixels", "2^28")},
-                         "Decodes a PNG (any bit depth, palette, grey, alpha) into [height, width, channels]. channels: "
-                         "1 grey, 3 RGB, 4 RGBA, 0 as stored (unknown channel dimension); dtype u16 keeps 16-bit samples. "
-                         "An image of more than max_pixels pixels is refused before it is decoded.",
-                         rule_decode));
+  out.push_back(
+      image_op("decode_png",
+               {req("contents"), opt("channels", "3"), opt("dtype", "u8", {"u8", "u16"}), opt("max_pixels", "2^28")},
+               "Decodes a PNG (any bit depth, palette, grey, alpha) into [height, width, channels]. channels: "
+               "1 grey, 3 RGB, 4 RGBA, 0 as stored (unknown channel dimension); dtype u16 keeps 16-bit samples. "
+               "An image of more than max_pixels pixels is refused before it is decoded.",
+               rule_decode));
   out.push_back(image_op("decode_image", {req("contents"), opt("channels", "3"), opt("max_pixels", "2^28")},
                          "Decodes a JPEG or PNG, recognised by its first bytes, into u8[height, width, channels]. "
                          "channels: 1, 3, 4, or 0 as stored. An image of more than max_pixels pixels is refused.",
@@ -359,12 +375,13 @@ void register_image_builtins(std::vector<Builtin>& out) {
   out.push_back(image_op("crop_or_pad", {req("images"), req("height"), req("width")},
                          "Centre-crops or zero-pads each image to height x width (tf.image.resize_with_crop_or_pad).",
                          rule_crop_or_pad));
-  out.push_back(image_op("resize", {req("images"), req("height"), req("width"), opt("method", "bilinear", {"bilinear", "nearest"})},
-                         "Resizes to height x width with half-pixel centres. bilinear gives f32 (pixel values keep their "
-                         "range); nearest keeps the dtype, so use it for label images.",
-                         rule_resize));
-  out.push_back(image_op("flip_left_right", {req("images")}, "Mirrors images horizontally (every image field of a record).",
-                         rule_same_image));
+  out.push_back(image_op(
+      "resize", {req("images"), req("height"), req("width"), opt("method", "bilinear", {"bilinear", "nearest"})},
+      "Resizes to height x width with half-pixel centres. bilinear gives f32 (pixel values keep their "
+      "range); nearest keeps the dtype, so use it for label images.",
+      rule_resize));
+  out.push_back(image_op("flip_left_right", {req("images")},
+                         "Mirrors images horizontally (every image field of a record).", rule_same_image));
   out.push_back(image_op("flip_up_down", {req("images")}, "Mirrors images vertically (every image field of a record).",
                          rule_same_image));
   out.push_back(image_op("random_flip_left_right", {req("images"), opt("seed", "run seed")},
@@ -375,10 +392,12 @@ void register_image_builtins(std::vector<Builtin>& out) {
                          "Mirrors vertically with probability 1/2: one choice for all image fields of a record, an "
                          "independent one for each image of a batch.",
                          rule_same_image));
-  out.push_back(image_op("central_crop", {req("images"), req("fraction")},
-                         "Keeps the central `fraction` (0 < fraction <= 1) of height and width (tf.image.central_crop).",
-                         rule_central_crop));
-  out.push_back(image_op("convert_image_dtype", {req("images"), opt("dtype", "", {"f32", "f64", "f16", "bf16", "u8", "u16"})},
+  out.push_back(
+      image_op("central_crop", {req("images"), req("fraction")},
+               "Keeps the central `fraction` (0 < fraction <= 1) of height and width (tf.image.central_crop).",
+               rule_central_crop));
+  out.push_back(image_op("convert_image_dtype",
+                         {req("images"), opt("dtype", "", {"f32", "f64", "f16", "bf16", "u8", "u16"})},
                          "Converts pixels between integer and float ranges as TensorFlow does: integers are scaled to "
                          "[0, 1] floats (u8 255 -> 1.0) and back; integer to integer rescales (u8 <-> u16).",
                          rule_convert_image_dtype));
@@ -394,11 +413,12 @@ void register_image_builtins(std::vector<Builtin>& out) {
                          "channel (0 on non-zero pixels; +inf when the channel is all zero), as f32: a distance map "
                          "from a mask or a click map (scipy's distance_transform_edt of mask == 0).",
                          rule_distance_transform));
-  out.push_back(image_op("one_hot_colors", {req("label"), req("colors"), opt("classes", "from the colours")},
-                         "Turns an RGB label image into one channel per class colour: u8[h, w, 3] -> f32[h, w, classes], "
-                         "1.0 where the pixel has that class's colour. colors is a CSV of `name,r,g,b` rows with a header "
-                         "(CamVid's class_dict.csv), read when the pipeline starts, or a constant list of [r, g, b] rows.",
-                         rule_one_hot_colors));
+  out.push_back(
+      image_op("one_hot_colors", {req("label"), req("colors"), opt("classes", "from the colours")},
+               "Turns an RGB label image into one channel per class colour: u8[h, w, 3] -> f32[h, w, classes], "
+               "1.0 where the pixel has that class's colour. colors is a CSV of `name,r,g,b` rows with a header "
+               "(CamVid's class_dict.csv), read when the pipeline starts, or a constant list of [r, g, b] rows.",
+               rule_one_hot_colors));
 }
 
 }  // namespace pipec

@@ -35,7 +35,8 @@ std::optional<std::pair<int64_t, int64_t>> pair_arg(CallContext& ctx, std::strin
     if (!v) return std::nullopt;
     if (v->size() != 2 || (*v)[0] < 1 || (*v)[1] < 1) {
       ctx.error(DiagKind::invalid_argument_value, a.range,
-                fmt::format("`{}` of {} is one positive integer or [height, width], not {} values", name, ctx.builtin.name, v->size()));
+                fmt::format("`{}` of {} is one positive integer or [height, width], not {} values", name,
+                            ctx.builtin.name, v->size()));
       return std::nullopt;
     }
     return std::make_pair((*v)[0], (*v)[1]);
@@ -93,8 +94,9 @@ Type spatial(CallContext& ctx, Window kind) {
     h = window_out(t->shape[0], wh, strides->first, same);
     w = window_out(t->shape[1], ww, strides->second, same);
     if (h == 0 || w == 0) {
-      auto& diag = ctx.error(DiagKind::layer_shape_mismatch, ctx.range,
-                             fmt::format("a {}x{} window does not fit a {} input with valid padding", wh, ww, type_to_string(*t)));
+      auto& diag = ctx.error(
+          DiagKind::layer_shape_mismatch, ctx.range,
+          fmt::format("a {}x{} window does not fit a {} input with valid padding", wh, ww, type_to_string(*t)));
       diag.help = "use padding = same, or a smaller window";
       return Type::error();
     }
@@ -143,18 +145,20 @@ Type rule_axis_activation(CallContext& ctx) {
 }  // namespace
 
 void register_layer_builtins(std::vector<Builtin>& out) {
-  out.push_back(layer("conv2d",
-                      {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"}),
-                       opt("dilation", "1")},
-                      "2-D convolution (with bias) over [height, width, channels] -> [h', w', filters]. kernel, strides "
-                      "and dilation are one integer or [height, width]; padding same gives ceil(in / stride), valid "
-                      "ceil((in - window + 1) / stride), as in TensorFlow.",
-                      [](CallContext& ctx) { return spatial(ctx, Window::Conv); }));
-  out.push_back(layer("conv2d_transpose",
-                      {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"})},
-                      "Transposed 2-D convolution (learned upsampling): [h, w, c] -> [h * stride, w * stride, filters] with "
-                      "padding same, [h * stride + max(kernel - stride, 0), ...] with valid, as in Keras.",
-                      [](CallContext& ctx) { return spatial(ctx, Window::ConvTranspose); }));
+  out.push_back(
+      layer("conv2d",
+            {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"}),
+             opt("dilation", "1")},
+            "2-D convolution (with bias) over [height, width, channels] -> [h', w', filters]. kernel, strides "
+            "and dilation are one integer or [height, width]; padding same gives ceil(in / stride), valid "
+            "ceil((in - window + 1) / stride), as in TensorFlow.",
+            [](CallContext& ctx) { return spatial(ctx, Window::Conv); }));
+  out.push_back(
+      layer("conv2d_transpose",
+            {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"})},
+            "Transposed 2-D convolution (learned upsampling): [h, w, c] -> [h * stride, w * stride, filters] with "
+            "padding same, [h * stride + max(kernel - stride, 0), ...] with valid, as in Keras.",
+            [](CallContext& ctx) { return spatial(ctx, Window::ConvTranspose); }));
   out.push_back(layer("max_pool2d", {req("size"), opt("strides", "size"), opt("padding", "valid", {"valid", "same"})},
                       "Maximum over windows of [height, width, channels]; size and strides are one integer or "
                       "[height, width], output sizes as conv2d's.",
@@ -163,16 +167,17 @@ void register_layer_builtins(std::vector<Builtin>& out) {
                       "Average over windows of [height, width, channels] (padding excluded from the average); output "
                       "sizes as conv2d's.",
                       [](CallContext& ctx) { return spatial(ctx, Window::Pool); }));
-  out.push_back(layer("upsample2d", {opt("size", "2"), opt("method", "nearest", {"nearest", "bilinear"})},
-                      "Repeats rows and columns `size` times ([height, width] or one integer): [h, w, c] -> "
-                      "[h * size, w * size, c] (Keras' UpSampling2D).",
-                      [](CallContext& ctx) -> Type {
-                        auto t = float_input(ctx, 3, "[height, width, channels]");
-                        auto size = pair_arg(ctx, "size", 2);
-                        if (!t || !size) return Type::error();
-                        auto up = [](int64_t d, int64_t s) { return d < 0 ? kUnknownDim : d * s; };
-                        return Type::tensor(t->dtype, {up(t->shape[0], size->first), up(t->shape[1], size->second), t->shape[2]});
-                      }));
+  out.push_back(
+      layer("upsample2d", {opt("size", "2"), opt("method", "nearest", {"nearest", "bilinear"})},
+            "Repeats rows and columns `size` times ([height, width] or one integer): [h, w, c] -> "
+            "[h * size, w * size, c] (Keras' UpSampling2D).",
+            [](CallContext& ctx) -> Type {
+              auto t = float_input(ctx, 3, "[height, width, channels]");
+              auto size = pair_arg(ctx, "size", 2);
+              if (!t || !size) return Type::error();
+              auto up = [](int64_t d, int64_t s) { return d < 0 ? kUnknownDim : d * s; };
+              return Type::tensor(t->dtype, {up(t->shape[0], size->first), up(t->shape[1], size->second), t->shape[2]});
+            }));
   out.push_back(layer("global_avg_pool", {}, "Averages [height, width, channels] over space: -> [channels].",
                       [](CallContext& ctx) -> Type {
                         auto t = float_input(ctx, 3, "[height, width, channels]");
@@ -185,7 +190,8 @@ void register_layer_builtins(std::vector<Builtin>& out) {
                         if (!t) return Type::error();
                         return Type::tensor(t->dtype, {t->shape[2]});
                       }));
-  out.push_back(layer("dense", {req("units")}, "Fully connected layer (with bias) on the last dimension: [..., n] -> [..., units].",
+  out.push_back(layer("dense", {req("units")},
+                      "Fully connected layer (with bias) on the last dimension: [..., n] -> [..., units].",
                       [](CallContext& ctx) -> Type {
                         auto t = float_input(ctx, -1, "[..., features]", 1);
                         auto units = ctx.const_int("units", 1);
@@ -209,15 +215,19 @@ void register_layer_builtins(std::vector<Builtin>& out) {
       break;
     }
   out.push_back(layer("relu", {}, "max(x, 0), element-wise; the shape is unchanged.", same_shape));
-  out.push_back(layer("leaky_relu", {opt("alpha", "0.2")}, "x where x > 0, alpha * x elsewhere (Keras' LeakyReLU); the shape is unchanged.",
+  out.push_back(layer("leaky_relu", {opt("alpha", "0.2")},
+                      "x where x > 0, alpha * x elsewhere (Keras' LeakyReLU); the shape is unchanged.",
                       [](CallContext& ctx) -> Type {
                         if (!number_in(ctx, "alpha", 0, 1, false, "[0, 1]")) return Type::error();
                         return same_shape(ctx);
                       }));
-  out.push_back(layer("tanh", {}, "Hyperbolic tangent, element-wise, into (-1, 1); the shape is unchanged.", same_shape));
-  out.push_back(layer("sigmoid", {}, "1 / (1 + exp(-x)), element-wise, into (0, 1); the shape is unchanged.", same_shape));
-  out.push_back(layer("gelu", {}, "Gaussian error linear unit, x * Phi(x) (exact, not the tanh approximation); the shape is unchanged.",
-                      same_shape));
+  out.push_back(
+      layer("tanh", {}, "Hyperbolic tangent, element-wise, into (-1, 1); the shape is unchanged.", same_shape));
+  out.push_back(
+      layer("sigmoid", {}, "1 / (1 + exp(-x)), element-wise, into (0, 1); the shape is unchanged.", same_shape));
+  out.push_back(layer(
+      "gelu", {}, "Gaussian error linear unit, x * Phi(x) (exact, not the tanh approximation); the shape is unchanged.",
+      same_shape));
   out.push_back(layer("softmax", {opt("axis", "-1")},
                       "exp(x) / sum(exp(x)) along axis (the last by default): per-pixel class probabilities for "
                       "[h, w, classes]; the shape is unchanged.",
@@ -227,27 +237,30 @@ void register_layer_builtins(std::vector<Builtin>& out) {
                       "averages (updated with momentum) at inference; the shape is unchanged.",
                       rule_norm));
   out.push_back(layer("layer_norm", {opt("epsilon", "1e-3")},
-                      "Layer normalization over the last dimension of each example; the shape is unchanged.", rule_norm));
-  out.push_back(layer("dropout", {req("rate")}, "Zeroes a `rate` fraction of activations while training (0 <= rate < 1) and "
+                      "Layer normalization over the last dimension of each example; the shape is unchanged.",
+                      rule_norm));
+  out.push_back(layer("dropout", {req("rate")},
+                      "Zeroes a `rate` fraction of activations while training (0 <= rate < 1) and "
                       "scales the rest by 1 / (1 - rate); the shape is unchanged.",
                       [](CallContext& ctx) -> Type {
                         if (!number_in(ctx, "rate", 0, 1, true, "[0, 1)")) return Type::error();
                         return same_shape(ctx);
                       }));
-  out.push_back(layer("add", {req("y")},
-                      "Element-wise sum of two equally shaped activations, for residual connections: x | add(y), or add(x, y).",
-                      [](CallContext& ctx) -> Type {
-                        auto a = float_input(ctx, -1, "tensor");
-                        auto b = ctx.tensor("y");
-                        if (!a || !b) return Type::error();
-                        if (a->shape != b->shape || !is_float(b->dtype)) {
-                          ctx.error(DiagKind::layer_shape_mismatch, ctx.range,
-                                    fmt::format("add needs two float activations of one shape, not {} and {}", type_to_string(*a),
-                                                type_to_string(*b)));
-                          return Type::error();
-                        }
-                        return *a;
-                      }));
+  out.push_back(
+      layer("add", {req("y")},
+            "Element-wise sum of two equally shaped activations, for residual connections: x | add(y), or add(x, y).",
+            [](CallContext& ctx) -> Type {
+              auto a = float_input(ctx, -1, "tensor");
+              auto b = ctx.tensor("y");
+              if (!a || !b) return Type::error();
+              if (a->shape != b->shape || !is_float(b->dtype)) {
+                ctx.error(DiagKind::layer_shape_mismatch, ctx.range,
+                          fmt::format("add needs two float activations of one shape, not {} and {}", type_to_string(*a),
+                                      type_to_string(*b)));
+                return Type::error();
+              }
+              return *a;
+            }));
 }
 
 }  // namespace pipec

@@ -53,7 +53,8 @@ std::optional<Type> elementwise2(CallContext& ctx, std::string_view a, std::stri
   return r;
 }
 
-std::optional<int64_t> normalize_axis(CallContext& ctx, std::string_view name, int64_t axis, int64_t rank, bool allow_end) {
+std::optional<int64_t> normalize_axis(CallContext& ctx, std::string_view name, int64_t axis, int64_t rank,
+                                      bool allow_end) {
   int64_t limit = allow_end ? rank + 1 : rank;
   int64_t a = axis < 0 ? axis + limit : axis;
   if (a < 0 || a >= limit) {
@@ -128,18 +129,19 @@ void add_binary_math(std::vector<Builtin>& out) {
     }));
   }
   for (const char* name : {"bit_or", "bit_and", "bit_xor"}) {
-    out.push_back(op(name, {req("a"), req("b")},
-                     std::string("Bitwise ") + (name + 4) + " of two integer tensors (`|` is the pipe, so or is a function).",
-                     [](CallContext& ctx) -> Type {
-                       auto t = elementwise2(ctx, "a", "b");
-                       if (!t) return Type::error();
-                       if (!is_integer(t->dtype) && t->dtype != DType::Bool) {
-                         ctx.error(DiagKind::integer_expected, ctx.range,
-                                   fmt::format("{} needs integers, not {}", ctx.builtin.name, type_to_string(*t)));
-                         return Type::error();
-                       }
-                       return *t;
-                     }));
+    out.push_back(
+        op(name, {req("a"), req("b")},
+           std::string("Bitwise ") + (name + 4) + " of two integer tensors (`|` is the pipe, so or is a function).",
+           [](CallContext& ctx) -> Type {
+             auto t = elementwise2(ctx, "a", "b");
+             if (!t) return Type::error();
+             if (!is_integer(t->dtype) && t->dtype != DType::Bool) {
+               ctx.error(DiagKind::integer_expected, ctx.range,
+                         fmt::format("{} needs integers, not {}", ctx.builtin.name, type_to_string(*t)));
+               return Type::error();
+             }
+             return *t;
+           }));
   }
   out.push_back(op("where", {req("cond"), req("a"), req("b")},
                    "Picks a where cond is true and b elsewhere, with broadcasting.", [](CallContext& ctx) -> Type {
@@ -153,18 +155,19 @@ void add_binary_math(std::vector<Builtin>& out) {
                      }
                      auto shape = broadcast_shapes(c->shape, t->shape);
                      if (!shape) {
-                       ctx.error(DiagKind::shape_mismatch, ctx.range, "where: the condition does not broadcast with the values");
+                       ctx.error(DiagKind::shape_mismatch, ctx.range,
+                                 "where: the condition does not broadcast with the values");
                        return Type::error();
                      }
                      t->shape = *shape;
                      return *t;
                    }));
-  out.push_back(op("clip", {req("x"), req("lo"), req("hi")}, "Limits every element to [lo, hi].",
-                   [](CallContext& ctx) -> Type {
-                     auto t = numeric_arg(ctx, "x");
-                     if (!t || !numeric_arg(ctx, "lo") || !numeric_arg(ctx, "hi")) return Type::error();
-                     return *t;
-                   }));
+  out.push_back(
+      op("clip", {req("x"), req("lo"), req("hi")}, "Limits every element to [lo, hi].", [](CallContext& ctx) -> Type {
+        auto t = numeric_arg(ctx, "x");
+        if (!t || !numeric_arg(ctx, "lo") || !numeric_arg(ctx, "hi")) return Type::error();
+        return *t;
+      }));
 }
 
 void add_shape_ops(std::vector<Builtin>& out) {
@@ -182,19 +185,20 @@ void add_shape_ops(std::vector<Builtin>& out) {
                      if (r.shape.back() >= 0) r.shape.back() *= 8;
                      return r;
                    }));
-  out.push_back(op("pack_bits", {req("x")}, "Packs 0/1 values into bytes, most significant first: [..., 8n] -> u8[..., n].",
-                   [](CallContext& ctx) -> Type {
-                     auto t = numeric_arg(ctx, "x");
-                     if (!t) return Type::error();
-                     if (t->rank() == 0 || (t->shape.back() >= 0 && t->shape.back() % 8 != 0)) {
-                       ctx.error(DiagKind::shape_mismatch, ctx.arg("x").range,
-                                 fmt::format("pack_bits needs a last dimension divisible by 8, not {}", type_to_string(*t)));
-                       return Type::error();
-                     }
-                     Type r = Type::tensor(DType::U8, t->shape);
-                     if (r.shape.back() >= 0) r.shape.back() /= 8;
-                     return r;
-                   }));
+  out.push_back(
+      op("pack_bits", {req("x")}, "Packs 0/1 values into bytes, most significant first: [..., 8n] -> u8[..., n].",
+         [](CallContext& ctx) -> Type {
+           auto t = numeric_arg(ctx, "x");
+           if (!t) return Type::error();
+           if (t->rank() == 0 || (t->shape.back() >= 0 && t->shape.back() % 8 != 0)) {
+             ctx.error(DiagKind::shape_mismatch, ctx.arg("x").range,
+                       fmt::format("pack_bits needs a last dimension divisible by 8, not {}", type_to_string(*t)));
+             return Type::error();
+           }
+           Type r = Type::tensor(DType::U8, t->shape);
+           if (r.shape.back() >= 0) r.shape.back() /= 8;
+           return r;
+         }));
   out.push_back(op("reshape", {req("x"), req("shape")},
                    "Gives x a new shape with the same number of elements; one dimension may be -1 (inferred).",
                    [](CallContext& ctx) -> Type {
@@ -207,7 +211,8 @@ void add_shape_ops(std::vector<Builtin>& out) {
                        int64_t d = (*shape)[i];
                        if (d == -1) {
                          if (inferred >= 0) {
-                           ctx.error(DiagKind::reshape_mismatch, ctx.arg("shape").range, "reshape: only one dimension may be -1");
+                           ctx.error(DiagKind::reshape_mismatch, ctx.arg("shape").range,
+                                     "reshape: only one dimension may be -1");
                            return Type::error();
                          }
                          inferred = static_cast<int>(i);
@@ -225,7 +230,8 @@ void add_shape_ops(std::vector<Builtin>& out) {
                          if (known == 0 || n % known != 0) {
                            // Written as given, with the -1 (shape_to_spec would print it as `?`).
                            std::string written = "[";
-                           for (size_t i = 0; i < shape->size(); ++i) written += (i ? ", " : "") + std::to_string((*shape)[i]);
+                           for (size_t i = 0; i < shape->size(); ++i)
+                             written += (i ? ", " : "") + std::to_string((*shape)[i]);
                            written += "]";
                            ctx.error(DiagKind::reshape_mismatch, ctx.range,
                                      fmt::format("cannot reshape {} ({} elements) to {}: {} is not a multiple of {}",
@@ -235,8 +241,8 @@ void add_shape_ops(std::vector<Builtin>& out) {
                          (*shape)[inferred] = n / known;
                        } else if (known != n) {
                          ctx.error(DiagKind::reshape_mismatch, ctx.range,
-                                   fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", type_to_string(*t), n,
-                                               shape_to_spec(*shape), known));
+                                   fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
+                                               type_to_string(*t), n, shape_to_spec(*shape), known));
                          return Type::error();
                        }
                      } else if (inferred >= 0) {
@@ -250,8 +256,9 @@ void add_shape_ops(std::vector<Builtin>& out) {
       std::vector<Type> items;
       // `values` is a list literal of tensors whose items were checked one by one.
       if (!v.expr || v.expr->kind != ExprKind::List) {
-        ctx.error(DiagKind::type_mismatch, v.range,
-                  fmt::format("{} takes a list literal of tensors, like {}([a, b])", ctx.builtin.name, ctx.builtin.name));
+        ctx.error(
+            DiagKind::type_mismatch, v.range,
+            fmt::format("{} takes a list literal of tensors, like {}([a, b])", ctx.builtin.name, ctx.builtin.name));
         return Type::error();
       }
       for (auto& item : v.expr->as<ListExpr>()->items) items.push_back(item->type);
@@ -282,8 +289,9 @@ void add_shape_ops(std::vector<Builtin>& out) {
         if (!t.is_tensor()) return Type::error();
         auto p = promote(acc.dtype, acc.weak, t.dtype, t.weak);
         if (!p) {
-          ctx.error(DiagKind::type_mismatch, v.expr->as<ListExpr>()->items[i]->range,
-                    fmt::format("{}: {} does not mix with {}", ctx.builtin.name, type_to_string(t), type_to_string(acc)));
+          ctx.error(
+              DiagKind::type_mismatch, v.expr->as<ListExpr>()->items[i]->range,
+              fmt::format("{}: {} does not mix with {}", ctx.builtin.name, type_to_string(t), type_to_string(acc)));
           return Type::error();
         }
         acc.dtype = p->dtype;
@@ -308,23 +316,27 @@ void add_shape_ops(std::vector<Builtin>& out) {
       return r;
     };
   };
-  out.push_back(op("stack", {tensor_list("values"), opt("axis", "0")}, "Stacks equally shaped tensors along a new axis.", join(true)));
-  out.push_back(op("concat", {tensor_list("values"), opt("axis", "-1")}, "Joins tensors along an existing axis (the last by default).", join(false)));
-  out.push_back(op("transpose", {req("x"), req("perm")}, "Permutes the dimensions of x: result dim i is x's dim perm[i].",
-                   [](CallContext& ctx) -> Type {
+  out.push_back(op("stack", {tensor_list("values"), opt("axis", "0")},
+                   "Stacks equally shaped tensors along a new axis.", join(true)));
+  out.push_back(op("concat", {tensor_list("values"), opt("axis", "-1")},
+                   "Joins tensors along an existing axis (the last by default).", join(false)));
+  out.push_back(op("transpose", {req("x"), req("perm")},
+                   "Permutes the dimensions of x: result dim i is x's dim perm[i].", [](CallContext& ctx) -> Type {
                      auto t = ctx.tensor("x");
                      auto perm = ctx.const_int_list("perm");
                      if (!t || !perm) return Type::error();
                      if (static_cast<int64_t>(perm->size()) != t->rank()) {
-                       ctx.error(DiagKind::shape_mismatch, ctx.arg("perm").range,
-                                 fmt::format("transpose: perm has {} entries for a rank-{} tensor", perm->size(), t->rank()));
+                       ctx.error(
+                           DiagKind::shape_mismatch, ctx.arg("perm").range,
+                           fmt::format("transpose: perm has {} entries for a rank-{} tensor", perm->size(), t->rank()));
                        return Type::error();
                      }
                      std::vector<bool> seen(perm->size(), false);
                      std::vector<int64_t> shape;
                      for (int64_t p : *perm) {
                        if (p < 0 || p >= t->rank() || seen[p]) {
-                         ctx.error(DiagKind::invalid_index, ctx.arg("perm").range, "transpose: perm must be a permutation of 0..rank-1");
+                         ctx.error(DiagKind::invalid_index, ctx.arg("perm").range,
+                                   "transpose: perm must be a permutation of 0..rank-1");
                          return Type::error();
                        }
                        seen[p] = true;
@@ -367,23 +379,24 @@ void add_shape_ops(std::vector<Builtin>& out) {
                        if (d != 1) r.shape.push_back(d);
                      return r;
                    }));
-  out.push_back(op("one_hot", {req("indices"), req("depth"), opt("dtype", "f32", {"f32", "f64", "u8", "i32", "i64", "bf16", "f16"})},
-                   "One-hot encodes integer indices: [...] -> [..., depth]; out-of-range indices give all zeros.",
-                   [](CallContext& ctx) -> Type {
-                     auto t = ctx.tensor("indices");
-                     auto depth = ctx.const_int("depth", 1);
-                     if (!t || !depth) return Type::error();
-                     if (!is_integer(t->dtype)) {
-                       ctx.error(DiagKind::integer_expected, ctx.arg("indices").range,
-                                 fmt::format("one_hot needs integer indices, not {}", type_to_string(*t)));
-                       return Type::error();
-                     }
-                     DType dt = DType::F32;
-                     if (ctx.has("dtype")) dt = *parse_dtype(ctx.arg("dtype").option);
-                     std::vector<int64_t> shape = t->shape;
-                     shape.push_back(*depth);
-                     return Type::tensor(dt, shape);
-                   }));
+  out.push_back(op(
+      "one_hot", {req("indices"), req("depth"), opt("dtype", "f32", {"f32", "f64", "u8", "i32", "i64", "bf16", "f16"})},
+      "One-hot encodes integer indices: [...] -> [..., depth]; out-of-range indices give all zeros.",
+      [](CallContext& ctx) -> Type {
+        auto t = ctx.tensor("indices");
+        auto depth = ctx.const_int("depth", 1);
+        if (!t || !depth) return Type::error();
+        if (!is_integer(t->dtype)) {
+          ctx.error(DiagKind::integer_expected, ctx.arg("indices").range,
+                    fmt::format("one_hot needs integer indices, not {}", type_to_string(*t)));
+          return Type::error();
+        }
+        DType dt = DType::F32;
+        if (ctx.has("dtype")) dt = *parse_dtype(ctx.arg("dtype").option);
+        std::vector<int64_t> shape = t->shape;
+        shape.push_back(*depth);
+        return Type::tensor(dt, shape);
+      }));
 }
 
 void add_reductions(std::vector<Builtin>& out) {
@@ -401,33 +414,35 @@ void add_reductions(std::vector<Builtin>& out) {
   };
   for (const R& r : list) {
     std::string name = r.name;
-    out.push_back(op(name, {req("x"), opt("axis", name == "argmax" ? "-1" : "all")}, r.doc, [name](CallContext& ctx) -> Type {
-      auto t = numeric_arg(ctx, "x");
-      if (!t) return Type::error();
-      Type res = *t;
-      if (name == "mean") res = float_of(res);
-      if (name == "sum" && res.dtype == DType::Bool) res.dtype = DType::I64;
-      if (name == "argmax") res.dtype = DType::I64;
-      res.weak = false;
-      if (!ctx.has("axis") && name != "argmax") {
-        res.shape.clear();
-        return res;
-      }
-      int64_t axis = -1;
-      if (ctx.has("axis")) {
-        auto a = ctx.const_int("axis");
-        if (!a) return Type::error();
-        axis = *a;
-      }
-      if (t->rank() == 0) {
-        ctx.error(DiagKind::shape_mismatch, ctx.range, fmt::format("{} over an axis needs a tensor of rank 1 or more", name));
-        return Type::error();
-      }
-      auto ax = normalize_axis(ctx, "axis", axis, t->rank());
-      if (!ax) return Type::error();
-      res.shape.erase(res.shape.begin() + *ax);
-      return res;
-    }));
+    out.push_back(
+        op(name, {req("x"), opt("axis", name == "argmax" ? "-1" : "all")}, r.doc, [name](CallContext& ctx) -> Type {
+          auto t = numeric_arg(ctx, "x");
+          if (!t) return Type::error();
+          Type res = *t;
+          if (name == "mean") res = float_of(res);
+          if (name == "sum" && res.dtype == DType::Bool) res.dtype = DType::I64;
+          if (name == "argmax") res.dtype = DType::I64;
+          res.weak = false;
+          if (!ctx.has("axis") && name != "argmax") {
+            res.shape.clear();
+            return res;
+          }
+          int64_t axis = -1;
+          if (ctx.has("axis")) {
+            auto a = ctx.const_int("axis");
+            if (!a) return Type::error();
+            axis = *a;
+          }
+          if (t->rank() == 0) {
+            ctx.error(DiagKind::shape_mismatch, ctx.range,
+                      fmt::format("{} over an axis needs a tensor of rank 1 or more", name));
+            return Type::error();
+          }
+          auto ax = normalize_axis(ctx, "axis", axis, t->rank());
+          if (!ax) return Type::error();
+          res.shape.erase(res.shape.begin() + *ax);
+          return res;
+        }));
   }
 }
 
@@ -471,11 +486,12 @@ void register_op_builtins(std::vector<Builtin>& out) {
   add_shape_ops(out);
   add_reductions(out);
   add_random(out);
-  out.push_back(op("size", {req("x")}, "The number of elements (strings: bytes) of x, as i64.", [](CallContext& ctx) -> Type {
-    auto t = ctx.tensor("x");
-    if (!t) return Type::error();
-    return Type::tensor(DType::I64);
-  }));
+  out.push_back(
+      op("size", {req("x")}, "The number of elements (strings: bytes) of x, as i64.", [](CallContext& ctx) -> Type {
+        auto t = ctx.tensor("x");
+        if (!t) return Type::error();
+        return Type::tensor(DType::I64);
+      }));
 }
 
 }  // namespace pipec

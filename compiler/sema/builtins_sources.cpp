@@ -42,17 +42,19 @@ std::optional<std::vector<Field>> schema_fields(CallContext& ctx, const std::vec
     bool dtype_ok = std::find(allowed.begin(), allowed.end(), t.dtype) != allowed.end();
     if (!dtype_ok || (!allow_dims && t.rank() > 0 && t.dtype != DType::Bytes) || t.rank() > 1 + (allow_dims ? 8 : 0)) {
       std::string names;
-      for (size_t i = 0; i < allowed.size(); ++i) names += std::string(i ? ", " : "") + std::string(dtype_name(allowed[i]));
+      for (size_t i = 0; i < allowed.size(); ++i)
+        names += std::string(i ? ", " : "") + std::string(dtype_name(allowed[i]));
       ctx.error(DiagKind::invalid_feature_type, sf.type.range,
-                fmt::format("{} fields can be {}{}, not {}", format, names, allow_dims ? " (with dimensions)" : " scalars",
-                            type_to_string(t)));
+                fmt::format("{} fields can be {}{}, not {}", format, names,
+                            allow_dims ? " (with dimensions)" : " scalars", type_to_string(t)));
       ok = false;
       continue;
     }
     if (t.dtype == DType::Bytes && t.rank() > 0) {
       if (t.rank() != 1 || t.shape[0] < 0) {
-        ctx.error(DiagKind::invalid_feature_type, sf.type.range,
-                  "a bytes field is one byte string: `bytes` (any length) or `bytes[N]` (exactly N bytes, read as u8[N])");
+        ctx.error(
+            DiagKind::invalid_feature_type, sf.type.range,
+            "a bytes field is one byte string: `bytes` (any length) or `bytes[N]` (exactly N bytes, read as u8[N])");
         ok = false;
         continue;
       }
@@ -66,12 +68,14 @@ std::optional<std::vector<Field>> schema_fields(CallContext& ctx, const std::vec
         ctx.error(DiagKind::not_constant, sf.default_value->range, "a default value must be a constant");
         ok = false;
       } else {
-        bool kind_ok = dt.is_tensor() && ((dt.dtype == DType::Bytes) == (t.dtype == DType::Bytes || t.dtype == DType::U8)) &&
+        bool kind_ok = dt.is_tensor() &&
+                       ((dt.dtype == DType::Bytes) == (t.dtype == DType::Bytes || t.dtype == DType::U8)) &&
                        !(is_float(dt.dtype) && is_integer(t.dtype));
         bool shape_ok = dt.rank() == 0 || dt.shape == t.shape;
         if (!kind_ok || !shape_ok) {
           ctx.error(DiagKind::type_mismatch, sf.default_value->range,
-                    fmt::format("the default of `{}` is {}, which does not fit {}", sf.name, type_to_string(dt), type_to_string(t)));
+                    fmt::format("the default of `{}` is {}, which does not fit {}", sf.name, type_to_string(dt),
+                                type_to_string(t)));
           ok = false;
         }
       }
@@ -127,7 +131,8 @@ Type rule_csv(CallContext& ctx) {
   if (ctx.has("header")) ctx.const_bool("header");
   if (ctx.has("delimiter")) {
     auto d = ctx.const_string("delimiter");
-    if (d && d->size() != 1) ctx.error(DiagKind::invalid_argument_value, ctx.arg("delimiter").range, "the delimiter must be one character");
+    if (d && d->size() != 1)
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg("delimiter").range, "the delimiter must be one character");
   }
   auto fields = schema_fields(ctx, {DType::I32, DType::I64, DType::F32, DType::F64, DType::Bytes}, false, "csv");
   if (!path || !fields) return Type::error();
@@ -139,8 +144,8 @@ Type rule_csv(CallContext& ctx) {
 Type rule_npy(CallContext& ctx) {
   auto path = ctx.const_string("path");
   auto fields = schema_fields(ctx,
-                              {DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64,
-                               DType::I64, DType::F16, DType::F32, DType::F64},
+                              {DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32,
+                               DType::U64, DType::I64, DType::F16, DType::F32, DType::F64},
                               true, "npy");
   if (!path || !fields) return Type::error();
   if (fields->size() != 1) {
@@ -191,11 +196,12 @@ Type rule_zip(CallContext& ctx) {
 }  // namespace
 
 void register_source_builtins(std::vector<Builtin>& out) {
-  out.push_back(source("tfrecord",
-                       {req("files"), opt("compression", "none", {"none", "gzip", "zlib"}), opt("shuffle_files", "false"),
-                        opt("seed", "run seed"), opt("parallel_reads", "auto", {"auto"})},
-                       "Reads tf.train.Example records from TFRecord files (a glob); the schema names the features used.",
-                       rule_tfrecord));
+  out.push_back(
+      source("tfrecord",
+             {req("files"), opt("compression", "none", {"none", "gzip", "zlib"}), opt("shuffle_files", "false"),
+              opt("seed", "run seed"), opt("parallel_reads", "auto", {"auto"})},
+             "Reads tf.train.Example records from TFRecord files (a glob); the schema names the features used.",
+             rule_tfrecord));
   out.push_back(source("files", {req("pattern"), opt("shuffle", "false"), opt("seed", "run seed")},
                        "One element {path} per file matching the glob, in sorted order unless shuffled.", rule_files));
   out.push_back(source("list_files", {req("pattern"), opt("shuffle", "false"), opt("seed", "run seed")},
@@ -204,8 +210,10 @@ void register_source_builtins(std::vector<Builtin>& out) {
                        "The integers range(stop) or range(start, stop, step) as elements {value: i64}.", rule_range));
   out.push_back(source("csv", {req("path"), opt("header", "true"), opt("delimiter", "\",\"")},
                        "Rows of a CSV file; the schema names and types the columns used.", rule_csv));
-  out.push_back(source("npy", {req("path")}, "The rows of a NumPy .npy array; the schema gives the type of one row.", rule_npy));
-  out.push_back(source("zip", {rest("datasets")}, "Pairs up elements of several datasets, merging their fields.", rule_zip));
+  out.push_back(
+      source("npy", {req("path")}, "The rows of a NumPy .npy array; the schema gives the type of one row.", rule_npy));
+  out.push_back(
+      source("zip", {rest("datasets")}, "Pairs up elements of several datasets, merging their fields.", rule_zip));
 }
 
 }  // namespace pipec

@@ -86,8 +86,8 @@ Type batch_like(CallContext& ctx, bool padded) {
       for (int64_t d = in->batch_rank; d < t.rank(); ++d) {
         if (t.shape[d] < 0) {
           auto& diag = ctx.error(DiagKind::ragged_batch, ctx.range,
-                                 fmt::format("field `{}` is {}: its length varies, so its elements cannot be stacked", f.name,
-                                             type_to_string(t)));
+                                 fmt::format("field `{}` is {}: its length varies, so its elements cannot be stacked",
+                                             f.name, type_to_string(t)));
           diag.help = "use padded_batch(n) to pad each batch to its longest element";
           return Type::error();
         }
@@ -109,7 +109,8 @@ Type rule_unbatch(CallContext& ctx) {
     const Type& t = *f.type;
     if (t.rank() == 0) {
       ctx.error(DiagKind::shape_mismatch, ctx.range,
-                fmt::format("unbatch needs every field to have a leading dimension, but `{}` is {}", f.name, type_to_string(t)));
+                fmt::format("unbatch needs every field to have a leading dimension, but `{}` is {}", f.name,
+                            type_to_string(t)));
       return Type::error();
     }
     Type nt = t;
@@ -140,7 +141,8 @@ Type rule_repeat(CallContext& ctx) {
     out.infinite = true;
   }
   if (in->infinite)
-    ctx.error(DiagKind::unreachable_stage, ctx.range, "the input already repeats forever, so this repeat never starts a second pass");
+    ctx.error(DiagKind::unreachable_stage, ctx.range,
+              "the input already repeats forever, so this repeat never starts a second pass");
   return dataset_of(std::move(out));
 }
 
@@ -178,7 +180,8 @@ Type rule_cache(CallContext& ctx) {
   if (!in) return Type::error();
   if (ctx.has("where") && ctx.arg("where").option.empty() && !ctx.const_string("where")) return Type::error();
   if (in->infinite)
-    ctx.error(DiagKind::unreachable_stage, ctx.range, "cache after an infinite repeat() never finishes filling; put it before repeat()");
+    ctx.error(DiagKind::unreachable_stage, ctx.range,
+              "cache after an infinite repeat() never finishes filling; put it before repeat()");
   return dataset_of(*in);
 }
 
@@ -224,17 +227,20 @@ Type rule_write(CallContext& ctx) {
   if (f.type.is_error()) return Type::error();
   if (f.type.kind != TypeKind::Opaque || f.type.name.rfind("format:", 0) != 0) {
     ctx.error(DiagKind::type_mismatch, f.range,
-              fmt::format("write needs an output format such as tfrecord(\"out/part-*.tfrecord\"), not {}", type_to_string(f.type)));
+              fmt::format("write needs an output format such as tfrecord(\"out/part-*.tfrecord\"), not {}",
+                          type_to_string(f.type)));
     return Type::error();
   }
   if (in->infinite)
-    ctx.error(DiagKind::unreachable_stage, ctx.range, "writing an infinite dataset never finishes; add take(n) or remove repeat()");
+    ctx.error(DiagKind::unreachable_stage, ctx.range,
+              "writing an infinite dataset never finishes; add take(n) or remove repeat()");
   if (f.type.name == "format:files") {
     // Every field is one file per element: it must be a byte string (encode_png / encode_jpeg give one).
     for (const Field& fl : in->fields)
       if (!fl.type->is_tensor() || fl.type->dtype != DType::Bytes || fl.type->rank() != 0) {
         auto& diag = ctx.error(DiagKind::type_mismatch, f.range,
-                               fmt::format("files(...) writes one byte string per field, but `{}` is {}", fl.name, type_to_string(*fl.type)));
+                               fmt::format("files(...) writes one byte string per field, but `{}` is {}", fl.name,
+                                           type_to_string(*fl.type)));
         diag.help = "encode images first, e.g. { image: encode_png(img) }";
         return Type::error();
       }
@@ -285,25 +291,33 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       [](CallContext& ctx) { return batch_like(ctx, true); }));
   out.push_back(stage("unbatch", {}, "Splits each batch back into its elements.", rule_unbatch));
   out.push_back(stage("shuffle", {req("buffer"), opt("seed", "run seed"), opt("reshuffle_each_iteration", "true")},
-                      "Samples uniformly from a buffer of `buffer` elements, as tf.data's shuffle does.", rule_shuffle));
-  out.push_back(stage("repeat", {opt("count", "forever")}, "Repeats the input `count` times, or forever.", rule_repeat));
+                      "Samples uniformly from a buffer of `buffer` elements, as tf.data's shuffle does.",
+                      rule_shuffle));
+  out.push_back(
+      stage("repeat", {opt("count", "forever")}, "Repeats the input `count` times, or forever.", rule_repeat));
   out.push_back(stage("take", {req("count")}, "The first `count` elements (all when -1).", rule_take));
   out.push_back(stage("skip", {req("count")}, "Everything after the first `count` elements.", rule_skip));
   out.push_back(stage("shard", {req("num_shards"), req("index")},
                       "Every num_shards-th element, starting at index (one worker's share).", rule_shard));
   out.push_back(stage("cache", {opt("where", "memory", {"memory"})},
-                      "Keeps the elements of the first pass in memory (or in files at a path) and replays them.", rule_cache));
+                      "Keeps the elements of the first pass in memory (or in files at a path) and replays them.",
+                      rule_cache));
   out.push_back(stage("prefetch", {opt("size", "auto", {"auto"})},
-                      "Prepares up to `size` elements ahead in the background (auto: tuned at run time).", rule_prefetch));
-  out.push_back(stage("ignore_errors", {}, "Drops elements whose reading or processing fails, and counts them.", rule_same));
-  out.push_back(stage("interleave", {opt("cycle_length", "auto", {"auto"}), opt("block_length", "1")},
-                      "Reads the source's files `cycle_length` at a time, taking `block_length` records from each in turn.",
-                      rule_interleave));
-  out.push_back(stage("to", {req("device")}, "Moves elements to a device; the stages after to(gpu) run on the GPU.", rule_to));
+                      "Prepares up to `size` elements ahead in the background (auto: tuned at run time).",
+                      rule_prefetch));
+  out.push_back(
+      stage("ignore_errors", {}, "Drops elements whose reading or processing fails, and counts them.", rule_same));
+  out.push_back(
+      stage("interleave", {opt("cycle_length", "auto", {"auto"}), opt("block_length", "1")},
+            "Reads the source's files `cycle_length` at a time, taking `block_length` records from each in turn.",
+            rule_interleave));
+  out.push_back(
+      stage("to", {req("device")}, "Moves elements to a device; the stages after to(gpu) run on the GPU.", rule_to));
   // `options` holds the device words so that `to(gpu)` reads as an option, not a name.
   out.back().params[1].options = {"gpu", "cpu"};
-  out.push_back(stage("write", {req("format")}, "Writes every element to files, e.g. write(tfrecord(\"out/part-*.tfrecord\")).",
-                      rule_write, BuiltinKind::Sink));
+  out.push_back(stage("write", {req("format")},
+                      "Writes every element to files, e.g. write(tfrecord(\"out/part-*.tfrecord\")).", rule_write,
+                      BuiltinKind::Sink));
   out.push_back(Builtin{"tfrecord",
                         BuiltinKind::Format,
                         {req("path"), opt("shards", "1"), opt("compression", "none", {"none", "gzip", "zlib"})},

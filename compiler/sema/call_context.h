@@ -16,19 +16,19 @@ class Checker;
 /// One parameter's argument after binding.
 struct BoundArg {
   bool present = false;
-  Expr* expr = nullptr;       // null when absent, or for the piped input of `a | f`
-  Type type;                  // checked type (not set for lambdas until the rule checks them)
-  std::optional<Value> value; // compile-time value when known
-  std::string option;         // the bare option word, when the argument is one (`same`, `auto`)
+  Expr* expr = nullptr;        // null when absent, or for the piped input of `a | f`
+  Type type;                   // checked type (not set for lambdas until the rule checks them)
+  std::optional<Value> value;  // compile-time value when known
+  std::string option;          // the bare option word, when the argument is one (`same`, `auto`)
   SourceRange range;
-  std::vector<BoundArg> rest; // variadic: every remaining positional argument
+  std::vector<BoundArg> rest;  // variadic: every remaining positional argument
 };
 
 struct CallContext {
   Checker& checker;
   const Builtin& builtin;
-  CallExpr* call = nullptr;  // null for a bare name in a pipe (`| relu`)
-  SourceRange range;         // the whole call (or the piped name)
+  CallExpr* call = nullptr;    // null for a bare name in a pipe (`| relu`)
+  SourceRange range;           // the whole call (or the piped name)
   std::vector<BoundArg> args;  // one per builtin.params entry
   const Decl* decl = nullptr;  // the source declaration, for sources (its schema)
 

@@ -40,16 +40,18 @@ Type Checker::apply_block(const Decl& model, CallExpr* call, Expr* piped, const 
         continue;
       }
       check(*a.value);
-      auto& diag = diags().report(DiagKind::unknown_argument, a.name_range,
-                                  fmt::format("a model used as a layer takes its inputs in order and `times`, not `{}`", a.name));
+      auto& diag = diags().report(
+          DiagKind::unknown_argument, a.name_range,
+          fmt::format("a model used as a layer takes its inputs in order and `times`, not `{}`", a.name));
       diag.notes.push_back({model.name_range, "the model is declared here"});
       ok = false;
     }
   for (const auto& [expr, t] : inputs) ok = ok && !t.is_error();
   if (inputs.size() != model.params.size()) {
-    auto& diag = diags().report(DiagKind::model_input_mismatch, call ? call->args_range : range,
-                                fmt::format("model `{}` takes {} input{}, but {} {} given", model.name, model.params.size(),
-                                            model.params.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "is" : "are"));
+    auto& diag = diags().report(
+        DiagKind::model_input_mismatch, call ? call->args_range : range,
+        fmt::format("model `{}` takes {} input{}, but {} {} given", model.name, model.params.size(),
+                    model.params.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "is" : "are"));
     diag.notes.push_back({model.name_range, "the model is declared here"});
     return Type::error();
   }
@@ -60,8 +62,8 @@ Type Checker::apply_block(const Decl& model, CallExpr* call, Expr* piped, const 
     if (want.is_error()) return Type::error();
     if (!got.is_tensor() || got.dtype != want.dtype || fit_shape(want.shape, got.shape) != ShapeFit::Fits) {
       auto& diag = diags().report(DiagKind::model_input_mismatch, inputs[i].first->range,
-                                  fmt::format("model input `{}` is {} but is given {}", model.params[i].name, type_to_string(want),
-                                              type_to_string(got)));
+                                  fmt::format("model input `{}` is {} but is given {}", model.params[i].name,
+                                              type_to_string(want), type_to_string(got)));
       diag.notes.push_back({model.params[i].name_range, "the input is declared here"});
       ok = false;
     }
@@ -84,10 +86,10 @@ Type Checker::apply_block(const Decl& model, CallExpr* call, Expr* piped, const 
     if (model.params.size() != 1 || out.dtype != in.dtype || out.shape != in.shape) {
       auto& diag = diags().report(
           DiagKind::block_repeat_mismatch, v.range,
-          model.params.size() != 1
-              ? fmt::format("model `{}` takes {} inputs, so its output cannot feed its next use", model.name, model.params.size())
-              : fmt::format("model `{}` turns {} into {}, so its output cannot feed its next use", model.name, type_to_string(in),
-                            type_to_string(out)));
+          model.params.size() != 1 ? fmt::format("model `{}` takes {} inputs, so its output cannot feed its next use",
+                                                 model.name, model.params.size())
+                                   : fmt::format("model `{}` turns {} into {}, so its output cannot feed its next use",
+                                                 model.name, type_to_string(in), type_to_string(out)));
       diag.notes.push_back({model.name_range, "the model is declared here"});
       diag.help = "a block repeated with `times` keeps the shape of its one input, like a residual block";
       return Type::error();

@@ -19,7 +19,8 @@ Type Checker::check_call(CallExpr& e) { return apply(*e.callee, &e, nullptr, nul
 Type Checker::check_pipe(PipeExpr& e) {
   Type in = check(*e.lhs);
   if (e.rhs->kind != ExprKind::Call && e.rhs->kind != ExprKind::Name) {
-    auto& diag = diags().report(DiagKind::not_callable, e.rhs->range, "the right side of `|` must be a stage, layer or function");
+    auto& diag = diags().report(DiagKind::not_callable, e.rhs->range,
+                                "the right side of `|` must be a stage, layer or function");
     if (in.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
     return Type::error();
   }
@@ -45,8 +46,7 @@ void Checker::check_unchecked_lambdas(CallExpr* call, const Type& input) {
     // or an unknown input there is nothing better than unknown types.
     if (input.kind == TypeKind::Dataset && input.element && lambda.params.size() == 1)
       check_lambda(lambda, {Type::record(input.element->fields)});
-    else
-      check_lambda(lambda, std::vector<Type>(lambda.params.size(), Type::error()));
+    else check_lambda(lambda, std::vector<Type>(lambda.params.size(), Type::error()));
   }
 }
 
@@ -70,7 +70,8 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     name_expr.target = l->binding;
     auto& diag = diags().report(DiagKind::not_callable, callee_expr.range,
                                 fmt::format("`{}` is {}, not a function", name, type_to_string(l->type)));
-    if (piped_type && piped_type->is_tensor() && l->type.is_tensor()) diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
+    if (piped_type && piped_type->is_tensor() && l->type.is_tensor())
+      diag.help = "`|` is the pipe; bitwise or is `bit_or(a, b)`";
     check_unbound_args(call);
     return Type::error();
   }
@@ -81,8 +82,9 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     if (d->kind == DeclKind::Model) {
       if (ctx_ == CheckContext::Train && !piped) return call_model(*d, call, range);
       if (ctx_ == CheckContext::Model) return apply_block(*d, call, piped, piped_type, range);
-      diags().report(DiagKind::not_callable, range,
-                     fmt::format("model `{}` can only be called in a train block, or used as a layer in another model", name));
+      diags().report(
+          DiagKind::not_callable, range,
+          fmt::format("model `{}` can only be called in a train block, or used as a layer in another model", name));
       return Type::error();
     }
     if (call || piped) {
@@ -103,15 +105,18 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
     return call_builtin(*b, call, piped, piped_type, range);
   }
   // A builtin of another family (a stage called like a function, a layer in a map body): say where it belongs.
-  if (const Builtin* other = find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink, BuiltinKind::Layer, BuiltinKind::Source,
-                                                 BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy})) {
+  if (const Builtin* other =
+          find_builtin(name, {BuiltinKind::Stage, BuiltinKind::Sink, BuiltinKind::Layer, BuiltinKind::Source,
+                              BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy})) {
     name_expr.target = Binding{Binding::Builtin, name, {}, nullptr, nullptr, other};
     if ((other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) && piped_type) {
-      diags().report(DiagKind::not_a_dataset, piped->range,
-                     fmt::format("`{}` is a stage and applies to a dataset, not to {}", name, type_to_string(*piped_type)));
+      diags().report(
+          DiagKind::not_a_dataset, piped->range,
+          fmt::format("`{}` is a stage and applies to a dataset, not to {}", name, type_to_string(*piped_type)));
     } else if (other->kind == BuiltinKind::Stage || other->kind == BuiltinKind::Sink) {
-      diags().report(DiagKind::not_callable, callee_expr.range,
-                     fmt::format("`{}` is a stage; apply it to a dataset with `|`, as in `data | {}(...)`", name, name));
+      diags().report(
+          DiagKind::not_callable, callee_expr.range,
+          fmt::format("`{}` is a stage; apply it to a dataset with `|`, as in `data | {}(...)`", name, name));
     } else {
       const char* where = other->kind == BuiltinKind::Layer    ? "only inside a model"
                           : other->kind == BuiltinKind::Source ? "only to start a source or pipeline"
@@ -126,8 +131,9 @@ Type Checker::apply(Expr& callee_expr, CallExpr* call, Expr* piped, const Type* 
   DiagKind kind = DiagKind::unknown_name;
   std::vector<std::string> candidates;
   std::string what = "function";
-  bool stage_expected = piped_type && (piped_type->kind == TypeKind::Dataset ||
-                                       (piped_type->is_error() && (ctx_ == CheckContext::Pipeline || ctx_ == CheckContext::Source)));
+  bool stage_expected =
+      piped_type && (piped_type->kind == TypeKind::Dataset ||
+                     (piped_type->is_error() && (ctx_ == CheckContext::Pipeline || ctx_ == CheckContext::Source)));
   if (stage_expected) {
     kind = DiagKind::unknown_stage;
     what = "stage";
@@ -167,7 +173,8 @@ void Checker::check_unbound_args(CallExpr* call) {
   const auto& words = standalone_option_words();
   for (Arg& a : call->args) {
     if (a.value->kind == ExprKind::Lambda) continue;
-    if (a.value->kind == ExprKind::Name && std::find(words.begin(), words.end(), a.value->as<NameExpr>()->name) != words.end() &&
+    if (a.value->kind == ExprKind::Name &&
+        std::find(words.begin(), words.end(), a.value->as<NameExpr>()->name) != words.end() &&
         !lookup_local(a.value->as<NameExpr>()->name) && !program_.global(a.value->as<NameExpr>()->name))
       continue;
     check(*a.value);
@@ -218,9 +225,9 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
         if (!is_option) {
           std::string list;
           for (size_t i = 0; i < p.options.size(); ++i) list += (i ? ", " : "") + p.options[i];
-          auto& diag = diags().report(DiagKind::unknown_option, x.range,
-                                      fmt::format("`{}` is not an option of {}'s `{}` (expected {})", n.name, b.name,
-                                                  p.name, list));
+          auto& diag = diags().report(
+              DiagKind::unknown_option, x.range,
+              fmt::format("`{}` is not an option of {}'s `{}` (expected {})", n.name, b.name, p.name, list));
           std::string best = closest_name(n.name, p.options);
           if (!best.empty()) {
             diag.help = fmt::format("did you mean `{}`?", best);
@@ -258,9 +265,10 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
         }
         if (next >= b.params.size()) {
           size_t takes = b.params.size() - (piped ? 1 : 0);
-          auto& diag = diags().report(DiagKind::too_many_arguments, arg.value->range,
-                                      piped ? fmt::format("too many arguments: `{}` takes {} besides its input from `|`", b.name, takes)
-                                            : fmt::format("too many arguments: `{}` takes {}", b.name, takes));
+          auto& diag = diags().report(
+              DiagKind::too_many_arguments, arg.value->range,
+              piped ? fmt::format("too many arguments: `{}` takes {} besides its input from `|`", b.name, takes)
+                    : fmt::format("too many arguments: `{}` takes {}", b.name, takes));
           diag.notes.push_back({{}, "signature: " + b.signature()});
           ok = false;
           check(*arg.value);
@@ -369,13 +377,15 @@ Type Checker::call_cast(DType to, CallExpr* call, Expr* piped, const Type* piped
   }
   if (in.is_error()) return in;
   if (!in.is_tensor()) {
-    diags().report(DiagKind::invalid_cast, range, fmt::format("cannot cast {} to {}", type_to_string(in), dtype_name(to)));
+    diags().report(DiagKind::invalid_cast, range,
+                   fmt::format("cannot cast {} to {}", type_to_string(in), dtype_name(to)));
     return Type::error();
   }
   if ((in.dtype == DType::Bytes) != (to == DType::Bytes)) {
     auto& diag = diags().report(DiagKind::invalid_cast, range,
                                 fmt::format("cannot cast {} to {}", type_to_string(in), dtype_name(to)));
-    if (in.dtype == DType::Bytes) diag.help = "declare the feature with a byte length (`bytes[194]`) to read it as u8, or decode it";
+    if (in.dtype == DType::Bytes)
+      diag.help = "declare the feature with a byte length (`bytes[194]`) to read it as u8, or decode it";
     return Type::error();
   }
   Type r = Type::tensor(to, in.shape);
@@ -427,13 +437,15 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
         ++next;
       }
       if (idx >= params.size()) {
-        diags().report(DiagKind::too_many_arguments, a.value->range,
-                       fmt::format("fn `{}` takes {} argument{}", fn.name, params.size(), params.size() == 1 ? "" : "s"));
+        diags().report(
+            DiagKind::too_many_arguments, a.value->range,
+            fmt::format("fn `{}` takes {} argument{}", fn.name, params.size(), params.size() == 1 ? "" : "s"));
         ok = false;
         continue;
       }
       if (present[idx]) {
-        diags().report(DiagKind::duplicate_argument, a.value->range, fmt::format("parameter `{}` is given twice", fn.params[idx].name));
+        diags().report(DiagKind::duplicate_argument, a.value->range,
+                       fmt::format("parameter `{}` is given twice", fn.params[idx].name));
         ok = false;
         continue;
       }
@@ -457,9 +469,10 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
     }
     ParamFit fit = fit_param(want, got);
     if (fit == ParamFit::Ragged) {
-      auto& diag = diags().report(DiagKind::ragged_value, given[i].second,
-                                  fmt::format("fn `{}` takes {} as `{}`, but this is {}, whose size is known only at run time",
-                                              fn.name, type_to_string(want), fn.params[i].name, type_to_string(got)));
+      auto& diag =
+          diags().report(DiagKind::ragged_value, given[i].second,
+                         fmt::format("fn `{}` takes {} as `{}`, but this is {}, whose size is known only at run time",
+                                     fn.name, type_to_string(want), fn.params[i].name, type_to_string(got)));
       diag.notes.push_back({fn.params[i].name_range, "the parameter is declared here"});
       diag.help = "declare the parameter with `?` for the dimensions that may vary";
       ok = false;
@@ -482,7 +495,8 @@ Type Checker::call_fn(const Decl& fn, CallExpr* call, Expr* piped, const Type* p
 }
 
 Checker::ParamFit Checker::fit_param(const Type& want, const Type& got) {
-  bool dtype_ok = got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
+  bool dtype_ok =
+      got.is_tensor() && (got.dtype == want.dtype || (got.weak && !(is_float(got.dtype) && !is_float(want.dtype))));
   ShapeFit fit = got.is_tensor() ? fit_shape(want.shape, got.shape) : ShapeFit::Mismatch;
   if (dtype_ok && fit == ShapeFit::Ragged) return ParamFit::Ragged;
   return dtype_ok && fit == ShapeFit::Fits ? ParamFit::Fits : ParamFit::Mismatch;
@@ -530,7 +544,8 @@ std::optional<double> CallContext::const_number(std::string_view name) {
   const BoundArg& a = arg(name);
   if (!a.present || a.type.is_error()) return std::nullopt;
   if (!a.type.is_scalar() || a.type.dtype == DType::Bytes) {
-    error(DiagKind::type_mismatch, a.range, fmt::format("`{}` of {} must be a number, not {}", name, builtin.name, type_to_string(a.type)));
+    error(DiagKind::type_mismatch, a.range,
+          fmt::format("`{}` of {} must be a number, not {}", name, builtin.name, type_to_string(a.type)));
     return std::nullopt;
   }
   if (!a.value) {
@@ -544,7 +559,8 @@ std::optional<std::string> CallContext::const_string(std::string_view name) {
   const BoundArg& a = arg(name);
   if (!a.present || a.type.is_error()) return std::nullopt;
   if (!a.type.is_scalar() || a.type.dtype != DType::Bytes) {
-    error(DiagKind::type_mismatch, a.range, fmt::format("`{}` of {} must be a string, not {}", name, builtin.name, type_to_string(a.type)));
+    error(DiagKind::type_mismatch, a.range,
+          fmt::format("`{}` of {} must be a string, not {}", name, builtin.name, type_to_string(a.type)));
     return std::nullopt;
   }
   if (!a.value) {
@@ -558,7 +574,8 @@ std::optional<bool> CallContext::const_bool(std::string_view name) {
   const BoundArg& a = arg(name);
   if (!a.present || a.type.is_error()) return std::nullopt;
   if (!a.type.is_scalar() || a.type.dtype != DType::Bool) {
-    error(DiagKind::bool_expected, a.range, fmt::format("`{}` of {} must be true or false, not {}", name, builtin.name, type_to_string(a.type)));
+    error(DiagKind::bool_expected, a.range,
+          fmt::format("`{}` of {} must be true or false, not {}", name, builtin.name, type_to_string(a.type)));
     return std::nullopt;
   }
   if (!a.value) {
@@ -605,7 +622,8 @@ const ElementInfo* CallContext::dataset(std::string_view name) {
     return nullptr;
   }
   if (a.type.element->is_sink) {
-    error(DiagKind::stage_after_sink, range, fmt::format("`{}` comes after a sink; write(...) must be the last stage", builtin.name));
+    error(DiagKind::stage_after_sink, range,
+          fmt::format("`{}` comes after a sink; write(...) must be the last stage", builtin.name));
     return nullptr;
   }
   return a.type.element.get();
@@ -628,7 +646,8 @@ Type CallContext::lambda(std::string_view name, const std::vector<Type>& param_t
     Type t = checker.check(*a.expr);
     if (!t.is_error())
       error(DiagKind::type_mismatch, a.range,
-            fmt::format("`{}` of {} must be a function such as `r => ...`, not {}", name, builtin.name, type_to_string(t)));
+            fmt::format("`{}` of {} must be a function such as `r => ...`, not {}", name, builtin.name,
+                        type_to_string(t)));
     return Type::error();
   }
   Type t = checker.check_lambda(*a.expr->as<LambdaExpr>(), param_types);

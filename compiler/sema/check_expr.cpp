@@ -89,9 +89,9 @@ Type Checker::check_name(NameExpr& e) {
   // A builtin named without being called: the one this context calls, else any of that name.
   const Builtin* b = find_builtin(e.name, callable_kinds(ctx_, PipedInput::None));
   if (!b)
-    b = find_builtin(e.name, {BuiltinKind::Op, BuiltinKind::Stage, BuiltinKind::Layer, BuiltinKind::Source,
-                              BuiltinKind::Loss, BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Sink,
-                              BuiltinKind::Format});
+    b = find_builtin(e.name,
+                     {BuiltinKind::Op, BuiltinKind::Stage, BuiltinKind::Layer, BuiltinKind::Source, BuiltinKind::Loss,
+                      BuiltinKind::Optimizer, BuiltinKind::Strategy, BuiltinKind::Sink, BuiltinKind::Format});
   if (b) {
     e.target = Binding{Binding::Builtin, e.name, {}, nullptr, nullptr, b};
     return Type::function(e.name);
@@ -116,8 +116,8 @@ Type Checker::check_member(MemberExpr& e) {
     return Type::error();
   }
   if (const Type* f = base.field(e.member)) return *f;
-  auto& diag = diags().report(DiagKind::unknown_field, e.member_range,
-                              fmt::format("the record has no field `{}`", e.member));
+  auto& diag =
+      diags().report(DiagKind::unknown_field, e.member_range, fmt::format("the record has no field `{}`", e.member));
   std::vector<std::string> names;
   for (const Field& f : *base.fields) names.push_back(f.name);
   std::string best = closest_name(e.member, names);
@@ -157,7 +157,8 @@ Type Checker::check_index(IndexExpr& e) {
   Type base = check(*e.base);
   bool failed = base.is_error();
   if (!failed && !base.is_tensor()) {
-    diags().report(DiagKind::type_mismatch, e.base->range, fmt::format("only tensors can be indexed, not {}", type_to_string(base)));
+    diags().report(DiagKind::type_mismatch, e.base->range,
+                   fmt::format("only tensors can be indexed, not {}", type_to_string(base)));
     failed = true;
   }
   // Check every index expression even when the base failed, so their own errors are found.
@@ -210,8 +211,7 @@ Type Checker::check_index(IndexExpr& e) {
       const Value& v = *item.value->constant;
       if (v.kind == Value::List)
         for (const Value& x : v.items) idx.push_back(x.i);
-      else
-        idx.push_back(v.i);
+      else idx.push_back(v.i);
       if (dim >= 0) {
         for (int64_t i : idx)
           if (i < -dim || i >= dim) {
@@ -277,8 +277,9 @@ Type Checker::check_unary(UnaryExpr& e) {
   Type t = check(*e.operand);
   if (t.is_error()) return t;
   if (!t.is_tensor() || t.dtype == DType::Bytes) {
-    diags().report(DiagKind::type_mismatch, e.range,
-                   fmt::format("operator `{}` needs a numeric tensor, not {}", unary_op_spelling(e.op), type_to_string(t)));
+    diags().report(
+        DiagKind::type_mismatch, e.range,
+        fmt::format("operator `{}` needs a numeric tensor, not {}", unary_op_spelling(e.op), type_to_string(t)));
     return Type::error();
   }
   Type r = t;
@@ -289,11 +290,13 @@ Type Checker::check_unary(UnaryExpr& e) {
     }
   } else if (e.op == UnaryOp::BitNot) {
     if (!is_integer(t.dtype)) {
-      diags().report(DiagKind::integer_expected, e.range, fmt::format("`~` needs an integer, not {}", type_to_string(t)));
+      diags().report(DiagKind::integer_expected, e.range,
+                     fmt::format("`~` needs an integer, not {}", type_to_string(t)));
       return Type::error();
     }
   } else if (t.dtype == DType::Bool) {
-    diags().report(DiagKind::type_mismatch, e.range, fmt::format("`{}` needs a number, not bool", unary_op_spelling(e.op)));
+    diags().report(DiagKind::type_mismatch, e.range,
+                   fmt::format("`{}` needs a number, not bool", unary_op_spelling(e.op)));
     return Type::error();
   }
   if (e.operand->constant) {
@@ -332,8 +335,9 @@ Type Checker::check_binary(BinaryExpr& e) {
   }
   auto shape = broadcast_shapes(a.shape, b.shape);
   if (!shape) {
-    auto& diag = diags().report(DiagKind::shape_mismatch, e.op_range,
-                                fmt::format("shapes {} and {} do not broadcast", shape_to_spec(a.shape), shape_to_spec(b.shape)));
+    auto& diag = diags().report(
+        DiagKind::shape_mismatch, e.op_range,
+        fmt::format("shapes {} and {} do not broadcast", shape_to_spec(a.shape), shape_to_spec(b.shape)));
     diag.notes.push_back({e.lhs->range, fmt::format("the left side is {}", type_to_string(a))});
     diag.notes.push_back({e.rhs->range, fmt::format("the right side is {}", type_to_string(b))});
     return Type::error();
@@ -343,8 +347,9 @@ Type Checker::check_binary(BinaryExpr& e) {
     case BinaryOp::And:
     case BinaryOp::Or:
       if (a.dtype != DType::Bool || b.dtype != DType::Bool) {
-        diags().report(DiagKind::bool_expected, e.op_range,
-                       fmt::format("`{}` needs bools on both sides, not {} and {}", op, type_to_string(a), type_to_string(b)));
+        diags().report(
+            DiagKind::bool_expected, e.op_range,
+            fmt::format("`{}` needs bools on both sides, not {} and {}", op, type_to_string(a), type_to_string(b)));
         return Type::error();
       }
       result = DType::Bool;
@@ -370,8 +375,7 @@ Type Checker::check_binary(BinaryExpr& e) {
   if (e.lhs->constant && e.rhs->constant) {
     FoldResult f = fold_binary(e.op, *e.lhs->constant, *e.rhs->constant, result);
     if (f.error == FoldError::DivisionByZero) {
-      diags().report(DiagKind::division_by_zero, e.rhs->range,
-                     fmt::format("integer `{}` by zero", op));
+      diags().report(DiagKind::division_by_zero, e.rhs->range, fmt::format("integer `{}` by zero", op));
       return Type::error();
     }
     if (f.error == FoldError::Overflow) {
@@ -410,16 +414,17 @@ Type Checker::check_list(ListExpr& e) {
       continue;
     }
     if (t.shape != acc.shape) {
-      auto& diag = diags().report(DiagKind::shape_mismatch, e.items[i]->range,
-                                  fmt::format("list item {} is {} but the first item is {}", i, type_to_string(t),
-                                              type_to_string(acc)));
+      auto& diag = diags().report(
+          DiagKind::shape_mismatch, e.items[i]->range,
+          fmt::format("list item {} is {} but the first item is {}", i, type_to_string(t), type_to_string(acc)));
       diag.help = "all items of a list must have the same shape";
       return Type::error();
     }
     auto p = promote(acc.dtype, acc.weak, t.dtype, t.weak);
     if (!p) {
-      diags().report(DiagKind::type_mismatch, e.items[i]->range,
-                     fmt::format("list item {} is {}, which does not mix with {}", i, type_to_string(t), type_to_string(acc)));
+      diags().report(
+          DiagKind::type_mismatch, e.items[i]->range,
+          fmt::format("list item {} is {}, which does not mix with {}", i, type_to_string(t), type_to_string(acc)));
       return Type::error();
     }
     acc.dtype = p->dtype;
@@ -434,7 +439,8 @@ Type Checker::check_list(ListExpr& e) {
   if (all_const) {
     Value v = Value::make_list();
     v.dtype = acc.dtype;
-    for (auto& x : e.items) v.items.push_back(x->constant->kind == Value::List ? *x->constant : convert_value(*x->constant, acc.dtype));
+    for (auto& x : e.items)
+      v.items.push_back(x->constant->kind == Value::List ? *x->constant : convert_value(*x->constant, acc.dtype));
     e.constant = v;
   }
   return r;
@@ -494,9 +500,9 @@ Type Checker::check_block(BlockExpr& e) {
     if (prev == names.end() && options_.warnings && scopes_.size() > 1) {
       if (lookup_local(s.name) == nullptr && program_.global(s.name) &&
           program_.global(s.name)->kind != DeclKind::Import) {
-        auto& diag = diags().report(DiagKind::shadowed_name, s.name_range,
-                                    fmt::format("`{}` hides the {} of the same name", s.name,
-                                                decl_kind_name(program_.global(s.name)->kind)));
+        auto& diag = diags().report(
+            DiagKind::shadowed_name, s.name_range,
+            fmt::format("`{}` hides the {} of the same name", s.name, decl_kind_name(program_.global(s.name)->kind)));
         diag.notes.push_back({program_.global(s.name)->name_range, "declared here"});
       }
     }

@@ -53,7 +53,8 @@ bool Checker::at_probe(const Expr& e) const {
          e.range.file == program_.main().file && e.range.begin == *options_.name_probe;
 }
 
-void Checker::record_name_site(const Expr& e, bool callee, const Type* piped_type, const std::vector<std::string>* options) {
+void Checker::record_name_site(const Expr& e, bool callee, const Type* piped_type,
+                               const std::vector<std::string>* options) {
   NameSite site;
   site.context = ctx_;
   site.input = piped_input(piped_type);
@@ -75,7 +76,9 @@ std::vector<NameCandidate> Checker::name_candidates(const Expr& e, bool callee, 
   auto add = [&](NameCandidate c) {
     if (seen.insert(c.name).second) out.push_back(std::move(c));
   };
-  auto in_progress = [&](const Decl* d) { return std::find(in_progress_.begin(), in_progress_.end(), d) != in_progress_.end(); };
+  auto in_progress = [&](const Decl* d) {
+    return std::find(in_progress_.begin(), in_progress_.end(), d) != in_progress_.end();
+  };
   auto add_globals = [&](std::initializer_list<DeclKind> kinds, NameCandidate::Kind as,
                          const std::function<bool(const Decl&)>& accept = nullptr) {
     for (const auto& [name, d] : program_.globals) {
@@ -129,7 +132,8 @@ std::vector<NameCandidate> Checker::name_candidates(const Expr& e, bool callee, 
     if (fns_here)
       add_globals({DeclKind::Fn}, NameCandidate::Fn, [&](const Decl& fn) {
         if (fn.params.empty()) return false;
-        return input == PipedInput::Unknown || fit_param(resolve_type(fn.params[0].type), *piped_type) == ParamFit::Fits;
+        return input == PipedInput::Unknown ||
+               fit_param(resolve_type(fn.params[0].type), *piped_type) == ParamFit::Fits;
       });
     // In a model, another model whose first input takes it (a block, check_block.cpp).
     if (ctx_ == CheckContext::Model)

@@ -29,7 +29,8 @@ void Checker::check_train(Decl& d) {
   for (TrainEntry& e : d.entries) {
     bool known = std::find(keys.begin(), keys.end(), e.key) != keys.end();
     if (!known) {
-      auto& diag = diags().report(DiagKind::unknown_train_entry, e.key_range, fmt::format("a train block has no entry `{}`", e.key));
+      auto& diag = diags().report(DiagKind::unknown_train_entry, e.key_range,
+                                  fmt::format("a train block has no entry `{}`", e.key));
       std::string best = closest_name(e.key, keys);
       if (!best.empty()) {
         diag.help = fmt::format("did you mean `{}`?", best);
@@ -55,9 +56,11 @@ void Checker::check_train(Decl& d) {
     if (s.required && !entries.count(s.key)) missing.push_back(fmt::format("`{}`", s.key));
   if (!missing.empty()) {
     std::string list;
-    for (size_t i = 0; i < missing.size(); ++i) list += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
-    auto& diag = diags().report(DiagKind::train_missing_entry, d.name_range,
-                                fmt::format("train `{}` is missing its {} {}", d.name, list, missing.size() == 1 ? "entry" : "entries"));
+    for (size_t i = 0; i < missing.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+    auto& diag = diags().report(
+        DiagKind::train_missing_entry, d.name_range,
+        fmt::format("train `{}` is missing its {} {}", d.name, list, missing.size() == 1 ? "entry" : "entries"));
     diag.help = "a train block needs data, model, loss and optimizer";
   }
 
@@ -91,7 +94,8 @@ void Checker::check_train(Decl& d) {
       if (calls_model) {
         model_out = t;
       } else if (!t.is_error()) {
-        diags().report(DiagKind::type_mismatch, v.range, "`model` must call a model with fields of the data, like `net(board, flags)`");
+        diags().report(DiagKind::type_mismatch, v.range,
+                       "`model` must call a model with fields of the data, like `net(board, flags)`");
       }
     }
   }
@@ -106,7 +110,8 @@ void Checker::check_train(Decl& d) {
         const Type& target = call->args[0].value->type;
         Type per_example = unbatched(target, element->batch_rank);
         loss_name = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
-        class_labels = loss_kind_from_name(loss_name) == LossKind::CrossEntropy && per_example.is_tensor() && is_integer(per_example.dtype);
+        class_labels = loss_kind_from_name(loss_name) == LossKind::CrossEntropy && per_example.is_tensor() &&
+                       is_integer(per_example.dtype);
         // cross_entropy with integer targets takes class labels: one per position of the output
         // without its class axis (Keras' sparse categorical cross-entropy). Other targets must have
         // as many elements as the output.
@@ -114,16 +119,18 @@ void Checker::check_train(Decl& d) {
           std::vector<int64_t> positions = model_out.shape;
           if (!positions.empty()) positions.pop_back();
           if (model_out.rank() == 0 || fit_shape(positions, per_example.shape) != ShapeFit::Fits) {
-            auto& diag = diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
-                                        fmt::format("class labels for cross_entropy must be {} per example (the model produces "
-                                                    "{}, classes last), not {}",
-                                                    type_to_string(Type::tensor(per_example.dtype, positions)),
-                                                    type_to_string(model_out), type_to_string(per_example)));
-            diag.help = "give integer class labels one per position, or one-hot / probability targets shaped like the output";
+            auto& diag =
+                diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
+                               fmt::format("class labels for cross_entropy must be {} per example (the model produces "
+                                           "{}, classes last), not {}",
+                                           type_to_string(Type::tensor(per_example.dtype, positions)),
+                                           type_to_string(model_out), type_to_string(per_example)));
+            diag.help =
+                "give integer class labels one per position, or one-hot / probability targets shaped like the output";
           }
         } else if (per_example.is_tensor() && model_out.is_tensor() &&
-            per_example.num_elements() != model_out.num_elements() && per_example.num_elements() >= 0 &&
-            model_out.num_elements() >= 0) {
+                   per_example.num_elements() != model_out.num_elements() && per_example.num_elements() >= 0 &&
+                   model_out.num_elements() >= 0) {
           diags().report(DiagKind::model_input_mismatch, call->args[0].value->range,
                          fmt::format("the loss target is {} per example but the model produces {}",
                                      type_to_string(per_example), type_to_string(model_out)));
@@ -145,10 +152,14 @@ void Checker::check_train(Decl& d) {
       std::string word = v.kind == ExprKind::Name ? v.as<NameExpr>()->name : "";
       bool quoted = v.kind == ExprKind::StringLit;
       if (quoted) word = v.as<StringLitExpr>()->value;
-      auto& diag = diags().report(DiagKind::unknown_option, v.range, "`precision` must be one of fp32, mixed_fp16, mixed_bf16");
-      std::string best = std::find(kPrecisions.begin(), kPrecisions.end(), word) != kPrecisions.end() ? word : closest_name(word, kPrecisions);
+      auto& diag =
+          diags().report(DiagKind::unknown_option, v.range, "`precision` must be one of fp32, mixed_fp16, mixed_bf16");
+      std::string best = std::find(kPrecisions.begin(), kPrecisions.end(), word) != kPrecisions.end()
+                             ? word
+                             : closest_name(word, kPrecisions);
       if (!best.empty()) {
-        diag.help = quoted ? fmt::format("write the option without quotes: `{}`", best) : fmt::format("did you mean `{}`?", best);
+        diag.help = quoted ? fmt::format("write the option without quotes: `{}`", best)
+                           : fmt::format("did you mean `{}`?", best);
         diag.replacement = best;
       }
     }
@@ -168,8 +179,9 @@ void Checker::check_train(Decl& d) {
   // A training run ends after `steps`, or after `epochs` passes over the data (one when neither is
   // given): data that repeats forever needs `steps`.
   if (element && element->infinite && !entries.count("steps") && missing.empty()) {
-    auto& diag = diags().report(DiagKind::train_missing_entry, d.name_range,
-                                fmt::format("train `{}` needs `steps`: its data repeats forever, so epochs never end", d.name));
+    auto& diag =
+        diags().report(DiagKind::train_missing_entry, d.name_range,
+                       fmt::format("train `{}` needs `steps`: its data repeats forever, so epochs never end", d.name));
     diag.help = "add `steps = N`, or remove the `repeat()` and give `epochs`";
   }
   train_element_ = nullptr;
@@ -210,10 +222,10 @@ Type Checker::call_model(const Decl& model, CallExpr* call, SourceRange range) {
   if (!call) return Type::error();
   bool ok = true;
   if (call->args.size() != model.params.size()) {
-    auto& diag = diags().report(DiagKind::model_input_mismatch, call->args_range,
-                                fmt::format("model `{}` takes {} input{}, but {} {} given", model.name, model.params.size(),
-                                            model.params.size() == 1 ? "" : "s", call->args.size(),
-                                            call->args.size() == 1 ? "is" : "are"));
+    auto& diag = diags().report(
+        DiagKind::model_input_mismatch, call->args_range,
+        fmt::format("model `{}` takes {} input{}, but {} {} given", model.name, model.params.size(),
+                    model.params.size() == 1 ? "" : "s", call->args.size(), call->args.size() == 1 ? "is" : "are"));
     diag.notes.push_back({model.name_range, "the model is declared here"});
     ok = false;
   }
@@ -228,17 +240,18 @@ Type Checker::call_model(const Decl& model, CallExpr* call, SourceRange range) {
     Type per_example = unbatched(got, batch_rank);
     ShapeFit fit = per_example.is_tensor() ? fit_shape(want.shape, per_example.shape) : ShapeFit::Mismatch;
     if (!want.is_error() && per_example.is_tensor() && per_example.dtype == want.dtype && fit == ShapeFit::Ragged) {
-      auto& diag = diags().report(DiagKind::ragged_value, call->args[i].value->range,
-                                  fmt::format("model input `{}` is {} but the data gives {} per example, whose size varies",
-                                              model.params[i].name, type_to_string(want), type_to_string(per_example)));
+      auto& diag =
+          diags().report(DiagKind::ragged_value, call->args[i].value->range,
+                         fmt::format("model input `{}` is {} but the data gives {} per example, whose size varies",
+                                     model.params[i].name, type_to_string(want), type_to_string(per_example)));
       diag.notes.push_back({model.params[i].name_range, "the input is declared here"});
       ok = false;
       continue;
     }
     if (!want.is_error() && (!per_example.is_tensor() || per_example.dtype != want.dtype || fit != ShapeFit::Fits)) {
       auto& diag = diags().report(DiagKind::model_input_mismatch, call->args[i].value->range,
-                                  fmt::format("model input `{}` is {} but the data gives {} per example", model.params[i].name,
-                                              type_to_string(want), type_to_string(per_example)));
+                                  fmt::format("model input `{}` is {} but the data gives {} per example",
+                                              model.params[i].name, type_to_string(want), type_to_string(per_example)));
       diag.notes.push_back({model.params[i].name_range, "the input is declared here"});
       ok = false;
     }

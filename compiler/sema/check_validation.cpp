@@ -37,17 +37,19 @@ std::vector<const Expr*> fields_read(const std::map<std::string, TrainEntry*>& e
 
 }  // namespace
 
-void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries, const ElementInfo& data, const Type& model_out,
-                               const std::string& loss_name, bool class_labels) {
+void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries, const ElementInfo& data,
+                               const Type& model_out, const std::string& loss_name, bool class_labels) {
   auto validation = entries.find("validation");
   bool have_validation = validation != entries.end();
   if (have_validation) {
     Type t = check_train_entry(*validation->second);
     const Expr& v = *validation->second->value;
     if (!t.is_error() && t.kind != TypeKind::Dataset) {
-      diags().report(DiagKind::not_a_dataset, v.range, fmt::format("`validation` must be a pipeline, not {}", type_to_string(t)));
+      diags().report(DiagKind::not_a_dataset, v.range,
+                     fmt::format("`validation` must be a pipeline, not {}", type_to_string(t)));
     } else if (!t.is_error() && t.element->batch_rank == 0) {
-      diags().report(DiagKind::model_input_mismatch, v.range, "the validation data must be batched; add `| batch(n)` to the pipeline");
+      diags().report(DiagKind::model_input_mismatch, v.range,
+                     "the validation data must be batched; add `| batch(n)` to the pipeline");
     } else if (!t.is_error() && t.element->infinite) {
       auto& diag = diags().report(DiagKind::invalid_argument_value, v.range,
                                   "the validation data repeats forever, so an evaluation would never end");
@@ -61,16 +63,18 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
         const Field* f = find_field(*t.element, name);
         Type want = per_example(*train_field->type, data.batch_rank);
         if (!f || !f->type) {
-          auto& diag = diags().report(DiagKind::model_input_mismatch, v.range,
-                                      fmt::format("the validation data has no field `{}`, which the train block reads", name));
+          auto& diag =
+              diags().report(DiagKind::model_input_mismatch, v.range,
+                             fmt::format("the validation data has no field `{}`, which the train block reads", name));
           diag.notes.push_back({use->range, "read here"});
           continue;
         }
         Type got = per_example(*f->type, t.element->batch_rank);
         if (!(got == want)) {
-          auto& diag = diags().report(DiagKind::model_input_mismatch, v.range,
-                                      fmt::format("field `{}` is {} per example in the validation data but {} in the training data",
-                                                  name, type_to_string(got), type_to_string(want)));
+          auto& diag = diags().report(
+              DiagKind::model_input_mismatch, v.range,
+              fmt::format("field `{}` is {} per example in the validation data but {} in the training data", name,
+                          type_to_string(got), type_to_string(want)));
           diag.notes.push_back({use->range, "read here"});
         }
       }
@@ -86,7 +90,8 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
         diags().report(DiagKind::invalid_argument_value, v.range, "`eval_every` must be at least 1");
     }
     if (!have_validation) {
-      auto& diag = diags().report(DiagKind::train_missing_entry, it->second->key_range, "`eval_every` needs a `validation` pipeline");
+      auto& diag = diags().report(DiagKind::train_missing_entry, it->second->key_range,
+                                  "`eval_every` needs a `validation` pipeline");
       diag.help = "add `validation = <a batched pipeline>`";
     }
   }
@@ -96,24 +101,27 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
   std::vector<Expr*> items;
   if (value.kind == ExprKind::List)
     for (auto& item : value.as<ListExpr>()->items) items.push_back(item.get());
-  else
-    items.push_back(&value);
+  else items.push_back(&value);
   const std::vector<std::string>& words = metric_words();
   std::vector<std::string> seen;
   for (Expr* item : items) {
     if (at_probe(*item)) record_name_site(*item, false, nullptr, &words);
     if (item->kind != ExprKind::Name) {
       const std::string last = words.back();
-      diags().report(DiagKind::unknown_metric, item->range,
-                     fmt::format("a metric is a name: {} or {}", fmt::join(words.begin(), words.end() - 1, ", "), last));
+      diags().report(
+          DiagKind::unknown_metric, item->range,
+          fmt::format("a metric is a name: {} or {}", fmt::join(words.begin(), words.end() - 1, ", "), last));
       continue;
     }
     auto& name = *item->as<NameExpr>();
     if (std::find(words.begin(), words.end(), name.name) == words.end()) {
       auto& diag = diags().report(DiagKind::unknown_metric, item->range, fmt::format("unknown metric `{}`", name.name));
-      static const std::map<std::string, std::string> aliases = {
-          {"acc", "accuracy"},      {"categorical_accuracy", "accuracy"}, {"sparse_categorical_accuracy", "accuracy"},
-          {"binary_accuracy", "accuracy"}, {"mean_absolute_error", "mae"}, {"mean_squared_error", "mse"}};
+      static const std::map<std::string, std::string> aliases = {{"acc", "accuracy"},
+                                                                 {"categorical_accuracy", "accuracy"},
+                                                                 {"sparse_categorical_accuracy", "accuracy"},
+                                                                 {"binary_accuracy", "accuracy"},
+                                                                 {"mean_absolute_error", "mae"},
+                                                                 {"mean_squared_error", "mse"}};
       std::string best = aliases.count(name.name) ? aliases.at(name.name) : closest_name(name.name, words);
       if (!best.empty()) {
         diag.help = fmt::format("did you mean `{}`?", best);
@@ -127,7 +135,8 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
     name.target = Binding{Binding::Option, name.name, {}, nullptr, nullptr};
     item->type = name.type;
     if (std::find(seen.begin(), seen.end(), name.name) != seen.end()) {
-      diags().report(DiagKind::duplicate_definition, item->range, fmt::format("metric `{}` is listed twice", name.name));
+      diags().report(DiagKind::duplicate_definition, item->range,
+                     fmt::format("metric `{}` is listed twice", name.name));
       continue;
     }
     seen.push_back(name.name);
@@ -136,14 +145,16 @@ void Checker::check_validation(const std::map<std::string, TrainEntry*>& entries
     const bool classes = loss == LossKind::CrossEntropy || loss == LossKind::BinaryCrossEntropy;
     const bool accuracy = metric_kind_from_name(name.name) == MetricKind::Accuracy;
     if (accuracy && !classes) {
-      auto& diag = diags().report(DiagKind::metric_mismatch, item->range,
-                                  fmt::format("accuracy counts correct classes, but the loss `{}` fits numbers", loss_name));
+      auto& diag =
+          diags().report(DiagKind::metric_mismatch, item->range,
+                         fmt::format("accuracy counts correct classes, but the loss `{}` fits numbers", loss_name));
       diag.help = "use mae or mse for a regression; accuracy goes with cross_entropy or binary_cross_entropy";
     } else if (!accuracy && class_labels) {
-      auto& diag = diags().report(DiagKind::metric_mismatch, item->range,
-                                  fmt::format("{} compares the output with a target shaped like it, but the target gives class labels "
-                                              "(the model produces {})",
-                                              name.name, type_to_string(model_out)));
+      auto& diag = diags().report(
+          DiagKind::metric_mismatch, item->range,
+          fmt::format("{} compares the output with a target shaped like it, but the target gives class labels "
+                      "(the model produces {})",
+                      name.name, type_to_string(model_out)));
       diag.help = "use accuracy for class labels";
     }
   }

@@ -112,8 +112,8 @@ void Checker::match_const_overrides() {
     if (d->kind == DeclKind::Const) consts.push_back(d->name);
   for (const ParsedOverride& o : program_.const_overrides) {
     if (auto [first, inserted] = seen.emplace(o.name, &o); !inserted) {
-      auto& diag = diags().report(DiagKind::duplicate_definition, o.name_range,
-                                  fmt::format("`-D {}` is given twice", o.name));
+      auto& diag =
+          diags().report(DiagKind::duplicate_definition, o.name_range, fmt::format("`-D {}` is given twice", o.name));
       diag.notes.push_back({first->second->name_range, "the first is here"});
       continue;
     }
@@ -125,9 +125,9 @@ void Checker::match_const_overrides() {
       continue;
     }
     if (target) {
-      auto& diag = diags().report(DiagKind::unknown_const_override, o.name_range,
-                                  fmt::format("`{}` is a {}, not a const: -D sets consts only", o.name,
-                                              decl_kind_name(target->kind)));
+      auto& diag = diags().report(
+          DiagKind::unknown_const_override, o.name_range,
+          fmt::format("`{}` is a {}, not a const: -D sets consts only", o.name, decl_kind_name(target->kind)));
       diag.notes.push_back({target->name_range, fmt::format("`{}` is declared here", o.name)});
       continue;
     }
@@ -135,7 +135,8 @@ void Checker::match_const_overrides() {
                                 fmt::format("the spec declares no const `{}`", o.name));
     if (const Decl* imported = program_.global(o.name)) {
       diag.notes.push_back({imported->name_range, fmt::format("`{}` is declared in an imported file; -D sets the "
-                                                              "consts of the spec itself", o.name)});
+                                                              "consts of the spec itself",
+                                                              o.name)});
     } else if (std::string best = closest_name(o.name, consts); !best.empty()) {
       diag.help = fmt::format("did you mean `{}`?", best);
       diag.replacement = best;
@@ -167,7 +168,8 @@ void Checker::apply_const_override(Decl& d, const ParsedOverride& o) {
                           fmt::format("the type of `{}` comes from here", d.name)});
     return;
   }
-  d.value->constant = value.constant->kind == Value::List ? *value.constant : convert_value(*value.constant, want.dtype);
+  d.value->constant =
+      value.constant->kind == Value::List ? *value.constant : convert_value(*value.constant, want.dtype);
 }
 
 void Checker::check_const_value(Decl& d) {
@@ -207,7 +209,8 @@ void Checker::check_fn(Decl& d) {
   std::set<std::string> seen;
   for (const Param& p : d.params) {
     if (!seen.insert(p.name).second)
-      diags().report(DiagKind::duplicate_definition, p.name_range, fmt::format("parameter `{}` is declared twice", p.name));
+      diags().report(DiagKind::duplicate_definition, p.name_range,
+                     fmt::format("parameter `{}` is declared twice", p.name));
     Local l;
     l.binding = Binding{Binding::Param, p.name, p.name_range, nullptr, nullptr};
     l.type = resolve_type(p.type);
@@ -303,10 +306,10 @@ Type Checker::resolve_type(const TypeSyntax& t) {
     std::string best = closest_name(t.name, names);
     // Spellings from other frameworks.
     static const std::map<std::string, std::string> aliases = {
-        {"int", "i64"},       {"long", "i64"},     {"float", "f32"},     {"double", "f64"},    {"half", "f16"},
-        {"int8", "i8"},       {"int16", "i16"},    {"int32", "i32"},     {"int64", "i64"},     {"uint8", "u8"},
-        {"uint16", "u16"},    {"uint32", "u32"},   {"uint64", "u64"},    {"float16", "f16"},   {"float32", "f32"},
-        {"float64", "f64"},   {"bfloat16", "bf16"}, {"boolean", "bool"}, {"string", "bytes"}, {"str", "bytes"},
+        {"int", "i64"},     {"long", "i64"},      {"float", "f32"},    {"double", "f64"},   {"half", "f16"},
+        {"int8", "i8"},     {"int16", "i16"},     {"int32", "i32"},    {"int64", "i64"},    {"uint8", "u8"},
+        {"uint16", "u16"},  {"uint32", "u32"},    {"uint64", "u64"},   {"float16", "f16"},  {"float32", "f32"},
+        {"float64", "f64"}, {"bfloat16", "bf16"}, {"boolean", "bool"}, {"string", "bytes"}, {"str", "bytes"},
         {"byte", "u8"}};
     if (auto a = aliases.find(t.name); a != aliases.end()) best = a->second;
     if (!best.empty()) {

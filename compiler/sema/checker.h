@@ -56,8 +56,8 @@ class Checker {
   /// One train entry's value, with its head known to the name probe and, for the entries that take a
   /// builtin of one family (`loss = mse(...)`), a check that it is one of that family.
   Type check_train_entry(TrainEntry& e);
-  void check_validation(const std::map<std::string, TrainEntry*>& entries, const ElementInfo& data, const Type& model_out,
-                        const std::string& loss_name, bool class_labels);
+  void check_validation(const std::map<std::string, TrainEntry*>& entries, const ElementInfo& data,
+                        const Type& model_out, const std::string& loss_name, bool class_labels);
   void warn_unused_globals();
 
   Type check_name(NameExpr& e);

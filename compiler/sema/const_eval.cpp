@@ -76,7 +76,8 @@ FoldResult fold_unary(UnaryOp op, const Value& v, DType result) {
     case UnaryOp::Plus: return {convert_value(v, result)};
     case UnaryOp::Neg:
       if (is_float(result)) return {Value::make_float(-v.as_double(), result)};
-      if (v.kind == Value::Int && v.i == std::numeric_limits<int64_t>::min()) return {std::nullopt, FoldError::Overflow};
+      if (v.kind == Value::Int && v.i == std::numeric_limits<int64_t>::min())
+        return {std::nullopt, FoldError::Overflow};
       return {narrow(-convert_value(v, DType::I64).i, result)};
     case UnaryOp::Not: return {Value::make_bool(v.as_double() == 0)};
     case UnaryOp::BitNot: return {narrow(~convert_value(v, DType::I64).i, result)};
@@ -167,7 +168,8 @@ FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result
     case BinaryOp::Shl:
       r = (q < 0 || q > 63) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << q);
       // For i64, bits shifted out (or into the sign) are an overflow like any other.
-      if (result == DType::I64 && p != 0 && q >= 0 && (q > 63 || (r >> q) != p)) return {std::nullopt, FoldError::Overflow};
+      if (result == DType::I64 && p != 0 && q >= 0 && (q > 63 || (r >> q) != p))
+        return {std::nullopt, FoldError::Overflow};
       break;
     case BinaryOp::Shr: r = (q < 0 || q > 63) ? (p < 0 ? -1 : 0) : p >> q; break;
     default: return {std::nullopt, FoldError::NotFoldable};
@@ -205,7 +207,8 @@ FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DT
     return {convert_value(Value::make_float(r, DType::F64), result)};
   }
   if (args.size() == 2 && (name == "max" || name == "min")) {
-    bool take_a = name == "max" ? args[0].as_double() >= args[1].as_double() : args[0].as_double() <= args[1].as_double();
+    bool take_a =
+        name == "max" ? args[0].as_double() >= args[1].as_double() : args[0].as_double() <= args[1].as_double();
     return {convert_value(take_a ? args[0] : args[1], result)};
   }
   return {std::nullopt, FoldError::NotFoldable};

@@ -42,16 +42,11 @@ std::vector<BuiltinKind> callable_kinds(CheckContext ctx, PipedInput input) {
 
 const std::vector<TrainEntrySpec>& train_entry_specs() {
   static const std::vector<TrainEntrySpec> specs = {
-      {"data", true, std::nullopt},
-      {"model", true, std::nullopt},
-      {"loss", true, BuiltinKind::Loss},
-      {"optimizer", true, BuiltinKind::Optimizer},
-      {"precision", false, std::nullopt},
-      {"strategy", false, BuiltinKind::Strategy},
-      {"steps", false, std::nullopt},
-      {"epochs", false, std::nullopt},
-      {"validation", false, std::nullopt},
-      {"eval_every", false, std::nullopt},
+      {"data", true, std::nullopt},        {"model", true, std::nullopt},
+      {"loss", true, BuiltinKind::Loss},   {"optimizer", true, BuiltinKind::Optimizer},
+      {"precision", false, std::nullopt},  {"strategy", false, BuiltinKind::Strategy},
+      {"steps", false, std::nullopt},      {"epochs", false, std::nullopt},
+      {"validation", false, std::nullopt}, {"eval_every", false, std::nullopt},
       {"metrics", false, std::nullopt},
   };
   return specs;

@@ -39,8 +39,9 @@ class Loader {
   void load_main(const std::string& path, std::string text) {
     if (text.size() > kMaxSpecBytes) {
       uint32_t id = program_.sources.add(path, "");
-      program_.diags.report(DiagKind::syntax_error, {id, 0, 0},
-                            fmt::format("the file is {} bytes; specs larger than {} bytes are refused", text.size(), kMaxSpecBytes));
+      program_.diags.report(
+          DiagKind::syntax_error, {id, 0, 0},
+          fmt::format("the file is {} bytes; specs larger than {} bytes are refused", text.size(), kMaxSpecBytes));
       auto m = std::make_unique<Module>();
       m->file = id;
       program_.modules.push_back(std::move(m));
@@ -90,8 +91,10 @@ class Loader {
           auto& diag = program_.diags.report(DiagKind::import_cycle, d.range,
                                              fmt::format("importing `{}` forms a cycle", d.import_path));
           for (size_t j = i; j < stack_.size(); ++j)
-            diag.notes.push_back({{}, fmt::format("{} imports {}", program_.sources.file(stack_[j]).path(),
-                                                  j + 1 < stack_.size() ? program_.sources.file(stack_[j + 1]).path() : key)});
+            diag.notes.push_back(
+                {{},
+                 fmt::format("{} imports {}", program_.sources.file(stack_[j]).path(),
+                             j + 1 < stack_.size() ? program_.sources.file(stack_[j + 1]).path() : key)});
           return;
         }
         return;  // already loaded through another import

@@ -41,7 +41,8 @@ void add_loss(ModelGraph& g, const LossSpec& loss) {
         p->attr_int("axis") == static_cast<int64_t>(g.values[p->inputs[0]].shape.size()) - 1) {
       prediction = p->inputs[0];
       from_logits = true;
-    } else if (loss.kind == LossKind::BinaryCrossEntropy && is_single(*p, OpKind::Sigmoid) && g.values[p->inputs[0]].dtype == DType::F32) {
+    } else if (loss.kind == LossKind::BinaryCrossEntropy && is_single(*p, OpKind::Sigmoid) &&
+               g.values[p->inputs[0]].dtype == DType::F32) {
       prediction = p->inputs[0];
       from_logits = true;
     }

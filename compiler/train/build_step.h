@@ -12,13 +12,13 @@ namespace pipec {
 struct LossSpec {
   LossKind kind = LossKind::Mse;
   std::string target_field;
-  Shape target_shape;        // one example's
-  bool sparse = false;       // cross_entropy with integer class labels
+  Shape target_shape;   // one example's
+  bool sparse = false;  // cross_entropy with integer class labels
 };
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::Adam;
-  std::map<std::string, double> settings; // every parameter of the optimizer, defaults filled in
+  std::map<std::string, double> settings;  // every parameter of the optimizer, defaults filled in
 };
 
 /// Turns the forward graph `g` into the training step. Throws GradientError when the gradient cannot

@@ -62,7 +62,9 @@ class Vjp {
     return emit(OpKind::Const, {}, {{"value", Value::make_float(v, dt)}}, Type::tensor(dt, std::move(shape)));
   }
   int zeros_like(const Type& t) { return cst(0, t.dtype, t.shape); }
-  int binary(OpKind op, int a, int b) { return emit(op, {a, b}, {}, Type::tensor(dtype(a), broadcast(type(a).shape, type(b).shape))); }
+  int binary(OpKind op, int a, int b) {
+    return emit(op, {a, b}, {}, Type::tensor(dtype(a), broadcast(type(a).shape, type(b).shape)));
+  }
   int add(int a, int b) { return binary(OpKind::Add, a, b); }
   int sub(int a, int b) { return binary(OpKind::Sub, a, b); }
   int mul(int a, int b) { return binary(OpKind::Mul, a, b); }
@@ -73,7 +75,8 @@ class Vjp {
   int unary(OpKind op, int a) { return emit(op, {a}, {}, type(a)); }
   int neg(int a) { return unary(OpKind::Neg, a); }
   int where(int c, int a, int b) {
-    return emit(OpKind::Where, {c, a, b}, {}, Type::tensor(dtype(a), broadcast(type(c).shape, broadcast(type(a).shape, type(b).shape))));
+    return emit(OpKind::Where, {c, a, b}, {},
+                Type::tensor(dtype(a), broadcast(type(c).shape, broadcast(type(a).shape, type(b).shape))));
   }
   int scalar(double v, int like) { return cst(v, dtype(like)); }
   int reshape(int a, const Shape& shape) {
@@ -82,7 +85,8 @@ class Vjp {
   }
   int cast(int a, DType to) {
     if (dtype(a) == to) return a;
-    return emit(OpKind::Cast, {a}, {{"dtype", Value::make_symbol(std::string(dtype_name(to)))}}, Type::tensor(to, type(a).shape));
+    return emit(OpKind::Cast, {a}, {{"dtype", Value::make_symbol(std::string(dtype_name(to)))}},
+                Type::tensor(to, type(a).shape));
   }
   int sum(int a, const std::vector<int64_t>& axes) {
     if (axes.empty()) return a;
@@ -101,7 +105,8 @@ class Vjp {
     }
     Shape r = s;
     r[axis] = stop - start;
-    return emit(OpKind::Slice, {a}, {{"starts", int_list(starts)}, {"stops", int_list(stops)}, {"steps", int_list(steps)}},
+    return emit(OpKind::Slice, {a},
+                {{"starts", int_list(starts)}, {"stops", int_list(stops)}, {"steps", int_list(steps)}},
                 Type::tensor(dtype(a), r));
   }
   int concat(const std::vector<int>& parts, int64_t axis) {
@@ -147,8 +152,7 @@ std::vector<int64_t> reduced_axes(const Instr& in, int64_t rank) {
   auto norm = [&](int64_t a) { return a < 0 ? a + rank : a; };
   if (it->second.kind == Value::List)
     for (const Value& v : it->second.items) axes.push_back(norm(v.i));
-  else
-    axes.push_back(norm(it->second.i));
+  else axes.push_back(norm(it->second.i));
   std::sort(axes.begin(), axes.end());
   return axes;
 }
@@ -183,7 +187,8 @@ Rule rule_of(OpKind op) {
     case OpKind::Pow:
       return [](Vjp& v, int i) {
         int a = v.fwd(v.operand(i, 0)), b = v.fwd(v.operand(i, 1)), y = v.fwd(i), g = v.adj_[i];
-        if (v.wants(i, 0)) v.contribute(v.operand(i, 0), v.mul(g, v.mul(b, v.binary(OpKind::Pow, a, v.sub(b, v.scalar(1, b))))));
+        if (v.wants(i, 0))
+          v.contribute(v.operand(i, 0), v.mul(g, v.mul(b, v.binary(OpKind::Pow, a, v.sub(b, v.scalar(1, b))))));
         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.mul(g, v.mul(y, v.unary(OpKind::Log, a))));
       };
     case OpKind::Max:
@@ -213,10 +218,11 @@ Rule rule_of(OpKind op) {
         v.contribute(v.operand(i, 0), g);
         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.neg(v.mul(g, v.unary(OpKind::Floor, v.div(a, b)))));
       };
-    case OpKind::Neg:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.adj_[i])); };
+    case OpKind::Neg: return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.adj_[i])); };
     case OpKind::Abs:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Sign, v.fwd(v.operand(i, 0))))); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Sign, v.fwd(v.operand(i, 0)))));
+      };
     case OpKind::Tanh:
       return [](Vjp& v, int i) {
         int y = v.fwd(i);
@@ -227,8 +233,7 @@ Rule rule_of(OpKind op) {
         int y = v.fwd(i);
         v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(y, v.sub(v.scalar(1, y), y))));
       };
-    case OpKind::Exp:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.fwd(i))); };
+    case OpKind::Exp: return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.fwd(i))); };
     case OpKind::Log:
       return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.div(v.adj_[i], v.fwd(v.operand(i, 0)))); };
     case OpKind::Log1p:
@@ -247,9 +252,13 @@ Rule rule_of(OpKind op) {
         v.contribute(v.operand(i, 0), v.div(v.mul(v.adj_[i], v.mul(y, v.scalar(-0.5, y))), a));
       };
     case OpKind::Sin:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Cos, v.fwd(v.operand(i, 0))))); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.unary(OpKind::Cos, v.fwd(v.operand(i, 0)))));
+      };
     case OpKind::Cos:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.neg(v.mul(v.adj_[i], v.unary(OpKind::Sin, v.fwd(v.operand(i, 0)))))); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.neg(v.mul(v.adj_[i], v.unary(OpKind::Sin, v.fwd(v.operand(i, 0))))));
+      };
     case OpKind::Relu:
       return [](Vjp& v, int i) {
         int a = v.fwd(v.operand(i, 0)), g = v.adj_[i];
@@ -261,16 +270,11 @@ Rule rule_of(OpKind op) {
         v.contribute(v.operand(i, 0), v.mul(v.adj_[i], v.mul(a, v.scalar(2, a))));
       };
     // Piecewise constant: zero gradient.
-    case OpKind::Sign:
-      return [](Vjp&, int) {};
-    case OpKind::Floor:
-      return [](Vjp&, int) {};
-    case OpKind::Ceil:
-      return [](Vjp&, int) {};
-    case OpKind::Round:
-      return [](Vjp&, int) {};
-    case OpKind::FloorDiv:
-      return [](Vjp&, int) {};
+    case OpKind::Sign: return [](Vjp&, int) {};
+    case OpKind::Floor: return [](Vjp&, int) {};
+    case OpKind::Ceil: return [](Vjp&, int) {};
+    case OpKind::Round: return [](Vjp&, int) {};
+    case OpKind::FloorDiv: return [](Vjp&, int) {};
     case OpKind::Where:
       return [](Vjp& v, int i) {
         int c = v.fwd(v.operand(i, 0)), g = v.adj_[i], zero = v.scalar(0, g);
@@ -282,8 +286,9 @@ Rule rule_of(OpKind op) {
         int x = v.fwd(v.operand(i, 0)), lo = v.fwd(v.operand(i, 1)), hi = v.fwd(v.operand(i, 2)), g = v.adj_[i];
         int zero = v.scalar(0, g);
         if (v.wants(i, 0)) {
-          int inside = v.emit(OpKind::And, {v.compare(OpKind::Ge, x, lo), v.compare(OpKind::Le, x, hi)}, {},
-                              Type::tensor(DType::Bool, broadcast(v.type(x).shape, broadcast(v.type(lo).shape, v.type(hi).shape))));
+          int inside = v.emit(
+              OpKind::And, {v.compare(OpKind::Ge, x, lo), v.compare(OpKind::Le, x, hi)}, {},
+              Type::tensor(DType::Bool, broadcast(v.type(x).shape, broadcast(v.type(lo).shape, v.type(hi).shape))));
           v.contribute(v.operand(i, 0), v.where(inside, g, zero));
         }
         if (v.wants(i, 1)) v.contribute(v.operand(i, 1), v.where(v.compare(OpKind::Lt, x, lo), g, zero));
@@ -295,11 +300,17 @@ Rule rule_of(OpKind op) {
         if (is_float(v.instr(from).type.dtype)) v.contribute(from, v.cast(v.adj_[i], v.instr(from).type.dtype));
       };
     case OpKind::Reshape:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape));
+      };
     case OpKind::ExpandDims:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape));
+      };
     case OpKind::Squeeze:
-      return [](Vjp& v, int i) { v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape)); };
+      return [](Vjp& v, int i) {
+        v.contribute(v.operand(i, 0), v.reshape(v.adj_[i], v.instr(v.operand(i, 0)).type.shape));
+      };
     case OpKind::Transpose:
       return [](Vjp& v, int i) {
         const Value& perm = v.instr(i).attrs.at("perm");
@@ -330,8 +341,9 @@ Rule rule_of(OpKind op) {
         if (axis < 0) axis += rank;
         for (size_t k = 0; k < in.operands.size(); ++k)
           if (v.wants(i, k))
-            v.contribute(in.operands[k], v.reshape(v.slice(v.adj_[i], axis, static_cast<int64_t>(k), static_cast<int64_t>(k) + 1),
-                                                   v.instr(in.operands[k]).type.shape));
+            v.contribute(in.operands[k],
+                         v.reshape(v.slice(v.adj_[i], axis, static_cast<int64_t>(k), static_cast<int64_t>(k) + 1),
+                                   v.instr(in.operands[k]).type.shape));
       };
     case OpKind::Slice:
       return [](Vjp& v, int i) {
@@ -343,7 +355,8 @@ Rule rule_of(OpKind op) {
         for (const Value& x : in.attrs.at("steps").items) steps.push_back(x.i);
         int g = v.adj_[i];
         for (size_t d = 0; d < starts.size(); ++d) {
-          if (steps[d] != 1) throw NotDifferentiable(i, OpKind::Slice, "a slice with a step other than 1 has no gradient yet");
+          if (steps[d] != 1)
+            throw NotDifferentiable(i, OpKind::Slice, "a slice with a step other than 1 has no gradient yet");
           int64_t n = full[d];
           int64_t s = starts[d] == INT64_MIN ? 0 : starts[d] < 0 ? starts[d] + n : starts[d];
           int64_t e = stops[d] == INT64_MIN ? n : stops[d] < 0 ? stops[d] + n : stops[d];
@@ -444,8 +457,7 @@ Rule rule_of(OpKind op) {
     case OpKind::Normalize:
     case OpKind::RgbToGrayscale:
     case OpKind::DistanceTransform:
-    case OpKind::OneHotColors:
-      return nullptr;
+    case OpKind::OneHotColors: return nullptr;
   }
   return nullptr;
 }
@@ -477,7 +489,8 @@ ExprFunction without_dead_code(ExprFunction f) {
 
 bool has_expr_gradient_rule(OpKind op) { return rule_of(op) != nullptr; }
 
-std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants, const std::vector<bool>& has_dy) {
+std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants,
+                                        const std::vector<bool>& has_dy) {
   Vjp v(fn);
   v.out_.name = fn.name + "'";
   std::vector<int> params;
@@ -485,7 +498,8 @@ std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vecto
     if (op_has(fn.body[i].op, OpFlag::Input)) params.push_back(static_cast<int>(i));
   // Which values lie on the gradient's path: floats computed from a wanted parameter.
   v.needs_.assign(fn.body.size(), false);
-  for (size_t k = 0; k < params.size(); ++k) v.needs_[params[k]] = k < wants.size() && wants[k] && is_float(fn.body[params[k]].type.dtype);
+  for (size_t k = 0; k < params.size(); ++k)
+    v.needs_[params[k]] = k < wants.size() && wants[k] && is_float(fn.body[params[k]].type.dtype);
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
     if (op_has(in.op, OpFlag::Input) || !is_float(in.type.dtype)) continue;
@@ -497,7 +511,8 @@ std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vecto
   for (size_t k = 0; k < fn.results.size(); ++k) {
     if (k >= has_dy.size() || !has_dy[k]) continue;
     const Instr& r = fn.body[fn.results[k].second];
-    dys[k] = v.out_.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(fmt::format("dy{}", k))}}, r.type, r.loc});
+    dys[k] =
+        v.out_.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(fmt::format("dy{}", k))}}, r.type, r.loc});
   }
   // The forward computation, recomputed.
   for (size_t i = 0; i < fn.body.size(); ++i) {
@@ -522,8 +537,7 @@ std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vecto
     if (!any) continue;
     v.loc_ = in.loc;
     Rule rule = rule_of(in.op);
-    if (!rule)
-      throw NotDifferentiable(static_cast<int>(i), in.op, fmt::format("`{}` has no gradient", op_name(in.op)));
+    if (!rule) throw NotDifferentiable(static_cast<int>(i), in.op, fmt::format("`{}` has no gradient", op_name(in.op)));
     rule(v, static_cast<int>(i));
   }
   for (size_t k = 0; k < params.size(); ++k) {

@@ -24,7 +24,8 @@ class NotDifferentiable : public std::runtime_error {
 /// every result k with has_dy[k]; its results are `d<field>` for every parameter with wants[i], in
 /// order. The forward instructions are recomputed inside (a later pass may share them with the
 /// forward). Throws NotDifferentiable when the gradient would pass an op without a rule.
-std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants, const std::vector<bool>& has_dy);
+std::shared_ptr<ExprFunction> build_vjp(const ExprFunction& fn, const std::vector<bool>& wants,
+                                        const std::vector<bool>& has_dy);
 
 /// True when `op` has a gradient rule (ops whose result is not a float never carry one and need none).
 bool has_expr_gradient_rule(OpKind op);

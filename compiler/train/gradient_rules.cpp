@@ -24,7 +24,8 @@ void GradientContext::emit(ModelOp op, std::vector<int> inputs, std::vector<int>
   emit(op, std::move(inputs), std::move(outputs), node.attrs);
 }
 
-void GradientContext::emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs, std::map<std::string, Value> attrs) {
+void GradientContext::emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs,
+                           std::map<std::string, Value> attrs) {
   GraphNode n;
   n.op = op;
   n.inputs = std::move(inputs);
@@ -95,7 +96,9 @@ void expr_rule(GradientContext& c) {
 }
 
 void rule_expr(GradientContext& c) { expr_rule(c); }
-void rule_conv2d(GradientContext& c) { kernel_bias_rule(c, ModelOp::Conv2dBackwardInput, ModelOp::Conv2dBackwardKernel); }
+void rule_conv2d(GradientContext& c) {
+  kernel_bias_rule(c, ModelOp::Conv2dBackwardInput, ModelOp::Conv2dBackwardKernel);
+}
 void rule_conv2d_transpose(GradientContext& c) {
   kernel_bias_rule(c, ModelOp::Conv2dTransposeBackwardInput, ModelOp::Conv2dTransposeBackwardKernel);
 }
@@ -108,16 +111,20 @@ void rule_upsample2d(GradientContext& c) { from_dy(c, ModelOp::Upsample2dBackwar
 void rule_leaky_relu(GradientContext& c) { from_x_and_dy(c, ModelOp::LeakyReluBackward); }
 void rule_gelu(GradientContext& c) { from_x_and_dy(c, ModelOp::GeluBackward); }
 void rule_softmax(GradientContext& c) {  // from the output: dx = y * (dy - sum(dy * y))
-  if (c.wants[0]) c.emit(ModelOp::SoftmaxBackward, {c.node.outputs[0], c.dy[0]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
+  if (c.wants[0])
+    c.emit(ModelOp::SoftmaxBackward, {c.node.outputs[0], c.dy[0]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
 }
 void rule_batch_norm(GradientContext& c) { norm_rule(c, ModelOp::BatchNormBackward); }
 void rule_layer_norm(GradientContext& c) { norm_rule(c, ModelOp::LayerNormBackward); }
 void rule_dropout(GradientContext& c) {
-  if (c.wants[0]) c.emit(ModelOp::DropoutBackward, {c.dy[0], c.node.outputs[1]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
+  if (c.wants[0])
+    c.emit(ModelOp::DropoutBackward, {c.dy[0], c.node.outputs[1]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
 }
 // The loss is where the sweep starts: its rule needs no adjoint (d loss / d loss = 1).
 void rule_loss(GradientContext& c) {
-  if (c.wants[0]) c.emit(ModelOp::LossBackward, {c.node.inputs[0], c.node.inputs[1]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
+  if (c.wants[0])
+    c.emit(ModelOp::LossBackward, {c.node.inputs[0], c.node.inputs[1]},
+           {c.grads[0] = c.gradient_value(c.node.inputs[0])});
 }
 
 }  // namespace

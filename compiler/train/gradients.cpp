@@ -91,7 +91,8 @@ void append_gradients(ModelGraph& g, int loss) {
   g.param_grads.clear();
   for (int p : g.params) {
     const auto& parts = contributions[p];
-    if (parts.size() > 1) throw std::logic_error(fmt::format("parameter {} is read by {} nodes", g.values[p].name, parts.size()));
+    if (parts.size() > 1)
+      throw std::logic_error(fmt::format("parameter {} is read by {} nodes", g.values[p].name, parts.size()));
     g.param_grads.push_back(parts.empty() ? -1 : parts[0]);
   }
 }

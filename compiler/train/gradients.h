@@ -14,7 +14,8 @@ namespace pipec {
 /// The gradient would have to pass a node (or, in an expr node, an instruction) that has no rule.
 class GradientError : public std::runtime_error {
  public:
-  GradientError(int node, std::string op, const std::string& why) : std::runtime_error(why), node(node), op(std::move(op)) {}
+  GradientError(int node, std::string op, const std::string& why)
+      : std::runtime_error(why), node(node), op(std::move(op)) {}
   int node;        // the forward node
   std::string op;  // the op without a rule
 };

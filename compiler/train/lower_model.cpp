@@ -79,7 +79,12 @@ Value default_value(const std::string& text) {
 class ModelLowering {
  public:
   ModelLowering(const Program& program, const Decl& model, GraphUnderConstruction& out, Diagnostics& diags)
-      : program_(program), model_(model), diags_(diags), g_(out.g), ranges_(out.ranges), dropout_streams_(out.dropout_streams) {}
+      : program_(program),
+        model_(model),
+        diags_(diags),
+        g_(out.g),
+        ranges_(out.ranges),
+        dropout_streams_(out.dropout_streams) {}
 
   // The whole model: its inputs become graph inputs; then dead nodes go and parameters are named.
   bool run() {
@@ -91,12 +96,14 @@ class ModelLowering {
       for (const DimSyntax& d : p.type.dims) {
         int64_t size = d.kind == DimSyntax::Known ? d.value : kUnknownDim;
         if (d.kind == DimSyntax::Named)
-          if (const Decl* c = program_.global(d.name); c && c->value && c->value->constant) size = c->value->constant->i;
+          if (const Decl* c = program_.global(d.name); c && c->value && c->value->constant)
+            size = c->value->constant->i;
         v.shape.push_back(size);
       }
       if (!Type::tensor(v.dtype, v.shape).fully_known()) {
-        diags_.report(DiagKind::unsupported_in_model, p.type.range,
-                      fmt::format("model input `{}` needs a fully known shape: the model is compiled for static shapes", p.name));
+        diags_.report(
+            DiagKind::unsupported_in_model, p.type.range,
+            fmt::format("model input `{}` needs a fully known shape: the model is compiled for static shapes", p.name));
         ok_ = false;
       }
       v.role = ValueRole::Input;
@@ -310,7 +317,10 @@ class ModelLowering {
         std::string field = field_name(g_, v, fields);
         fields.insert(field);
         const GraphValue& gv = g_.values[v];
-        int p = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape),
+        int p = fn->add(Instr{OpKind::Param,
+                              {},
+                              {{"field", Value::make_string(field)}},
+                              Type::tensor(gv.dtype, gv.shape),
                               spec_location(program_, leaves[k]->range)});
         it = param_of_value.emplace(v, p).first;
         inputs.push_back(v);
@@ -321,10 +331,11 @@ class ModelLowering {
     fn->results = {{"y", r}};
     for (const Instr& in : fn->body)
       if (op_has(in.op, OpFlag::Random)) {
-        diags_.report(DiagKind::unsupported_in_model, e.range,
-                      fmt::format("`{}` in a model would draw the same numbers at every step; use dropout(rate), or draw "
-                                  "the numbers in the pipeline",
-                                  op_name(in.op)));
+        diags_.report(
+            DiagKind::unsupported_in_model, e.range,
+            fmt::format("`{}` in a model would draw the same numbers at every step; use dropout(rate), or draw "
+                        "the numbers in the pipeline",
+                        op_name(in.op)));
         ok_ = false;
         return -1;
       }
@@ -353,7 +364,8 @@ class ModelLowering {
       std::string field = field_name(g_, v, fields);
       fields.insert(field);
       const GraphValue& gv = g_.values[v];
-      param_of_value[v] = fn->add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape), loc});
+      param_of_value[v] = fn->add(
+          Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, Type::tensor(gv.dtype, gv.shape), loc});
       node_inputs.push_back(v);
     }
     std::vector<int> operands;
@@ -361,8 +373,11 @@ class ModelLowering {
       int p = param_of_value[v];
       // Keras casts a layer's float inputs to its compute dtype.
       if (fn->body[p].type.dtype != result.dtype)
-        p = fn->add(Instr{OpKind::Cast, {p}, {{"dtype", Value::make_symbol(std::string(dtype_name(result.dtype)))}},
-                          Type::tensor(result.dtype, fn->body[p].type.shape), loc});
+        p = fn->add(Instr{OpKind::Cast,
+                          {p},
+                          {{"dtype", Value::make_symbol(std::string(dtype_name(result.dtype)))}},
+                          Type::tensor(result.dtype, fn->body[p].type.shape),
+                          loc});
       operands.push_back(p);
     }
     int r = fn->add(Instr{op, operands, std::move(attrs), result, loc});
@@ -380,7 +395,8 @@ class ModelLowering {
   // A layer's float input in f32 (Keras casts float inputs to the layer's compute dtype).
   int as_f32(int v, SourceRange range) {
     if (g_.values[v].dtype == DType::F32) return v;
-    return expr_node(OpKind::Cast, {v}, {{"dtype", Value::make_symbol("f32")}}, Type::tensor(DType::F32, g_.values[v].shape), range);
+    return expr_node(OpKind::Cast, {v}, {{"dtype", Value::make_symbol("f32")}},
+                     Type::tensor(DType::F32, g_.values[v].shape), range);
   }
 
   // ---- layers ----------------------------------------------------------------------------------------
@@ -408,8 +424,8 @@ class ModelLowering {
 
   static int64_t number_of(const Value& v) { return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i; }
 
-  int new_param(LayerRecord& rec, const std::string& suffix, Shape shape, Init init, int64_t fan_in = 0, int64_t fan_out = 0,
-                bool state = false) {
+  int new_param(LayerRecord& rec, const std::string& suffix, Shape shape, Init init, int64_t fan_in = 0,
+                int64_t fan_out = 0, bool state = false) {
     GraphValue v;
     v.shape = std::move(shape);
     v.batched = false;
@@ -536,7 +552,8 @@ class ModelLowering {
         n.attrs["stream"] = Value::make_int(dropout_streams_++);
         break;
       default:  // layer_lowering gives Forward kinds only, and never Expr
-        throw std::logic_error(fmt::format("lowering: layer {} lowers to {}, which is no layer", name, model_op_name(n.op)));
+        throw std::logic_error(
+            fmt::format("lowering: layer {} lowers to {}, which is no layer", name, model_op_name(n.op)));
     }
     n.inputs = ins;
     int y = new_value(Type::tensor(DType::F32, result.shape));
@@ -577,7 +594,8 @@ class ModelLowering {
         ok_ = false;
         return -1;
       }
-      if (!use.layers().empty()) layers_.push_back(LayerRecord{-1, current_stmt_, bc.model->name, {}, std::move(use.layers())});
+      if (!use.layers().empty())
+        layers_.push_back(LayerRecord{-1, current_stmt_, bc.model->name, {}, std::move(use.layers())});
       inputs = {y};
     }
     return y;
@@ -637,7 +655,8 @@ class ModelLowering {
     name_level(layers_, "", param_at, state_at);
   }
 
-  void name_level(const std::vector<LayerRecord>& level, const std::string& scope, int64_t& param_at, int64_t& state_at) {
+  void name_level(const std::vector<LayerRecord>& level, const std::string& scope, int64_t& param_at,
+                  int64_t& state_at) {
     std::map<std::string, int> statements_binding;
     std::map<const Stmt*, int> layers_in_stmt;
     for (const LayerRecord& r : level)

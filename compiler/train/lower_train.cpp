@@ -57,7 +57,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   }
   if (element.batch_rank != 1) {
     diags.report(DiagKind::unsupported_in_model, data->range,
-                 fmt::format("the training data is batched {} times; a training step takes one batch dimension", element.batch_rank));
+                 fmt::format("the training data is batched {} times; a training step takes one batch dimension",
+                             element.batch_rank));
     return std::nullopt;
   }
 
@@ -70,7 +71,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   int64_t batch = kUnknownDim;
   for (const Arg& a : model_call->args) {
     if (a.value->kind != ExprKind::Name || !field_type(element, a.value->as<NameExpr>()->name)) {
-      diags.report(DiagKind::unsupported_in_model, a.value->range, "a model input must be a field of the data, named as such");
+      diags.report(DiagKind::unsupported_in_model, a.value->range,
+                   "a model input must be a field of the data, named as such");
       return std::nullopt;
     }
     fields.push_back(a.value->as<NameExpr>()->name);
@@ -92,7 +94,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   loss.kind = *loss_kind;
   const Expr* target = loss_call->args[0].value.get();
   if (target->kind != ExprKind::Name || !field_type(element, target->as<NameExpr>()->name)) {
-    diags.report(DiagKind::unsupported_in_model, target->range, "the loss target must be a field of the data, named as such");
+    diags.report(DiagKind::unsupported_in_model, target->range,
+                 "the loss target must be a field of the data, named as such");
     return std::nullopt;
   }
   loss.target_field = target->as<NameExpr>()->name;
@@ -117,21 +120,26 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
       if (a.name == p.name || (a.name.empty() && positional == i)) given = a.value.get();
       if (a.name.empty()) ++positional;
     }
-    opt.settings[p.name] = given && given->constant ? given->constant->as_double() : std::strtod(p.default_text.c_str(), nullptr);
+    opt.settings[p.name] =
+        given && given->constant ? given->constant->as_double() : std::strtod(p.default_text.c_str(), nullptr);
   }
   std::string settings;
-  for (const ParamSpec& p : ob->params) settings += fmt::format("{}{}={}", settings.empty() ? "" : ", ", p.name, number_text(opt.settings[p.name]));
+  for (const ParamSpec& p : ob->params)
+    settings += fmt::format("{}{}={}", settings.empty() ? "" : ", ", p.name, number_text(opt.settings[p.name]));
   t.optimizer_text = fmt::format("{}({})", optimizer_kind_name(opt.kind), settings);
 
   for (const char* key : {"steps", "epochs"})
-    if (const Expr* e = entry(train, key); e && e->constant) (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
+    if (const Expr* e = entry(train, key); e && e->constant)
+      (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
   if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name) t.precision = e->as<NameExpr>()->name;
   if (const CallExpr* s = as_call(entry(train, "strategy"))) t.strategy = callee_name(*s);
 
   try {
     build_train_step(g, loss, opt);
   } catch (const GradientError& e) {
-    SourceRange where = e.node >= 0 && static_cast<size_t>(e.node) < lowered->node_ranges.size() ? lowered->node_ranges[e.node] : train.name_range;
+    SourceRange where = e.node >= 0 && static_cast<size_t>(e.node) < lowered->node_ranges.size()
+                            ? lowered->node_ranges[e.node]
+                            : train.name_range;
     auto& d = diags.report(DiagKind::not_differentiable, where,
                            fmt::format("{}: the loss reaches the parameters before it only through this", e.what()));
     d.help = "compute it in the pipeline, or rewrite it with ops that have gradients";
@@ -140,7 +148,8 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   if (auto problems = verify_model_graph(g); !problems.empty()) {
     std::string all;
     for (const std::string& p : problems) all += "\n  " + p;
-    throw std::logic_error(fmt::format("the step graph of train `{}` does not verify:{}\n{}", train.name, all, print_model_graph(g)));
+    throw std::logic_error(
+        fmt::format("the step graph of train `{}` does not verify:{}\n{}", train.name, all, print_model_graph(g)));
   }
   t.step = std::move(g);
 
@@ -148,8 +157,9 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   if (const Expr* v = entry(train, "validation"); v && v->type.kind == TypeKind::Dataset && v->type.element) {
     const ElementInfo& ve = *v->type.element;
     if (ve.batch_rank != 1) {
-      diags.report(DiagKind::unsupported_in_model, v->range,
-                   fmt::format("the validation data is batched {} times; evaluation takes one batch dimension", ve.batch_rank));
+      diags.report(
+          DiagKind::unsupported_in_model, v->range,
+          fmt::format("the validation data is batched {} times; evaluation takes one batch dimension", ve.batch_rank));
       return std::nullopt;
     }
     EvalProgram ev;
@@ -160,14 +170,14 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
       std::vector<const Expr*> items;
       if (m->kind == ExprKind::List)
         for (const auto& item : m->as<ListExpr>()->items) items.push_back(item.get());
-      else
-        items.push_back(m);
+      else items.push_back(m);
       for (const Expr* item : items)
         if (item->kind == ExprKind::Name)
           if (std::optional<MetricKind> k = metric_kind_from_name(item->as<NameExpr>()->name)) ev.metrics.push_back(*k);
     }
     int64_t eval_batch = kUnknownDim;
-    if (const Type* ft = field_type(ve, fields.empty() ? loss.target_field : fields[0]); ft && ft->rank() >= 1) eval_batch = ft->shape[0];
+    if (const Type* ft = field_type(ve, fields.empty() ? loss.target_field : fields[0]); ft && ft->rank() >= 1)
+      eval_batch = ft->shape[0];
     auto again = lower_model(program, *model, eval_batch, diags);
     if (!again) return std::nullopt;
     ev.graph = std::move(again->graph);

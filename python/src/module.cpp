@@ -76,11 +76,12 @@ NB_MODULE(_pipec, m) {
       .def_prop_ro("path", &PySpec::path)
       .def_prop_ro("spec_dir", &PySpec::spec_dir)
       .def_prop_ro("pipelines", &PySpec::pipelines)
-      .def_prop_ro("warnings", [](const PySpec& s) {
-        nb::list out;
-        for (const DiagnosticInfo& d : s.warnings()) out.append(to_python(d));
-        return out;
-      })
+      .def_prop_ro("warnings",
+                   [](const PySpec& s) {
+                     nb::list out;
+                     for (const DiagnosticInfo& d : s.warnings()) out.append(to_python(d));
+                     return out;
+                   })
       .def(
           "compile_pipeline",
           [](PySpec& s, const std::string& name, const std::string& device) {

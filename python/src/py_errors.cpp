@@ -24,10 +24,11 @@ nb::object optional_str(const std::string& s) { return s.empty() ? nb::none() : 
 void raise_data_error(const std::string& message, const std::string& stage, const std::string& spec_location,
                       const DataLocation* where) {
   nb::object cls = error_class("DataError");
-  nb::object e = cls(message, nb::arg("stage") = optional_str(stage), nb::arg("spec_location") = optional_str(spec_location),
-                     nb::arg("file") = where ? optional_str(where->file) : nb::none(),
-                     nb::arg("record") = where ? optional_int(where->record) : nb::none(),
-                     nb::arg("offset") = where ? optional_int(where->offset) : nb::none());
+  nb::object e =
+      cls(message, nb::arg("stage") = optional_str(stage), nb::arg("spec_location") = optional_str(spec_location),
+          nb::arg("file") = where ? optional_str(where->file) : nb::none(),
+          nb::arg("record") = where ? optional_int(where->record) : nb::none(),
+          nb::arg("offset") = where ? optional_int(where->offset) : nb::none());
   raise(cls, e);
 }
 

@@ -22,11 +22,13 @@ namespace {
 // Whether Ctrl-C should interrupt a wait on this thread: Python raises KeyboardInterrupt only on its
 // main thread, and only with its default handler (a program with a handler of its own decides itself).
 bool sigint_raises_here() {
-  static unsigned long main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  static unsigned long main_thread =
+      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
   if (PyThread_get_thread_ident() != main_thread) return false;
   // Leaked on purpose: these live as long as the interpreter and must not be released after it.
   static PyObject* getsignal = nb::object(nb::module_::import_("signal").attr("getsignal")).release().ptr();
-  static PyObject* default_handler = nb::object(nb::module_::import_("signal").attr("default_int_handler")).release().ptr();
+  static PyObject* default_handler =
+      nb::object(nb::module_::import_("signal").attr("default_int_handler")).release().ptr();
   static PyObject* sigint = nb::object(nb::module_::import_("signal").attr("SIGINT")).release().ptr();
   nb::object current = nb::borrow(getsignal)(nb::handle(sigint));
   return current.ptr() == default_handler;
@@ -220,7 +222,9 @@ nb::dict PyRun::stats() const {
     d["busy_seconds"] = snap.busy_ns / 1e9;
     d["bytes_out"] = snap.bytes;
     d["dropped"] = ctx.dropped[i]->load();
-    d["backend"] = !has_element_kernel(st) ? std::string() : st.native && st.native->fn ? st.native->backend : std::string("interpreter");
+    d["backend"] = !has_element_kernel(st)      ? std::string()
+                   : st.native && st.native->fn ? st.native->backend
+                                                : std::string("interpreter");
     d["device"] = ctx.stage_device.at(i);
     stages.append(d);
   }

@@ -70,7 +70,8 @@ PySpec::PySpec(CompileArgs args) : args_(std::move(args)) {
   request.target = CompileTarget::CheckOnly;
   request.options = compile_options(args_);
   CompileResult r = compile(request);
-  if (r.status == CompileStatus::Unreadable) throw std::runtime_error(fmt::format("cannot read {}: {}", args_.path, r.error));
+  if (r.status == CompileStatus::Unreadable)
+    throw std::runtime_error(fmt::format("cannot read {}: {}", args_.path, r.error));
   if (r.status == CompileStatus::SpecErrors) throw_spec_errors(*r.program);
   if (!r.ok()) throw std::runtime_error(r.error);
   warnings_ = diagnostics_of(*r.program, false);

@@ -78,24 +78,36 @@ void bind_tensor(nb::module_& m) {
             // The data is on the CPU: there is no stream to synchronize with.
             if (!dl_device.is_none()) {
               auto dev = nb::cast<nb::tuple>(dl_device);
-              if (nb::cast<int>(dev[0]) != kDLCPU) throw nb::buffer_error("pipec tensors are on the CPU; no copy to another device");
+              if (nb::cast<int>(dev[0]) != kDLCPU)
+                throw nb::buffer_error("pipec tensors are on the CPU; no copy to another device");
             }
-            if (!copy.is_none() && nb::cast<bool>(copy)) throw nb::buffer_error("pipec tensors are exported without a copy (copy=True)");
+            if (!copy.is_none() && nb::cast<bool>(copy))
+              throw nb::buffer_error("pipec tensors are exported without a copy (copy=True)");
             return self.dlpack_capsule();
           },
           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
           "A PyCapsule holding a DLManagedTensor over this tensor's data (DLPack 0.8, no copy).")
-      .def("__dlpack_device__", [](const PyTensor& self) { return nb::make_tuple(int(self.dl().device.device_type), self.dl().device.device_id); },
-           "(device type, device id): (1, 0), the CPU.")
-      .def_prop_ro("shape", [](const PyTensor& self) { return shape_tuple(self.dl()); }, "The dimensions, batch first.")
-      .def_prop_ro("dtype", [](const PyTensor& self) { return numpy_dtype_name(self.dl().dtype); }, "numpy's name for the dtype.")
+      .def(
+          "__dlpack_device__",
+          [](const PyTensor& self) {
+            return nb::make_tuple(int(self.dl().device.device_type), self.dl().device.device_id);
+          },
+          "(device type, device id): (1, 0), the CPU.")
+      .def_prop_ro(
+          "shape", [](const PyTensor& self) { return shape_tuple(self.dl()); }, "The dimensions, batch first.")
+      .def_prop_ro(
+          "dtype", [](const PyTensor& self) { return numpy_dtype_name(self.dl().dtype); },
+          "numpy's name for the dtype.")
       .def_prop_ro("ndim", [](const PyTensor& self) { return self.dl().ndim; })
-      .def_prop_ro("nbytes", [](const PyTensor& self) { return num_elements(self.dl()) * ((self.dl().dtype.bits + 7) / 8); })
-      .def_prop_ro("device", [](const PyTensor& self) { return self.dl().device.device_type == kDLCUDA ? "cuda" : "cpu"; },
-                   "Where the data is: \"cpu\".")
-      .def("numpy", [](nb::handle self) { return nb::module_::import_("numpy").attr("from_dlpack")(self); },
-           "The data as a numpy array (no copy; bfloat16 needs ml_dtypes).")
+      .def_prop_ro("nbytes",
+                   [](const PyTensor& self) { return num_elements(self.dl()) * ((self.dl().dtype.bits + 7) / 8); })
+      .def_prop_ro(
+          "device", [](const PyTensor& self) { return self.dl().device.device_type == kDLCUDA ? "cuda" : "cpu"; },
+          "Where the data is: \"cpu\".")
+      .def(
+          "numpy", [](nb::handle self) { return nb::module_::import_("numpy").attr("from_dlpack")(self); },
+          "The data as a numpy array (no copy; bfloat16 needs ml_dtypes).")
       .def(
           "__array__",
           [](nb::handle self, nb::handle dtype, nb::handle copy) {
@@ -106,10 +118,11 @@ void bind_tensor(nb::module_& m) {
             return a;
           },
           nb::arg("dtype") = nb::none(), nb::kw_only(), nb::arg("copy") = nb::none())
-      .def("__len__", [](const PyTensor& self) {
-        if (self.dl().ndim == 0) throw nb::type_error("len() of a 0-d tensor");
-        return self.dl().shape[0];
-      })
+      .def("__len__",
+           [](const PyTensor& self) {
+             if (self.dl().ndim == 0) throw nb::type_error("len() of a 0-d tensor");
+             return self.dl().shape[0];
+           })
       .def("__repr__", [](const PyTensor& self) {
         std::string dims;
         for (int32_t i = 0; i < self.dl().ndim; ++i) dims += (i ? ", " : "") + std::to_string(self.dl().shape[i]);

@@ -15,7 +15,7 @@ std::atomic<int64_t> g_live{0};
 // What a DLManagedTensor owns: a Tensor sharing the runtime's buffer, and the shape it points at.
 struct ExportedTensor {
   DLManagedTensor managed{};
-  Tensor keep;                // a reference to the runtime's buffer, not a copy of the data
+  Tensor keep;  // a reference to the runtime's buffer, not a copy of the data
   std::vector<int64_t> shape;
 };
 
@@ -33,9 +33,17 @@ std::optional<DLDataType> dlpack_dtype(DType t) {
   };
   switch (t) {
     case DType::Bool: return make(kDLBool, 1);
-    case DType::U8: case DType::U16: case DType::U32: case DType::U64: return make(kDLUInt, dtype_size(t));
-    case DType::I8: case DType::I16: case DType::I32: case DType::I64: return make(kDLInt, dtype_size(t));
-    case DType::F16: case DType::F32: case DType::F64: return make(kDLFloat, dtype_size(t));
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64: return make(kDLUInt, dtype_size(t));
+    case DType::I8:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64: return make(kDLInt, dtype_size(t));
+    case DType::F16:
+    case DType::F32:
+    case DType::F64: return make(kDLFloat, dtype_size(t));
     case DType::BF16: return make(kDLBfloat, 2);
     case DType::Bytes: return std::nullopt;
   }

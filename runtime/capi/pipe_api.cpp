@@ -37,7 +37,8 @@ const pipec::PipeLibrary& embedded_library() {
       lib.plan = pipec::decode_plan(blob, "the library's embedded plan");
       lib.spec_dir = pipec_embedded_spec_dir ? pipec_embedded_spec_dir : "";
       if (pipec_embedded_kernels)
-        for (const pipec_embedded_kernel* k = pipec_embedded_kernels; k->symbol; ++k) lib.kernels.push_back({k->symbol, k->fn});
+        for (const pipec_embedded_kernel* k = pipec_embedded_kernels; k->symbol; ++k)
+          lib.kernels.push_back({k->symbol, k->fn});
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -25,8 +25,9 @@ int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
     for (const KernelSymbol& k : kernels)
       if (k.symbol && s.native->symbol == k.symbol) fn = k.fn;
     if (!fn)
-      throw std::runtime_error(fmt::format("{}: stage #{} {}: kernel `{}` is not in this library (was it built by an older pipec?)",
-                                           s.loc.to_string(), i, stage_name(s.kind), s.native->symbol));
+      throw std::runtime_error(
+          fmt::format("{}: stage #{} {}: kernel `{}` is not in this library (was it built by an older pipec?)",
+                      s.loc.to_string(), i, stage_name(s.kind), s.native->symbol));
     auto bound = std::make_shared<NativeKernel>(*s.native);
     bound->fn = fn;
     if (bound->backend.empty()) bound->backend = "aot";
@@ -44,14 +45,16 @@ std::string capi_element_problem(const ElementInfo& element) {
   for (const Field& f : element.fields) {
     if (!f.type || !f.type->is_tensor()) return fmt::format("field `{}` is not a tensor", f.name);
     if (!dlpack_dtype(f.type->dtype))
-      return fmt::format("field `{}` is a byte string, which DLPack cannot carry; decode or convert it in a map first", f.name);
+      return fmt::format("field `{}` is a byte string, which DLPack cannot carry; decode or convert it in a map first",
+                         f.name);
   }
   return "";
 }
 
 PipeHandle::PipeHandle(const PipeLibrary& lib, const pipe_options& o, const HostRunOptions& host) {
   if (lib.plan.stages.empty()) throw std::runtime_error("the library's plan has no stages");
-  if (std::string why = capi_element_problem(lib.plan.stages.back().element); !why.empty()) throw std::runtime_error(why);
+  if (std::string why = capi_element_problem(lib.plan.stages.back().element); !why.empty())
+    throw std::runtime_error(why);
   if (o.threads < 0 || o.threads > 1024)
     throw std::invalid_argument(fmt::format("threads must be between 0 (one per core) and 1024, not {}", o.threads));
   Plan plan = shard_after_sources(lib.plan, o.shard_count, o.shard_index);
@@ -108,7 +111,8 @@ void PipeHandle::restore_state(std::string bytes) {
   const bool has_pending = r.read_u32() != 0;
   if (has_pending) pending = restore_chunk(r);
   r.expect_end();
-  if (has_pending && pending.columns.size() != fields_.size()) throw r.error("the saved rows do not match this pipeline's fields");
+  if (has_pending && pending.columns.size() != fields_.size())
+    throw r.error("the saved rows do not match this pipeline's fields");
   run_->restore_state(std::move(run_state), "pipe_restore_state");
   pending_ = std::move(pending);
   next_row_ = 0;

@@ -55,7 +55,7 @@ class PipeHandle {
  private:
   std::vector<Field> fields_;
   std::unique_ptr<PipelineRun> run_;
-  Chunk pending_;       // the chunk being handed out
+  Chunk pending_;  // the chunk being handed out
   int64_t next_row_ = 0;
   int compiled_kernels_ = 0;
 };

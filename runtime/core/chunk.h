@@ -17,8 +17,8 @@ namespace pipec {
 
 struct Column {
   bool ragged = false;
-  Tensor dense;               // when !ragged: leading dimension = rows
-  std::vector<Tensor> rows;   // when ragged: one tensor per row, each without the rows dimension
+  Tensor dense;              // when !ragged: leading dimension = rows
+  std::vector<Tensor> rows;  // when ragged: one tensor per row, each without the rows dimension
 };
 
 struct Chunk {

@@ -5,8 +5,7 @@ namespace pipec {
 std::string_view dtype_name(DType t) {
   switch (t) {
 #define PIPEC_DTYPE_NAME(name, text, size) \
-  case DType::name:                        \
-    return text;
+  case DType::name: return text;
     PIPEC_DTYPES(PIPEC_DTYPE_NAME)
 #undef PIPEC_DTYPE_NAME
   }
@@ -16,8 +15,7 @@ std::string_view dtype_name(DType t) {
 size_t dtype_size(DType t) {
   switch (t) {
 #define PIPEC_DTYPE_SIZE(name, text, size) \
-  case DType::name:                        \
-    return size;
+  case DType::name: return size;
     PIPEC_DTYPES(PIPEC_DTYPE_SIZE)
 #undef PIPEC_DTYPE_SIZE
   }

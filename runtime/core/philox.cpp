@@ -38,8 +38,7 @@ PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
 PhiloxKey RandomStream::derive_key(uint64_t seed, uint64_t op_id, uint64_t epoch) {
   const PhiloxCounter in{static_cast<uint32_t>(op_id), static_cast<uint32_t>(op_id >> 32),
                          static_cast<uint32_t>(epoch >> 32), kKeyDomain};
-  const PhiloxCounter out =
-      philox4x32_10(in, {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const PhiloxCounter out = philox4x32_10(in, {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   return {out[0], out[1]};
 }
 
@@ -74,13 +73,9 @@ uint64_t RandomStream::next_u64() {
   return lo | (hi << 32);
 }
 
-float RandomStream::uniform_float() {
-  return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f;
-}
+float RandomStream::uniform_float() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }
 
-double RandomStream::uniform_double() {
-  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
-}
+double RandomStream::uniform_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 int64_t RandomStream::uniform_int(int64_t lo, int64_t hi) {
   if (lo > hi) throw std::invalid_argument("RandomStream::uniform_int: lo > hi");

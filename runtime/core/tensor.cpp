@@ -72,8 +72,8 @@ void Tensor::set_strings(std::string blob, std::vector<int64_t> offsets) {
 
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_num_elements(shape) != num_elements())
-    throw std::invalid_argument("reshape from " + shape_to_string(shape_) + " to " +
-                                shape_to_string(shape) + " changes the element count");
+    throw std::invalid_argument("reshape from " + shape_to_string(shape_) + " to " + shape_to_string(shape) +
+                                " changes the element count");
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;

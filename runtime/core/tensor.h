@@ -39,9 +39,13 @@ class Tensor {
   size_t byte_size() const;
 
   template <class T>
-  T* data() { return reinterpret_cast<T*>(data_.get()); }
+  T* data() {
+    return reinterpret_cast<T*>(data_.get());
+  }
   template <class T>
-  const T* data() const { return reinterpret_cast<const T*>(data_.get()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(data_.get());
+  }
   uint8_t* raw() { return data_.get(); }
   const uint8_t* raw() const { return data_.get(); }
 

@@ -40,10 +40,10 @@ struct Cap {
 };
 
 struct Evaluated {
-  std::vector<double> segment_ns;   // sync work per segment (consumer's own time in segment 0 not included)
-  std::vector<double> sync_ns;      // per stage, as it runs with these values (inline work included)
-  std::vector<double> work_ns;      // per stage, all its work
-  std::vector<Cap> stage_cap;       // per stage: its map or reader cap, if any
+  std::vector<double> segment_ns;  // sync work per segment (consumer's own time in segment 0 not included)
+  std::vector<double> sync_ns;     // per stage, as it runs with these values (inline work included)
+  std::vector<double> work_ns;     // per stage, all its work
+  std::vector<Cap> stage_cap;      // per stage: its map or reader cap, if any
   std::vector<Cap> segment_cap;
   Cap cpu;
   double total_work = 0;
@@ -230,14 +230,16 @@ Bottleneck find_bottleneck(const ModelInput& in, const std::vector<int64_t>& val
       b.why = "runs on " + thread;
       if (!others.empty()) {
         b.why += " with ";
-        for (size_t k = 0; k < others.size(); ++k) b.why += (k ? (k + 1 == others.size() ? " and " : ", ") : "") + others[k];
+        for (size_t k = 0; k < others.size(); ++k)
+          b.why += (k ? (k + 1 == others.size() ? " and " : ", ") : "") + others[k];
       }
       return b;
     }
     case Bottleneck::Kind::Map: {
       pick(c.index);
       const int64_t v = value_of(in.stages[c.index], values);
-      b.why = fmt::format("{} chunks in flight keep {} of {} threads on it", v, std::min<int64_t>(v, in.threads), in.threads);
+      b.why = fmt::format("{} chunks in flight keep {} of {} threads on it", v, std::min<int64_t>(v, in.threads),
+                          in.threads);
       return b;
     }
     case Bottleneck::Kind::Reader:
@@ -261,7 +263,8 @@ Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, co
   Choice c;
   const size_t k = ranges.size();
   c.values.resize(k);
-  for (size_t i = 0; i < k; ++i) c.values[i] = std::clamp(i < start.size() ? start[i] : ranges[i].min, ranges[i].min, ranges[i].max);
+  for (size_t i = 0; i < k; ++i)
+    c.values[i] = std::clamp(i < start.size() ? start[i] : ranges[i].min, ranges[i].min, ranges[i].max);
   // Too much memory for the room the budget leaves: give back the step that costs the least rate per byte.
   for (int step = 0; step < 4096 && optional_bytes(in, c.values) > in.room_bytes; ++step) {
     int best = -1;
@@ -333,9 +336,11 @@ Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, co
     const double share = e.total_work > 0 ? 100.0 * e.work_ns[si] / e.total_work : 0;
     switch (s.role) {
       case ModelStage::Role::Map:
-        what = v <= 1 ? fmt::format("runs on the thread that pulls from it ({:.0f}% of the pipeline's work)", share)
-                      : fmt::format("{} of {} threads work on it ({:.0f}% of the pipeline's work) and up to {} results wait ready",
-                                    std::min<int64_t>(v, in.threads), in.threads, share, v);
+        what = v <= 1
+                   ? fmt::format("runs on the thread that pulls from it ({:.0f}% of the pipeline's work)", share)
+                   : fmt::format(
+                         "{} of {} threads work on it ({:.0f}% of the pipeline's work) and up to {} results wait ready",
+                         std::min<int64_t>(v, in.threads), in.threads, share, v);
         break;
       case ModelStage::Role::Prefetch: {
         auto [up, down] = prefetch_sides(in, e, s);
@@ -360,7 +365,8 @@ Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, co
                         mb(std::max(0.0, in.room_bytes - optional_bytes(in, c.values))));
     } else {
       const double gain = rate > 0 && !std::isinf(rate) ? modelled_rate(in, cand) / rate - 1 : 0;
-      why = fmt::format("one more would add {} for {:.1f}% more throughput", mb(s.item_bytes), 100 * std::max(0.0, gain));
+      why =
+          fmt::format("one more would add {} for {:.1f}% more throughput", mb(s.item_bytes), 100 * std::max(0.0, gain));
     }
     c.reasons[i] = what + "; " + why;
   }

@@ -50,17 +50,17 @@ bool knob_kind_from_flag(std::string_view word, KnobKind* kind);
 constexpr KnobKind kKnobKinds[] = {KnobKind::MapParallelism, KnobKind::PrefetchDepth, KnobKind::ReadAhead};
 
 struct ModelStage {
-  int stage = 0;           // the plan's stage index
-  std::string label;       // "#3 map"
-  double sync_ns = 0;      // per output element of the pipeline, on its segment's thread
-  double task_ns = 0;      // per output element, on the pool (a map's tasks) or reader threads (a source)
-  int segment = 0;         // 0: the consumer's thread; k: the input side of the k-th prefetch
+  int stage = 0;       // the plan's stage index
+  std::string label;   // "#3 map"
+  double sync_ns = 0;  // per output element of the pipeline, on its segment's thread
+  double task_ns = 0;  // per output element, on the pool (a map's tasks) or reader threads (a source)
+  int segment = 0;     // 0: the consumer's thread; k: the input side of the k-th prefetch
   enum class Role { Plain, Map, Prefetch, Reader } role = Role::Plain;
-  int knob = -1;           // the index of its `auto` parameter in the choice; -1 when fixed
-  int64_t value = 1;       // the parameter's value while measured (fixed stages: their value)
-  int64_t cycle = 1;       // Reader: files open at once (the interleave's cycle; 1 when sequential)
-  int input_segment = -1;  // Prefetch: the segment on its input side
-  double item_bytes = 0;   // bytes of one buffered item (a chunk of results, a chunk, a file's blocks)
+  int knob = -1;              // the index of its `auto` parameter in the choice; -1 when fixed
+  int64_t value = 1;          // the parameter's value while measured (fixed stages: their value)
+  int64_t cycle = 1;          // Reader: files open at once (the interleave's cycle; 1 when sequential)
+  int input_segment = -1;     // Prefetch: the segment on its input side
+  double item_bytes = 0;      // bytes of one buffered item (a chunk of results, a chunk, a file's blocks)
   std::vector<int> upstream;  // indices (into ModelInput::stages) of every stage it pulls from, transitively
 };
 
@@ -88,9 +88,9 @@ double modelled_rate(const ModelInput& in, const std::vector<int64_t>& values);
 /// What limits the rate: a kind, the stage it names (-1: the consumer) and a phrase.
 struct Bottleneck {
   enum class Kind { None, Segment, Map, Reader, Cpu, Consumer } kind = Kind::None;
-  int stage = -1;        // the plan's stage index
-  double share = 0;      // the stage's share of the pipeline's work, 0..1
-  std::string why;       // "runs on one thread with tfrecord and batch", "the CPU: 2 threads are busy"
+  int stage = -1;    // the plan's stage index
+  double share = 0;  // the stage's share of the pipeline's work, 0..1
+  std::string why;   // "runs on one thread with tfrecord and batch", "the CPU: 2 threads are busy"
 };
 Bottleneck find_bottleneck(const ModelInput& in, const std::vector<int64_t>& values);
 

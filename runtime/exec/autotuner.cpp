@@ -16,7 +16,8 @@ namespace pipec {
 namespace {
 
 int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string label_of(const Plan& plan, int stage) {
@@ -107,7 +108,8 @@ void Autotuner::stop() {
 }
 
 void Autotuner::consumer_called() {
-  if (consumer_since_ >= 0) consumer_ns_.fetch_add(static_cast<uint64_t>(steady_ns() - consumer_since_), std::memory_order_relaxed);
+  if (consumer_since_ >= 0)
+    consumer_ns_.fetch_add(static_cast<uint64_t>(steady_ns() - consumer_since_), std::memory_order_relaxed);
   consumer_since_ = -1;
 }
 
@@ -165,7 +167,7 @@ ModelInput Autotuner::model_between(const Sample& a, const Sample& b, std::vecto
     m.task_ns = per(sa.task_ns, b.stages[i].task_ns);
     for (const auto& k : knobs_) {
       if (k->stage() != i) continue;
-      m.role = k->kind() == KnobKind::MapParallelism ? ModelStage::Role::Map
+      m.role = k->kind() == KnobKind::MapParallelism  ? ModelStage::Role::Map
                : k->kind() == KnobKind::PrefetchDepth ? ModelStage::Role::Prefetch
                                                       : ModelStage::Role::Reader;
       m.value = k->value();
@@ -180,8 +182,8 @@ ModelInput Autotuner::model_between(const Sample& a, const Sample& b, std::vecto
     in.stages.push_back(std::move(m));
   }
   in.consumer_ns = out > 0 ? static_cast<double>(b.consumer_ns - (a.stages.empty() ? 0 : a.consumer_ns)) / out : 0;
-  in.room_bytes = ctx_.memory ? static_cast<double>(ctx_.memory->room()) + optional_held
-                              : std::numeric_limits<double>::infinity();
+  in.room_bytes =
+      ctx_.memory ? static_cast<double>(ctx_.memory->room()) + optional_held : std::numeric_limits<double>::infinity();
   return in;
 }
 
@@ -219,7 +221,8 @@ void Autotuner::decide(const Sample& now) {
   ProcessCpuTimes delta{now.cpu.run_ns - last_.cpu.run_ns, now.cpu.wait_ns - last_.cpu.wait_ns,
                         now.cpu.known && last_.cpu.known};
   if (delta.run_ns < 0 || delta.wait_ns < 0) delta.known = false;  // a thread that ended took its times along
-  const double got = available_cores(in.cores, delta, std::chrono::duration_cast<std::chrono::nanoseconds>(now.at - last_.at).count());
+  const double got =
+      available_cores(in.cores, delta, std::chrono::duration_cast<std::chrono::nanoseconds>(now.at - last_.at).count());
   smooth_cores_ = have_smooth_ ? 0.5 * smooth_cores_ + 0.5 * got : got;
   in.cores = std::clamp(static_cast<int>(std::lround(smooth_cores_)), 1, in.cores);
   have_smooth_ = true;
@@ -242,9 +245,10 @@ void Autotuner::decide(const Sample& now) {
     if (k->value() != from) {
       changes_.push_back({t, k->stage(), k->kind(), from, k->value()});
       if (trace::enabled())
-        trace::instant("autotune",
-                       fmt::format("{} {} {} -> {}", label_of(*ctx_.plan, k->stage()), knob_param(k->kind()), from, k->value()),
-                       trace::now_ns(), "\"reason\": " + trace::quote(c.reasons[i]));
+        trace::instant(
+            "autotune",
+            fmt::format("{} {} {} -> {}", label_of(*ctx_.plan, k->stage()), knob_param(k->kind()), from, k->value()),
+            trace::now_ns(), "\"reason\": " + trace::quote(c.reasons[i]));
     }
     picks_.push_back({k->stage(), k->kind(), k->value(), true, false, c.reasons[i]});
   }

@@ -64,7 +64,7 @@ class Autotuner {
     int64_t value = 0;
     bool tunable = false;
     bool overridden = false;  // an `auto` parameter fixed by RunOptions::auto_values
-    std::string reason;  // one sentence
+    std::string reason;       // one sentence
   };
   /// What each parameter holds now and why (the last decision's sentence).
   std::vector<Pick> picks() const;
@@ -105,8 +105,8 @@ class Autotuner {
   const std::vector<std::pair<KnobKind, int64_t>> values_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Knob>> knobs_;
-  std::vector<int> segment_, input_segment_;     // per plan stage
-  std::vector<std::vector<int>> upstream_;       // per plan stage
+  std::vector<int> segment_, input_segment_;  // per plan stage
+  std::vector<std::vector<int>> upstream_;    // per plan stage
   int segments_ = 1;
   int compute_threads_ = 0;
   std::vector<Pick> picks_;

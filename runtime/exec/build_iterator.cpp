@@ -13,11 +13,13 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
       // reading one file after another, so the order never depends on the machine's core count; the
       // autotuner decides whether that file is read on a thread of its own (with more than one thread).
       const Value* pr = s.arg("parallel_reads");
-      if (pr && pr->kind == Value::Int && pr->i > 1) return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, {pr->i, false, pr->i});
+      if (pr && pr->kind == Value::Int && pr->i > 1)
+        return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, {pr->i, false, pr->i});
       if (pr && pr->kind == Value::Int) return make_tfrecord_source(ctx, stage, epoch, 1, 1, {0, false, 0});
       const int64_t ahead = ctx.threads > 1 ? 1 : 0;
-      return make_tfrecord_source(ctx, stage, epoch, 1, 1,
-                                  {ahead, ahead > 0, ahead, ahead ? nullptr : "one thread: files are read on the thread that parses them"});
+      return make_tfrecord_source(
+          ctx, stage, epoch, 1, 1,
+          {ahead, ahead > 0, ahead, ahead ? nullptr : "one thread: files are read on the thread that parses them"});
     }
     case StageKind::Range: return make_range_source(ctx, stage, epoch);
     case StageKind::Files:

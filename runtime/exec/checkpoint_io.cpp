@@ -131,18 +131,15 @@ std::string StateWriter::finish() const {
   return out;
 }
 
-void StateWriter::write_to_file(const std::filesystem::path& path) const {
-  write_file_atomic(path, finish());
-}
+void StateWriter::write_to_file(const std::filesystem::path& path) const { write_file_atomic(path, finish()); }
 
 // ---- StateReader ----------------------------------------------------------------------------------
 
-StateReader::StateReader(std::string data, std::string source)
-    : data_(std::move(data)), source_(std::move(source)) {
+StateReader::StateReader(std::string data, std::string source) : data_(std::move(data)), source_(std::move(source)) {
   const auto* p = reinterpret_cast<const uint8_t*>(data_.data());
   if (data_.size() < kHeaderSize + kTrailerSize) {
-    throw error(fmt::format("truncated state file: {} bytes, smaller than the {}-byte framing",
-                            data_.size(), kHeaderSize + kTrailerSize));
+    throw error(fmt::format("truncated state file: {} bytes, smaller than the {}-byte framing", data_.size(),
+                            kHeaderSize + kTrailerSize));
   }
   if (std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     throw error("not a pipec state file (bad magic)");
@@ -158,8 +155,7 @@ StateReader::StateReader(std::string data, std::string source)
   const auto stored = load_le32(p + crc_at);
   const uint32_t computed = crc32_zlib(p, crc_at);
   if (stored != computed) {
-    throw error(fmt::format("corrupt state file: CRC32 mismatch (stored {:08x}, computed {:08x})",
-                            stored, computed));
+    throw error(fmt::format("corrupt state file: CRC32 mismatch (stored {:08x}, computed {:08x})", stored, computed));
   }
 }
 
@@ -174,9 +170,10 @@ CheckpointError StateReader::error(std::string_view what) const {
 const uint8_t* StateReader::take(size_t n, const char* what) {
   if (n > remaining()) {
     // The CRC matched, so the file is intact: the reader's layout disagrees with the writer's.
-    throw error(fmt::format("state layout mismatch: reading {} needs {} bytes at payload offset {}, "
-                            "only {} left (version {})",
-                            what, n, pos_ - kHeaderSize, remaining(), version_));
+    throw error(
+        fmt::format("state layout mismatch: reading {} needs {} bytes at payload offset {}, "
+                    "only {} left (version {})",
+                    what, n, pos_ - kHeaderSize, remaining(), version_));
   }
   const auto* p = reinterpret_cast<const uint8_t*>(data_.data()) + pos_;
   pos_ += n;
@@ -191,8 +188,7 @@ double StateReader::read_f64() { return std::bit_cast<double>(load_le64(take(8, 
 uint64_t StateReader::read_count(size_t min_element_size, const char* what) {
   const uint64_t n = read_u64();
   if (n > remaining() / min_element_size) {
-    throw error(fmt::format("state layout mismatch: {} length {} exceeds the {} bytes left", what, n,
-                            remaining()));
+    throw error(fmt::format("state layout mismatch: {} length {} exceeds the {} bytes left", what, n, remaining()));
   }
   return n;
 }
@@ -211,8 +207,7 @@ std::vector<uint8_t> StateReader::read_bytes() {
 
 void StateReader::expect_end() const {
   if (remaining() != 0) {
-    throw error(fmt::format("state layout mismatch: {} unread payload bytes (version {})",
-                            remaining(), version_));
+    throw error(fmt::format("state layout mismatch: {} unread payload bytes (version {})", remaining(), version_));
   }
 }
 

@@ -13,7 +13,8 @@ ChunkBuilder::ChunkBuilder(const Chunk& prototype, int64_t capacity) : capacity_
     if (!c.ragged) {
       b.dtype = c.dense.dtype();
       b.row_shape.assign(c.dense.shape().begin() + 1, c.dense.shape().end());
-      b.row_bytes = b.dtype == DType::Bytes ? 0 : static_cast<size_t>(shape_num_elements(b.row_shape)) * dtype_size(b.dtype);
+      b.row_bytes =
+          b.dtype == DType::Bytes ? 0 : static_cast<size_t>(shape_num_elements(b.row_shape)) * dtype_size(b.dtype);
     } else if (!c.rows.empty()) {
       b.dtype = c.rows[0].dtype();
     }
@@ -81,8 +82,9 @@ void ChunkBuilder::add_rows(const Chunk& src, int64_t begin, int64_t end, Thread
     ColumnBuilder& b = cols_[i];
     const Column& c = src.columns[i];
     if (!b.ragged) {
-      bool fits = c.ragged ? b.dtype == DType::Bytes && std::all_of(c.rows.begin() + begin, c.rows.begin() + end,
-                                                                     [&](const Tensor& t) { return same_row_shape(t, b.row_shape, false); })
+      bool fits = c.ragged ? b.dtype == DType::Bytes &&
+                                 std::all_of(c.rows.begin() + begin, c.rows.begin() + end,
+                                             [&](const Tensor& t) { return same_row_shape(t, b.row_shape, false); })
                            : same_row_shape(c.dense, b.row_shape, true);
       if (!fits) demote(b);
     }
@@ -136,7 +138,8 @@ bool ChunkBuilder::compatible(const Chunk& c) const {
     if (b.ragged != col.ragged) return false;
     if (b.ragged) continue;
     const Shape& s = col.dense.shape();
-    if (col.dense.dtype() != b.dtype || s.empty() || !std::equal(s.begin() + 1, s.end(), b.row_shape.begin(), b.row_shape.end()))
+    if (col.dense.dtype() != b.dtype || s.empty() ||
+        !std::equal(s.begin() + 1, s.end(), b.row_shape.begin(), b.row_shape.end()))
       return false;
   }
   return true;

@@ -39,10 +39,10 @@ class ChunkBuilder {
   struct ColumnBuilder {
     bool ragged = false;
     DType dtype = DType::F32;
-    Shape row_shape;        // dense: shape of one row
-    size_t row_bytes = 0;   // dense numeric
-    Tensor data;            // dense numeric: [capacity, row_shape...]
-    std::string blob;       // dense bytes
+    Shape row_shape;       // dense: shape of one row
+    size_t row_bytes = 0;  // dense numeric
+    Tensor data;           // dense numeric: [capacity, row_shape...]
+    std::string blob;      // dense bytes
     std::vector<int64_t> offsets{0};
     std::vector<Tensor> rows;  // ragged
     bool demoted = false;      // dense in the prototype, ragged in the chunk being built (see demote)

@@ -146,8 +146,9 @@ std::vector<FixedBuffer> fixed_buffers(const Plan& plan, int64_t source_rows, co
         auto n = pass_length(plan, s.inputs.at(0), source_length);
         auto e = element_bytes(s.element);
         if (n && e) b.bytes = *e * static_cast<uint64_t>(*n);
-        b.what = n ? fmt::format("its pass of {} elements{}", thousands(*n), e ? " of " + format_bytes(*e) : std::string())
-                   : std::string("its pass");
+        b.what =
+            n ? fmt::format("its pass of {} elements{}", thousands(*n), e ? " of " + format_bytes(*e) : std::string())
+              : std::string("its pass");
         break;
       }
       case StageKind::Prefetch: {
@@ -171,12 +172,14 @@ std::vector<FixedBuffer> fixed_buffers(const Plan& plan, int64_t source_rows, co
           if (e && size && size->i > 0) {
             const uint64_t row = *e / static_cast<uint64_t>(size->i);
             b.bytes = row * static_cast<uint64_t>(rows_per_chunk(plan, s.inputs.at(0), source_rows)) *
-                      static_cast<uint64_t>(window) + *e;
+                          static_cast<uint64_t>(window) +
+                      *e;
           }
         } else if (o) {
           b.bytes = *o * static_cast<uint64_t>(window);
         }
-        b.what = is_auto(v) ? std::string("its first chunk of results") : fmt::format("its {} chunks of results", window);
+        b.what =
+            is_auto(v) ? std::string("its first chunk of results") : fmt::format("its {} chunks of results", window);
         break;
       }
       default: continue;
@@ -200,12 +203,13 @@ std::string fixed_buffers_over_budget(const Plan& plan, const std::vector<FixedB
   }
   if (total <= budget || !big) return {};
   if (largest) *largest = big->stage;
-  std::string msg = fmt::format("{} need{} {}", big->what, big->what.find("chunks") != std::string::npos ? "" : "s", format_bytes(most));
+  std::string msg = fmt::format("{} need{} {}", big->what, big->what.find("chunks") != std::string::npos ? "" : "s",
+                                format_bytes(most));
   if (most > budget) {
     msg += fmt::format(", over the memory budget of {}", format_bytes(budget));
   } else {
-    msg += fmt::format("; with the run's other fixed buffers that makes {}, over the memory budget of {}", format_bytes(total),
-                       format_bytes(budget));
+    msg += fmt::format("; with the run's other fixed buffers that makes {}, over the memory budget of {}",
+                       format_bytes(total), format_bytes(budget));
   }
   return msg + " (raise --memory-budget, or make the buffer smaller)";
 }

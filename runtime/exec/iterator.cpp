@@ -187,7 +187,8 @@ Chunk restore_chunk(StateReader& r) {
 }
 
 StageError::StageError(const Stage& stage, const std::string& what)
-    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) + std::string(stage_name(stage.kind)) + ": " + what),
+    : std::runtime_error((stage.loc.valid() ? stage.loc.to_string() + ": " : std::string()) +
+                         std::string(stage_name(stage.kind)) + ": " + what),
       op_(stage_name(stage.kind)),
       spec_location_(stage.loc.valid() ? stage.loc.to_string() : std::string()) {}
 

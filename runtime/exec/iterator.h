@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "runtime/core/chunk.h"
-#include "runtime/threads/cancellation.h"
 #include "runtime/exec/checkpoint_io.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/io/errors.h"
+#include "runtime/plan/plan.h"
+#include "runtime/threads/cancellation.h"
 #include "runtime/threads/thread_pool.h"
 #include "runtime/trace/trace.h"
-#include "runtime/plan/plan.h"
 
 namespace pipec {
 
@@ -33,12 +33,12 @@ class MemoryBudget;
 /// What every iterator of one run shares.
 struct RunContext {
   const Plan* plan = nullptr;
-  std::string spec_dir;            // relative paths in the spec are resolved against it
-  uint64_t seed = 0;               // the run seed: default for shuffle/random ops without their own
-  int threads = 0;                 // parallelism for map and parallel reads
+  std::string spec_dir;  // relative paths in the spec are resolved against it
+  uint64_t seed = 0;     // the run seed: default for shuffle/random ops without their own
+  int threads = 0;       // parallelism for map and parallel reads
   ThreadPool* pool = nullptr;
   const CancellationToken* cancel = nullptr;
-  std::vector<std::unique_ptr<StageStats>> stats;  // one per plan stage: output, own busy time, bytes
+  std::vector<std::unique_ptr<StageStats>> stats;              // one per plan stage: output, own busy time, bytes
   std::vector<std::unique_ptr<std::atomic<int64_t>>> dropped;  // per stage: elements dropped by ignore_errors
   /// Rows per chunk that sources produce (elements, before batching).
   int64_t chunk_rows = 1024;
@@ -110,7 +110,7 @@ class ChunkIterator {
 
   RunContext& ctx_;
   int stage_;
-  int64_t produced_ = 0;  // elements produced so far in this epoch (the next chunk's first_index)
+  int64_t produced_ = 0;        // elements produced so far in this epoch (the next chunk's first_index)
   int64_t largest_pulled_ = 0;  // rows of the largest chunk pull() has returned (buffer bounds count in chunks)
 
  private:

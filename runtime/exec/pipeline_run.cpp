@@ -65,7 +65,8 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   // buffers cannot fit is refused here, naming the largest.
   // One account per stage, and one more for the JPEG window index (repeated_jpeg_index), a cache the
   // run fills too: an index is kept only when the budget grants its bytes.
-  memory_ = std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n + 1);
+  memory_ =
+      std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n + 1);
   ctx_.memory = memory_.get();
   const SourceLength source_length = [this](int stage) { return this->source_length(stage); };
   const std::vector<FixedBuffer> fixed = fixed_buffers(plan_, ctx_.chunk_rows, source_length);
@@ -121,9 +122,7 @@ bool PipelineRun::next(Chunk& out) {
   return ok;
 }
 
-void PipelineRun::save_checkpoint(const std::filesystem::path& path) const {
-  write_file_atomic(path, save_state());
-}
+void PipelineRun::save_checkpoint(const std::filesystem::path& path) const { write_file_atomic(path, save_state()); }
 
 void PipelineRun::restore_checkpoint(const std::filesystem::path& path) {
   restore_state(read_file(path), path.string());
@@ -140,7 +139,8 @@ std::string PipelineRun::save_state() const {
 
 void PipelineRun::restore_state(std::string bytes, const std::string& source) {
   StateReader r(std::move(bytes), source);
-  if (r.version() != kCheckpointVersion) throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
+  if (r.version() != kCheckpointVersion)
+    throw r.error(fmt::format("checkpoint version {} is not supported", r.version()));
   if (r.read_u64() != fingerprint_) throw r.error("the checkpoint was written by a different pipeline");
   delivered_ = r.read_i64();
   uint64_t seed = r.read_u64();

@@ -16,8 +16,7 @@ StageStatsSnapshot StageStats::snapshot() const {
 }
 
 StageStats::BusyTimer::~BusyTimer() {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - start_);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
   stats_.add_busy_ns(static_cast<uint64_t>(ns.count()));
 }
 
@@ -91,10 +90,10 @@ std::string ProgressLine::format() const {
   const double secs = elapsed_seconds > 0 ? elapsed_seconds : 0;
   const double ex_rate = secs > 0 ? static_cast<double>(examples) / secs : 0;
   const double byte_rate = secs > 0 ? static_cast<double>(bytes) / secs : 0;
-  std::string line = fmt::format("batches {}  examples {}  {} ex/s  {}  elapsed {}",
-                                 format_thousands(batches), format_thousands(examples),
-                                 format_thousands(static_cast<uint64_t>(std::llround(ex_rate))),
-                                 format_byte_rate(byte_rate), format_duration(secs));
+  std::string line =
+      fmt::format("batches {}  examples {}  {} ex/s  {}  elapsed {}", format_thousands(batches),
+                  format_thousands(examples), format_thousands(static_cast<uint64_t>(std::llround(ex_rate))),
+                  format_byte_rate(byte_rate), format_duration(secs));
   if (total_examples) {
     if (examples >= *total_examples) {
       line += "  ETA 0:00";

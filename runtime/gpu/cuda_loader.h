@@ -43,7 +43,7 @@ struct CudaDriver {
   cuda::CUdevice device = 0;  // device 0 (one GPU per process for now)
   cuda::CUcontext context = nullptr;
   std::string device_name;
-  int arch = 0;               // compute capability as major * 10 + minor (90 on an H100)
+  int arch = 0;  // compute capability as major * 10 + minor (90 on an H100)
   int multiprocessors = 0;
 
   /// "CUDA_ERROR_...: text" for a result code.

@@ -181,7 +181,8 @@ void GpuMapExecutor::trace_slot(const Slot& s) {
     d_.check(d_.cuEventElapsedTime(&ms, origin_, e), "cuEventElapsedTime");
     return origin_ns_ + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
   };
-  const int64_t started = at(s.started), copied_in = at(s.copied_in), computed = at(s.computed), copied_out = at(s.copied_out);
+  const int64_t started = at(s.started), copied_in = at(s.copied_in), computed = at(s.computed),
+                copied_out = at(s.copied_out);
   // The kernel waits for its copy and for the kernel before it on the compute stream.
   const int64_t kernel_start = std::max(copied_in, last_computed_ns_);
   last_computed_ns_ = computed;
@@ -193,8 +194,6 @@ void GpuMapExecutor::trace_slot(const Slot& s) {
   trace::complete_on(copies_out_track_, "gpu", copy_out, computed, copied_out - computed, rows);
 }
 
-std::string GpuMapExecutor::describe() const {
-  return fmt::format("{} (sm_{})", d_.device_name, d_.arch);
-}
+std::string GpuMapExecutor::describe() const { return fmt::format("{} (sm_{})", d_.device_name, d_.arch); }
 
 }  // namespace pipec::gpu

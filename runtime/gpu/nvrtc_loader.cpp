@@ -26,7 +26,9 @@ struct Nvrtc::Api {
   PFN_nvrtcGetProgramLog log = nullptr;
 };
 
-std::vector<std::string> exact_math_options() { return {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true"}; }
+std::vector<std::string> exact_math_options() {
+  return {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true"};
+}
 
 Nvrtc::~Nvrtc() { delete api_; }
 

@@ -39,7 +39,8 @@ std::string ptx_cache_key(const std::string& source, int arch, const std::string
   std::string all = fmt::format("sm_{}\nnvrtc {}\n", arch, nvrtc_version);
   for (const std::string& o : options) all += o + "\n";
   all += source;
-  return fmt::format("{:016x}{:016x}-sm_{}", fnv1a(all, 0xcbf29ce484222325ULL), fnv1a(all, 0x84222325cbf29ce4ULL), arch);
+  return fmt::format("{:016x}{:016x}-sm_{}", fnv1a(all, 0xcbf29ce484222325ULL), fnv1a(all, 0x84222325cbf29ce4ULL),
+                     arch);
 }
 
 CachedPtx compile_ptx_cached(const Nvrtc& nvrtc, const std::string& source, const std::string& name, int arch,

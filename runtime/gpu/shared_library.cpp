@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-
 namespace pipec::gpu {
 
 void* SharedLibrary::symbol(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }

@@ -7,9 +7,11 @@
 namespace pipec {
 
 std::string window_misfit(const CropWindow& win, int64_t h, int64_t w) {
-  if (win.top >= 0 && win.left >= 0 && win.height >= 1 && win.width >= 1 && win.top + win.height <= h && win.left + win.width <= w)
+  if (win.top >= 0 && win.left >= 0 && win.height >= 1 && win.width >= 1 && win.top + win.height <= h &&
+      win.left + win.width <= w)
     return "";
-  return fmt::format("the crop window {}x{} at ({}, {}) does not fit the {}x{} image", win.height, win.width, win.top, win.left, h, w);
+  return fmt::format("the crop window {}x{} at ({}, {}) does not fit the {}x{} image", win.height, win.width, win.top,
+                     win.left, h, w);
 }
 
 CropWindow random_crop_window(int64_t h, int64_t w, int64_t crop_h, int64_t crop_w, RandomStream& stream) {

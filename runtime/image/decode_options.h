@@ -28,10 +28,10 @@ struct CropWindow {
 using WindowFn = std::function<bool(int64_t height, int64_t width, CropWindow& window, std::string& error)>;
 
 struct DecodeOptions {
-  int channels = 3;      // 0: as stored; 1 grey; 3 RGB; 4 RGBA (PNG only)
-  bool u16 = false;      // PNG only: 16-bit samples (8-bit files are scaled by 257, as TF does)
+  int channels = 3;  // 0: as stored; 1 grey; 3 RGB; 4 RGBA (PNG only)
+  bool u16 = false;  // PNG only: 16-bit samples (8-bit files are scaled by 257, as TF does)
   int64_t max_pixels = kDefaultMaxPixels;
-  WindowFn window;       // when set, only this window is decoded (and returned)
+  WindowFn window;  // when set, only this window is decoded (and returned)
 };
 
 /// The error for an image of h x w pixels when the limit is `max_pixels`.

@@ -63,7 +63,8 @@ class Line {
 Tensor distance_transform_image(const Tensor& images) {
   const Shape& s = images.shape();
   if (images.rank() != 3 && images.rank() != 4)
-    throw ImageError(fmt::format("expected an image [h, w, c] or a batch [n, h, w, c], got shape {}", shape_to_string(s)));
+    throw ImageError(
+        fmt::format("expected an image [h, w, c] or a batch [n, h, w, c], got shape {}", shape_to_string(s)));
   if (images.dtype() == DType::Bytes) throw ImageError("expected pixels, got byte strings (decode the image first)");
   const bool batch = images.rank() == 4;
   const int64_t n = batch ? s[0] : 1, h = s[batch ? 1 : 0], w = s[batch ? 2 : 1], c = s[batch ? 3 : 2];
@@ -83,7 +84,8 @@ Tensor distance_transform_image(const Tensor& images) {
         for (int64_t y = 0; y < h; ++y) line.transform(g.data() + y * w, w, 1, f.data() + y * w, 1);
         for (int64_t i = 0; i < h * w; ++i) {
           const int64_t d = f[static_cast<size_t>(i)];
-          o[base + i * c] = d == kFar ? std::numeric_limits<float>::infinity() : static_cast<float>(std::sqrt(static_cast<double>(d)));
+          o[base + i * c] = d == kFar ? std::numeric_limits<float>::infinity()
+                                      : static_cast<float>(std::sqrt(static_cast<double>(d)));
         }
       }
   });

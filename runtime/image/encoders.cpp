@@ -16,13 +16,15 @@ namespace pipec {
 namespace {
 
 void check_image(const Tensor& t, bool jpeg) {
-  bool ok = t.rank() == 3 && t.shape()[0] > 0 && t.shape()[1] > 0 && t.shape()[0] < (1 << 16) && t.shape()[1] < (1 << 16);
+  bool ok =
+      t.rank() == 3 && t.shape()[0] > 0 && t.shape()[1] > 0 && t.shape()[0] < (1 << 16) && t.shape()[1] < (1 << 16);
   int64_t c = t.rank() == 3 ? t.shape()[2] : 0;
-  ok = ok && (jpeg ? (c == 1 || c == 3) && t.dtype() == DType::U8 : c >= 1 && c <= 4 && (t.dtype() == DType::U8 || t.dtype() == DType::U16));
+  ok = ok && (jpeg ? (c == 1 || c == 3) && t.dtype() == DType::U8
+                   : c >= 1 && c <= 4 && (t.dtype() == DType::U8 || t.dtype() == DType::U16));
   if (!ok)
-    throw ImageError(fmt::format("{} takes {} [h, w, {}] (1 to 65535 pixels a side), not {} {}", jpeg ? "encode_jpeg" : "encode_png",
-                                 jpeg ? "u8" : "u8 or u16", jpeg ? "1 or 3" : "1 to 4", dtype_name(t.dtype()),
-                                 shape_to_string(t.shape())));
+    throw ImageError(fmt::format("{} takes {} [h, w, {}] (1 to 65535 pixels a side), not {} {}",
+                                 jpeg ? "encode_jpeg" : "encode_png", jpeg ? "u8" : "u8 or u16",
+                                 jpeg ? "1 or 3" : "1 to 4", dtype_name(t.dtype()), shape_to_string(t.shape())));
 }
 
 struct PngOut {
@@ -58,8 +60,8 @@ bool encode_png_into(const Tensor& img, PngOut& o, png_bytep* rows) {
   const int types[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
   const bool wide = img.dtype() == DType::U16;
   png_set_write_fn(png, &o, png_write_data, png_flush);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(img.shape()[1]), static_cast<png_uint_32>(img.shape()[0]), wide ? 16 : 8,
-               types[c], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(img.shape()[1]), static_cast<png_uint_32>(img.shape()[0]),
+               wide ? 16 : 8, types[c], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   if (wide) png_set_swap(png);
   png_write_image(png, rows);
@@ -120,13 +122,15 @@ std::string encode_png_image(const Tensor& image) {
   std::vector<png_bytep> rows(static_cast<size_t>(image.shape()[0]));
   const size_t stride = static_cast<size_t>(image.shape()[1] * image.shape()[2]) * dtype_size(image.dtype());
   for (size_t r = 0; r < rows.size(); ++r) rows[r] = const_cast<png_bytep>(image.raw() + r * stride);
-  if (!encode_png_into(image, o, rows.data())) throw ImageError(fmt::format("encode_png: {}", o.message[0] ? o.message : "libpng failed"));
+  if (!encode_png_into(image, o, rows.data()))
+    throw ImageError(fmt::format("encode_png: {}", o.message[0] ? o.message : "libpng failed"));
   return out;
 }
 
 std::string encode_jpeg_image(const Tensor& image, int quality) {
   check_image(image, true);
-  if (quality < 1 || quality > 100) throw ImageError(fmt::format("encode_jpeg: quality must be 1..100, not {}", quality));
+  if (quality < 1 || quality > 100)
+    throw ImageError(fmt::format("encode_jpeg: quality must be 1..100, not {}", quality));
   unsigned char* buf = nullptr;
   unsigned long size = 0;
   char message[JMSG_LENGTH_MAX] = {0};

@@ -27,7 +27,9 @@ int64_t budget_from_environment() {
   if (!text || !*text) return default_budget();
   const int64_t n = parse_memory_size(text);
   if (n >= 0) return n;
-  std::fprintf(stderr, "pipec: PIPEC_JPEG_INDEX_MEMORY=%s is not a size (like 0, 512M or 2G); using a quarter of memory\n", text);
+  std::fprintf(stderr,
+               "pipec: PIPEC_JPEG_INDEX_MEMORY=%s is not a size (like 0, 512M or 2G); using a quarter of memory\n",
+               text);
   return default_budget();
 }
 
@@ -66,7 +68,8 @@ bool JpegIndexCache::has_room(size_t file_bytes) const {
 
 void JpegIndexCache::remember(const std::string& key, std::shared_ptr<const JpegWindowIndex> index) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t cost = (index ? static_cast<int64_t>(index->memory_bytes()) : 0) + kEntryOverhead + static_cast<int64_t>(key.size());
+  const int64_t cost =
+      (index ? static_cast<int64_t>(index->memory_bytes()) : 0) + kEntryOverhead + static_cast<int64_t>(key.size());
   const int64_t index_bytes = index ? static_cast<int64_t>(index->memory_bytes()) : 0;
   if (bytes_ + cost > budget_ || (index && admit_ && entries_.count(key) == 0 && !admit_(index_bytes))) {
     full_ = true;
@@ -76,7 +79,8 @@ void JpegIndexCache::remember(const std::string& key, std::shared_ptr<const Jpeg
   }
   auto [it, inserted] = entries_.emplace(key, std::move(index));
   if (!inserted) return;  // another thread indexed the same file meanwhile
-  bytes_ += (it->second ? static_cast<int64_t>(it->second->memory_bytes()) : 0) + kEntryOverhead + static_cast<int64_t>(key.size());
+  bytes_ += (it->second ? static_cast<int64_t>(it->second->memory_bytes()) : 0) + kEntryOverhead +
+            static_cast<int64_t>(key.size());
   if (!it->second) ++unindexable_;
 }
 
@@ -100,8 +104,9 @@ JpegIndexCache::Stats JpegIndexCache::stats() const {
 std::string jpeg_file_key(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  return fmt::format("f{}\n{}:{}:{}:{}.{:09d}", path, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                     static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec), static_cast<int64_t>(st.st_mtim.tv_nsec));
+  return fmt::format("f{}\n{}:{}:{}:{}.{:09d}", path, static_cast<uint64_t>(st.st_dev),
+                     static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec), static_cast<int64_t>(st.st_mtim.tv_nsec));
 }
 
 std::string jpeg_bytes_key(std::string_view data) {
@@ -135,10 +140,14 @@ int64_t parse_memory_size(std::string_view text) {
   if (unit.empty() || unit == "B") return n;
   int shift = 0;
   switch (unit[0]) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    case 'T': case 't': shift = 40; break;
+    case 'K':
+    case 'k': shift = 10; break;
+    case 'M':
+    case 'm': shift = 20; break;
+    case 'G':
+    case 'g': shift = 30; break;
+    case 'T':
+    case 't': shift = 40; break;
     default: return -1;
   }
   if (unit.size() > 1 && unit.substr(1) != "B" && unit.substr(1) != "iB") return -1;

@@ -50,7 +50,8 @@ bool build_table(HuffTable& t, bool dc) {
       if (next + 1 >= (1 << len)) return false;  // past the code space (or onto the all-ones code)
       if (len <= 9) {
         const int shift = 9 - len;
-        for (int j = 0; j < (1 << shift); ++j) t.fast[(next << shift) | j] = static_cast<uint16_t>((len << 8) | t.values[static_cast<size_t>(k)]);
+        for (int j = 0; j < (1 << shift); ++j)
+          t.fast[(next << shift) | j] = static_cast<uint16_t>((len << 8) | t.values[static_cast<size_t>(k)]);
       }
       if (t.values[static_cast<size_t>(k)] < 16) {
         t.code[t.values[static_cast<size_t>(k)]] = static_cast<uint16_t>(next);
@@ -182,7 +183,7 @@ class BitReader {
   size_t size_;
   uint64_t byte_ = 0;  // next byte to load
   uint64_t buf_ = 0;
-  int count_ = 0;      // valid bits in buf_
+  int count_ = 0;  // valid bits in buf_
 };
 
 // Writes bits most significant first, stuffing a zero byte after each 0xFF, into memory the caller
@@ -264,7 +265,8 @@ bool read_scan_header(std::string_view sb, Headers& h, std::string& why) {
     Component c = *it;
     c.dc = static_cast<unsigned char>(sb[2 + 2 * k]) >> 4;
     c.ac = static_cast<unsigned char>(sb[2 + 2 * k]) & 15;
-    if (c.dc > 3 || c.ac > 3 || !h.dc_tables[static_cast<size_t>(c.dc)].defined || !h.ac_tables[static_cast<size_t>(c.ac)].defined)
+    if (c.dc > 3 || c.ac > 3 || !h.dc_tables[static_cast<size_t>(c.dc)].defined ||
+        !h.ac_tables[static_cast<size_t>(c.ac)].defined)
       return why = "the scan uses an undefined Huffman table", false;
     h.scan.push_back(c);
   }
@@ -285,8 +287,11 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
   size_t at = 2;
   bool have_frame = false;
   for (;;) {
-    while (at + 1 < d.size() && static_cast<unsigned char>(d[at]) == 0xFF && static_cast<unsigned char>(d[at + 1]) == 0xFF) ++at;
-    if (at + 4 > d.size() || static_cast<unsigned char>(d[at]) != 0xFF) return why = "no marker where one must be", false;
+    while (at + 1 < d.size() && static_cast<unsigned char>(d[at]) == 0xFF &&
+           static_cast<unsigned char>(d[at + 1]) == 0xFF)
+      ++at;
+    if (at + 4 > d.size() || static_cast<unsigned char>(d[at]) != 0xFF)
+      return why = "no marker where one must be", false;
     const int m = static_cast<unsigned char>(d[at + 1]);
     const size_t len = be16(d, at + 2);
     if (len < 2 || at + 2 + len > d.size()) return why = "a marker segment runs past the end", false;
@@ -298,8 +303,7 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
       out.width = be16(body, 3);
       const size_t n = static_cast<unsigned char>(body[5]);
       if (out.height < 1 || out.width < 1) return why = "no image size in the frame header", false;
-      if (out.height * out.width > max_pixels)
-        return why = pixel_limit_error(out.height, out.width, max_pixels), false;
+      if (out.height * out.width > max_pixels) return why = pixel_limit_error(out.height, out.width, max_pixels), false;
       if ((n != 1 && n != 3) || body.size() < 6 + 3 * n) return why = "not 1 or 3 components", false;
       for (size_t k = 0; k < n; ++k) {
         Component c;
@@ -320,9 +324,11 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
         HuffTable& t = cls == 0 ? h.dc_tables[static_cast<size_t>(id)] : h.ac_tables[static_cast<size_t>(id)];
         t = HuffTable();
         size_t total = 0;
-        for (int len = 1; len <= 16; ++len) total += t.counts[len] = static_cast<unsigned char>(body[p + static_cast<size_t>(len)]);
+        for (int len = 1; len <= 16; ++len)
+          total += t.counts[len] = static_cast<unsigned char>(body[p + static_cast<size_t>(len)]);
         if (total > 256 || p + 17 + total > body.size()) return why = "a bad Huffman table", false;
-        t.values.assign(body.begin() + static_cast<std::ptrdiff_t>(p + 17), body.begin() + static_cast<std::ptrdiff_t>(p + 17 + total));
+        t.values.assign(body.begin() + static_cast<std::ptrdiff_t>(p + 17),
+                        body.begin() + static_cast<std::ptrdiff_t>(p + 17 + total));
         if (!build_table(t, cls == 0)) return why = "a bad Huffman table", false;
         t.defined = true;
         p += 17 + total;
@@ -408,7 +414,8 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
   u.bytes.clear();
   u.segment_start.clear();
   if (!unstuff(d, h.scan_data, u, why)) return false;
-  const size_t segments = restart_interval > 0 ? static_cast<size_t>((mcus + restart_interval - 1) / restart_interval) : 1;
+  const size_t segments =
+      restart_interval > 0 ? static_cast<size_t>((mcus + restart_interval - 1) / restart_interval) : 1;
   if (u.segment_start.size() != segments) return why = "the number of restart markers does not match the image", false;
 
   // The new tables: the standard DC table under every DC table number the scan uses, the file's own
@@ -440,7 +447,8 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
   // double every byte.
   int blocks_per_mcu = 0;
   for (const Component& c : scan) blocks_per_mcu += ns == 1 ? 1 : c.h * c.v;
-  const size_t bound = 2 * (u.bytes.size() + static_cast<size_t>(mcus) * (static_cast<size_t>(blocks_per_mcu) * 3 + 3)) + 64;
+  const size_t bound =
+      2 * (u.bytes.size() + static_cast<size_t>(mcus) * (static_cast<size_t>(blocks_per_mcu) * 3 + 3)) + 64;
   if (scan_out.size() < bound) scan_out.resize(bound);
 
   out.mcu_start.clear();

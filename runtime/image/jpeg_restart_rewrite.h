@@ -22,11 +22,11 @@
 namespace pipec {
 
 struct RestartRewrite {
-  std::string data;                 // the rewritten file
-  size_t sof = 0;                   // offset of its SOF marker
-  size_t scan = 0;                  // offset of its first entropy-coded byte
-  int64_t height = 0, width = 0;    // pixels
-  int64_t mcu_w = 8, mcu_h = 8;     // pixels per MCU
+  std::string data;               // the rewritten file
+  size_t sof = 0;                 // offset of its SOF marker
+  size_t scan = 0;                // offset of its first entropy-coded byte
+  int64_t height = 0, width = 0;  // pixels
+  int64_t mcu_w = 8, mcu_h = 8;   // pixels per MCU
   int64_t mcus_per_row = 0, mcu_rows = 0;
   std::vector<uint32_t> mcu_start;  // as JpegWindowIndex::mcu_start_
 };

@@ -28,7 +28,8 @@ bool header_acceptable(const jpeg_decompress_struct& d, int64_t max_pixels, std:
     why = pixel_limit_error(h, w, max_pixels);
     return false;
   }
-  if (d.jpeg_color_space == JCS_CMYK || d.jpeg_color_space == JCS_YCCK || (d.num_components != 1 && d.num_components != 3)) {
+  if (d.jpeg_color_space == JCS_CMYK || d.jpeg_color_space == JCS_YCCK ||
+      (d.num_components != 1 && d.num_components != 3)) {
     why = "CMYK/YCCK JPEGs are not indexed";
     return false;
   }
@@ -42,7 +43,8 @@ bool coefficients_in_range(jpeg_decompress_struct& d, jvirt_barray_ptr* coeffici
   for (int ci = 0; ci < d.num_components; ++ci) {
     const jpeg_component_info& comp = d.comp_info[ci];
     for (JDIMENSION row = 0; row < comp.height_in_blocks; ++row) {
-      JBLOCKARRAY blocks = (*d.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&d), coefficients[ci], row, 1, FALSE);
+      JBLOCKARRAY blocks =
+          (*d.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&d), coefficients[ci], row, 1, FALSE);
       for (JDIMENSION b = 0; b < comp.width_in_blocks; ++b)
         for (int k = 0; k < DCTSIZE2; ++k)
           if (blocks[0][b][k] > 1023 || blocks[0][b][k] < -1023) return false;
@@ -107,7 +109,8 @@ void put16(std::string& s, size_t at, int64_t v) {
 
 }  // namespace
 
-std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view jpeg, int64_t max_pixels, std::string* why) {
+std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view jpeg, int64_t max_pixels,
+                                                              std::string* why) {
   std::shared_ptr<JpegWindowIndex> index(new JpegWindowIndex());
   std::string direct_why;
   if (rewrite_with_restart_per_mcu(jpeg, max_pixels, index->file_, direct_why)) {
@@ -146,7 +149,8 @@ std::string JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside) c
   std::string out;
   size_t bytes = file_.scan + 2;
   for (int64_t r = r0; r < r1; ++r)
-    bytes += file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c1)] - file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c0)];
+    bytes += file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c1)] -
+             file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c0)];
   out.reserve(bytes);
   out.append(file_.data, 0, file_.scan);
   put16(out, file_.sof + 5, h);
@@ -171,7 +175,8 @@ Tensor decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& opt
   if (h * w > options.max_pixels) throw ImageError(pixel_limit_error(h, w, options.max_pixels));
   CropWindow window;
   std::string error;
-  if (!options.window || !options.window(h, w, window, error)) throw ImageError(error.empty() ? "no window to decode" : error);
+  if (!options.window || !options.window(h, w, window, error))
+    throw ImageError(error.empty() ? "no window to decode" : error);
   if (std::string misfit = window_misfit(window, h, w); !misfit.empty()) throw ImageError(misfit);
   CropWindow inside;
   const std::string small = index.cut(window, inside);

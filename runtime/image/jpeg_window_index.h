@@ -44,7 +44,8 @@ class JpegWindowIndex {
   /// reads without complaint (corrupt or truncated data, even data libjpeg would recover from), has
   /// more than `max_pixels` pixels, or is CMYK. Such files are decoded the ordinary way, which reports
   /// the error (or, for a file truncated below a window, still gives the window).
-  static std::shared_ptr<const JpegWindowIndex> build(std::string_view jpeg, int64_t max_pixels, std::string* why = nullptr);
+  static std::shared_ptr<const JpegWindowIndex> build(std::string_view jpeg, int64_t max_pixels,
+                                                      std::string* why = nullptr);
 
   int64_t height() const { return file_.height; }
   int64_t width() const { return file_.width; }

@@ -13,8 +13,7 @@ void on_error(j_common_ptr c) {
   const jpeg_source_mgr* src = c->is_decompressor ? reinterpret_cast<j_decompress_ptr>(c)->src : nullptr;
   if (src && reinterpret_cast<const JpegMemorySource*>(src)->truncated)
     std::snprintf(e->message, sizeof(e->message), "truncated: the data ends in the middle of the image");
-  else
-    (*c->err->format_message)(c, e->message);
+  else (*c->err->format_message)(c, e->message);
   std::longjmp(e->jump, 1);
 }
 

@@ -126,7 +126,8 @@ bool decode_into(Job& job) {
   const int got = png_get_channels(png, info);
   const int bits = png_get_bit_depth(png, info);
   if (got != channels) {
-    std::snprintf(job.message, sizeof(job.message), "internal: libpng gives %d channels, %d were asked for", got, channels);
+    std::snprintf(job.message, sizeof(job.message), "internal: libpng gives %d channels, %d were asked for", got,
+                  channels);
     png_destroy_read_struct(&png, &info, nullptr);
     return false;
   }
@@ -158,12 +159,14 @@ Tensor decode_png_image(std::string_view data, const DecodeOptions& options) {
     const uint64_t w = be32(16), h = be32(20);
     if (w != 0 && h > static_cast<uint64_t>(options.max_pixels) / w)
       throw ImageError(fmt::format("{} x {} = {} pixels is more than max_pixels = {}", w, h,
-                                   static_cast<unsigned __int128>(w) * h > UINT64_MAX ? UINT64_MAX : w * h, options.max_pixels));
+                                   static_cast<unsigned __int128>(w) * h > UINT64_MAX ? UINT64_MAX : w * h,
+                                   options.max_pixels));
   }
   Job job;
   job.data = data;
   job.options = &options;
-  if (!decode_into(job)) throw ImageError(!job.error.empty() ? job.error : job.message[0] ? job.message : "corrupt PNG data");
+  if (!decode_into(job))
+    throw ImageError(!job.error.empty() ? job.error : job.message[0] ? job.message : "corrupt PNG data");
   if (job.widen) {
     // 8-bit samples as 16-bit: v * 257 maps 0..255 onto 0..65535 (TF's convention).
     uint16_t* o = job.out.data<uint16_t>();

@@ -22,7 +22,8 @@ struct Geometry {
 Geometry geometry(const Tensor& t) {
   const Shape& s = t.shape();
   if (t.rank() != 3 && t.rank() != 4)
-    throw ImageError(fmt::format("expected an image [h, w, c] or a batch [n, h, w, c], got shape {}", shape_to_string(s)));
+    throw ImageError(
+        fmt::format("expected an image [h, w, c] or a batch [n, h, w, c], got shape {}", shape_to_string(s)));
   if (t.dtype() == DType::Bytes) throw ImageError("expected pixels, got byte strings (decode the image first)");
   Geometry g;
   g.batch = t.rank() == 4;
@@ -44,9 +45,10 @@ Shape shape_of(const Geometry& g, int64_t h, int64_t w, int64_t c) {
 
 Tensor crop_image(const Tensor& images, const CropWindow& win) {
   Geometry g = geometry(images);
-  if (win.top < 0 || win.left < 0 || win.top + win.height > g.h || win.left + win.width > g.w || win.height < 0 || win.width < 0)
-    throw ImageError(fmt::format("the {}x{} window at ({}, {}) does not fit the {}x{} image", win.height, win.width, win.top,
-                                 win.left, g.h, g.w));
+  if (win.top < 0 || win.left < 0 || win.top + win.height > g.h || win.left + win.width > g.w || win.height < 0 ||
+      win.width < 0)
+    throw ImageError(fmt::format("the {}x{} window at ({}, {}) does not fit the {}x{} image", win.height, win.width,
+                                 win.top, win.left, g.h, g.w));
   Tensor out = Tensor::empty(images.dtype(), shape_of(g, win.height, win.width, g.c));
   const uint8_t* src = images.raw();
   uint8_t* dst = out.raw();
@@ -86,7 +88,8 @@ namespace {
 // sizes, so each pixel is a register move rather than a call to memcpy.
 template <size_t kPixel>
 void reverse_pixels(const uint8_t* src, uint8_t* dst, int64_t w) {
-  for (int64_t x = 0; x < w; ++x) std::memcpy(dst + static_cast<size_t>(x) * kPixel, src + static_cast<size_t>(w - 1 - x) * kPixel, kPixel);
+  for (int64_t x = 0; x < w; ++x)
+    std::memcpy(dst + static_cast<size_t>(x) * kPixel, src + static_cast<size_t>(w - 1 - x) * kPixel, kPixel);
 }
 
 void reverse_pixels(const uint8_t* src, uint8_t* dst, int64_t w, size_t pixel) {
@@ -100,7 +103,8 @@ void reverse_pixels(const uint8_t* src, uint8_t* dst, int64_t w, size_t pixel) {
     case 12: return reverse_pixels<12>(src, dst, w);
     case 16: return reverse_pixels<16>(src, dst, w);
     default:
-      for (int64_t x = 0; x < w; ++x) std::memcpy(dst + static_cast<size_t>(x) * pixel, src + static_cast<size_t>(w - 1 - x) * pixel, pixel);
+      for (int64_t x = 0; x < w; ++x)
+        std::memcpy(dst + static_cast<size_t>(x) * pixel, src + static_cast<size_t>(w - 1 - x) * pixel, pixel);
   }
 }
 
@@ -119,7 +123,8 @@ Tensor flip_image(const Tensor& images, bool horizontal, const std::vector<bool>
     if (!flip[static_cast<size_t>(i)]) {
       std::memcpy(dst, src, img);
     } else if (!horizontal) {
-      for (int64_t y = 0; y < g.h; ++y) std::memcpy(dst + static_cast<size_t>(y) * row, src + static_cast<size_t>(g.h - 1 - y) * row, row);
+      for (int64_t y = 0; y < g.h; ++y)
+        std::memcpy(dst + static_cast<size_t>(y) * row, src + static_cast<size_t>(g.h - 1 - y) * row, row);
     } else {
       for (int64_t y = 0; y < g.h; ++y)
         reverse_pixels(src + static_cast<size_t>(y) * row, dst + static_cast<size_t>(y) * row, g.w, g.pixel);
@@ -155,7 +160,8 @@ Tensor resize_image(const Tensor& images, int64_t th, int64_t tw, bool nearest) 
   Geometry g = geometry(images);
   if (g.h < 1 || g.w < 1) throw ImageError(fmt::format("cannot resize an empty {}x{} image", g.h, g.w));
   if (nearest) {
-    const float sy = static_cast<float>(g.h) / static_cast<float>(th), sx = static_cast<float>(g.w) / static_cast<float>(tw);
+    const float sy = static_cast<float>(g.h) / static_cast<float>(th),
+                sx = static_cast<float>(g.w) / static_cast<float>(tw);
     Tensor out = Tensor::empty(images.dtype(), shape_of(g, th, tw, g.c));
     std::vector<int64_t> xs(static_cast<size_t>(tw));
     for (int64_t x = 0; x < tw; ++x)
@@ -165,7 +171,8 @@ Tensor resize_image(const Tensor& images, int64_t th, int64_t tw, bool nearest) 
       for (int64_t y = 0; y < th; ++y) {
         int64_t yy = std::min<int64_t>(static_cast<int64_t>(std::floor((static_cast<float>(y) + 0.5f) * sy)), g.h - 1);
         const uint8_t* srow = images.raw() + static_cast<size_t>((i * g.h + yy) * g.w) * g.pixel;
-        for (int64_t x = 0; x < tw; ++x, dst += g.pixel) std::memcpy(dst, srow + static_cast<size_t>(xs[x]) * g.pixel, g.pixel);
+        for (int64_t x = 0; x < tw; ++x, dst += g.pixel)
+          std::memcpy(dst, srow + static_cast<size_t>(xs[x]) * g.pixel, g.pixel);
       }
     return out;
   }
@@ -175,14 +182,17 @@ Tensor resize_image(const Tensor& images, int64_t th, int64_t tw, bool nearest) 
     using T = typename decltype(tag)::type;
     const T* src = images.data<T>();
     float* o = out.data<float>();
-    auto at = [&](int64_t i, int64_t y, int64_t x, int64_t c) { return static_cast<float>(load(src[((i * g.h + y) * g.w + x) * g.c + c])); };
+    auto at = [&](int64_t i, int64_t y, int64_t x, int64_t c) {
+      return static_cast<float>(load(src[((i * g.h + y) * g.w + x) * g.c + c]));
+    };
     for (int64_t i = 0; i < g.n; ++i)
       for (int64_t y = 0; y < th; ++y)
         for (int64_t x = 0; x < tw; ++x)
           for (int64_t c = 0; c < g.c; ++c) {
             const Interp& Y = ys[y];
             const Interp& X = xs[x];
-            float tl = at(i, Y.lo, X.lo, c), tr = at(i, Y.lo, X.hi, c), bl = at(i, Y.hi, X.lo, c), br = at(i, Y.hi, X.hi, c);
+            float tl = at(i, Y.lo, X.lo, c), tr = at(i, Y.lo, X.hi, c), bl = at(i, Y.hi, X.lo, c),
+                  br = at(i, Y.hi, X.hi, c);
             float top = tl + (tr - tl) * X.lerp;
             float bottom = bl + (br - bl) * X.lerp;
             *o++ = top + (bottom - top) * Y.lerp;
@@ -215,13 +225,16 @@ void convert_pixels(const S* src, D* dst, int64_t n) {
   } else if constexpr (is_int_v<S> && is_int_v<D>) {
     // Unsigned and signed ranges as TF: to a larger maximum multiplies, to a smaller (or equal) one
     // floor-divides; comparing maxima, not sizes, keeps i8 -> u8 a multiply by 2 (not a divide by 0).
-    if constexpr (static_cast<uint64_t>(std::numeric_limits<D>::max()) > static_cast<uint64_t>(std::numeric_limits<S>::max())) {
+    if constexpr (static_cast<uint64_t>(std::numeric_limits<D>::max()) >
+                  static_cast<uint64_t>(std::numeric_limits<S>::max())) {
       using W = unsigned __int128;  // max + 1 of a 64-bit type does not fit in 64 bits
-      const auto k = static_cast<uint64_t>((W(std::numeric_limits<D>::max()) + 1) / (W(std::numeric_limits<S>::max()) + 1));
+      const auto k =
+          static_cast<uint64_t>((W(std::numeric_limits<D>::max()) + 1) / (W(std::numeric_limits<S>::max()) + 1));
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(static_cast<D>(src[i]) * static_cast<D>(k));
     } else {
       using W = unsigned __int128;
-      const auto k = static_cast<uint64_t>((W(std::numeric_limits<S>::max()) + 1) / (W(std::numeric_limits<D>::max()) + 1));
+      const auto k =
+          static_cast<uint64_t>((W(std::numeric_limits<S>::max()) + 1) / (W(std::numeric_limits<D>::max()) + 1));
       for (int64_t i = 0; i < n; ++i) {
         S q = static_cast<S>(src[i] / static_cast<S>(k));
         if (src[i] < 0 && src[i] % static_cast<S>(k) != 0) q = static_cast<S>(q - 1);  // floor division
@@ -298,13 +311,15 @@ Tensor rgb_to_grayscale_image(const Tensor& images) {
 Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors) {
   Geometry g = geometry(label);
   if (label.dtype() != DType::U8 || g.c != 3)
-    throw ImageError(fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", dtype_name(label.dtype()), g.c));
+    throw ImageError(
+        fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", dtype_name(label.dtype()), g.c));
   const int64_t k = static_cast<int64_t>(colors.size());
   Tensor out = Tensor::zeros(DType::F32, shape_of(g, g.h, g.w, k));
   // Colour -> classes through a sorted table of 24-bit keys: one binary search per pixel instead of k
   // comparisons. A colour listed twice sets both channels, as TF's per-colour equality does.
   std::vector<std::pair<uint32_t, int64_t>> table;
-  for (int64_t j = 0; j < k; ++j) table.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
+  for (int64_t j = 0; j < k; ++j)
+    table.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
   std::sort(table.begin(), table.end());
   const uint8_t* src = label.raw();
   float* o = out.data<float>();

@@ -50,9 +50,7 @@ uint32_t crc32c_extend_sse42(uint32_t crc, const void* data, size_t n) {
 #else
 
 // Not an x86 CPU: crc32c_have_sse42() is false, so this is never chosen; keep it correct anyway.
-uint32_t crc32c_extend_sse42(uint32_t crc, const void* data, size_t n) {
-  return crc32c_extend_portable(crc, data, n);
-}
+uint32_t crc32c_extend_sse42(uint32_t crc, const void* data, size_t n) { return crc32c_extend_portable(crc, data, n); }
 
 #endif
 

@@ -17,16 +17,14 @@ namespace {
 
 class DeflateOutputStream final : public OutputStream {
  public:
-  DeflateOutputStream(std::unique_ptr<OutputStream> sink, Compression compression, int level,
-                      size_t buffer_size)
+  DeflateOutputStream(std::unique_ptr<OutputStream> sink, Compression compression, int level, size_t buffer_size)
       : OutputStream(sink->name()),
         sink_(std::move(sink)),
         in_(new char[buffer_size]),
         out_(new char[buffer_size]),
         cap_(buffer_size) {
     if (level < -1 || level > 9)
-      throw DataError(DataError::Kind::InvalidArgument,
-                      fmt::format("compression level {} is not in -1..9", level),
+      throw DataError(DataError::Kind::InvalidArgument, fmt::format("compression level {} is not in -1..9", level),
                       DataLocation{.file = name()});
     int window_bits = compression == Compression::Gzip ? 16 + MAX_WBITS : MAX_WBITS;
     int rc = deflateInit2(&z_, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
@@ -38,8 +36,8 @@ class DeflateOutputStream final : public OutputStream {
   ~DeflateOutputStream() override { deflateEnd(&z_); }
 
   void write(const void* data, size_t n) override {
-    if (finished_) throw DataError(DataError::Kind::InvalidArgument, "write after finish",
-                                   DataLocation{.file = name()});
+    if (finished_)
+      throw DataError(DataError::Kind::InvalidArgument, "write after finish", DataLocation{.file = name()});
     bytes_written_ += n;
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
@@ -86,9 +84,8 @@ class DeflateOutputStream final : public OutputStream {
 
 }  // namespace
 
-std::unique_ptr<OutputStream> create_compressing_stream(std::unique_ptr<OutputStream> sink,
-                                                        Compression compression, int level,
-                                                        size_t buffer_size) {
+std::unique_ptr<OutputStream> create_compressing_stream(std::unique_ptr<OutputStream> sink, Compression compression,
+                                                        int level, size_t buffer_size) {
   if (compression == Compression::None) return sink;
   return std::make_unique<DeflateOutputStream>(std::move(sink), compression, level,
                                                buffer_size < 64 ? 64 : buffer_size);

@@ -31,8 +31,7 @@ std::string DataError::format_location(const DataLocation& where) {
   if (where.offset >= 0) {
     // "record 3 at byte offset 10" reads better than "record 3 byte offset 10".
     const char* what = where.uncompressed_offset ? "uncompressed byte offset" : "byte offset";
-    sep(where.record >= 0 ? fmt::format("at {} {}", what, where.offset)
-                          : fmt::format("{} {}", what, where.offset));
+    sep(where.record >= 0 ? fmt::format("at {} {}", what, where.offset) : fmt::format("{} {}", what, where.offset));
   }
   if (out.empty()) return out;
   if (out.back() != ':') out += ':';

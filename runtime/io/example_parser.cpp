@@ -121,9 +121,9 @@ struct FixedBytesSink {
   int64_t n = 0;
   void add(std::string_view s) {
     if (static_cast<int64_t>(s.size()) != byte_length)
-      throw FeatureError{DataError::Kind::InvalidArgument,
-                         fmt::format("feature '{}' has a value of {} bytes, expected {}", *name,
-                                     s.size(), byte_length)};
+      throw FeatureError{
+          DataError::Kind::InvalidArgument,
+          fmt::format("feature '{}' has a value of {} bytes, expected {}", *name, s.size(), byte_length)};
     if (n < capacity) std::memcpy(row + n * byte_length, s.data(), s.size());
     ++n;
   }
@@ -161,8 +161,7 @@ void decode_float_list(std::string_view list, Sink& sink) {
       r.skip(wt);
     } else if (wt == wire::kLengthDelimited) {
       std::string_view packed = r.bytes();
-      if (packed.size() % 4 != 0)
-        throw WireError{"a packed float_list is not a multiple of 4 bytes long", at};
+      if (packed.size() % 4 != 0) throw WireError{"a packed float_list is not a multiple of 4 bytes long", at};
       sink.add_raw_floats(packed.data(), static_cast<int64_t>(packed.size() / 4));
     } else if (wt == wire::kFixed32) {
       sink.add(std::bit_cast<float>(r.fixed32()));
@@ -207,8 +206,8 @@ FeatureLists scan_feature(std::string_view feature) {
     uint8_t tag = static_cast<uint8_t>(feature[0]);
     uint8_t len = static_cast<uint8_t>(feature[1]);
     uint32_t field = tag >> 3;
-    if ((tag & 7) == wire::kLengthDelimited && field >= kBytesList && field <= kInt64List &&
-        len < 0x80 && size_t(len) + 2 == feature.size()) {
+    if ((tag & 7) == wire::kLengthDelimited && field >= kBytesList && field <= kInt64List && len < 0x80 &&
+        size_t(len) + 2 == feature.size()) {
       f.kind = field;
       f.first = feature.substr(2);
       f.run_start = feature.data();
@@ -248,10 +247,8 @@ void for_each_list(std::string_view feature, const FeatureLists& f, Fn&& fn) {
   while (!r.done()) {
     uint32_t wt;
     uint32_t field = r.tag(wt);
-    if (field == f.kind)
-      fn(r.bytes());  // wire type already checked by scan_feature
-    else
-      r.skip(wt);
+    if (field == f.kind) fn(r.bytes());  // wire type already checked by scan_feature
+    else r.skip(wt);
   }
 }
 
@@ -279,8 +276,7 @@ ExampleParser::ExampleParser(std::vector<FeatureSpec> specs) : specs_(std::move(
     const FeatureSpec& s = specs_[i];
     s.validate();
     if (find_hashed(s.name) >= 0)
-      throw DataError(DataError::Kind::InvalidArgument,
-                      fmt::format("feature '{}' is requested twice", s.name));
+      throw DataError(DataError::Kind::InvalidArgument, fmt::format("feature '{}' is requested twice", s.name));
     uint64_t h = hash_name(s.name) & table_mask_;
     while (table_[h] >= 0) h = (h + 1) & table_mask_;
     table_[h] = static_cast<int32_t>(i);
@@ -312,8 +308,7 @@ ExampleParser::ExampleParser(std::vector<FeatureSpec> specs) : specs_(std::move(
                 p.default_strings = std::move(row);
               }
             } else {
-              p.default_raw.assign(reinterpret_cast<const char*>(row.data()),
-                                   row.size() * sizeof(row[0]));
+              p.default_raw.assign(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(row[0]));
             }
           },
           *s.default_value);
@@ -326,8 +321,7 @@ int ExampleParser::find(std::string_view name) const {
   // With a handful of features (the common case) comparing lengths first beats hashing the key.
   if (specs_.size() <= kLinearLookupMax) {
     for (size_t i = 0; i < specs_.size(); ++i)
-      if (specs_[i].name.size() == name.size() &&
-          std::memcmp(specs_[i].name.data(), name.data(), name.size()) == 0)
+      if (specs_[i].name.size() == name.size() && std::memcmp(specs_[i].name.data(), name.data(), name.size()) == 0)
         return static_cast<int>(i);
     return -1;
   }
@@ -381,8 +375,7 @@ void scan_example(std::string_view record, const Find& find, std::vector<std::st
         features.skip(wt);
         continue;
       }
-      if (wt != wire::kLengthDelimited)
-        throw WireError{"a Features map entry has the wrong wire type", entry_at};
+      if (wt != wire::kLengthDelimited) throw WireError{"a Features map entry has the wrong wire type", entry_at};
       // A map entry is {string key = 1; Feature value = 2;}, in any order.
       WireReader entry(features.bytes());
       std::string_view key, value;
@@ -417,19 +410,18 @@ void scan_example(std::string_view record, const Find& find, std::vector<std::st
 
 [[noreturn]] void wrong_kind(const FeatureSpec& s, uint32_t kind) {
   throw FeatureError{DataError::Kind::InvalidArgument,
-                     fmt::format("feature '{}' is {} but the spec says {}", s.name,
-                                 list_name_of_field(kind), feature_kind_name(s.kind))};
+                     fmt::format("feature '{}' is {} but the spec says {}", s.name, list_name_of_field(kind),
+                                 feature_kind_name(s.kind))};
 }
 
 [[noreturn]] void wrong_count(const FeatureSpec& s, int64_t got, int64_t want) {
   throw FeatureError{DataError::Kind::InvalidArgument,
-                     fmt::format("feature '{}' has {} value{}, expected {}", s.name, got,
-                                 got == 1 ? "" : "s", want)};
+                     fmt::format("feature '{}' has {} value{}, expected {}", s.name, got, got == 1 ? "" : "s", want)};
 }
 
 // One record's value of a fixed-shape feature.
-void parse_fixed(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuilder& col, size_t r,
-                 bool present, std::string_view feature) {
+void parse_fixed(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuilder& col, size_t r, bool present,
+                 std::string_view feature) {
   FeatureLists lists;
   if (present) lists = scan_feature(feature);
   const bool absent = !present || lists.kind == kNoKind;
@@ -486,8 +478,8 @@ void append_raw(std::vector<T>& values, const std::string& raw) {
 }
 
 // One record's row of a variable-length feature.
-void parse_variable(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuilder& col,
-                    size_t r, bool present, std::string_view feature) {
+void parse_variable(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBuilder& col, size_t r, bool present,
+                    std::string_view feature) {
   int64_t* splits = col.row_splits.data<int64_t>();
   FeatureLists lists;
   if (present) lists = scan_feature(feature);
@@ -524,8 +516,7 @@ void parse_variable(const FeatureSpec& s, const ExampleParser::Plan& p, ColumnBu
 
 }  // namespace
 
-void ExampleParser::parse_batch(std::span<const std::string_view> records,
-                                std::vector<ParsedColumn>& out) const {
+void ExampleParser::parse_batch(std::span<const std::string_view> records, std::vector<ParsedColumn>& out) const {
   const size_t n = records.size();
   const size_t nf = specs_.size();
   const int64_t batch = static_cast<int64_t>(n);
@@ -561,17 +552,15 @@ void ExampleParser::parse_batch(std::span<const std::string_view> records,
       scan_example(record, find_fn, feature, found);
       for (size_t i = 0; i < nf; ++i) {
         current = &specs_[i];
-        if (plans_[i].count >= 0)
-          parse_fixed(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
-        else
-          parse_variable(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
+        if (plans_[i].count >= 0) parse_fixed(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
+        else parse_variable(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
       }
     } catch (const WireError& e) {
       std::string where = current ? fmt::format("in feature '{}': ", current->name) : std::string();
-      throw DataError(DataError::Kind::DataLoss,
-                      fmt::format("malformed Example: {}{} (at byte {} of {})", where, e.what,
-                                  e.at - record.data(), record.size()),
-                      DataLocation{.file = {}, .record = static_cast<int64_t>(r)});
+      throw DataError(
+          DataError::Kind::DataLoss,
+          fmt::format("malformed Example: {}{} (at byte {} of {})", where, e.what, e.at - record.data(), record.size()),
+          DataLocation{.file = {}, .record = static_cast<int64_t>(r)});
     } catch (const FeatureError& e) {
       throw DataError(e.kind, e.reason, DataLocation{.file = {}, .record = static_cast<int64_t>(r)});
     }

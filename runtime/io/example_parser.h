@@ -61,13 +61,13 @@ class ExampleParser {
 
   // Internal, per-spec precomputed facts (defaults laid out as they are copied into a column).
   struct Plan {
-    int64_t count = 0;             // values per record; -1 = variable length
+    int64_t count = 0;  // values per record; -1 = variable length
     int64_t byte_length = -1;
     DType dtype = DType::I64;
-    size_t dense_row_bytes = 0;    // bytes of one record's dense row (numeric / U8)
+    size_t dense_row_bytes = 0;  // bytes of one record's dense row (numeric / U8)
     bool has_default = false;
-    std::string default_raw;       // numeric / U8 default row, already in output layout
-    int64_t default_count = 0;     // values in the default row
+    std::string default_raw;                   // numeric / U8 default row, already in output layout
+    int64_t default_count = 0;                 // values in the default row
     std::vector<std::string> default_strings;  // Bytes default row
   };
 

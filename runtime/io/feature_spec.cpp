@@ -24,9 +24,7 @@ std::string_view feature_list_name(FeatureKind kind) {
   return "?";
 }
 
-FeatureSpec FeatureSpec::scalar(std::string name, FeatureKind kind) {
-  return fixed(std::move(name), kind, {});
-}
+FeatureSpec FeatureSpec::scalar(std::string name, FeatureKind kind) { return fixed(std::move(name), kind, {}); }
 
 FeatureSpec FeatureSpec::fixed(std::string name, FeatureKind kind, Shape shape) {
   FeatureSpec s;
@@ -36,9 +34,7 @@ FeatureSpec FeatureSpec::fixed(std::string name, FeatureKind kind, Shape shape) 
   return s;
 }
 
-FeatureSpec FeatureSpec::var_len(std::string name, FeatureKind kind) {
-  return fixed(std::move(name), kind, {-1});
-}
+FeatureSpec FeatureSpec::var_len(std::string name, FeatureKind kind) { return fixed(std::move(name), kind, {-1}); }
 
 FeatureSpec FeatureSpec::fixed_bytes(std::string name, int64_t byte_length, Shape shape) {
   FeatureSpec s = fixed(std::move(name), FeatureKind::Bytes, std::move(shape));
@@ -51,9 +47,7 @@ FeatureSpec FeatureSpec::with_default(FeatureValues values) && {
   return std::move(*this);
 }
 
-int64_t FeatureSpec::values_per_record() const {
-  return variable_length() ? -1 : shape_num_elements(shape);
-}
+int64_t FeatureSpec::values_per_record() const { return variable_length() ? -1 : shape_num_elements(shape); }
 
 DType FeatureSpec::output_dtype() const {
   switch (kind) {
@@ -72,29 +66,24 @@ void FeatureSpec::validate() const {
   if (!variable_length()) {
     for (int64_t d : shape)
       if (d < 0)
-        bad(fmt::format("shape {} is not allowed; a variable-length feature has shape [-1]",
-                        shape_to_string(shape)));
+        bad(fmt::format("shape {} is not allowed; a variable-length feature has shape [-1]", shape_to_string(shape)));
   }
   if (byte_length >= 0 && kind != FeatureKind::Bytes) bad("a byte length is only allowed for bytes");
-  if (byte_length >= 0 && variable_length())
-    bad("a fixed byte length needs a fixed number of values");
+  if (byte_length >= 0 && variable_length()) bad("a fixed byte length needs a fixed number of values");
   if (byte_length < -1) bad(fmt::format("byte length {} is negative", byte_length));
   if (!default_value) return;
 
   size_t n = std::visit([](const auto& v) { return v.size(); }, *default_value);
-  FeatureKind default_kind = std::holds_alternative<std::vector<std::string>>(*default_value)
-                                 ? FeatureKind::Bytes
-                                 : std::holds_alternative<std::vector<int64_t>>(*default_value)
-                                       ? FeatureKind::Int64
-                                       : FeatureKind::Float;
+  FeatureKind default_kind = std::holds_alternative<std::vector<std::string>>(*default_value) ? FeatureKind::Bytes
+                             : std::holds_alternative<std::vector<int64_t>>(*default_value)   ? FeatureKind::Int64
+                                                                                              : FeatureKind::Float;
   if (default_kind != kind)
     bad(fmt::format("the default holds {} values but the feature is {}", feature_kind_name(default_kind),
                     feature_kind_name(kind)));
   if (!variable_length()) {
     int64_t k = values_per_record();
     if (n != 1 && static_cast<int64_t>(n) != k)
-      bad(fmt::format("the default has {} values; a feature of shape {} needs 1 or {}", n,
-                      shape_to_string(shape), k));
+      bad(fmt::format("the default has {} values; a feature of shape {} needs 1 or {}", n, shape_to_string(shape), k));
   }
   if (byte_length >= 0) {
     for (const auto& s : std::get<std::vector<std::string>>(*default_value))

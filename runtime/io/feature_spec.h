@@ -8,9 +8,9 @@
 //
 // Output dtypes: Int64 -> I64, Float -> F32, Bytes -> Bytes (or U8 with byte_length).
 // A default, if given, replaces a feature that is missing from a record (absent, or present with
-// no kind set); a list present with the wrong number of values, even none, is an error, as in tf.io. For a fixed shape it holds one value (repeated) or prod(d) values; for a
-// variable-length feature it is the whole row (an empty default makes "missing" mean "empty", as
-// tf.io.VarLenFeature does).
+// no kind set); a list present with the wrong number of values, even none, is an error, as in tf.io. For a fixed shape
+// it holds one value (repeated) or prod(d) values; for a variable-length feature it is the whole row (an empty default
+// makes "missing" mean "empty", as tf.io.VarLenFeature does).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,8 @@ using FeatureValues = std::variant<std::vector<std::string>, std::vector<int64_t
 struct FeatureSpec {
   std::string name;
   FeatureKind kind = FeatureKind::Int64;
-  Shape shape;                ///< {} scalar; fixed dims; or {-1} for variable length
-  int64_t byte_length = -1;   ///< Bytes only: fixed byte length of every value; -1 = any
+  Shape shape;               ///< {} scalar; fixed dims; or {-1} for variable length
+  int64_t byte_length = -1;  ///< Bytes only: fixed byte length of every value; -1 = any
   std::optional<FeatureValues> default_value;
 
   static FeatureSpec scalar(std::string name, FeatureKind kind);

@@ -31,14 +31,12 @@ struct GlobResult {
 }  // namespace
 
 std::vector<std::string> expand_glob(const std::string& pattern) {
-  if (pattern.empty())
-    throw DataError(DataError::Kind::InvalidArgument, "empty file pattern");
+  if (pattern.empty()) throw DataError(DataError::Kind::InvalidArgument, "empty file pattern");
   PathKind literal = stat_path(pattern);
   if (literal == PathKind::File) return {pattern};
   if (!has_glob_chars(pattern)) {
     if (literal == PathKind::Directory)
-      throw DataError(DataError::Kind::InvalidArgument, "is a directory, not a file",
-                      DataLocation{.file = pattern});
+      throw DataError(DataError::Kind::InvalidArgument, "is a directory, not a file", DataLocation{.file = pattern});
     throw DataError(DataError::Kind::NotFound, "no such file", DataLocation{.file = pattern});
   }
 
@@ -57,8 +55,7 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
     }
   }
   if (files.empty())
-    throw DataError(DataError::Kind::NotFound, "no file matches the pattern",
-                    DataLocation{.file = pattern});
+    throw DataError(DataError::Kind::NotFound, "no file matches the pattern", DataLocation{.file = pattern});
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -66,8 +66,7 @@ std::unique_ptr<InputStream> open_file_stream(const std::string& path, size_t bu
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
-    throw DataError(DataError::Kind::InvalidArgument, "is a directory, not a file",
-                    DataLocation{.file = path});
+    throw DataError(DataError::Kind::InvalidArgument, "is a directory, not a file", DataLocation{.file = path});
   }
   // Record files are read front to back once: let the kernel read ahead aggressively.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);

@@ -15,8 +15,7 @@ OutputStream::~OutputStream() = default;
 namespace {
 
 [[noreturn]] void throw_io(const std::string& path, const char* what, int err) {
-  throw DataError(DataError::Kind::Io, std::string(what) + ": " + std::strerror(err),
-                  DataLocation{.file = path});
+  throw DataError(DataError::Kind::Io, std::string(what) + ": " + std::strerror(err), DataLocation{.file = path});
 }
 
 class FileOutputStream final : public OutputStream {
@@ -28,8 +27,7 @@ class FileOutputStream final : public OutputStream {
   }
 
   void write(const void* data, size_t n) override {
-    if (fd_ < 0) throw DataError(DataError::Kind::InvalidArgument, "write after finish",
-                                 DataLocation{.file = name()});
+    if (fd_ < 0) throw DataError(DataError::Kind::InvalidArgument, "write after finish", DataLocation{.file = name()});
     bytes_written_ += n;
     if (used_ + n <= cap_) {
       std::memcpy(buf_.get() + used_, data, n);

@@ -73,9 +73,9 @@ class InflateInputStream final : public InputStream {
       } else if (rc == Z_MEM_ERROR) {
         throw std::bad_alloc();
       } else if (rc == Z_NEED_DICT) {
-        fail_later(fmt::format("{} stream needs a preset dictionary, which is not supported",
-                               compression_name(compression())),
-                   asked);
+        fail_later(
+            fmt::format("{} stream needs a preset dictionary, which is not supported", compression_name(compression())),
+            asked);
         break;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         fail_later(fmt::format("{} stream corrupt: {}", compression_name(compression()),
@@ -84,8 +84,7 @@ class InflateInputStream final : public InputStream {
         break;
       } else if (z_.avail_in == in_before && z_.avail_out == out_before) {
         // Input and output space were both available and zlib moved neither: it never will.
-        fail_later(fmt::format("{} stream corrupt: decompression made no progress",
-                               compression_name(compression())),
+        fail_later(fmt::format("{} stream corrupt: decompression made no progress", compression_name(compression())),
                    asked);
         break;
       }
@@ -100,8 +99,7 @@ class InflateInputStream final : public InputStream {
   void fail_later(std::string reason, uInt asked) {
     uint64_t at = produced_ + (asked - z_.avail_out);
     pending_.emplace(DataError::Kind::DataLoss, std::move(reason),
-                     DataLocation{.file = name(), .offset = static_cast<int64_t>(at),
-                                  .uncompressed_offset = true});
+                     DataLocation{.file = name(), .offset = static_cast<int64_t>(at), .uncompressed_offset = true});
   }
 
   std::unique_ptr<InputStream> source_;
@@ -113,8 +111,8 @@ class InflateInputStream final : public InputStream {
 
 }  // namespace
 
-std::unique_ptr<InputStream> open_decompressing_stream(std::unique_ptr<InputStream> source,
-                                                       Compression compression, size_t buffer_size) {
+std::unique_ptr<InputStream> open_decompressing_stream(std::unique_ptr<InputStream> source, Compression compression,
+                                                       size_t buffer_size) {
   if (compression == Compression::None) return source;
   return std::make_unique<InflateInputStream>(std::move(source), compression, buffer_size);
 }

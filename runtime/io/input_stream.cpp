@@ -53,8 +53,7 @@ size_t InputStream::read(void* dst, size_t n) {
   return done;
 }
 
-std::unique_ptr<InputStream> open_input_stream(const std::string& path, Compression compression,
-                                               size_t buffer_size) {
+std::unique_ptr<InputStream> open_input_stream(const std::string& path, Compression compression, size_t buffer_size) {
   return open_decompressing_stream(open_file_stream(path, buffer_size), compression, buffer_size);
 }
 

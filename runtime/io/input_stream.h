@@ -87,9 +87,8 @@ std::unique_ptr<InputStream> open_memory_stream(std::string name, std::string da
 /// Decompresses `source` (returned unchanged for Compression::None). Gzip accepts any header flags
 /// (FNAME, FEXTRA, ...) and several concatenated members, as gzip(1) does. A source with no bytes
 /// at all is an empty stream, as in TensorFlow.
-std::unique_ptr<InputStream> open_decompressing_stream(
-    std::unique_ptr<InputStream> source, Compression compression,
-    size_t buffer_size = InputStream::kDefaultBufferSize);
+std::unique_ptr<InputStream> open_decompressing_stream(std::unique_ptr<InputStream> source, Compression compression,
+                                                       size_t buffer_size = InputStream::kDefaultBufferSize);
 /// open_file_stream + open_decompressing_stream.
 std::unique_ptr<InputStream> open_input_stream(const std::string& path, Compression compression,
                                                size_t buffer_size = InputStream::kDefaultBufferSize);

@@ -218,7 +218,8 @@ void resolve_descr(const std::string& descr, const std::string& name, NpyHeader&
   }
   for (const DescrEntry& e : kDescrs) {
     if (e.kind == kind && e.size == size) {
-      if (size > 1 && order == '>') unsupported_dtype(name, descr, "big-endian data is not supported; save it little-endian ('<')");
+      if (size > 1 && order == '>')
+        unsupported_dtype(name, descr, "big-endian data is not supported; save it little-endian ('<')");
       if (size > 1 && order == '|') unsupported_dtype(name, descr, "a multi-byte type needs a byte order");
       h.dtype = e.dtype;
       h.item_size = size;
@@ -350,8 +351,9 @@ NpyHeader parse_npy_header(std::string_view bytes, const std::string& name) {
     }
   });
   if (!have_descr || !have_order || !have_shape)
-    bad(name, fmt::format("malformed .npy header: missing key '{}'",
-                          !have_descr ? "descr" : !have_order ? "fortran_order" : "shape"));
+    bad(name, fmt::format("malformed .npy header: missing key '{}'", !have_descr   ? "descr"
+                                                                     : !have_order ? "fortran_order"
+                                                                                   : "shape"));
   resolve_descr(h.descr, name, h);
   if (h.fortran_order) {
     // A 0-d or 1-d array has the same layout either way, but numpy never writes those as Fortran order;
@@ -377,10 +379,11 @@ Tensor decode_npy(std::string_view bytes, const std::string& name, NpyHeader* he
   if (zero) n = 0;
   size_t avail = bytes.size() - h.data_offset;
   if (h.item_size > 0 && n > 0 && static_cast<uint64_t>(n) > avail / static_cast<uint64_t>(h.item_size))
-    bad(name, fmt::format("truncated .npy file: shape {} of '{}' needs {} data bytes but only {} follow the header",
-                          shape_to_string(h.shape), h.descr,
-                          static_cast<unsigned long long>(static_cast<uint64_t>(n) * static_cast<uint64_t>(h.item_size)),
-                          avail));
+    bad(name,
+        fmt::format("truncated .npy file: shape {} of '{}' needs {} data bytes but only {} follow the header",
+                    shape_to_string(h.shape), h.descr,
+                    static_cast<unsigned long long>(static_cast<uint64_t>(n) * static_cast<uint64_t>(h.item_size)),
+                    avail));
   const char* data = bytes.data() + h.data_offset;
   Tensor t;
   if (h.dtype == DType::Bytes) {

@@ -39,12 +39,12 @@ namespace pipec {
 struct NpyHeader {
   int version_major = 1;
   int version_minor = 0;
-  std::string descr;           ///< as written, e.g. "<f4", "|S12"
-  DType dtype = DType::F32;    ///< Bytes for |S<n>
-  int64_t item_size = 0;       ///< bytes per element (n for |S<n>)
+  std::string descr;         ///< as written, e.g. "<f4", "|S12"
+  DType dtype = DType::F32;  ///< Bytes for |S<n>
+  int64_t item_size = 0;     ///< bytes per element (n for |S<n>)
   bool fortran_order = false;
   Shape shape;
-  size_t data_offset = 0;      ///< where the array data starts in the file
+  size_t data_offset = 0;  ///< where the array data starts in the file
 };
 
 /// The NumPy descr for a dtype ("<f4"); for Bytes, the one for a tensor's longest string ("|S7").

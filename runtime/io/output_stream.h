@@ -48,8 +48,8 @@ std::unique_ptr<OutputStream> create_file_stream(const std::string& path,
 std::unique_ptr<OutputStream> create_string_stream(std::string* out, std::string name = "<memory>");
 /// Compresses into `sink` (returned unchanged for Compression::None). `level` is zlib's 0..9, or
 /// -1 for its default (6).
-std::unique_ptr<OutputStream> create_compressing_stream(std::unique_ptr<OutputStream> sink,
-                                                        Compression compression, int level = -1,
+std::unique_ptr<OutputStream> create_compressing_stream(std::unique_ptr<OutputStream> sink, Compression compression,
+                                                        int level = -1,
                                                         size_t buffer_size = OutputStream::kDefaultBufferSize);
 
 }  // namespace pipec

@@ -129,9 +129,7 @@ inline void put_varint(std::string& out, uint64_t v) {
   out.append(buf, n);
 }
 
-inline void put_tag(std::string& out, uint32_t field, WireType type) {
-  put_varint(out, uint64_t(field) << 3 | type);
-}
+inline void put_tag(std::string& out, uint32_t field, WireType type) { put_varint(out, uint64_t(field) << 3 | type); }
 
 inline void put_fixed32(std::string& out, uint32_t v) { append_le32(out, v); }
 

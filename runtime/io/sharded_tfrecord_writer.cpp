@@ -10,13 +10,11 @@ namespace pipec {
 
 std::string shard_file_name(std::string_view pattern, int64_t index, int64_t count) {
   if (count < 1 || index < 0 || index >= count)
-    throw DataError(DataError::Kind::InvalidArgument,
-                    fmt::format("shard {} of {} is out of range", index, count),
+    throw DataError(DataError::Kind::InvalidArgument, fmt::format("shard {} of {} is out of range", index, count),
                     DataLocation{.file = std::string(pattern)});
   size_t star = pattern.find('*');
   if (star != std::string_view::npos && pattern.find('*', star + 1) != std::string_view::npos)
-    throw DataError(DataError::Kind::InvalidArgument,
-                    "a shard pattern may contain at most one '*'",
+    throw DataError(DataError::Kind::InvalidArgument, "a shard pattern may contain at most one '*'",
                     DataLocation{.file = std::string(pattern)});
   // Both numbers use the same width so names sort in shard order even past 99999 shards.
   int width = std::max<int>(5, static_cast<int>(fmt::formatted_size("{}", count)));
@@ -25,8 +23,7 @@ std::string shard_file_name(std::string_view pattern, int64_t index, int64_t cou
   return fmt::format("{}{}{}", pattern.substr(0, star), tag, pattern.substr(star + 1));
 }
 
-ShardedTFRecordWriter::ShardedTFRecordWriter(std::string pattern, int64_t num_shards,
-                                             TFRecordWriterOptions options) {
+ShardedTFRecordWriter::ShardedTFRecordWriter(std::string pattern, int64_t num_shards, TFRecordWriterOptions options) {
   if (num_shards < 1)
     throw DataError(DataError::Kind::InvalidArgument,
                     fmt::format("the number of shards must be at least 1, not {}", num_shards),

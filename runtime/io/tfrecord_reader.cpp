@@ -44,8 +44,8 @@ bool TFRecordReader::read_one(std::string_view& record) {
   std::string_view header = stream_->peek(kHeaderSize);
   if (header.empty()) return false;  // a clean end: the last record ended exactly at end of file
   if (header.size() < kHeaderSize)
-    fail(start, fmt::format("truncated record header: the file ends {} bytes into the {}-byte header",
-                            header.size(), kHeaderSize));
+    fail(start, fmt::format("truncated record header: the file ends {} bytes into the {}-byte header", header.size(),
+                            kHeaderSize));
   const uint64_t length = load_le64(header.data());
   if (crc32c_masked(header.data(), 8) != load_le32(header.data() + 8))
     fail(start, "length CRC mismatch (corrupt record header)");
@@ -57,14 +57,12 @@ bool TFRecordReader::read_one(std::string_view& record) {
   if (framed.size() < total) {
     size_t have = framed.size() - kHeaderSize;
     if (have < length)
-      fail(start, fmt::format("truncated record: the file ends {} bytes into its {} data bytes",
-                              have, length));
-    fail(start, fmt::format("truncated record: the file ends {} bytes into the {}-byte data CRC",
-                            have - length, kFooterSize));
+      fail(start, fmt::format("truncated record: the file ends {} bytes into its {} data bytes", have, length));
+    fail(start,
+         fmt::format("truncated record: the file ends {} bytes into the {}-byte data CRC", have - length, kFooterSize));
   }
   std::string_view data = framed.substr(kHeaderSize, static_cast<size_t>(length));
-  if (options_.verify_data_crc &&
-      crc32c_masked(data.data(), data.size()) != load_le32(data.data() + data.size()))
+  if (options_.verify_data_crc && crc32c_masked(data.data(), data.size()) != load_le32(data.data() + data.size()))
     fail(start, "data CRC mismatch (corrupt record)");
   stream_->consume(total);
   ++index_;

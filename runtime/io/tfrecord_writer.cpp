@@ -30,8 +30,8 @@ TFRecordWriter::TFRecordWriter(std::string path, TFRecordWriterOptions options)
   auto file = create_file_stream(temp_path(), options_.buffer_size);
   temp_exists_ = true;
   try {
-    stream_ = create_compressing_stream(std::move(file), options_.compression,
-                                        options_.compression_level, options_.buffer_size);
+    stream_ = create_compressing_stream(std::move(file), options_.compression, options_.compression_level,
+                                        options_.buffer_size);
   } catch (...) {
     abort();  // e.g. a bad compression level: leave no .tmp file behind
     throw;
@@ -42,8 +42,7 @@ TFRecordWriter::~TFRecordWriter() { abort(); }
 
 void TFRecordWriter::write(std::string_view record) {
   if (!stream_)
-    throw DataError(DataError::Kind::InvalidArgument, "write to a closed TFRecordWriter",
-                    DataLocation{.file = path_});
+    throw DataError(DataError::Kind::InvalidArgument, "write to a closed TFRecordWriter", DataLocation{.file = path_});
   char header[tfrecord::kHeaderSize];
   tfrecord::encode_header(header, record.size());
   char footer[tfrecord::kFooterSize];
@@ -60,8 +59,7 @@ void TFRecordWriter::close() {
     stream_->finish(options_.sync);
     stream_.reset();
     if (std::rename(temp_path().c_str(), path_.c_str()) != 0)
-      throw DataError(DataError::Kind::Io,
-                      "cannot rename " + temp_path() + " into place: " + std::strerror(errno),
+      throw DataError(DataError::Kind::Io, "cannot rename " + temp_path() + " into place: " + std::strerror(errno),
                       DataLocation{.file = path_});
     temp_exists_ = false;
   } catch (...) {

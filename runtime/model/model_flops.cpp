@@ -96,7 +96,9 @@ int64_t node_flops(const ModelGraph& g, const GraphNode& n, int64_t rows) {
     case ModelOp::GlobalAvgPoolBackward:
     case ModelOp::GlobalMaxPoolBackward: per = out(0); break;
     case ModelOp::Upsample2d:
-    case ModelOp::Upsample2dBackward: per = n.attr_symbol("method") == "bilinear" ? 8 * std::max(in(0), out(0)) : out(0); break;
+    case ModelOp::Upsample2dBackward:
+      per = n.attr_symbol("method") == "bilinear" ? 8 * std::max(in(0), out(0)) : out(0);
+      break;
     case ModelOp::LeakyRelu:
     case ModelOp::LeakyReluBackward:
     case ModelOp::DropoutBackward: per = out(0); break;

@@ -9,7 +9,8 @@ namespace pipec {
 
 const std::vector<ModelOpInfo>& all_model_ops() {
   static const std::vector<ModelOpInfo> ops = {
-#define X(name, text, category, inputs, outputs, keras) {ModelOp::name, text, OpCategory::category, inputs, outputs, keras},
+#define X(name, text, category, inputs, outputs, keras) \
+  {ModelOp::name, text, OpCategory::category, inputs, outputs, keras},
 #include "runtime/model/model_ops.def"
 #undef X
   };
@@ -103,7 +104,9 @@ const std::vector<OptimizerKind>& all_optimizer_kinds() {
   return kinds;
 }
 const char* optimizer_kind_name(OptimizerKind k) { return optimizer_table().at(static_cast<size_t>(k)).name; }
-std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name) { return kind_named(optimizer_table(), name); }
+std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name) {
+  return kind_named(optimizer_table(), name);
+}
 
 const std::vector<MetricKind>& all_metric_kinds() {
   static const std::vector<MetricKind> kinds = kinds_of(metric_table());

@@ -36,8 +36,8 @@ struct ModelOpInfo {
   ModelOp op;
   const char* name;
   OpCategory category;
-  int inputs;   // -1: variable
-  int outputs;  // -1: variable
+  int inputs;         // -1: variable
+  int outputs;        // -1: variable
   const char* keras;  // Forward kinds with weights: the prefix Keras names the layer by; "" otherwise
 };
 
@@ -104,7 +104,7 @@ const char* init_name(Init i);
 struct GraphValue {
   std::string name;  // "board", "conv2d/kernel", "" for intermediate values (printed as %N)
   DType dtype = DType::F32;
-  Shape shape;       // one example's shape when batched, the whole tensor's otherwise
+  Shape shape;  // one example's shape when batched, the whole tensor's otherwise
   bool batched = true;
   ValueRole role = ValueRole::Activation;
   // Param and State: the position in the flat buffer (elements) and the initializer, with the fans of
@@ -132,23 +132,23 @@ struct GraphNode {
   OpCategory phase = OpCategory::Forward;
 
   const Value* attr(const std::string& name) const;
-  int64_t attr_int(const std::string& name) const;     // throws std::logic_error when absent
-  double attr_number(const std::string& name) const;   // an Int or Float attribute
+  int64_t attr_int(const std::string& name) const;    // throws std::logic_error when absent
+  double attr_number(const std::string& name) const;  // an Int or Float attribute
   std::vector<int64_t> attr_ints(const std::string& name) const;
   std::string attr_symbol(const std::string& name) const;
 };
 
 struct ModelGraph {
-  std::string name;              // the model's name
-  int64_t batch = kUnknownDim;   // rows per batch when known (explain's FLOPs per step)
+  std::string name;             // the model's name
+  int64_t batch = kUnknownDim;  // rows per batch when known (explain's FLOPs per step)
   std::vector<GraphValue> values;
-  std::vector<GraphNode> nodes;  // in execution order
-  std::vector<int> inputs;       // the model's inputs, in declaration order
+  std::vector<GraphNode> nodes;           // in execution order
+  std::vector<int> inputs;                // the model's inputs, in declaration order
   std::vector<std::string> input_fields;  // the data fields feeding them (train programs)
-  int output = -1;               // the model's output (what a trained model predicts)
+  int output = -1;                        // the model's output (what a trained model predicts)
 
   // A training step (compiler/train/build_step.cpp):
-  int target = -1;               // the loss target, fed from `target_field`
+  int target = -1;  // the loss target, fed from `target_field`
   std::string target_field;
   int loss = -1;                 // the scalar mean loss
   std::vector<int> params;       // trainable parameters in flat-buffer order

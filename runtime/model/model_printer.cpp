@@ -24,7 +24,8 @@ std::string value_type(const GraphValue& v) {
   std::string dims;
   if (v.batched) dims = "B";
   for (int64_t d : v.shape) dims += (dims.empty() ? "" : ", ") + (d < 0 ? std::string("?") : std::to_string(d));
-  return dims.empty() && !v.batched ? std::string(dtype_name(v.dtype)) : fmt::format("{}[{}]", dtype_name(v.dtype), dims);
+  return dims.empty() && !v.batched ? std::string(dtype_name(v.dtype))
+                                    : fmt::format("{}[{}]", dtype_name(v.dtype), dims);
 }
 
 std::string attr_text(const Value& v) {
@@ -82,7 +83,8 @@ std::string node_line(const ModelGraph& g, int index, const GraphNode& n, std::v
   if (n.loc.valid()) notes += fmt::format("{}{}:{}", notes.empty() ? "" : " ", n.loc.line, n.loc.col);
   int64_t flops = node_flops(g, n, 1);
   bool per_step = n.op == ModelOp::OptimizerStep || n.op == ModelOp::MovingAverage;
-  if (flops > 0) notes += fmt::format("{}{} FLOPs{}", notes.empty() ? "" : ", ", thousands(flops), per_step ? "/step" : "");
+  if (flops > 0)
+    notes += fmt::format("{}{} FLOPs{}", notes.empty() ? "" : ", ", thousands(flops), per_step ? "/step" : "");
   if (!notes.empty()) line += "   # " + notes;
   return line + "\n";
 }
@@ -103,8 +105,8 @@ std::string print_model_graph(const ModelGraph& g) {
                        value_type(g.values[g.target]), g.target_field);
   auto tensors = [&](const char* title, const std::vector<int>& ids, int64_t elements) {
     if (ids.empty()) return;
-    out += fmt::format("  {}: {} in {} tensor{} ({:.2f} MB)\n", title, thousands(elements), ids.size(), ids.size() == 1 ? "" : "s",
-                       elements * 4 / 1e6);
+    out += fmt::format("  {}: {} in {} tensor{} ({:.2f} MB)\n", title, thousands(elements), ids.size(),
+                       ids.size() == 1 ? "" : "s", elements * 4 / 1e6);
     for (int p : ids) {
       const GraphValue& v = g.values[p];
       std::string init = init_name(v.init);
@@ -131,7 +133,8 @@ std::string print_model_graph(const ModelGraph& g) {
   }
   if (g.output >= 0) out += fmt::format("  output %{}: {}\n", g.output, value_type(g.values[g.output]));
   if (g.loss >= 0) out += fmt::format("  loss %{}: {}\n", g.loss, value_type(g.values[g.loss]));
-  out += fmt::format("  {} parameters; FLOPs per example: forward {}", thousands(g.param_elements()), thousands(per_example[0]));
+  out += fmt::format("  {} parameters; FLOPs per example: forward {}", thousands(g.param_elements()),
+                     thousands(per_example[0]));
   if (g.loss >= 0) {
     out += fmt::format(", loss {}, backward {}", thousands(per_example[1]), thousands(per_example[2]));
     int64_t total = per_example[0] + per_example[1] + per_example[2];
@@ -141,9 +144,10 @@ std::string print_model_graph(const ModelGraph& g) {
   if (g.loss >= 0 && g.batch > 0) {
     // The liveness plan (step_memory.h): what a step holds at its peak, beside the flat buffers.
     StepMemory m = step_memory(g, g.batch);
-    out += fmt::format("  memory per step of {}: activations and gradients {} at the peak (during {} node {}), flat buffers {}\n",
-                       g.batch, bytes_text(m.peak_activation_bytes), model_op_name(g.nodes.at(m.peak_node).op), m.peak_node,
-                       bytes_text(m.flat_bytes));
+    out += fmt::format(
+        "  memory per step of {}: activations and gradients {} at the peak (during {} node {}), flat buffers {}\n",
+        g.batch, bytes_text(m.peak_activation_bytes), model_op_name(g.nodes.at(m.peak_node).op), m.peak_node,
+        bytes_text(m.flat_bytes));
   }
   for (const GraphNode* n : functions) out += "\n" + print_function(*n->fn);
   return out;

@@ -29,7 +29,8 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
         err(fmt::format("input %{} does not exist", v));
         continue;
       }
-      if (!given(v) && (producer[v] < 0 || producer[v] >= static_cast<int>(i))) err(fmt::format("input %{} is used before it is computed", v));
+      if (!given(v) && (producer[v] < 0 || producer[v] >= static_cast<int>(i)))
+        err(fmt::format("input %{} is used before it is computed", v));
       ValueRole r = g.values[v].role;
       if (n.op == ModelOp::Expr && (r == ValueRole::Param || r == ValueRole::State))
         err(fmt::format("parameter %{} feeds an expr node; parameters are read by layers only", v));
@@ -39,10 +40,12 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
         err(fmt::format("output %{} does not exist", v));
         continue;
       }
-      if (given(v)) err(fmt::format("output %{} is a {} value, which no node computes", v, value_role_name(g.values[v].role)));
+      if (given(v))
+        err(fmt::format("output %{} is a {} value, which no node computes", v, value_role_name(g.values[v].role)));
       else if (producer[v] >= 0) err(fmt::format("output %{} is also computed by node {}", v, producer[v]));
       else producer[v] = static_cast<int>(i);
-      if (n.op == ModelOp::Expr && g.values[v].grad_of >= 0) err(fmt::format("parameter gradient %{} comes from an expr node", v));
+      if (n.op == ModelOp::Expr && g.values[v].grad_of >= 0)
+        err(fmt::format("parameter gradient %{} comes from an expr node", v));
     }
     if (n.op == ModelOp::Expr) {
       if (!n.fn) {
@@ -53,14 +56,15 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
       std::vector<const Instr*> params;
       for (const Instr& in : n.fn->body)
         if (op_has(in.op, OpFlag::Input)) params.push_back(&in);
-      if (params.size() != n.inputs.size()) err(fmt::format("its function takes {} values for {} inputs", params.size(), n.inputs.size()));
+      if (params.size() != n.inputs.size())
+        err(fmt::format("its function takes {} values for {} inputs", params.size(), n.inputs.size()));
       for (size_t k = 0; k < params.size() && k < n.inputs.size(); ++k) {
         if (!valid(n.inputs[k])) continue;
         const GraphValue& v = g.values[n.inputs[k]];
         if (!v.batched) err(fmt::format("input %{} is not batched", n.inputs[k]));
         if (params[k]->type.dtype != v.dtype || params[k]->type.shape != v.shape)
-          err(fmt::format("parameter {} of its function is {} but input %{} is {}[{}]", k, type_to_string(params[k]->type),
-                          n.inputs[k], dtype_name(v.dtype), shape_to_spec(v.shape)));
+          err(fmt::format("parameter {} of its function is {} but input %{} is {}[{}]", k,
+                          type_to_string(params[k]->type), n.inputs[k], dtype_name(v.dtype), shape_to_spec(v.shape)));
       }
       if (n.fn->results.size() != n.outputs.size())
         err(fmt::format("its function returns {} values for {} outputs", n.fn->results.size(), n.outputs.size()));
@@ -70,8 +74,8 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
         const Type& t = n.fn->body[id].type;
         const GraphValue& v = g.values[n.outputs[k]];
         if (t.dtype != v.dtype || t.shape != v.shape || !v.batched)
-          err(fmt::format("result {} of its function is {} but output %{} is {}[{}]", k, type_to_string(t), n.outputs[k],
-                          dtype_name(v.dtype), shape_to_spec(v.shape)));
+          err(fmt::format("result {} of its function is {} but output %{} is {}[{}]", k, type_to_string(t),
+                          n.outputs[k], dtype_name(v.dtype), shape_to_spec(v.shape)));
       }
     }
   }
@@ -87,7 +91,8 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
       if (x.role != role) errs.push_back(fmt::format("{} %{} has role {}", what, v, value_role_name(x.role)));
       if (x.batched) errs.push_back(fmt::format("{} %{} is batched", what, v));
       if (x.offset != at) errs.push_back(fmt::format("{} %{} sits at {} instead of {}", what, v, x.offset, at));
-      if (!x.shape.empty() && shape_num_elements(x.shape) <= 0) errs.push_back(fmt::format("{} %{} has no elements", what, v));
+      if (!x.shape.empty() && shape_num_elements(x.shape) <= 0)
+        errs.push_back(fmt::format("{} %{} has no elements", what, v));
       at += x.elements_per_example();
     }
   };
@@ -103,15 +108,18 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
       continue;
     }
     const GraphValue& gv = g.values[d];
-    if (gv.grad_of != g.params[k] || gv.role != ValueRole::Gradient || gv.batched || gv.shape != g.values[g.params[k]].shape)
+    if (gv.grad_of != g.params[k] || gv.role != ValueRole::Gradient || gv.batched ||
+        gv.shape != g.values[g.params[k]].shape)
       errs.push_back(fmt::format("%{} is not shaped as the gradient of parameter %{}", d, g.params[k]));
   }
   for (int v : g.inputs)
-    if (!valid(v) || g.values[v].role != ValueRole::Input) errs.push_back(fmt::format("model input %{} is not an input value", v));
+    if (!valid(v) || g.values[v].role != ValueRole::Input)
+      errs.push_back(fmt::format("model input %{} is not an input value", v));
   if (!valid(g.output)) errs.push_back("the graph has no output");
   if (g.loss >= 0 && (!valid(g.loss) || g.values[g.loss].batched || !g.values[g.loss].shape.empty()))
     errs.push_back("the loss is not a scalar");
-  if (g.loss >= 0 && (!valid(g.target) || g.values[g.target].role != ValueRole::Target)) errs.push_back("the loss has no target value");
+  if (g.loss >= 0 && (!valid(g.target) || g.values[g.target].role != ValueRole::Target))
+    errs.push_back("the loss has no target value");
   return errs;
 }
 

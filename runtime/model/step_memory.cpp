@@ -37,7 +37,8 @@ StepMemory step_memory(const ModelGraph& g, int64_t rows) {
   if (g.output >= 0) last_use[g.output] = nodes;
   if (g.loss >= 0) last_use[g.loss] = nodes;
   auto bytes = [&](int v) {
-    return static_cast<int64_t>(dtype_size(g.values[v].dtype)) * std::max<int64_t>(shape_num_elements(g.full_shape(v, rows)), 1);
+    return static_cast<int64_t>(dtype_size(g.values[v].dtype)) *
+           std::max<int64_t>(shape_num_elements(g.full_shape(v, rows)), 1);
   };
   int64_t live = 0;
   for (int v : g.inputs) live += bytes(v);

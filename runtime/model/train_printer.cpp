@@ -6,8 +6,8 @@ namespace pipec {
 
 std::string print_train_program(const TrainProgram& t) {
   std::string out = fmt::format("train {}\n", t.name);
-  out += fmt::format("  data {}, loss {}, optimizer {}\n", t.data_pipeline.empty() ? "(inline pipeline)" : t.data_pipeline,
-                     t.loss_text, t.optimizer_text);
+  out += fmt::format("  data {}, loss {}, optimizer {}\n",
+                     t.data_pipeline.empty() ? "(inline pipeline)" : t.data_pipeline, t.loss_text, t.optimizer_text);
   std::string length;
   if (t.steps) length += fmt::format("steps {}", *t.steps);
   if (t.epochs) length += fmt::format("{}epochs {}", length.empty() ? "" : ", ", *t.epochs);
@@ -16,11 +16,12 @@ std::string print_train_program(const TrainProgram& t) {
   if (t.eval) {
     std::string metrics;
     for (MetricKind m : t.eval->metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(metric_kind_name(m));
-    out += fmt::format("  validation {}, {}, metrics: {}; inference graph of {} nodes (batch_norm with moving statistics, "
-                       "dropout off)\n",
-                       t.eval->pipeline.empty() ? "(inline pipeline)" : t.eval->pipeline,
-                       t.eval->every > 0 ? fmt::format("every {} steps and after the last", t.eval->every) : "after the last step",
-                       metrics.empty() ? "none" : metrics, t.eval->graph.nodes.size());
+    out += fmt::format(
+        "  validation {}, {}, metrics: {}; inference graph of {} nodes (batch_norm with moving statistics, "
+        "dropout off)\n",
+        t.eval->pipeline.empty() ? "(inline pipeline)" : t.eval->pipeline,
+        t.eval->every > 0 ? fmt::format("every {} steps and after the last", t.eval->every) : "after the last step",
+        metrics.empty() ? "none" : metrics, t.eval->graph.nodes.size());
   }
   return out + print_model_graph(t.step);
 }

@@ -13,23 +13,23 @@ namespace pipec {
 /// The `validation` entry: the model in inference mode (batch_norm with its moving statistics, dropout
 /// off) followed by the loss, run on the validation pipeline every `every` steps and after the last.
 struct EvalProgram {
-  std::string pipeline;              // the pipeline named by `validation` (empty when written inline)
-  int64_t every = 0;                 // `eval_every`; 0: only after the last step
-  std::vector<MetricKind> metrics;   // in the order written
-  ModelGraph graph;                  // inputs, output, target and loss as in the step graph; no backward
+  std::string pipeline;             // the pipeline named by `validation` (empty when written inline)
+  int64_t every = 0;                // `eval_every`; 0: only after the last step
+  std::vector<MetricKind> metrics;  // in the order written
+  ModelGraph graph;                 // inputs, output, target and loss as in the step graph; no backward
 };
 
 struct TrainProgram {
-  std::string name;            // the train block's name
+  std::string name;  // the train block's name
   SpecLoc loc;
-  std::string data_pipeline;   // the pipeline named by `data` (empty when written inline)
-  ModelGraph step;             // forward, loss, backward and update nodes
+  std::string data_pipeline;      // the pipeline named by `data` (empty when written inline)
+  ModelGraph step;                // forward, loss, backward and update nodes
   std::optional<int64_t> steps;   // the block's `steps`
   std::optional<int64_t> epochs;  // the block's `epochs`
   std::string precision = "fp32";
   std::string strategy = "single";
-  std::string loss_text;       // "mse(score)", for messages
-  std::string optimizer_text;  // "adam(lr = 0.001, ...)", with every setting
+  std::string loss_text;            // "mse(score)", for messages
+  std::string optimizer_text;       // "adam(lr = 0.001, ...)", with every setting
   std::optional<EvalProgram> eval;  // the block's `validation`
 };
 

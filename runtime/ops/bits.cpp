@@ -40,7 +40,8 @@ Tensor unpack_bits_kernel(const KernelArgs& a) {
 Tensor pack_bits_kernel(const KernelArgs& a) {
   const Tensor& x = a.in.at(0);
   if (x.rank() - a.lead < 1) throw OpError("needs a tensor of rank 1 or more");
-  if (x.shape().back() % 8 != 0) throw OpError(fmt::format("the last dimension ({}) is not a multiple of 8", x.shape().back()));
+  if (x.shape().back() % 8 != 0)
+    throw OpError(fmt::format("the last dimension ({}) is not a multiple of 8", x.shape().back()));
   Tensor bits = cast_tensor(x, DType::Bool);  // nonzero -> 1
   Shape shape = x.shape();
   shape.back() /= 8;

@@ -45,7 +45,8 @@ BroadcastPlan plan_broadcast(const Shape& out, const std::vector<const Shape*>& 
     int64_t stride = 1;
     for (size_t d = rank; d-- > 0;) {
       int64_t size = d >= pad ? s[d - pad] : 1;
-      if (size != out[d] && size != 1) throw OpError("shape " + shape_to_string(s) + " does not broadcast to " + shape_to_string(out));
+      if (size != out[d] && size != 1)
+        throw OpError("shape " + shape_to_string(s) + " does not broadcast to " + shape_to_string(out));
       full[d][k] = (size == 1) ? 0 : stride;
       stride *= size;
     }

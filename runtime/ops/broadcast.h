@@ -22,11 +22,11 @@ struct BroadcastPlan {
   using Offsets = std::array<int64_t, kMaxOperands>;
 
   int num_operands = 0;
-  int64_t total = 0;                     // elements of the output
-  int64_t inner = 1;                     // length of each contiguous run
-  Offsets inner_stride{};                // per operand: 1 (walks the run) or 0 (one value for the run)
-  std::vector<int64_t> outer_dims;       // the loop over runs, outermost first
-  std::vector<Offsets> outer_strides;    // per outer dim, per operand, in elements
+  int64_t total = 0;                   // elements of the output
+  int64_t inner = 1;                   // length of each contiguous run
+  Offsets inner_stride{};              // per operand: 1 (walks the run) or 0 (one value for the run)
+  std::vector<int64_t> outer_dims;     // the loop over runs, outermost first
+  std::vector<Offsets> outer_strides;  // per outer dim, per operand, in elements
 
   /// Calls f(offsets, inner) once per run with each operand's element offset.
   template <class F>

@@ -36,7 +36,8 @@ Tensor tensor_from_value(const Value& v, DType dtype, const Shape& shape) {
   const int64_t n = shape_num_elements(shape);
   const bool fill = items.size() == 1 && v.kind != Value::List;  // a scalar fills the whole shape
   if (!fill && static_cast<int64_t>(items.size()) != n)
-    throw OpError(fmt::format("constant has {} values but its type {} needs {}", items.size(), shape_to_string(shape), n));
+    throw OpError(
+        fmt::format("constant has {} values but its type {} needs {}", items.size(), shape_to_string(shape), n));
   if (dtype == DType::Bytes) {
     std::vector<std::string> strings;
     for (int64_t i = 0; i < n; ++i) {

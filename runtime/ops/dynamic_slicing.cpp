@@ -47,7 +47,8 @@ RunTimeInt read_int(const Tensor& t, int64_t k) {
 // same way as the largest ones, and i64's minimum (kSliceNone, "omitted") moves up by one, which clamps
 // alike (no dimension is that long).
 int64_t slice_operand(const Tensor& t) {
-  if (t.num_elements() != 1) throw OpError(fmt::format("a slice bound must be a scalar, not {}", shape_to_string(t.shape())));
+  if (t.num_elements() != 1)
+    throw OpError(fmt::format("a slice bound must be a scalar, not {}", shape_to_string(t.shape())));
   RunTimeInt v = read_int(t, 0);
   if (v.huge) return std::numeric_limits<int64_t>::max();
   return v.value == kSliceNone ? kSliceNone + 1 : v.value;
@@ -90,7 +91,8 @@ Tensor dynamic_index_kernel(const KernelArgs& a) {
     const uint8_t* src = x.raw() + static_cast<size_t>(r * pre * n * post) * esize;
     uint8_t* dst = out.raw() + static_cast<size_t>(r * pre * post) * esize;
     for (int64_t p = 0; p < pre; ++p)
-      if (slab) std::memcpy(dst + static_cast<size_t>(p) * slab, src + static_cast<size_t>((p * n + j) * post) * esize, slab);
+      if (slab)
+        std::memcpy(dst + static_cast<size_t>(p) * slab, src + static_cast<size_t>((p * n + j) * post) * esize, slab);
   }
   return out;
 }

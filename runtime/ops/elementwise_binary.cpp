@@ -89,43 +89,55 @@ C float_floordiv(C a, C b) {
 }
 
 struct Add {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return a + b;
     else return static_cast<C>(static_cast<wide_u<C>>(a) + static_cast<wide_u<C>>(b));
   }
 };
 struct Sub {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return a - b;
     else return static_cast<C>(static_cast<wide_u<C>>(a) - static_cast<wide_u<C>>(b));
   }
 };
 struct Mul {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return a * b;
     else return static_cast<C>(static_cast<wide_u<C>>(a) * static_cast<wide_u<C>>(b));
   }
 };
 struct Div {  // true division; the lowering gives it float operands (integers fall back to floordiv)
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return a / b;
     else return int_floordiv(a, b);
   }
 };
 struct FloorDiv {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return float_floordiv(a, b);
     else return int_floordiv(a, b);
   }
 };
 struct Mod {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return float_mod(a, b);
     else return int_mod(a, b);
   }
@@ -133,8 +145,10 @@ struct Mod {
 // Integer powers by squaring, wrapping. A negative exponent gives the truncated 1 / a^|b|: 1 for a = 1,
 // +-1 for a = -1, 0 otherwise (numpy raises instead).
 struct Pow {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) {
       return std::pow(a, b);
     } else {
@@ -158,39 +172,61 @@ struct Pow {
 };
 // max/min propagate NaN (numpy maximum/minimum, TensorFlow).
 struct Max {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return (a > b || a != a) ? a : b;
     else return a > b ? a : b;
   }
 };
 struct Min {
-  template <class C> static constexpr bool defined = kAnyNumeric<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kAnyNumeric<C>;
+  template <class C>
+  static C apply(C a, C b) {
     if constexpr (std::is_floating_point_v<C>) return (a < b || a != a) ? a : b;
     else return a < b ? a : b;
   }
 };
 struct Atan2 {
-  template <class C> static constexpr bool defined = kFloatOnly<C>;
-  template <class C> static C apply(C a, C b) { return std::atan2(a, b); }
+  template <class C>
+  static constexpr bool defined = kFloatOnly<C>;
+  template <class C>
+  static C apply(C a, C b) {
+    return std::atan2(a, b);
+  }
 };
 struct BitAnd {
-  template <class C> static constexpr bool defined = kIntegral<C>;
-  template <class C> static C apply(C a, C b) { return static_cast<C>(a & b); }
+  template <class C>
+  static constexpr bool defined = kIntegral<C>;
+  template <class C>
+  static C apply(C a, C b) {
+    return static_cast<C>(a & b);
+  }
 };
 struct BitOr {
-  template <class C> static constexpr bool defined = kIntegral<C>;
-  template <class C> static C apply(C a, C b) { return static_cast<C>(a | b); }
+  template <class C>
+  static constexpr bool defined = kIntegral<C>;
+  template <class C>
+  static C apply(C a, C b) {
+    return static_cast<C>(a | b);
+  }
 };
 struct BitXor {
-  template <class C> static constexpr bool defined = kIntegral<C>;
-  template <class C> static C apply(C a, C b) { return static_cast<C>(a ^ b); }
+  template <class C>
+  static constexpr bool defined = kIntegral<C>;
+  template <class C>
+  static C apply(C a, C b) {
+    return static_cast<C>(a ^ b);
+  }
 };
 // Shift counts outside [0, bits) shift everything out: shl gives 0, shr gives 0 or -1 (sign fill).
 struct Shl {
-  template <class C> static constexpr bool defined = kIntOnly<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kIntOnly<C>;
+  template <class C>
+  static C apply(C a, C b) {
     constexpr C bits = static_cast<C>(sizeof(C) * 8);
     if constexpr (std::is_signed_v<C>) {
       if (b < 0) return 0;
@@ -200,8 +236,10 @@ struct Shl {
   }
 };
 struct Shr {
-  template <class C> static constexpr bool defined = kIntOnly<C>;
-  template <class C> static C apply(C a, C b) {
+  template <class C>
+  static constexpr bool defined = kIntOnly<C>;
+  template <class C>
+  static C apply(C a, C b) {
     constexpr C bits = static_cast<C>(sizeof(C) * 8);
     if constexpr (std::is_signed_v<C>) {
       if (b < 0 || b >= bits) return a < 0 ? C(-1) : C(0);
@@ -213,14 +251,48 @@ struct Shr {
   }
 };
 
-struct Eq { template <class C> static bool apply(C a, C b) { return a == b; } };
-struct Ne { template <class C> static bool apply(C a, C b) { return a != b; } };
-struct Lt { template <class C> static bool apply(C a, C b) { return a < b; } };
-struct Le { template <class C> static bool apply(C a, C b) { return a <= b; } };
-struct Gt { template <class C> static bool apply(C a, C b) { return a > b; } };
-struct Ge { template <class C> static bool apply(C a, C b) { return a >= b; } };
-struct And { static bool apply(bool a, bool b) { return a && b; } };
-struct Or { static bool apply(bool a, bool b) { return a || b; } };
+struct Eq {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a < b;
+  }
+};
+struct Le {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class C>
+  static bool apply(C a, C b) {
+    return a >= b;
+  }
+};
+struct And {
+  static bool apply(bool a, bool b) { return a && b; }
+};
+struct Or {
+  static bool apply(bool a, bool b) { return a || b; }
+};
 
 struct Prepared {
   Tensor x, y, out;
@@ -259,7 +331,8 @@ Tensor bytes_compare(const Tensor& x, const Tensor& y) {
   const bool want_equal = std::is_same_v<Op, Eq>;
   p.plan.for_each([&](const BroadcastPlan::Offsets& off, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
-      out[off[0] + i] = (x.str(off[1] + i * p.plan.inner_stride[1]) == y.str(off[2] + i * p.plan.inner_stride[2])) == want_equal;
+      out[off[0] + i] =
+          (x.str(off[1] + i * p.plan.inner_stride[1]) == y.str(off[2] + i * p.plan.inner_stride[2])) == want_equal;
   });
   return p.out;
 }

@@ -16,55 +16,71 @@ template <class C>
 inline constexpr bool kFloat = std::is_floating_point_v<C>;
 
 struct Neg {  // integers wrap (-MIN = MIN); -bool is the bool itself (nonzero stays nonzero)
-  template <class C> static constexpr bool defined = true;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = true;
+  template <class C>
+  static C apply(C a) {
     if constexpr (kFloat<C>) return -a;
     else if constexpr (std::is_same_v<C, bool>) return a;
     else return static_cast<C>(0 - static_cast<wide_u<C>>(a));
   }
 };
 struct BitNot {
-  template <class C> static constexpr bool defined = std::is_integral_v<C>;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = std::is_integral_v<C>;
+  template <class C>
+  static C apply(C a) {
     if constexpr (std::is_same_v<C, bool>) return !a;
     else return static_cast<C>(~a);
   }
 };
 struct Abs {  // abs(MIN) = MIN for signed integers (wraps, like numpy)
-  template <class C> static constexpr bool defined = true;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = true;
+  template <class C>
+  static C apply(C a) {
     if constexpr (kFloat<C>) return std::fabs(a);
     else if constexpr (std::is_signed_v<C>) return a < 0 ? static_cast<C>(0 - static_cast<wide_u<C>>(a)) : a;
     else return a;
   }
 };
 struct Sign {  // -1, 0 or 1; sign(+-0.0) = +0.0, sign(NaN) = NaN
-  template <class C> static constexpr bool defined = true;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = true;
+  template <class C>
+  static C apply(C a) {
     if constexpr (kFloat<C>) return a > 0 ? C(1) : a < 0 ? C(-1) : a == 0 ? C(0) : a;
     else if constexpr (std::is_signed_v<C>) return static_cast<C>((a > 0) - (a < 0));
     else return static_cast<C>(a > 0);
   }
 };
 struct Relu {  // max(x, 0); NaN stays NaN
-  template <class C> static constexpr bool defined = true;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = true;
+  template <class C>
+  static C apply(C a) {
     if constexpr (kFloat<C> || std::is_signed_v<C>) return a < 0 ? C(0) : a;
     else return a;
   }
 };
 struct Square {
-  template <class C> static constexpr bool defined = true;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = true;
+  template <class C>
+  static C apply(C a) {
     if constexpr (kFloat<C>) return a * a;
     else return static_cast<C>(static_cast<wide_u<C>>(a) * static_cast<wide_u<C>>(a));
   }
 };
 
-#define PIPEC_FLOAT_UNARY(Name, expr)                              \
-  struct Name {                                                    \
-    template <class C> static constexpr bool defined = kFloat<C>;  \
-    template <class C> static C apply(C a) { return expr; }        \
+#define PIPEC_FLOAT_UNARY(Name, expr)          \
+  struct Name {                                \
+    template <class C>                         \
+    static constexpr bool defined = kFloat<C>; \
+    template <class C>                         \
+    static C apply(C a) {                      \
+      return expr;                             \
+    }                                          \
   };
 PIPEC_FLOAT_UNARY(Tanh, std::tanh(a))
 PIPEC_FLOAT_UNARY(Exp, std::exp(a))
@@ -79,8 +95,10 @@ PIPEC_FLOAT_UNARY(Ceil, std::ceil(a))
 #undef PIPEC_FLOAT_UNARY
 
 struct Round {  // half to even, independent of the FP rounding mode; keeps the sign of zero
-  template <class C> static constexpr bool defined = kFloat<C>;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = kFloat<C>;
+  template <class C>
+  static C apply(C a) {
     C r = std::floor(a);
     C d = a - r;
     if (d > C(0.5) || (d == C(0.5) && std::fmod(r, C(2)) != 0)) r += 1;
@@ -89,8 +107,10 @@ struct Round {  // half to even, independent of the FP rounding mode; keeps the 
   }
 };
 struct Sigmoid {  // 1 / (1 + exp(-x)), written so that exp never overflows
-  template <class C> static constexpr bool defined = kFloat<C>;
-  template <class C> static C apply(C a) {
+  template <class C>
+  static constexpr bool defined = kFloat<C>;
+  template <class C>
+  static C apply(C a) {
     if (a >= 0) return C(1) / (C(1) + std::exp(-a));
     C e = std::exp(a);
     return e / (C(1) + e);

@@ -25,8 +25,8 @@
 #include "runtime/image/crop_window.h"
 #include "runtime/image/distance_transform.h"
 #include "runtime/image/encoders.h"
-#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/jpeg_decoder.h"
+#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/png_decoder.h"
 #include "runtime/image/sniff.h"
 #include "runtime/image/transforms.h"
@@ -63,7 +63,8 @@ std::string read_whole_file(const std::string& path) {
 }
 
 std::string_view scalar_bytes(const Tensor& t, const char* what) {
-  if (t.dtype() != DType::Bytes || t.num_elements() != 1) throw OpError(fmt::format("{} must be one byte string", what));
+  if (t.dtype() != DType::Bytes || t.num_elements() != 1)
+    throw OpError(fmt::format("{} must be one byte string", what));
   return t.str(0);
 }
 
@@ -115,8 +116,8 @@ WindowFn pushed_window(const KernelArgs& a) {
 // is not even read again. Returns nothing when the file is not indexed (no room left, indexing off,
 // a file libjpeg complains about): the ordinary decode then runs on `data`, which this reads when it
 // has to.
-std::optional<Tensor> decode_from_index(const std::string& path, std::string_view& data, std::string& owned, bool& have_data,
-                                        const DecodeOptions& o) {
+std::optional<Tensor> decode_from_index(const std::string& path, std::string_view& data, std::string& owned,
+                                        bool& have_data, const DecodeOptions& o) {
   JpegIndexCache& cache = JpegIndexCache::process();
   if (cache.budget() <= 0) return std::nullopt;
   const std::string key = path.empty() ? jpeg_bytes_key(data) : jpeg_file_key(path);
@@ -169,12 +170,14 @@ Tensor decode(const KernelArgs& a, ImageFormat want) {
       want = got;
     }
     Tensor img = want == ImageFormat::Jpeg ? decode_jpeg_image(data, o) : decode_png_image(data, o);
-    if (want == ImageFormat::Png && o.window) img = crop_image(img, CropWindow{});  // unreachable: pushdown is JPEG only
+    if (want == ImageFormat::Png && o.window)
+      img = crop_image(img, CropWindow{});  // unreachable: pushdown is JPEG only
     return img;
   } catch (const ImageError& e) {
     std::string kind = image_format_name(want);
     if (got != want && got != ImageFormat::Unknown)
-      throw OpError(fmt::format("{}not a {} file (it looks like a {}): {}", where, kind, image_format_name(got), e.what()));
+      throw OpError(
+          fmt::format("{}not a {} file (it looks like a {}): {}", where, kind, image_format_name(got), e.what()));
     throw OpError(fmt::format("{}bad {}: {}", where, kind, e.what()));
   }
 }
@@ -202,7 +205,8 @@ Tensor random_crop_kernel(const KernelArgs& a) {
   return guarded([&] {
     const Tensor& x = a.in.at(0);
     RandomStream st = stream_of(a);
-    CropWindow win = random_crop_window(img_dim(x, 3), img_dim(x, 2), attr_int(a.instr, "height", 0), attr_int(a.instr, "width", 0), st);
+    CropWindow win = random_crop_window(img_dim(x, 3), img_dim(x, 2), attr_int(a.instr, "height", 0),
+                                        attr_int(a.instr, "width", 0), st);
     return crop_image(x, win);
   });
 }
@@ -215,13 +219,15 @@ Tensor central_crop_kernel(const KernelArgs& a) {
 }
 
 Tensor crop_or_pad_kernel(const KernelArgs& a) {
-  return guarded([&] { return crop_or_pad_image(a.in.at(0), attr_int(a.instr, "height", 0), attr_int(a.instr, "width", 0)); });
+  return guarded(
+      [&] { return crop_or_pad_image(a.in.at(0), attr_int(a.instr, "height", 0), attr_int(a.instr, "width", 0)); });
 }
 
 Tensor resize_kernel(const KernelArgs& a) {
   const Value* m = find_attr(a.instr, "method");
   const bool nearest = m && m->s == "nearest";
-  return guarded([&] { return resize_image(a.in.at(0), attr_int(a.instr, "height", 0), attr_int(a.instr, "width", 0), nearest); });
+  return guarded(
+      [&] { return resize_image(a.in.at(0), attr_int(a.instr, "height", 0), attr_int(a.instr, "width", 0), nearest); });
 }
 
 std::vector<bool> flips(const KernelArgs& a, const Tensor& x, bool random) {
@@ -282,13 +288,15 @@ std::shared_ptr<const Colors> read_colors_csv(const std::string& path) {
     std::vector<std::string> cells;
     std::stringstream ls(line);
     for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
-    if (cells.size() != 4) throw OpError(fmt::format("{}:{}: expected `name,r,g,b`, got {} cells", path, line_no, cells.size()));
+    if (cells.size() != 4)
+      throw OpError(fmt::format("{}:{}: expected `name,r,g,b`, got {} cells", path, line_no, cells.size()));
     std::array<uint8_t, 3> c{};
     for (int k = 0; k < 3; ++k) {
       char* end = nullptr;
       long v = std::strtol(cells[static_cast<size_t>(k + 1)].c_str(), &end, 10);
       if (end == cells[static_cast<size_t>(k + 1)].c_str() || *end != 0 || v < 0 || v > 255)
-        throw OpError(fmt::format("{}:{}: colour value `{}` is not an integer in 0..255", path, line_no, cells[static_cast<size_t>(k + 1)]));
+        throw OpError(fmt::format("{}:{}: colour value `{}` is not an integer in 0..255", path, line_no,
+                                  cells[static_cast<size_t>(k + 1)]));
       c[static_cast<size_t>(k)] = static_cast<uint8_t>(v);
     }
     colors->push_back(c);
@@ -308,13 +316,15 @@ Tensor one_hot_colors_kernel(const KernelArgs& a) {
     auto list = std::make_shared<Colors>();
     for (const Value& row : v->items) {
       if (row.items.size() != 3) throw OpError("colors must be [r, g, b] rows");
-      list->push_back({static_cast<uint8_t>(row.items[0].i), static_cast<uint8_t>(row.items[1].i), static_cast<uint8_t>(row.items[2].i)});
+      list->push_back({static_cast<uint8_t>(row.items[0].i), static_cast<uint8_t>(row.items[1].i),
+                       static_cast<uint8_t>(row.items[2].i)});
     }
     colors = list;
   }
   const int64_t classes = a.instr.type.shape.empty() ? -1 : a.instr.type.shape.back();
   if (classes >= 0 && classes != static_cast<int64_t>(colors->size()))
-    throw OpError(fmt::format("classes = {} but {} lists {} colours", classes, v->kind == Value::String ? v->s : "the list", colors->size()));
+    throw OpError(fmt::format("classes = {} but {} lists {} colours", classes,
+                              v->kind == Value::String ? v->s : "the list", colors->size()));
   return guarded([&] { return one_hot_colors_image(a.in.at(0), *colors); });
 }
 

@@ -119,7 +119,8 @@ class Interpreter {
     }
     const Tensor& t = col.dense;
     if (t.rank() < 1 || t.shape()[0] != in_.rows)
-      throw OpError(fmt::format("column `{}` has shape {}, the chunk has {} rows", f->s, shape_to_string(t.shape()), in_.rows));
+      throw OpError(
+          fmt::format("column `{}` has shape {}, the chunk has {} rows", f->s, shape_to_string(t.shape()), in_.rows));
     if (t.dtype() == DType::Bytes && instr.type.dtype == DType::U8 && t.rank() == 1) return bytes_as_u8(t, instr.type);
     return Val{Val::Rows, finish(instr, t), {}};
   }
@@ -176,7 +177,8 @@ class Interpreter {
     }
     Tensor out = finish(instr, k->fn(args));
     if (out.rank() < 1 || out.shape()[0] != in_.rows)
-      throw OpError(fmt::format("internal: per-row result has shape {} for {} rows", shape_to_string(out.shape()), in_.rows));
+      throw OpError(
+          fmt::format("internal: per-row result has shape {} for {} rows", shape_to_string(out.shape()), in_.rows));
     return Val{Val::Rows, std::move(out), {}};
   }
 
@@ -281,8 +283,8 @@ std::vector<Column> empty_columns(const ExprFunction& fn) {
 
 }  // namespace
 
-std::vector<Column> run_function(const ExprFunction& fn, const std::vector<std::string>& in_fields,
-                                 const Chunk& in, const EvalContext& ctx) {
+std::vector<Column> run_function(const ExprFunction& fn, const std::vector<std::string>& in_fields, const Chunk& in,
+                                 const EvalContext& ctx) {
   if (in.rows == 0) return empty_columns(fn);
   return Interpreter(fn, in_fields, in, ctx).run();
 }

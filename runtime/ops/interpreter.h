@@ -18,7 +18,7 @@
 namespace pipec {
 
 struct EvalContext {
-  uint64_t seed = 0;  // the run seed: random ops without a `seed` attribute use it
+  uint64_t seed = 0;     // the run seed: random ops without a `seed` attribute use it
   std::string spec_dir;  // relative paths read by image ops (read_file, decoders, colour CSVs)
 };
 
@@ -26,7 +26,7 @@ struct EvalContext {
 /// `param` instr reads the column of its field. Returns one Column per fn.results entry, rows = in.rows.
 /// Throws KernelError (location, op and problem) on bad data, e.g. a ragged row whose size does not fit
 /// a reshape, or an out-of-range gather on a ragged dim.
-std::vector<Column> run_function(const ExprFunction& fn, const std::vector<std::string>& in_fields,
-                                 const Chunk& in, const EvalContext& ctx);
+std::vector<Column> run_function(const ExprFunction& fn, const std::vector<std::string>& in_fields, const Chunk& in,
+                                 const EvalContext& ctx);
 
 }  // namespace pipec

@@ -30,7 +30,8 @@ Tensor stack_kernel(const KernelArgs& a) {
   const Shape& e = xs[0].shape();
   for (size_t j = 1; j < xs.size(); ++j)
     if (xs[j].shape() != e)
-      throw OpError(fmt::format("item {} has shape {} but item 0 has {}", j, shape_to_string(xs[j].shape()), shape_to_string(e)));
+      throw OpError(
+          fmt::format("item {} has shape {} but item 0 has {}", j, shape_to_string(xs[j].shape()), shape_to_string(e)));
   const int64_t er = static_cast<int64_t>(e.size()) - a.lead;
   const int64_t ax = normalize_axis(attr_int(a.instr, "axis", 0), er, true) + a.lead;
   const size_t esize = dtype_size(xs[0].dtype());

@@ -26,8 +26,8 @@ namespace pipec {
 struct KernelArgs {
   const Instr& instr;
   std::vector<Tensor> in;
-  int lead = 0;            // 1 when the result carries the rows dimension
-  int64_t rows = 1;        // the rows dimension when lead = 1
+  int lead = 0;      // 1 when the result carries the rows dimension
+  int64_t rows = 1;  // the rows dimension when lead = 1
   // Random streams: the element index of row 0 (or of the single element when lead = 0), epoch, seed.
   uint64_t seed = 0;
   int64_t first_index = 0;

@@ -16,7 +16,9 @@ class KernelError : public std::runtime_error {
  public:
   KernelError(const SpecLoc& loc, const std::string& op, const std::string& detail)
       : std::runtime_error((loc.valid() ? loc.to_string() + ": " : std::string()) + op + ": " + detail),
-        loc_(loc), op_(op), detail_(detail) {}
+        loc_(loc),
+        op_(op),
+        detail_(detail) {}
 
   const SpecLoc& loc() const { return loc_; }
   const std::string& op() const { return op_; }

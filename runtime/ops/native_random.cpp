@@ -22,8 +22,7 @@ extern "C" int32_t pipec_random_fill(int32_t kind, uint64_t seed, uint64_t op_id
         if (lo >= hi) return 1;
         for (int64_t k = 0; k < count; ++k) static_cast<int64_t*>(out)[k] = st.uniform_int(lo, hi - 1);
         return 0;
-      default:
-        return 2;
+      default: return 2;
     }
   } catch (...) {
     return 2;

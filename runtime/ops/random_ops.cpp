@@ -13,8 +13,8 @@
 // takes its default (0 and 1).
 #include <fmt/format.h>
 
-#include "runtime/core/philox.h"
 #include "runtime/core/dtype_dispatch.h"
+#include "runtime/core/philox.h"
 #include "runtime/ops/elementwise_loops.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/tensor_util.h"
@@ -39,7 +39,8 @@ Setup setup(const KernelArgs& a) {
   s.out_shape = s.elem;
   if (a.lead) s.out_shape.insert(s.out_shape.begin(), a.rows);
   s.per_row = shape_num_elements(s.elem);
-  s.seed = static_cast<uint64_t>(find_attr(a.instr, "seed") ? attr_int(a.instr, "seed", 0) : static_cast<int64_t>(a.seed));
+  s.seed =
+      static_cast<uint64_t>(find_attr(a.instr, "seed") ? attr_int(a.instr, "seed", 0) : static_cast<int64_t>(a.seed));
   s.op_id = static_cast<uint64_t>(attr_int(a.instr, "op_id", 0));
   return s;
 }

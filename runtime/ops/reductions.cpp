@@ -99,7 +99,8 @@ Tensor fold_kernel(const KernelArgs& a) {
     if constexpr (kFold == Fold::Max || kFold == Fold::Min) {
       constexpr bool kMax = kFold == Fold::Max;
       C init;
-      if constexpr (std::is_floating_point_v<C>) init = kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+      if constexpr (std::is_floating_point_v<C>)
+        init = kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
       else init = kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
       std::unique_ptr<C[]> acc(new C[static_cast<size_t>(m)]);  // not vector<bool>
       reduce_loop(x, p, init, acc.get(), [](C best, T raw) {
@@ -122,8 +123,7 @@ Tensor fold_kernel(const KernelArgs& a) {
       A init = kFold == Fold::Prod ? A(1) : A(0);
       if constexpr (kFold == Fold::Prod)
         reduce_loop(x, p, init, acc.data(), [](A s, T v) { return static_cast<A>(s * static_cast<A>(load(v))); });
-      else
-        reduce_loop(x, p, init, acc.data(), [](A s, T v) { return static_cast<A>(s + static_cast<A>(load(v))); });
+      else reduce_loop(x, p, init, acc.data(), [](A s, T v) { return static_cast<A>(s + static_cast<A>(load(v))); });
       visit_numeric(rt, [&](auto rtag) {
         using R = typename decltype(rtag)::type;
         R* o = out.data<R>();

@@ -39,7 +39,8 @@ Tensor where_kernel(const KernelArgs& a) {
     if (a.in.at(1).dtype() == DType::Bytes) return where_bytes(a);
     rt = DType::I64;  // the index pass of where_bytes
   }
-  Prepared p = prepare(cast_tensor(a.in.at(0), DType::Bool), cast_tensor(a.in.at(1), rt), cast_tensor(a.in.at(2), rt), rt);
+  Prepared p =
+      prepare(cast_tensor(a.in.at(0), DType::Bool), cast_tensor(a.in.at(1), rt), cast_tensor(a.in.at(2), rt), rt);
   visit_by_size(dtype_size(rt), [&](auto tag) {
     using T = typename decltype(tag)::type;
     ternary_loop(p.plan, p.a.data<bool>(), p.b.data<T>(), p.c.data<T>(), p.out.data<T>(),

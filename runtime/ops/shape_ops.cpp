@@ -51,11 +51,11 @@ Shape with_rows(const KernelArgs& a, const Shape& elem) {
   return s;
 }
 
-
 Tensor slice_kernel(const KernelArgs& a) {
   const Tensor& x = a.in.at(0);
   if (x.dtype() == DType::Bytes) return via_string_indices(a, slice_kernel);
-  std::vector<int64_t> starts = attr_ints(a.instr, "starts"), stops = attr_ints(a.instr, "stops"), steps = attr_ints(a.instr, "steps");
+  std::vector<int64_t> starts = attr_ints(a.instr, "starts"), stops = attr_ints(a.instr, "stops"),
+                       steps = attr_ints(a.instr, "steps");
   const int64_t rank = x.rank(), er = rank - a.lead;
   if (starts.size() != stops.size() || starts.size() != steps.size() || static_cast<int64_t>(starts.size()) > er)
     throw OpError(fmt::format("{} slice bounds for a tensor of rank {}", starts.size(), er));
@@ -64,7 +64,8 @@ Tensor slice_kernel(const KernelArgs& a) {
   for (int64_t d = 0; d < rank; ++d) {
     int64_t e = d - a.lead;
     SliceBounds r{0, x.shape()[d], 1};
-    if (e >= 0 && e < static_cast<int64_t>(starts.size())) r = resolve_slice(starts[e], stops[e], steps[e], x.shape()[d]);
+    if (e >= 0 && e < static_cast<int64_t>(starts.size()))
+      r = resolve_slice(starts[e], stops[e], steps[e], x.shape()[d]);
     shape[d] = r.len;
     strides[d] = r.step * st[d];
     if (r.len > 0) base += r.start * st[d];
@@ -106,7 +107,8 @@ Tensor gather_kernel(const KernelArgs& a) {
         for (int64_t j = 0; j < m; ++j) o[j] = s[ix[j]];
     } else {
       for (int64_t k = 0; k < outer; ++k, s += n * inner)
-        for (int64_t j = 0; j < m; ++j, o += inner) std::memcpy(o, s + ix[j] * inner, static_cast<size_t>(inner) * esize);
+        for (int64_t j = 0; j < m; ++j, o += inner)
+          std::memcpy(o, s + ix[j] * inner, static_cast<size_t>(inner) * esize);
     }
   });
   return out;
@@ -114,7 +116,8 @@ Tensor gather_kernel(const KernelArgs& a) {
 
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
   return s + "]";
 }
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "runtime/ops/broadcast.h"
 #include "runtime/core/dtype_dispatch.h"
+#include "runtime/ops/broadcast.h"
 #include "runtime/ops/kernel_error.h"
 
 namespace pipec {
@@ -39,7 +39,9 @@ Tensor stack_rows(const std::vector<Tensor>& rows, DType dtype, const Shape& ele
   Shape shape{static_cast<int64_t>(rows.size())};
   shape.insert(shape.end(), e.begin(), e.end());
   for (const Tensor& r : rows)
-    if (r.shape() != e) throw OpError("rows of different shapes cannot be stacked: " + shape_to_string(e) + " and " + shape_to_string(r.shape()));
+    if (r.shape() != e)
+      throw OpError("rows of different shapes cannot be stacked: " + shape_to_string(e) + " and " +
+                    shape_to_string(r.shape()));
   if (dtype == DType::Bytes) {
     Tensor out = Tensor::empty(DType::Bytes, shape);
     std::string blob;

@@ -1,4 +1,5 @@
-// The tensor expression IR (part of the plan, so it lives in the runtime): the body of a map or filter as a list of SSA instructions.
+// The tensor expression IR (part of the plan, so it lives in the runtime): the body of a map or filter as a list of SSA
+// instructions.
 //
 // Every instruction produces one value with a static type. Operands are indices of earlier
 // instructions. Element-wise binary ops see operands of one dtype (lowering inserts the casts that
@@ -27,16 +28,16 @@ struct SpecLoc {
 };
 
 struct Instr {
-  OpKind op = OpKind::Const;            // Param, Const, Add, Cast, Slice, Gather, Tanh... (runtime/plan/ops.def)
-  std::vector<int> operands;            // ids of earlier instructions
-  std::map<std::string, Value> attrs;   // field (param), value (const), dtype (cast), starts/stops/steps...
-  Type type;                            // the result
-  SpecLoc loc;                          // the spec expression it comes from
+  OpKind op = OpKind::Const;           // Param, Const, Add, Cast, Slice, Gather, Tanh... (runtime/plan/ops.def)
+  std::vector<int> operands;           // ids of earlier instructions
+  std::map<std::string, Value> attrs;  // field (param), value (const), dtype (cast), starts/stops/steps...
+  Type type;                           // the result
+  SpecLoc loc;                         // the spec expression it comes from
 };
 
 struct ExprFunction {
-  std::string name;                     // "map@2" (stage index)
-  std::vector<Instr> body;              // params first, then the computation
+  std::string name;         // "map@2" (stage index)
+  std::vector<Instr> body;  // params first, then the computation
   /// The fields the function returns (map) or the one bool it returns (filter: name "keep").
   std::vector<std::pair<std::string, int>> results;
 

@@ -25,9 +25,9 @@ struct PipecKernelArgs {
   const void* const* inputs;  // one per NativeKernel::input_fields entry
   void* const* outputs;       // one per fn->results entry
   int64_t rows;
-  int64_t first_index;        // element index of row 0 (keys random streams)
+  int64_t first_index;  // element index of row 0 (keys random streams)
   int64_t epoch;
-  uint64_t seed;              // the run seed (random ops without their own seed attribute)
+  uint64_t seed;  // the run seed (random ops without their own seed attribute)
 };
 /// Returns 0 on success; a nonzero code names a data error the kernel found (e.g. an index out of
 /// range): the runtime then runs the chunk on the interpreter, which reports it in its own words.
@@ -40,11 +40,11 @@ constexpr int32_t kPipecKernelIndexOutOfRange = 3;
 
 struct NativeKernel {
   PipecKernelFn fn = nullptr;
-  std::string symbol;               // the function's name in its module / shared library
-  std::vector<int> input_fields;    // index into the input element's fields, per input pointer
-  std::string backend;              // "llvm-jit", "aot", ... (shown by `pipec run`'s summary)
-  double compile_ms = 0;            // 0 when it came from the cache
-  std::shared_ptr<void> keep_alive; // owns the code (the JIT session, the dlopen handle)
+  std::string symbol;                // the function's name in its module / shared library
+  std::vector<int> input_fields;     // index into the input element's fields, per input pointer
+  std::string backend;               // "llvm-jit", "aot", ... (shown by `pipec run`'s summary)
+  double compile_ms = 0;             // 0 when it came from the cache
+  std::shared_ptr<void> keep_alive;  // owns the code (the JIT session, the dlopen handle)
 };
 
 }  // namespace pipec

@@ -17,22 +17,22 @@ namespace pipec {
 struct OpFlag {
   enum : uint32_t {
     None = 0,
-    Input = 1u << 0,          // reads a field of the stage's input (param): no kernel, the interpreter binds it
-    Constant = 1u << 1,       // a constant (const): its `value` attribute
-    Elementwise = 1u << 2,    // broadcasts its operands numpy-style (the interpreter aligns them)
-    Arithmetic = 1u << 3,     // binary math whose operands and result share one dtype (div: see the verifier)
-    Compare = 1u << 4,        // binary comparison of operands of one dtype, bool result
-    Logic = 1u << 5,          // and / or / not: operands read as bool, bool result
-    UnaryMath = 1u << 6,      // element-wise math of one operand
-    FloatOnly = 1u << 7,      // defined on floats only (integer inputs compute in the result's float type)
-    IntegerOnly = 1u << 8,    // defined on integers only (shifts)
-    Bitwise = 1u << 9,        // defined on integers and bool, not on floats
-    Structural = 1u << 10,    // moves elements (or bits of them) by index: slices, reshapes, joins, bits
-    Reduction = 1u << 11,     // folds the axes of its `axis` attribute (every element axis without one)
-    Random = 1u << 12,        // draws random numbers keyed by its `op_id`: never folded or merged, per row
-    PerRow = 1u << 13,        // shapes depend on the data (images, files): the interpreter runs it per element
-    WholeFile = 1u << 14,     // each value is a whole file or image: the runtime keeps such chunks small
-    Decoder = 1u << 15,       // decodes an image; lowering lets it read its file itself (decode(read_file(p)))
+    Input = 1u << 0,                // reads a field of the stage's input (param): no kernel, the interpreter binds it
+    Constant = 1u << 1,             // a constant (const): its `value` attribute
+    Elementwise = 1u << 2,          // broadcasts its operands numpy-style (the interpreter aligns them)
+    Arithmetic = 1u << 3,           // binary math whose operands and result share one dtype (div: see the verifier)
+    Compare = 1u << 4,              // binary comparison of operands of one dtype, bool result
+    Logic = 1u << 5,                // and / or / not: operands read as bool, bool result
+    UnaryMath = 1u << 6,            // element-wise math of one operand
+    FloatOnly = 1u << 7,            // defined on floats only (integer inputs compute in the result's float type)
+    IntegerOnly = 1u << 8,          // defined on integers only (shifts)
+    Bitwise = 1u << 9,              // defined on integers and bool, not on floats
+    Structural = 1u << 10,          // moves elements (or bits of them) by index: slices, reshapes, joins, bits
+    Reduction = 1u << 11,           // folds the axes of its `axis` attribute (every element axis without one)
+    Random = 1u << 12,              // draws random numbers keyed by its `op_id`: never folded or merged, per row
+    PerRow = 1u << 13,              // shapes depend on the data (images, files): the interpreter runs it per element
+    WholeFile = 1u << 14,           // each value is a whole file or image: the runtime keeps such chunks small
+    Decoder = 1u << 15,             // decodes an image; lowering lets it read its file itself (decode(read_file(p)))
     LowerCastsOperands = 1u << 16,  // a call by name gets its tensor operands in the result's dtype (where's
                                     // condition excepted); other ops keep their operands' dtypes
   };
@@ -66,9 +66,9 @@ constexpr size_t kNumOpKinds = 0
 struct OpInfo {
   std::string_view name;
   int min_operands;
-  int max_operands;  // kVariadic: no limit
-  uint32_t flags;    // OpFlag bits
-  uint32_t backends; // OpBackend bits
+  int max_operands;   // kVariadic: no limit
+  uint32_t flags;     // OpFlag bits
+  uint32_t backends;  // OpBackend bits
 
   bool has(uint32_t flag) const { return (flags & flag) != 0; }
   bool compiled_by(uint32_t backend) const { return (backends & backend) != 0; }

@@ -34,7 +34,7 @@ struct Stage {
   std::shared_ptr<const NativeKernel> native;
   /// CUDA source for a map after to(gpu), when the CUDA code generator could lower its body.
   std::shared_ptr<const GpuKernel> gpu;
-  ElementInfo element;                              // the element this stage produces
+  ElementInfo element;  // the element this stage produces
   SpecLoc loc;
 
   const Value* arg(const std::string& name) const;
@@ -45,8 +45,8 @@ struct Stage {
 bool has_element_kernel(const Stage& s);
 
 struct Plan {
-  std::string name;            // the pipeline's name
-  std::vector<Stage> stages;   // topologically ordered; the last one is the output
+  std::string name;           // the pipeline's name
+  std::vector<Stage> stages;  // topologically ordered; the last one is the output
 };
 
 /// `pipec explain`'s text: each stage with its arguments and element type, then each function.

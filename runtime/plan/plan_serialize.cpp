@@ -161,7 +161,8 @@ class Encoder {
 
 class Decoder {
  public:
-  Decoder(const uint8_t* data, size_t size, std::string source) : p_(data), end_(data + size), source_(std::move(source)) {}
+  Decoder(const uint8_t* data, size_t size, std::string source)
+      : p_(data), end_(data + size), source_(std::move(source)) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanDecodeError(fmt::format("{}: corrupt plan at payload offset {}: {}", source_, pos(), what));
@@ -302,7 +303,8 @@ class Decoder {
       for (uint64_t o = 0; o < nops; ++o) {
         int32_t id = i32("operand");
         // SSA: operands name earlier instructions only.
-        if (id < 0 || static_cast<uint64_t>(id) >= k) fail(fmt::format("instruction %{} uses %{}, not an earlier instruction", k, id));
+        if (id < 0 || static_cast<uint64_t>(id) >= k)
+          fail(fmt::format("instruction %{} uses %{}, not an earlier instruction", k, id));
         in.operands.push_back(id);
       }
       uint64_t nattrs = count(10, "attributes");
@@ -319,7 +321,8 @@ class Decoder {
     for (uint64_t r = 0; r < nres; ++r) {
       std::string name = str("result name");
       int32_t id = i32("result id");
-      if (id < 0 || static_cast<uint64_t>(id) >= fn->body.size()) fail(fmt::format("result `{}` names %{}, not an instruction", name, id));
+      if (id < 0 || static_cast<uint64_t>(id) >= fn->body.size())
+        fail(fmt::format("result `{}` names %{}, not an instruction", name, id));
       fn->results.emplace_back(std::move(name), id);
     }
     return fn;
@@ -354,7 +357,8 @@ class Decoder {
     for (uint64_t i = 0; i < nin; ++i) {
       int32_t in = i32("input");
       // Topological order: inputs are earlier stages.
-      if (in < 0 || static_cast<size_t>(in) >= index) fail(fmt::format("stage #{} reads #{}, not an earlier stage", index, in));
+      if (in < 0 || static_cast<size_t>(in) >= index)
+        fail(fmt::format("stage #{} reads #{}, not an earlier stage", index, in));
       s.inputs.push_back(in);
     }
     uint64_t nschema = count(12, "schema entries");
@@ -401,22 +405,26 @@ std::string encode_plan(const Plan& plan) {
 Plan decode_plan(std::string_view blob, const std::string& source) {
   auto err = [&](const std::string& what) { return PlanDecodeError(fmt::format("{}: {}", source, what)); };
   const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
-  if (blob.size() < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0) throw err("not a pipec plan (bad magic)");
+  if (blob.size() < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
+    throw err("not a pipec plan (bad magic)");
   if (blob.size() < kHeaderSize + kTrailerSize)
-    throw err(fmt::format("truncated plan: {} bytes, smaller than the {}-byte framing", blob.size(), kHeaderSize + kTrailerSize));
+    throw err(fmt::format("truncated plan: {} bytes, smaller than the {}-byte framing", blob.size(),
+                          kHeaderSize + kTrailerSize));
   uint32_t version = load_le32(p + 8);
   if (version != kPlanFormatVersion)
-    throw err(fmt::format("plan format version {} is not supported (this runtime reads version {}); rebuild with a matching pipec",
-                          version, kPlanFormatVersion));
+    throw err(fmt::format(
+        "plan format version {} is not supported (this runtime reads version {}); rebuild with a matching pipec",
+        version, kPlanFormatVersion));
   uint64_t payload = load_le64(p + 12);
   uint64_t actual = blob.size() - kHeaderSize - kTrailerSize;
   if (payload != actual)
-    throw err(fmt::format("{} plan: header says {} payload bytes, blob has {}", payload > actual ? "truncated" : "corrupt",
-                          payload, actual));
+    throw err(fmt::format("{} plan: header says {} payload bytes, blob has {}",
+                          payload > actual ? "truncated" : "corrupt", payload, actual));
   size_t crc_at = blob.size() - kTrailerSize;
   uint32_t stored = load_le32(p + crc_at);
   uint32_t computed = crc32_zlib(p, crc_at);
-  if (stored != computed) throw err(fmt::format("corrupt plan: CRC32 mismatch (stored {:08x}, computed {:08x})", stored, computed));
+  if (stored != computed)
+    throw err(fmt::format("corrupt plan: CRC32 mismatch (stored {:08x}, computed {:08x})", stored, computed));
 
   Decoder d(p + kHeaderSize, payload, source);
   d.set_begin();

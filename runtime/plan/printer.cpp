@@ -67,7 +67,8 @@ std::string print_plan(const Plan& plan) {
     if (s.loc.valid()) where = fmt::format("  ({}:{})", s.loc.line, s.loc.col);
     out += fmt::format("  #{} {}({}){}\n", i, stage_name(s.kind), args, where);
     for (const SchemaEntry& e : s.schema)
-      out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type), e.fixed_bytes ? " (fixed-length bytes)" : "",
+      out += fmt::format("       field {}: {}{}{}\n", e.name, type_to_string(e.type),
+                         e.fixed_bytes ? " (fixed-length bytes)" : "",
                          e.default_value ? " = " + e.default_value->to_string() : "");
     out += "       -> " + element_to_string(s.element) + "\n";
   }

@@ -27,10 +27,10 @@ struct Field {
 /// A dataset's element: its fields, its batch dimensions and how long it is.
 struct ElementInfo {
   std::vector<Field> fields;
-  int batch_rank = 0;        // leading dimensions of every field that are batch dimensions
-  bool infinite = false;     // after repeat() with no count
-  bool is_sink = false;      // a write(...) stage ends the pipeline
-  bool on_gpu = false;       // after to(gpu)
+  int batch_rank = 0;            // leading dimensions of every field that are batch dimensions
+  bool infinite = false;         // after repeat() with no count
+  bool is_sink = false;          // a write(...) stage ends the pipeline
+  bool on_gpu = false;           // after to(gpu)
   bool tfrecord_source = false;  // the records of a tfrecord source, no stage between (interleave needs it)
 };
 

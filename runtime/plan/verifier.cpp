@@ -10,7 +10,9 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
   bool params_done = false;
   for (size_t i = 0; i < fn.body.size(); ++i) {
     const Instr& in = fn.body[i];
-    auto err = [&](const std::string& m) { errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, op_name(in.op), m)); };
+    auto err = [&](const std::string& m) {
+      errs.push_back(fmt::format("{}: %{} = {}: {}", fn.name, i, op_name(in.op), m));
+    };
     const OpInfo& info = op_info(in.op);
     if (info.has(OpFlag::Input)) {
       if (params_done) err("parameters must come first");
@@ -24,8 +26,9 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
     const int n = static_cast<int>(in.operands.size());
     if (n < info.min_operands || (info.max_operands != kVariadic && n > info.max_operands)) {
       std::string want = info.max_operands == kVariadic ? fmt::format("at least {}", info.min_operands)
-                         : info.min_operands == info.max_operands ? std::to_string(info.min_operands)
-                                                                  : fmt::format("{} to {}", info.min_operands, info.max_operands);
+                         : info.min_operands == info.max_operands
+                             ? std::to_string(info.min_operands)
+                             : fmt::format("{} to {}", info.min_operands, info.max_operands);
       err(fmt::format("takes {} operands, not {}", want, n));
     }
     for (int o : in.operands)
@@ -38,12 +41,14 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
         const int o = in.operands[static_cast<size_t>(k)];
         if (o < 0 || static_cast<size_t>(o) >= i) continue;
         const Type& t = fn.body[static_cast<size_t>(o)].type;
-        if (!t.is_scalar() || !is_integer(t.dtype)) err(fmt::format("operand %{} must be an integer scalar, not {}", o, type_to_string(t)));
+        if (!t.is_scalar() || !is_integer(t.dtype))
+          err(fmt::format("operand %{} must be an integer scalar, not {}", o, type_to_string(t)));
       }
       if (in.op == OpKind::DynamicSlice) {
         int left_out = 0;
         for (const char* b : {"start", "stop", "step"}) left_out += in.attrs.count(b) ? 0 : 1;
-        if (left_out != n - 1) err(fmt::format("{} bounds are operands, but it has {} operands after the sliced one", left_out, n - 1));
+        if (left_out != n - 1)
+          err(fmt::format("{} bounds are operands, but it has {} operands after the sliced one", left_out, n - 1));
       }
     }
     // Binary arithmetic, comparisons and and/or see operands of one dtype (lowering inserts the casts).
@@ -55,7 +60,8 @@ std::vector<std::string> verify_function(const ExprFunction& fn) {
         err(fmt::format("operands have different dtypes ({} and {})", dtype_name(fn.body[a].type.dtype),
                         dtype_name(fn.body[b].type.dtype)));
       // True division's result is its float type, whatever the operands were.
-      if (arithmetic && a >= 0 && static_cast<size_t>(a) < i && in.type.dtype != fn.body[a].type.dtype && in.op != OpKind::Div)
+      if (arithmetic && a >= 0 && static_cast<size_t>(a) < i && in.type.dtype != fn.body[a].type.dtype &&
+          in.op != OpKind::Div)
         err("the result dtype differs from the operands'");
     }
   }
@@ -84,7 +90,8 @@ std::vector<std::string> verify_plan(const Plan& plan) {
       // the keep flag. A map with per_row = n runs per element after a batch: each field is its result
       // with the batch dimension in front; so is each field of map_batch (a map and the batch after it).
       const Value* per_row = s.arg("per_row");
-      if (per_row && (s.kind != StageKind::Map || per_row->kind != Value::Int || per_row->i < 1 || s.element.batch_rank < 1))
+      if (per_row &&
+          (s.kind != StageKind::Map || per_row->kind != Value::Int || per_row->i < 1 || s.element.batch_rank < 1))
         err("per_row needs a map after a batch and a positive batch size");
       const bool map_filter = s.kind == StageKind::MapFilter;
       const bool per_element_results = per_row || s.kind == StageKind::MapBatch;

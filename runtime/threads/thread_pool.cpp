@@ -89,7 +89,7 @@ struct ParallelForState {
   std::atomic<bool> failed{false};
   std::mutex mu;
   std::condition_variable all_done;
-  int64_t chunks_done = 0;  // guarded by mu
+  int64_t chunks_done = 0;   // guarded by mu
   std::exception_ptr error;  // guarded by mu; the first one caught
 
   // Claims and runs chunks until none are left.

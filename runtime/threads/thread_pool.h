@@ -54,8 +54,7 @@ class ThreadPool {
   /// may be shorter); grain <= 0 picks about 4 chunks per thread. Blocks until every chunk has finished.
   /// If chunks throw, the first exception caught is rethrown here after running chunks complete;
   /// chunks not yet started are skipped.
-  void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                    const std::function<void(int64_t, int64_t)>& fn);
+  void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void enqueue(std::function<void()> task);

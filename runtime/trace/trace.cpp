@@ -16,13 +16,13 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 struct Event {
-  char phase;            // 'X' complete, 'C' counter, 'i' instant
-  int32_t track;         // -1: the buffer's thread; otherwise an index into Registry::tracks
+  char phase;     // 'X' complete, 'C' counter, 'i' instant
+  int32_t track;  // -1: the buffer's thread; otherwise an index into Registry::tracks
   const char* category;
   NameId name;
   int64_t ts_ns, dur_ns;
-  Arg a, b;              // a counter's value is a.value
-  uint32_t text;         // 0: none; else 1 + an index into the buffer's texts (JSON args)
+  Arg a, b;       // a counter's value is a.value
+  uint32_t text;  // 0: none; else 1 + an index into the buffer's texts (JSON args)
 };
 
 struct ThreadBuffer {
@@ -180,7 +180,8 @@ void complete(const char* category, NameId name, int64_t start_ns, int64_t dur_n
   append({'X', -1, category, name, start_ns, std::max<int64_t>(0, dur_ns), a, b, 0});
 }
 
-void complete(const char* category, std::string_view name_text, int64_t start_ns, int64_t dur_ns, std::string args_json) {
+void complete(const char* category, std::string_view name_text, int64_t start_ns, int64_t dur_ns,
+              std::string args_json) {
   if (!enabled()) return;
   append({'X', -1, category, name(name_text), start_ns, std::max<int64_t>(0, dur_ns), {}, {}, 0}, std::move(args_json));
 }
@@ -240,13 +241,14 @@ std::string to_json() {
     first = false;
     out += e;
   };
-  emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": " + quote(r.process_name) + "}}");
+  emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": " +
+       quote(r.process_name) + "}}");
   for (size_t i = 0; i < r.tracks.size(); ++i) {
     int pid = group_pid(r.tracks[i].first);
     emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + std::to_string(pid) +
          ", \"tid\": 0, \"args\": {\"name\": " + quote(r.tracks[i].first) + "}}");
-    emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(i + 1) +
-         ", \"args\": {\"name\": " + quote(r.tracks[i].second) + "}}");
+    emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + std::to_string(pid) +
+         ", \"tid\": " + std::to_string(i + 1) + ", \"args\": {\"name\": " + quote(r.tracks[i].second) + "}}");
   }
   for (const auto& t : r.threads) {
     std::lock_guard tl(t->mu);
@@ -304,9 +306,10 @@ const char* phase_name(StepPhase p) {
 void phase_span(StepPhase p, int64_t start_ns, int64_t dur_ns) {
   if (!enabled()) return;
   // Interned once per phase for the process's life (names outlive every trace).
-  static const NameId names[kStepPhases] = {name(phase_name(StepPhase::InputWait)), name(phase_name(StepPhase::Forward)),
-                                            name(phase_name(StepPhase::Loss)),      name(phase_name(StepPhase::Backward)),
-                                            name(phase_name(StepPhase::AllReduce)), name(phase_name(StepPhase::Optimizer))};
+  static const NameId names[kStepPhases] = {
+      name(phase_name(StepPhase::InputWait)), name(phase_name(StepPhase::Forward)),
+      name(phase_name(StepPhase::Loss)),      name(phase_name(StepPhase::Backward)),
+      name(phase_name(StepPhase::AllReduce)), name(phase_name(StepPhase::Optimizer))};
   complete("train", names[static_cast<int>(p)], start_ns, dur_ns);
 }
 

@@ -71,7 +71,8 @@ struct Arg {
 void complete(const char* category, NameId name, int64_t start_ns, int64_t dur_ns, Arg a = {}, Arg b = {});
 /// The same for an occasional span: the name is interned here, `args_json` (an object's members
 /// without braces, or empty) kept as text.
-void complete(const char* category, std::string_view name, int64_t start_ns, int64_t dur_ns, std::string args_json = {});
+void complete(const char* category, std::string_view name, int64_t start_ns, int64_t dur_ns,
+              std::string args_json = {});
 /// A counter sample ("prefetch #5 queue" = 3): Perfetto draws each counter name as a track of its own.
 void counter(NameId name, int64_t ts_ns, double value);
 void counter(std::string_view name, int64_t ts_ns, double value);

@@ -37,7 +37,8 @@ double metric_sum(MetricKind metric, LossKind loss, bool class_labels, const Ten
   double sum = 0;
   if (metric == MetricKind::Mae || metric == MetricKind::Mse) {
     if (t.size() != y.size())
-      throw std::logic_error(fmt::format("evaluation: {} needs a target shaped like the output", metric_kind_name(metric)));
+      throw std::logic_error(
+          fmt::format("evaluation: {} needs a target shaped like the output", metric_kind_name(metric)));
     for (int64_t b = 0; b < batch; ++b) {
       double s = 0;
       for (int64_t i = 0; i < per_example; ++i) {
@@ -99,24 +100,29 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
   while (run.next(c)) {
     for (int64_t row = 0; row < c.rows; ++row) {
       std::vector<Tensor> inputs;
-      for (size_t k = 0; k < input_columns.size(); ++k) inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, row));
+      for (size_t k = 0; k < input_columns.size(); ++k)
+        inputs.push_back(batch_of(c.columns[input_columns[k]], c.rows, row));
       Tensor target = batch_of(c.columns[target_column], c.rows, row);
       const int64_t n = target.shape().empty() ? 1 : target.shape()[0];
       double loss = 0;
       try {
         loss = ex_.run(inputs, &target, static_cast<uint64_t>(step), OpCategory::Loss);
       } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("evaluation after step {}, validation example {}: {}", step, r.examples, e.what()));
+        throw std::runtime_error(
+            fmt::format("evaluation after step {}, validation example {}: {}", step, r.examples, e.what()));
       }
       loss_sum += loss * static_cast<double>(n);
       const Tensor& output = ex_.value(g.output);
-      for (size_t m = 0; m < sums.size(); ++m) sums[m] += metric_sum(t_.eval->metrics[m], *loss_kind, class_labels, output, target);
+      for (size_t m = 0; m < sums.size(); ++m)
+        sums[m] += metric_sum(t_.eval->metrics[m], *loss_kind, class_labels, output, target);
       r.examples += n;
     }
   }
-  if (r.examples == 0) throw std::runtime_error(fmt::format("train `{}`: the validation data gave no batch to evaluate on", t_.name));
+  if (r.examples == 0)
+    throw std::runtime_error(fmt::format("train `{}`: the validation data gave no batch to evaluate on", t_.name));
   r.loss = loss_sum / static_cast<double>(r.examples);
-  for (size_t m = 0; m < sums.size(); ++m) r.metrics.push_back({metric_kind_name(t_.eval->metrics[m]), sums[m] / static_cast<double>(r.examples)});
+  for (size_t m = 0; m < sums.size(); ++m)
+    r.metrics.push_back({metric_kind_name(t_.eval->metrics[m]), sums[m] / static_cast<double>(r.examples)});
   return r;
 }
 

@@ -16,9 +16,9 @@
 namespace pipec {
 
 struct EvalResult {
-  int64_t step = 0;      // training steps done when it ran
-  int64_t examples = 0;  // validation examples seen
-  double loss = 0;       // mean over the examples
+  int64_t step = 0;                                     // training steps done when it ran
+  int64_t examples = 0;                                 // validation examples seen
+  double loss = 0;                                      // mean over the examples
   std::vector<std::pair<std::string, double>> metrics;  // in the order the block lists them
 };
 

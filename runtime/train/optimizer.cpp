@@ -45,7 +45,8 @@ template <class T>
 void adam_step(const OptimizerConfig& c, size_t n, int64_t iterations, T* w, const T* g, T* m, T* v) {
   const double t = static_cast<double>(iterations);
   const T alpha = static_cast<T>(c.lr * std::sqrt(1 - std::pow(c.beta2, t)) / (1 - std::pow(c.beta1, t)));
-  const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2), eps = static_cast<T>(c.eps);
+  const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2),
+          eps = static_cast<T>(c.eps);
   for (size_t i = 0; i < n; ++i) {
     m[i] += (g[i] - m[i]) * one_minus_b1;
     v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
@@ -56,7 +57,8 @@ void adam_step(const OptimizerConfig& c, size_t n, int64_t iterations, T* w, con
 }  // namespace
 
 template <class T>
-void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads, OptimizerSlots<T>& slots) {
+void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
+                    OptimizerSlots<T>& slots) {
   const size_t n = params.size();
   const bool has_second_moment = c.kind != OptimizerKind::Sgd;
   if (slots.m.size() != n) slots.m.assign(n, T(0));
@@ -70,11 +72,15 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
   switch (c.kind) {
     case OptimizerKind::Sgd: sgd_step(c, n, w, grads.data(), slots.m.data()); return;
     case OptimizerKind::Adam:
-    case OptimizerKind::AdamW: adam_step(c, n, slots.iterations, w, grads.data(), slots.m.data(), slots.v.data()); return;
+    case OptimizerKind::AdamW:
+      adam_step(c, n, slots.iterations, w, grads.data(), slots.m.data(), slots.v.data());
+      return;
   }
 }
 
-template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&, OptimizerSlots<float>&);
-template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&, OptimizerSlots<double>&);
+template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&,
+                                    OptimizerSlots<float>&);
+template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&,
+                                     OptimizerSlots<double>&);
 
 }  // namespace pipec

@@ -44,6 +44,7 @@ struct OptimizerSlots {
 
 /// One update of every parameter from its gradient.
 template <class T>
-void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads, OptimizerSlots<T>& slots);
+void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
+                    OptimizerSlots<T>& slots);
 
 }  // namespace pipec

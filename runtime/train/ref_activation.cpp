@@ -65,11 +65,13 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const T* y, con
 }
 
 template <class T>
-void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step, T* mask) {
+void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step,
+                  T* mask) {
   const double keep = 1.0 / (1.0 - rate);
   for (int64_t e = 0; e < batch; ++e) {
     RandomStream r(seed, kDropoutStreamBase + stream, static_cast<uint64_t>(e), step);
-    for (int64_t i = 0; i < per_example; ++i) mask[e * per_example + i] = r.uniform_float() >= rate ? static_cast<T>(keep) : T(0);
+    for (int64_t i = 0; i < per_example; ++i)
+      mask[e * per_example + i] = r.uniform_float() >= rate ? static_cast<T>(keep) : T(0);
   }
 }
 
@@ -79,7 +81,8 @@ void multiply(int64_t n, const T* a, const T* b, T* out) {
 }
 
 template <class T>
-void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* variance) {
+void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y,
+                T* mean, T* variance) {
   std::vector<double> m(channels, 0.0), v(channels, 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) m[c] += x[r * channels + c];
@@ -89,7 +92,8 @@ void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, cons
       double d = x[r * channels + c] - m[c];
       v[c] += d * d;
     }
-  for (int64_t c = 0; c < channels; ++c) v[c] /= rows;  // biased, as Keras uses for normalizing and for the moving variance
+  for (int64_t c = 0; c < channels; ++c)
+    v[c] /= rows;  // biased, as Keras uses for normalizing and for the moving variance
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
       double inv = 1.0 / std::sqrt(v[c] + epsilon);
@@ -107,15 +111,16 @@ void batch_norm_inference(int64_t rows, int64_t channels, double epsilon, const 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
       double inv = 1.0 / std::sqrt(static_cast<double>(moving_variance[c]) + epsilon);
-      y[r * channels + c] = static_cast<T>((x[r * channels + c] - static_cast<double>(moving_mean[c])) * inv * gamma[c] + beta[c]);
+      y[r * channels + c] =
+          static_cast<T>((x[r * channels + c] - static_cast<double>(moving_mean[c])) * inv * gamma[c] + beta[c]);
     }
   std::copy(moving_mean, moving_mean + channels, mean);
   std::copy(moving_variance, moving_variance + channels, variance);
 }
 
 template <class T>
-void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
-                         const T* variance, T* dx, T* dgamma, T* dbeta) {
+void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma,
+                         const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta) {
   std::vector<double> sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0), inv(channels);
   for (int64_t c = 0; c < channels; ++c) inv[c] = 1.0 / std::sqrt(static_cast<double>(variance[c]) + epsilon);
   for (int64_t r = 0; r < rows; ++r)
@@ -128,7 +133,8 @@ void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
     for (int64_t c = 0; c < channels; ++c) {
       double xhat = (x[r * channels + c] - static_cast<double>(mean[c])) * inv[c];
       dx[r * channels + c] =
-          static_cast<T>(gamma[c] * inv[c] / rows * (rows * static_cast<double>(dy[r * channels + c]) - sum_dy[c] - xhat * sum_dy_xhat[c]));
+          static_cast<T>(gamma[c] * inv[c] / rows *
+                         (rows * static_cast<double>(dy[r * channels + c]) - sum_dy[c] - xhat * sum_dy_xhat[c]));
     }
   for (int64_t c = 0; c < channels; ++c) {
     dgamma[c] = static_cast<T>(sum_dy_xhat[c]);
@@ -137,7 +143,8 @@ void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
 }
 
 template <class T>
-void layer_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* variance) {
+void layer_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y,
+                T* mean, T* variance) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * channels;
     double m = 0, v = 0;
@@ -153,8 +160,8 @@ void layer_norm(int64_t rows, int64_t channels, double epsilon, const T* x, cons
 }
 
 template <class T>
-void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
-                         const T* variance, T* dx, T* dgamma, T* dbeta) {
+void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma,
+                         const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta) {
   std::vector<double> dg(channels, 0.0), db(channels, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * channels;
@@ -182,23 +189,23 @@ void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
   }
 }
 
-#define INSTANTIATE(T)                                                                                                   \
-  template void leaky_relu<T>(int64_t, double, const T*, T*);                                                            \
-  template void leaky_relu_backward<T>(int64_t, double, const T*, const T*, T*);                                         \
-  template void gelu<T>(int64_t, const T*, T*);                                                                          \
-  template void gelu_backward<T>(int64_t, const T*, const T*, T*);                                                       \
-  template void softmax<T>(int64_t, int64_t, int64_t, const T*, T*);                                                     \
-  template void softmax_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);                                  \
-  template void dropout_mask<T>(int64_t, int64_t, double, uint64_t, uint64_t, uint64_t, T*);                             \
-  template void multiply<T>(int64_t, const T*, const T*, T*);                                                            \
-  template void batch_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                      \
-  template void batch_norm_inference<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                                        T*);                                                                              \
-  template void batch_norm_backward<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                                       T*);                                                                              \
-  template void layer_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                      \
-  template void layer_norm_backward<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                                       T*);
+#define INSTANTIATE(T)                                                                                                 \
+  template void leaky_relu<T>(int64_t, double, const T*, T*);                                                          \
+  template void leaky_relu_backward<T>(int64_t, double, const T*, const T*, T*);                                       \
+  template void gelu<T>(int64_t, const T*, T*);                                                                        \
+  template void gelu_backward<T>(int64_t, const T*, const T*, T*);                                                     \
+  template void softmax<T>(int64_t, int64_t, int64_t, const T*, T*);                                                   \
+  template void softmax_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);                                \
+  template void dropout_mask<T>(int64_t, int64_t, double, uint64_t, uint64_t, uint64_t, T*);                           \
+  template void multiply<T>(int64_t, const T*, const T*, T*);                                                          \
+  template void batch_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                     \
+  template void batch_norm_inference<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*,    \
+                                        T*, T*, T*);                                                                   \
+  template void batch_norm_backward<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, \
+                                       T*, T*);                                                                        \
+  template void layer_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                     \
+  template void layer_norm_backward<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*, T*, \
+                                       T*, T*);
 INSTANTIATE(float)
 INSTANTIATE(double)
 #undef INSTANTIATE

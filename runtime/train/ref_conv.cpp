@@ -45,7 +45,8 @@ void conv2d(const Window2d& g, const T* x, const T* kernel, const T* bias, T* y)
           }
         }
         T* yp = y + ((b * g.out_h + oy) * g.out_w + ox) * g.out_c;
-        for (int64_t oc = 0; oc < g.out_c; ++oc) yp[oc] = static_cast<T>(acc[oc] + (bias ? static_cast<double>(bias[oc]) : 0.0));
+        for (int64_t oc = 0; oc < g.out_c; ++oc)
+          yp[oc] = static_cast<T>(acc[oc] + (bias ? static_cast<double>(bias[oc]) : 0.0));
       }
 }
 
@@ -159,17 +160,18 @@ void bias_backward(int64_t rows, int64_t channels, const T* dy, T* db) {
 template <class T>
 void add_bias(int64_t rows, int64_t channels, const T* bias, T* y) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < channels; ++c) y[r * channels + c] = static_cast<T>(static_cast<double>(y[r * channels + c]) + bias[c]);
+    for (int64_t c = 0; c < channels; ++c)
+      y[r * channels + c] = static_cast<T>(static_cast<double>(y[r * channels + c]) + bias[c]);
 }
 
-#define INSTANTIATE(T)                                                                             \
-  template void conv2d<T>(const Window2d&, const T*, const T*, const T*, T*);                      \
-  template void conv2d_backward_input<T>(const Window2d&, const T*, const T*, T*);                 \
-  template void conv2d_backward_kernel<T>(const Window2d&, const T*, const T*, T*);                \
-  template void dense<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);             \
-  template void dense_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);        \
-  template void dense_backward_kernel<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);       \
-  template void bias_backward<T>(int64_t, int64_t, const T*, T*);                                  \
+#define INSTANTIATE(T)                                                                       \
+  template void conv2d<T>(const Window2d&, const T*, const T*, const T*, T*);                \
+  template void conv2d_backward_input<T>(const Window2d&, const T*, const T*, T*);           \
+  template void conv2d_backward_kernel<T>(const Window2d&, const T*, const T*, T*);          \
+  template void dense<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);       \
+  template void dense_backward_input<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);  \
+  template void dense_backward_kernel<T>(int64_t, int64_t, int64_t, const T*, const T*, T*); \
+  template void bias_backward<T>(int64_t, int64_t, const T*, T*);                            \
   template void add_bias<T>(int64_t, int64_t, const T*, T*);
 INSTANTIATE(float)
 INSTANTIATE(double)

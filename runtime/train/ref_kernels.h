@@ -28,85 +28,116 @@ struct Window2d {
 int64_t pad_before(bool same, int64_t in, int64_t out, int64_t window, int64_t stride);
 
 // Convolution, kernel [k_h, k_w, in_c, out_c]. bias may be null.
-template <class T> void conv2d(const Window2d& g, const T* x, const T* kernel, const T* bias, T* y);
-template <class T> void conv2d_backward_input(const Window2d& g, const T* dy, const T* kernel, T* dx);
-template <class T> void conv2d_backward_kernel(const Window2d& g, const T* x, const T* dy, T* dkernel);
+template <class T>
+void conv2d(const Window2d& g, const T* x, const T* kernel, const T* bias, T* y);
+template <class T>
+void conv2d_backward_input(const Window2d& g, const T* dy, const T* kernel, T* dx);
+template <class T>
+void conv2d_backward_kernel(const Window2d& g, const T* x, const T* dy, T* dkernel);
 
 // Dense over `rows` rows: y[r, o] = sum_i x[r, i] kernel[i, o] + bias[o].
-template <class T> void dense(int64_t rows, int64_t in, int64_t out, const T* x, const T* kernel, const T* bias, T* y);
-template <class T> void dense_backward_input(int64_t rows, int64_t in, int64_t out, const T* dy, const T* kernel, T* dx);
-template <class T> void dense_backward_kernel(int64_t rows, int64_t in, int64_t out, const T* x, const T* dy, T* dkernel);
+template <class T>
+void dense(int64_t rows, int64_t in, int64_t out, const T* x, const T* kernel, const T* bias, T* y);
+template <class T>
+void dense_backward_input(int64_t rows, int64_t in, int64_t out, const T* dy, const T* kernel, T* dx);
+template <class T>
+void dense_backward_kernel(int64_t rows, int64_t in, int64_t out, const T* x, const T* dy, T* dkernel);
 
 /// db[c] = sum over rows of dy[r, c].
-template <class T> void bias_backward(int64_t rows, int64_t channels, const T* dy, T* db);
+template <class T>
+void bias_backward(int64_t rows, int64_t channels, const T* dy, T* db);
 /// Adds bias[c] to every row of y.
-template <class T> void add_bias(int64_t rows, int64_t channels, const T* bias, T* y);
+template <class T>
+void add_bias(int64_t rows, int64_t channels, const T* bias, T* y);
 
 // Pools over windows (padding is neither a maximum nor part of an average: TensorFlow's rules).
-template <class T> void max_pool2d(const Window2d& g, const T* x, T* y);
-template <class T> void max_pool2d_backward(const Window2d& g, const T* x, const T* dy, T* dx);
-template <class T> void avg_pool2d(const Window2d& g, const T* x, T* y);
-template <class T> void avg_pool2d_backward(const Window2d& g, const T* dy, T* dx);
+template <class T>
+void max_pool2d(const Window2d& g, const T* x, T* y);
+template <class T>
+void max_pool2d_backward(const Window2d& g, const T* x, const T* dy, T* dx);
+template <class T>
+void avg_pool2d(const Window2d& g, const T* x, T* y);
+template <class T>
+void avg_pool2d_backward(const Window2d& g, const T* dy, T* dx);
 // Global pools: [batch, pixels, channels] -> [batch, channels].
-template <class T> void global_avg_pool(int64_t batch, int64_t pixels, int64_t channels, const T* x, T* y);
-template <class T> void global_avg_pool_backward(int64_t batch, int64_t pixels, int64_t channels, const T* dy, T* dx);
-template <class T> void global_max_pool(int64_t batch, int64_t pixels, int64_t channels, const T* x, T* y);
-template <class T> void global_max_pool_backward(int64_t batch, int64_t pixels, int64_t channels, const T* x, const T* dy, T* dx);
+template <class T>
+void global_avg_pool(int64_t batch, int64_t pixels, int64_t channels, const T* x, T* y);
+template <class T>
+void global_avg_pool_backward(int64_t batch, int64_t pixels, int64_t channels, const T* dy, T* dx);
+template <class T>
+void global_max_pool(int64_t batch, int64_t pixels, int64_t channels, const T* x, T* y);
+template <class T>
+void global_max_pool_backward(int64_t batch, int64_t pixels, int64_t channels, const T* x, const T* dy, T* dx);
 /// Upsampling [batch, in_h, in_w, c] -> [batch, out_h, out_w, c], nearest or bilinear (TensorFlow's
 /// resize with half-pixel centres, which Keras' UpSampling2D uses).
-template <class T> void upsample2d(const Window2d& g, bool bilinear, const T* x, T* y);
-template <class T> void upsample2d_backward(const Window2d& g, bool bilinear, const T* dy, T* dx);
+template <class T>
+void upsample2d(const Window2d& g, bool bilinear, const T* x, T* y);
+template <class T>
+void upsample2d_backward(const Window2d& g, bool bilinear, const T* dy, T* dx);
 
 // Element-wise activations over n values.
-template <class T> void leaky_relu(int64_t n, double alpha, const T* x, T* y);
-template <class T> void leaky_relu_backward(int64_t n, double alpha, const T* x, const T* dy, T* dx);
-template <class T> void gelu(int64_t n, const T* x, T* y);
-template <class T> void gelu_backward(int64_t n, const T* x, const T* dy, T* dx);
+template <class T>
+void leaky_relu(int64_t n, double alpha, const T* x, T* y);
+template <class T>
+void leaky_relu_backward(int64_t n, double alpha, const T* x, const T* dy, T* dx);
+template <class T>
+void gelu(int64_t n, const T* x, T* y);
+template <class T>
+void gelu_backward(int64_t n, const T* x, const T* dy, T* dx);
 /// Softmax along an axis of `len` values with `inner` values after it, repeated `outer` times.
-template <class T> void softmax(int64_t outer, int64_t len, int64_t inner, const T* x, T* y);
-template <class T> void softmax_backward(int64_t outer, int64_t len, int64_t inner, const T* y, const T* dy, T* dx);
+template <class T>
+void softmax(int64_t outer, int64_t len, int64_t inner, const T* x, T* y);
+template <class T>
+void softmax_backward(int64_t outer, int64_t len, int64_t inner, const T* y, const T* dy, T* dx);
 
 // Normalization over the last axis (`channels` values), `rows` rows.
 // batch_norm: statistics per channel over every row; mean and variance are [channels].
 template <class T>
-void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* variance);
+void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y,
+                T* mean, T* variance);
 // batch_norm in inference mode (Keras' training=False): normalized with the moving statistics, which
 // `mean` and `variance` receive.
 template <class T>
 void batch_norm_inference(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta,
                           const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance);
 template <class T>
-void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
-                         const T* variance, T* dx, T* dgamma, T* dbeta);
+void batch_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma,
+                         const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta);
 // layer_norm: statistics per row; mean and variance are [rows].
 template <class T>
-void layer_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* variance);
+void layer_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y,
+                T* mean, T* variance);
 template <class T>
-void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma, const T* mean,
-                         const T* variance, T* dx, T* dgamma, T* dbeta);
+void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T* x, const T* dy, const T* gamma,
+                         const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta);
 
 /// Dropout's mask for `batch` examples of `per_example` values: 1 / (1 - rate) where kept, 0 where
 /// dropped. Example e of the step draws per_example uniform floats from RandomStream(seed,
 /// kDropoutStreamBase + stream, e, step) and keeps value i when its draw is >= rate.
 constexpr uint64_t kDropoutStreamBase = 0x64726f70ull << 32;  // "drop"
-template <class T> void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step, T* mask);
-template <class T> void multiply(int64_t n, const T* a, const T* b, T* out);
+template <class T>
+void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step,
+                  T* mask);
+template <class T>
+void multiply(int64_t n, const T* a, const T* b, T* out);
 
 /// The losses of model_ops.def's `loss`: the mean over the batch (and over the last axis, as Keras),
 /// and the gradient of that mean with respect to the prediction.
 struct LossSpec {
   LossKind kind = LossKind::Mse;
   bool from_logits = false;
-  bool sparse = false;        // cross_entropy with class labels
-  double delta = 1.0;         // huber
+  bool sparse = false;  // cross_entropy with class labels
+  double delta = 1.0;   // huber
   int64_t batch = 0;
-  int64_t per_example = 0;    // prediction values per example
-  int64_t classes = 1;        // cross_entropy: the length of the last axis
+  int64_t per_example = 0;  // prediction values per example
+  int64_t classes = 1;      // cross_entropy: the length of the last axis
 };
 
 /// The loss; throws std::runtime_error naming the example when a class label is not a class.
-template <class T> double loss(const LossSpec& s, const T* prediction, const T* target);
-template <class T> void loss_backward(const LossSpec& s, const T* prediction, const T* target, T* dprediction);
+template <class T>
+double loss(const LossSpec& s, const T* prediction, const T* target);
+template <class T>
+void loss_backward(const LossSpec& s, const T* prediction, const T* target, T* dprediction);
 
 /// Keras' epsilon, which clips probabilities in the cross-entropies computed from probabilities.
 constexpr double kProbabilityEpsilon = 1e-7;

@@ -26,9 +26,10 @@ int64_t label_of(const LossSpec& s, const T* target, int64_t position) {
   double v = target[position];
   if (!(v >= 0 && v < static_cast<double>(s.classes)) || v != std::floor(v)) {
     int64_t positions_per_example = s.per_example / s.classes;
-    throw std::runtime_error(fmt::format("cross_entropy: example {} of the batch has class label {} (position {}), not one of 0..{}",
-                                         position / std::max<int64_t>(positions_per_example, 1), v,
-                                         position % std::max<int64_t>(positions_per_example, 1), s.classes - 1));
+    throw std::runtime_error(
+        fmt::format("cross_entropy: example {} of the batch has class label {} (position {}), not one of 0..{}",
+                    position / std::max<int64_t>(positions_per_example, 1), v,
+                    position % std::max<int64_t>(positions_per_example, 1), s.classes - 1));
   }
   return static_cast<int64_t>(v);
 }
@@ -55,7 +56,8 @@ double cross_entropy_position(const LossSpec& s, const T* p, const T* target, in
       int64_t label = label_of(s, target, position);
       total = lse - z[label];
       if (grad)
-        for (int64_t c = 0; c < n; ++c) grad[position * n + c] = static_cast<T>(scale * (std::exp(z[c] - lse) - (c == label ? 1.0 : 0.0)));
+        for (int64_t c = 0; c < n; ++c)
+          grad[position * n + c] = static_cast<T>(scale * (std::exp(z[c] - lse) - (c == label ? 1.0 : 0.0)));
     } else {
       const T* t = target + position * n;
       double st = 0, tz = 0;
@@ -65,7 +67,8 @@ double cross_entropy_position(const LossSpec& s, const T* p, const T* target, in
       }
       total = lse * st - tz;
       if (grad)
-        for (int64_t c = 0; c < n; ++c) grad[position * n + c] = static_cast<T>(scale * (std::exp(z[c] - lse) * st - t[c]));
+        for (int64_t c = 0; c < n; ++c)
+          grad[position * n + c] = static_cast<T>(scale * (std::exp(z[c] - lse) * st - t[c]));
     }
     return total;
   }

@@ -35,7 +35,8 @@ int64_t window_count(const Window2d& g, int64_t oy, int64_t ox) {
   int64_t n = 0;
   for (int64_t ky = 0; ky < g.k_h; ++ky)
     for (int64_t kx = 0; kx < g.k_w; ++kx)
-      if (source(oy, ky, g.stride_h, g.pad_top, g.in_h) >= 0 && source(ox, kx, g.stride_w, g.pad_left, g.in_w) >= 0) ++n;
+      if (source(oy, ky, g.stride_h, g.pad_top, g.in_h) >= 0 && source(ox, kx, g.stride_w, g.pad_left, g.in_w) >= 0)
+        ++n;
   return n;
 }
 
@@ -145,7 +146,8 @@ template <class T>
 void global_avg_pool_backward(int64_t batch, int64_t pixels, int64_t channels, const T* dy, T* dx) {
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t p = 0; p < pixels; ++p)
-      for (int64_t c = 0; c < channels; ++c) dx[(b * pixels + p) * channels + c] = static_cast<T>(static_cast<double>(dy[b * channels + c]) / pixels);
+      for (int64_t c = 0; c < channels; ++c)
+        dx[(b * pixels + p) * channels + c] = static_cast<T>(static_cast<double>(dy[b * channels + c]) / pixels);
 }
 
 template <class T>
@@ -153,7 +155,8 @@ void global_max_pool(int64_t batch, int64_t pixels, int64_t channels, const T* x
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t c = 0; c < channels; ++c) {
       T best = x[b * pixels * channels + c];
-      for (int64_t p = 1; p < pixels; ++p) best = x[(b * pixels + p) * channels + c] > best ? x[(b * pixels + p) * channels + c] : best;
+      for (int64_t p = 1; p < pixels; ++p)
+        best = x[(b * pixels + p) * channels + c] > best ? x[(b * pixels + p) * channels + c] : best;
       y[b * channels + c] = best;
     }
 }
@@ -184,7 +187,9 @@ void upsample2d(const Window2d& g, bool bilinear, const T* x, T* y) {
     return;
   }
   auto ly = lerps(g.in_h, g.out_h), lx = lerps(g.in_w, g.out_w);
-  auto at = [&](int64_t b, int64_t iy, int64_t ix, int64_t k) { return static_cast<double>(x[((b * g.in_h + iy) * g.in_w + ix) * c + k]); };
+  auto at = [&](int64_t b, int64_t iy, int64_t ix, int64_t k) {
+    return static_cast<double>(x[((b * g.in_h + iy) * g.in_w + ix) * c + k]);
+  };
   for (int64_t b = 0; b < g.batch; ++b)
     for (int64_t oy = 0; oy < g.out_h; ++oy)
       for (int64_t ox = 0; ox < g.out_w; ++ox)
@@ -208,7 +213,8 @@ void upsample2d_backward(const Window2d& g, bool bilinear, const T* dy, T* dx) {
       for (int64_t oy = 0; oy < g.out_h; ++oy)
         for (int64_t ox = 0; ox < g.out_w; ++ox)
           for (int64_t k = 0; k < c; ++k)
-            acc[idx(b, oy * g.in_h / g.out_h, ox * g.in_w / g.out_w, k)] += dy[((b * g.out_h + oy) * g.out_w + ox) * c + k];
+            acc[idx(b, oy * g.in_h / g.out_h, ox * g.in_w / g.out_w, k)] +=
+                dy[((b * g.out_h + oy) * g.out_w + ox) * c + k];
   } else {
     auto ly = lerps(g.in_h, g.out_h), lx = lerps(g.in_w, g.out_w);
     for (int64_t b = 0; b < g.batch; ++b)
@@ -227,16 +233,16 @@ void upsample2d_backward(const Window2d& g, bool bilinear, const T* dy, T* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = static_cast<T>(acc[i]);
 }
 
-#define INSTANTIATE(T)                                                                                 \
-  template void max_pool2d<T>(const Window2d&, const T*, T*);                                          \
-  template void max_pool2d_backward<T>(const Window2d&, const T*, const T*, T*);                       \
-  template void avg_pool2d<T>(const Window2d&, const T*, T*);                                          \
-  template void avg_pool2d_backward<T>(const Window2d&, const T*, T*);                                 \
-  template void global_avg_pool<T>(int64_t, int64_t, int64_t, const T*, T*);                           \
-  template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);                  \
-  template void global_max_pool<T>(int64_t, int64_t, int64_t, const T*, T*);                           \
-  template void global_max_pool_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);        \
-  template void upsample2d<T>(const Window2d&, bool, const T*, T*);                                    \
+#define INSTANTIATE(T)                                                                          \
+  template void max_pool2d<T>(const Window2d&, const T*, T*);                                   \
+  template void max_pool2d_backward<T>(const Window2d&, const T*, const T*, T*);                \
+  template void avg_pool2d<T>(const Window2d&, const T*, T*);                                   \
+  template void avg_pool2d_backward<T>(const Window2d&, const T*, T*);                          \
+  template void global_avg_pool<T>(int64_t, int64_t, int64_t, const T*, T*);                    \
+  template void global_avg_pool_backward<T>(int64_t, int64_t, int64_t, const T*, T*);           \
+  template void global_max_pool<T>(int64_t, int64_t, int64_t, const T*, T*);                    \
+  template void global_max_pool_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, T*); \
+  template void upsample2d<T>(const Window2d&, bool, const T*, T*);                             \
   template void upsample2d_backward<T>(const Window2d&, bool, const T*, T*);
 INSTANTIATE(float)
 INSTANTIATE(double)

@@ -9,9 +9,9 @@
 #include "runtime/core/chunk.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/trace/trace.h"
 #include "runtime/train/initializers.h"
 #include "runtime/train/ref_kernels.h"
-#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -25,7 +25,8 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
     for (Instr& i : fn->body) {
       if (i.type.dtype == DType::F32) i.type.dtype = dtype;
       if (i.op == OpKind::Const && i.attrs.at("value").dtype == DType::F32) i.attrs["value"].dtype = dtype;
-      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32") i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
+      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32")
+        i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
     }
     n.fn = fn;
   }
@@ -134,8 +135,8 @@ T* ReferenceExecutor<T>::data(int id) {
 }
 
 template <class T>
-double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
-                                 PhaseSeconds* seconds) {
+double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step,
+                                 OpCategory last, PhaseSeconds* seconds) {
   if (inputs.size() != g_.inputs.size())
     throw std::logic_error(fmt::format("reference executor: {} inputs for {}", inputs.size(), g_.inputs.size()));
   int64_t rows = !inputs.empty() ? inputs[0].shape().at(0) : target ? target->shape().at(0) : 1;
@@ -146,8 +147,8 @@ double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor
     Shape want = g_.full_shape(id, rows);
     if (x.shape() != want) {
       if (x.num_elements() != shape_num_elements(want))
-        throw std::runtime_error(fmt::format("`{}` is {} per batch, the model needs {}", g_.values[id].name, shape_to_string(x.shape()),
-                                             shape_to_string(want)));
+        throw std::runtime_error(fmt::format("`{}` is {} per batch, the model needs {}", g_.values[id].name,
+                                             shape_to_string(x.shape()), shape_to_string(want)));
       x = x.reshaped(want);
     }
     values_[id] = x;
@@ -174,7 +175,8 @@ void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step,
   int span_phase = -1;
   int64_t span_start = 0, span_end = 0;
   auto close_span = [&] {
-    if (span_phase >= 0) trace::phase_span(trace_phase(static_cast<OpCategory>(span_phase)), span_start, span_end - span_start);
+    if (span_phase >= 0)
+      trace::phase_span(trace_phase(static_cast<OpCategory>(span_phase)), span_start, span_end - span_start);
   };
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const GraphNode& n = g_.nodes[i];
@@ -258,13 +260,16 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Conv2d:
-      ref::conv2d<T>(conv_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0), in(1), in(2), out(0));
+      ref::conv2d<T>(conv_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0), in(1),
+                     in(2), out(0));
       return;
     case ModelOp::Conv2dBackwardInput:
-      ref::conv2d_backward_input<T>(conv_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), out(0));
+      ref::conv2d_backward_input<T>(conv_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows),
+                                    in(0), in(1), out(0));
       return;
     case ModelOp::Conv2dBackwardKernel:
-      ref::conv2d_backward_kernel<T>(conv_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(0), in(1), out(0));
+      ref::conv2d_backward_kernel<T>(conv_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows),
+                                     in(0), in(1), out(0));
       return;
     case ModelOp::Conv2dTranspose: {
       auto w = transpose_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows);
@@ -273,11 +278,12 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Conv2dTransposeBackwardInput:  // dy [oh, ow, filters], kernel -> dx [h, w, in]
-      ref::conv2d<T>(transpose_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), nullptr, out(0));
+      ref::conv2d<T>(transpose_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0),
+                     in(1), nullptr, out(0));
       return;
     case ModelOp::Conv2dTransposeBackwardKernel:  // x, dy -> dkernel
-      ref::conv2d_backward_kernel<T>(transpose_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1), in(0),
-                                     out(0));
+      ref::conv2d_backward_kernel<T>(
+          transpose_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1), in(0), out(0));
       return;
     case ModelOp::Dense: {
       const Shape& k = shape(n.inputs[1]);
@@ -299,11 +305,15 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       ref::bias_backward<T>(count(n.inputs[0]) / c, c, in(0), out(0));
       return;
     }
-    case ModelOp::MaxPool2d: ref::max_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0)); return;
+    case ModelOp::MaxPool2d:
+      ref::max_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      return;
     case ModelOp::MaxPool2dBackward:
       ref::max_pool2d_backward<T>(pool_window(n, shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), out(0));
       return;
-    case ModelOp::AvgPool2d: ref::avg_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0)); return;
+    case ModelOp::AvgPool2d:
+      ref::avg_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      return;
     case ModelOp::AvgPool2dBackward:
       ref::avg_pool2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows), in(0), out(0));
       return;
@@ -328,14 +338,17 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Upsample2d:
-      ref::upsample2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), n.attr_symbol("method") == "bilinear", in(0), out(0));
+      ref::upsample2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows),
+                         n.attr_symbol("method") == "bilinear", in(0), out(0));
       return;
     case ModelOp::Upsample2dBackward:
-      ref::upsample2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows), n.attr_symbol("method") == "bilinear",
-                                  in(0), out(0));
+      ref::upsample2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows),
+                                  n.attr_symbol("method") == "bilinear", in(0), out(0));
       return;
     case ModelOp::LeakyRelu: ref::leaky_relu<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), out(0)); return;
-    case ModelOp::LeakyReluBackward: ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), in(1), out(0)); return;
+    case ModelOp::LeakyReluBackward:
+      ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), in(1), out(0));
+      return;
     case ModelOp::Gelu: ref::gelu<T>(count(n.inputs[0]), in(0), out(0)); return;
     case ModelOp::GeluBackward: ref::gelu_backward<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Softmax:
@@ -366,8 +379,7 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       double eps = n.attr_number("epsilon");
       if (n.op == ModelOp::BatchNormBackward)
         ref::batch_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
-      else
-        ref::layer_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      else ref::layer_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
       return;
     }
     case ModelOp::Dropout: {
@@ -377,7 +389,8 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
         std::copy(in(0), in(0) + rows * per, out(0));
         return;
       }
-      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step, out(1));
+      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step,
+                           out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;
     }
@@ -410,7 +423,9 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       for (int64_t i = 0; i < c; ++i) state[i] = state[i] * m + stat[i] * (T(1) - m);
       return;
     }
-    case ModelOp::OptimizerStep: optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_); return;
+    case ModelOp::OptimizerStep:
+      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_);
+      return;
   }
 }
 

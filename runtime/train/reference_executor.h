@@ -44,7 +44,8 @@ class ReferenceExecutor {
   /// Runs the nodes of every phase up to `last` on one batch: `inputs` in g.inputs order (any dtype,
   /// converted to the graph's), `target` for the loss (null when `last` is Forward). `step` keys dropout.
   /// Returns the loss (0 without one). Adds the time of each phase to `seconds` when given.
-  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
+  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
+             PhaseSeconds* seconds = nullptr);
   /// Goes on with the same batch: runs the phases after the ones run so far, up to `last` (the training
   /// loop looks at the loss before the backward pass and the update touch the weights).
   double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr);
@@ -65,7 +66,6 @@ class ReferenceExecutor {
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
 
  protected:
-
   const ModelGraph& g_;
   uint64_t seed_;
   FlatBuffers<T> buf_;

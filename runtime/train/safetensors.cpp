@@ -1,11 +1,11 @@
 #include "runtime/train/safetensors.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -201,8 +201,8 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsEnt
     std::string shape;
     for (int64_t d : e.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
     uint64_t bytes = static_cast<uint64_t>(shape_num_elements(e.shape)) * 4;
-    header += fmt::format("{}{}:{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", header.size() > 1 ? "," : "",
-                          json_string(e.name), shape, at, at + bytes);
+    header += fmt::format("{}{}:{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+                          header.size() > 1 ? "," : "", json_string(e.name), shape, at, at + bytes);
     at += bytes;
   }
   header += "}";
@@ -236,14 +236,18 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) throw std::runtime_error(fmt::format("{}: not a safetensors file: {} bytes, shorter than its 8-byte header length", path, bytes.size()));
+  if (bytes.size() < 8)
+    throw std::runtime_error(
+        fmt::format("{}: not a safetensors file: {} bytes, shorter than its 8-byte header length", path, bytes.size()));
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
   if (n > bytes.size() - 8 || n > (100u << 20))
-    throw std::runtime_error(fmt::format("{}: not a safetensors file: its header claims {} bytes, the file has {}", path, n, bytes.size() - 8));
+    throw std::runtime_error(fmt::format("{}: not a safetensors file: its header claims {} bytes, the file has {}",
+                                         path, n, bytes.size() - 8));
   std::string header = bytes.substr(8, n);
   Json root = JsonParser(header, path).parse();
-  if (root.kind != Json::Object) throw std::runtime_error(fmt::format("{}: not a safetensors file: the header is not a JSON object", path));
+  if (root.kind != Json::Object)
+    throw std::runtime_error(fmt::format("{}: not a safetensors file: the header is not a JSON object", path));
   const size_t data_start = 8 + n;
   const uint64_t data_size = bytes.size() - data_start;
   SafetensorsFile f;
@@ -264,21 +268,26 @@ SafetensorsFile read_safetensors(const std::string& path) {
     const Json* dtype = field("dtype");
     const Json* shape = field("shape");
     const Json* offsets = field("data_offsets");
-    if (v.kind != Json::Object || !dtype || !shape || !offsets || dtype->kind != Json::String || shape->kind != Json::Array ||
-        offsets->kind != Json::Array || offsets->items.size() != 2)
+    if (v.kind != Json::Object || !dtype || !shape || !offsets || dtype->kind != Json::String ||
+        shape->kind != Json::Array || offsets->kind != Json::Array || offsets->items.size() != 2)
       throw std::runtime_error(fmt::format("{}: tensor `{}` needs dtype, shape and data_offsets", path, name));
     size_t size = dtype_size(dtype->text);
-    if (!size) throw std::runtime_error(fmt::format("{}: tensor `{}` is {}; weights must be F32, F64, F16 or BF16", path, name, dtype->text));
+    if (!size)
+      throw std::runtime_error(
+          fmt::format("{}: tensor `{}` is {}; weights must be F32, F64, F16 or BF16", path, name, dtype->text));
     SafetensorsTensor t;
     for (const Json& d : shape->items) {
-      if (d.kind != Json::Number || d.number < 0) throw std::runtime_error(fmt::format("{}: tensor `{}` has a bad shape", path, name));
+      if (d.kind != Json::Number || d.number < 0)
+        throw std::runtime_error(fmt::format("{}: tensor `{}` has a bad shape", path, name));
       t.shape.push_back(static_cast<int64_t>(d.number));
     }
-    uint64_t begin = static_cast<uint64_t>(offsets->items[0].number), end = static_cast<uint64_t>(offsets->items[1].number);
+    uint64_t begin = static_cast<uint64_t>(offsets->items[0].number),
+             end = static_cast<uint64_t>(offsets->items[1].number);
     uint64_t count = static_cast<uint64_t>(shape_num_elements(t.shape));
     if (end < begin || end > data_size || end - begin != count * size)
-      throw std::runtime_error(fmt::format("{}: tensor `{}`: data_offsets [{}, {}] do not hold {} values of {} in {} bytes of data", path,
-                                           name, begin, end, count, dtype->text, data_size));
+      throw std::runtime_error(
+          fmt::format("{}: tensor `{}`: data_offsets [{}, {}] do not hold {} values of {} in {} bytes of data", path,
+                      name, begin, end, count, dtype->text, data_size));
     const char* p = bytes.data() + data_start + begin;
     t.data.resize(count);
     for (uint64_t i = 0; i < count; ++i) {
@@ -302,11 +311,15 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::sort(ranges.begin(), ranges.end());
   uint64_t at = 0;
   for (const auto& [b, e] : ranges) {
-    if (b != at) throw std::runtime_error(fmt::format("{}: tensor data overlaps or leaves a gap at byte {}", path, std::min(b, at)));
+    if (b != at)
+      throw std::runtime_error(
+          fmt::format("{}: tensor data overlaps or leaves a gap at byte {}", path, std::min(b, at)));
     at = e;
   }
-  if (at != data_size) throw std::runtime_error(fmt::format("{}: {} bytes of data after the last tensor", path, data_size - at));
-  std::sort(f.order.begin(), f.order.end(), [&](const std::string& a, const std::string& b) { return begins[a] < begins[b]; });
+  if (at != data_size)
+    throw std::runtime_error(fmt::format("{}: {} bytes of data after the last tensor", path, data_size - at));
+  std::sort(f.order.begin(), f.order.end(),
+            [&](const std::string& a, const std::string& b) { return begins[a] < begins[b]; });
   return f;
 }
 

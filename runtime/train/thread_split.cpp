@@ -31,9 +31,10 @@ bool ThreadSplit::note_step(double input_wait_seconds, double step_seconds) {
 std::string ThreadSplit::reason() const {
   const int pipeline = threads_ - compute_;
   const std::string split =
-      threads_ == 1  ? std::string("the pipeline has the run's one worker")
+      threads_ == 1   ? std::string("the pipeline has the run's one worker")
       : compute_ == 0 ? fmt::format("the pipeline may use all {} workers", threads_)
-                    : fmt::format("the pipeline uses {} of the {} workers, the trainer's compute the other {}", pipeline, threads_, compute_);
+                      : fmt::format("the pipeline uses {} of the {} workers, the trainer's compute the other {}",
+                                    pipeline, threads_, compute_);
   if (!tune_) return split + ": autotuning is off";
   if (threads_ < 2) return split + ": one thread, nothing to split";
   if (last_share_ < 0) return split + ": the run ended before a window of steps was measured";

@@ -4,7 +4,8 @@
 
 namespace pipec {
 
-TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs, bool data_infinite) {
+TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs,
+                         bool data_infinite) {
   // The command line's length replaces the block's whole (its steps and epochs together).
   if (!steps && !epochs) {
     steps = t.steps;
@@ -21,7 +22,8 @@ TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, st
     l.repeat_data = !data_infinite;
   } else {
     if (data_infinite)
-      throw TrainLengthError(fmt::format("train `{}` would never end: its data repeats forever and no steps are given (use --steps N)", t.name));
+      throw TrainLengthError(fmt::format(
+          "train `{}` would never end: its data repeats forever and no steps are given (use --steps N)", t.name));
     l.epochs = epochs.value_or(1);
   }
   return l;

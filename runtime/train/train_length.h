@@ -31,7 +31,8 @@ struct TrainLength {
 
 /// The run's length from the train block and the command line's overrides (which win). Throws
 /// TrainLengthError when it would never end.
-TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs, bool data_infinite);
+TrainLength train_length(const TrainProgram& t, std::optional<int64_t> steps, std::optional<int64_t> epochs,
+                         bool data_infinite);
 
 /// Appends `repeat()` (or `repeat(epochs)`) to the data plan as `length` needs it.
 void append_data_repeat(Plan& data, const TrainLength& length);

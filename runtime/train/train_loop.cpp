@@ -10,11 +10,11 @@
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
-#include "runtime/train/batch_view.h"
 #include "runtime/model/step_memory.h"
+#include "runtime/trace/trace.h"
+#include "runtime/train/batch_view.h"
 #include "runtime/train/safetensors.h"
 #include "runtime/train/thread_split.h"
-#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -40,7 +40,10 @@ void check_finite_as(const Tensor& t, const std::string& field, int64_t step, F 
     Shape per(t.shape().begin() + 1, t.shape().end());
     int64_t per_n = std::max<int64_t>(shape_num_elements(per), 1);
     throw TrainError(fmt::format("step {}: field `{}` is {} at example {} of the batch, element {}", step + 1, field,
-                                 std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", i / per_n, index_text(i % per_n, per)));
+                                 std::isnan(v) ? "NaN"
+                                 : v > 0       ? "+inf"
+                                               : "-inf",
+                                 i / per_n, index_text(i % per_n, per)));
   }
 }
 
@@ -49,8 +52,12 @@ void check_finite(const Tensor& t, const std::string& field, int64_t step) {
   switch (t.dtype()) {
     case DType::F32: check_finite_as(t, field, step, [&](int64_t i) { return t.data<float>()[i]; }); break;
     case DType::F64: check_finite_as(t, field, step, [&](int64_t i) { return t.data<double>()[i]; }); break;
-    case DType::F16: check_finite_as(t, field, step, [&](int64_t i) { return half_bits_to_float(t.data<uint16_t>()[i]); }); break;
-    case DType::BF16: check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); }); break;
+    case DType::F16:
+      check_finite_as(t, field, step, [&](int64_t i) { return half_bits_to_float(t.data<uint16_t>()[i]); });
+      break;
+    case DType::BF16:
+      check_finite_as(t, field, step, [&](int64_t i) { return bf16_bits_to_float(t.data<uint16_t>()[i]); });
+      break;
     default: break;
   }
 }
@@ -87,11 +94,12 @@ void check_step_fits(const TrainProgram& t) {
   StepMemory m = step_memory(g, g.batch);
   int64_t available = available_memory();
   if (available >= 0 && m.total_bytes() > available)
-    throw TrainError(fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
-                                 "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
-                                 "smaller batch needs proportionally less activation memory",
-                                 t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
-                                 bytes_text(m.flat_bytes), bytes_text(available)));
+    throw TrainError(
+        fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
+                    "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
+                    "smaller batch needs proportionally less activation memory",
+                    t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+                    bytes_text(m.flat_bytes), bytes_text(available)));
 }
 
 }  // namespace
@@ -114,8 +122,8 @@ void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<floa
     }
     used.insert(x.name);
     if (it->second.shape != x.shape) {
-      problems.push_back(fmt::format("`{}` is {} in the file but {} in the model", x.name, shape_to_string(it->second.shape),
-                                     shape_to_string(x.shape)));
+      problems.push_back(fmt::format("`{}` is {} in the file but {} in the model", x.name,
+                                     shape_to_string(it->second.shape), shape_to_string(x.shape)));
       return;
     }
     std::copy(it->second.data.begin(), it->second.data.end(), buffer.begin() + x.offset);
@@ -128,15 +136,18 @@ void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<floa
     std::string list;
     for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
     if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
-    throw WeightsFileError(fmt::format("{}: the weights do not fit model `{}` ({} problem{}):{}", path, g.name, problems.size(),
-                                       problems.size() == 1 ? "" : "s", list));
+    throw WeightsFileError(fmt::format("{}: the weights do not fit model `{}` ({} problem{}):{}", path, g.name,
+                                       problems.size(), problems.size() == 1 ? "" : "s", list));
   }
 }
 
-void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name) {
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers,
+                  const std::string& train_name) {
   std::vector<SafetensorsEntry> entries;
-  for (int p : g.params) entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
-  for (int s : g.states) entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
+  for (int p : g.params)
+    entries.push_back({g.values[p].name, g.values[p].shape, buffers.params.data() + g.values[p].offset});
+  for (int s : g.states)
+    entries.push_back({g.values[s].name, g.values[s].shape, buffers.states.data() + g.values[s].offset});
   try {
     write_safetensors(path, entries, {{"format", "pipec"}, {"model", g.name}, {"train", train_name}});
   } catch (const std::runtime_error& e) {
@@ -233,9 +244,10 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     if (!std::isfinite(loss)) {
       std::string last = sum.losses.empty() ? std::string("it was the first step")
                                             : fmt::format("the loss was {:.6g} at step {}", sum.losses.back(), p.step);
-      throw TrainError(fmt::format("step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
-                                   "too large, or inputs far from 0, are the usual causes",
-                                   p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
+      throw TrainError(fmt::format(
+          "step {}: the loss is {} ({}); the weights are left as they were before this step. A learning rate "
+          "too large, or inputs far from 0, are the usual causes",
+          p.step + 1, std::isnan(loss) ? "NaN" : "infinite", last));
     }
     ex.resume(static_cast<uint64_t>(p.step), OpCategory::Update, &sum.phases);
     if (sum.losses.empty()) sum.first_loss = loss;

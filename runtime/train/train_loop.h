@@ -18,8 +18,8 @@
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
-#include "runtime/train/reference_executor.h"
 #include "runtime/train/evaluate.h"
+#include "runtime/train/reference_executor.h"
 #include "runtime/train/train_length.h"
 
 namespace pipec {
@@ -45,8 +45,8 @@ struct TrainOptions {
   std::string spec_dir;
   const CancellationToken* cancel = nullptr;
   TrainLength length;
-  std::string init_path;  // start from these weights (safetensors)
-  std::string save_path;  // write the weights here at the end
+  std::string init_path;             // start from these weights (safetensors)
+  std::string save_path;             // write the weights here at the end
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
   /// The data pipeline's run options (runtime/exec/pipeline_run.h): its memory budget (0: half of
   /// RAM), whether its `auto` parameters and the thread split (runtime/train/thread_split.h) are tuned,
@@ -63,30 +63,30 @@ struct TrainOptions {
 };
 
 struct TrainProgress {
-  int64_t step = 0;                  // steps done
+  int64_t step = 0;                    // steps done
   std::optional<int64_t> total_steps;  // known up front with steps; with epochs alone, after the first pass
-  int64_t epoch = 0;                 // the data pass of the last batch
-  double loss = 0;                   // of the last step
-  double smoothed_loss = 0;          // exponential moving average (weight 0.05 per step), bias-corrected
+  int64_t epoch = 0;                   // the data pass of the last batch
+  double loss = 0;                     // of the last step
+  double smoothed_loss = 0;            // exponential moving average (weight 0.05 per step), bias-corrected
   int64_t examples = 0;
   double elapsed = 0;
-  double input_wait = 0;             // seconds blocked waiting for the next batch
-  std::optional<EvalResult> eval;    // the last evaluation on the validation data
+  double input_wait = 0;           // seconds blocked waiting for the next batch
+  std::optional<EvalResult> eval;  // the last evaluation on the validation data
 };
 
 struct TrainSummary {
   TrainProgress last;
-  PhaseSeconds phases{};             // forward, loss, backward, update
+  PhaseSeconds phases{};  // forward, loss, backward, update
   double first_loss = 0;
-  std::vector<double> losses;        // every step's loss
+  std::vector<double> losses;  // every step's loss
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
-  std::vector<EvalResult> evals;     // every evaluation: each `eval_every` steps and after the last step
-  std::string executor;              // the executor's description
-  int threads = 1;                   // the data pipeline's pool workers
-  int compute_threads = 0;           // of them, given to the compute at the end (runtime/train/thread_split.h)
+  std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps and after the last step
+  std::string executor;           // the executor's description
+  int threads = 1;                // the data pipeline's pool workers
+  int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/thread_split.h)
   int thread_split_changes = 0;
-  std::string thread_split;          // what the split is and why, in a sentence
+  std::string thread_split;  // what the split is and why, in a sentence
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
@@ -99,6 +99,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
 /// must be there with its shape, and nothing else.
 void load_weights(const ModelGraph& g, const std::string& path, FlatBuffers<float>& buffers);
 /// Writes every parameter and state tensor of `g`, named as `pipec explain` shows them.
-void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers, const std::string& train_name);
+void save_weights(const ModelGraph& g, const std::string& path, const FlatBuffers<float>& buffers,
+                  const std::string& train_name);
 
 }  // namespace pipec

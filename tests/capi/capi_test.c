@@ -64,10 +64,12 @@ static void check_element(pipe_handle* h, DLManagedTensor** f) {
     CHECK(t->dtype.code == FIELDS[i].dl_dtype.code && t->dtype.bits == FIELDS[i].dl_dtype.bits,
           "field %s has dtype code %d bits %d, the header says %d/%d", FIELDS[i].name, t->dtype.code, t->dtype.bits,
           FIELDS[i].dl_dtype.code, FIELDS[i].dl_dtype.bits);
-    CHECK(t->ndim == FIELDS[i].ndim, "field %s has rank %d, the header says %d", FIELDS[i].name, t->ndim, FIELDS[i].ndim);
+    CHECK(t->ndim == FIELDS[i].ndim, "field %s has rank %d, the header says %d", FIELDS[i].name, t->ndim,
+          FIELDS[i].ndim);
     for (int d = 0; d < t->ndim && d < FIELDS[i].ndim; ++d)
-      CHECK(FIELDS[i].shape[d] < 0 || FIELDS[i].shape[d] == t->shape[d], "field %s dim %d is %lld, the header says %lld",
-            FIELDS[i].name, d, (long long)t->shape[d], (long long)FIELDS[i].shape[d]);
+      CHECK(FIELDS[i].shape[d] < 0 || FIELDS[i].shape[d] == t->shape[d],
+            "field %s dim %d is %lld, the header says %lld", FIELDS[i].name, d, (long long)t->shape[d],
+            (long long)FIELDS[i].shape[d]);
     CHECK(t->strides == NULL, "field %s has strides", FIELDS[i].name);
   }
   (void)h;
@@ -141,7 +143,8 @@ static int do_read(const char* dump_dir, int n, const char* data_dir) {
     DLDataType dt = pipe_field_dtype(h, i);
     CHECK(dt.code == FIELDS[i].dl_dtype.code && dt.bits == FIELDS[i].dl_dtype.bits, "pipe_field_dtype %d", i);
     CHECK(pipe_field_ndim(h, i) == FIELDS[i].ndim, "pipe_field_ndim %d", i);
-    for (int d = 0; d < FIELDS[i].ndim; ++d) CHECK(pipe_field_dim(h, i, d) == FIELDS[i].shape[d], "pipe_field_dim %d %d", i, d);
+    for (int d = 0; d < FIELDS[i].ndim; ++d)
+      CHECK(pipe_field_dim(h, i, d) == FIELDS[i].shape[d], "pipe_field_dim %d %d", i, d);
   }
   CHECK(pipe_field_name(h, NUM_FIELDS) == NULL && strstr(pipe_last_error(), "field index") != NULL, "bad index: %s",
         pipe_last_error());

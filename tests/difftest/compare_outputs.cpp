@@ -54,16 +54,60 @@ std::string scalar_text(DType dt, const uint8_t* p) {
     case DType::Bool: return p[0] ? "true" : "false";
     case DType::U8: return std::to_string(p[0]);
     case DType::I8: return std::to_string(static_cast<int8_t>(p[0]));
-    case DType::U16: { uint16_t v; std::memcpy(&v, p, 2); return std::to_string(v); }
-    case DType::I16: { int16_t v; std::memcpy(&v, p, 2); return std::to_string(v); }
-    case DType::U32: { uint32_t v; std::memcpy(&v, p, 4); return std::to_string(v); }
-    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return std::to_string(v); }
-    case DType::U64: { uint64_t v; std::memcpy(&v, p, 8); return std::to_string(v); }
-    case DType::I64: { int64_t v; std::memcpy(&v, p, 8); return std::to_string(v); }
-    case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); return fmt::format("{} (0x{:04x})", half_bits_to_float(v), v); }
-    case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return fmt::format("{} (0x{:04x})", bf16_bits_to_float(v), v); }
-    case DType::F32: { float v; std::memcpy(&v, p, 4); uint32_t b; std::memcpy(&b, p, 4); return fmt::format("{} (0x{:08x})", v, b); }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); uint64_t b; std::memcpy(&b, p, 8); return fmt::format("{} (0x{:016x})", v, b); }
+    case DType::U16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return std::to_string(v);
+    }
+    case DType::I16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return std::to_string(v);
+    }
+    case DType::U32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return std::to_string(v);
+    }
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return std::to_string(v);
+    }
+    case DType::U64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return std::to_string(v);
+    }
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return std::to_string(v);
+    }
+    case DType::F16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return fmt::format("{} (0x{:04x})", half_bits_to_float(v), v);
+    }
+    case DType::BF16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return fmt::format("{} (0x{:04x})", bf16_bits_to_float(v), v);
+    }
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      uint32_t b;
+      std::memcpy(&b, p, 4);
+      return fmt::format("{} (0x{:08x})", v, b);
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      uint64_t b;
+      std::memcpy(&b, p, 8);
+      return fmt::format("{} (0x{:016x})", v, b);
+    }
     default: return "?";
   }
 }
@@ -113,7 +157,8 @@ std::optional<Mismatch> compare_tensors(const Tensor& a, const Tensor& b, Tolera
     }
     m.index = i;
     m.what = fmt::format("{} vs {}", value_text(dt, pa), value_text(dt, pb));
-    if (is_float(dt) && !is_nan(dt, pa) && !is_nan(dt, pb)) m.what += fmt::format(" ({} ulp)", ulp_distance(dt, pa, pb));
+    if (is_float(dt) && !is_nan(dt, pa) && !is_nan(dt, pb))
+      m.what += fmt::format(" ({} ulp)", ulp_distance(dt, pa, pb));
     return m;
   }
   return std::nullopt;
@@ -135,7 +180,8 @@ int64_t ulp_distance(DType dt, const uint8_t* a, const uint8_t* b) {
 std::optional<Mismatch> compare_outputs(const RunOutput& ref, const RunOutput& got, Tolerance tol) {
   Mismatch m;
   if (ref.ok != got.ok) {
-    m.what = ref.ok ? "the variant failed: " + got.error : "the reference failed (" + ref.error + ") but the variant ran";
+    m.what =
+        ref.ok ? "the variant failed: " + got.error : "the reference failed (" + ref.error + ") but the variant ran";
     return m;
   }
   if (!ref.ok) return std::nullopt;  // both failed: agreeing on an error is agreement

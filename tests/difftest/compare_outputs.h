@@ -38,8 +38,8 @@ struct RunOutput {
 struct Mismatch {
   int64_t element = -1;  // -1: the runs differ before any element (error vs success, element count)
   std::string field;
-  int64_t index = -1;    // first differing flat index within the field
-  std::string what;      // both values, or what else differs
+  int64_t index = -1;  // first differing flat index within the field
+  std::string what;    // both values, or what else differs
 };
 
 /// The first difference between `ref` and `got`, or nullopt when they agree under `tol`.

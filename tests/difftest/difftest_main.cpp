@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -46,7 +46,7 @@ struct HarnessOptions {
   bool generated = true;
   bool verbose = false;
   bool known_bugs = false;  // --known-bugs: also generate patterns that hit known runtime bugs
-  fs::path spec;  // --spec FILE: compare the variants on an existing spec instead
+  fs::path spec;            // --spec FILE: compare the variants on an existing spec instead
 };
 
 struct Tally {
@@ -81,9 +81,11 @@ std::string tensor_text(const Tensor& t) {
   return s;
 }
 
-void report_mismatch(const std::string& label, const Variant& v, const Mismatch& m, const fs::path& spec, const fs::path& kept) {
-  std::cout << fmt::format("MISMATCH {} variant {} ({}): element {}, field `{}`, index {}: reference {}\n", label, v.name,
-                           v.tolerance == Tolerance::Exact ? "exact" : "ulp bound", m.element, m.field, m.index, m.what);
+void report_mismatch(const std::string& label, const Variant& v, const Mismatch& m, const fs::path& spec,
+                     const fs::path& kept) {
+  std::cout << fmt::format("MISMATCH {} variant {} ({}): element {}, field `{}`, index {}: reference {}\n", label,
+                           v.name, v.tolerance == Tolerance::Exact ? "exact" : "ulp bound", m.element, m.field, m.index,
+                           m.what);
   std::cout << "  spec kept in " << kept.string() << "\n";
   std::string text = read_all(spec);
   std::istringstream lines(text);
@@ -91,8 +93,8 @@ void report_mismatch(const std::string& label, const Variant& v, const Mismatch&
 }
 
 // Runs every variant on one spec and compares it with the reference. Returns false on a mismatch.
-bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const HarnessOptions& o, Tally& t,
-                  const fs::path& keep_as, bool every_variant = false) {
+bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const HarnessOptions& o,
+                  Tally& t, const fs::path& keep_as, bool every_variant = false) {
   RunOutput ref = run_variant(reference_variant(), req, o.pipec);
   int64_t case_index = t.cases;
   if (!ref.ok) {
@@ -124,7 +126,8 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
   if (o.verbose && ref.ok) {
     std::cout << fmt::format("{}: {} elements{}\n", label, ref.elements.size(), ok ? " agree" : "");
     for (size_t e = 0; e < ref.elements.size() && e < 20; ++e)
-      for (const auto& [name, tensor] : ref.elements[e]) std::cout << fmt::format("  #{} {}: {}\n", e, name, tensor_text(tensor));
+      for (const auto& [name, tensor] : ref.elements[e])
+        std::cout << fmt::format("  #{} {}: {}\n", e, name, tensor_text(tensor));
   }
   return ok;
 }
@@ -179,12 +182,17 @@ const std::vector<ExampleSetup> kExamples = {
     {"chess", {{"make_data.pipe", "RECORDS", "1_500"}}, 4},
     // Two batches of 4 patches of 64x64, cropped from 72x96 images so the window moves.
     {"deblur",
-     {{"make_data.pipe", "PAIRS", "8"}, {"make_data.pipe", "H", "72"}, {"make_data.pipe", "W", "96"},
-      {"deblur.pipe", "PATCH", "64"}, {"deblur.pipe", "BATCH", "4"}},
+     {{"make_data.pipe", "PAIRS", "8"},
+      {"make_data.pipe", "H", "72"},
+      {"make_data.pipe", "W", "96"},
+      {"deblur.pipe", "PATCH", "64"},
+      {"deblur.pipe", "BATCH", "4"}},
      3},
     // Three batches of 3 (an epoch of 9 samples), 60x80 images cropped and padded to 64x64.
     {"segmentation",
-     {{"make_data.pipe", "SAMPLES", "9"}, {"make_data.pipe", "H", "60"}, {"make_data.pipe", "W", "80"},
+     {{"make_data.pipe", "SAMPLES", "9"},
+      {"make_data.pipe", "H", "60"},
+      {"make_data.pipe", "W", "80"},
       {"segmentation.pipe", "SIZE", "64"}},
      3},
     // No make_data.pipe: its data (photos and click maps) is not in the repository.
@@ -197,7 +205,8 @@ std::string prepare_example(const ExampleSetup& e, const HarnessOptions& o, cons
   fs::path src = o.source_dir / "examples" / e.name;
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(src))
-    if (entry.is_regular_file()) fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+    if (entry.is_regular_file())
+      fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
   for (const Shrink& s : e.shrink) {
     std::string text = read_all(dir / s.file);
     std::regex line(fmt::format(R"(const {} = [0-9_]+)", s.name));
@@ -206,7 +215,8 @@ std::string prepare_example(const ExampleSetup& e, const HarnessOptions& o, cons
   }
   if (!fs::exists(dir / "make_data.pipe")) return "";
   std::string err;
-  if (int code = run_command(o.pipec, {"run", (dir / "make_data.pipe").string(), "--quiet"}, dir / "scratch", nullptr, &err))
+  if (int code =
+          run_command(o.pipec, {"run", (dir / "make_data.pipe").string(), "--quiet"}, dir / "scratch", nullptr, &err))
     return fmt::format("make_data.pipe failed (exit {}): {}", code, err);
   return "";
 }
@@ -235,7 +245,8 @@ bool run_examples(const VariantSet& variants, const HarnessOptions& o, Tally& t,
       RunOutput ref = run_variant(reference_variant(), r, o.pipec);
       std::string label = fmt::format("example {} pipeline {}", e.name, d->name);
       if (!ref.ok) {
-        std::cout << fmt::format("{}: not compared (it does not run here: {})\n", label, ref.error.substr(0, ref.error.find('\n')));
+        std::cout << fmt::format("{}: not compared (it does not run here: {})\n", label,
+                                 ref.error.substr(0, ref.error.find('\n')));
         continue;
       }
       ++t.cases;
@@ -302,7 +313,8 @@ int main(int argc, char** argv) {
   if (o.generated) {
     uint64_t first = o.one_seed ? *o.one_seed : o.first;
     int64_t count = o.one_seed ? 1 : o.seeds;
-    for (int64_t i = 0; i < count; ++i) ok = run_generated(first + static_cast<uint64_t>(i), variants, o, t, work) && ok;
+    for (int64_t i = 0; i < count; ++i)
+      ok = run_generated(first + static_cast<uint64_t>(i), variants, o, t, work) && ok;
   }
   if (o.examples) ok = run_examples(variants, o, t, work) && ok;
   if (!o.spec.empty()) {
@@ -313,9 +325,10 @@ int main(int argc, char** argv) {
   std::error_code ec;
   fs::remove_all(work, ec);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("difftest: {} cases in {:.1f} s: {} refused by the checker, {} failed to run in the reference "
-                           "(every variant must fail alike), {} mismatches\n",
-                           t.cases, secs, t.check_failures, t.run_errors, t.mismatches);
+  std::cout << fmt::format(
+      "difftest: {} cases in {:.1f} s: {} refused by the checker, {} failed to run in the reference "
+      "(every variant must fail alike), {} mismatches\n",
+      t.cases, secs, t.check_failures, t.run_errors, t.mismatches);
   std::cout << "difftest: comparisons per variant:";
   for (const auto& [name, n] : t.compared) std::cout << " " << name << "=" << n;
   std::cout << "\n";

@@ -30,7 +30,8 @@ std::vector<OpKind> callable_ops(uint32_t all, uint32_t none) {
   std::vector<OpKind> out;
   for (OpKind k : all_op_kinds) {
     const OpInfo& info = op_info(k);
-    if ((info.flags & all) == all && (info.flags & none) == 0 && find_builtin(info.name, {BuiltinKind::Op})) out.push_back(k);
+    if ((info.flags & all) == all && (info.flags & none) == 0 && find_builtin(info.name, {BuiltinKind::Op}))
+      out.push_back(k);
   }
   if (out.empty()) throw std::logic_error("difftest generator: the op table has no callable op with these flags");
   return out;
@@ -110,7 +111,8 @@ std::string ExprGenerator::runtime_scalar() {
   std::vector<const GBinding*> fields;
   for (const GBinding& b : env_)
     if (b.type.shape.empty() && b.type.dtype != DType::Bytes && b.ref.rfind("r.", 0) == 0) fields.push_back(&b);
-  if (!fields.empty() && rng_.chance(0.7)) return fields[static_cast<size_t>(rng_.range(0, static_cast<int64_t>(fields.size()) - 1))]->ref;
+  if (!fields.empty() && rng_.chance(0.7))
+    return fields[static_cast<size_t>(rng_.range(0, static_cast<int64_t>(fields.size()) - 1))]->ref;
   return fmt::format("random_int([], -1000, 1000, seed = {})", rng_.range(0, 1000));
 }
 
@@ -263,11 +265,12 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
         if (rank >= 1) {
           int64_t a = rng_.range(0, s[0] - 1), b = rng_.range(a + 1, s[0]);
           int64_t step = rng_.pick(std::vector<int64_t>{1, 1, 2, 3});
-          if (rng_.chance(0.3)) return {fmt::format("{}[::-{}]", x.text, step), {t, [&] {
-                                          auto r = s;
-                                          r[0] = (s[0] + step - 1) / step;
-                                          return r;
-                                        }()}};
+          if (rng_.chance(0.3))
+            return {fmt::format("{}[::-{}]", x.text, step), {t, [&] {
+                                                               auto r = s;
+                                                               r[0] = (s[0] + step - 1) / step;
+                                                               return r;
+                                                             }()}};
           auto r = s;
           r[0] = (b - a + step - 1) / step;
           return {fmt::format("{}[{}:{}:{}]", x.text, a, b, step), {t, r}};
@@ -378,8 +381,9 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
           const int64_t n = s[static_cast<size_t>(axis)];
           const DType it = rng_.pick(std::vector<DType>{DType::I64, DType::I32, DType::I8, DType::U8, DType::U64});
           // Unsigned: [0, n); signed: [-n, n).
-          const std::string i = is_signed_int(it) ? fmt::format("{}((i64({}) % {}) - {})", name(it), runtime_scalar(), 2 * n, n)
-                                                  : fmt::format("{}(i64({}) % {})", name(it), runtime_scalar(), n);
+          const std::string i = is_signed_int(it)
+                                    ? fmt::format("{}((i64({}) % {}) - {})", name(it), runtime_scalar(), 2 * n, n)
+                                    : fmt::format("{}(i64({}) % {})", name(it), runtime_scalar(), n);
           std::string items;
           for (int64_t d = 0; d < axis; ++d) items += ":, ";
           auto r = s;
@@ -389,11 +393,14 @@ GExpr ExprGenerator::shape_op_of(const GExpr& x, int depth) {
         break;
       case 12:  // a slice with bounds computed at run time (a `?` dimension), reduced to a known shape
         if (rank >= 1) {
-          auto bound = [&](int64_t spread) { return fmt::format("((i64({}) % {}) - {})", runtime_scalar(), 2 * spread + 1, spread); };
+          auto bound = [&](int64_t spread) {
+            return fmt::format("((i64({}) % {}) - {})", runtime_scalar(), 2 * spread + 1, spread);
+          };
           const int64_t n = s[0];
           std::string start = rng_.chance(0.7) ? bound(n + 2) : "", stop = rng_.chance(0.7) ? bound(n + 2) : "";
           std::string step;
-          if (rng_.chance(0.4)) step = fmt::format(":{}(i64({}) % 3 + 1)", rng_.chance(0.5) ? "-" : "", runtime_scalar());
+          if (rng_.chance(0.4))
+            step = fmt::format(":{}(i64({}) % 3 + 1)", rng_.chance(0.5) ? "-" : "", runtime_scalar());
           if (start.empty() && stop.empty() && step.empty()) start = bound(n + 2);
           const std::string sliced = fmt::format("{}[{}:{}{}]", x.text, start, stop, step);
           if (rng_.chance(0.25)) return {fmt::format("size({})", sliced), {DType::I64, {}}};

@@ -29,7 +29,8 @@ class ExprGenerator {
  public:
   /// `batched`: the body runs on batches whose leading dimensions must survive, so only shape-
   /// preserving element-wise ops are used and every tensor-shaped leaf is one of `env`.
-  ExprGenerator(Rng& rng, std::vector<GBinding> env, bool batched) : rng_(rng), env_(std::move(env)), batched_(batched) {}
+  ExprGenerator(Rng& rng, std::vector<GBinding> env, bool batched)
+      : rng_(rng), env_(std::move(env)), batched_(batched) {}
 
   void add_binding(GBinding b) { env_.push_back(std::move(b)); }
 

@@ -43,7 +43,9 @@ class Rng {
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(eng_) < p; }
   double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(eng_); }
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<size_t>(range(0, static_cast<int64_t>(v.size()) - 1))]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(range(0, static_cast<int64_t>(v.size()) - 1))];
+  }
   uint64_t bits() { return eng_(); }
 
  private:

@@ -39,15 +39,19 @@ std::string comparator_self_check() {
   RunOutput longer = shorter;
   longer.elements.push_back(shorter.elements[0]);
   Case cases[] = {
-      {"one flipped integer bit", one<int64_t>(DType::I64, {1, 2}), one<int64_t>(DType::I64, {1, 3}), Tolerance::Ulp, true},
+      {"one flipped integer bit", one<int64_t>(DType::I64, {1, 2}), one<int64_t>(DType::I64, {1, 3}), Tolerance::Ulp,
+       true},
       {"bool", one<uint8_t>(DType::Bool, {0, 1}), one<uint8_t>(DType::Bool, {1, 1}), Tolerance::Ulp, true},
       {"NaN vs NaN", one<float>(DType::F32, {nan}), one<float>(DType::F32, {-nan}), Tolerance::Exact, false},
       {"NaN vs 0", one<float>(DType::F32, {nan}), one<float>(DType::F32, {0.f}), Tolerance::Ulp, true},
       {"+0 vs -0 exact", one<float>(DType::F32, {0.f}), one<float>(DType::F32, {-0.f}), Tolerance::Exact, true},
       {"+0 vs -0 ulp", one<float>(DType::F32, {0.f}), one<float>(DType::F32, {-0.f}), Tolerance::Ulp, false},
-      {"1 ulp exact", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {std::nextafter(one_f, 2.f)}), Tolerance::Exact, true},
-      {"4 ulp within the bound", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {four_ulp}), Tolerance::Ulp, false},
-      {"5 ulp beyond the bound", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {five_ulp}), Tolerance::Ulp, true},
+      {"1 ulp exact", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {std::nextafter(one_f, 2.f)}),
+       Tolerance::Exact, true},
+      {"4 ulp within the bound", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {four_ulp}), Tolerance::Ulp,
+       false},
+      {"5 ulp beyond the bound", one<float>(DType::F32, {one_f}), one<float>(DType::F32, {five_ulp}), Tolerance::Ulp,
+       true},
       {"inf vs max", one<float>(DType::F32, {INFINITY}), one<float>(DType::F32, {-INFINITY}), Tolerance::Ulp, true},
       {"dtype", one<int32_t>(DType::I32, {1}), one<uint32_t>(DType::U32, {1}), Tolerance::Ulp, true},
       {"element count", shorter, longer, Tolerance::Ulp, true},
@@ -56,7 +60,8 @@ std::string comparator_self_check() {
   };
   for (const Case& c : cases) {
     bool differ = compare_outputs(c.a, c.b, c.tol).has_value();
-    if (differ != c.differ) return std::string("comparator self-check failed: ") + c.what + (c.differ ? " not reported" : " reported");
+    if (differ != c.differ)
+      return std::string("comparator self-check failed: ") + c.what + (c.differ ? " not reported" : " reported");
   }
   return "";
 }

@@ -21,8 +21,8 @@ namespace pipec::difftest {
 
 struct GeneratedCase {
   uint64_t seed = 0;
-  std::string spec;  // the text of spec.pipe
-  std::vector<std::pair<std::string, Tensor>> npy_files;                     // path relative to the case folder
+  std::string spec;                                                         // the text of spec.pipe
+  std::vector<std::pair<std::string, Tensor>> npy_files;                    // path relative to the case folder
   std::vector<std::pair<std::string, std::vector<std::string>>> tfrecords;  // path, serialized tf.Examples
 };
 

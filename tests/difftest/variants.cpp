@@ -115,7 +115,8 @@ std::string library_refusal(const RunRequest& req) {
 }
 
 // The library `pipec build` makes of the spec, read by difftest_read_lib into the same layout.
-RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& reader) {
+RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::string& pipec,
+                            const std::string& reader) {
   RunOutput out;
   const std::string refusal = library_refusal(req);
   fs::path lib = req.scratch / "lib" / "libcase.so";
@@ -131,7 +132,9 @@ RunOutput run_built_library(const Variant& v, const RunRequest& req, const std::
   if (!refusal.empty()) {
     // The variant does not apply; what is checked is that `pipec build` refuses it, and why.
     if (code == 1 && err.find(refusal) != std::string::npos) out.not_applicable = refusal;
-    else out.error = fmt::format("pipec build must refuse this pipeline ({}), but it exited with {}: {}", refusal, code, err);
+    else
+      out.error =
+          fmt::format("pipec build must refuse this pipeline ({}), but it exited with {}: {}", refusal, code, err);
     return out;
   }
   if (code != 0) {
@@ -174,8 +177,8 @@ void read_output_dir(const fs::path& dir, RunOutput& out) {
 
 }  // namespace
 
-int run_command(const std::string& pipec, const std::vector<std::string>& args, const fs::path& scratch, std::string* out,
-                std::string* err) {
+int run_command(const std::string& pipec, const std::vector<std::string>& args, const fs::path& scratch,
+                std::string* out, std::string* err) {
   fs::create_directories(scratch);
   fs::path o = scratch / "cmd.out", e = scratch / "cmd.err";
   std::string cmd = quote(pipec);
@@ -211,8 +214,10 @@ VariantSet detect_variants(const std::string& pipec, const std::string& lib_read
       const char* flag;
       Tolerance tol;
     };
-    // -O0 runs the unoptimized plan, the closest thing to the reference; --no-jit the optimized plan in the interpreter.
-    for (Flagged f : {Flagged{"pipec-run-O0", "-O0", Tolerance::Ulp}, Flagged{"pipec-run-no-jit", "--no-jit", Tolerance::Ulp}}) {
+    // -O0 runs the unoptimized plan, the closest thing to the reference; --no-jit the optimized plan in the
+    // interpreter.
+    for (Flagged f :
+         {Flagged{"pipec-run-O0", "-O0", Tolerance::Ulp}, Flagged{"pipec-run-no-jit", "--no-jit", Tolerance::Ulp}}) {
       if (help.find(f.flag) != std::string::npos) s.enabled.push_back({f.name, false, 0, 0, {f.flag}, f.tol});
       else s.skipped.push_back(fmt::format("{}: `pipec run --help` lists no {}", f.name, f.flag));
     }
@@ -229,13 +234,15 @@ VariantSet detect_variants(const std::string& pipec, const std::string& lib_read
     v.every = std::max(1, lib_every);
     s.enabled.push_back(v);
   } else
-    s.skipped.push_back(fmt::format("built-library: `pipec build --help` failed (exit {}): no `pipec build` in this tree", build_code));
+    s.skipped.push_back(
+        fmt::format("built-library: `pipec build --help` failed (exit {}): no `pipec build` in this tree", build_code));
   std::error_code ec;
   fs::remove_all(scratch, ec);
   return s;
 }
 
-RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec, const std::string& lib_reader) {
+RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec,
+                      const std::string& lib_reader) {
   if (v.in_process) return run_in_process(v, req);
   if (v.built_library) return run_built_library(v, req, pipec, lib_reader);
   return run_command_line(v, req, pipec);

@@ -24,15 +24,15 @@ struct Variant {
   int64_t chunk_rows = 0;          // in-process: rows per source chunk (0 = the runtime's default)
   std::vector<std::string> flags;  // command line: extra `pipec run` flags
   Tolerance tolerance = Tolerance::Exact;
-  bool built_library = false;      // `pipec build` the spec, read the library with difftest_read_lib
-  int every = 1;                   // run on every n-th case only (for slow variants)
+  bool built_library = false;  // `pipec build` the spec, read the library with difftest_read_lib
+  int every = 1;               // run on every n-th case only (for slow variants)
 };
 
 struct RunRequest {
   std::filesystem::path spec;
-  std::string pipeline;          // empty: the only pipeline of the spec
-  std::optional<int64_t> take;   // stop after this many output elements
-  std::filesystem::path scratch; // a folder the command-line variants may write into
+  std::string pipeline;           // empty: the only pipeline of the spec
+  std::optional<int64_t> take;    // stop after this many output elements
+  std::filesystem::path scratch;  // a folder the command-line variants may write into
 };
 
 /// The reference: the interpreter on one thread with the default chunk size.
@@ -47,11 +47,12 @@ struct VariantSet {
 VariantSet detect_variants(const std::string& pipec_binary, const std::string& lib_reader, int lib_every);
 
 /// Runs `req` as `v` describes. Never throws: a failure is reported in RunOutput::error.
-RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec_binary, const std::string& lib_reader = "");
+RunOutput run_variant(const Variant& v, const RunRequest& req, const std::string& pipec_binary,
+                      const std::string& lib_reader = "");
 
 /// Runs `pipec ARGS` with stdout and stderr captured into files under `scratch`; returns the exit
 /// code and fills `out` / `err` when given.
-int run_command(const std::string& pipec_binary, const std::vector<std::string>& args, const std::filesystem::path& scratch,
-                std::string* out = nullptr, std::string* err = nullptr);
+int run_command(const std::string& pipec_binary, const std::vector<std::string>& args,
+                const std::filesystem::path& scratch, std::string* out = nullptr, std::string* err = nullptr);
 
 }  // namespace pipec::difftest

@@ -37,10 +37,26 @@ std::vector<Element> read_dir(const fs::path& dir) {
 
 bool is_nan(DType dt, const uint8_t* p) {
   switch (dt) {
-    case DType::F32: { float v; std::memcpy(&v, p, 4); return std::isnan(v); }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); return std::isnan(v); }
-    case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); return (v & 0x7c00) == 0x7c00 && (v & 0x03ff); }
-    case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return (v & 0x7f80) == 0x7f80 && (v & 0x007f); }
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return std::isnan(v);
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return std::isnan(v);
+    }
+    case DType::F16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return (v & 0x7c00) == 0x7c00 && (v & 0x03ff);
+    }
+    case DType::BF16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return (v & 0x7f80) == 0x7f80 && (v & 0x007f);
+    }
     default: return false;
   }
 }
@@ -135,9 +151,9 @@ DirComparison compare_output_dirs(const fs::path& reference, const fs::path& oth
       if (c.field.empty()) {
         c.field = name;
         c.dtype = std::string(dtype_name(t.dtype()));
-        c.bound = !is_float(t.dtype()) ? 0
+        c.bound = !is_float(t.dtype())                                  ? 0
                   : t.dtype() == DType::F16 || t.dtype() == DType::BF16 ? difftest::kUlpBoundF16
-                                                                         : difftest::kUlpBoundF32;
+                                                                        : difftest::kUlpBoundF32;
       }
       if (!compare_field(t, b[k].at(name), static_cast<int64_t>(k), c, r.error)) return r;
     }

@@ -16,11 +16,11 @@ namespace pipec::gputest {
 struct FieldComparison {
   std::string field;
   std::string dtype;
-  int64_t values = 0;        // values compared
-  int64_t differing = 0;     // values whose bits differ (NaN vs NaN and +0 vs -0 do not count)
-  int64_t max_ulp = 0;       // floats: the largest distance in ulp
-  int64_t bound = 0;         // the largest distance allowed (0: exact)
-  std::string first;         // the first value over the bound: "element E index I: A vs B"
+  int64_t values = 0;     // values compared
+  int64_t differing = 0;  // values whose bits differ (NaN vs NaN and +0 vs -0 do not count)
+  int64_t max_ulp = 0;    // floats: the largest distance in ulp
+  int64_t bound = 0;      // the largest distance allowed (0: exact)
+  std::string first;      // the first value over the bound: "element E index I: A vs B"
   bool ok() const { return first.empty(); }
 };
 

@@ -21,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Dirs {
-  fs::path root = fs::temp_directory_path() / fmt::format("pipec-compare-dirs-{}-{}", ::getpid(),
-                                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path root =
+      fs::temp_directory_path() / fmt::format("pipec-compare-dirs-{}-{}", ::getpid(),
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::path a = root / "a", b = root / "b";
   Dirs() { fs::remove_all(root); }
   ~Dirs() { fs::remove_all(root); }

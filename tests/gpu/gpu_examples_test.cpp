@@ -49,13 +49,15 @@ TEST(GpuExamples, EveryExampleMapAfterToGpuGivesTheInterpretersValues) {
   auto side = gputest::gpu_side_or_fail();
   if (!side) return;
   const fs::path root = source_dir();
-  ASSERT_TRUE(fs::exists(root / "examples")) << "no examples/ in " << root << " (run from the repository, or set PIPEC_GPU_SOURCE_DIR)";
+  ASSERT_TRUE(fs::exists(root / "examples"))
+      << "no examples/ in " << root << " (run from the repository, or set PIPEC_GPU_SOURCE_DIR)";
   gputest::GpuStats stats;
   for (const fs::path& spec : example_specs(root)) {
     auto program = check_file(spec.string());
     std::ostringstream diags;
     program->diags.print(diags, false);
-    ASSERT_FALSE(program->diags.has_errors() || !program->io_error.empty()) << spec << ": " << program->io_error << diags.str();
+    ASSERT_FALSE(program->diags.has_errors() || !program->io_error.empty())
+        << spec << ": " << program->io_error << diags.str();
     for (const auto& d : program->main().decls) {
       if (d->kind != DeclKind::Pipeline) continue;
       Plan plan = lower_pipeline(*program, *d);

@@ -62,7 +62,8 @@ int move_every_map_to_gpu(Plan& plan) {
   // have one: the others read their input from the CPU again (their Stage::gpu keeps the reason).
   std::set<int> feeds_a_kernel;
   for (const Stage& s : plan.stages)
-    if (s.kind == StageKind::Map && !s.inputs.empty() && s.gpu && s.gpu->unsupported.empty()) feeds_a_kernel.insert(s.inputs[0]);
+    if (s.kind == StageKind::Map && !s.inputs.empty() && s.gpu && s.gpu->unsupported.empty())
+      feeds_a_kernel.insert(s.inputs[0]);
   for (const Stage& s : plan.stages)
     if (s.kind == StageKind::Map && !s.inputs.empty() && !feeds_a_kernel.count(s.inputs[0]))
       plan.stages.at(s.inputs[0]).element.on_gpu = false;
@@ -70,10 +71,11 @@ int move_every_map_to_gpu(Plan& plan) {
 }
 
 void GpuStats::print(const std::string& name, bool real_gpu) const {
-  std::string line = fmt::format("[ gpu-stats ] {}: cases {}, maps {}, kernels {} (compiled {}), ran on the GPU {}, "
-                                 "elements compared {}, cases failing alike {}{}",
-                                 name, cases, maps, kernels, compiled, ran_on_gpu, compared, run_errors,
-                                 real_gpu ? "" : " (dry run: no GPU, the GPU side ran on the CPU fallback)");
+  std::string line = fmt::format(
+      "[ gpu-stats ] {}: cases {}, maps {}, kernels {} (compiled {}), ran on the GPU {}, "
+      "elements compared {}, cases failing alike {}{}",
+      name, cases, maps, kernels, compiled, ran_on_gpu, compared, run_errors,
+      real_gpu ? "" : " (dry run: no GPU, the GPU side ran on the CPU fallback)");
   std::cout << line << "\n";
   std::vector<std::pair<int64_t, std::string>> reasons;
   for (const auto& [why, n] : unsupported) reasons.emplace_back(n, why);
@@ -151,8 +153,9 @@ int compare_gpu_with_interpreter(const Plan& plan, const GpuSide& side, const st
     stats.last_error = cpu.out.error;
   }
   if (auto m = difftest::compare_outputs(cpu.out, gpu.out, difftest::Tolerance::Ulp)) {
-    ADD_FAILURE() << fmt::format("{}: the GPU side differs from the interpreter at element {}, field `{}`, index {}: {}\n{}",
-                                 what, m->element, m->field, m->index, m->what, context);
+    ADD_FAILURE() << fmt::format(
+        "{}: the GPU side differs from the interpreter at element {}, field `{}`, index {}: {}\n{}", what, m->element,
+        m->field, m->index, m->what, context);
   } else if (cpu.out.ok) {
     stats.compared += static_cast<int64_t>(cpu.out.elements.size());
   }
@@ -163,7 +166,8 @@ int compare_gpu_with_interpreter(const Plan& plan, const GpuSide& side, const st
     for (const Stage& s : plan.stages) with_kernel += s.kind == StageKind::Map && s.gpu && s.gpu->unsupported.empty();
     if (gpu.out.ok) {
       EXPECT_EQ(on_gpu, with_kernel) << what << ": " << with_kernel << " map(s) have a kernel but " << on_gpu
-                                     << " ran on the GPU\n" << context;
+                                     << " ran on the GPU\n"
+                                     << context;
     }
   }
   return on_gpu;

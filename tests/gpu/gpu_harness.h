@@ -46,12 +46,12 @@ int move_every_map_to_gpu(Plan& plan);
 struct GpuStats {
   int64_t cases = 0;
   int64_t maps = 0;
-  int64_t kernels = 0;       // maps the generator lowered
-  int64_t compiled = 0;      // kernels NVRTC compiled
-  int64_t ran_on_gpu = 0;    // map stages whose run said "gpu: ..."
-  int64_t compared = 0;      // elements compared
-  int64_t run_errors = 0;    // cases where both sides failed alike
-  std::string last_error;    // the interpreter's error in the last of those
+  int64_t kernels = 0;                         // maps the generator lowered
+  int64_t compiled = 0;                        // kernels NVRTC compiled
+  int64_t ran_on_gpu = 0;                      // map stages whose run said "gpu: ..."
+  int64_t compared = 0;                        // elements compared
+  int64_t run_errors = 0;                      // cases where both sides failed alike
+  std::string last_error;                      // the interpreter's error in the last of those
   std::map<std::string, int64_t> unsupported;  // why a map stayed on the CPU -> how many
   void print(const std::string& name, bool real_gpu) const;
 };

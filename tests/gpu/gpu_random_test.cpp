@@ -44,7 +44,8 @@ TEST(GpuRandomPipelines, EveryMapAfterToGpuGivesTheInterpretersValues) {
     difftest::GeneratedCase c = difftest::generate_case(seed);
     const fs::path dir = work / fmt::format("seed-{}", seed);
     difftest::write_case(c, dir);
-    const std::string context = fmt::format("seed {} (`difftest --seed {}` makes the same case); the spec:\n{}", seed, seed, c.spec);
+    const std::string context =
+        fmt::format("seed {} (`difftest --seed {}` makes the same case); the spec:\n{}", seed, seed, c.spec);
     const int failures_before = ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
     auto program = check_file((dir / "spec.pipe").string());
     std::ostringstream diags;
@@ -66,20 +67,24 @@ TEST(GpuRandomPipelines, EveryMapAfterToGpuGivesTheInterpretersValues) {
       stats.maps += maps;
       gputest::compile_kernels(plan, side->arch, context, stats);
       // One line per case before it runs, so that a run stopped by a timeout shows which case hung.
-      std::cout << fmt::format("[ gpu-case  ] seed {}: {} map(s), {} kernel(s)\n", seed, maps, stats.kernels - kernels_before)
+      std::cout << fmt::format("[ gpu-case  ] seed {}: {} map(s), {} kernel(s)\n", seed, maps,
+                               stats.kernels - kernels_before)
                 << std::flush;
-      gputest::compare_gpu_with_interpreter(plan, *side, dir.string(), std::nullopt, fmt::format("seed {}", seed), context,
-                                            stats);
+      gputest::compare_gpu_with_interpreter(plan, *side, dir.string(), std::nullopt, fmt::format("seed {}", seed),
+                                            context, stats);
     }
-    if (keep && ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count() > failures_before) {
+    if (keep &&
+        ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count() > failures_before) {
       std::error_code ec;
       fs::create_directories(fs::path(keep) / fmt::format("seed-{}", seed), ec);
-      fs::copy(dir, fs::path(keep) / fmt::format("seed-{}", seed), fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+      fs::copy(dir, fs::path(keep) / fmt::format("seed-{}", seed),
+               fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
     }
     fs::remove_all(dir);
   }
   fs::remove_all(work);
-  stats.print(fmt::format("random pipelines (seeds {}..{}), every map after to(gpu)", first, first + seeds - 1), side->real);
+  stats.print(fmt::format("random pipelines (seeds {}..{}), every map after to(gpu)", first, first + seeds - 1),
+              side->real);
   EXPECT_GT(stats.compared, 0);
   EXPECT_GT(stats.kernels, 0) << "the generator lowered no map of any random pipeline";
   if (side->real) {

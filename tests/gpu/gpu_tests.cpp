@@ -28,7 +28,6 @@
 namespace pipec {
 namespace {
 
-
 // The plan as lowered, with the CUDA kernels of its maps after to(gpu).
 Plan plan_of(const std::string& text) {
   CompileOptions options;
@@ -86,10 +85,9 @@ void expect_same(const std::vector<Chunk>& gpu, const std::vector<Chunk>& cpu, d
         double a = at(g, i), b = at(w, i);
         // Integers and bools must be bit-exact (compared as bytes: a 64-bit value does not fit a double).
         size_t width = dtype_size(w.dtype());
-        bool ok = is_float(w.dtype())
-                      ? (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= rel_tol * std::max(1.0, std::fabs(b)))
-                      : std::memcmp(g.raw() + i * width, w.raw() + i * width,
-                                    width) == 0;
+        bool ok = is_float(w.dtype()) ? (a == b || (std::isnan(a) && std::isnan(b)) ||
+                                         std::fabs(a - b) <= rel_tol * std::max(1.0, std::fabs(b)))
+                                      : std::memcmp(g.raw() + i * width, w.raw() + i * width, width) == 0;
         if (!ok) {
           ++bad;
           ADD_FAILURE() << fmt::format("chunk {} column {} value {}: gpu {} cpu {}", k, c, i, a, b);

@@ -56,11 +56,16 @@ struct Case {
 // its batch, prefetch depths, files read ahead in order and in an interleave, a cache.
 const std::vector<Case> kCases = {
     {"map", "range(3000) | map(r => { x: random_uniform([32]) + f32(r.value) }, parallel = auto) | prefetch(auto)"},
-    {"map_batch", "range(700) | shuffle(100, seed = 1) | repeat(3) | map(r => { x: random_uniform([64]) * f32(r.value) }) | batch(7) | prefetch(auto)"},
+    {"map_batch",
+     "range(700) | shuffle(100, seed = 1) | repeat(3) | map(r => { x: random_uniform([64]) * f32(r.value) }) | "
+     "batch(7) | prefetch(auto)"},
     {"vectorized", "range(3000) | map(r => { y: f32(r.value) * 2.0 + 1.0 }) | batch(16) | prefetch(auto)"},
     {"sequential_reads", "t | map(r => { a: r.a, s: r.v * 3.0 }) | prefetch(auto)"},
-    {"interleave", "t | interleave(cycle_length = 3, block_length = 2) | repeat(2) | map(r => { a: r.a, v: r.v + 1.0 }) | batch(5) | prefetch(auto)"},
-    {"cache", "range(500) | map(r => { x: f32(r.value) * 2.0, y: random_uniform([8]) }) | cache() | repeat(3) | prefetch(auto)"},
+    {"interleave",
+     "t | interleave(cycle_length = 3, block_length = 2) | repeat(2) | map(r => { a: r.a, v: r.v + 1.0 }) | batch(5) | "
+     "prefetch(auto)"},
+    {"cache",
+     "range(500) | map(r => { x: f32(r.value) * 2.0, y: random_uniform([8]) }) | cache() | repeat(3) | prefetch(auto)"},
     {"two_prefetches", "t | prefetch(auto) | map(r => { w: r.v * r.v }, parallel = auto) | batch(3) | prefetch(auto)"},
 };
 
@@ -89,17 +94,18 @@ void expect_same(const std::vector<Element>& got, const std::vector<Element>& wa
 // the harshest tuner, moving values up and down between any two decisions of the stages.
 class Shaker {
  public:
-  Shaker(PipelineRun& run, uint32_t seed) : thread_([this, &run, seed] {
-      std::mt19937 rng(seed);
-      while (!stop_.load()) {
-        for (Knob* k : run.autotuner().knobs()) {
-          if (!k->tunable()) continue;
-          k->set(std::uniform_int_distribution<int64_t>(k->min(), k->max())(rng));
-          ++moves_;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-    }) {}
+  Shaker(PipelineRun& run, uint32_t seed)
+      : thread_([this, &run, seed] {
+          std::mt19937 rng(seed);
+          while (!stop_.load()) {
+            for (Knob* k : run.autotuner().knobs()) {
+              if (!k->tunable()) continue;
+              k->set(std::uniform_int_distribution<int64_t>(k->min(), k->max())(rng));
+              ++moves_;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+          }
+        }) {}
   ~Shaker() {
     stop_ = true;
     thread_.join();
@@ -191,7 +197,8 @@ TEST_F(AutotuneRun, OutputDoesNotDependOnTheValuesChosen) {
 // held at some point), and the elements are those of an unbounded run.
 TEST_F(AutotuneRun, BuffersStayWithinTheMemoryBudget) {
   // 16 rows of f32[4096]: 256 KiB per chunk.
-  const Plan plan = optimized("range(600) | map(r => { x: random_uniform([4096]) + f32(r.value) }, parallel = auto) | prefetch(auto)");
+  const Plan plan = optimized(
+      "range(600) | map(r => { x: random_uniform([4096]) + f32(r.value) }, parallel = auto) | prefetch(auto)");
   const uint64_t chunk = 16 * 4096 * 4;
   std::vector<Element> want;
   {
@@ -226,7 +233,9 @@ TEST_F(AutotuneRun, BuffersStayWithinTheMemoryBudget) {
 // nothing beyond their first items while it fills, and the bytes held stay within the budget.
 TEST_F(AutotuneRun, ACacheKeepsItsRoomFromTheOtherBuffers) {
   // The pass: 300 elements of f32[1024], 1.2 MB.
-  const Plan plan = optimized("range(300) | map(r => { x: f32(r.value) + random_uniform([1024]) }, parallel = auto) | cache() | repeat(2) | prefetch(auto)");
+  const Plan plan = optimized(
+      "range(300) | map(r => { x: f32(r.value) + random_uniform([1024]) }, parallel = auto) | cache() | repeat(2) | "
+      "prefetch(auto)");
   RunOptions o = options(3);
   o.memory_budget = 1'600'000;
   o.auto_values = {{KnobKind::MapParallelism, 12}, {KnobKind::PrefetchDepth, 64}};
@@ -283,7 +292,8 @@ TEST(AutotuneCommandLine, ACacheThatOutgrowsTheBudgetStopsTheRunNamingIt) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("p.pipe:3:5: cache: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("holds"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("no longer fit in the memory budget of 614.4 KB (raise --memory-budget"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no longer fit in the memory budget of 614.4 KB (raise --memory-budget"), std::string::npos)
+      << r.err;
   auto ok = run_pipec({"run", (d / "p.pipe").string(), "--memory-budget", "64M", "--quiet"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
@@ -309,9 +319,10 @@ TEST(AutotuneCommandLine, ResidentMemoryFollowsTheBudget) {
              "  | batch(16)\n"
              "  | prefetch(auto)\n");
   const std::string spec = (d / "p.pipe").string();
-  const std::vector<std::string> wide = {"run", spec, "--threads", "2", "--auto-value", "parallel=16", "--auto-value", "prefetch=64"};
-  const uint64_t small =
-      peak_rss_of({"run", spec, "--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"}, d / "s.json");
+  const std::vector<std::string> wide = {"run",          spec,          "--threads",    "2",
+                                         "--auto-value", "parallel=16", "--auto-value", "prefetch=64"};
+  const uint64_t small = peak_rss_of(
+      {"run", spec, "--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"}, d / "s.json");
   const uint64_t unbounded = peak_rss_of(wide, d / "w.json");
   std::vector<std::string> bounded_args = wide;
   bounded_args.insert(bounded_args.end(), {"--memory-budget", "48M"});

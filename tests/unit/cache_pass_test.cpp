@@ -31,7 +31,8 @@ void expect_second_pass_repeats_the_first(const std::string& text, size_t per_pa
       SCOPED_TRACE(::testing::Message() << threads << " threads, chunks of " << chunk_rows << " rows");
       std::vector<int64_t> got = run_ints(text, threads, chunk_rows);
       ASSERT_EQ(got.size(), 2 * per_pass);
-      EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + per_pass), std::vector<int64_t>(got.begin() + per_pass, got.end()));
+      EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + per_pass),
+                std::vector<int64_t>(got.begin() + per_pass, got.end()));
       if (reference.empty()) reference = got;
       EXPECT_EQ(got, reference);
     }
@@ -39,12 +40,14 @@ void expect_second_pass_repeats_the_first(const std::string& text, size_t per_pa
 
 TEST(CachePass, RandomValuesUpstreamOfACacheCutShortAreTheFirstPasss) {
   expect_second_pass_repeats_the_first(
-      "pipeline p = range(20) | map(r => { x: random_int([], 0, 1000000, seed = 3) }) | cache() | prefetch(2) | take(8) | repeat(2)\n",
+      "pipeline p = range(20) | map(r => { x: random_int([], 0, 1000000, seed = 3) }) | cache() | prefetch(2) | "
+      "take(8) | repeat(2)\n",
       8);
 }
 
 TEST(CachePass, AShuffleUpstreamOfACacheCutShortKeepsItsOrder) {
-  expect_second_pass_repeats_the_first("pipeline p = range(30) | shuffle(30, seed = 5) | cache() | take(6) | repeat(2)\n", 6);
+  expect_second_pass_repeats_the_first(
+      "pipeline p = range(30) | shuffle(30, seed = 5) | cache() | take(6) | repeat(2)\n", 6);
 }
 
 TEST(CachePass, ACompletePassIsReplayed) {

@@ -3,10 +3,10 @@
 // save/restore, release every tensor and name the missing file when data is missing.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -27,7 +27,8 @@ using testing::write_file;
 
 CommandResult run_shell(const std::string& cmd) {
   CommandResult r;
-  std::string out_file = cmd.empty() ? "" : (fs::temp_directory_path() / ("pipec-capi-" + std::to_string(getpid()) + ".out")).string();
+  std::string out_file =
+      cmd.empty() ? "" : (fs::temp_directory_path() / ("pipec-capi-" + std::to_string(getpid()) + ".out")).string();
   int status = std::system((cmd + " >" + shell_quote(out_file) + " 2>&1").c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   r.out = read_all(out_file);
@@ -41,17 +42,20 @@ fs::path compile_c_test(const fs::path& lib_dir, const std::string& stem, const 
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   // In a sanitizer build the library needs the sanitizer's runtime, which must be the program's first
   // library: the program is linked with it (PIPEC_SANITIZER_LINK is empty otherwise).
-  std::string cmd = fmt::format("cc -std=c11 -Wall -Wextra -Werror -I {0} '-DLIB_HEADER=\"lib{1}.h\"' -DUPPER={2} -DLOWER={1} {3} -o {4} -L {0} -l{1} -Wl,-rpath,{0} {5}",
-                                shell_quote(lib_dir.string()), stem, upper,
-                                shell_quote(std::string(PIPEC_SOURCE_DIR) + "/tests/capi/capi_test.c"), shell_quote(exe.string()),
-                                PIPEC_SANITIZER_LINK);
+  std::string cmd = fmt::format(
+      "cc -std=c11 -Wall -Wextra -Werror -I {0} '-DLIB_HEADER=\"lib{1}.h\"' -DUPPER={2} -DLOWER={1} {3} -o {4} -L {0} "
+      "-l{1} -Wl,-rpath,{0} {5}",
+      shell_quote(lib_dir.string()), stem, upper,
+      shell_quote(std::string(PIPEC_SOURCE_DIR) + "/tests/capi/capi_test.c"), shell_quote(exe.string()),
+      PIPEC_SANITIZER_LINK);
   CommandResult r = run_shell(cmd);
   EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.out;
   return exe;
 }
 
 // Every element the C program dumped equals the one `pipec run --output` wrote: bytes and shape.
-void expect_dumps_match(const fs::path& dump, const fs::path& npy, const std::vector<std::string>& fields, int elements) {
+void expect_dumps_match(const fs::path& dump, const fs::path& npy, const std::vector<std::string>& fields,
+                        int elements) {
   for (int k = 0; k < elements; ++k) {
     std::string el = fmt::format("{:06d}", k);
     for (const std::string& f : fields) {
@@ -114,11 +118,13 @@ TEST(CapiBuild, SmallSpecMatchesPipecRunThroughCProgram) {
   expect_dumps_match(d / "dump", d / "npy", {"x", "y", "z"}, 13);
 
   // The same library without kernels (every body on the interpreter) gives the same bytes.
-  auto bi = run_pipec({"build", (d / "small.pipe").string(), "--no-kernels", "-o", (d / "interp/libsmall.so").string()});
+  auto bi =
+      run_pipec({"build", (d / "small.pipe").string(), "--no-kernels", "-o", (d / "interp/libsmall.so").string()});
   ASSERT_EQ(bi.exit_code, 0) << bi.err;
   fs::path exe_i = compile_c_test(d / "interp", "small", d / "ctest_interp");
   fs::create_directories(d / "dump_interp");
-  CommandResult ci = run_shell(shell_quote(exe_i.string()) + " read " + shell_quote((d / "dump_interp").string()) + " 20");
+  CommandResult ci =
+      run_shell(shell_quote(exe_i.string()) + " read " + shell_quote((d / "dump_interp").string()) + " 20");
   ASSERT_EQ(ci.exit_code, 0) << ci.out;
   EXPECT_NE(ci.out.find("compiled kernels 0"), std::string::npos) << ci.out;
   expect_dumps_match(d / "dump_interp", d / "npy", {"x", "y", "z"}, 13);
@@ -137,10 +143,13 @@ TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
   fs::copy_file(fs::path(PIPEC_SOURCE_DIR) / "examples/chess/chess.pipe", d / "data_home/chess.pipe");
 
   // The library is built from the example itself; its data comes from data_home (pipe_options.data_dir).
-  auto b = run_pipec({"build", std::string(PIPEC_SOURCE_DIR) + "/examples/chess/chess.pipe", "-o", (d / "lib/libchess.so").string()});
+  auto b = run_pipec(
+      {"build", std::string(PIPEC_SOURCE_DIR) + "/examples/chess/chess.pipe", "-o", (d / "lib/libchess.so").string()});
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_NE(read_all(d / "lib/libchess.h").find("{\"board\", \"f32\", {2, 32, 1}, 4, {512, 8, 8, 24}}"), std::string::npos);
-  auto r = run_pipec({"run", (d / "data_home/chess.pipe").string(), "--take", "8", "--output", (d / "npy").string(), "--quiet"});
+  EXPECT_NE(read_all(d / "lib/libchess.h").find("{\"board\", \"f32\", {2, 32, 1}, 4, {512, 8, 8, 24}}"),
+            std::string::npos);
+  auto r = run_pipec(
+      {"run", (d / "data_home/chess.pipe").string(), "--take", "8", "--output", (d / "npy").string(), "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   fs::path exe = compile_c_test(d / "lib", "chess", d / "ctest");
   fs::create_directories(d / "dump");
@@ -177,7 +186,8 @@ TEST(CapiBuild, MissingDataFileIsNamedInTheError) {
   auto b = run_pipec({"build", (d / "m.pipe").string(), "-o", (d / "out/libmissing.so").string()});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   fs::path exe = compile_c_test(d / "out", "missing", d / "ctest");
-  CommandResult c = run_shell(shell_quote(exe.string()) + " missing " + shell_quote((d / "elsewhere").string()) + " missing.tfrecord");
+  CommandResult c = run_shell(shell_quote(exe.string()) + " missing " + shell_quote((d / "elsewhere").string()) +
+                              " missing.tfrecord");
   EXPECT_EQ(c.exit_code, 0) << c.out;
 }
 

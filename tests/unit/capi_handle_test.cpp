@@ -2,13 +2,13 @@
 // time from multi-row chunks, save/restore in the middle of a chunk, sharding and kernel binding.
 #include <gtest/gtest.h>
 
-#include "tests/unit/compile_util.h"
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"
 #include "runtime/capi/shard_plan.h"
 #include "runtime/io/example_writer.h"
 #include "runtime/io/tfrecord_writer.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec {
 namespace {
@@ -55,7 +55,10 @@ TEST(CapiHandle, HandsOutOneElementAtATimeAndResumesInsideAChunk) {
 }
 
 TEST(CapiHandle, ShardsSplitSourcesAndKeepZipsAligned) {
-  Plan plan = lower_text("pipeline p = zip(range(10), range(10) | map(r => { w: r.value * 7 })) | map(r => { v: r.value, w: r.w }) | batch(2)\n", "p");
+  Plan plan = lower_text(
+      "pipeline p = zip(range(10), range(10) | map(r => { w: r.value * 7 })) | map(r => { v: r.value, w: r.w }) | "
+      "batch(2)\n",
+      "p");
   Plan sharded = shard_after_sources(plan, 2, 1);
   EXPECT_TRUE(verify_plan(sharded).empty()) << print_plan(sharded);
   int shards = 0;
@@ -124,7 +127,8 @@ TEST(CapiHandle, BindsKernelSymbolsAndRefusesMissingOnes) {
     PipeHandle h(PipeLibrary{plan, "", {}}, defaults());
     FAIL() << "a missing kernel symbol was accepted";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("kernel `pipec_kernel_1` is not in this library"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel `pipec_kernel_1` is not in this library"), std::string::npos)
+        << e.what();
   }
   PipeHandle h(PipeLibrary{plan, "", {{"pipec_kernel_1", &fake_kernel}}}, defaults());
   EXPECT_EQ(h.fields().size(), 1u);

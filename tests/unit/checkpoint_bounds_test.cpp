@@ -67,7 +67,8 @@ void write_data(const fs::path& dir) {
   std::string csv = "a,b,s\n";
   for (int i = 0; i < 300; ++i) csv += fmt::format("{},{},w{}\n", i, i * 0.5, i);
   write_file(dir / "x.csv", csv);
-  for (int i = 0; i < 40; ++i) write_file(dir / "f" / fmt::format("{:03d}.txt", i), std::string(static_cast<size_t>(i), 'z'));
+  for (int i = 0; i < 40; ++i)
+    write_file(dir / "f" / fmt::format("{:03d}.txt", i), std::string(static_cast<size_t>(i), 'z'));
 }
 
 const std::string kSources =
@@ -87,7 +88,8 @@ const std::vector<Case> kCases = {
     {"map_batch", "range(1000) | repeat() | map(r => { x: random_uniform([256]) + f32(r.value) }) | batch(13)"},
     {"map", "range(1000) | repeat() | map(r => { x: random_uniform([64]) + f32(r.value) })"},
     {"filter", "range(1000) | repeat() | filter(r => random_uniform([], seed = 3) < 0.6)"},
-    {"map_filter", "range(1000) | repeat() | map(r => { v: r.value, u: random_uniform([16]) }) | filter(r => r.v % 3 != 0)"},
+    {"map_filter",
+     "range(1000) | repeat() | map(r => { v: r.value, u: random_uniform([16]) }) | filter(r => r.v % 3 != 0)"},
     {"batch_then_map", "range(997) | repeat() | map(r => { v: r.value * 3, w: f32(r.value) / 7.0 }) | batch(5)"},
     {"padded_batch", "t | repeat() | padded_batch(4)"},
     {"unbatch", "n | repeat() | batch(7) | unbatch()"},
@@ -96,7 +98,9 @@ const std::vector<Case> kCases = {
     {"take_skip_shard", "range(10000000) | skip(5) | shard(3, 1) | take(5000000) | batch(9)"},
     {"cache", "range(500) | map(r => { x: f32(r.value) * 2.0, y: random_uniform([8]) }) | cache() | repeat()"},
     {"prefetch", "t2 | repeat() | prefetch(3) | map(r => { y: r.v * 2.0 }) | prefetch(2)"},
-    {"interleave", "t | interleave(cycle_length = 2, block_length = 3) | repeat() | map(r => { a: r.a, v: r.v }) | batch(2, drop_remainder = true)"},
+    {"interleave",
+     "t | interleave(cycle_length = 2, block_length = 3) | repeat() | map(r => { a: r.a, v: r.v }) | batch(2, "
+     "drop_remainder = true)"},
     {"zip", "zip(c | repeat(), range(100000000)) | ignore_errors()"},
     {"files", "files(\"f/*.txt\") | repeat() | to(cpu) | batch(4)"},
     {"list_files", "list_files(\"f/*.txt\", shuffle = true, seed = 3) | repeat() | batch(4)"},
@@ -127,13 +131,14 @@ RunOptions options(const fs::path& dir) {
 
 // Every stage's buffer after a save is within its bound (the first stage that is not is reported);
 // adds the stage kinds it saw to `ops`.
-bool expect_within_bounds(const ChunkIterator& it, const Plan& plan, const std::string& where, std::set<std::string>& ops) {
+bool expect_within_bounds(const ChunkIterator& it, const Plan& plan, const std::string& where,
+                          std::set<std::string>& ops) {
   const std::string op(stage_name(plan.stages.at(it.stage()).kind));
   ops.insert(op);
   ChunkIterator::Buffered b = it.buffered();
   if (b.bound != ChunkIterator::kUnbounded && b.rows > b.bound) {
-    ADD_FAILURE() << where << ": stage #" << it.stage() << " " << op << " holds " << b.rows << " rows, more than its bound of "
-                  << b.bound;
+    ADD_FAILURE() << where << ": stage #" << it.stage() << " " << op << " holds " << b.rows
+                  << " rows, more than its bound of " << b.bound;
     return false;
   }
   for (const ChunkIterator* in : it.inputs())
@@ -141,7 +146,8 @@ bool expect_within_bounds(const ChunkIterator& it, const Plan& plan, const std::
   return true;
 }
 
-void expect_same_elements(const std::vector<Element>& got, const std::vector<Element>& want, size_t first, const std::string& what) {
+void expect_same_elements(const std::vector<Element>& got, const std::vector<Element>& want, size_t first,
+                          const std::string& what) {
   ASSERT_LE(first + got.size(), want.size()) << what;
   for (size_t e = 0; e < got.size(); ++e) {
     ASSERT_EQ(got[e].size(), want[first + e].size()) << what;
@@ -178,7 +184,8 @@ TEST_F(CheckpointBounds, CasesCoverEveryStageKind) {
     Plan plan = optimized(c);
     for (const Stage& s : plan.stages) seen.insert(std::string(stage_name(s.kind)));
   }
-  for (const std::string& kind : stage_kinds()) EXPECT_TRUE(seen.count(kind)) << "no case runs a `" << kind << "` stage";
+  for (const std::string& kind : stage_kinds())
+    EXPECT_TRUE(seen.count(kind)) << "no case runs a `" << kind << "` stage";
 }
 
 // Saving after every chunk of a long run: the stream is the one of a run that never saves, every stage
@@ -227,7 +234,8 @@ void CheckpointBounds::check_case(const Case& c) {
       for (size_t k = 0; k < 30 && resumed.next(chunk); ++k) {
         append_elements(chunk, rest);
         resumed.save_state();
-        if (!expect_within_bounds(resumed.root(), plan, fmt::format("resumed at {}, save {}", delivered, k), ops)) break;
+        if (!expect_within_bounds(resumed.root(), plan, fmt::format("resumed at {}, save {}", delivered, k), ops))
+          break;
       }
       if (rest.size() > want.size() - delivered) rest.resize(want.size() - delivered);
       ASSERT_FALSE(rest.empty());
@@ -288,7 +296,8 @@ TEST_F(CheckpointBounds, PipecRunSavingEveryElementKeepsItsMemory) {
   const std::vector<std::string> pipelines = {
       // 13 rows of 784 floats per batch: the fused map_batch, whose open batches once grew with each save.
       "range(1000) | repeat() | map(r => { x: random_uniform([784], 0.0, 1.0, seed = 5) + f32(r.value) }) | batch(13)",
-      "t | shuffle(64, seed = 2) | repeat() | map(r => { v: r.v * 2.0 + random_uniform([64]), ids: r.ids, name: r.name })"
+      "t | shuffle(64, seed = 2) | repeat() | map(r => { v: r.v * 2.0 + random_uniform([64]), ids: r.ids, name: r.name "
+      "})"
       " | padded_batch(8) | prefetch(4)",
   };
   for (const std::string& p : pipelines) {

@@ -30,15 +30,36 @@ int count_elements(const fs::path& out) {
 TEST(CommandLine, HelpPagesListTheCommandsAndEveryFlag) {
   auto top = run_pipec({"--help"});
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* cmd : {"build", "check", "explain", "fmt", "run", "lsp"}) EXPECT_NE(top.out.find(cmd), std::string::npos) << cmd;
+  for (const char* cmd : {"build", "check", "explain", "fmt", "run", "lsp"})
+    EXPECT_NE(top.out.find(cmd), std::string::npos) << cmd;
   auto run = run_pipec({"run", "--help"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out.rfind("usage: pipec run [options] SPEC\n", 0), 0u) << run.out;
-  for (const char* flag : {"--pipeline NAME", "--take N", "--output DIR", "--seed S", "--threads N", "--checkpoint DIR",
-                           "--checkpoint-every N", "--resume", "--stats-json FILE", "--no-jit", "--device auto|cpu|gpu",
-                           "-I DIR", "-D NAME=VALUE", "-w, --no-warnings", "--color WHEN", "-q, --quiet", "-O LEVEL",
-                           "-O0", "--disable-pass NAME", "--memory-budget SIZE", "--no-autotune", "--auto-value KIND=N",
-                           "--explain-autotune", "--trace FILE.json", "-h, --help"})
+  for (const char* flag : {"--pipeline NAME",
+                           "--take N",
+                           "--output DIR",
+                           "--seed S",
+                           "--threads N",
+                           "--checkpoint DIR",
+                           "--checkpoint-every N",
+                           "--resume",
+                           "--stats-json FILE",
+                           "--no-jit",
+                           "--device auto|cpu|gpu",
+                           "-I DIR",
+                           "-D NAME=VALUE",
+                           "-w, --no-warnings",
+                           "--color WHEN",
+                           "-q, --quiet",
+                           "-O LEVEL",
+                           "-O0",
+                           "--disable-pass NAME",
+                           "--memory-budget SIZE",
+                           "--no-autotune",
+                           "--auto-value KIND=N",
+                           "--explain-autotune",
+                           "--trace FILE.json",
+                           "-h, --help"})
     EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
   // Ranges and defaults come from the declarations.
   EXPECT_NE(run.out.find("(1 to 1024)"), std::string::npos) << run.out;
@@ -121,7 +142,8 @@ TEST(CommandLine, ABadDefineIsASpecErrorPointingAtTheCommandLine) {
     if (std::string(cmd) == "build") args.insert(args.end(), {"-o", (d / "libp.so").string()});
     auto r = run_pipec(args);
     EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.err;
-    EXPECT_NE(r.err.find("<command line>:1:10: error[type_mismatch]: const `BATCH` is i64"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("<command line>:1:10: error[type_mismatch]: const `BATCH` is i64"), std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find("    1 | -D BATCH=2.5\n"), std::string::npos) << r.err;
   }
   auto unknown = run_pipec({"check", spec, "-D", "BACTH=8"});

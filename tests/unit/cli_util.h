@@ -55,7 +55,8 @@ inline std::string shell_quote(const std::string& s) {
 /// Runs `pipec ARGS...` (the binary under test), capturing its output.
 inline CommandResult run_pipec(const std::vector<std::string>& args) {
   static int counter = 0;
-  std::filesystem::path base = std::filesystem::temp_directory_path() / ("pipec-cmd-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::path base = std::filesystem::temp_directory_path() /
+                               ("pipec-cmd-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   std::string cmd = shell_quote(PIPEC_BINARY);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(base.string() + ".out") + " 2>" + shell_quote(base.string() + ".err") + " </dev/null";

@@ -146,9 +146,9 @@ TEST(CodegenCache, CorruptOrTruncatedCacheFilesAreRecompiledAndRewritten) {
   const std::string good = testing::read_all(file);
   for (int mode = 0; mode < 3; ++mode) {
     std::string bad = good;
-    if (mode == 0) bad[bad.size() / 2] ^= 0x5a;      // a flipped byte in the object
-    if (mode == 1) bad.resize(bad.size() / 3);       // truncated
-    if (mode == 2) bad = "not a kernel object";     // garbage
+    if (mode == 0) bad[bad.size() / 2] ^= 0x5a;  // a flipped byte in the object
+    if (mode == 1) bad.resize(bad.size() / 3);   // truncated
+    if (mode == 2) bad = "not a kernel object";  // garbage
     testing::write_file(file, bad);
     Plan p = one_map_plan(simple_fn());
     codegen::JitReport r = codegen::attach_native_kernels(p, opts);
@@ -207,7 +207,8 @@ TEST(CodegenCli, RunReportsKernelsAndExplainSaysWhatCompiles) {
   testing::write_file(d / "p.pipe",
                       "pipeline p = range(100) | map(r => { y: f32(r.value) * 2.0 }) | batch(10)\n"
                       "pipeline q = range(10) | map(r => { y: argmax([r.value, r.value]) })\n");
-  auto r1 = testing::run_pipec({"run", (d / "p.pipe").string(), "--pipeline", "p", "--stats-json", (d / "s.json").string()});
+  auto r1 =
+      testing::run_pipec({"run", (d / "p.pipe").string(), "--pipeline", "p", "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_NE(r1.err.find("compiled 1 kernel in"), std::string::npos) << r1.err;
   EXPECT_NE(r1.err.find("[llvm-jit]"), std::string::npos) << r1.err;
@@ -241,7 +242,8 @@ TEST(CodegenCli, FilterAndMapOutputsEqualTheInterpreters) {
   auto jit = testing::run_pipec({"run", (d / "p.pipe").string(), "--seed", "5", "--output", (d / "jit").string()});
   ASSERT_EQ(jit.exit_code, 0) << jit.err;
   EXPECT_EQ(jit.err.find("[interpreter]"), std::string::npos) << jit.err;  // all three bodies compiled
-  auto ref = testing::run_pipec({"run", (d / "p.pipe").string(), "--seed", "5", "--no-jit", "--output", (d / "ref").string()});
+  auto ref =
+      testing::run_pipec({"run", (d / "p.pipe").string(), "--seed", "5", "--no-jit", "--output", (d / "ref").string()});
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   size_t files = 0;
   for (const auto& e : fs::recursive_directory_iterator(d / "ref")) {

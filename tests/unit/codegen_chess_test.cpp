@@ -77,7 +77,8 @@ TEST(CodegenChess, KernelIsBitExactOnFixtureRecords) {
     std::vector<Column> want = run_function(*m.fn, names, in, EvalContext{});
     std::vector<Column> got;
     ASSERT_TRUE(run_native(m, names, in, 0, got));
-    for (size_t j = 0; j < want.size(); ++j) EXPECT_TRUE(same_bits(want[j].dense, got[j].dense, m.fn->results[j].first));
+    for (size_t j = 0; j < want.size(); ++j)
+      EXPECT_TRUE(same_bits(want[j].dense, got[j].dense, m.fn->results[j].first));
     rows += in.rows;
   }
   EXPECT_EQ(rows, 27);

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/cuda/cuda_emitter.h"
-#include "compiler/compile/compile.h"
 #include "compiler/codegen/loop_nest.h"
+#include "compiler/compile/compile.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/ops/kernel_error.h"
 #include "tests/unit/codegen_util.h"
@@ -21,7 +21,8 @@ using testing::one_map_plan;
 Value axis(int64_t a) { return Value::make_int(a); }
 
 // A chunk of `rows` rows: each field of `b` from `fill(field, row, k)` for element k of the row.
-Chunk chunk_of(const FnBuilder& b, int64_t rows, const std::function<int64_t(const std::string&, int64_t, int64_t)>& fill) {
+Chunk chunk_of(const FnBuilder& b, int64_t rows,
+               const std::function<int64_t(const std::string&, int64_t, int64_t)>& fill) {
   Chunk in;
   in.rows = rows;
   in.first_index = 50;
@@ -108,11 +109,14 @@ TEST(CodegenDynamicIndex, ConstantTablesComputedIndicesAndInnerAxes) {
   // i = sum(v) - 6 computed per row; table[1, i] and v[-1 - (i mod 4)] via a cast to u16.
   int s = b.op("sum", {v}, DType::I32, {});
   int i = b.op("sub", {s, b.constant(Value::make_int(6), DType::I32, {})}, DType::I32, {});
-  int row = b.op("dynamic_index", {table, b.constant(Value::make_int(1), DType::I64, {})}, DType::I64, {3}, {{"axis", axis(0)}});
+  int row = b.op("dynamic_index", {table, b.constant(Value::make_int(1), DType::I64, {})}, DType::I64, {3},
+                 {{"axis", axis(0)}});
   b.result("t", b.op("dynamic_index", {row, i}, DType::I64, {}, {{"axis", axis(0)}}));
-  int j = b.op("cast", {b.op("mod", {i, b.constant(Value::make_int(4), DType::I32, {})}, DType::I32, {})}, DType::U16, {});
+  int j =
+      b.op("cast", {b.op("mod", {i, b.constant(Value::make_int(4), DType::I32, {})}, DType::I32, {})}, DType::U16, {});
   b.result("w", b.op("dynamic_index", {v, j}, DType::I32, {}, {{"axis", axis(0)}}));
-  Chunk in = chunk_of(b, 6, [](const std::string&, int64_t r, int64_t k) { return k == 0 ? r + 1 : 1; });  // sum 4..9: i -2..3
+  Chunk in =
+      chunk_of(b, 6, [](const std::string&, int64_t r, int64_t k) { return k == 0 ? r + 1 : 1; });  // sum 4..9: i -2..3
   // i = 3 is past the table's 3 columns: that row fails; the others alone run.
   EXPECT_FALSE(kernel_runs(b, in));
   Chunk ok = chunk_of(b, 5, [](const std::string&, int64_t r, int64_t k) { return k == 0 ? r : 1; });  // i -3..1
@@ -123,15 +127,21 @@ TEST(CodegenDynamicIndex, AnIndexOutOfRangeFailsTheKernelAndTheInterpreterNamesI
   FnBuilder b = index_fn(DType::I64, 0);
   Chunk in = chunk_of(b, 4, [](const std::string& f, int64_t r, int64_t k) { return f == "x" ? k : r == 2 ? 5 : r; });
   EXPECT_FALSE(kernel_runs(b, in));
-  EXPECT_EQ(interpreter_error(b, in), "test.pipe:1:3: dynamic_index: element 52: index 5 is out of range for a dimension of size 5");
-  Chunk negative = chunk_of(b, 4, [](const std::string& f, int64_t r, int64_t k) { return f == "x" ? k : r == 3 ? -6 : -r; });
+  EXPECT_EQ(interpreter_error(b, in),
+            "test.pipe:1:3: dynamic_index: element 52: index 5 is out of range for a dimension of size 5");
+  Chunk negative = chunk_of(b, 4, [](const std::string& f, int64_t r, int64_t k) {
+    return f == "x" ? k : r == 3 ? -6 : -r;
+  });
   EXPECT_FALSE(kernel_runs(b, negative));
   // A u64 above i64's range is out of range, not a negative index counting from the end.
   FnBuilder u = index_fn(DType::U64, 1);
-  Chunk huge = chunk_of(u, 3, [](const std::string& f, int64_t r, int64_t k) { return f == "x" ? k : r == 1 ? -1 : 2; });
+  Chunk huge = chunk_of(u, 3, [](const std::string& f, int64_t r, int64_t k) {
+    return f == "x" ? k : r == 1 ? -1 : 2;
+  });
   EXPECT_FALSE(kernel_runs(u, huge));
-  EXPECT_EQ(interpreter_error(u, huge),
-            "test.pipe:1:3: dynamic_index: element 51: index 18446744073709551615 is out of range for a dimension of size 3");
+  EXPECT_EQ(
+      interpreter_error(u, huge),
+      "test.pipe:1:3: dynamic_index: element 51: index 18446744073709551615 is out of range for a dimension of size 3");
 }
 
 TEST(CodegenDynamicIndex, TheCheckRunsEvenWhenNoResultReadsTheValue) {
@@ -142,8 +152,10 @@ TEST(CodegenDynamicIndex, TheCheckRunsEvenWhenNoResultReadsTheValue) {
   b.result("k", b.param("k", DType::I64, {}));
   int picked = b.op("dynamic_index", {x, i}, DType::F32, {}, {{"axis", axis(0)}});
   int one = b.op("expand_dims", {picked}, DType::F32, {1}, {{"axis", axis(0)}});
-  b.result("y", b.op("slice", {one}, DType::F32, {0},
-                     {{"starts", testing::int_list({0})}, {"stops", testing::int_list({0})}, {"steps", testing::int_list({1})}}));
+  b.result(
+      "y",
+      b.op("slice", {one}, DType::F32, {0},
+           {{"starts", testing::int_list({0})}, {"stops", testing::int_list({0})}, {"steps", testing::int_list({1})}}));
   Chunk in = chunk_of(b, 3, [](const std::string& f, int64_t r, int64_t) { return f == "i" && r == 1 ? 4 : 0; });
   EXPECT_NE(interpreter_error(b, in).find("index 4 is out of range"), std::string::npos);
   EXPECT_FALSE(kernel_runs(b, in));
@@ -156,10 +168,13 @@ TEST(CodegenDynamicIndex, ChecksAreListedAndCudaRefusesThem) {
   ASSERT_TRUE(codegen::lower_to_loop_nest(b.fn, names_of(b), nest, why)) << why;
   ASSERT_EQ(nest.checks.size(), 1u);
   EXPECT_EQ(nest.checks[0].name, "%2 = dynamic_index at test.pipe:1:3: index in range");
-  EXPECT_NE(codegen::print_loop_nest(nest).find("check %2 = dynamic_index at test.pipe:1:3: index in range = n"), std::string::npos);
+  EXPECT_NE(codegen::print_loop_nest(nest).find("check %2 = dynamic_index at test.pipe:1:3: index in range = n"),
+            std::string::npos);
   cuda_codegen::CudaEmitResult r = cuda_codegen::emit_cuda_map(b.fn, names_of(b), "k");
   EXPECT_FALSE(r.kernel);
-  EXPECT_EQ(r.error, "%2 = dynamic_index at test.pipe:1:3: index in range: an index computed at run time needs a check the CUDA kernels do not make");
+  EXPECT_EQ(r.error,
+            "%2 = dynamic_index at test.pipe:1:3: index in range: an index computed at run time needs a check the CUDA "
+            "kernels do not make");
   // Without a run-time index there is no check.
   FnBuilder plain;
   plain.result("y", plain.op("neg", {plain.param("x", DType::F32, {3})}, DType::F32, {3}));
@@ -173,7 +188,8 @@ TEST(CodegenDynamicIndex, AfterToGpuTheMapKeepsItsJitKernel) {
   o.device = DevicePolicy::Auto;
   o.cpu_kernels = CpuKernels::Jit;
   o.jit.use_cache = false;
-  CompileResult r = compile_text("gpu.pipe", "pipeline p = range(9) | to(gpu) | map(r => { w: [1, 2, 3][r.value % 3] })\n", "p", o);
+  CompileResult r =
+      compile_text("gpu.pipe", "pipeline p = range(9) | to(gpu) | map(r => { w: [1, 2, 3][r.value % 3] })\n", "p", o);
   ASSERT_TRUE(r.ok()) << r.error;
   const CompiledPipeline& p = r.pipelines.at(0);
   EXPECT_EQ(p.gpu_kernels, 0);

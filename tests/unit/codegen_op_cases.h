@@ -12,7 +12,8 @@
 namespace pipec::testing {
 
 inline const std::vector<DType>& int_dtypes() {
-  static const std::vector<DType> v = {DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64};
+  static const std::vector<DType> v = {DType::U8,  DType::I8,  DType::U16, DType::I16,
+                                       DType::U32, DType::I32, DType::U64, DType::I64};
   return v;
 }
 inline std::vector<DType> numeric_dtypes() {
@@ -52,9 +53,9 @@ inline FnBuilder unary_ops_case(DType dt) {
   int x = b.param("x", dt, {5});
   std::vector<std::string> ops = {"neg", "abs", "sign", "relu", "square"};
   if (is_float(dt))
-    ops.insert(ops.end(), {"tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "round", "sigmoid"});
-  else
-    ops.push_back("bit_not");
+    ops.insert(ops.end(),
+               {"tanh", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "round", "sigmoid"});
+  else ops.push_back("bit_not");
   for (const std::string& op : ops) b.result(op, b.op(op, {x}, dt, {5}));
   return b;
 }
@@ -105,10 +106,13 @@ inline FnBuilder structural_case() {
   int x = b.param("x", DType::F32, {4, 6});
   int bytes = b.param("bytes", DType::U8, {3});
   int idx = b.param("idx", DType::I64, {5});
-  b.result("slice", b.op("slice", {x}, DType::F32, {2, 3},
-                         Attrs{{"starts", int_list({1, -1})}, {"stops", int_list({3, 0})}, {"steps", int_list({1, -2})}}));
-  b.result("gather", b.op("gather", {x}, DType::F32, {4, 3}, Attrs{{"axis", Value::make_int(1)}, {"indices", int_list({5, 0, -3})}}));
-  b.result("gather_affine", b.op("gather", {x}, DType::F32, {2, 6}, Attrs{{"axis", Value::make_int(0)}, {"indices", int_list({1, 3})}}));
+  b.result("slice",
+           b.op("slice", {x}, DType::F32, {2, 3},
+                Attrs{{"starts", int_list({1, -1})}, {"stops", int_list({3, 0})}, {"steps", int_list({1, -2})}}));
+  b.result("gather", b.op("gather", {x}, DType::F32, {4, 3},
+                          Attrs{{"axis", Value::make_int(1)}, {"indices", int_list({5, 0, -3})}}));
+  b.result("gather_affine",
+           b.op("gather", {x}, DType::F32, {2, 6}, Attrs{{"axis", Value::make_int(0)}, {"indices", int_list({1, 3})}}));
   b.result("reshape", b.op("reshape", {x}, DType::F32, {3, 8}, Attrs{{"shape", int_list({3, 8})}}));
   int e = b.op("expand_dims", {x}, DType::F32, {4, 1, 6}, Attrs{{"axis", Value::make_int(1)}});
   b.result("expand_dims", e);
@@ -133,17 +137,23 @@ inline FnBuilder unpack_bits_rewrites_case() {
   int bytes = b.param("bytes", DType::U8, {24});
   int bits = b.op("unpack_bits", {bytes}, DType::U8, {192});
   int sq = b.op("reshape", {bits}, DType::U8, {8, 24}, Attrs{{"shape", int_list({8, 24})}});
-  b.result("planes_u32", b.op("gather", {sq}, DType::U8, {8, 24}, Attrs{{"axis", Value::make_int(1)},
-      {"indices", int_list({0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}}));
+  b.result("planes_u32", b.op("gather", {sq}, DType::U8, {8, 24},
+                              Attrs{{"axis", Value::make_int(1)},
+                                    {"indices", int_list({0, 4, 8,  12, 16, 20, 1, 5, 9,  13, 17, 21,
+                                                          2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}}));
   int wide = b.op("reshape", {bits}, DType::U8, {3, 64}, Attrs{{"shape", int_list({3, 64})}});
   std::vector<int64_t> rev64;
   for (int64_t i = 63; i >= 0; --i) rev64.push_back(i % 2 ? i : 63 - i);
-  b.result("planes_u64", b.op("gather", {wide}, DType::U8, {3, 64}, Attrs{{"axis", Value::make_int(1)}, {"indices", int_list(rev64)}}));
-  b.result("partial_gather", b.op("gather", {wide}, DType::U8, {3, 2}, Attrs{{"axis", Value::make_int(1)}, {"indices", int_list({9, 2})}}));
-  b.result("aligned_slice", b.op("slice", {bits}, DType::U8, {16},
-                                 Attrs{{"starts", int_list({8})}, {"stops", int_list({24})}, {"steps", int_list({1})}}));
-  b.result("unaligned_slice", b.op("slice", {bits}, DType::U8, {16},
-                                   Attrs{{"starts", int_list({3})}, {"stops", int_list({19})}, {"steps", int_list({1})}}));
+  b.result("planes_u64", b.op("gather", {wide}, DType::U8, {3, 64},
+                              Attrs{{"axis", Value::make_int(1)}, {"indices", int_list(rev64)}}));
+  b.result("partial_gather", b.op("gather", {wide}, DType::U8, {3, 2},
+                                  Attrs{{"axis", Value::make_int(1)}, {"indices", int_list({9, 2})}}));
+  b.result("aligned_slice",
+           b.op("slice", {bits}, DType::U8, {16},
+                Attrs{{"starts", int_list({8})}, {"stops", int_list({24})}, {"steps", int_list({1})}}));
+  b.result("unaligned_slice",
+           b.op("slice", {bits}, DType::U8, {16},
+                Attrs{{"starts", int_list({3})}, {"stops", int_list({19})}, {"steps", int_list({1})}}));
   b.result("reversed", b.op("slice", {bits}, DType::U8, {192},
                             Attrs{{"starts", int_list({-1})}, {"stops", int_list({-193})}, {"steps", int_list({-1})}}));
   b.result("as_f32", b.op("cast", {b.op("reshape", {bits}, DType::U8, {2, 96}, Attrs{{"shape", int_list({2, 96})}})},
@@ -156,10 +166,13 @@ inline FnBuilder chess_board_case() {
   FnBuilder b;
   int d = b.param("d", DType::U8, {194});
   int bits = b.op("unpack_bits", {d}, DType::U8, {1552});
-  int board = b.op("slice", {bits}, DType::U8, {1536}, Attrs{{"starts", int_list({0})}, {"stops", int_list({1536})}, {"steps", int_list({1})}});
+  int board = b.op("slice", {bits}, DType::U8, {1536},
+                   Attrs{{"starts", int_list({0})}, {"stops", int_list({1536})}, {"steps", int_list({1})}});
   board = b.op("reshape", {board}, DType::U8, {8, 8, 24}, Attrs{{"shape", int_list({8, 8, 24})}});
-  board = b.op("gather", {board}, DType::U8, {8, 8, 24}, Attrs{{"axis", Value::make_int(2)},
-      {"indices", int_list({0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}});
+  board =
+      b.op("gather", {board}, DType::U8, {8, 8, 24},
+           Attrs{{"axis", Value::make_int(2)}, {"indices", int_list({0, 4, 8,  12, 16, 20, 1, 5, 9,  13, 17, 21,
+                                                                     2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23})}});
   b.result("board", b.op("cast", {board}, DType::F32, {8, 8, 24}));
   return b;
 }
@@ -246,7 +259,8 @@ inline std::vector<OpCase> all_op_cases() {
   v.push_back({"structural", structural_case(), 23, 13});
   v.push_back({"unpack_bits_rewrites", unpack_bits_rewrites_case(), 29, 17});
   v.push_back({"chess_board", chess_board_case(), 19, 23});
-  for (DType dt : reduction_dtypes()) v.push_back({fmt::format("reductions_{}", dtype_name(dt)), reductions_case(dt), 19, 23});
+  for (DType dt : reduction_dtypes())
+    v.push_back({fmt::format("reductions_{}", dtype_name(dt)), reductions_case(dt), 19, 23});
   v.push_back({"nested_reductions", nested_reductions_case(), 21, 29});
   v.push_back({"random_ops", random_ops_case(), 31, 17});
   return v;

@@ -17,7 +17,9 @@ namespace {
 using testing::expect_jit_matches;
 using testing::FnBuilder;
 
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); }
+std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
+  return std::string(dtype_name(info.param));
+}
 
 class BinaryOps : public ::testing::TestWithParam<DType> {};
 TEST_P(BinaryOps, MatchInterpreterWithBroadcasting) { expect_jit_matches(testing::binary_ops_case(GetParam()), 41, 7); }
@@ -54,7 +56,8 @@ TEST(CodegenOps, ChessBoardLoopHasNoDivisions) {
     if (!seen.insert(id).second) continue;
     const codegen::Node& n = out.nodes.at(static_cast<size_t>(id));
     if (n.kind == codegen::NodeKind::Index) {
-      EXPECT_TRUE(n.index_op != codegen::IndexOp::Div && n.index_op != codegen::IndexOp::Mod) << "n" << id << " idx." << codegen::index_op_name(n.index_op);
+      EXPECT_TRUE(n.index_op != codegen::IndexOp::Div && n.index_op != codegen::IndexOp::Mod)
+          << "n" << id << " idx." << codegen::index_op_name(n.index_op);
     }
     if (n.kind == codegen::NodeKind::Load) ++loads;
     for (int a : n.args) todo.push_back(a);

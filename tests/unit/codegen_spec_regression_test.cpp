@@ -28,7 +28,8 @@ void expect_kernels_match_interpreter(const std::string& spec) {
   std::vector<Tensor> got = testing::run_tensors(jit, 7, 1);
   ASSERT_EQ(want.size(), got.size());
   ASSERT_FALSE(want.empty());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(testing::same_bits(want[i], got[i], fmt::format("tensor {}", i)));
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(testing::same_bits(want[i], got[i], fmt::format("tensor {}", i)));
 }
 
 // LLVM 14 rewrote the vectorized pow(2.0, f32(bool)) into ldexp(1.0, zext <8 x i1> to i32), invalid IR
@@ -53,7 +54,8 @@ TEST(CodegenSpecRegression, PowIsNeverRewrittenByLlvm) {
       "  | map(r => {\n"
       "      x = f32(r.value) * 0.37 - 30.0\n"
       "      d = f64(r.value) * 0.0123 - 1.2\n"
-      "      { a: pow(2.0, f32(u8(r.value))), b: pow(2.0, f64(i16(r.value - 150))), c: pow(2.0, f32(i8([1, -2, 3, r.value]))),\n"
+      "      { a: pow(2.0, f32(u8(r.value))), b: pow(2.0, f64(i16(r.value - 150))), c: pow(2.0, f32(i8([1, -2, 3, "
+      "r.value]))),\n"
       "        e: pow(x, 0.5), f: pow(10.0, x * 0.01), g: pow(x, 2.0), h: pow(x, -1.0),\n"
       "        k: pow(d, 0.5), m: pow(10.0, d), n: pow(d, 2.0), q: pow(d, -1.0), s: pow(2.0, f32(r.value > 4)) }\n"
       "    })\n");

@@ -80,9 +80,11 @@ inline Tensor random_tensor(DType dt, std::vector<int64_t> shape, std::mt19937_6
     uint64_t r = rng();
     switch (dt) {
       case DType::Bool: t.data<uint8_t>()[i] = r & 1; break;
-      case DType::F32: case DType::F64: {
-        static const double edges[] = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 7.0, -7.0,
-                                       NAN, INFINITY, -INFINITY, 1e30, -1e30, 1e-40, 3e9, -3e9, 1e19, 2e19, 300.0, -129.0};
+      case DType::F32:
+      case DType::F64: {
+        static const double edges[] = {0.0,   -0.0,  1.0, -1.0, 0.5,  -0.5,     1.5,       2.5,
+                                       -2.5,  3.0,   7.0, -7.0, NAN,  INFINITY, -INFINITY, 1e30,
+                                       -1e30, 1e-40, 3e9, -3e9, 1e19, 2e19,     300.0,     -129.0};
         double v = edge ? edges[r % (sizeof(edges) / sizeof(edges[0]))]
                         : std::uniform_real_distribution<double>(-100, 100)(rng);
         if (dt == DType::F32) t.data<float>()[i] = static_cast<float>(v);
@@ -167,8 +169,7 @@ inline void expect_jit_matches(const FnBuilder& b, int64_t rows = 37, uint64_t s
   std::vector<Column> got;
   ASSERT_TRUE(run_native(plan.stages[1], names, in, ec.seed, got));
   ASSERT_EQ(want.size(), got.size());
-  for (size_t j = 0; j < want.size(); ++j)
-    EXPECT_TRUE(same_bits(want[j].dense, got[j].dense, b.fn.results[j].first));
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_TRUE(same_bits(want[j].dense, got[j].dense, b.fn.results[j].first));
 }
 
 }  // namespace pipec::testing

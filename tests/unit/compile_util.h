@@ -36,7 +36,8 @@ inline Plan compiled_plan(const std::string& text, const std::string& name = "",
 }
 
 /// The plan of every pipeline of the spec file `path`, in order; fails the test when it does not compile.
-inline std::vector<Plan> compiled_plans_of_file(const std::string& path, const CompileOptions& options = lowered_only()) {
+inline std::vector<Plan> compiled_plans_of_file(const std::string& path,
+                                                const CompileOptions& options = lowered_only()) {
   CompileRequest request;
   request.path = path;
   request.target = CompileTarget::EveryPipeline;

@@ -173,7 +173,8 @@ uint64_t ulp_distance(F a, F b) {
   // Map the sign-magnitude encoding onto a monotonic integer line.
   if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
   if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  return ia > ib ? static_cast<uint64_t>(ia) - static_cast<uint64_t>(ib) : static_cast<uint64_t>(ib) - static_cast<uint64_t>(ia);
+  return ia > ib ? static_cast<uint64_t>(ia) - static_cast<uint64_t>(ib)
+                 : static_cast<uint64_t>(ib) - static_cast<uint64_t>(ia);
 }
 
 std::string index_to_string(int64_t flat, const Shape& shape) {
@@ -252,7 +253,8 @@ std::string compare_values(const Tensor& want, const Tensor& got, uint64_t float
               case DType::I16: v = *reinterpret_cast<const int16_t*>(p); break;
               case DType::I32: v = *reinterpret_cast<const int32_t*>(p); break;
               case DType::I64: v = *reinterpret_cast<const int64_t*>(p); break;
-              case DType::U16: case DType::F16: v = *reinterpret_cast<const uint16_t*>(p); break;
+              case DType::U16:
+              case DType::F16: v = *reinterpret_cast<const uint16_t*>(p); break;
               case DType::U32: v = *reinterpret_cast<const uint32_t*>(p); break;
               case DType::U64: return std::to_string(*reinterpret_cast<const uint64_t*>(p));
               default: v = *p; break;
@@ -334,17 +336,19 @@ TEST_P(Conformance, MatchesTfData) {
   ASSERT_TRUE(r.started) << r.error;
   ASSERT_FALSE(r.timed_out) << "`" << command << "` ran longer than " << kTimeoutSeconds << " s and was killed\n"
                             << tail(r.output);
-  ASSERT_TRUE(r.exited) << "`" << command << "` crashed with signal " << r.signal << " (" << strsignal(r.signal) << ")\n"
+  ASSERT_TRUE(r.exited) << "`" << command << "` crashed with signal " << r.signal << " (" << strsignal(r.signal)
+                        << ")\n"
                         << tail(r.output);
   if (r.exit_code != 0 && (r.output.find("unknown command") != std::string::npos ||
                            r.output.find("usage: pipec <command>") != std::string::npos)) {
-    FAIL() << "pipec has no working `run` command yet: `" << command << "` exited with status " << r.exit_code
-           << "\n" << tail(r.output);
+    FAIL() << "pipec has no working `run` command yet: `" << command << "` exited with status " << r.exit_code << "\n"
+           << tail(r.output);
   }
   if (expect_error) {
-    EXPECT_EQ(r.exit_code, 1) << "tf.data fails on this input (" << options["description"] << "; TensorFlow said: "
-                              << options["tf_error"] << "), so `" << command
-                              << "` must fail with a data error (status 1)\n" << tail(r.output);
+    EXPECT_EQ(r.exit_code, 1) << "tf.data fails on this input (" << options["description"]
+                              << "; TensorFlow said: " << options["tf_error"] << "), so `" << command
+                              << "` must fail with a data error (status 1)\n"
+                              << tail(r.output);
     if (r.exit_code == 1) keep = false;
     return;
   }
@@ -358,15 +362,16 @@ TEST_P(Conformance, MatchesTfData) {
   }
   EXPECT_EQ(got_elems.size(), want_elems.size())
       << "tf.data yields " << want_elems.size() << " elements, pipec wrote " << got_elems.size()
-      << "\n  missing: " << join_some(minus(want_elems, got_elems)) << "\n  extra: " << join_some(minus(got_elems, want_elems));
+      << "\n  missing: " << join_some(minus(want_elems, got_elems))
+      << "\n  extra: " << join_some(minus(got_elems, want_elems));
 
   int failures = 0;
   for (const std::string& e : want_elems) {
     if (!fs::is_directory(out / e)) continue;
     std::vector<std::string> want_fields = sorted_entries(expected / e, false);
     std::vector<std::string> got_fields = sorted_entries(out / e, false);
-    EXPECT_EQ(got_fields, want_fields) << "element " << e << ": fields differ (missing: "
-                                       << join_some(minus(want_fields, got_fields))
+    EXPECT_EQ(got_fields, want_fields) << "element " << e
+                                       << ": fields differ (missing: " << join_some(minus(want_fields, got_fields))
                                        << "; extra: " << join_some(minus(got_fields, want_fields)) << ")";
     for (const std::string& f : want_fields) {
       if (!fs::exists(out / e / (f + ".npy"))) continue;
@@ -387,8 +392,8 @@ TEST_P(Conformance, MatchesTfData) {
         continue;
       }
       if (hw.descr != hg.descr || hw.shape != hg.shape) {
-        ADD_FAILURE() << "expected dtype '" << hw.descr << "' shape " << shape_to_string(hw.shape) << ", got '" << hg.descr
-                      << "' shape " << shape_to_string(hg.shape);
+        ADD_FAILURE() << "expected dtype '" << hw.descr << "' shape " << shape_to_string(hw.shape) << ", got '"
+                      << hg.descr << "' shape " << shape_to_string(hg.shape);
         ++failures;
         continue;
       }
@@ -417,8 +422,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Conformance, ::testing::ValuesIn(discover_cas
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
 
 TEST(ConformanceFixtures, Exist) {
-  EXPECT_GE(discover_cases().size(), 10u) << "no conformance fixtures under " << kFixtures
-                                          << "; regenerate them with tests/conformance/make_fixtures.py";
+  EXPECT_GE(discover_cases().size(), 10u)
+      << "no conformance fixtures under " << kFixtures << "; regenerate them with tests/conformance/make_fixtures.py";
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ TEST(ConstEval, FloatFloorDivisionAndModulo) {
 TEST(ConstEval, IntegerDivisionByZeroIsReported) {
   EXPECT_EQ(fold_error(BinaryOp::FloorDiv, 1, 0), FoldError::DivisionByZero);
   EXPECT_EQ(fold_error(BinaryOp::Mod, 5, 0), FoldError::DivisionByZero);
-  EXPECT_EQ(fold_binary(BinaryOp::FloorDiv, I(1, DType::U8), I(0, DType::U8), DType::U8).error, FoldError::DivisionByZero);
+  EXPECT_EQ(fold_binary(BinaryOp::FloorDiv, I(1, DType::U8), I(0, DType::U8), DType::U8).error,
+            FoldError::DivisionByZero);
 }
 
 TEST(ConstEval, FloatDivisionByZeroFollowsIeee) {

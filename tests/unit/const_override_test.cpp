@@ -28,9 +28,10 @@ std::string diagnostics(const Program& p) {
 const Value& const_value(const Program& p, const std::string& name) { return *p.global(name)->value->constant; }
 
 TEST(ConstOverride, ReplacesTheValueAndWhatIsComputedFromIt) {
-  auto p = check_with("const BATCH = 512\nconst HALF = BATCH // 2\nconst LR = 0.5\nconst NAME = \"a\"\n"
-                      "pipeline q = range(HALF) | batch(BATCH) | map(r => { v: f32(r.value) * LR, n: NAME })\n",
-                      {{"BATCH", "8 * 8"}, {"LR", "2"}, {"NAME", "\"b\\\"c\""}});
+  auto p = check_with(
+      "const BATCH = 512\nconst HALF = BATCH // 2\nconst LR = 0.5\nconst NAME = \"a\"\n"
+      "pipeline q = range(HALF) | batch(BATCH) | map(r => { v: f32(r.value) * LR, n: NAME })\n",
+      {{"BATCH", "8 * 8"}, {"LR", "2"}, {"NAME", "\"b\\\"c\""}});
   ASSERT_FALSE(p->diags.has_errors()) << diagnostics(*p);
   EXPECT_EQ(const_value(*p, "BATCH").i, 64);
   EXPECT_EQ(const_value(*p, "HALF").i, 32);
@@ -64,8 +65,9 @@ TEST(ConstOverride, TheSpecsOwnValueIsStillChecked) {
 TEST(ConstOverride, AValueOfAnotherTypeIsATypeMismatchAtTheCommandLine) {
   auto p = check_with("const N: i32 = 8\npipeline q = range(N)\n", {{"N", "i64(9)"}});
   std::string d = diagnostics(*p);
-  EXPECT_NE(d.find("<command line>:1:6: error[type_mismatch]: const `N` is i32, but `-D N` gives it a value of type i64"),
-            std::string::npos)
+  EXPECT_NE(
+      d.find("<command line>:1:6: error[type_mismatch]: const `N` is i32, but `-D N` gives it a value of type i64"),
+      std::string::npos)
       << d;
   EXPECT_NE(d.find("spec.pipe:1:10: note: the type of `N` comes from here"), std::string::npos) << d;
   auto ok = check_with("const N: i32 = 8\npipeline q = range(N)\n", {{"N", "i32(9)"}});
@@ -74,8 +76,8 @@ TEST(ConstOverride, AValueOfAnotherTypeIsATypeMismatchAtTheCommandLine) {
 }
 
 TEST(ConstOverride, ValuesThatAreNotConstantsOrRefersToItself) {
-  auto random = check_with("const N = [1.0, 2.0]\npipeline q = range(3) | map(r => { x: N })\n",
-                           {{"N", "random_uniform([2])"}});
+  auto random =
+      check_with("const N = [1.0, 2.0]\npipeline q = range(3) | map(r => { x: N })\n", {{"N", "random_uniform([2])"}});
   EXPECT_NE(diagnostics(*random).find("error[not_constant]: the value of `-D N` is not known at compile time"),
             std::string::npos)
       << diagnostics(*random);

@@ -5,11 +5,11 @@
 
 #include <filesystem>
 
-#include "tests/unit/compile_util.h"
 #include "compiler/passes/crop_pushdown.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/compile_util.h"
 #include "tests/unit/passes_test_util.h"
 
 namespace pipec {
@@ -18,7 +18,8 @@ namespace {
 std::string jpeg_dir() { return std::string(PIPEC_SHARED_DIR) + "/testdata/external/jpeg"; }
 
 Plan plan_of(const std::string& body) {
-  std::string text = "pipeline p = files(\"" + jpeg_dir() + "/*.jp*g\")\n  | filter(r => true)\n  | map(r => " + body + ")\n";
+  std::string text =
+      "pipeline p = files(\"" + jpeg_dir() + "/*.jp*g\")\n  | filter(r => true)\n  | map(r => " + body + ")\n";
   return testing::compiled_plan(text, "p", testing::lowered_only(), "/tmp/crop_pushdown_test.pipe");
 }
 
@@ -70,8 +71,8 @@ TEST(CropPushdown, LeavesOtherPlansAlone) {
 std::string good_files_spec(const std::filesystem::path& dir, const std::string& map_body) {
   for (const char* name : {"libjpeg-turbo_testorig.jpg", "libjpeg-turbo_testimgint.jpg", "libjpeg-turbo_testimgari.jpg",
                            "wuffs_bricks-color.jpeg", "wuffs_bricks-gray.jpeg", "wuffs_peacock.default.jpeg",
-                           "wuffs_peacock.progressive.jpeg", "wuffs_peacock.grayscale.jpeg", "wuffs_mona-lisa.21x32.q50.jpeg",
-                           "wuffs_hippopotamus-bad-comment-length.jpeg"})
+                           "wuffs_peacock.progressive.jpeg", "wuffs_peacock.grayscale.jpeg",
+                           "wuffs_mona-lisa.21x32.q50.jpeg", "wuffs_hippopotamus-bad-comment-length.jpeg"})
     std::filesystem::copy_file(jpeg_dir() + "/" + name, dir / name, std::filesystem::copy_options::overwrite_existing);
   return "pipeline p = files(\"" + dir.string() + "/*.jp*g\")\n  | map(r => " + map_body + ")\n";
 }

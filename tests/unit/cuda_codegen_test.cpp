@@ -48,7 +48,8 @@ std::vector<std::string> example_specs() {
 
 // Every map of `plan` with its generated kernel, named `pipec_map_<next>` (so a batch's entries differ);
 // `skipped` gets the maps that stay on the CPU and why.
-std::vector<HostCase> map_cases(const Plan& plan, const std::string& tag, int& next, std::vector<std::string>& skipped) {
+std::vector<HostCase> map_cases(const Plan& plan, const std::string& tag, int& next,
+                                std::vector<std::string>& skipped) {
   std::vector<HostCase> out;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
@@ -136,7 +137,8 @@ TEST(CudaCodegenHost, EveryExampleMapMatchesTheInterpreter) {
   for (const std::string& path : example_specs()) {
     int p = 0;
     for (const Plan& plan : plans_of_file(path))
-      for (HostCase& c : map_cases(plan, fmt::format("{} pipeline {}", path, p++), next, skipped)) cases.push_back(std::move(c));
+      for (HostCase& c : map_cases(plan, fmt::format("{} pipeline {}", path, p++), next, skipped))
+        cases.push_back(std::move(c));
   }
   EXPECT_GE(host_differential(cases, 37, 1000, 1, 42), 3);
 }
@@ -172,7 +174,8 @@ const char* kSynthetic[] = {
     "pipeline p = range(100) | map(r => {\n"
     "  x = f32(r.value) * 0.25 - 3.0\n"
     "  {\n"
-    "    a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x) + log1p(abs(x)) * cos(x) - sin(x) / rsqrt(abs(x) + 1.0),\n"
+    "    a: tanh(x) + exp(-abs(x)) * sqrt(abs(x)) - sigmoid(x) + log1p(abs(x)) * cos(x) - sin(x) / rsqrt(abs(x) + "
+    "1.0),\n"
     "    b: where(x > 0.0, floor(x), ceil(x)) - relu(-x) * square(x),\n"
     "    c: clip(r.value * 7 - 300, -100, 100),\n"
     "    d: i32(x * 1000.0) + max(i32(r.value), 50) - min(i32(r.value), 20) + sign(i32(r.value) - 40),\n"
@@ -246,7 +249,8 @@ TEST(CudaCodegenHost, SyntheticMapsMatchTheInterpreter) {
   EXPECT_EQ(host_differential(cases, 37, 5, 0, 0), static_cast<int>(std::size(kSynthetic)));
   // Other element indices (past 2^32), epochs and run seeds give other streams, still the interpreter's.
   cases = synthetic_cases();
-  EXPECT_EQ(host_differential(cases, 23, (int64_t{1} << 32) + 17, 3, 0xdeadbeefcafeULL), static_cast<int>(std::size(kSynthetic)));
+  EXPECT_EQ(host_differential(cases, 23, (int64_t{1} << 32) + 17, 3, 0xdeadbeefcafeULL),
+            static_cast<int>(std::size(kSynthetic)));
 }
 
 TEST(CudaCodegen, NvrtcReportsCompileErrors) {

@@ -96,21 +96,26 @@ class HostKernels {
     std::string src = batch_source(ks);
     for (size_t i = 0; i < kernels_.size(); ++i) {
       const Entry& e = kernels_[i];
-      src += fmt::format("extern \"C\" void host_entry_{}(void* const* ins, void* const* outs, long long rows, long long first, "
-                         "long long epoch, unsigned long long seed) {{\n  pipec_k{}::{}(",
-                         i, i, e.k.entry);
-      for (size_t j = 0; j < e.in_types.size(); ++j) src += fmt::format("(const {}*)ins[{}], ", host_ctype(e.in_types[j]), j);
-      for (size_t j = 0; j < e.out_types.size(); ++j) src += fmt::format("({}*)outs[{}], ", host_ctype(e.out_types[j]), j);
+      src += fmt::format(
+          "extern \"C\" void host_entry_{}(void* const* ins, void* const* outs, long long rows, long long first, "
+          "long long epoch, unsigned long long seed) {{\n  pipec_k{}::{}(",
+          i, i, e.k.entry);
+      for (size_t j = 0; j < e.in_types.size(); ++j)
+        src += fmt::format("(const {}*)ins[{}], ", host_ctype(e.in_types[j]), j);
+      for (size_t j = 0; j < e.out_types.size(); ++j)
+        src += fmt::format("({}*)outs[{}], ", host_ctype(e.out_types[j]), j);
       src += "rows, first, epoch, seed);\n}\n";
     }
-    const std::filesystem::path cpp = dir_.path / "kernels.cpp", so = dir_.path / "kernels.so", log = dir_.path / "cc.log";
+    const std::filesystem::path cpp = dir_.path / "kernels.cpp", so = dir_.path / "kernels.so",
+                                log = dir_.path / "cc.log";
     std::ofstream(cpp) << src;
     // -ffp-contract=off: like the interpreter (and NVRTC with --fmad=false), no fused multiply-adds.
     // -O0: these sources are large and only checked for their values.
-    const std::string cmd = fmt::format("c++ -std=c++17 -O0 -ffp-contract=off -shared -fPIC -o {} {} 2> {}", so.string(),
-                                        cpp.string(), log.string());
+    const std::string cmd = fmt::format("c++ -std=c++17 -O0 -ffp-contract=off -shared -fPIC -o {} {} 2> {}",
+                                        so.string(), cpp.string(), log.string());
     if (std::system(cmd.c_str()) != 0) {
-      ADD_FAILURE() << "the host compiler rejected the generated kernels:\n" << read_all(log) << "\n(source: " << cpp.string() << ")";
+      ADD_FAILURE() << "the host compiler rejected the generated kernels:\n"
+                    << read_all(log) << "\n(source: " << cpp.string() << ")";
       dir_.keep = true;
       return false;
     }
@@ -165,7 +170,7 @@ struct HostCase {
 
 /// The kernel's input and output dtypes (its params' and results' dtypes).
 inline std::pair<std::vector<DType>, std::vector<DType>> kernel_dtypes(const ExprFunction& fn, const GpuKernel& k,
-                                                                        const std::vector<Field>& input) {
+                                                                       const std::vector<Field>& input) {
   std::vector<DType> ins, outs;
   std::vector<std::string> names;
   for (const Field& f : input) names.push_back(f.name);
@@ -290,13 +295,15 @@ inline std::string log_with_lines(const std::string& log, const std::string& sou
 }
 
 /// NVRTC compiles `source` to PTX for sm_80 and sm_90 (or `archs`) with the runtime's options, with every entry.
-inline void expect_nvrtc_compiles(const gpu::Nvrtc& nvrtc, const std::string& source, const std::vector<std::string>& entries,
-                                  const std::string& what, const std::vector<int>& archs = {80, 90}) {
+inline void expect_nvrtc_compiles(const gpu::Nvrtc& nvrtc, const std::string& source,
+                                  const std::vector<std::string>& entries, const std::string& what,
+                                  const std::vector<int>& archs = {80, 90}) {
   for (int arch : archs) {
     gpu::PtxResult r = nvrtc.compile(source, "kernels.cu", arch, gpu::exact_math_options());
     EXPECT_TRUE(r.ok) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
     if (!r.ok) continue;
-    EXPECT_EQ(r.log.find("warning"), std::string::npos) << what << " for sm_" << arch << ":\n" << log_with_lines(r.log, source);
+    EXPECT_EQ(r.log.find("warning"), std::string::npos) << what << " for sm_" << arch << ":\n"
+                                                        << log_with_lines(r.log, source);
     EXPECT_NE(r.ptx.find(fmt::format(".target sm_{}", arch)), std::string::npos) << what;
     for (const std::string& e : entries) EXPECT_NE(r.ptx.find(".entry " + e), std::string::npos) << what << ": " << e;
   }

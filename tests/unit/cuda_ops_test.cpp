@@ -102,7 +102,8 @@ TEST(CudaOpsHost, EveryElementwiseOpTheLoopNestsLowerMatchesTheInterpreter) {
         int px = probe.param("x", dt, {3, 4}), py = probe.param("y", dt, {4});
         std::vector<int> operands = arity == 2 ? std::vector<int>{px, py} : std::vector<int>{px};
         int id = probe.op(op, operands, dt, {3, 4});
-        KernelArgs args{probe.fn.body[static_cast<size_t>(id)], {Tensor::zeros(dt, {3, 4}), Tensor::zeros(dt, {4})}, 0, 1, 0, 0, 0};
+        KernelArgs args{
+            probe.fn.body[static_cast<size_t>(id)], {Tensor::zeros(dt, {3, 4}), Tensor::zeros(dt, {4})}, 0, 1, 0, 0, 0};
         if (arity == 1) args.in.pop_back();
         DType rt;
         try {
@@ -120,9 +121,11 @@ TEST(CudaOpsHost, EveryElementwiseOpTheLoopNestsLowerMatchesTheInterpreter) {
       }
       if (b.fn.results.empty()) continue;
       Plan plan = testing::one_map_plan(b);
-      auto r = cuda_codegen::emit_cuda_map(*plan.stages[1].fn, {"x", "y"}, fmt::format("pipec_ew{}_{}", arity, dtype_name(dt)));
+      auto r = cuda_codegen::emit_cuda_map(*plan.stages[1].fn, {"x", "y"},
+                                           fmt::format("pipec_ew{}_{}", arity, dtype_name(dt)));
       ASSERT_TRUE(r.kernel) << r.error;
-      HostCase h{fmt::format("{}-ary ops on {}", arity, dtype_name(dt)), plan.stages[1].fn, plan.stages[0].element.fields, r.kernel};
+      HostCase h{fmt::format("{}-ary ops on {}", arity, dtype_name(dt)), plan.stages[1].fn,
+                 plan.stages[0].element.fields, r.kernel};
       auto [ins, outs] = testing::kernel_dtypes(*h.fn, *h.kernel, h.input);
       h.index = host.add(*h.kernel, ins, outs);
       cases.push_back(std::move(h));
@@ -173,7 +176,8 @@ TEST(CudaOps, NonFiniteFloatTablesAreStoredAsBits) {
   int x = b.param("x", DType::F32, {});
   Value list;
   list.kind = Value::List;
-  for (double v : {1.5, static_cast<double>(INFINITY), static_cast<double>(NAN), -0.0}) list.items.push_back(Value::make_float(v));
+  for (double v : {1.5, static_cast<double>(INFINITY), static_cast<double>(NAN), -0.0})
+    list.items.push_back(Value::make_float(v));
   int t = b.constant(list, DType::F32, {4});
   b.result("y", b.op("mul", {t, x}, DType::F32, {4}));
   Plan plan = testing::one_map_plan(b);
@@ -188,7 +192,8 @@ TEST(CudaOps, NonFiniteFloatTablesAreStoredAsBits) {
   ASSERT_TRUE(host.build());
   std::mt19937_64 rng(1);
   EXPECT_TRUE(testing::host_kernel_matches(h, host.entry(h.index), testing::random_chunk(*h.fn, h.input, 9, rng), 0));
-  if (const gpu::Nvrtc* nvrtc = testing::nvrtc_or_fail()) testing::expect_nvrtc_compiles(*nvrtc, r.kernel->source, {"pipec_bits_table"}, "bits table");
+  if (const gpu::Nvrtc* nvrtc = testing::nvrtc_or_fail())
+    testing::expect_nvrtc_compiles(*nvrtc, r.kernel->source, {"pipec_bits_table"}, "bits table");
 }
 
 }  // namespace

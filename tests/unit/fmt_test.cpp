@@ -168,7 +168,10 @@ class Dumper {
         expr(*ix->base);
         for (const IndexItem& it : ix->items) {
           switch (it.kind) {
-            case IndexItem::Single: out_ += " "; expr(*it.value); break;
+            case IndexItem::Single:
+              out_ += " ";
+              expr(*it.value);
+              break;
             case IndexItem::Ellipsis: out_ += " ..."; break;
             case IndexItem::Slice:
               out_ += " (slice ";
@@ -286,8 +289,8 @@ std::string check_properties(const std::string& text, const std::string& what) {
   Parsed after = parse(once);
   if (after.diags->has_errors()) return what + ": formatted text does not parse:\n" + after.errors() + "\n" + once;
   if (dump(*before.module) != dump(*after.module))
-    return what + ": formatting changed the AST\nbefore:\n" + dump(*before.module) + "after:\n" +
-           dump(*after.module) + "formatted:\n" + once;
+    return what + ": formatting changed the AST\nbefore:\n" + dump(*before.module) + "after:\n" + dump(*after.module) +
+           "formatted:\n" + once;
   if (comment_texts(*before.module) != comment_texts(*after.module))
     return what + ": formatting lost, duplicated or reordered comments:\n" + once;
   std::string twice = format_module(*after.module, after.sources->file(after.id));
@@ -572,8 +575,9 @@ TEST(FmtComments, ACommentInsideAOneLineConstructMovesToTheLineEnd) {
 
 TEST(FmtLayout, ShortPipelinesStayOnOneLineLongOnesBreak) {
   EXPECT_EQ(format_text("pipeline p = a|b|c\n"), "pipeline p = a | b | c\n");
-  std::string long_one = "pipeline p = source_with_a_long_name | shuffle(buffer_size = 100000, seed = 12345) | "
-                         "batch(1024, drop_remainder = true) | prefetch(auto)\n";
+  std::string long_one =
+      "pipeline p = source_with_a_long_name | shuffle(buffer_size = 100000, seed = 12345) | "
+      "batch(1024, drop_remainder = true) | prefetch(auto)\n";
   EXPECT_EQ(format_text(long_one),
             "pipeline p = source_with_a_long_name\n"
             "  | shuffle(buffer_size = 100000, seed = 12345)\n"

@@ -18,9 +18,7 @@ namespace fs = std::filesystem;
 
 std::string external(const std::string& rel) { return std::string(PIPEC_SHARED_DIR) + "/testdata/external/" + rel; }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream(p) << text;
-}
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 TEST(ImageRun, CorruptFilesNameTheFileAndTheReason) {
   std::vector<std::string> bad;
@@ -45,8 +43,9 @@ TEST(ImageRun, CorruptFilesNameTheFileAndTheReason) {
 TEST(ImageRun, IgnoreErrorsDropsAndCountsBadImages) {
   ScratchDir d;
   // All 14 x* files fail and 161 other PNGs decode.
-  write_text(d / "p.pipe", "import images\npipeline p = files(\"" + external("png") +
-                               "/*.png\")\n  | map(r => { x: read_png_rgb(r.path) | crop_or_pad(8, 8) })\n  | ignore_errors\n");
+  write_text(d / "p.pipe",
+             "import images\npipeline p = files(\"" + external("png") +
+                 "/*.png\")\n  | map(r => { x: read_png_rgb(r.path) | crop_or_pad(8, 8) })\n  | ignore_errors\n");
   auto r = run_pipec({"run", (d / "p.pipe").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("(14 dropped by ignore_errors)"), std::string::npos) << r.err;
@@ -76,13 +75,14 @@ TEST(ImageRun, JpegIndexIsReportedAndChangesNothingButSpeed) {
   for (const char* name : {"libjpeg-turbo_testorig.jpg", "libjpeg-turbo_testimgint.jpg", "wuffs_bricks-color.jpeg",
                            "wuffs_peacock.default.jpeg", "wuffs_peacock.progressive.jpeg", "wuffs_bricks-gray.jpeg"})
     fs::copy_file(external(std::string("jpeg/") + name), d / "img" / name);
-  write_text(d / "p.pipe", "import images\npipeline p = files(\"img/*.jp*g\")\n  | repeat(4)\n"
-                           "  | map(r => { x: read_jpeg_rgb(r.path) | random_crop(40, 40) | random_flip_left_right })\n");
+  write_text(d / "p.pipe",
+             "import images\npipeline p = files(\"img/*.jp*g\")\n  | repeat(4)\n"
+             "  | map(r => { x: read_jpeg_rgb(r.path) | random_crop(40, 40) | random_flip_left_right })\n");
   auto run = [&](const std::string& out, const std::string& memory, std::vector<std::string> extra) {
     if (memory.empty()) unsetenv("PIPEC_JPEG_INDEX_MEMORY");
     else setenv("PIPEC_JPEG_INDEX_MEMORY", memory.c_str(), 1);
-    std::vector<std::string> args = {"run", (d / "p.pipe").string(), "--output", (d / out).string(), "--stats-json",
-                                     (d / (out + ".json")).string(), "--seed", "3"};
+    std::vector<std::string> args = {"run",          (d / "p.pipe").string(),        "--output", (d / out).string(),
+                                     "--stats-json", (d / (out + ".json")).string(), "--seed",   "3"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = run_pipec(args);
     unsetenv("PIPEC_JPEG_INDEX_MEMORY");

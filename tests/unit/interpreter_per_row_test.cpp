@@ -52,7 +52,8 @@ TEST(InterpreterPerRow, ChainsOfPerRowOpsMatchElementByElementAndComeOutDense) {
   }
   // The draws did vary across rows (otherwise equal rows would prove little).
   bool any_difference = false;
-  for (int64_t r = 1; r < rows; ++r) any_difference = any_difference || !row_of(got[0].dense, r).equals(row_of(got[0].dense, 0));
+  for (int64_t r = 1; r < rows; ++r)
+    any_difference = any_difference || !row_of(got[0].dense, r).equals(row_of(got[0].dense, 0));
   EXPECT_TRUE(any_difference);
 }
 

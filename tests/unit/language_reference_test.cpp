@@ -30,7 +30,8 @@ std::string who(const fs::path& main, const std::vector<std::string>& import_pat
 
 TEST(LanguageReference, ImportLooksNextToTheFileThenInEachIncludeFolderThenInTheStdlib) {
   ScratchDir d;
-  const std::string use = "import chess_score\nimport helper\npipeline p = range(WHO) | map(r => { s: combined_score(1.0, 0.0) })\n";
+  const std::string use =
+      "import chess_score\nimport helper\npipeline p = range(WHO) | map(r => { s: combined_score(1.0, 0.0) })\n";
   write_file(d / "main" / "spec.pipe", use);
   write_file(d / "first" / "helper.pipe", "const WHO = 1\n");
   write_file(d / "second" / "helper.pipe", "const WHO = 2\n");

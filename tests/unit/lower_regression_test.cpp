@@ -5,8 +5,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "tests/unit/compile_util.h"
 #include "runtime/exec/pipeline_run.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec {
 namespace {

@@ -50,11 +50,11 @@ LabelSet operator+(LabelSet a, const LabelSet& b) {
 
 // The report: completion right after `| ` on a tensor in a map body offered the stages.
 const char* kTensorPipe =
-    "source s = range(10)\n"                     // 0
-    "\n"                                         // 1
-    "pipeline p = s\n"                           // 2
-    "  | map(r => { t = f32(r.value) | tanh\n"   // 3: `tanh` starts at 34
-    "    { t } })\n";                            // 4
+    "source s = range(10)\n"                    // 0
+    "\n"                                        // 1
+    "pipeline p = s\n"                          // 2
+    "  | map(r => { t = f32(r.value) | tanh\n"  // 3: `tanh` starts at 34
+    "    { t } })\n";                           // 4
 
 TEST(LspCompletion, OpsAndCastsOnATensorInAMapBody) {
   LabelSet want = registry({BuiltinKind::Op}) + numeric_casts();
@@ -83,9 +83,9 @@ TEST(LspCompletion, FnsWhoseFirstParameterTakesThePipedTensor) {
 TEST(LspCompletion, StagesAndSinksOnADataset) {
   // The imported fn `combined_score` takes tensors: not offered after `|` on a dataset.
   const char* text =
-      "import chess_score\n"               // 0
-      "source s = range(10)\n"             // 1
-      "pipeline p = s | batch(2)\n";       // 2: `batch` at 17
+      "import chess_score\n"          // 0
+      "source s = range(10)\n"        // 1
+      "pipeline p = s | batch(2)\n";  // 2: `batch` at 17
   Labels l = complete(text, 2, 17);
   EXPECT_EQ(set_of(l), registry({BuiltinKind::Stage, BuiltinKind::Sink}));
   EXPECT_FALSE(has(l, "combined_score"));
@@ -96,10 +96,10 @@ TEST(LspCompletion, StagesAndSinksOnADataset) {
 
 TEST(LspCompletion, SourcesAtTheHeadOfAPipeline) {
   const char* text =
-      "source s = range(10)\n"           // 0
-      "source t = range(5)\n"            // 1
-      "pipeline p = s\n"                 // 2
-      "pipeline q = s | batch(2)\n";     // 3: the head `s` at 13
+      "source s = range(10)\n"        // 0
+      "source t = range(5)\n"         // 1
+      "pipeline p = s\n"              // 2
+      "pipeline q = s | batch(2)\n";  // 3: the head `s` at 13
   // The source builtins and the datasets declared, but not q itself.
   EXPECT_EQ(set_of(complete(text, 3, 13)), registry({BuiltinKind::Source}) + LabelSet({"s", "t", "p"}));
   // A source's head too.
@@ -112,10 +112,10 @@ TEST(LspCompletion, SourcesAtTheHeadOfAPipeline) {
 
 TEST(LspCompletion, LayersComeFirstInAModel) {
   const char* text =
-      "model net(x: f32[8]) -> f32[4] {\n"   // 0
-      "  y = x | dense(4)\n"                 // 1: `x` at 6
-      "  y | relu\n"                         // 2: `relu` at 6
-      "}\n";                                 // 3
+      "model net(x: f32[8]) -> f32[4] {\n"  // 0
+      "  y = x | dense(4)\n"                // 1: `x` at 6
+      "  y | relu\n"                        // 2: `relu` at 6
+      "}\n";                                // 3
   Client c;
   c.initialize();
   c.open(text);
@@ -147,20 +147,20 @@ TEST(LspCompletion, LayersComeFirstInAModel) {
 }
 
 const char* kTrain =
-    "source s = range(10)\n"                                                                      // 0
+    "source s = range(10)\n"                                                                       // 0
     "pipeline p = s | map(r => { x: f32(r.value) | reshape([1]), y: f32(r.value) }) | batch(2)\n"  // 1
-    "model net(x: f32[1]) -> f32[1] {\n"                                                          // 2
-    "  x | dense(1)\n"                                                                            // 3
-    "}\n"                                                                                         // 4
-    "train t = {\n"                                                                               // 5
-    "  data = p,\n"                                                                               // 6: `p` at 9
-    "  model = net(x),\n"                                                                         // 7: `net` at 10, `x` at 14
-    "  loss = mse(y),\n"                                                                          // 8: `mse` at 9
-    "  optimizer = adam(),\n"                                                                     // 9: `adam` at 14
-    "  \n"                                                                                        // 10: a new entry at 2
-    "  precision = fp32,\n"                                                                       // 11: `fp32` at 14
-    "  strategy = single(),\n"                                                                    // 12: `single` at 13
-    "}\n";                                                                                        // 13
+    "model net(x: f32[1]) -> f32[1] {\n"                                                           // 2
+    "  x | dense(1)\n"                                                                             // 3
+    "}\n"                                                                                          // 4
+    "train t = {\n"                                                                                // 5
+    "  data = p,\n"                                                                                // 6: `p` at 9
+    "  model = net(x),\n"       // 7: `net` at 10, `x` at 14
+    "  loss = mse(y),\n"        // 8: `mse` at 9
+    "  optimizer = adam(),\n"   // 9: `adam` at 14
+    "  \n"                      // 10: a new entry at 2
+    "  precision = fp32,\n"     // 11: `fp32` at 14
+    "  strategy = single(),\n"  // 12: `single` at 13
+    "}\n";                      // 13
 
 TEST(LspCompletion, TrainEntriesAndWhatEachTakes) {
   Client c;
@@ -183,8 +183,8 @@ TEST(LspCompletion, TrainEntriesAndWhatEachTakes) {
   EXPECT_FALSE(has(args, "mse") || has(args, "adam") || has(args, "p"));
   // An empty block offers every entry.
   EXPECT_EQ(set_of(complete("train t = {\n  \n}\n", 1, 2)),
-            (LabelSet{"data", "model", "loss", "optimizer", "precision", "strategy", "steps", "epochs", "validation", "eval_every",
-                      "metrics"}));
+            (LabelSet{"data", "model", "loss", "optimizer", "precision", "strategy", "steps", "epochs", "validation",
+                      "eval_every", "metrics"}));
   // metrics = [...]: the metric words.
   std::string with_metrics = std::string(kTrain).replace(std::string(kTrain).find("  \n"), 3, "  metrics = [mae],\n");
   EXPECT_EQ(set_of(complete(with_metrics, 10, 13)), (LabelSet{"accuracy", "mae", "mse"}));
@@ -194,10 +194,10 @@ TEST(LspCompletion, TrainEntriesAndWhatEachTakes) {
 // itself (a use would be recursive), nor one whose input has another shape.
 TEST(LspCompletion, BlocksAfterAPipeInAModel) {
   const char* text =
-      "model res(x: f32[8]) -> f32[8] { x + (x | dense(8)) }\n"   // 0
-      "model wide(x: f32[16]) -> f32[16] { x }\n"                  // 1
-      "model net(x: f32[8]) -> f32[8] {\n"                         // 2
-      "  x | res\n"                                                // 3: `res` at 6
+      "model res(x: f32[8]) -> f32[8] { x + (x | dense(8)) }\n"  // 0
+      "model wide(x: f32[16]) -> f32[16] { x }\n"                // 1
+      "model net(x: f32[8]) -> f32[8] {\n"                       // 2
+      "  x | res\n"                                              // 3: `res` at 6
       "}\n";
   Labels l = complete(text, 3, 6);
   EXPECT_TRUE(has(l, "res")) << ::testing::PrintToString(l);
@@ -213,7 +213,8 @@ TEST(LspCompletion, OptionWordsOfAnArgument) {
       "source s = range(4)\n"
       "pipeline p = s | map(r => { v: f32(r.value) }) | write(tfrecord(\"o\", compression = gzip))\n";  // 4
   EXPECT_EQ(set_of(complete(text, 1, 30)), (LabelSet{"same", "valid"}));
-  size_t gzip = std::string("pipeline p = s | map(r => { v: f32(r.value) }) | write(tfrecord(\"o\", compression = ").size();
+  size_t gzip =
+      std::string("pipeline p = s | map(r => { v: f32(r.value) }) | write(tfrecord(\"o\", compression = ").size();
   EXPECT_EQ(set_of(complete(text, 4, static_cast<int>(gzip))), (LabelSet{"none", "gzip", "zlib"}));
   // write's argument is an output format, not a source.
   size_t fmt = std::string("pipeline p = s | map(r => { v: f32(r.value) }) | write(").size();
@@ -222,13 +223,13 @@ TEST(LspCompletion, OptionWordsOfAnArgument) {
 
 TEST(LspCompletion, NamesInScopeInAMapBody) {
   const char* text =
-      "const SCALE = 2.0\n"             // 0
-      "source s = range(10)\n"          // 1
-      "pipeline p = s\n"                // 2
-      "  | map(r => {\n"                // 3
-      "    t = f32(r.value)\n"          // 4
-      "    { x: t * SCALE }\n"          // 5: `SCALE` at 13
-      "  })\n";                         // 6
+      "const SCALE = 2.0\n"     // 0
+      "source s = range(10)\n"  // 1
+      "pipeline p = s\n"        // 2
+      "  | map(r => {\n"        // 3
+      "    t = f32(r.value)\n"  // 4
+      "    { x: t * SCALE }\n"  // 5: `SCALE` at 13
+      "  })\n";                 // 6
   Labels l = complete(text, 5, 13);
   ASSERT_GE(l.size(), 2u);
   EXPECT_EQ(LabelSet(l.begin(), l.begin() + 2), (LabelSet{"t", "r"}));  // in scope, first
@@ -242,8 +243,8 @@ TEST(LspCompletion, NamesInScopeInAMapBody) {
 
 TEST(LspCompletion, ConstsTakeConstantsOnly) {
   const char* text =
-      "const C = 2.0\n"          // 0
-      "const D = C * 3.0\n"      // 1: `C` at 10
+      "const C = 2.0\n"      // 0
+      "const D = C * 3.0\n"  // 1: `C` at 10
       "fn f(x: f32) -> f32 = x\n";
   Labels l = complete(text, 1, 10);
   EXPECT_TRUE(has(l, "C") && has(l, "tanh"));
@@ -260,10 +261,10 @@ TEST(LspCompletion, KeywordsAtTheStartOfATopLevelLine) {
 // type, and go to definition finds the field and the parameter.
 TEST(LspCompletion, HoverAndDefinitionInsideAMisspeltStage) {
   const char* text =
-      "source s = range(10)\n"                  // 0
-      "pipeline p = s\n"                        // 1
-      "  | map(r => { d: f32(r.value) })\n"     // 2: the field `d` at 15
-      "  | filtr(r => r.d > 0.0)\n";            // 3: `r` at 10 and 15, `d` at 17
+      "source s = range(10)\n"               // 0
+      "pipeline p = s\n"                     // 1
+      "  | map(r => { d: f32(r.value) })\n"  // 2: the field `d` at 15
+      "  | filtr(r => r.d > 0.0)\n";         // 3: `r` at 10 and 15, `d` at 17
   Client c;
   c.initialize();
   c.open(text);

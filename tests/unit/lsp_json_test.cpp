@@ -31,9 +31,10 @@ TEST(Json, ParsesMessages) {
 }
 
 TEST(Json, RejectsMalformedInputWithoutThrowing) {
-  for (const char* bad : {"", " ", "{", "}", "[1,]", "[1 2]", "{\"a\" 1}", "{\"a\":}", "{a:1}", "01", "1.", "-",
-                          "1e", "tru", "nul", "\"abc", "\"\\x\"", "\"\\u12\"", "\"a\nb\"", "[1] x", "{\"a\":1,}",
-                          "NaN", "'a'", "[", "\"\\", "\"\xFF\"", "\"\xC3\"", "// comment\n{}"}) {
+  for (const char* bad :
+       {"",           " ",   "{",   "}",   "[1,]", "[1 2]",    "{\"a\" 1}", "{\"a\":}",      "{a:1}",    "01",
+        "1.",         "-",   "1e",  "tru", "nul",  "\"abc",    "\"\\x\"",   "\"\\u12\"",     "\"a\nb\"", "[1] x",
+        "{\"a\":1,}", "NaN", "'a'", "[",   "\"\\", "\"\xFF\"", "\"\xC3\"",  "// comment\n{}"}) {
     JsonParseResult r;
     EXPECT_NO_THROW(r = parse_json(bad)) << bad;
     EXPECT_FALSE(r.ok()) << "accepted: " << bad;
@@ -117,7 +118,8 @@ TEST(Json, InvalidUtf8IsReplacedWhenWriting) {
 }
 
 TEST(Json, ViewReadsClientInputLeniently) {
-  Json v = parse_ok(R"({"a": {"b": [10, "x", 2.9, -1e300, 18446744073709551615, 9223372036854775807]}, "s": "str", "t": true})");
+  Json v = parse_ok(
+      R"({"a": {"b": [10, "x", 2.9, -1e300, 18446744073709551615, 9223372036854775807]}, "s": "str", "t": true})");
   JsonView view = v;
   EXPECT_EQ(view["a"]["b"][size_t(0)].as_int(), 10);
   EXPECT_TRUE(view["a"]["b"][size_t(0)].is_integer());
@@ -161,7 +163,8 @@ std::vector<ReadResult> read_all(const std::string& stream) {
 }
 
 TEST(LspTransport, ReadsFramedMessages) {
-  std::string s = frame_message("{\"a\":1}") + "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[]" +
+  std::string s = frame_message("{\"a\":1}") +
+                  "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[]" +
                   frame_message("");
   auto msgs = read_all(s);
   ASSERT_EQ(msgs.size(), 4u);
@@ -227,12 +230,12 @@ TEST(LspPositions, Utf16Characters) {
   EXPECT_EQ(idx.line_count(), 4u);
   EXPECT_EQ(idx.position(0), (Position{0, 0}));
   EXPECT_EQ(idx.position(3), (Position{1, 0}));
-  EXPECT_EQ(idx.position(6), (Position{1, 2}));  // 'y' after é
+  EXPECT_EQ(idx.position(6), (Position{1, 2}));   // 'y' after é
   EXPECT_EQ(idx.position(12), (Position{2, 2}));  // 'z' after the emoji
   EXPECT_EQ(idx.position(5), (Position{1, 1}));   // inside é: its start
   EXPECT_EQ(idx.offset({1, 2}), 6u);
   EXPECT_EQ(idx.offset({2, 2}), 12u);
-  EXPECT_EQ(idx.offset({2, 1}), 12u);  // inside a surrogate pair: after it
+  EXPECT_EQ(idx.offset({2, 1}), 12u);    // inside a surrogate pair: after it
   EXPECT_EQ(idx.offset({2, 100}), 13u);  // past the end of the line: before "\r\n"
   EXPECT_EQ(idx.offset({3, 2}), 17u);
   EXPECT_EQ(idx.offset({99, 0}), text.size());

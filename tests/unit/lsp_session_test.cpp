@@ -25,20 +25,20 @@ using namespace test_client;
 
 // Line numbers below are 0-based, as LSP counts them.
 const char* kSpec =
-    "# Spec used by the LSP tests.\n"                                  // 0
-    "const BATCH = 512\n"                                              // 1
-    "\n"                                                               // 2
-    "source points = tfrecord(\"data/points-*.tfrecord\") {\n"         // 3
-    "  xyz: f32[3]\n"                                                  // 4
-    "  label: i64\n"                                                   // 5
-    "}\n"                                                              // 6
-    "\n"                                                               // 7
-    "# Scales a point.\n"                                              // 8
-    "fn scale(v: f32[3], k: f32) -> f32[3] = v * k\n"                  // 9
-    "\n"                                                               // 10
-    "pipeline train = points\n"                                        // 11
-    "  | map(r => { pos: scale(r.xyz, 2.0), label: r.label })\n"       // 12
-    "  | batch(BATCH)\n";                                              // 13
+    "# Spec used by the LSP tests.\n"                             // 0
+    "const BATCH = 512\n"                                         // 1
+    "\n"                                                          // 2
+    "source points = tfrecord(\"data/points-*.tfrecord\") {\n"    // 3
+    "  xyz: f32[3]\n"                                             // 4
+    "  label: i64\n"                                              // 5
+    "}\n"                                                         // 6
+    "\n"                                                          // 7
+    "# Scales a point.\n"                                         // 8
+    "fn scale(v: f32[3], k: f32) -> f32[3] = v * k\n"             // 9
+    "\n"                                                          // 10
+    "pipeline train = points\n"                                   // 11
+    "  | map(r => { pos: scale(r.xyz, 2.0), label: r.label })\n"  // 12
+    "  | batch(BATCH)\n";                                         // 13
 
 TEST(LspSession, InitializeAdvertisesCapabilities) {
   Client c;
@@ -112,8 +112,8 @@ bool front_end_survives_missing_tokens() {
   return verdict == 1;
 }
 
-#define SKIP_UNLESS_PARSER_RECOVERS()                                                                   \
-  if (!front_end_survives_missing_tokens())                                                             \
+#define SKIP_UNLESS_PARSER_RECOVERS()                                                                       \
+  if (!front_end_survives_missing_tokens())                                                                 \
   GTEST_SKIP() << "`pipec check` crashes on a missing token (compiler/front/parser.cpp destroys the lexer " \
                   "before parsing; ANTLR's getMissingSymbol uses it), so this test would crash too"
 
@@ -143,8 +143,8 @@ TEST(LspSession, MissingTokensGetDiagnostics) {
   SKIP_UNLESS_PARSER_RECOVERS();
   Client c;
   c.initialize();
-  for (const char* text : {"const = 3\n", "fn f(x: f32 -> f32 = x\n", "pipeline p = (((\n",
-                           "pipeline p = a | map(r => { x: r.y \n"}) {
+  for (const char* text :
+       {"const = 3\n", "fn f(x: f32 -> f32 = x\n", "pipeline p = (((\n", "pipeline p = a | map(r => { x: r.y \n"}) {
     c.open(text);
     JsonView diags = c.diagnostics();
     EXPECT_GE(diags.size(), 1u) << text;
@@ -215,7 +215,8 @@ TEST(LspSession, CompletionOfFieldsStagesAndNames) {
   // After `|`: stages and sinks, not ops.
   c.change(std::string(kSpec) + "  | ", 6);
   l = labels(c.request("textDocument/completion", at(14, 4)));
-  EXPECT_TRUE(has(l, "shuffle") && has(l, "batch") && has(l, "prefetch") && has(l, "write")) << ::testing::PrintToString(l);
+  EXPECT_TRUE(has(l, "shuffle") && has(l, "batch") && has(l, "prefetch") && has(l, "write"))
+      << ::testing::PrintToString(l);
   EXPECT_FALSE(has(l, "unpack_bits"));
   // In a fn body: its parameters, ops and consts; not the fn itself (recursion), datasets or stages.
   c.change(kSpec, 7);
@@ -250,29 +251,31 @@ TEST(LspSession, DefinitionAndReferences) {
   EXPECT_TRUE(c.request("textDocument/definition", at(13, 5))["result"].is_null());
 
   // References of the const, with and without its declaration.
-  JsonView refs = c.request("textDocument/references",
-                        Json::object({{"textDocument", text_document()},
-                                      {"position", position(1, 7)},
-                                      {"context", Json::object({{"includeDeclaration", true}})}}));
+  JsonView refs =
+      c.request("textDocument/references", Json::object({{"textDocument", text_document()},
+                                                         {"position", position(1, 7)},
+                                                         {"context", Json::object({{"includeDeclaration", true}})}}));
   ASSERT_EQ(refs["result"].size(), 2u) << refs;
   EXPECT_EQ(refs["result"][size_t(0)]["range"], range(1, 6, 1, 11));
   EXPECT_EQ(refs["result"][size_t(1)]["range"], range(13, 10, 13, 15));
-  refs = c.request("textDocument/references",
-                   Json::object({{"textDocument", text_document()},
-                                 {"position", position(13, 11)},
-                                 {"context", Json::object({{"includeDeclaration", false}})}}));
+  refs =
+      c.request("textDocument/references", Json::object({{"textDocument", text_document()},
+                                                         {"position", position(13, 11)},
+                                                         {"context", Json::object({{"includeDeclaration", false}})}}));
   EXPECT_EQ(refs["result"].size(), 1u);
   // References of a schema field: its uses through `r.`.
-  refs = c.request("textDocument/references", Json::object({{"textDocument", text_document()},
-                                                            {"position", position(5, 3)},
-                                                            {"context", Json::object({{"includeDeclaration", true}})}}));
+  refs =
+      c.request("textDocument/references", Json::object({{"textDocument", text_document()},
+                                                         {"position", position(5, 3)},
+                                                         {"context", Json::object({{"includeDeclaration", true}})}}));
   ASSERT_EQ(refs["result"].size(), 2u) << refs;
   EXPECT_EQ(refs["result"][size_t(1)]["range"], range(12, 48, 12, 53));
 }
 
 /// The semantic token type at each (line, character) of the open document.
 std::map<std::pair<uint32_t, uint32_t>, std::string> token_types(Client& c) {
-  JsonView data = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}))["result"]["data"];
+  JsonView data = c.request("textDocument/semanticTokens/full",
+                            Json::object({{"textDocument", text_document()}}))["result"]["data"];
   EXPECT_EQ(data.size() % 5, 0u);
   std::map<std::pair<uint32_t, uint32_t>, std::string> out;
   uint32_t line = 0, col = 0;
@@ -291,10 +294,10 @@ TEST(LspSession, SemanticTokensFollowTheChecker) {
   Client c;
   c.initialize();
   c.open(
-      "const size = 3\n"                               // 0
-      "pipeline p = range(10) | map(r => {\n"          // 1
-      "    mean = f32(r.value)\n"                      // 2
-      "    { x: mean * f32(size) }\n"                  // 3: mean at 9, f32 at 16, size at 20
+      "const size = 3\n"                       // 0
+      "pipeline p = range(10) | map(r => {\n"  // 1
+      "    mean = f32(r.value)\n"              // 2
+      "    { x: mean * f32(size) }\n"          // 3: mean at 9, f32 at 16, size at 20
       "  })\n");
   EXPECT_EQ(c.diagnostics(), Json::array());
   auto types = token_types(c);
@@ -322,9 +325,9 @@ TEST(LspSession, DocumentSymbolsAndSemanticTokens) {
   ASSERT_GT(types.size(), 10u);
   auto type_at = [&](uint32_t l, uint32_t c0) { return types[{l, c0}]; };
   EXPECT_EQ(type_at(0, 0), "comment");
-  EXPECT_EQ(type_at(1, 0), "keyword");     // const
-  EXPECT_EQ(type_at(1, 14), "number");     // 512
-  EXPECT_EQ(type_at(3, 16), "function");   // tfrecord
+  EXPECT_EQ(type_at(1, 0), "keyword");    // const
+  EXPECT_EQ(type_at(1, 14), "number");    // 512
+  EXPECT_EQ(type_at(3, 16), "function");  // tfrecord
   EXPECT_EQ(type_at(3, 25), "string");
   EXPECT_EQ(type_at(4, 7), "type");        // f32
   EXPECT_EQ(type_at(11, 0), "keyword");    // pipeline
@@ -349,12 +352,13 @@ TEST(LspSession, NonAsciiTextUsesUtf16Positions) {
   JsonView tokens = c.request("textDocument/semanticTokens/full", Json::object({{"textDocument", text_document()}}));
   JsonView data = tokens["result"]["data"];
   ASSERT_GE(data.size(), 10u);
-  EXPECT_EQ(data[size_t(2)].as_int(), 9);   // the comment: "# café 😀" is 9 UTF-16 units
-  EXPECT_EQ(data[size_t(5)].as_int(), 1);   // `const` on the next line
+  EXPECT_EQ(data[size_t(2)].as_int(), 9);  // the comment: "# café 😀" is 9 UTF-16 units
+  EXPECT_EQ(data[size_t(5)].as_int(), 1);  // `const` on the next line
   EXPECT_EQ(data[size_t(6)].as_int(), 0);
   // A message with invalid UTF-8 is not JSON (RFC 8259 requires UTF-8): a ParseError, and the document
   // keeps its text.
-  c.raw(std::string("{\"jsonrpc\":\"2.0\",\"method\":\"textDocument/didChange\",\"params\":{\"textDocument\":{\"uri\":\"") +
+  c.raw(std::string(
+            "{\"jsonrpc\":\"2.0\",\"method\":\"textDocument/didChange\",\"params\":{\"textDocument\":{\"uri\":\"") +
         kUri + "\",\"version\":2},\"contentChanges\":[{\"text\":\"# \xFF\xFE\\nconst x = 1\\n\"}]}}");
   std::vector<JsonView> replies = c.take();
   ASSERT_EQ(replies.size(), 1u);
@@ -398,7 +402,8 @@ TEST(LspSession, InvalidUtf8FromDiskBecomesReplacementCharacters) {
   c.open("import \"lib.pipe\"\n\nfn _h(x: f32) -> f32 = g(x)\n", uri);
   EXPECT_EQ(c.diagnostics(uri), Json::array());
   JsonView hover = c.request("textDocument/hover", at(2, 23, uri));  // parse_stream checks it is valid JSON
-  EXPECT_NE(hover["result"]["contents"]["value"].as_string().find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"), std::string::npos)
+  EXPECT_NE(hover["result"]["contents"]["value"].as_string().find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"),
+            std::string::npos)
       << hover;
   unlink(lib.c_str());
   rmdir(dir);
@@ -409,8 +414,8 @@ TEST(LspSession, FormattingReturnsAnEdit) {
   c.initialize();
   c.open("const   BATCH=512\n");
   JsonView f = c.request("textDocument/formatting",
-                     Json::object({{"textDocument", text_document()},
-                                   {"options", Json::object({{"tabSize", 2}, {"insertSpaces", true}})}}));
+                         Json::object({{"textDocument", text_document()},
+                                       {"options", Json::object({{"tabSize", 2}, {"insertSpaces", true}})}}));
   ASSERT_EQ(f["result"].size(), 1u) << f;
   EXPECT_EQ(f["result"][size_t(0)]["newText"].as_string(), "const BATCH = 512\n");
   EXPECT_EQ(f["result"][size_t(0)]["range"], range(0, 0, 1, 0));
@@ -513,7 +518,7 @@ TEST(LspSession, MalformedStreamKeepsServing) {
   stream += "Content-Length: 99999999999999\r\n\r\n";  // far over the limit
   stream += frame(req(4, "no/such/method"));
   stream += frame_message("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"x\"");  // invalid JSON
-  stream += frame_message(std::string(5000, '['));  // deep nesting
+  stream += frame_message(std::string(5000, '['));                            // deep nesting
   stream += frame_message("\xFF\xFE\xFD");
   stream += frame(req(6, "shutdown"));
   stream += frame(note("exit"));
@@ -545,10 +550,10 @@ TEST(LspSession, RandomMessagesNeverCrash) {
   Client c;
   c.initialize();
   c.open(kSpec);
-  const std::vector<std::string> methods = {"textDocument/hover", "textDocument/completion", "textDocument/definition",
-                                            "textDocument/references", "textDocument/documentSymbol",
-                                            "textDocument/semanticTokens/full", "textDocument/didChange",
-                                            "textDocument/didOpen", "textDocument/formatting"};
+  const std::vector<std::string> methods = {
+      "textDocument/hover",      "textDocument/completion",     "textDocument/definition",
+      "textDocument/references", "textDocument/documentSymbol", "textDocument/semanticTokens/full",
+      "textDocument/didChange",  "textDocument/didOpen",        "textDocument/formatting"};
   std::string text = kSpec;
   for (int i = 0; i < 300; ++i) {
     const std::string& m = methods[rng() % methods.size()];
@@ -697,11 +702,10 @@ TEST(LspBinary, StdioSessionWithTheRealServer) {
 
   // Open a spec with an error: its diagnostic, with the exact range.
   std::string bad = replace(kSpec, "batch(BATCH)", "batch(0)");
-  p.send(frame(note("textDocument/didOpen",
-                    Json::object({{"textDocument", Json::object({{"uri", kUri},
-                                                                 {"languageId", "pipe"},
-                                                                 {"version", 1},
-                                                                 {"text", bad}})}}))));
+  p.send(frame(note(
+      "textDocument/didOpen",
+      Json::object(
+          {{"textDocument", Json::object({{"uri", kUri}, {"languageId", "pipe"}, {"version", 1}, {"text", bad}})}}))));
   JsonView diags = p.diagnostics();
   ASSERT_FALSE(diags.is_null());
   JsonView error;

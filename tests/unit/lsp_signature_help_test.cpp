@@ -12,14 +12,14 @@ namespace {
 using namespace test_client;
 
 const char* kSpec =
-    "source s = range(10)\n"                                                                  // 0
-    "pipeline p = s | map(r => { v: f32(r.value) | reshape([1]) })\n"                       // 1
-    "  | batch(2, drop_remainder = true) | write(tfrecord(\"o-*\", shards = 2))\n"            // 2
-    "model net(x: f32[8]) -> f32[4] {\n"                                                    // 3
-    "  x | dense(4) | relu\n"                                                               // 4
-    "}\n"                                                                                   // 5
-    "fn f(a: f32, b: f32) -> f32 = a\n"                                                     // 6
-    "fn g(a: f32) -> f32 = f(a, a) + (a | f(a))\n";                                         // 7
+    "source s = range(10)\n"                                                        // 0
+    "pipeline p = s | map(r => { v: f32(r.value) | reshape([1]) })\n"               // 1
+    "  | batch(2, drop_remainder = true) | write(tfrecord(\"o-*\", shards = 2))\n"  // 2
+    "model net(x: f32[8]) -> f32[4] {\n"                                            // 3
+    "  x | dense(4) | relu\n"                                                       // 4
+    "}\n"                                                                           // 5
+    "fn f(a: f32, b: f32) -> f32 = a\n"                                             // 6
+    "fn g(a: f32) -> f32 = f(a, a) + (a | f(a))\n";                                 // 7
 
 /// The label of the signature at (line, character) and the text of its active parameter ("" for none).
 std::pair<std::string, std::string> signature(Client& c, int line, int character) {
@@ -45,10 +45,12 @@ TEST(LspSignatureHelp, TheCalleeTheCheckerChoseAndTheActiveParameter) {
   const std::string l2 = "  | batch(2, drop_remainder = true) | write(tfrecord(\"o-*\", shards = 2))";
   const std::string batch = find_builtin("batch", {BuiltinKind::Stage})->signature();
   // A stage after `|`: its first argument is the second parameter; a function literal is not named `r`.
-  EXPECT_EQ(signature(c, 1, col(l1, "map(")), std::make_pair(find_builtin("map", {BuiltinKind::Stage})->signature(), std::string("fn")));
+  EXPECT_EQ(signature(c, 1, col(l1, "map(")),
+            std::make_pair(find_builtin("map", {BuiltinKind::Stage})->signature(), std::string("fn")));
   EXPECT_EQ(signature(c, 2, col(l2, "batch(")), std::make_pair(batch, std::string("size")));
   EXPECT_EQ(signature(c, 2, col(l2, "2, ")), std::make_pair(batch, std::string("drop_remainder = false")));
-  EXPECT_EQ(signature(c, 2, col(l2, "drop_re")), std::make_pair(batch, std::string("drop_remainder = false")));  // by name
+  EXPECT_EQ(signature(c, 2, col(l2, "drop_re")),
+            std::make_pair(batch, std::string("drop_remainder = false")));  // by name
   // Inside write(...): tfrecord is the output format, not the source.
   const std::string format = find_builtin("tfrecord", {BuiltinKind::Format})->signature();
   EXPECT_EQ(signature(c, 2, col(l2, "tfrecord(")), std::make_pair(format, std::string("path")));
@@ -57,7 +59,8 @@ TEST(LspSignatureHelp, TheCalleeTheCheckerChoseAndTheActiveParameter) {
   EXPECT_EQ(signature(c, 1, col(l1, "reshape(")).second, "shape");
   EXPECT_EQ(signature(c, 1, col(l1, "f32(")), std::make_pair(std::string("f32(x)"), std::string("x")));
   // A layer in a model: dense(x, units), x from the pipe.
-  EXPECT_EQ(signature(c, 4, 12), std::make_pair(find_builtin("dense", {BuiltinKind::Layer})->signature(), std::string("units")));
+  EXPECT_EQ(signature(c, 4, 12),
+            std::make_pair(find_builtin("dense", {BuiltinKind::Layer})->signature(), std::string("units")));
   // Your fn, called and piped.
   const std::string fsig = "fn f(a: f32, b: f32) -> f32";
   const std::string l7 = "fn g(a: f32) -> f32 = f(a, a) + (a | f(a))";
@@ -75,16 +78,20 @@ TEST(LspSignatureHelp, WhileTheCallIsBeingTyped) {
   c.initialize();
   // Nothing after the `(` yet, and the rest of the file after it.
   c.open("source s = range(10)\npipeline p = s | batch(\n\nfn f(x: f32) -> f32 = x\n");
-  EXPECT_EQ(signature(c, 1, 23), std::make_pair(find_builtin("batch", {BuiltinKind::Stage})->signature(), std::string("size")));
+  EXPECT_EQ(signature(c, 1, 23),
+            std::make_pair(find_builtin("batch", {BuiltinKind::Stage})->signature(), std::string("size")));
   c.change("model net(x: f32[8]) -> f32[4] {\n  x | dense(4, \n", 2);
   // dense takes one argument besides its input: no parameter is active after the comma.
-  EXPECT_EQ(signature(c, 1, 15), std::make_pair(find_builtin("dense", {BuiltinKind::Layer})->signature(), std::string("")));
+  EXPECT_EQ(signature(c, 1, 15),
+            std::make_pair(find_builtin("dense", {BuiltinKind::Layer})->signature(), std::string("")));
 }
 
 TEST(LspTextScan, ArgumentsAndBrackets) {
   std::string t = "f(a, g(b, c), name = [1, 2], \"x,(\" # ),\n , k == 1, r => r.x)";
   uint32_t open = 1;
-  auto arg = [&](const std::string& before) { return argument_at(t, open, static_cast<uint32_t>(t.find(before) + before.size())); };
+  auto arg = [&](const std::string& before) {
+    return argument_at(t, open, static_cast<uint32_t>(t.find(before) + before.size()));
+  };
   EXPECT_EQ(arg("f(").index, 0u);
   EXPECT_EQ(arg("g(b, ").index, 1u);  // inside the nested call: still f's second argument
   ArgumentAt named = arg("name = [1, ");
@@ -94,7 +101,7 @@ TEST(LspTextScan, ArgumentsAndBrackets) {
   ArgumentAt after_string = arg("\n , ");  // the comma inside the string and the comment do not count
   EXPECT_EQ(after_string.index, 4u);
   EXPECT_EQ(after_string.positional_before, 3u);
-  EXPECT_EQ(after_string.name, "");  // `k == 1` is not a named argument
+  EXPECT_EQ(after_string.name, "");     // `k == 1` is not a named argument
   EXPECT_EQ(arg("k == 1, ").name, "");  // nor is the lambda `r => r.x`
   EXPECT_EQ(arg("na").name, "name");    // the cursor in the middle of the name
   EXPECT_EQ(open_brackets(t, 0, static_cast<uint32_t>(t.find("[1,") + 2)), "([");

@@ -105,9 +105,8 @@ class Client {
                           Json::object({{"uri", uri}, {"languageId", "pipe"}, {"version", 1}, {"text", text}})}}));
   }
   void change(const std::string& text, int version, const std::string& uri = kUri) {
-    notify("textDocument/didChange",
-           Json::object({{"textDocument", Json::object({{"uri", uri}, {"version", version}})},
-                         {"contentChanges", Json::array({Json::object({{"text", text}})})}}));
+    notify("textDocument/didChange", Json::object({{"textDocument", Json::object({{"uri", uri}, {"version", version}})},
+                                                   {"contentChanges", Json::array({Json::object({{"text", text}})})}}));
   }
 
   Server& server() { return server_; }
@@ -127,6 +126,8 @@ inline std::vector<std::string> labels(JsonView completion) {
   return out;
 }
 
-inline bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+inline bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 }  // namespace pipec::lsp::test_client

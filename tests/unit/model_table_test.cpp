@@ -91,11 +91,13 @@ TEST(ModelTable, EveryLossAndOptimizerRowLowersToItsNode) {
   for (LossKind loss : all_loss_kinds())
     for (OptimizerKind optimizer : all_optimizer_kinds()) {
       const std::string loss_name = loss_kind_name(loss), optimizer_name = optimizer_kind_name(optimizer);
-      TrainProgram t = testing::compile_train(fmt::format(R"(source s = tfrecord("unused.tfrecord") {{ x: f32[4], y: f32[3] }}
+      TrainProgram t =
+          testing::compile_train(fmt::format(R"(source s = tfrecord("unused.tfrecord") {{ x: f32[4], y: f32[3] }}
 pipeline data = s | batch(2)
 model net(x: f32[4]) -> f32[3] {{ x | dense(3) | softmax }}
 train t = {{ data = data, model = net(x), loss = {}(y), optimizer = {}() }}
-)", loss_name, optimizer_name));
+)",
+                                             loss_name, optimizer_name));
       int losses = 0, steps = 0;
       for (const GraphNode& n : t.step.nodes) {
         if (n.op == ModelOp::Loss) {
@@ -131,8 +133,8 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd() }
   std::vector<std::string> names;
   for (int p : t.step.params) names.push_back(t.step.values[p].name);
   EXPECT_EQ(names, (std::vector<std::string>{"conv2d/kernel", "conv2d/bias", "batch_normalization/gamma",
-                                              "batch_normalization/beta", "conv2d_1/kernel", "conv2d_1/bias", "dense/kernel",
-                                              "dense/bias"}));
+                                             "batch_normalization/beta", "conv2d_1/kernel", "conv2d_1/bias",
+                                             "dense/kernel", "dense/bias"}));
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ Sample sample_of(OpKind op) {
     int x = b.param("x", in, {4}), y = b.param("y", in, {4});
     b.result("z", b.op(name, {x, y}, out, {4}));
   };
-  auto image = [&](DType in, std::vector<int64_t> in_shape, DType out, std::vector<int64_t> out_shape, Attrs attrs = {}) {
+  auto image = [&](DType in, std::vector<int64_t> in_shape, DType out, std::vector<int64_t> out_shape,
+                   Attrs attrs = {}) {
     b.result("y", b.op(name, {b.param("img", in, in_shape)}, out, out_shape, std::move(attrs)));
   };
   // Integer ops sample i32, bool logic bool, the rest f32.
@@ -65,7 +66,8 @@ Sample sample_of(OpKind op) {
       b.result("c", b.constant(f32_list({1, 2, 3, 4}), DType::F32, {4}));
       break;
     case OpKind::Cast:
-      b.result("y", b.op(name, {b.param("x", DType::F32, {4})}, DType::I32, {4}, {{"dtype", Value::make_symbol("i32")}}));
+      b.result("y",
+               b.op(name, {b.param("x", DType::F32, {4})}, DType::I32, {4}, {{"dtype", Value::make_symbol("i32")}}));
       break;
     case OpKind::Add:
     case OpKind::Sub:
@@ -136,8 +138,10 @@ Sample sample_of(OpKind op) {
     }
     case OpKind::DynamicSlice: {
       int x = b.param("x", DType::F32, {4}), start = b.param("start", DType::I64, {});
-      b.result("y", b.op(name, {x, start}, DType::F32, {kUnknownDim},
-                         {{"axis", Value::make_int(0)}, {"stop", Value::make_int(kSliceNone)}, {"step", Value::make_int(1)}}));
+      b.result(
+          "y",
+          b.op(name, {x, start}, DType::F32, {kUnknownDim},
+               {{"axis", Value::make_int(0)}, {"stop", Value::make_int(kSliceNone)}, {"step", Value::make_int(1)}}));
       break;
     }
     case OpKind::Reshape: image(DType::F32, {4}, DType::F32, {2, 2}, {{"shape", int_list({2, 2})}}); break;
@@ -171,7 +175,8 @@ Sample sample_of(OpKind op) {
       b.result("x", b.param("x", DType::F32, {4}));
       int lo = b.constant(ints ? Value::make_int(-5) : Value::make_float(0.5), dt, {});
       int hi = b.constant(ints ? Value::make_int(5) : Value::make_float(2.0), dt, {});
-      b.result("r", b.op(name, {lo, hi}, dt, {4}, {{"shape", int_list({4})}, {"op_id", Value::make_int(0)}, {"seed", Value::make_int(3)}}));
+      b.result("r", b.op(name, {lo, hi}, dt, {4},
+                         {{"shape", int_list({4})}, {"op_id", Value::make_int(0)}, {"seed", Value::make_int(3)}}));
       break;
     }
     case OpKind::ReadFile:
@@ -190,21 +195,28 @@ Sample sample_of(OpKind op) {
       image(DType::U8, {8, 8, 3}, DType::U8, {4, 4, 3},
             {{"height", Value::make_int(4)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}});
       break;
-    case OpKind::CentralCrop: image(DType::U8, {8, 8, 3}, DType::U8, {4, 4, 3}, {{"fraction", Value::make_float(0.5)}}); break;
+    case OpKind::CentralCrop:
+      image(DType::U8, {8, 8, 3}, DType::U8, {4, 4, 3}, {{"fraction", Value::make_float(0.5)}});
+      break;
     case OpKind::CropOrPad:
-      image(DType::U8, {8, 8, 3}, DType::U8, {4, 4, 3}, {{"height", Value::make_int(4)}, {"width", Value::make_int(4)}});
+      image(DType::U8, {8, 8, 3}, DType::U8, {4, 4, 3},
+            {{"height", Value::make_int(4)}, {"width", Value::make_int(4)}});
       break;
     case OpKind::Resize:
-      image(DType::F32, {8, 8, 3}, DType::F32, {4, 4, 3}, {{"height", Value::make_int(4)}, {"width", Value::make_int(4)}});
+      image(DType::F32, {8, 8, 3}, DType::F32, {4, 4, 3},
+            {{"height", Value::make_int(4)}, {"width", Value::make_int(4)}});
       break;
     case OpKind::FlipLeftRight:
     case OpKind::FlipUpDown: image(DType::U8, {4, 4, 3}, DType::U8, {4, 4, 3}); break;
     case OpKind::RandomFlipLeftRight:
-    case OpKind::RandomFlipUpDown: image(DType::U8, {4, 4, 3}, DType::U8, {4, 4, 3}, {{"op_id", Value::make_int(0)}}); break;
+    case OpKind::RandomFlipUpDown:
+      image(DType::U8, {4, 4, 3}, DType::U8, {4, 4, 3}, {{"op_id", Value::make_int(0)}});
+      break;
     case OpKind::ConvertImageDtype: image(DType::U8, {4, 4, 3}, DType::F32, {4, 4, 3}); break;
     case OpKind::Normalize: {
       int img = b.param("img", DType::U8, {4, 4, 3});
-      int mean = b.constant(f32_list({1, 2, 3}), DType::F32, {3}), sd = b.constant(f32_list({2, 2, 2}), DType::F32, {3});
+      int mean = b.constant(f32_list({1, 2, 3}), DType::F32, {3}),
+          sd = b.constant(f32_list({2, 2, 2}), DType::F32, {3});
       b.result("y", b.op(name, {img, mean, sd}, DType::F32, {4, 4, 3}));
       break;
     }
@@ -282,7 +294,8 @@ TEST(OpTable, EveryOpBuiltinLowersToAnOpWithAKernel) {
     std::optional<OpKind> k = op_of_builtin(b);
     ASSERT_TRUE(k.has_value()) << "builtin `" << b.name << "` has no op in runtime/plan/ops.def";
     EXPECT_EQ(op_name(*k), b.name);
-    EXPECT_NE(find_kernel(*k), nullptr) << "the checker accepts `" << b.name << "` but the interpreter has no kernel for it";
+    EXPECT_NE(find_kernel(*k), nullptr) << "the checker accepts `" << b.name
+                                        << "` but the interpreter has no kernel for it";
     EXPECT_FALSE(op_has(*k, OpFlag::Input) || op_has(*k, OpFlag::Constant)) << b.name;
   }
   EXPECT_GT(ops, 60u);  // a broken registry walk must not pass
@@ -326,7 +339,8 @@ TEST(OpTable, LlvmCompilesTheOpsItClaimsAndRefusesTheOthers) {
       if (s.runs) testing::expect_jit_matches(s.b, 9, static_cast<uint64_t>(k) + 1);
     } else {
       ++refused;
-      EXPECT_FALSE(lowered) << "`" << op_name(k) << "` compiles: name the Llvm back end in its row of runtime/plan/ops.def";
+      EXPECT_FALSE(lowered) << "`" << op_name(k)
+                            << "` compiles: name the Llvm back end in its row of runtime/plan/ops.def";
       EXPECT_TRUE(names_why(s, k, why));
     }
   }
@@ -343,7 +357,8 @@ TEST(OpTable, CudaEmitsTheOpsItClaimsAndRefusesTheOthers) {
     if (op_info(k).compiled_by(OpBackend::Cuda)) {
       EXPECT_TRUE(r.kernel) << "the table says the CUDA emitter compiles `" << op_name(k) << "`, but: " << r.error;
     } else {
-      EXPECT_FALSE(r.kernel) << "`" << op_name(k) << "` is emitted: name the Cuda back end in its row of runtime/plan/ops.def";
+      EXPECT_FALSE(r.kernel) << "`" << op_name(k)
+                             << "` is emitted: name the Cuda back end in its row of runtime/plan/ops.def";
       EXPECT_TRUE(names_why(s, k, r.error));
     }
   }

@@ -68,7 +68,8 @@ TEST(PassesCli, RunOptimizedAndO0WriteTheSameElements) {
   write_file(d / "p.pipe", kSpec);
   auto a = run_pipec({"run", (d / "p.pipe").string(), "--output", (d / "opt").string(), "--quiet", "--seed", "4"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  auto b = run_pipec({"run", "-O0", (d / "p.pipe").string(), "--output", (d / "ref").string(), "--quiet", "--seed", "4"});
+  auto b =
+      run_pipec({"run", "-O0", (d / "p.pipe").string(), "--output", (d / "ref").string(), "--quiet", "--seed", "4"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   int compared = 0;
   for (int i = 0; i < 8; ++i) {
@@ -106,7 +107,8 @@ TEST(PassesCli, ChessExampleMatchesO0AcrossEpochs) {
     }
     const fs::path out = d / (std::string(spec) + ".out");
     for (const char* level : {"-O1", "-O0"}) {
-      auto r = run_pipec({"run", level, (d / spec).string(), "--take", "5", "--output", (out / level).string(), "--quiet"});
+      auto r =
+          run_pipec({"run", level, (d / spec).string(), "--take", "5", "--output", (out / level).string(), "--quiet"});
       ASSERT_EQ(r.exit_code, 0) << level << r.err;
     }
     int compared = 0;

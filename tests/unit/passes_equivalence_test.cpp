@@ -72,7 +72,8 @@ void write_records(const fs::path& path, int n) {
     ExampleWriter ex;
     std::vector<int64_t> ids(static_cast<size_t>(i % 4), i);
     std::string name = "r" + std::to_string(i);
-    std::string d = {static_cast<char>(i), static_cast<char>(i * 7), static_cast<char>(255 - i), static_cast<char>(i * 3)};
+    std::string d = {static_cast<char>(i), static_cast<char>(i * 7), static_cast<char>(255 - i),
+                     static_cast<char>(i * 3)};
     std::string_view nv = name, dv = d;
     ex.add_int64("a", {static_cast<int64_t>(i)});
     ex.add_float("b", {i * 0.5f, -1.0f * i, 3.25f});
@@ -86,11 +87,12 @@ void write_records(const fs::path& path, int n) {
 
 TEST(PassEquivalence, VectorizedRandomMapWithShortBatchesAcrossEpochs) {
   ScratchDir d;
-  std::string ops = expect_same_output(d.path(),
-                                       "pipeline p = range(103)\n"
-                                       "  | map(r => { x: f32(r.value) * 0.5 + random_uniform([3]), k: random_int([], 0, 1000) })\n"
-                                       "  | batch(8)\n"
-                                       "  | repeat(3)\n");
+  std::string ops =
+      expect_same_output(d.path(),
+                         "pipeline p = range(103)\n"
+                         "  | map(r => { x: f32(r.value) * 0.5 + random_uniform([3]), k: random_int([], 0, 1000) })\n"
+                         "  | batch(8)\n"
+                         "  | repeat(3)\n");
   EXPECT_EQ(ops, "range batch map repeat prefetch");
 }
 
@@ -148,14 +150,17 @@ TEST(PassEquivalence, ShuffleFusedWithItsRepeatAndMapFusedWithItsBatch) {
   EXPECT_EQ(ops, "range shuffle_repeat map_batch take prefetch");
   // The last, short batch is dropped or kept as the batch would.
   ops = expect_same_output(d.path(),
-                           "pipeline p = range(11) | repeat(2) | map(r => { v: f64(r.value) / 3.0 + f64(random_uniform([])) }) | batch(5)\n");
+                           "pipeline p = range(11) | repeat(2) | map(r => { v: f64(r.value) / 3.0 + "
+                           "f64(random_uniform([])) }) | batch(5)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
   ops = expect_same_output(d.path(),
-                           "pipeline p = range(11) | repeat(2) | map(r => { v: r.value, u: random_uniform([]) }) | batch(5, drop_remainder = true)\n");
+                           "pipeline p = range(11) | repeat(2) | map(r => { v: r.value, u: random_uniform([]) }) | "
+                           "batch(5, drop_remainder = true)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
   // Rows of 1.2 MB: each chunk is cut into one task per batch (the other cases put many batches in a task).
-  ops = expect_same_output(d.path(),
-                           "pipeline p = range(13) | repeat(2) | map(r => { big: random_uniform([512, 600]) + f32(r.value) }) | batch(3)\n");
+  ops = expect_same_output(
+      d.path(),
+      "pipeline p = range(13) | repeat(2) | map(r => { big: random_uniform([512, 600]) + f32(r.value) }) | batch(3)\n");
   EXPECT_EQ(ops, "range repeat map_batch prefetch");
 }
 
@@ -167,8 +172,9 @@ TEST(PassEquivalence, MapWithoutRandomOpsVectorizedAfterARepeat) {
                                        "pipeline p = range(37) | shuffle(8, seed = 2) | repeat(3)\n"
                                        "  | map(r => { v: r.value * 3, w: f32(r.value) / 7.0 }) | batch(5)\n");
   EXPECT_EQ(ops, "range shuffle_repeat batch map prefetch");
-  ops = expect_same_output(d.path(),
-                           "pipeline p = range(13) | repeat(2) | map(r => { v: r.value - 4 }) | batch(4, drop_remainder = true)\n");
+  ops = expect_same_output(
+      d.path(),
+      "pipeline p = range(13) | repeat(2) | map(r => { v: r.value - 4 }) | batch(4, drop_remainder = true)\n");
   EXPECT_EQ(ops, "range repeat batch map prefetch");
 }
 
@@ -206,7 +212,8 @@ TEST(PassEquivalence, FusedStagesResumeFromACheckpoint) {
         for (int64_t r = 0; r < c.rows; ++r, ++e) {
           ASSERT_LT(e, want.size());
           for (size_t f = 0; f < want[e].size(); ++f)
-            EXPECT_TRUE(column_row(c.columns[f], r).equals(want[e][f])) << "threads " << threads << " stop " << stop << " element " << e;
+            EXPECT_TRUE(column_row(c.columns[f], r).equals(want[e][f]))
+                << "threads " << threads << " stop " << stop << " element " << e;
         }
       }
       EXPECT_EQ(e, want.size()) << "threads " << threads << " stop " << stop;
@@ -217,16 +224,20 @@ TEST(PassEquivalence, FusedStagesResumeFromACheckpoint) {
 TEST(PassEquivalence, TFRecordProjectionRaggedAndFixedBytes) {
   ScratchDir d;
   write_records(d / "x.tfrecord", 41);
-  const std::string source = "source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3]\n ids: i64[?]\n name: bytes\n d: bytes[4] }\n";
+  const std::string source =
+      "source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3]\n ids: i64[?]\n name: bytes\n d: bytes[4] }\n";
   // Only b and d are read: the ragged ids no longer keep the map before the batch.
   std::string ops = expect_same_output(
-      d.path(), source + "pipeline p = s | map(r => { x: r.b * 2.0 + random_uniform([3]), d: f32(r.d) }) | batch(4) | repeat(2)\n");
+      d.path(),
+      source +
+          "pipeline p = s | map(r => { x: r.b * 2.0 + random_uniform([3]), d: f32(r.d) }) | batch(4) | repeat(2)\n");
   EXPECT_EQ(ops, "tfrecord batch map repeat prefetch");
   Plan p = plan_of(source + "pipeline p = s | map(r => { x: r.b * 2.0, d: f32(r.d) }) | batch(4)\n");
   run_passes(p, PassOptions{});
   EXPECT_EQ(p.stages[0].schema.size(), 2u);
   // A ragged result must be padded: the map stays before the batch.
-  ops = expect_same_output(d.path(), source + "pipeline p = s | map(r => { ids: r.ids * 2, a: r.a }) | padded_batch(3) | repeat(2)\n");
+  ops = expect_same_output(
+      d.path(), source + "pipeline p = s | map(r => { ids: r.ids * 2, a: r.a }) | padded_batch(3) | repeat(2)\n");
   EXPECT_EQ(ops, "tfrecord map padded_batch repeat prefetch");
   // Every field reaches the output: nothing may be pruned.
   ops = expect_same_output(d.path(), source + "pipeline p = s | filter(r => r.a % 3 != 0) | take(20)\n");
@@ -238,11 +249,12 @@ TEST(PassEquivalence, NpySourceAndNoops) {
   Tensor x = Tensor::empty(DType::F32, {23, 4});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i) * 0.25f - 3.0f;
   write_npy((d / "x.npy").string(), x);
-  std::string ops = expect_same_output(d.path(),
-                                       "source s = npy(\"x.npy\") { x: f32[4] }\n"
-                                       "pipeline p = s | repeat(1) | skip(0)\n"
-                                       "  | map(r => { y: tanh(r.x) * 1.0 - 0.0, z: r.x + random_normal([4], seed = 4) })\n"
-                                       "  | batch(3, drop_remainder = true) | repeat(2)\n");
+  std::string ops =
+      expect_same_output(d.path(),
+                         "source s = npy(\"x.npy\") { x: f32[4] }\n"
+                         "pipeline p = s | repeat(1) | skip(0)\n"
+                         "  | map(r => { y: tanh(r.x) * 1.0 - 0.0, z: r.x + random_normal([4], seed = 4) })\n"
+                         "  | batch(3, drop_remainder = true) | repeat(2)\n");
   EXPECT_EQ(ops, "npy batch map repeat prefetch");
 }
 
@@ -277,7 +289,8 @@ TEST(PassEquivalence, RandomPipelines) {
   ScratchDir d;
   int vectorized = 0, fused = 0, shuffle_repeat = 0, map_batch = 0;
   for (int c = 0; c < 60; ++c) {
-    std::string spec = "pipeline p = range(" + std::to_string(20 + rng() % 40) + ") | map(r => { v: r.value, u: random_uniform([]) })";
+    std::string spec =
+        "pipeline p = range(" + std::to_string(20 + rng() % 40) + ") | map(r => { v: r.value, u: random_uniform([]) })";
     int n = 2 + static_cast<int>(rng() % 5);
     for (int k = 0; k < n; ++k) spec += " | " + middle[rng() % middle.size()];
     spec += ends[rng() % ends.size()] + "\n";

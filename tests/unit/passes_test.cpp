@@ -89,11 +89,14 @@ TEST(ConstantFolding, LeavesRandomOpsAndFailingKernels) {
   auto fn = std::make_shared<ExprFunction>();
   fn->name = "f";
   Instr r = op("random_uniform", {}, DType::F32, {2});
-  r.attrs = {{"shape", Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(2)}}}, {"op_id", Value::make_int(0)}};
+  r.attrs = {{"shape", Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(2)}}},
+             {"op_id", Value::make_int(0)}};
   int rid = fn->add(r);
-  int src = fn->add(konst(Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(1), Value::make_int(2)}}, DType::I64, {2}));
+  int src = fn->add(konst(Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(1), Value::make_int(2)}},
+                          DType::I64, {2}));
   Instr g = op("gather", {src}, DType::I64, {1});
-  g.attrs = {{"axis", Value::make_int(0)}, {"indices", Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(7)}}}};
+  g.attrs = {{"axis", Value::make_int(0)},
+             {"indices", Value{Value::List, DType::I64, 0, 0, false, "", {Value::make_int(7)}}}};
   int gid = fn->add(g);
   fn->results = {{"r", rid}, {"g", gid}};
   Plan p = range_then(fn);
@@ -109,14 +112,14 @@ TEST(AlgebraicSimplification, RemovesExactIdentitiesOnly) {
   int one = fn->add(konst(Value::make_float(1.0, DType::F32), DType::F32));
   int zero = fn->add(konst(Value::make_float(0.0, DType::F32), DType::F32));
   int izero = fn->add(konst(Value::make_int(0), DType::I64));
-  int m = fn->add(op("mul", {fv, one}, DType::F32));     // x * 1 -> x
-  int s = fn->add(op("sub", {m, zero}, DType::F32));     // x - 0 -> x
-  int a = fn->add(op("add", {s, zero}, DType::F32));     // float x + 0: -0.0 + 0.0 is +0.0, stays
-  int ia = fn->add(op("add", {izero, v}, DType::I64));   // integer 0 + x -> x
-  int c = fn->add(op("cast", {ia}, DType::I64));         // cast to its own type -> x
+  int m = fn->add(op("mul", {fv, one}, DType::F32));    // x * 1 -> x
+  int s = fn->add(op("sub", {m, zero}, DType::F32));    // x - 0 -> x
+  int a = fn->add(op("add", {s, zero}, DType::F32));    // float x + 0: -0.0 + 0.0 is +0.0, stays
+  int ia = fn->add(op("add", {izero, v}, DType::I64));  // integer 0 + x -> x
+  int c = fn->add(op("cast", {ia}, DType::I64));        // cast to its own type -> x
   fn->body[c].attrs["dtype"] = Value::make_symbol("i64");
   int n1 = fn->add(op("neg", {c}, DType::I64));
-  int n2 = fn->add(op("neg", {n1}, DType::I64));         // neg(neg x) -> x
+  int n2 = fn->add(op("neg", {n1}, DType::I64));  // neg(neg x) -> x
   int wide = fn->add(konst(Value::make_float(1.0, DType::F32), DType::F32, {3}));
   int b = fn->add(op("mul", {fv, wide}, DType::F32, {3}));  // broadcasts x: not x itself, stays
   fn->results = {{"a", a}, {"n", n2}, {"b", b}};
@@ -188,7 +191,8 @@ TEST(NoopElimination, KeepsStagesBeforeAShuffleWhoseKeyIsItsIndex) {
 
 TEST(MapFusion, FusesConsecutiveMaps) {
   Plan p = plan_of(
-      "pipeline p = range(10) | map(r => { a: r.value * 2, b: r.value }) | map(r => { c: r.a + r.b }) | map(x => { d: x.c - 1 })\n");
+      "pipeline p = range(10) | map(r => { a: r.value * 2, b: r.value }) | map(r => { c: r.a + r.b }) | map(x => { d: "
+      "x.c - 1 })\n");
   ASSERT_TRUE(map_fusion(p));
   EXPECT_EQ(ops_of(p), "range map");
   EXPECT_EQ(p.stages[1].element.fields.size(), 1u);
@@ -250,7 +254,8 @@ TEST(ShuffleRepeatFusion, RefusesWhenAnotherStageComesBetweenOrALaterShuffleWoul
 }
 
 TEST(MapBatchFusion, FusesTheMapThatCouldNotMoveAfterItsBatch) {
-  Plan p = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: f32(r.value), n: random_uniform([3]) }) | batch(4)\n");
+  Plan p = plan_of(
+      "pipeline p = range(10) | repeat(2) | map(r => { v: f32(r.value), n: random_uniform([3]) }) | batch(4)\n");
   EXPECT_FALSE(vectorize_map_after_batch(p));
   ASSERT_TRUE(map_batch_fusion(p));
   EXPECT_EQ(ops_of(p), "range repeat map_batch");
@@ -272,7 +277,8 @@ TEST(MapBatchFusion, RefusesPaddedBytesTolerantAndMovedShuffles) {
   EXPECT_FALSE(map_batch_fusion(bytes));
   Plan tolerant = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4) | ignore_errors\n");
   EXPECT_FALSE(map_batch_fusion(tolerant));
-  Plan shuffled = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4) | shuffle(3, seed = 1)\n");
+  Plan shuffled =
+      plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: r.value }) | batch(4) | shuffle(3, seed = 1)\n");
   EXPECT_FALSE(map_batch_fusion(shuffled));
 }
 
@@ -288,7 +294,8 @@ TEST(VectorizeMapAfterBatch, MovesAFixedShapeMapAfterItsBatch) {
 
 TEST(VectorizeMapAfterBatch, MovesAMapWithoutRandomOpsAfterARepeat) {
   // Nothing in the map reads the epoch, so a batch spanning two epochs computes the same values.
-  Plan p = plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | repeat(2) | map(r => { v: r.value * 3 }) | batch(4)\n");
+  Plan p =
+      plan_of("pipeline p = range(10) | shuffle(4, seed = 1) | repeat(2) | map(r => { v: r.value * 3 }) | batch(4)\n");
   ASSERT_TRUE(vectorize_map_after_batch(p));
   EXPECT_EQ(ops_of(p), "range shuffle repeat batch map");
   EXPECT_TRUE(verify_plan(p).empty());
@@ -305,7 +312,9 @@ TEST(VectorizeMapAfterBatch, RefusesRaggedRepeatedAndTolerantMaps) {
   // After a repeat one batch can hold two epochs, and random draws are keyed by epoch.
   Plan repeated = plan_of("pipeline p = range(10) | repeat(2) | map(r => { v: random_uniform([]) }) | batch(4)\n");
   EXPECT_FALSE(vectorize_map_after_batch(repeated));
-  Plan shuffled = plan_of("pipeline p = range(10) | shuffle(4) | repeat(2) | map(r => { v: f32(r.value) + random_normal([]) }) | batch(4)\n");
+  Plan shuffled = plan_of(
+      "pipeline p = range(10) | shuffle(4) | repeat(2) | map(r => { v: f32(r.value) + random_normal([]) }) | "
+      "batch(4)\n");
   EXPECT_FALSE(vectorize_map_after_batch(shuffled));
   Plan tolerant = plan_of("pipeline p = range(10) | map(r => { v: r.value }) | batch(4) | ignore_errors\n");
   EXPECT_FALSE(vectorize_map_after_batch(tolerant));
@@ -317,7 +326,8 @@ TEST(VectorizeMapAfterBatch, RefusesRaggedRepeatedAndTolerantMaps) {
 TEST(ProjectionPushdown, SourcesParseOnlyWhatIsRead) {
   Plan p = plan_of(
       "source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3]\n c: bytes }\n"
-      "pipeline p = s | shuffle(8, seed = 1) | filter(r => r.b[0] > 0.0) | map(r => { x: r.a * 2, y: r.a }) | map(r => { z: r.x })\n");
+      "pipeline p = s | shuffle(8, seed = 1) | filter(r => r.b[0] > 0.0) | map(r => { x: r.a * 2, y: r.a }) | map(r => "
+      "{ z: r.x })\n");
   ASSERT_TRUE(projection_pushdown(p));
   ASSERT_EQ(p.stages[0].schema.size(), 2u);
   EXPECT_EQ(p.stages[0].schema[0].name, "a");
@@ -332,9 +342,12 @@ TEST(ProjectionPushdown, SourcesParseOnlyWhatIsRead) {
 TEST(ProjectionPushdown, TheOutputKeepsEveryField) {
   Plan p = plan_of("source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3] }\npipeline p = s | batch(2)\n");
   EXPECT_FALSE(projection_pushdown(p));
-  Plan q = plan_of("source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3] }\npipeline p = s | map(r => { a: r.a, b: r.b })\n");
+  Plan q = plan_of(
+      "source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3] }\npipeline p = s | map(r => { a: r.a, b: r.b })\n");
   EXPECT_FALSE(projection_pushdown(q));
-  Plan t = plan_of("source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3] }\npipeline p = s | map(r => { a: r.a }) | ignore_errors\n");
+  Plan t = plan_of(
+      "source s = tfrecord(\"x.tfrecord\") { a: i64\n b: f32[3] }\npipeline p = s | map(r => { a: r.a }) | "
+      "ignore_errors\n");
   EXPECT_FALSE(projection_pushdown(t));  // a bad `b` must still drop its record
 }
 
@@ -391,9 +404,10 @@ TEST(PassPipeline, AnInvalidPlanIsAnInternalErrorNamingThePass) {
 TEST(PassPipeline, NamesAreUniqueAndStable) {
   std::set<std::string> names;
   for (const PassInfo& p : pass_list()) EXPECT_TRUE(names.insert(p.name).second) << p.name;
-  for (const char* n : {"vectorize_map_after_batch", "map_fusion", "map_filter_fusion", "noop_elimination", "prefetch_injection",
-                        "projection_pushdown", "constant_folding", "common_subexpression_elimination", "dead_code_elimination",
-                        "algebraic_simplification", "shuffle_repeat_fusion", "map_batch_fusion"})
+  for (const char* n :
+       {"vectorize_map_after_batch", "map_fusion", "map_filter_fusion", "noop_elimination", "prefetch_injection",
+        "projection_pushdown", "constant_folding", "common_subexpression_elimination", "dead_code_elimination",
+        "algebraic_simplification", "shuffle_repeat_fusion", "map_batch_fusion"})
     EXPECT_TRUE(is_pass_name(n)) << n;
 }
 

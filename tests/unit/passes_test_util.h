@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/compile_util.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/plan/plan.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec::testing {
 

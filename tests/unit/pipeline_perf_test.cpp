@@ -71,9 +71,7 @@ std::vector<int64_t> run_ids(const fs::path& spec, int threads) {
   return ids;
 }
 
-void write_spec(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_spec(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 // Buffers a new peak of simultaneously alive batches may still add after the warm-up (see below).
 constexpr uint64_t kPeakSlack = 4;
@@ -130,9 +128,10 @@ TEST(ParallelReads, OrderIsTheInterleaveOfNFilesWhateverTheThreads) {
     write_spec(d / "par.pipe", fmt::format("source s = tfrecord(\"pos-*.tfrecord\", parallel_reads = {}) {{\n"
                                            "  d: bytes[194]\n  s: i64\n}}\npipeline p = s | batch(10)\n",
                                            n));
-    write_spec(d / "seq.pipe", fmt::format("source s = tfrecord(\"pos-*.tfrecord\") {{\n  d: bytes[194]\n  s: i64\n}}\n"
-                                           "pipeline p = s | interleave(cycle_length = {}, block_length = 1) | batch(10)\n",
-                                           n));
+    write_spec(d / "seq.pipe",
+               fmt::format("source s = tfrecord(\"pos-*.tfrecord\") {{\n  d: bytes[194]\n  s: i64\n}}\n"
+                           "pipeline p = s | interleave(cycle_length = {}, block_length = 1) | batch(10)\n",
+                           n));
     std::vector<int64_t> expected = run_ids(d / "seq.pipe", 1);  // one thread: no read-ahead
     ASSERT_EQ(expected.size(), 252u);
     EXPECT_EQ(expected[0], 0);
@@ -150,10 +149,12 @@ TEST(ParallelReads, ACorruptFileFailsAtTheSameRecordAsSequentialReading) {
     io.seekp(40000);
     io.put('\x5a');
   }
-  write_spec(d / "par.pipe", "source s = tfrecord(\"pos-*.tfrecord\", parallel_reads = 3) {\n  d: bytes[194]\n  s: i64\n}\n"
-                             "pipeline p = s\n");
-  write_spec(d / "seq.pipe", "source s = tfrecord(\"pos-*.tfrecord\") {\n  d: bytes[194]\n  s: i64\n}\n"
-                             "pipeline p = s | interleave(cycle_length = 3)\n");
+  write_spec(d / "par.pipe",
+             "source s = tfrecord(\"pos-*.tfrecord\", parallel_reads = 3) {\n  d: bytes[194]\n  s: i64\n}\n"
+             "pipeline p = s\n");
+  write_spec(d / "seq.pipe",
+             "source s = tfrecord(\"pos-*.tfrecord\") {\n  d: bytes[194]\n  s: i64\n}\n"
+             "pipeline p = s | interleave(cycle_length = 3)\n");
   auto collect = [&](const fs::path& spec, int threads, std::string& error) {
     Compiled c = compile_spec(spec);
     PipelineRun run(c.plan, options(spec, threads));
@@ -182,8 +183,9 @@ TEST(ParallelReads, ACorruptFileFailsAtTheSameRecordAsSequentialReading) {
 TEST(ParallelReads, CheckpointAndRestoreContinueExactly) {
   ScratchDir d;
   for (int f = 0; f < 4; ++f) write_positions(d / fmt::format("pos-{}.tfrecord", f), f * 1000, 300 + 17 * f);
-  write_spec(d / "p.pipe", "source s = tfrecord(\"pos-*.tfrecord\", parallel_reads = 3) {\n  d: bytes[194]\n  s: i64\n}\n"
-                           "pipeline p = s | shuffle(100, seed = 1) | batch(32) | prefetch(2)\n");
+  write_spec(d / "p.pipe",
+             "source s = tfrecord(\"pos-*.tfrecord\", parallel_reads = 3) {\n  d: bytes[194]\n  s: i64\n}\n"
+             "pipeline p = s | shuffle(100, seed = 1) | batch(32) | prefetch(2)\n");
   std::vector<int64_t> all = run_ids(d / "p.pipe", 2);
   ASSERT_EQ(all.size(), 4u * 300 + 17 * 6);
   Compiled c = compile_spec(d / "p.pipe");
@@ -224,8 +226,9 @@ TEST(ShuffleBuffer, ByteStringsOfAnyLengthStayWithTheirRowAndSurviveACheckpoint)
     }
     w.close();
   }
-  write_spec(d / "p.pipe", "source s = tfrecord(\"names.tfrecord\") {\n  x: i64\n  name: bytes\n}\n"
-                           "pipeline p = s | shuffle(1000, seed = 5) | batch(7)\n");
+  write_spec(d / "p.pipe",
+             "source s = tfrecord(\"names.tfrecord\") {\n  x: i64\n  name: bytes\n}\n"
+             "pipeline p = s | shuffle(1000, seed = 5) | batch(7)\n");
   Compiled c = compile_spec(d / "p.pipe");
   auto consume = [](PipelineRun& run, int max_batches, std::vector<int64_t>& ids) {
     Chunk chunk;

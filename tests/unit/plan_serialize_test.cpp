@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "tests/unit/compile_util.h"
 #include "runtime/plan/plan_serialize.h"
+#include "tests/unit/compile_util.h"
 
 namespace pipec {
 namespace {
@@ -20,7 +20,8 @@ std::vector<std::pair<std::string, Plan>> plans_under(const fs::path& dir) {
   std::vector<std::pair<std::string, Plan>> out;
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().extension() == ".pipe" && e.path().filename().string().rfind("fail_", 0) != 0) files.push_back(e.path());
+    if (e.path().extension() == ".pipe" && e.path().filename().string().rfind("fail_", 0) != 0)
+      files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files) {
     CompileRequest request;
@@ -55,9 +56,10 @@ TEST(PlanSerialize, RoundTripsEveryExampleAndGoldenPlan) {
 }
 
 Plan small_plan() {
-  return testing::compiled_plan("source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
-                                "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n",
-                                "p");
+  return testing::compiled_plan(
+      "source s = tfrecord(\"d/*.tfrecord\") {\n  x: f32[3]\n  y: i64 = 5\n}\n"
+      "pipeline p = s | map(r => { z: r.x * 2.0 + 0.25, w: r.y }) | batch(4)\n",
+      "p");
 }
 
 TEST(PlanSerialize, KeepsNativeKernelSymbolsButNotPointers) {

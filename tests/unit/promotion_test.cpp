@@ -22,7 +22,7 @@ TEST(Promotion, SameDtypeStaysTheSame) {
 }
 
 TEST(Promotion, IsSymmetric) {
-  const DType all[] = {DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32,
+  const DType all[] = {DType::Bool, DType::U8,  DType::I8,  DType::U16,  DType::I16, DType::U32, DType::I32,
                        DType::U64,  DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64};
   for (DType a : all)
     for (DType b : all) {

@@ -25,7 +25,8 @@ int indexed_decodes(const Plan& p) {
   int n = 0;
   for (const Stage& s : p.stages)
     if (s.fn)
-      for (const Instr& in : s.fn->body) n += in.op == OpKind::DecodeJpeg && in.attrs.count("index") && in.attrs.at("index").b;
+      for (const Instr& in : s.fn->body)
+        n += in.op == OpKind::DecodeJpeg && in.attrs.count("index") && in.attrs.at("index").b;
   return n;
 }
 
@@ -44,7 +45,8 @@ TEST(RepeatedJpegIndex, MarksCroppingDecodesThatARepeatRunsAgain) {
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat(3) | " + crop + "\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat() | " + crop + "\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | shuffle(8) | repeat(50) | " + crop + "\n"), 1) << "shuffle_repeat";
-  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(5)\n"), 1) << "a repeat after the map runs it again too";
+  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(5)\n"), 1)
+      << "a repeat after the map runs it again too";
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | batch(2) | repeat()\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + " | repeat(2)\n"), 1) << "2 x 2 passes";
   // Each file once, or too few passes to win back the first one.
@@ -79,8 +81,8 @@ int mark_all(Plan& p) {
 void copy_good_files(const fs::path& dir) {
   for (const char* name : {"libjpeg-turbo_testorig.jpg", "libjpeg-turbo_testimgint.jpg", "libjpeg-turbo_testimgari.jpg",
                            "wuffs_bricks-color.jpeg", "wuffs_bricks-gray.jpeg", "wuffs_peacock.default.jpeg",
-                           "wuffs_peacock.progressive.jpeg", "wuffs_peacock.grayscale.jpeg", "wuffs_mona-lisa.21x32.q50.jpeg",
-                           "wuffs_hippopotamus-bad-comment-length.jpeg"})
+                           "wuffs_peacock.progressive.jpeg", "wuffs_peacock.grayscale.jpeg",
+                           "wuffs_mona-lisa.21x32.q50.jpeg", "wuffs_hippopotamus-bad-comment-length.jpeg"})
     fs::copy_file(jpeg_dir() + "/" + name, dir / name, fs::copy_options::overwrite_existing);
 }
 
@@ -119,15 +121,18 @@ TEST(RepeatedJpegIndex, SameElementsAsUnoptimizedOverEpochs) {
   // The file's bytes come into the map (read_file is used twice, so the decoder does not read the
   // file itself): keyed by a hash of the bytes.
   SCOPED_TRACE("bytes");
-  expect_same_as_unoptimized("pipeline p = " + files +
-                                 " | repeat(3) | map(r => { b = read_file(r.path); { img: random_crop(decode_jpeg(b), 8, 8), raw: b } })\n",
-                             60);
+  expect_same_as_unoptimized(
+      "pipeline p = " + files +
+          " | repeat(3) | map(r => { b = read_file(r.path); { img: random_crop(decode_jpeg(b), 8, 8), raw: b } })\n",
+      60);
 }
 
 TEST(RepeatedJpegIndex, AFileThatChangesIsIndexedAgain) {
   testing::ScratchDir dir;
   const fs::path a = dir.path() / "a.jpg";
-  const std::string text = "pipeline p = files(\"" + dir.path().string() + "/*.jpg\") | repeat(2) | map(r => { img: random_crop(decode_jpeg(read_file(r.path)), 16, 16) })\n";
+  const std::string text =
+      "pipeline p = files(\"" + dir.path().string() +
+      "/*.jpg\") | repeat(2) | map(r => { img: random_crop(decode_jpeg(read_file(r.path)), 16, 16) })\n";
   Plan p = testing::plan_of(text);
   Plan q = testing::copy_plan(p);
   crop_pushdown(q);

@@ -56,8 +56,9 @@ TEST(Run, RangeBatchWritesNumpyElements) {
 
 TEST(Run, MapComputesTypedFields) {
   ScratchDir d;
-  write_file(d / "p.pipe",
-             "pipeline p = range(5) | map(r => { twice: r.value * 2, half: f32(r.value) / 2.0, odd: r.value % 2 == 1 })\n");
+  write_file(
+      d / "p.pipe",
+      "pipeline p = range(5) | map(r => { twice: r.value * 2, half: f32(r.value) / 2.0, odd: r.value % 2 == 1 })\n");
   auto r = run_pipec({"run", (d / "p.pipe").string(), "--output", (d / "out").string(), "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Tensor twice = read_npy((d / "out/000003/twice.npy").string());
@@ -86,13 +87,15 @@ TEST(Run, TfrecordFieldsRoundTripThroughWrite) {
   write_records(d / "in.tfrecord", 6);
   write_file(d / "p.pipe",
              "source s = tfrecord(\"in.tfrecord\") { x: i64  name: bytes }\n"
-             "pipeline copy = s | map(r => { x: r.x * 10, name: r.name }) | write(tfrecord(\"out/part-*.tfrecord\", shards = 2))\n"
+             "pipeline copy = s | map(r => { x: r.x * 10, name: r.name }) | write(tfrecord(\"out/part-*.tfrecord\", "
+             "shards = 2))\n"
              "source back = tfrecord(\"out/part-*.tfrecord\") { x: i64  name: bytes }\n"
              "pipeline check = back | batch(6)\n");
   auto w = run_pipec({"run", (d / "p.pipe").string(), "--pipeline", "copy", "--quiet"});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   EXPECT_TRUE(fs::exists(d / "out/part-00000-of-00002.tfrecord"));
-  auto r = run_pipec({"run", (d / "p.pipe").string(), "--pipeline", "check", "--output", (d / "o").string(), "--quiet"});
+  auto r =
+      run_pipec({"run", (d / "p.pipe").string(), "--pipeline", "check", "--output", (d / "o").string(), "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<int64_t> xs = ints(read_npy((d / "o/000000/x.npy").string()));
   std::sort(xs.begin(), xs.end());
@@ -107,7 +110,8 @@ TEST(RunBadInput, RealCorruptFileIsDataLossAtOffsetZero) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("pets_examples_corrupt.record"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("offset 0"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("p.pipe:1:"), std::string::npos) << "the error should name the stage's place in the spec: " << r.err;
+  EXPECT_NE(r.err.find("p.pipe:1:"), std::string::npos)
+      << "the error should name the stage's place in the spec: " << r.err;
 }
 
 TEST(RunBadInput, IgnoreErrorsDropsAndCounts) {
@@ -179,7 +183,8 @@ TEST(RunSignals, CtrlCStopsWithinASecondAndLeavesNoHalfWrittenFile) {
   auto t0 = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
   int status = 0;
-  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (waitpid(pid, &status, WNOHANG) == 0 && !WIFEXITED(status)) {
     kill(pid, SIGKILL);
@@ -215,8 +220,8 @@ TEST(RunCheckpoint, KilledAndResumedRunEqualsUninterruptedRun) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     fs::path out = d / ("run" + std::to_string(attempt));
     fs::path ck = d / ("ck" + std::to_string(attempt));
-    std::vector<std::string> args = {"run", (d / "p.pipe").string(), "--output", out.string(), "--checkpoint", ck.string(),
-                                     "--checkpoint-every", "37", "--quiet"};
+    std::vector<std::string> args = {"run",       (d / "p.pipe").string(), "--output", out.string(), "--checkpoint",
+                                     ck.string(), "--checkpoint-every",    "37",       "--quiet"};
     pid_t pid = testing::spawn_pipec(args);
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 600));
     kill(pid, SIGKILL);

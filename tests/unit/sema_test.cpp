@@ -51,7 +51,8 @@ std::vector<const Expr*> find_exprs(const Decl& d, const std::function<bool(cons
 
 std::vector<const NameExpr*> names(const Decl& d, const std::string& name) {
   std::vector<const NameExpr*> out;
-  for (const Expr* e : find_exprs(d, [&](const Expr& e) { return e.kind == ExprKind::Name && e.as<NameExpr>()->name == name; }))
+  for (const Expr* e :
+       find_exprs(d, [&](const Expr& e) { return e.kind == ExprKind::Name && e.as<NameExpr>()->name == name; }))
     out.push_back(e->as<NameExpr>());
   return out;
 }
@@ -237,7 +238,8 @@ pipeline q = s | map(r => { e: r.value }, nonsense = 3)
   EXPECT_TRUE(has_kind(*p, DiagKind::unknown_field)) << errors(*p);  // r.nope, inside the misspelt stage
   EXPECT_TRUE(has_kind(*p, DiagKind::unknown_argument)) << errors(*p);
   const Decl& pd = *decl(*p, "p");
-  auto members = find_exprs(pd, [](const Expr& e) { return e.kind == ExprKind::Member && e.as<MemberExpr>()->member == "d"; });
+  auto members =
+      find_exprs(pd, [](const Expr& e) { return e.kind == ExprKind::Member && e.as<MemberExpr>()->member == "d"; });
   ASSERT_EQ(members.size(), 1u);
   EXPECT_EQ(type_to_string(members[0]->type), "f32");  // in filtr
   for (const NameExpr* r : names(pd, "r")) EXPECT_EQ(r->target.kind, Binding::LambdaParam);
@@ -264,7 +266,8 @@ source s = tfrecord("data/*.tfrecord") { x: f32[4], y: f32 }
 pipeline data = s | batch(8, drop_remainder = true)
 model net(x: f32[4]) -> f32[1] { x | dense(1) }
 )";
-  auto good = check(head + "train t = { data = data, model = net(x), loss = mse(y), optimizer = adam(), strategy = single() }\n");
+  auto good = check(
+      head + "train t = { data = data, model = net(x), loss = mse(y), optimizer = adam(), strategy = single() }\n");
   EXPECT_EQ(errors(*good), "");
   struct Case {
     const char* entries;
@@ -272,7 +275,8 @@ model net(x: f32[4]) -> f32[1] { x | dense(1) }
   } cases[] = {
       {"loss = adam(), optimizer = adam()", "`loss` must call a loss, not the optimizer `adam`"},
       {"loss = mse(y), optimizer = mse(y)", "`optimizer` must call an optimizer, not the loss `mse`"},
-      {"loss = mse(y), optimizer = adam(), strategy = sgd()", "`strategy` must call a strategy, not the optimizer `sgd`"},
+      {"loss = mse(y), optimizer = adam(), strategy = sgd()",
+       "`strategy` must call a strategy, not the optimizer `sgd`"},
       {"loss = mse, optimizer = adam()", "`loss` must call the loss: `mse(...)`"},
       {"loss = mse(y), optimizer = 3", "`optimizer` must call an optimizer, not i64"},
   };
@@ -314,9 +318,11 @@ TEST(Sema, RandomBytesNeverCrash) {
 
 TEST(Sema, RandomTokensNeverCrash) {
   // Shuffled pieces of real specs: mostly valid tokens in invalid orders.
-  const char* pieces[] = {"source", "pipeline", "model", "train", "fn", "const", "import", "=", "|", "=>", "(", ")",
-                          "[", "]", "{", "}", ",", ";", ":", "...", "map", "batch", "r", ".", "value", "1", "0.5",
-                          "\"x\"", "f32", "[8, 8]", "+", "-", "**", "//", "?", "\n", "->", "&&", "!", "range(3)"};
+  const char* pieces[] = {"source", "pipeline", "model", "train", "fn",  "const",  "import", "=",
+                          "|",      "=>",       "(",     ")",     "[",   "]",      "{",      "}",
+                          ",",      ";",        ":",     "...",   "map", "batch",  "r",      ".",
+                          "value",  "1",        "0.5",   "\"x\"", "f32", "[8, 8]", "+",      "-",
+                          "**",     "//",       "?",     "\n",    "->",  "&&",     "!",      "range(3)"};
   std::mt19937 rng(99);
   for (int round = 0; round < 200; ++round) {
     std::string text;
@@ -381,7 +387,8 @@ TEST(Sema, LongOperatorChainIsHandled) {
 
 TEST(Sema, ManyDeclarationsAreHandled) {
   std::string text;
-  for (int i = 0; i < 20000; ++i) text += "const c" + std::to_string(i) + " = " + (i ? "c" + std::to_string(i - 1) + " + 1" : "0") + "\n";
+  for (int i = 0; i < 20000; ++i)
+    text += "const c" + std::to_string(i) + " = " + (i ? "c" + std::to_string(i - 1) + " + 1" : "0") + "\n";
   text += "pipeline p = range(c19999)\n";
   auto p = check(text);
   EXPECT_EQ(errors(*p), "");
@@ -415,7 +422,8 @@ TEST(Sema, DeepNesting) {
 }
 
 TEST(Sema, SeveralSyntaxErrorsInOneRun) {
-  auto p = check("const a = (1 + 2\nconst ok = 3\nfn f(x: f32) -> f32 = x * * 2\npipeline p = range(ok) | batch(4,, true)\n");
+  auto p = check(
+      "const a = (1 + 2\nconst ok = 3\nfn f(x: f32) -> f32 = x * * 2\npipeline p = range(ok) | batch(4,, true)\n");
   int syntax = 0;
   for (const auto& d : p->diags.all()) syntax += d.kind == DiagKind::syntax_error;
   EXPECT_GE(syntax, 3);

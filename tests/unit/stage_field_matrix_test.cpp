@@ -76,7 +76,8 @@ const std::vector<Kind> kKinds = {
     {"i64[?]", "s_ids", "ids", true, true, true, false, false, false},
     {"bytes", "s_name", "name", true, false, false, false, false, true},
     {"bool", "s_a | map(r => { b: r.a % 2 == 0 })", "b", false, false, false, false, false, false},
-    {"f64 i32 u8", "s_a | map(r => { x: f64(r.a) / 3.0, y: i32(r.a), z: u8(r.a) })", "x, y, z", false, false, false, false, false, false},
+    {"f64 i32 u8", "s_a | map(r => { x: f64(r.a) / 3.0, y: i32(r.a), z: u8(r.a) })", "x, y, z", false, false, false,
+     false, false, false},
     {"bytes[2] batched", "s_name | batch(2, drop_remainder = true)", "name", false, true, false, true, false, false},
     {"bytes[?] batched", "s_name | batch(2)", "name", false, true, false, true, true, false},
     {"f32[?, 3] batched", "s_f | batch(2)", "f", false, true, false, true, true, false},
@@ -87,7 +88,7 @@ const std::vector<Kind> kKinds = {
 struct StageCase {
   std::string name;
   std::string text;  // what follows the dataset: `| stage`; {out} is a folder of its own, {random_map} a map
-                    // that keeps every field and adds a random draw (so no pass can drop it)
+                     // that keeps every field and adds a random draw (so no pass can drop it)
 };
 
 const std::vector<StageCase> kStages = {
@@ -174,14 +175,16 @@ std::string cell_spec(const Kind& k, const StageCase& s, const std::string& out)
   }
   random_map += "u: random_uniform([], seed = 4) })";
   if (s.name == "zip") body = "zip(" + k.dataset + ", range(100))";
-  else body = k.dataset + " " + fmt::format(fmt::runtime(s.text), fmt::arg("out", out), fmt::arg("random_map", random_map));
+  else
+    body =
+        k.dataset + " " + fmt::format(fmt::runtime(s.text), fmt::arg("out", out), fmt::arg("random_map", random_map));
   return kSources + "pipeline p = " + body + "\n";
 }
 
 // One cell: refused as expected_refusal() says, or run to its end at -O0 and optimized with the same
 // elements (or the same data error).
-void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const std::string& out, std::set<std::string>& ops,
-                int& kernels) {
+void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const std::string& out,
+                std::set<std::string>& ops, int& kernels) {
   std::string spec = cell_spec(k, s, out);
   auto program = check_text((dir / "p.pipe").string(), spec);
   const Diagnostic* error = nullptr;
@@ -218,7 +221,8 @@ void check_cell(const fs::path& dir, const Kind& k, const StageCase& s, const st
     try {
       fs::remove_all(dir / out);
       *outputs[pass] = run_plan(*plans[pass], dir, pass == 0 ? 1 : 3);
-      if (!data_error.empty()) ADD_FAILURE() << what << ": ran to its end; expected the data error `" << data_error << "`";
+      if (!data_error.empty())
+        ADD_FAILURE() << what << ": ran to its end; expected the data error `" << data_error << "`";
     } catch (const std::exception& e) {
       if (data_error.empty()) ADD_FAILURE() << what << ": checked, but failed at run time: " << e.what();
       else EXPECT_NE(std::string(e.what()).find(data_error), std::string::npos) << what << ": " << e.what();
@@ -256,9 +260,9 @@ TEST(StageFieldMatrix, WhatTheCheckerAcceptsRuns) {
     }
   }
   // The stages as they run, fused forms included: a matrix that lost one would not say so otherwise.
-  for (const char* op : {"map", "filter", "map_filter", "map_batch", "batch", "padded_batch", "unbatch", "shuffle",
-                         "shuffle_repeat", "repeat", "take", "skip", "shard", "cache", "prefetch", "ignore_errors",
-                         "interleave", "to", "zip", "write"})
+  for (const char* op : {"map",      "filter",         "map_filter", "map_batch", "batch", "padded_batch", "unbatch",
+                         "shuffle",  "shuffle_repeat", "repeat",     "take",      "skip",  "shard",        "cache",
+                         "prefetch", "ignore_errors",  "interleave", "to",        "zip",   "write"})
     EXPECT_TRUE(ops.count(op)) << "no cell runs a `" << op << "` stage";
   EXPECT_GT(kernels, 50) << "the JIT compiled (almost) none of the cells' maps";
   std::cout << "[ kernels ] " << kernels << " maps and filters ran compiled\n";

@@ -67,7 +67,8 @@ void collect_rules(const Json& node, std::vector<Rule>& out, std::vector<std::st
     out.push_back(std::move(r));
   }
   for (const auto& child : node.items())
-    if (child.key() != "match" && child.key() != "begin" && child.key() != "end") collect_rules(child.value(), out, bad);
+    if (child.key() != "match" && child.key() != "begin" && child.key() != "end")
+      collect_rules(child.value(), out, bad);
 }
 
 std::vector<Rule> grammar_rules() {

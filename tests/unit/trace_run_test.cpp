@@ -75,7 +75,8 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
   EXPECT_EQ(chunks_out[prefetch_label], 200u);
   // The prefetch's spans are on the consumer's thread, the stages before it on the prefetch's.
   EXPECT_EQ(span_threads[prefetch_label], (std::set<std::string>{"main (consumer)"}));
-  EXPECT_EQ(span_threads["#0 range"], (std::set<std::string>{"prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))}));
+  EXPECT_EQ(span_threads["#0 range"],
+            (std::set<std::string>{"prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))}));
   EXPECT_GT(tasks, 0);
   EXPECT_GT(counters, 0);
 }
@@ -108,8 +109,12 @@ TEST(ExplainAutotune, TheSummarySaysWhatEachAutoParameterGotAndWhy) {
   EXPECT_EQ(r.err.find("the model over the whole run"), std::string::npos);
   auto e = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--explain-autotune"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_NE(e.err.find("the model over the whole run (2 threads for the pipeline; per output element):"), std::string::npos) << e.err;
-  EXPECT_TRUE(e.err.find("  changes:\n") != std::string::npos || e.err.find("no parameter changed") != std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("the model over the whole run (2 threads for the pipeline; per output element):"),
+            std::string::npos)
+      << e.err;
+  EXPECT_TRUE(e.err.find("  changes:\n") != std::string::npos ||
+              e.err.find("no parameter changed") != std::string::npos)
+      << e.err;
   // --no-autotune keeps the starting values and says so; --auto-value fixes them.
   auto off = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--no-autotune"});
   EXPECT_NE(off.err.find("parallel = 4: autotuning is off: the starting value"), std::string::npos) << off.err;
@@ -117,7 +122,8 @@ TEST(ExplainAutotune, TheSummarySaysWhatEachAutoParameterGotAndWhy) {
   EXPECT_NE(fixed.err.find("size = 7: set by --auto-value"), std::string::npos) << fixed.err;
   auto bad = run_pipec({"run", (d / "p.pipe").string(), "--auto-value", "prefetch=0"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("must be parallel=N, prefetch=N or read_ahead=N, not `prefetch=0`"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("must be parallel=N, prefetch=N or read_ahead=N, not `prefetch=0`"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ std::vector<double> json_list(const std::string& json, const std::string& key) {
   std::vector<double> out;
   std::string body = m[1];
   std::regex number(R"([-0-9.eE+]+)");
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), number); it != std::sregex_iterator(); ++it) out.push_back(std::stod(it->str()));
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), number); it != std::sregex_iterator(); ++it)
+    out.push_back(std::stod(it->str()));
   return out;
 }
 
@@ -64,8 +65,8 @@ std::vector<Tensor> output_field(const fs::path& dir, const std::string& field) 
 
 TEST(TrainExamples, ChessLossGoesDownAndBeatsTheMeanOnHeldOutShard) {
   ScratchDir d;
-  write_file(d / "make_data.pipe", std::regex_replace(example("chess/make_data.pipe"), std::regex("const RECORDS = [0-9_]+"),
-                                                      "const RECORDS = 4_096"));
+  write_file(d / "make_data.pipe", std::regex_replace(example("chess/make_data.pipe"),
+                                                      std::regex("const RECORDS = [0-9_]+"), "const RECORDS = 4_096"));
   ASSERT_EQ(run_pipec({"run", (d / "make_data.pipe").string(), "-q"}).exit_code, 0);
   // The last of the 8 shards is held out: the training source's glob no longer sees it.
   fs::create_directories(d / "held_out");
@@ -79,11 +80,13 @@ TEST(TrainExamples, ChessLossGoesDownAndBeatsTheMeanOnHeldOutShard) {
                                             "pipeline held_out = held_out_positions");
   held_out = std::regex_replace(held_out, std::regex(R"(\s*\| repeat\(\)\s*\| prefetch\(auto\))"), "");
   held_out = std::regex_replace(held_out, std::regex(R"(batch\(BATCH, drop_remainder = true\))"), "batch(BATCH)");
-  chess += "\nsource held_out_positions = tfrecord(\"held_out/chess-*.tfrecord\") { d: bytes[194], s: i64 }\n" + held_out + "\n";
-  std::string with_validation =
-      std::regex_replace(chess, std::regex(R"(steps = 1000\n)"), "steps = 1000\n  validation = held_out\n  metrics = [mae]\n");
+  chess += "\nsource held_out_positions = tfrecord(\"held_out/chess-*.tfrecord\") { d: bytes[194], s: i64 }\n" +
+           held_out + "\n";
+  std::string with_validation = std::regex_replace(chess, std::regex(R"(steps = 1000\n)"),
+                                                   "steps = 1000\n  validation = held_out\n  metrics = [mae]\n");
   ASSERT_NE(with_validation, chess);
-  write_file(d / "chess.pipe", std::regex_replace(with_validation, std::regex("const BATCH = [0-9_]+"), "const BATCH = 16"));
+  write_file(d / "chess.pipe",
+             std::regex_replace(with_validation, std::regex("const BATCH = [0-9_]+"), "const BATCH = 16"));
 
   // 160 steps of 16 (2,560 examples, under a pass over the 3,584 training records).
   auto r = run_pipec({"run", (d / "chess.pipe").string(), "--steps", "160", "--stats-json", (d / "s.json").string()});
@@ -93,7 +96,8 @@ TEST(TrainExamples, ChessLossGoesDownAndBeatsTheMeanOnHeldOutShard) {
   double held_out_mse = last_validation(json, "loss");
 
   // The best constant prediction of the held-out scores is their mean; its mse is their variance.
-  auto out = run_pipec({"run", (d / "chess.pipe").string(), "--pipeline", "held_out", "--output", (d / "out").string(), "-q"});
+  auto out =
+      run_pipec({"run", (d / "chess.pipe").string(), "--pipeline", "held_out", "--output", (d / "out").string(), "-q"});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   std::vector<double> scores;
   for (const Tensor& t : output_field(d / "out", "score"))
@@ -112,12 +116,15 @@ TEST(TrainExamples, ChessLossGoesDownAndBeatsTheMeanOnHeldOutShard) {
 TEST(TrainExamples, SegmentationLossGoesDownAndBeatsTheMajorityClassOnHeldOutImages) {
   ScratchDir d;
   write_file(d / "make_data.pipe", example("segmentation/make_data.pipe"));
-  ASSERT_EQ(run_pipec({"run", (d / "make_data.pipe").string(), "-q", "-D", "SAMPLES=16", "-D", "H=32", "-D", "W=32"}).exit_code, 0);
+  ASSERT_EQ(run_pipec({"run", (d / "make_data.pipe").string(), "-q", "-D", "SAMPLES=16", "-D", "H=32", "-D", "W=32"})
+                .exit_code,
+            0);
   fs::create_directories(d / "held_out/image");
   fs::create_directories(d / "held_out/label");
   for (const char* n : {"000012", "000013", "000014", "000015"})
     for (const char* kind : {"image", "label"})
-      fs::rename(d / "data/camvid" / kind / (std::string(n) + ".png"), d / "held_out" / kind / (std::string(n) + ".png"));
+      fs::rename(d / "data/camvid" / kind / (std::string(n) + ".png"),
+                 d / "held_out" / kind / (std::string(n) + ".png"));
   fs::copy_file(fs::path(PIPEC_SOURCE_DIR) / "examples/segmentation/class_dict.csv", d / "class_dict.csv");
   std::string spec = example("segmentation/segmentation.pipe");
   spec += R"(
@@ -128,10 +135,12 @@ pipeline held_out = zip(held_out_images, held_out_labels)
   | map(r => { image: convert_image_dtype(r.image, f32), label: one_hot_colors(r.label, "class_dict.csv", classes = CLASSES) })
   | batch(BATCH)
 )";
-  std::string with_validation = std::regex_replace(spec, std::regex(R"(steps = 3 \* 140([^\n]*)\n)"),
-                                                   "steps = 3 * 140$1\n  validation = held_out\n  metrics = [accuracy]\n");
+  std::string with_validation =
+      std::regex_replace(spec, std::regex(R"(steps = 3 \* 140([^\n]*)\n)"),
+                         "steps = 3 * 140$1\n  validation = held_out\n  metrics = [accuracy]\n");
   ASSERT_NE(with_validation, spec);
-  std::string faster_statistics = std::regex_replace(with_validation, std::regex(R"(\| batch_norm \|)"), "| batch_norm(momentum = 0.9) |");
+  std::string faster_statistics =
+      std::regex_replace(with_validation, std::regex(R"(\| batch_norm \|)"), "| batch_norm(momentum = 0.9) |");
   ASSERT_NE(faster_statistics, with_validation);
   write_file(d / "segmentation.pipe", faster_statistics);
 
@@ -143,8 +152,8 @@ pipeline held_out = zip(held_out_images, held_out_labels)
   double accuracy = last_validation(json, "accuracy");
 
   // The majority class of the held-out pixels: the best a constant prediction can do.
-  auto out = run_pipec({"run", (d / "segmentation.pipe").string(), "-D", "SIZE=32", "--pipeline", "held_out", "--output",
-                        (d / "out").string(), "-q"});
+  auto out = run_pipec({"run", (d / "segmentation.pipe").string(), "-D", "SIZE=32", "--pipeline", "held_out",
+                        "--output", (d / "out").string(), "-q"});
   ASSERT_EQ(out.exit_code, 0) << out.err;
   std::vector<double> counts(32, 0.0);
   double pixels = 0;
@@ -165,10 +174,12 @@ pipeline held_out = zip(held_out_images, held_out_labels)
 TEST(TrainExamples, DeblurLossGoesDown) {
   ScratchDir d;
   write_file(d / "make_data.pipe", example("deblur/make_data.pipe"));
-  ASSERT_EQ(run_pipec({"run", (d / "make_data.pipe").string(), "-q", "-D", "PAIRS=6", "-D", "H=180", "-D", "W=320"}).exit_code, 0);
+  ASSERT_EQ(run_pipec({"run", (d / "make_data.pipe").string(), "-q", "-D", "PAIRS=6", "-D", "H=180", "-D", "W=320"})
+                .exit_code,
+            0);
   write_file(d / "deblur.pipe", example("deblur/deblur.pipe"));
-  auto r = run_pipec({"run", (d / "deblur.pipe").string(), "-D", "PATCH=32", "-D", "FILTERS=8", "-D", "BATCH=4", "--steps", "30",
-                      "--stats-json", (d / "s.json").string()});
+  auto r = run_pipec({"run", (d / "deblur.pipe").string(), "-D", "PATCH=32", "-D", "FILTERS=8", "-D", "BATCH=4",
+                      "--steps", "30", "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_loss_goes_down(json_list(read_all(d / "s.json"), "losses"));
   auto explain = run_pipec({"explain", (d / "deblur.pipe").string(), "-D", "PATCH=32", "-D", "FILTERS=8"});

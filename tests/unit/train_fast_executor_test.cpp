@@ -57,7 +57,8 @@ void expect_close(const std::string& what, const float* got, const float* want, 
   for (int64_t i = 0; i < n; ++i) {
     double diff = std::fabs(double(got[i]) - double(want[i]));
     if (!(diff <= limit) && reported++ < 3)
-      ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", reference " << want[i] << " (limit " << limit << ")";
+      ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", reference " << want[i] << " (limit " << limit
+                    << ")";
   }
 }
 
@@ -109,21 +110,21 @@ void compare_with_reference(const ModelGraph& g, int64_t rows, int steps, Tolera
     if (s == 0)
       for (int p : g.params) {
         const GraphValue& v = g.values[p];
-        expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset, ref.buffers().grads.data() + v.offset,
-                     v.elements_per_example(), grad_tol);
+        expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset,
+                     ref.buffers().grads.data() + v.offset, v.elements_per_example(), grad_tol);
       }
     ref.resume(s, OpCategory::Update);
     fast.resume(s, OpCategory::Update);
   }
   for (int p : g.params) {
     const GraphValue& v = g.values[p];
-    expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset, ref.buffers().params.data() + v.offset,
-                 v.elements_per_example(), weight_tol);
+    expect_close("after the steps, " + v.name, fast.buffers().params.data() + v.offset,
+                 ref.buffers().params.data() + v.offset, v.elements_per_example(), weight_tol);
   }
   for (int st : g.states) {
     const GraphValue& v = g.values[st];
-    expect_close("after the steps, " + v.name, fast.buffers().states.data() + v.offset, ref.buffers().states.data() + v.offset,
-                 v.elements_per_example(), weight_tol);
+    expect_close("after the steps, " + v.name, fast.buffers().states.data() + v.offset,
+                 ref.buffers().states.data() + v.offset, v.elements_per_example(), weight_tol);
   }
 }
 
@@ -209,7 +210,8 @@ TEST(FastExecutor, MatchesKerasFixtures) {
       int reported = 0;
       for (size_t i = 0; i < want.data.size(); ++i)
         if (!(std::fabs(double(got[i]) - want.data[i]) <= limit) && reported++ < 3)
-          ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", Keras " << want.data[i] << " (limit " << limit << ")";
+          ADD_FAILURE() << what << "[" << i << "]: fast " << got[i] << ", Keras " << want.data[i] << " (limit " << limit
+                        << ")";
     };
     for (int p : g.params) {
       const SafetensorsTensor& w = tensor(g.values[p].name);
@@ -226,7 +228,8 @@ TEST(FastExecutor, MatchesKerasFixtures) {
     close("output", ex.value(g.output).data<float>(), tensor("expect:output"));
     close("loss", &loss, tensor("expect:loss"));
     for (int p : g.params)
-      close("gradient of " + g.values[p].name, ex.buffers().grads.data() + g.values[p].offset, tensor("expect:grad:" + g.values[p].name));
+      close("gradient of " + g.values[p].name, ex.buffers().grads.data() + g.values[p].offset,
+            tensor("expect:grad:" + g.values[p].name));
     ex.resume(0, OpCategory::Update);
     for (int s = 1; s < steps; ++s) ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
     for (int p : g.params)

@@ -27,7 +27,11 @@ enum class Target { Real, Probability, Distribution, Labels };
 struct GradCase {
   GradCase(std::string input, std::string body, std::string output, std::string loss = "mse", std::string target = "",
            Target kind = Target::Real)
-      : input(std::move(input)), body(std::move(body)), output(std::move(output)), loss(std::move(loss)), target(std::move(target)),
+      : input(std::move(input)),
+        body(std::move(body)),
+        output(std::move(output)),
+        loss(std::move(loss)),
+        target(std::move(target)),
         kind(kind) {}
 
   std::string input;   // the type of x, one example
@@ -41,13 +45,17 @@ struct GradCase {
 std::string spec_of(const GradCase& c) {
   std::string target = c.target.empty() ? c.output : c.target;
   return "source s = tfrecord(\"unused.tfrecord\") { x: " + c.input + ", y: " + target + " }\n" +
-         "pipeline data = s | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output + " {\n" + c.body +
-         "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss + "(y), optimizer = sgd() }\n";
+         "pipeline data = s | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output +
+         " {\n" + c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss +
+         "(y), optimizer = sgd() }\n";
 }
 
 Tensor make_target(const ModelGraph& g, Target kind, int64_t rows) {
   Shape shape = g.full_shape(g.target, rows);
-  Tensor t = random_tensor(DType::F64, shape, 99, kind == Target::Probability ? 0.05 : kind == Target::Distribution ? 0.1 : -1.0,
+  Tensor t = random_tensor(DType::F64, shape, 99,
+                           kind == Target::Probability    ? 0.05
+                           : kind == Target::Distribution ? 0.1
+                                                          : -1.0,
                            kind == Target::Probability ? 0.95 : 1.0);
   double* d = t.data<double>();
   int64_t n = t.num_elements();
@@ -78,7 +86,8 @@ void check_gradients(const GradCase& c) {
   const int64_t rows = 3;
   ReferenceExecutor<double> ex(g, 7);
   std::vector<Tensor> inputs;
-  for (size_t k = 0; k < g.inputs.size(); ++k) inputs.push_back(random_tensor(DType::F64, g.full_shape(g.inputs[k], rows), 10 + k));
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    inputs.push_back(random_tensor(DType::F64, g.full_shape(g.inputs[k], rows), 10 + k));
   Tensor target = make_target(g, c.kind, rows);
   ex.run(inputs, &target, 0, OpCategory::Backward);
   std::vector<double> grads = ex.buffers().grads;
@@ -125,15 +134,54 @@ TEST(TrainGradients, EveryForwardAndLossKindHasARule) {
 // not_differentiable, where the loss reaches parameters through it): adding an op is a decision about
 // its gradient. Integer and bool results need none: bit ops, comparisons, logic, one_hot, argmax, size.
 TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
-  const std::set<std::string> none = {
-      "param", "const",  // where the sweep ends
-      "bit_or", "bit_and", "bit_xor", "shl", "shr", "bit_not", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
-      "unpack_bits", "pack_bits", "one_hot", "argmax", "size",
-      "gather", "prod", "dynamic_index", "dynamic_slice",  // not written yet
-      "random_uniform", "random_normal", "random_int",  // refused in models: unsupported_in_model
-      "read_file", "decode_jpeg", "decode_png", "decode_image", "encode_png", "encode_jpeg", "random_crop", "crop_or_pad", "resize",
-      "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down", "central_crop", "convert_image_dtype",
-      "normalize", "rgb_to_grayscale", "distance_transform", "one_hot_colors"};
+  const std::set<std::string> none = {"param",
+                                      "const",  // where the sweep ends
+                                      "bit_or",
+                                      "bit_and",
+                                      "bit_xor",
+                                      "shl",
+                                      "shr",
+                                      "bit_not",
+                                      "eq",
+                                      "ne",
+                                      "lt",
+                                      "le",
+                                      "gt",
+                                      "ge",
+                                      "and",
+                                      "or",
+                                      "not",
+                                      "unpack_bits",
+                                      "pack_bits",
+                                      "one_hot",
+                                      "argmax",
+                                      "size",
+                                      "gather",
+                                      "prod",
+                                      "dynamic_index",
+                                      "dynamic_slice",  // not written yet
+                                      "random_uniform",
+                                      "random_normal",
+                                      "random_int",  // refused in models: unsupported_in_model
+                                      "read_file",
+                                      "decode_jpeg",
+                                      "decode_png",
+                                      "decode_image",
+                                      "encode_png",
+                                      "encode_jpeg",
+                                      "random_crop",
+                                      "crop_or_pad",
+                                      "resize",
+                                      "flip_left_right",
+                                      "flip_up_down",
+                                      "random_flip_left_right",
+                                      "random_flip_up_down",
+                                      "central_crop",
+                                      "convert_image_dtype",
+                                      "normalize",
+                                      "rgb_to_grayscale",
+                                      "distance_transform",
+                                      "one_hot_colors"};
   for (OpKind op : all_op_kinds) {
     const std::string name(op_name(op));
     EXPECT_NE(has_expr_gradient_rule(op), none.count(name) > 0) << name;
@@ -188,8 +236,8 @@ TEST(TrainGradients, Normalization) {
 }
 
 TEST(TrainGradients, Activations) {
-  for (const char* act : {"relu", "leaky_relu(alpha = 0.3)", "tanh", "sigmoid", "gelu", "softmax", "softmax(axis = 0)", "softmax(axis = 1)",
-                          "dropout(0.5)"}) {
+  for (const char* act : {"relu", "leaky_relu(alpha = 0.3)", "tanh", "sigmoid", "gelu", "softmax", "softmax(axis = 0)",
+                          "softmax(axis = 1)", "dropout(0.5)"}) {
     SCOPED_TRACE(act);
     check_gradients(after_dense(act));
   }
@@ -198,7 +246,8 @@ TEST(TrainGradients, Activations) {
 TEST(TrainGradients, AddAndConcat) {
   check_gradients({"f32[6, 6, 2]", "h = x | dense(3)\n  h | add(h | tanh) | flatten | dense(2)", "f32[2]"});
   check_gradients({"f32[6, 6, 2]", "h = x | dense(3)\n  concat([h, h | relu, x]) | flatten | dense(2)", "f32[2]"});
-  check_gradients({"f32[6, 6, 2]", "h = x | dense(3)\n  concat([h, h | sigmoid], axis = 0) | flatten | dense(2)", "f32[2]"});
+  check_gradients(
+      {"f32[6, 6, 2]", "h = x | dense(3)\n  concat([h, h | sigmoid], axis = 0) | flatten | dense(2)", "f32[2]"});
 }
 
 TEST(TrainGradients, ExpressionOps) {
@@ -211,7 +260,8 @@ TEST(TrainGradients, ExpressionOps) {
       "clip(h, -0.5, 0.5) + floor(h) * h + atan2(h, h * h + 1.0)",
       "transpose(h, [1, 0, 2]) + h",
       "reshape(h, [36, 3])[:, 1:3][4:30, :]",
-      "expand_dims(sum(h, axis = 0), 0) * h + expand_dims(mean(h, axis = -1), 2) + expand_dims(reduce_max(h, axis = 1), 1)",
+      "expand_dims(sum(h, axis = 0), 0) * h + expand_dims(mean(h, axis = -1), 2) + expand_dims(reduce_max(h, axis = "
+      "1), 1)",
       "stack([h, h * h], axis = 0) + concat([h, h], axis = 2)[:, :, 1:4]",
       "squeeze(h[:, 2:3, :], axis = 1) * 3.0",
       "f32(f64(h) * 2.0) + f32(i32(h * 3.0))",
@@ -236,15 +286,18 @@ TEST(TrainGradients, Losses) {
   check_gradients({"f32[5]", "x | dense(4) | tanh", "f32[4]", "mse", "f32[2, 2]"});
   // binary_cross_entropy: from logits after a sigmoid, from probabilities otherwise.
   check_gradients({"f32[5]", "x | dense(4) | sigmoid", "f32[4]", "binary_cross_entropy", "", Target::Probability});
-  check_gradients({"f32[5]", "(x | dense(4) | tanh) * 0.4 + 0.5", "f32[4]", "binary_cross_entropy", "", Target::Probability});
+  check_gradients(
+      {"f32[5]", "(x | dense(4) | tanh) * 0.4 + 0.5", "f32[4]", "binary_cross_entropy", "", Target::Probability});
   // cross_entropy: one-hot or probability targets, from logits and from probabilities...
   check_gradients({"f32[5]", "x | dense(4) | softmax", "f32[4]", "cross_entropy", "", Target::Distribution});
   check_gradients({"f32[5]", "exp(x | dense(4))", "f32[4]", "cross_entropy", "", Target::Distribution});
   // ... and integer class labels, one per position.
   check_gradients({"f32[5]", "x | dense(4) | softmax", "f32[4]", "cross_entropy", "i64", Target::Labels});
   check_gradients({"f32[5]", "(x | dense(4) | tanh) * 0.4 + 0.5", "f32[4]", "cross_entropy", "i64", Target::Labels});
-  check_gradients({"f32[3, 3, 2]", "x | conv2d(4, 1) | softmax", "f32[3, 3, 4]", "cross_entropy", "i64[3, 3]", Target::Labels});
-  check_gradients({"f32[3, 3, 2]", "x | conv2d(4, 1) | softmax", "f32[3, 3, 4]", "cross_entropy", "", Target::Distribution});
+  check_gradients(
+      {"f32[3, 3, 2]", "x | conv2d(4, 1) | softmax", "f32[3, 3, 4]", "cross_entropy", "i64[3, 3]", Target::Labels});
+  check_gradients(
+      {"f32[3, 3, 2]", "x | conv2d(4, 1) | softmax", "f32[3, 3, 4]", "cross_entropy", "", Target::Distribution});
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ std::vector<std::string> losses_of(const fs::path& json) {
   std::vector<std::string> out;
   std::string body = m[1];
   std::regex number(R"([-0-9.eE+]+|nan|inf)");
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), number); it != std::sregex_iterator(); ++it) out.push_back(it->str());
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), number); it != std::sregex_iterator(); ++it)
+    out.push_back(it->str());
   return out;
 }
 
@@ -71,15 +72,16 @@ TEST(TrainRun, SameSeedSameLossesBitForBitOnAnyThreadCount) {
   std::vector<std::vector<std::string>> runs;
   for (const char* threads : {"1", "2", "1"}) {
     fs::path json = d / (std::string("s") + std::to_string(runs.size()) + ".json");
-    auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "40", "--seed", "9", "--threads", threads, "--stats-json",
-                        json.string(), "-q"});
+    auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "40", "--seed", "9", "--threads", threads,
+                        "--stats-json", json.string(), "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     runs.push_back(losses_of(json));
     ASSERT_EQ(runs.back().size(), 40u);
   }
   EXPECT_EQ(runs[0], runs[1]);
   EXPECT_EQ(runs[0], runs[2]);
-  auto other = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "40", "--seed", "10", "--stats-json", (d / "o.json").string(), "-q"});
+  auto other = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "40", "--seed", "10", "--stats-json",
+                          (d / "o.json").string(), "-q"});
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_NE(losses_of(d / "o.json"), runs[0]) << "the seed keys the initial weights";
 }
@@ -87,13 +89,16 @@ TEST(TrainRun, SameSeedSameLossesBitForBitOnAnyThreadCount) {
 TEST(TrainRun, StepsAndEpochsOverrideTheBlock) {
   ScratchDir d;
   write_file(d / "fit.pipe", kFitSpec);
-  auto steps = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "100", "--stats-json", (d / "a.json").string(), "-q"});
+  auto steps =
+      run_pipec({"run", (d / "fit.pipe").string(), "--steps", "100", "--stats-json", (d / "a.json").string(), "-q"});
   ASSERT_EQ(steps.exit_code, 0) << steps.err;
   EXPECT_EQ(losses_of(d / "a.json").size(), 100u);  // more than one epoch: the data starts over
-  auto epochs = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "2", "--stats-json", (d / "b.json").string(), "-q"});
+  auto epochs =
+      run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "2", "--stats-json", (d / "b.json").string(), "-q"});
   ASSERT_EQ(epochs.exit_code, 0) << epochs.err;
   EXPECT_EQ(losses_of(d / "b.json").size(), 128u);
-  auto both = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "3", "--steps", "5", "--stats-json", (d / "c.json").string(), "-q"});
+  auto both = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "3", "--steps", "5", "--stats-json",
+                         (d / "c.json").string(), "-q"});
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_EQ(losses_of(d / "c.json").size(), 15u);  // steps per epoch
 }
@@ -115,11 +120,12 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 0
 )");
   auto whole = run_pipec({"run", (d / "fit.pipe").string(), "--stats-json", (d / "whole.json").string(), "-q"});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  auto first = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "10", "--save", (d / "w.safetensors").string(), "-q"});
+  auto first =
+      run_pipec({"run", (d / "fit.pipe").string(), "--steps", "10", "--save", (d / "w.safetensors").string(), "-q"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ASSERT_TRUE(fs::exists(d / "w.safetensors"));
-  auto second = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "10", "--init", (d / "w.safetensors").string(), "--stats-json",
-                           (d / "second.json").string()});
+  auto second = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "10", "--init", (d / "w.safetensors").string(),
+                           "--stats-json", (d / "second.json").string()});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("started from"), std::string::npos) << second.err;
   auto all = losses_of(d / "whole.json");
@@ -132,12 +138,17 @@ TEST(TrainRun, InitFromWeightsOfAnotherModelIsAClearError) {
   write_file(d / "fit.pipe", kFitSpec);
   std::string other = std::regex_replace(std::string(kFitSpec), std::regex("dense\\(16\\)"), "dense(12)");
   write_file(d / "other.pipe", other);
-  ASSERT_EQ(run_pipec({"run", (d / "other.pipe").string(), "--steps", "1", "--save", (d / "w.safetensors").string(), "-q"}).exit_code, 0);
-  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "1", "--init", (d / "w.safetensors").string(), "-q"});
+  ASSERT_EQ(
+      run_pipec({"run", (d / "other.pipe").string(), "--steps", "1", "--save", (d / "w.safetensors").string(), "-q"})
+          .exit_code,
+      0);
+  auto r =
+      run_pipec({"run", (d / "fit.pipe").string(), "--steps", "1", "--init", (d / "w.safetensors").string(), "-q"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("`dense/kernel` is [8, 12] in the file but [8, 16] in the model"), std::string::npos) << r.err;
   write_file(d / "junk.safetensors", "not weights");
-  auto junk = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "1", "--init", (d / "junk.safetensors").string(), "-q"});
+  auto junk =
+      run_pipec({"run", (d / "fit.pipe").string(), "--steps", "1", "--init", (d / "junk.safetensors").string(), "-q"});
   EXPECT_EQ(junk.exit_code, 2);
   EXPECT_NE(junk.err.find("not a safetensors file"), std::string::npos) << junk.err;
 }
@@ -184,12 +195,14 @@ TEST(TrainRun, PipelineFlagsStillRunThePipeline) {
 
 TEST(TrainRun, SeveralTrainBlocksNeedTrain) {
   ScratchDir d;
-  write_file(d / "fit.pipe", std::string(kFitSpec) +
-                                 "train other = { data = data, model = net(x), loss = mae(y), optimizer = sgd(), steps = 3 }\n");
+  write_file(d / "fit.pipe",
+             std::string(kFitSpec) +
+                 "train other = { data = data, model = net(x), loss = mae(y), optimizer = sgd(), steps = 3 }\n");
   auto r = run_pipec({"run", (d / "fit.pipe").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("choose one with --train: fit other"), std::string::npos) << r.err;
-  auto named = run_pipec({"run", (d / "fit.pipe").string(), "--train", "other", "--stats-json", (d / "s.json").string(), "-q"});
+  auto named =
+      run_pipec({"run", (d / "fit.pipe").string(), "--train", "other", "--stats-json", (d / "s.json").string(), "-q"});
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_EQ(losses_of(d / "s.json").size(), 3u);
   auto wrong = run_pipec({"run", (d / "fit.pipe").string(), "--train", "nope"});
@@ -260,14 +273,18 @@ TEST(TrainRun, ProgressLineOnATerminal) {
   close(master);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
   std::smatch m;
-  EXPECT_TRUE(std::regex_search(out, m, std::regex(R"(\rstep [0-9,]+/9,600  loss [0-9.e+-]+  [0-9,]+ ex/s  input [0-9.]+%  elapsed [0-9:]+  ETA [0-9:]+)")))
+  EXPECT_TRUE(std::regex_search(
+      out, m,
+      std::regex(
+          R"(\rstep [0-9,]+/9,600  loss [0-9.e+-]+  [0-9,]+ ex/s  input [0-9.]+%  elapsed [0-9:]+  ETA [0-9:]+)")))
       << out;
   EXPECT_NE(out.find("train fit: 9,600 steps"), std::string::npos) << out;
 }
 
 TEST(TrainRun, EpochsOfDataThatNeverEndsIsAUsageError) {
   ScratchDir d;
-  write_file(d / "p.pipe", R"(pipeline data = range(64) | map(r => { x: [f32(r.value)], y: [1.0] }) | batch(8) | repeat()
+  write_file(d / "p.pipe",
+             R"(pipeline data = range(64) | map(r => { x: [f32(r.value)], y: [1.0] }) | batch(8) | repeat()
 model net(x: f32[1]) -> f32[1] { x | dense(1) }
 train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 4 }
 )");

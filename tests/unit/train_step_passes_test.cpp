@@ -69,7 +69,8 @@ TEST(StepPasses, FuseActivationFoldsARelu) {
 }
 
 TEST(StepPasses, ChessNetFusesEveryReluButTheLast) {
-  TrainProgram t = testing::compile_train(R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
+  TrainProgram t = testing::compile_train(
+      R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
 pipeline data = s | batch(8, drop_remainder = true)
 model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
   x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
@@ -105,7 +106,8 @@ train fit = { data = data, model = net(x), loss = mse(y), optimizer = adam(), st
   auto fast = testing::run_pipec({"run", (d / "fit.pipe").string()});
   ASSERT_EQ(fast.exit_code, 0) << fast.err;
   EXPECT_NE(fast.err.find("executor    fast ("), std::string::npos) << fast.err;
-  for (std::vector<std::string> flags : {std::vector<std::string>{"-O0"}, std::vector<std::string>{"--executor", "reference"}}) {
+  for (std::vector<std::string> flags :
+       {std::vector<std::string>{"-O0"}, std::vector<std::string>{"--executor", "reference"}}) {
     std::vector<std::string> args = {"run", (d / "fit.pipe").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     auto ref = testing::run_pipec(args);

@@ -56,8 +56,8 @@ std::vector<double> losses_of(const Json& stats) { return stats["losses"].get<st
 TEST(TrainTraceRun, EachStepIsASpanWithItsPhasesInsideBesideThePipelinesTracks) {
   ScratchDir d;
   write_file(d / "fit.pipe", kFitSpec);
-  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "20", "--threads", "2", "--trace", (d / "t.json").string(),
-                      "-q"});
+  auto r = run_pipec(
+      {"run", (d / "fit.pipe").string(), "--steps", "20", "--threads", "2", "--trace", (d / "t.json").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json j = Json::parse(read_all(d / "t.json"));
   std::map<int, std::string> thread;
@@ -99,15 +99,18 @@ TEST(TrainTraceRun, EachStepIsASpanWithItsPhasesInsideBesideThePipelinesTracks) 
     }
   // The pipeline's stages run on its own threads (the prefetch's, the pool's), traced too.
   EXPECT_FALSE(stage_threads.empty());
-  EXPECT_TRUE(std::any_of(stage_threads.begin(), stage_threads.end(), [](const std::string& t) { return t.rfind("prefetch", 0) == 0; }));
+  EXPECT_TRUE(std::any_of(stage_threads.begin(), stage_threads.end(),
+                          [](const std::string& t) { return t.rfind("prefetch", 0) == 0; }));
 }
 
 TEST(TrainTraceRun, TheSummarySaysHowTheThreadsWereSplitAndWhatEachAutoGot) {
   ScratchDir d;
   write_file(d / "fit.pipe", kFitSpec);
-  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "200", "--threads", "2", "--stats-json", (d / "s.json").string()});
+  auto r = run_pipec(
+      {"run", (d / "fit.pipe").string(), "--steps", "200", "--threads", "2", "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::regex threads_line(R"(\n  threads     the pipeline (may use all 2 workers|uses 1 of the 2 workers, the trainer's compute the other 1): [^\n]+\n)");
+  const std::regex threads_line(
+      R"(\n  threads     the pipeline (may use all 2 workers|uses 1 of the 2 workers, the trainer's compute the other 1): [^\n]+\n)");
   EXPECT_TRUE(std::regex_search(r.err, threads_line)) << r.err;
   EXPECT_NE(r.err.find("  input pipeline:\n"), std::string::npos) << r.err;
   const std::regex map_line(R"(\n +#\d+ map +parallel = \d+: [^\n]+\n)");
@@ -129,7 +132,8 @@ TEST(TrainTraceRun, AModelThatWaitsForInputIsToldSoWithTheShareOfEachStep) {
   write_file(d / "slow.pipe", kSlowInputSpec);
   auto r = run_pipec({"run", (d / "slow.pipe").string(), "--threads", "2", "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::regex advice(R"(- the model waits for input \d+% of each step \([0-9.e-]+ ms of [0-9.e-]+ ms\): the input pipeline limits training[^\n]+ \[input_wait\]\n)");
+  const std::regex advice(
+      R"(- the model waits for input \d+% of each step \([0-9.e-]+ ms of [0-9.e-]+ ms\): the input pipeline limits training[^\n]+ \[input_wait\]\n)");
   EXPECT_TRUE(std::regex_search(r.err, advice)) << r.err;
   const Json s = Json::parse(read_all(d / "s.json"));
   bool said = false;
@@ -158,11 +162,14 @@ TEST(TrainTraceRun, LossesAreTheSameBitForBitWhateverTheSplitAndTheTunerPick) {
   write_file(d / "fit.pipe", kFitSpec);
   std::vector<std::vector<double>> runs;
   const std::vector<std::vector<std::string>> variants = {
-      {"--threads", "2"}, {"--threads", "2", "--no-autotune"}, {"--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"},
+      {"--threads", "2"},
+      {"--threads", "2", "--no-autotune"},
+      {"--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"},
       {"--threads", "1"}};
   for (const auto& v : variants) {
     const std::string json = (d / ("s" + std::to_string(runs.size()) + ".json")).string();
-    std::vector<std::string> args = {"run", (d / "fit.pipe").string(), "--steps", "80", "--seed", "4", "--stats-json", json, "-q"};
+    std::vector<std::string> args = {
+        "run", (d / "fit.pipe").string(), "--steps", "80", "--seed", "4", "--stats-json", json, "-q"};
     args.insert(args.end(), v.begin(), v.end());
     auto r = run_pipec(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -43,7 +43,8 @@ std::map<std::string, int64_t> strides_of(const std::string& text) {
 
 class Fixture {
  public:
-  explicit Fixture(const fs::path& path) : f_(read_safetensors(path.string())), strides_(strides_of(f_.metadata["strides"])) {
+  explicit Fixture(const fs::path& path)
+      : f_(read_safetensors(path.string())), strides_(strides_of(f_.metadata["strides"])) {
     rtol_ = std::stod(f_.metadata.at("rtol"));
     atol_ = std::stod(f_.metadata.at("atol"));
   }
@@ -68,7 +69,8 @@ class Fixture {
       double diff = std::fabs(static_cast<double>(got[i * k]) - want[i]);
       worst = std::max(worst, diff);
       if (!(diff <= limit) && bad++ < 3)
-        ADD_FAILURE() << key << "[" << i * k << "]: pipec " << got[i * k] << ", expected " << want[i] << " (limit " << limit << ")";
+        ADD_FAILURE() << key << "[" << i * k << "]: pipec " << got[i * k] << ", expected " << want[i] << " (limit "
+                      << limit << ")";
     }
     if (bad) ADD_FAILURE() << key << ": " << bad << " of " << want.size() << " elements off, worst by " << worst;
   }
@@ -83,7 +85,8 @@ TEST(TrainTrajectory, FixturesExist) {
   std::set<std::string> names;
   for (const fs::path& p : trajectory_fixtures()) names.insert(p.stem().string());
   for (const char* model : {"chess", "every_layer"})
-    for (const char* opt : {"sgd_momentum", "adam", "adamw"}) EXPECT_TRUE(names.count(std::string(model) + "_" + opt)) << model << "_" << opt;
+    for (const char* opt : {"sgd_momentum", "adam", "adamw"})
+      EXPECT_TRUE(names.count(std::string(model) + "_" + opt)) << model << "_" << opt;
   EXPECT_TRUE(names.count("chess_torch_sgd_momentum"));
 }
 
@@ -101,8 +104,10 @@ TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
     ASSERT_NE(g.batch, kUnknownDim);
     ReferenceExecutor<float> ex(g, 0);
     auto& buf = ex.buffers();
-    for (int p : g.params) testing::formula_values(g.values[p].name, g.values[p].shape, buf.params.data() + g.values[p].offset);
-    for (int s : g.states) testing::formula_values(g.values[s].name, g.values[s].shape, buf.states.data() + g.values[s].offset);
+    for (int p : g.params)
+      testing::formula_values(g.values[p].name, g.values[p].shape, buf.params.data() + g.values[p].offset);
+    for (int s : g.states)
+      testing::formula_values(g.values[s].name, g.values[s].shape, buf.states.data() + g.values[s].offset);
     auto batch = [&](int step, std::vector<Tensor>& inputs, Tensor& target) {
       inputs.clear();
       for (size_t k = 0; k < g.input_fields.size(); ++k) {
@@ -124,17 +129,21 @@ TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
     fx.expect_close("expect:loss", losses.data(), 1);
     ex.resume(0, OpCategory::Backward);
     for (int p : g.params)
-      fx.expect_close("expect:grad:" + g.values[p].name, buf.grads.data() + g.values[p].offset, g.values[p].elements_per_example());
+      fx.expect_close("expect:grad:" + g.values[p].name, buf.grads.data() + g.values[p].offset,
+                      g.values[p].elements_per_example());
     ex.resume(0, OpCategory::Update);
     for (int s = 1; s < steps; ++s) {
       batch(s, inputs, target);
       losses.push_back(static_cast<float>(ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update)));
     }
-    if (f.tensors.count("expect:losses")) fx.expect_close("expect:losses", losses.data(), static_cast<int64_t>(losses.size()));
+    if (f.tensors.count("expect:losses"))
+      fx.expect_close("expect:losses", losses.data(), static_cast<int64_t>(losses.size()));
     for (int p : g.params)
-      fx.expect_close("expect:after:" + g.values[p].name, buf.params.data() + g.values[p].offset, g.values[p].elements_per_example());
+      fx.expect_close("expect:after:" + g.values[p].name, buf.params.data() + g.values[p].offset,
+                      g.values[p].elements_per_example());
     for (int s : g.states)
-      fx.expect_close("expect:after:" + g.values[s].name, buf.states.data() + g.values[s].offset, g.values[s].elements_per_example());
+      fx.expect_close("expect:after:" + g.values[s].name, buf.states.data() + g.values[s].offset,
+                      g.values[s].elements_per_example());
   }
 }
 

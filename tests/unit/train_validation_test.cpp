@@ -82,13 +82,15 @@ TEST(TrainValidation, InferenceModeUsesMovingStatisticsAndKeepsEverything) {
 TEST(TrainValidation, MetricsMeanWhatKerasMeans) {
   // Integer labels: arg-max of the last axis against the label; 2 of 3 right.
   Tensor probs = f32_tensor({3, 3}, {0.1f, 0.7f, 0.2f, 0.5f, 0.3f, 0.2f, 0.3f, 0.3f, 0.4f});
-  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, probs, i64_tensor({3}, {1, 0, 1})), 2.0);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, probs, i64_tensor({3}, {1, 0, 1})),
+                   2.0);
   // One-hot targets: against the target's arg-max.
   Tensor onehot = f32_tensor({3, 3}, {0, 1, 0, 0, 0, 1, 0, 0, 1});
   EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, false, probs, onehot), 2.0);
   // Labels per position (segmentation): per example, the share of its positions right.
   Tensor pixels = f32_tensor({1, 2, 2}, {0.9f, 0.1f, 0.2f, 0.8f});
-  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, pixels, i64_tensor({1, 2}, {0, 0})), 0.5);
+  EXPECT_DOUBLE_EQ(metric_sum(MetricKind::Accuracy, LossKind::CrossEntropy, true, pixels, i64_tensor({1, 2}, {0, 0})),
+                   0.5);
   // binary_cross_entropy: both sides of 0.5, per element.
   Tensor p = f32_tensor({2, 2}, {0.9f, 0.2f, 0.6f, 0.4f});
   Tensor t = f32_tensor({2, 2}, {1, 0, 0, 0});

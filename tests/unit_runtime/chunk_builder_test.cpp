@@ -45,8 +45,8 @@ TEST(ChunkBuilder, CompatibleComparesColumnsDtypesAndRowShapes) {
   fewer.columns.pop_back();
   EXPECT_FALSE(b.compatible(fewer));
   Chunk ragged = numbered(3, 4, 0);
-  ragged.columns[1] = Column{true, Tensor(), {Tensor::zeros(DType::I64, {1}), Tensor::zeros(DType::I64, {2}),
-                                              Tensor::zeros(DType::I64, {3})}};
+  ragged.columns[1] = Column{
+      true, Tensor(), {Tensor::zeros(DType::I64, {1}), Tensor::zeros(DType::I64, {2}), Tensor::zeros(DType::I64, {3})}};
   EXPECT_FALSE(b.compatible(ragged));
 }
 
@@ -70,8 +70,10 @@ TEST(ChunkBuilder, PerRowByteStringsBecomeOneDenseColumnAgain) {
   layout.columns.push_back(Column{false, Tensor::empty(DType::Bytes, {0}), {}});
   Chunk rows;
   rows.rows = 3;
-  rows.columns.push_back(Column{true, Tensor(), {Tensor::from_strings({"a"}, {}), Tensor::from_strings({""}, {}),
-                                                 Tensor::from_strings({"long string"}, {})}});
+  rows.columns.push_back(Column{
+      true,
+      Tensor(),
+      {Tensor::from_strings({"a"}, {}), Tensor::from_strings({""}, {}), Tensor::from_strings({"long string"}, {})}});
   ChunkBuilder b(layout, 4);
   b.add_row(rows, 2);
   b.add_row(rows, 0);

@@ -48,7 +48,7 @@ TEST(CudaLibraryDirs, WheelLibFoldersAreFoundInSiteAndDistPackages) {
   fs::path site = t.path / "venv/lib/python3.12/site-packages/nvidia";
   fs::create_directories(site / "cu13/lib");
   fs::create_directories(site / "cudnn/lib");
-  fs::create_directories(site / "cu13/include");  // not a lib folder
+  fs::create_directories(site / "cu13/include");                                   // not a lib folder
   fs::create_directories(t.path / "venv/lib/python3.12/site-packages/torch/lib");  // not NVIDIA's
   fs::create_directories(t.path / "usr/lib/python3/dist-packages/nvidia/cuda_nvrtc/lib");
   std::vector<std::string> dirs =
@@ -68,7 +68,8 @@ TEST(CudaLibraryDirs, TheEnvironmentsFolderComesFirstAndMissingFoldersAreLeftOut
   ASSERT_FALSE(dirs.empty());
   EXPECT_EQ(dirs[0], (t.path / "first").string());
   EXPECT_EQ(std::count(dirs.begin(), dirs.end(), (t.path / "missing").string()), 0);
-  EXPECT_EQ(std::count(dirs.begin(), dirs.end(), (t.path / "venv/lib/python3.11/site-packages/nvidia/cu13/lib").string()), 1);
+  EXPECT_EQ(
+      std::count(dirs.begin(), dirs.end(), (t.path / "venv/lib/python3.11/site-packages/nvidia/cu13/lib").string()), 1);
 }
 
 TEST(CudaLibraryDirs, PythonPrefixesStartWithTheActiveEnvironment) {
@@ -89,9 +90,8 @@ TEST(CudaLibraryDirs, OnlyExistingFilesAreCandidates) {
   touch(t.path / "a/libnvrtc.so.13");
   touch(t.path / "b/libnvrtc.so");
   touch(t.path / "b/libnvrtc.so.13");
-  std::vector<std::string> files =
-      existing_library_files({(t.path / "a").string(), (t.path / "b").string(), (t.path / "c").string()},
-                             {"libnvrtc.so", "libnvrtc.so.13"});
+  std::vector<std::string> files = existing_library_files(
+      {(t.path / "a").string(), (t.path / "b").string(), (t.path / "c").string()}, {"libnvrtc.so", "libnvrtc.so.13"});
   std::vector<std::string> want = {(t.path / "a/libnvrtc.so.13").string(), (t.path / "b/libnvrtc.so").string(),
                                    (t.path / "b/libnvrtc.so.13").string()};
   EXPECT_EQ(files, want);

@@ -76,8 +76,8 @@ TEST(ExampleParserExternal, SequenceExampleParsesAsItsContext) {
 }
 
 TEST(ExampleParserExternal, TfxMnist) {
-  auto cols = parse_file("tfx_mnist.tfrecord",
-                         {FeatureSpec::fixed("image_floats", K::Float, {28, 28}), FeatureSpec::scalar("image_class", K::Int64)});
+  auto cols = parse_file("tfx_mnist.tfrecord", {FeatureSpec::fixed("image_floats", K::Float, {28, 28}),
+                                                FeatureSpec::scalar("image_class", K::Int64)});
   ASSERT_EQ(cols[0].values.shape(), (Shape{1000, 28, 28}));
   ASSERT_EQ(cols[1].values.shape(), (Shape{1000}));
   const int64_t* cls = cols[1].values.data<int64_t>();
@@ -101,11 +101,12 @@ TEST(ExampleParserExternal, TfxMnist) {
 }
 
 TEST(ExampleParserExternal, TfxPenguinGzip) {
-  auto cols = parse_file("tfx_penguin_eval.tfrecord.gz",
-                         {FeatureSpec::scalar("species", K::Int64), FeatureSpec::scalar("culmen_depth_mm", K::Float),
-                          FeatureSpec::scalar("culmen_length_mm", K::Float), FeatureSpec::scalar("body_mass_g", K::Float),
-                          FeatureSpec::scalar("flipper_length_mm", K::Float)},
-                         Compression::Gzip);
+  auto cols =
+      parse_file("tfx_penguin_eval.tfrecord.gz",
+                 {FeatureSpec::scalar("species", K::Int64), FeatureSpec::scalar("culmen_depth_mm", K::Float),
+                  FeatureSpec::scalar("culmen_length_mm", K::Float), FeatureSpec::scalar("body_mass_g", K::Float),
+                  FeatureSpec::scalar("flipper_length_mm", K::Float)},
+                 Compression::Gzip);
   ASSERT_EQ(cols[0].values.shape(), (Shape{100}));
   EXPECT_EQ(sum_of<int64_t>(cols[0].values), 84);
   EXPECT_EQ(cols[0].values.data<int64_t>()[99], 2);
@@ -132,13 +133,14 @@ TEST(ExampleParserExternal, TfxNextPageGzipWithFileName) {
 
 TEST(ExampleParserExternal, TfxTaxiWithEmptyFeatures) {
   const char* f = "tfx_taxi_eval_00000.tfrecord.gz";
-  auto cols = parse_file(f,
-                         {FeatureSpec::var_len("company", K::Bytes), FeatureSpec::var_len("pickup_census_tract", K::Int64),
-                          FeatureSpec::scalar("trip_start_timestamp", K::Int64), FeatureSpec::scalar("fare", K::Float),
-                          FeatureSpec::scalar("payment_type", K::Bytes),
-                          FeatureSpec::scalar("dropoff_census_tract", K::Int64).with_default(std::vector<int64_t>{0}),
-                          FeatureSpec::var_len("dropoff_latitude", K::Float)},
-                         Compression::Gzip);
+  auto cols =
+      parse_file(f,
+                 {FeatureSpec::var_len("company", K::Bytes), FeatureSpec::var_len("pickup_census_tract", K::Int64),
+                  FeatureSpec::scalar("trip_start_timestamp", K::Int64), FeatureSpec::scalar("fare", K::Float),
+                  FeatureSpec::scalar("payment_type", K::Bytes),
+                  FeatureSpec::scalar("dropoff_census_tract", K::Int64).with_default(std::vector<int64_t>{0}),
+                  FeatureSpec::var_len("dropoff_latitude", K::Float)},
+                 Compression::Gzip);
   // company: 131 records hold Feature{} (an empty row), 293 hold one name.
   const int64_t* splits = cols[0].row_splits.data<int64_t>();
   int empty = 0;
@@ -149,7 +151,7 @@ TEST(ExampleParserExternal, TfxTaxiWithEmptyFeatures) {
   }
   EXPECT_EQ(empty, 131);
   EXPECT_EQ(cols[0].values.num_elements(), 293);
-  EXPECT_EQ(splits[1], 0);  // record 0 has no company
+  EXPECT_EQ(splits[1], 0);                                        // record 0 has no company
   EXPECT_EQ(cols[0].values.str(0), "Taxi Affiliation Services");  // record 1's
   // pickup_census_tract is Feature{} in every record.
   EXPECT_EQ(cols[1].values.num_elements(), 0);
@@ -200,7 +202,9 @@ TEST(ExampleParserExternal, TfrecordLiteImages) {
     EXPECT_EQ(jpeg.substr(0, 2), "\xff\xd8");  // JPEG start and end markers
     EXPECT_EQ(jpeg.substr(jpeg.size() - 2), "\xff\xd9");
   }
-  auto ints = [&](int c) { return std::vector<int64_t>(cols[c].values.data<int64_t>(), cols[c].values.data<int64_t>() + 2); };
+  auto ints = [&](int c) {
+    return std::vector<int64_t>(cols[c].values.data<int64_t>(), cols[c].values.data<int64_t>() + 2);
+  };
   EXPECT_EQ(ints(1), (std::vector<int64_t>{213, 239}));
   EXPECT_EQ(ints(2), (std::vector<int64_t>{320, 194}));
   EXPECT_EQ(ints(3), (std::vector<int64_t>{3, 1}));

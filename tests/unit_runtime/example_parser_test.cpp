@@ -61,7 +61,11 @@ std::vector<T> values_of(const Tensor& t) {
 
 TEST(ExampleParser, HandEncodedBytesMatchTheWriter) {
   // Example{features{feature{key:"a" value{int64_list{value:[1,2]}}}}}, byte by byte.
-  const std::string expected("\x0a\x0d\x0a\x0b\x0a\x01" "a" "\x12\x06\x1a\x04\x0a\x02\x01\x02", 15);
+  const std::string expected(
+      "\x0a\x0d\x0a\x0b\x0a\x01"
+      "a"
+      "\x12\x06\x1a\x04\x0a\x02\x01\x02",
+      15);
   ExampleWriter w;
   w.add_int64("a", {1, 2});
   EXPECT_EQ(w.serialize(), expected);
@@ -116,10 +120,18 @@ TEST(ExampleParser, ScalarFixedAndVariableLayouts) {
 }
 
 TEST(ExampleParser, PackedAndUnpackedEncodingsAgree) {
-  std::vector<int64_t> ints{0, 1, -1, 127, 128, 300, std::numeric_limits<int64_t>::min(),
-                            std::numeric_limits<int64_t>::max(), -1234567890123};
-  std::vector<float> floats{0.f, -0.f, 1.5f, -3.25e10f, std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::denorm_min(), 7.f, 8.f, 9.f};
+  std::vector<int64_t> ints{0,
+                            1,
+                            -1,
+                            127,
+                            128,
+                            300,
+                            std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max(),
+                            -1234567890123};
+  std::vector<float> floats{
+      0.f, -0.f, 1.5f, -3.25e10f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+      7.f, 8.f,  9.f};
   std::vector<std::string> recs;
   for (bool packed : {true, false}) {
     ExampleWriter w;
@@ -138,7 +150,8 @@ TEST(ExampleParser, PackedAndUnpackedEncodingsAgree) {
     std::vector<float> got_f = values_of<float>(cols[1].values);
     ASSERT_EQ(got_f.size(), 18u);
     for (size_t k = 0; k < 18; ++k) {
-      EXPECT_EQ(std::bit_cast<uint32_t>(got_f[k]), std::bit_cast<uint32_t>(floats[k % 9])) << k;  // -0 and denormals kept
+      EXPECT_EQ(std::bit_cast<uint32_t>(got_f[k]), std::bit_cast<uint32_t>(floats[k % 9]))
+          << k;  // -0 and denormals kept
     }
     if (fixed) {
       EXPECT_EQ(cols[1].values.shape(), (Shape{2, 3, 3}));
@@ -255,9 +268,8 @@ TEST(ExampleParser, EmptyFeatureWithNoKind) {
   EXPECT_EQ(e2.reason(), "feature 'n' has 0 values, expected 1");
   // A list that is present but empty is an error even with a default, as in tf.io.parse_example
   // (fixture tests/conformance/fixtures/parse_error_empty_list_with_default).
-  DataError e3 = expect_error([&] {
-    parse({FeatureSpec::scalar("n", K::Int64).with_default(std::vector<int64_t>{9})}, {rec});
-  });
+  DataError e3 =
+      expect_error([&] { parse({FeatureSpec::scalar("n", K::Int64).with_default(std::vector<int64_t>{9})}, {rec}); });
   EXPECT_EQ(e3.reason(), "feature 'n' has 0 values, expected 1");
 }
 
@@ -300,7 +312,8 @@ TEST(ExampleParser, ProtobufMergeRules) {
   std::string rec = example(entry("k", field(3, field(1, varint(1)))) + entry("k", field(3, field(1, varint(2)))));
   EXPECT_EQ(parse({FeatureSpec::scalar("k", K::Int64)}, {rec})[0].values.data<int64_t>()[0], 2);
   // Example.features twice: merged.
-  std::string two = field(1, entry("a", field(3, field(1, varint(1))))) + field(1, entry("b", field(3, field(1, varint(2)))));
+  std::string two =
+      field(1, entry("a", field(3, field(1, varint(1))))) + field(1, entry("b", field(3, field(1, varint(2)))));
   auto cols = parse({FeatureSpec::scalar("a", K::Int64), FeatureSpec::scalar("b", K::Int64)}, {two});
   EXPECT_EQ(cols[1].values.data<int64_t>()[0], 2);
   // The same list twice in one Feature: the lists concatenate.
@@ -348,9 +361,9 @@ TEST(ExampleParser, ManyFeaturesUseTheHashTable) {
 }
 
 TEST(ExampleParser, EmptyBatch) {
-  auto cols = parse({FeatureSpec::fixed("a", K::Float, {4}), FeatureSpec::var_len("b", K::Bytes),
-                     FeatureSpec::fixed_bytes("c", 8)},
-                    {});
+  auto cols = parse(
+      {FeatureSpec::fixed("a", K::Float, {4}), FeatureSpec::var_len("b", K::Bytes), FeatureSpec::fixed_bytes("c", 8)},
+      {});
   EXPECT_EQ(cols[0].values.shape(), (Shape{0, 4}));
   EXPECT_EQ(values_of<int64_t>(cols[1].row_splits), std::vector<int64_t>{0});
   EXPECT_EQ(cols[2].values.shape(), (Shape{0, 8}));

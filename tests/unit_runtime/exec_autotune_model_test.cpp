@@ -112,7 +112,8 @@ TEST(AutotuneModel, MoreParallelismNeverLowersThePredictedRate) {
     for (int64_t depth : {1, 4, 16})
       for (int64_t p = 2; p < 16; ++p) {
         ASSERT_GE(modelled_rate(in, {p + 1, depth}) * (1 + 1e-9), modelled_rate(in, {p, depth})) << trial << " p=" << p;
-        ASSERT_GE(modelled_rate(in, {p, depth + 1}) * (1 + 1e-9), modelled_rate(in, {p, depth})) << trial << " d=" << depth;
+        ASSERT_GE(modelled_rate(in, {p, depth + 1}) * (1 + 1e-9), modelled_rate(in, {p, depth}))
+            << trial << " d=" << depth;
       }
   }
 }

@@ -38,9 +38,7 @@ TEST(BoundedQueue, FifoOrder) {
   EXPECT_EQ(q.size(), 0u);
 }
 
-TEST(BoundedQueue, ZeroCapacityRejected) {
-  EXPECT_THROW(BoundedQueue<int>(0), std::invalid_argument);
-}
+TEST(BoundedQueue, ZeroCapacityRejected) { EXPECT_THROW(BoundedQueue<int>(0), std::invalid_argument); }
 
 TEST(BoundedQueue, TryVariantsNeverBlock) {
   BoundedQueue<std::unique_ptr<int>> q(1);
@@ -97,7 +95,7 @@ TEST(BoundedQueue, CloseDrainsThenReturnsEmpty) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(q.pop(), i);
   EXPECT_EQ(q.pop(), std::nullopt);
   EXPECT_EQ(q.pop(), std::nullopt);  // stays drained
-  q.close();                          // idempotent
+  q.close();                         // idempotent
 }
 
 TEST(BoundedQueue, CloseWakesAllBlockedConsumers) {
@@ -154,7 +152,7 @@ TEST(BoundedQueue, AlreadyCancelledTokenDoesNotBlock) {
   CancellationToken token;
   token.cancel();
   EXPECT_EQ(q.pop(token), std::nullopt);
-  EXPECT_TRUE(q.push(1, token));  // not full: no wait needed, so the push goes through
+  EXPECT_TRUE(q.push(1, token));   // not full: no wait needed, so the push goes through
   EXPECT_FALSE(q.push(2, token));  // full: would block, returns at once instead
   EXPECT_EQ(q.pop(token), 1);      // items that are there can still be taken
 }

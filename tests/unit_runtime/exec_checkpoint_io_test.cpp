@@ -23,8 +23,7 @@ class CheckpointIo : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("pipec_exec_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    dir_ = fs::temp_directory_path() / ("pipec_exec_" + std::string(info->name()) + "_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -136,12 +135,12 @@ TEST_F(CheckpointIo, StateLayoutIsLittleEndianWithCrcTrailer) {
   w.write_string("hi");
   const std::string got = w.finish();
   std::string want = "PCST";
-  want += std::string("\x04\x03\x02\x01", 4);                  // version
-  want += std::string("\x0e\0\0\0\0\0\0\0", 8);                // payload size 14
-  want += std::string("\x0d\x0c\x0b\x0a", 4);                  // u32
-  want += std::string("\x02\0\0\0\0\0\0\0", 8) + "hi";         // string
-  const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(want.data()),
-                          static_cast<uInt>(want.size()));
+  want += std::string("\x04\x03\x02\x01", 4);           // version
+  want += std::string("\x0e\0\0\0\0\0\0\0", 8);         // payload size 14
+  want += std::string("\x0d\x0c\x0b\x0a", 4);           // u32
+  want += std::string("\x02\0\0\0\0\0\0\0", 8) + "hi";  // string
+  const uLong crc =
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(want.data()), static_cast<uInt>(want.size()));
   for (int i = 0; i < 4; ++i) want.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
   EXPECT_EQ(got, want);
 }

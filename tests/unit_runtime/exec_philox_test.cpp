@@ -22,14 +22,12 @@ TEST(Philox, KnownAnswerZero) {
 }
 
 TEST(Philox, KnownAnswerAllOnes) {
-  const PhiloxCounter out =
-      philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff});
+  const PhiloxCounter out = philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff});
   EXPECT_EQ(out, (PhiloxCounter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
 }
 
 TEST(Philox, KnownAnswerPi) {
-  const PhiloxCounter out =
-      philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0});
+  const PhiloxCounter out = philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0});
   EXPECT_EQ(out, (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
@@ -40,8 +38,7 @@ TEST(PhiloxRandomStream, MappingMatchesDocumentation) {
   const uint64_t element = 0x1111222233334444ULL, epoch = 0x5555666677778888ULL;
 
   const PhiloxCounter key_block =
-      philox4x32_10({0x76543210, 0xfedcba98, 0x55556666, RandomStream::kKeyDomain},
-                    {0x89abcdef, 0x01234567});
+      philox4x32_10({0x76543210, 0xfedcba98, 0x55556666, RandomStream::kKeyDomain}, {0x89abcdef, 0x01234567});
   const PhiloxKey key{key_block[0], key_block[1]};
   EXPECT_EQ(RandomStream::derive_key(seed, op, epoch), key);
 
@@ -249,8 +246,7 @@ TEST(PhiloxRandomStream, ElementDrawsIndependentOfThreadsAndOrder) {
     }
     for (auto& th : pool) th.join();
     for (size_t k = 0; k < order.size(); ++k) {
-      ASSERT_EQ(got[order[k]], reference[order[k]]) << "element " << order[k] << ", " << threads
-                                                    << " threads";
+      ASSERT_EQ(got[order[k]], reference[order[k]]) << "element " << order[k] << ", " << threads << " threads";
     }
   }
 }

@@ -14,7 +14,8 @@ Chunk batches(int64_t b, int64_t k, int64_t first_index) {
   Tensor x = Tensor::empty(DType::I32, {b, k, 2});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<int32_t>()[i] = static_cast<int32_t>(i);
   c.columns.push_back(Column{false, x, {}});
-  c.columns.push_back(Column{false, Tensor::from_strings(std::vector<std::string>(static_cast<size_t>(b * k), "s"), {b, k}), {}});
+  c.columns.push_back(
+      Column{false, Tensor::from_strings(std::vector<std::string>(static_cast<size_t>(b * k), "s"), {b, k}), {}});
   return c;
 }
 

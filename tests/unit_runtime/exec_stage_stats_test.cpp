@@ -53,8 +53,8 @@ TEST(StageStats, ParseProcStatus) {
   EXPECT_EQ(parse_proc_status_kb(text, "VmHWM"), 12345u * 1024);
   EXPECT_EQ(parse_proc_status_kb(text, "VmRSS"), 6789u * 1024);
   EXPECT_EQ(parse_proc_status_kb(text, "VmSwap"), std::nullopt);
-  EXPECT_EQ(parse_proc_status_kb(text, "Vm"), std::nullopt);        // whole key only
-  EXPECT_EQ(parse_proc_status_kb(text, "Threads"), std::nullopt);   // no kB unit
+  EXPECT_EQ(parse_proc_status_kb(text, "Vm"), std::nullopt);       // whole key only
+  EXPECT_EQ(parse_proc_status_kb(text, "Threads"), std::nullopt);  // no kB unit
 }
 
 TEST(StageStats, PeakRssCoversLiveAllocation) {
@@ -101,11 +101,10 @@ TEST(ProgressLine, FullLineWithEta) {
   ProgressLine p;
   p.batches = 1234;
   p.examples = 631808;
-  p.elapsed_seconds = 12.1261;  // 52,103.15 ex/s
-  p.bytes = 292'239'010;        // 24.1 MB/s
+  p.elapsed_seconds = 12.1261;   // 52,103.15 ex/s
+  p.bytes = 292'239'010;         // 24.1 MB/s
   p.total_examples = 2'194'900;  // 1,563,092 left: 29.99995 s
-  EXPECT_EQ(p.format(),
-            "batches 1,234  examples 631,808  52,103 ex/s  24.1 MB/s  elapsed 0:12  ETA 0:30");
+  EXPECT_EQ(p.format(), "batches 1,234  examples 631,808  52,103 ex/s  24.1 MB/s  elapsed 0:12  ETA 0:30");
 }
 
 TEST(ProgressLine, NoTotalMeansNoEta) {

@@ -148,8 +148,7 @@ TEST(ThreadPool, ParallelForPropagatesException) {
 
 TEST(ThreadPool, ParallelForRethrowsOneOfSeveralExceptions) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_for(0, 64, 1, [](int64_t, int64_t) { throw std::logic_error("x"); }),
-               std::logic_error);
+  EXPECT_THROW(pool.parallel_for(0, 64, 1, [](int64_t, int64_t) { throw std::logic_error("x"); }), std::logic_error);
 }
 
 TEST(ThreadPool, ParallelForInsidePoolTaskDoesNotDeadlock) {

@@ -19,10 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kKernel = "extern \"C\" __global__ void twice(float* x, long long n) {\n"
-                      "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                      "  if (i < n) x[i] *= 2.0f;\n"
-                      "}\n";
+const char* kKernel =
+    "extern \"C\" __global__ void twice(float* x, long long n) {\n"
+    "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) x[i] *= 2.0f;\n"
+    "}\n";
 
 const Nvrtc* nvrtc_or_fail() {
   std::string why;

@@ -171,9 +171,11 @@ TEST(ImageDecode, TruncatedAndBrokenJpegsFailClearly) {
   }
   // Every prefix of a good file fails cleanly (no crash, no hang, no garbage).
   std::string good = testing::read_file(external("jpeg/wuffs_peacock.default.jpeg"));
-  for (size_t n = 0; n + 1 < good.size(); n += 37) EXPECT_THROW(decode_jpeg_image(good.substr(0, n), {}), ImageError) << n;
+  for (size_t n = 0; n + 1 < good.size(); n += 37)
+    EXPECT_THROW(decode_jpeg_image(good.substr(0, n), {}), ImageError) << n;
   std::string png = testing::read_file(external("png/basn2c08.png"));
-  for (size_t n = 0; n + 12 < png.size(); n += 29) EXPECT_THROW(decode_png_image(png.substr(0, n), {}), ImageError) << n;
+  for (size_t n = 0; n + 12 < png.size(); n += 29)
+    EXPECT_THROW(decode_png_image(png.substr(0, n), {}), ImageError) << n;
 }
 
 TEST(ImageDecode, PixelLimitRefusesBeforeDecoding) {
@@ -195,7 +197,10 @@ TEST(ImageDecode, PixelLimitRefusesBeforeDecoding) {
   // an allocation of 10 GB.
   std::string huge = png.substr(0, 33);
   for (int k : {16, 20}) {
-    huge[k] = 0; huge[k + 1] = 0; huge[k + 2] = static_cast<char>(0xEA); huge[k + 3] = 0x60;
+    huge[k] = 0;
+    huge[k + 1] = 0;
+    huge[k + 2] = static_cast<char>(0xEA);
+    huge[k + 3] = 0x60;
   }
   uLong c = crc32(0L, reinterpret_cast<const Bytef*>(huge.data() + 12), 17);
   for (int k = 0; k < 4; ++k) huge[29 + k] = static_cast<char>((c >> (24 - 8 * k)) & 0xFF);
@@ -244,8 +249,8 @@ TEST(ImageDecode, CroppedDecodeEqualsDecodeThenCrop) {
         };
         Tensor cropped = decode_jpeg_image(data, o);
         Tensor want = crop_image(img, win);
-        ASSERT_TRUE(cropped.equals(want)) << name << " channels " << ch << " window " << win.height << "x" << win.width << " at ("
-                                          << win.top << ", " << win.left << ")";
+        ASSERT_TRUE(cropped.equals(want)) << name << " channels " << ch << " window " << win.height << "x" << win.width
+                                          << " at (" << win.top << ", " << win.left << ")";
         ++checked;
       }
     }

@@ -34,7 +34,8 @@ void expect_close(const Tensor& got, const Tensor& want, float tol) {
   ASSERT_EQ(got.dtype(), DType::F32);
   ASSERT_EQ(got.shape(), want.shape());
   float worst = 0;
-  for (int64_t i = 0; i < got.num_elements(); ++i) worst = std::max(worst, std::fabs(got.data<float>()[i] - want.data<float>()[i]));
+  for (int64_t i = 0; i < got.num_elements(); ++i)
+    worst = std::max(worst, std::fabs(got.data<float>()[i] - want.data<float>()[i]));
   EXPECT_LE(worst, tol);
 }
 
@@ -60,8 +61,13 @@ TEST(ImageOps, FlipsMatchTensorFlow) {
 // Every pixel size (channels x element bytes), the specialized ones and the general one, in a batch
 // where only some images flip: against pixels reversed one by one.
 TEST(ImageOps, HorizontalFlipOfEveryPixelSize) {
-  for (auto [dtype, channels] : std::vector<std::pair<DType, int64_t>>{
-           {DType::U8, 1}, {DType::U8, 3}, {DType::U8, 4}, {DType::U8, 5}, {DType::U16, 3}, {DType::F32, 3}, {DType::F32, 4}}) {
+  for (auto [dtype, channels] : std::vector<std::pair<DType, int64_t>>{{DType::U8, 1},
+                                                                       {DType::U8, 3},
+                                                                       {DType::U8, 4},
+                                                                       {DType::U8, 5},
+                                                                       {DType::U16, 3},
+                                                                       {DType::F32, 3},
+                                                                       {DType::F32, 4}}) {
     const int64_t n = 3, h = 4, w = 7;
     Tensor x = Tensor::empty(dtype, {n, h, w, channels});
     for (size_t i = 0; i < x.byte_size(); ++i) x.raw()[i] = static_cast<uint8_t>(i * 37 + 11);
@@ -72,8 +78,10 @@ TEST(ImageOps, HorizontalFlipOfEveryPixelSize) {
       for (int64_t y = 0; y < h; ++y)
         for (int64_t c = 0; c < w; ++c) {
           const int64_t from = flip[static_cast<size_t>(i)] ? w - 1 - c : c;
-          const size_t d = static_cast<size_t>((i * h + y) * w + c) * pixel, s = static_cast<size_t>((i * h + y) * w + from) * pixel;
-          ASSERT_EQ(std::memcmp(got.raw() + d, x.raw() + s, pixel), 0) << dtype_name(dtype) << " x" << channels << " image " << i;
+          const size_t d = static_cast<size_t>((i * h + y) * w + c) * pixel,
+                       s = static_cast<size_t>((i * h + y) * w + from) * pixel;
+          ASSERT_EQ(std::memcmp(got.raw() + d, x.raw() + s, pixel), 0)
+              << dtype_name(dtype) << " x" << channels << " image " << i;
         }
   }
 }
@@ -188,7 +196,8 @@ TEST(ImageOps, PairedRandomCropSharesTheWindow) {
   Type img = Type::tensor(DType::U8, {kUnknownDim, kUnknownDim, 3});
   fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("a")}}, img, {}});
   fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string("b")}}, img, {}});
-  std::map<std::string, Value> attrs{{"height", Value::make_int(3)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}};
+  std::map<std::string, Value> attrs{
+      {"height", Value::make_int(3)}, {"width", Value::make_int(4)}, {"op_id", Value::make_int(0)}};
   Type out = Type::tensor(DType::U8, {3, 4, 3});
   fn.add(Instr{OpKind::RandomCrop, {0}, attrs, out, {}});
   fn.add(Instr{OpKind::RandomCrop, {1}, attrs, out, {}});

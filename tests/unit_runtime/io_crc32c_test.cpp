@@ -15,8 +15,7 @@ namespace {
 using Fn = uint32_t (*)(uint32_t, const void*, size_t);
 
 std::vector<std::pair<const char*, Fn>> implementations() {
-  std::vector<std::pair<const char*, Fn>> fns{{"portable", crc32c_extend_portable},
-                                              {"dispatch", crc32c_extend}};
+  std::vector<std::pair<const char*, Fn>> fns{{"portable", crc32c_extend_portable}, {"dispatch", crc32c_extend}};
   if (crc32c_have_sse42()) fns.push_back({"sse42", crc32c_extend_sse42});
   if (crc32c_have_sse42_clmul()) fns.push_back({"sse42_3way", crc32c_extend_sse42_3way});
   return fns;

@@ -18,8 +18,8 @@ TEST(IoFileGlob, SortedMatchesWithoutDirectories) {
   for (const char* f : {"b.rec", "a.rec", "c.txt", "B.rec", "a10.rec", "a2.rec"}) testing::write_file(dir.file(f), "x");
   std::filesystem::create_directory(dir.file("d.rec"));
   EXPECT_EQ(expand_glob(dir.file("*.rec")),
-            (std::vector<std::string>{dir.file("B.rec"), dir.file("a.rec"), dir.file("a10.rec"),
-                                      dir.file("a2.rec"), dir.file("b.rec")}));  // bytewise order
+            (std::vector<std::string>{dir.file("B.rec"), dir.file("a.rec"), dir.file("a10.rec"), dir.file("a2.rec"),
+                                      dir.file("b.rec")}));  // bytewise order
   EXPECT_EQ(expand_glob(dir.file("?.txt")), std::vector<std::string>{dir.file("c.txt")});
   EXPECT_EQ(expand_glob(dir.file("[ab].rec")), (std::vector<std::string>{dir.file("a.rec"), dir.file("b.rec")}));
 }

@@ -134,8 +134,8 @@ TEST(IoInputStream, GzipHeaderWithFileNameFlag) {
 
 TEST(IoInputStream, ConcatenatedGzipMembers) {
   std::string a = random_text(5000, 3), b = random_text(7000, 4);
-  auto in = open_decompressing_stream(
-      open_memory_stream("m", zlib_compress(a, true) + zlib_compress(b, true)), Compression::Gzip);
+  auto in = open_decompressing_stream(open_memory_stream("m", zlib_compress(a, true) + zlib_compress(b, true)),
+                                      Compression::Gzip);
   EXPECT_EQ(drain(*in), a + b);
 }
 
@@ -171,8 +171,7 @@ TEST(IoInputStream, TruncatedGzipIsAnErrorAtEveryCutPoint) {
 TEST(IoInputStream, TruncationHandsOutTheIntactPrefixFirst) {
   std::string data = random_text(200000, 6);
   std::string z = zlib_compress(data, true);
-  auto in = open_decompressing_stream(open_memory_stream("m", z.substr(0, z.size() / 2)),
-                                      Compression::Gzip, 4096);
+  auto in = open_decompressing_stream(open_memory_stream("m", z.substr(0, z.size() / 2)), Compression::Gzip, 4096);
   std::string got;
   try {
     for (;;) {

@@ -187,12 +187,12 @@ TEST(NpyNumpyFiles, BoolAndFloats) {
 
   Tensor f4 = read_npy(fixture("dtype_f4.npy"));
   EXPECT_EQ(f4.dtype(), DType::F32);
-  EXPECT_EQ(values_of<float>(f4),
-            (std::vector<float>{0.0f, -1.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max()}));
+  EXPECT_EQ(values_of<float>(f4), (std::vector<float>{0.0f, -1.5f, std::numeric_limits<float>::infinity(),
+                                                      std::numeric_limits<float>::max()}));
   Tensor f8 = read_npy(fixture("dtype_f8.npy"));
   EXPECT_EQ(f8.dtype(), DType::F64);
   EXPECT_EQ(values_of<double>(f8), (std::vector<double>{0.0, -1.5, std::numeric_limits<double>::infinity(),
-                                                         std::numeric_limits<double>::max()}));
+                                                        std::numeric_limits<double>::max()}));
   // float16 bit patterns: 0, -1.5, +inf, 65504.
   Tensor f2 = read_npy(fixture("dtype_f2.npy"));
   EXPECT_EQ(f2.dtype(), DType::F16);
@@ -246,10 +246,10 @@ TEST(NpyNumpyFiles, FormatVersion2) {
 
 TEST(NpyNumpyFiles, PipecWritesTheSameBytesAsNumpy) {
   // Every v1.0 file numpy wrote, decoded and re-encoded, is byte-identical.
-  for (const char* name : {"dtype_u1.npy", "dtype_i1.npy", "dtype_u2.npy", "dtype_i2.npy", "dtype_u4.npy", "dtype_i4.npy",
-                           "dtype_u8.npy", "dtype_i8.npy", "dtype_b1.npy", "dtype_f2.npy", "dtype_f4.npy", "dtype_f8.npy",
-                           "f32_2x3.npy", "i64_scalar.npy", "u16_2x3x4.npy", "bytes_2x2.npy", "bytes_empty_strings.npy",
-                           "f32_0x3.npy"}) {
+  for (const char* name :
+       {"dtype_u1.npy", "dtype_i1.npy", "dtype_u2.npy", "dtype_i2.npy", "dtype_u4.npy", "dtype_i4.npy", "dtype_u8.npy",
+        "dtype_i8.npy", "dtype_b1.npy", "dtype_f2.npy", "dtype_f4.npy", "dtype_f8.npy", "f32_2x3.npy", "i64_scalar.npy",
+        "u16_2x3x4.npy", "bytes_2x2.npy", "bytes_empty_strings.npy", "f32_0x3.npy"}) {
     SCOPED_TRACE(name);
     std::string file = read_file(fixture(name));
     ASSERT_FALSE(file.empty());
@@ -284,8 +284,8 @@ TEST(Npy, TruncatedFilesAreDataLoss) {
     const char* reason;
   };
   for (Cut c : {Cut{0, "shorter than the magic"}, Cut{4, "shorter than the magic"}, Cut{7, "version"},
-                Cut{9, "header length"}, Cut{60, "header says it is 118 bytes"}, Cut{128, "needs 24 data bytes but only 0"},
-                Cut{151, "needs 24 data bytes but only 23"}}) {
+                Cut{9, "header length"}, Cut{60, "header says it is 118 bytes"},
+                Cut{128, "needs 24 data bytes but only 0"}, Cut{151, "needs 24 data bytes but only 23"}}) {
     SCOPED_TRACE(c.size);
     std::string path = dir.file("cut.npy");
     write_file(path, good.substr(0, c.size));
@@ -304,8 +304,10 @@ TEST(Npy, WrongMagicAndVersion) {
   std::string good = read_file(fixture("dtype_u1.npy"));
   std::string bad_magic = good;
   bad_magic[1] = 'X';
-  EXPECT_NE(error_of([&] { decode_npy(bad_magic, "m.npy"); }).find("m.npy: not a .npy file: wrong magic"), std::string::npos);
-  EXPECT_NE(error_of([&] { decode_npy("PK\x03\x04 a zip file, not npy", "z.npy"); }).find("wrong magic"), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_npy(bad_magic, "m.npy"); }).find("m.npy: not a .npy file: wrong magic"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { decode_npy("PK\x03\x04 a zip file, not npy", "z.npy"); }).find("wrong magic"),
+            std::string::npos);
   std::string bad_version = good;
   bad_version[6] = 9;
   EXPECT_NE(error_of([&] { decode_npy(bad_version, "v.npy"); }).find("unsupported .npy format version 9.0"),

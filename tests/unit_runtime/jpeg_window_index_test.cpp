@@ -36,10 +36,12 @@ DecodeOptions with_window(CropWindow win, int channels = 3) {
 }
 
 // 4:2:0, 4:4:4, grey, progressive, arithmetic-coded, odd sizes: all rewritten and cut exactly.
-const char* kGoodJpegs[] = {"libjpeg-turbo_testorig.jpg",      "libjpeg-turbo_testimgint.jpg",  "libjpeg-turbo_testimgari.jpg",
-                            "wuffs_peacock.default.jpeg",      "wuffs_bricks-color.jpeg",       "wuffs_bricks-gray.jpeg",
-                            "wuffs_peacock.progressive.jpeg",  "wuffs_peacock.grayscale.jpeg",  "wuffs_mona-lisa.21x32.q50.jpeg",
-                            "wuffs_hippopotamus-bad-comment-length.jpeg", "libjpeg-turbo_monkey12.jpg"};
+const char* kGoodJpegs[] = {"libjpeg-turbo_testorig.jpg",     "libjpeg-turbo_testimgint.jpg",
+                            "libjpeg-turbo_testimgari.jpg",   "wuffs_peacock.default.jpeg",
+                            "wuffs_bricks-color.jpeg",        "wuffs_bricks-gray.jpeg",
+                            "wuffs_peacock.progressive.jpeg", "wuffs_peacock.grayscale.jpeg",
+                            "wuffs_mona-lisa.21x32.q50.jpeg", "wuffs_hippopotamus-bad-comment-length.jpeg",
+                            "libjpeg-turbo_monkey12.jpg"};
 
 TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
   int checked = 0;
@@ -80,8 +82,8 @@ TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
         if (k == 3) win = CropWindow{h / 2, 0, 1, w};
         if (k == 4) win = CropWindow{0, w / 2, h, 1};
         Tensor got = decode_jpeg_window(*index, with_window(win, ch));
-        ASSERT_TRUE(got.equals(crop_image(img, win)))
-            << name << " channels " << ch << " window " << win.height << "x" << win.width << " at (" << win.top << ", " << win.left << ")";
+        ASSERT_TRUE(got.equals(crop_image(img, win))) << name << " channels " << ch << " window " << win.height << "x"
+                                                      << win.width << " at (" << win.top << ", " << win.left << ")";
         ++checked;
       }
     }
@@ -97,7 +99,8 @@ std::string encode(int h, int w, int channels, int samp_h, int samp_v, int resta
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
       for (int c = 0; c < channels; ++c)
-        px[static_cast<size_t>((y * w + x) * channels + c)] = static_cast<uint8_t>((x * (c + 1) + y * 3 + ((x * y) % 7) * 20) & 0xFF);
+        px[static_cast<size_t>((y * w + x) * channels + c)] =
+            static_cast<uint8_t>((x * (c + 1) + y * 3 + ((x * y) % 7) * 20) & 0xFF);
   jpeg_compress_struct ci;
   jpeg_error_mgr err;
   ci.err = jpeg_std_error(&err);
@@ -120,7 +123,8 @@ std::string encode(int h, int w, int channels, int samp_h, int samp_v, int resta
   if (exif) {
     std::string app1 = "Exif";
     app1.append(2000, 'x');
-    jpeg_write_marker(&ci, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(app1.data()), static_cast<unsigned>(app1.size()));
+    jpeg_write_marker(&ci, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(app1.data()),
+                      static_cast<unsigned>(app1.size()));
     jpeg_write_marker(&ci, JPEG_COM, reinterpret_cast<const JOCTET*>("a comment"), 9);
   }
   while (ci.next_scanline < ci.image_height) {
@@ -142,15 +146,15 @@ TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
     bool optimize, exif;
   };
   const Case cases[] = {
-      {67, 101, 3, 2, 2, 0, false, false}, {67, 101, 3, 2, 2, 0, true, true},  {80, 96, 3, 2, 1, 3, false, false},
-      {75, 90, 3, 1, 2, -1, true, false},  {41, 77, 3, 1, 1, 1, false, true},  {50, 130, 3, 4, 1, 5, true, false},
-      {33, 47, 1, 1, 1, 0, false, false},  {33, 47, 1, 1, 1, 4, true, true},   {1, 1, 3, 2, 2, 0, false, false},
+      {67, 101, 3, 2, 2, 0, false, false}, {67, 101, 3, 2, 2, 0, true, true}, {80, 96, 3, 2, 1, 3, false, false},
+      {75, 90, 3, 1, 2, -1, true, false},  {41, 77, 3, 1, 1, 1, false, true}, {50, 130, 3, 4, 1, 5, true, false},
+      {33, 47, 1, 1, 1, 0, false, false},  {33, 47, 1, 1, 1, 4, true, true},  {1, 1, 3, 2, 2, 0, false, false},
       {200, 16, 3, 2, 2, -2, true, false},
   };
   int checked = 0;
   for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << c.w << "x" << c.h << " channels " << c.channels << " sampling " << c.samp_h << "x"
-                                      << c.samp_v << " restart " << c.restart << " optimized " << c.optimize);
+    SCOPED_TRACE(::testing::Message() << c.w << "x" << c.h << " channels " << c.channels << " sampling " << c.samp_h
+                                      << "x" << c.samp_v << " restart " << c.restart << " optimized " << c.optimize);
     const std::string data = encode(c.h, c.w, c.channels, c.samp_h, c.samp_v, c.restart, c.optimize, c.exif);
     std::string why;
     auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
@@ -169,8 +173,8 @@ TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
       win.left = st.uniform_int(0, c.w - win.width);
       if (k == 0) win = CropWindow{0, 0, c.h, c.w};
       Tensor got = decode_jpeg_window(*index, with_window(win));
-      ASSERT_TRUE(got.equals(crop_image(img, win))) << "window " << win.height << "x" << win.width << " at (" << win.top << ", "
-                                                    << win.left << ")";
+      ASSERT_TRUE(got.equals(crop_image(img, win)))
+          << "window " << win.height << "x" << win.width << " at (" << win.top << ", " << win.left << ")";
       ++checked;
     }
   }
@@ -204,7 +208,9 @@ TEST(JpegWindowIndex, ACutHoldsOnlyTheWindowsMcus) {
 TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
   for (const char* name : {"wuffs_peacock.default.truncated.jpeg", "wuffs_peacock.progressive.truncated.jpeg"}) {
     std::string why;
-    EXPECT_EQ(JpegWindowIndex::build(testing::read_file(external(std::string("jpeg/") + name)), kDefaultMaxPixels, &why), nullptr);
+    EXPECT_EQ(
+        JpegWindowIndex::build(testing::read_file(external(std::string("jpeg/") + name)), kDefaultMaxPixels, &why),
+        nullptr);
     EXPECT_NE(why.find("truncated"), std::string::npos) << name << ": " << why;
   }
   std::string good = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));  // 227 x 149
@@ -217,7 +223,8 @@ TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
   for (size_t at = good.size() / 2; at < good.size() / 2 + 64; ++at) damaged[at] = static_cast<char>(0xFF);
   EXPECT_EQ(JpegWindowIndex::build(damaged, kDefaultMaxPixels, &why), nullptr);
   // Every prefix and garbage: no index, no crash.
-  for (size_t n = 0; n + 1 < good.size(); n += 97) EXPECT_EQ(JpegWindowIndex::build(good.substr(0, n), kDefaultMaxPixels), nullptr) << n;
+  for (size_t n = 0; n + 1 < good.size(); n += 97)
+    EXPECT_EQ(JpegWindowIndex::build(good.substr(0, n), kDefaultMaxPixels), nullptr) << n;
   EXPECT_EQ(JpegWindowIndex::build("not a jpeg at all", kDefaultMaxPixels), nullptr);
 }
 
@@ -228,7 +235,8 @@ TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
 // refuse): the index and the cropping decode agree, on the fuzzer's window and others.
 TEST(JpegWindowIndex, FuzzerRegressions) {
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(PIPEC_SOURCE_DIR) + "/tests/fuzz/image_regressions")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(PIPEC_SOURCE_DIR) + "/tests/fuzz/image_regressions")) {
     if (e.path().filename().string().rfind("jpeg_index_", 0) != 0) continue;
     ++files;
     const std::string data = testing::read_file(e.path().string());
@@ -336,7 +344,8 @@ TEST(JpegIndexCache, ParsesMemorySizes) {
   EXPECT_EQ(parse_memory_size("2G"), int64_t{2} << 30);
   EXPECT_EQ(parse_memory_size("2GiB"), int64_t{2} << 30);
   EXPECT_EQ(parse_memory_size("1t"), int64_t{1} << 40);
-  for (const char* bad : {"", "M", "-1", "12X", "1.5G", "99999999999999999999", "4GB5"}) EXPECT_EQ(parse_memory_size(bad), -1) << bad;
+  for (const char* bad : {"", "M", "-1", "12X", "1.5G", "99999999999999999999", "4GB5"})
+    EXPECT_EQ(parse_memory_size(bad), -1) << bad;
 }
 
 }  // namespace

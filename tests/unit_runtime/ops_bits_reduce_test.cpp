@@ -87,7 +87,8 @@ TEST(OpsReduce, MaxMinArgmax) {
   expect_values(call("reduce_max", {x}, DType::F32, {2}, {{"axis", Value::make_int(1)}}), {5, kNaN});
   expect_values(call("reduce_min", {x}, DType::F32, {3}, {{"axis", Value::make_int(0)}}), {-1, kNaN, 2});
   EXPECT_EQ(ints(call("argmax", {x}, DType::I64, {2})), (std::vector<int64_t>{1, 1}));  // first max, first NaN
-  EXPECT_EQ(ints(call("argmax", {x}, DType::I64, {3}, {{"axis", Value::make_int(0)}})), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(ints(call("argmax", {x}, DType::I64, {3}, {{"axis", Value::make_int(0)}})),
+            (std::vector<int64_t>{0, 1, 0}));
   Tensor i = make(DType::I8, {4}, {-5, 7, 7, -128});
   EXPECT_EQ(ints(call("reduce_max", {i}, DType::I8)), (std::vector<int64_t>{7}));
   EXPECT_EQ(ints(call("reduce_min", {i}, DType::I8)), (std::vector<int64_t>{-128}));

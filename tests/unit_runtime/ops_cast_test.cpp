@@ -51,7 +51,7 @@ TEST(OpsCast, IntToFloat) {
   u.data<uint64_t>()[0] = UINT64_MAX;
   expect_values(cast_tensor(u, DType::F32), {18446744073709551616.0});
   expect_values(cast_tensor(make(DType::I32, {2}, {16777217, -3}), DType::F32), {16777216, -3});  // nearest even
-  expect_values(cast_tensor(make(DType::I32, {2}, {70000, 2049}), DType::F16), {kInf, 2048});  // 2049 ties to 2048
+  expect_values(cast_tensor(make(DType::I32, {2}, {70000, 2049}), DType::F16), {kInf, 2048});     // 2049 ties to 2048
 }
 
 TEST(OpsCast, HalfConversionsRoundToNearestEven) {
@@ -59,11 +59,11 @@ TEST(OpsCast, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
   EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_half_bits(65519.996f), 0x7bff);
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);       // the tie rounds to even: infinity
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and 2^-24: 0
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -26)), 0x0001);  // 0.75 * 2^-24 rounds up
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 * 2^-24: tie to even 2
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);                  // the tie rounds to even: infinity
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);     // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);     // tie between 0 and 2^-24: 0
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -26)), 0x0001);     // 0.75 * 2^-24 rounds up
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);     // 1.5 * 2^-24: tie to even 2
   EXPECT_EQ(float_to_half_bits(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into the normals
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7c00);
@@ -76,8 +76,8 @@ TEST(OpsCast, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(half_bits_to_float(0x7bff), 65504.0f);
 
   EXPECT_EQ(float_to_bf16_bits(1.0f), 0x3f80);
-  EXPECT_EQ(float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie -> even
-  EXPECT_EQ(float_to_bf16_bits(1.0f + std::ldexp(3.0f, -8)), 0x3f82);      // tie -> even (up)
+  EXPECT_EQ(float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);        // tie -> even
+  EXPECT_EQ(float_to_bf16_bits(1.0f + std::ldexp(3.0f, -8)), 0x3f82);        // tie -> even (up)
   EXPECT_EQ(float_to_bf16_bits(std::numeric_limits<float>::max()), 0x7f80);  // overflows to inf
   EXPECT_TRUE(std::isnan(bf16_bits_to_float(float_to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
@@ -98,7 +98,8 @@ TEST(OpsCast, F64ToHalfRoundsOnce) {
 }
 
 TEST(OpsCast, CastKernelUsesTheResultDtype) {
-  Tensor out = call("cast", {make(DType::F64, {2, 2}, {1.5, -1.5, 300, 7})}, DType::U8, {2, 2}, {{"dtype", Value::make_symbol("u8")}});
+  Tensor out = call("cast", {make(DType::F64, {2, 2}, {1.5, -1.5, 300, 7})}, DType::U8, {2, 2},
+                    {{"dtype", Value::make_symbol("u8")}});
   EXPECT_EQ(out.dtype(), DType::U8);
   EXPECT_EQ(out.shape(), (Shape{2, 2}));
   EXPECT_EQ(ints(out), (std::vector<int64_t>{1, 0, 255, 7}));

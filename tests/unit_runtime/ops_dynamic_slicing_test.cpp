@@ -32,7 +32,9 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-int64_t pick(Tensor x, Tensor i) { return ints(call("dynamic_index", {std::move(x), std::move(i)}, DType::I64, {}, {{"axis", axis(0)}}))[0]; }
+int64_t pick(Tensor x, Tensor i) {
+  return ints(call("dynamic_index", {std::move(x), std::move(i)}, DType::I64, {}, {{"axis", axis(0)}}))[0];
+}
 
 TEST(OpsDynamicIndex, NegativeIndicesCountFromTheEndInEveryIntegerDtype) {
   const Tensor x = make_i64({4}, {10, 20, 30, 40});
@@ -53,9 +55,11 @@ TEST(OpsDynamicIndex, OutOfRangeNamesTheIndexAndTheDimension) {
   EXPECT_EQ(error_of([&] { pick(x, scalar(DType::I64, INT64_MIN)); }),
             "index -9223372036854775808 is out of range for a dimension of size 4");
   // u64 values above i64's range are read as they are, not wrapped to negative ones.
-  EXPECT_EQ(error_of([&] { pick(x, scalar(DType::U64, -1)); }), "index 18446744073709551615 is out of range for a dimension of size 4");
+  EXPECT_EQ(error_of([&] { pick(x, scalar(DType::U64, -1)); }),
+            "index 18446744073709551615 is out of range for a dimension of size 4");
   EXPECT_EQ(error_of([&] { pick(x, scalar(DType::U8, 255)); }), "index 255 is out of range for a dimension of size 4");
-  EXPECT_EQ(error_of([&] { pick(make_i64({0}, {}), scalar(DType::I64, 0)); }), "index 0 is out of range for a dimension of size 0");
+  EXPECT_EQ(error_of([&] { pick(make_i64({0}, {}), scalar(DType::I64, 0)); }),
+            "index 0 is out of range for a dimension of size 0");
   EXPECT_EQ(error_of([&] { pick(x, make(DType::F32, {}, {1})); }), "an index must be an integer, not f32");
 }
 
@@ -66,8 +70,8 @@ TEST(OpsDynamicIndex, InnerAxesAndByteStrings) {
   expect_values(col, {3, 6});
   Tensor row = call("dynamic_index", {m, scalar(DType::I32, 1)}, DType::F32, {3}, {{"axis", axis(-2)}});
   expect_values(row, {4, 5, 6});
-  Tensor s = call("dynamic_index", {Tensor::from_strings({"a", "bb", "ccc"}, {3}), scalar(DType::I64, -2)}, DType::Bytes, {},
-                  {{"axis", axis(0)}});
+  Tensor s = call("dynamic_index", {Tensor::from_strings({"a", "bb", "ccc"}, {3}), scalar(DType::I64, -2)},
+                  DType::Bytes, {}, {{"axis", axis(0)}});
   ASSERT_EQ(s.num_elements(), 1);
   EXPECT_EQ(s.str(0), "bb");
 }
@@ -93,7 +97,9 @@ TEST(OpsDynamicIndex, WithRowsEachRowHasItsIndexAndAnErrorNamesTheElement) {
   int rp = rb.param("x", Type::tensor(DType::I64, {kUnknownDim}));
   int ri = rb.param("i", Type::tensor(DType::I64, {}));
   rb.result("y", rb.op("dynamic_index", {rp, ri}, Type::tensor(DType::I64, {}), {{"axis", axis(0)}}));
-  EXPECT_EQ(error_of([&] { run_function(rb.fn, {"x", "i"}, r, ec); }),
+  EXPECT_EQ(error_of([&] {
+              run_function(rb.fn, {"x", "i"}, r, ec);
+            }),
             "test.pipe:1:1: dynamic_index: element 41: index -2 is out of range for a dimension of size 1");
 }
 
@@ -101,8 +107,8 @@ TEST(OpsDynamicIndex, WithRowsEachRowHasItsIndexAndAnErrorNamesTheElement) {
 // omitted is an attribute).
 std::vector<int64_t> slice_operands(int64_t start, int64_t stop, int64_t step) {
   Tensor x = make_i64({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-  return ints(call("dynamic_slice", {x, scalar(DType::I64, start), scalar(DType::I64, stop), scalar(DType::I64, step)}, DType::I64,
-                   {kUnknownDim}, {{"axis", axis(0)}}));
+  return ints(call("dynamic_slice", {x, scalar(DType::I64, start), scalar(DType::I64, stop), scalar(DType::I64, step)},
+                   DType::I64, {kUnknownDim}, {{"axis", axis(0)}}));
 }
 
 using Ints = std::vector<int64_t>;
@@ -159,7 +165,9 @@ TEST(OpsDynamicSlice, AttributesHoldTheConstantBoundsAndOperandsTheOthersInOrder
   EXPECT_EQ(ints(call("dynamic_slice", {x, scalar(DType::I64, 4), scalar(DType::I64, -3)}, DType::I64, {kUnknownDim},
                       {{"axis", axis(0)}, {"stop", none}})),
             (Ints{4, 1}));
-  EXPECT_EQ(error_of([&] { call("dynamic_slice", {x}, DType::I64, {kUnknownDim}, {{"axis", axis(0)}, {"stop", none}}); }),
+  EXPECT_EQ(error_of([&] {
+              call("dynamic_slice", {x}, DType::I64, {kUnknownDim}, {{"axis", axis(0)}, {"stop", none}});
+            }),
             "no operand for the slice's start");
   EXPECT_EQ(error_of([&] {
               call("dynamic_slice", {x, make_i64({2}, {1, 2})}, DType::I64, {kUnknownDim},
@@ -177,8 +185,9 @@ TEST(OpsDynamicSlice, InnerAxesAndByteStrings) {
   Tensor e = call("dynamic_slice", {m, scalar(DType::I64, 0)}, DType::F32, {2, kUnknownDim},
                   {{"axis", axis(1)}, {"start", Value::make_int(kSliceNone)}, {"step", Value::make_int(1)}});
   EXPECT_EQ(e.shape(), (Shape{2, 0}));
-  Tensor b = call("dynamic_slice", {Tensor::from_strings({"a", "b", "c", "d"}, {4}), scalar(DType::I64, 2)}, DType::Bytes, {kUnknownDim},
-                  {{"axis", axis(0)}, {"start", Value::make_int(1)}, {"step", Value::make_int(1)}});
+  Tensor b =
+      call("dynamic_slice", {Tensor::from_strings({"a", "b", "c", "d"}, {4}), scalar(DType::I64, 2)}, DType::Bytes,
+           {kUnknownDim}, {{"axis", axis(0)}, {"start", Value::make_int(1)}, {"step", Value::make_int(1)}});
   ASSERT_EQ(b.num_elements(), 1);
   EXPECT_EQ(b.str(0), "b");
 }
@@ -189,7 +198,10 @@ TEST(OpsDynamicSlice, TheInterpreterSlicesEachRowByItsOwnBounds) {
   int n = b.param("n", Type::tensor(DType::I64, {}));
   b.result("y", b.op("dynamic_slice", {x, n}, Type::tensor(DType::I64, {kUnknownDim}),
                      {{"axis", axis(0)}, {"start", Value::make_int(kSliceNone)}, {"step", Value::make_int(1)}}));
-  Chunk in = chunk(3, {dense(make_i64({3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})), dense(make_i64({3}, {0, 2, -1}))}, 7);
+  Chunk in = chunk(
+      3,
+      {dense(make_i64({3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})), dense(make_i64({3}, {0, 2, -1}))},
+      7);
   EvalContext ec;
   std::vector<Column> out = run_function(b.fn, {"x", "n"}, in, ec);
   ASSERT_EQ(out.size(), 1u);
@@ -202,10 +214,17 @@ TEST(OpsDynamicSlice, TheInterpreterSlicesEachRowByItsOwnBounds) {
   FnBuilder z;
   int zx = z.param("x", Type::tensor(DType::I64, {5}));
   int zs = z.param("n", Type::tensor(DType::I64, {}));
-  z.result("y", z.op("dynamic_slice", {zx, zs}, Type::tensor(DType::I64, {kUnknownDim}),
-                     {{"axis", axis(0)}, {"start", Value::make_int(kSliceNone)}, {"stop", Value::make_int(kSliceNone)}}));
-  Chunk zin = chunk(3, {dense(make_i64({3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})), dense(make_i64({3}, {1, -1, 0}))}, 7);
-  EXPECT_EQ(error_of([&] { run_function(z.fn, {"x", "n"}, zin, ec); }), "test.pipe:1:1: dynamic_slice: element 9: slice step cannot be zero");
+  z.result("y",
+           z.op("dynamic_slice", {zx, zs}, Type::tensor(DType::I64, {kUnknownDim}),
+                {{"axis", axis(0)}, {"start", Value::make_int(kSliceNone)}, {"stop", Value::make_int(kSliceNone)}}));
+  Chunk zin = chunk(
+      3,
+      {dense(make_i64({3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})), dense(make_i64({3}, {1, -1, 0}))},
+      7);
+  EXPECT_EQ(error_of([&] {
+              run_function(z.fn, {"x", "n"}, zin, ec);
+            }),
+            "test.pipe:1:1: dynamic_slice: element 9: slice step cannot be zero");
 }
 
 }  // namespace

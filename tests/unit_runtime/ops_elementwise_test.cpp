@@ -164,10 +164,12 @@ TEST(OpsElementwise, RoundSignAbsNeg) {
   Tensor r = make(DType::F32, {8}, {0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6, 0.49999997});
   expect_values(call("round", {r}, DType::F32, {8}), {0, 2, 2, -0.0, -2, 2, -3, 0}, true);
   expect_values(call("round", {make(DType::F64, {2}, {kNaN, -kInf})}, DType::F64, {2}), {kNaN, -kInf});
-  expect_values(call("sign", {make(DType::F32, {5}, {-3, 0, -0.0, 2.5, kNaN})}, DType::F32, {5}), {-1, 0, 0, 1, kNaN}, true);
+  expect_values(call("sign", {make(DType::F32, {5}, {-3, 0, -0.0, 2.5, kNaN})}, DType::F32, {5}), {-1, 0, 0, 1, kNaN},
+                true);
   EXPECT_EQ(ints(call("sign", {make(DType::I32, {3}, {-7, 0, 9})}, DType::I32, {3})), (std::vector<int64_t>{-1, 0, 1}));
   EXPECT_EQ(ints(call("sign", {make(DType::U8, {2}, {0, 200})}, DType::U8, {2})), (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(ints(call("abs", {make(DType::I8, {3}, {-128, -5, 5})}, DType::I8, {3})), (std::vector<int64_t>{-128, 5, 5}));
+  EXPECT_EQ(ints(call("abs", {make(DType::I8, {3}, {-128, -5, 5})}, DType::I8, {3})),
+            (std::vector<int64_t>{-128, 5, 5}));
   expect_values(call("abs", {make(DType::F64, {2}, {-0.0, -2})}, DType::F64, {2}), {0, 2}, true);
   EXPECT_EQ(ints(call("neg", {make(DType::U8, {2}, {1, 0})}, DType::U8, {2})), (std::vector<int64_t>{255, 0}));
   EXPECT_EQ(ints(call("neg", {make(DType::I64, {1}, {5})}, DType::I64, {1})), (std::vector<int64_t>{-5}));
@@ -202,14 +204,17 @@ TEST(OpsElementwise, WhereAndClipBroadcast) {
   EXPECT_EQ(w.shape(), (Shape{2, 3}));
   EXPECT_EQ(ints(w), (std::vector<int64_t>{1, 2, 3, -1, -1, -1}));
   Tensor x = make(DType::F32, {5}, {-5, 0.5, 5, kNaN, 2});
-  expect_values(call("clip", {x, make(DType::F32, {}, {0}), make(DType::F32, {}, {1})}, DType::F32), {0, 0.5, 1, kNaN, 1});
-  EXPECT_EQ(ints(call("clip", {make(DType::U8, {3}, {0, 100, 255}), make(DType::U8, {3}, {10, 10, 10}),
-                               make(DType::U8, {}, {200})},
-                      DType::U8)),
-            (std::vector<int64_t>{10, 100, 200}));
-  Tensor s = call("where", {make(DType::Bool, {2}, {1, 0}), Tensor::from_strings({"yes"}, {}),
-                            Tensor::from_strings({"no", "nope"}, {2})},
-                  DType::Bytes);
+  expect_values(call("clip", {x, make(DType::F32, {}, {0}), make(DType::F32, {}, {1})}, DType::F32),
+                {0, 0.5, 1, kNaN, 1});
+  EXPECT_EQ(
+      ints(call("clip",
+                {make(DType::U8, {3}, {0, 100, 255}), make(DType::U8, {3}, {10, 10, 10}), make(DType::U8, {}, {200})},
+                DType::U8)),
+      (std::vector<int64_t>{10, 100, 200}));
+  Tensor s = call(
+      "where",
+      {make(DType::Bool, {2}, {1, 0}), Tensor::from_strings({"yes"}, {}), Tensor::from_strings({"no", "nope"}, {2})},
+      DType::Bytes);
   EXPECT_EQ(s.str(0), "yes");
   EXPECT_EQ(s.str(1), "nope");
 }

@@ -33,7 +33,8 @@ ExprFunction chess_fn() {
                 {{"starts", slice_value({0})}, {"stops", slice_value({1536})}, {"steps", slice_value({1})}});
   int rs = b.op("reshape", {sl}, Type::tensor(DType::U8, {8, 8, 24}), {{"shape", ints_value({8, 8, 24})}});
   std::vector<int64_t> perm(kPerm, kPerm + 24);
-  int g = b.op("gather", {rs}, Type::tensor(DType::U8, {8, 8, 24}), {{"axis", Value::make_int(2)}, {"indices", ints_value(perm)}});
+  int g = b.op("gather", {rs}, Type::tensor(DType::U8, {8, 8, 24}),
+               {{"axis", Value::make_int(2)}, {"indices", ints_value(perm)}});
   int gf = b.op("cast", {g}, Type::tensor(DType::F32, {8, 8, 24}), {{"dtype", Value::make_symbol("f32")}});
   std::vector<double> signs;
   for (int k = 0; k < 24; ++k) signs.push_back((k / 6) % 2 ? -1 : 1);
@@ -156,10 +157,12 @@ TEST(InterpChess, FixedLengthBytesColumn) {
     strings.emplace_back(r.d.begin(), r.d.end());
     s.push_back(r.s);
   }
-  check_chess(run_function(chess_fn(), {"s", "d"}, chunk(3, {dense(make_i64({3}, s)), dense(Tensor::from_strings(strings, {3}))}), {}),
+  check_chess(run_function(chess_fn(), {"s", "d"},
+                           chunk(3, {dense(make_i64({3}, s)), dense(Tensor::from_strings(strings, {3}))}), {}),
               recs);
   strings[1].pop_back();
-  EXPECT_THROW(run_function(chess_fn(), {"s", "d"}, chunk(3, {dense(make_i64({3}, s)), dense(Tensor::from_strings(strings, {3}))}), {}),
+  EXPECT_THROW(run_function(chess_fn(), {"s", "d"},
+                            chunk(3, {dense(make_i64({3}, s)), dense(Tensor::from_strings(strings, {3}))}), {}),
                KernelError);
 }
 
@@ -168,7 +171,7 @@ TEST(InterpRows, InvariantValuesBroadcastAcrossRows) {
   int x = b.param("x", Type::tensor(DType::F32));
   int c = b.constant(list_of({1, 2, 3}, DType::F32), Type::tensor(DType::F32, {3}));
   int cc = b.op("mul", {c, c}, Type::tensor(DType::F32, {3}));  // row-invariant
-  int y = b.op("add", {x, cc}, Type::tensor(DType::F32, {3}));    // per-row scalar + invariant [3]
+  int y = b.op("add", {x, cc}, Type::tensor(DType::F32, {3}));  // per-row scalar + invariant [3]
   int s = b.op("sum", {cc}, Type::tensor(DType::F32));
   b.result("y", y);
   b.result("cc", cc);
@@ -195,7 +198,8 @@ TEST(InterpRows, PerRowBroadcastAlignsElementShapes) {
   b.result("kc", kc);
   b.result("st", st);
   std::vector<Column> out = run_function(
-      b.fn, {"x", "k"}, chunk(2, {dense(make(DType::I32, {2, 2, 1}, {1, 2, 3, 4})), dense(make(DType::I32, {2}, {5, 6}))}), {});
+      b.fn, {"x", "k"},
+      chunk(2, {dense(make(DType::I32, {2, 2, 1}, {1, 2, 3, 4})), dense(make(DType::I32, {2}, {5, 6}))}), {});
   EXPECT_EQ(out[0].dense.shape(), (Shape{2, 2, 3}));
   EXPECT_EQ(ints(out[0].dense), (std::vector<int64_t>{1, 10, 100, 2, 20, 200, 3, 30, 300, 4, 40, 400}));
   expect_values(out[1].dense, {5, 6});
@@ -222,8 +226,10 @@ TEST(InterpRagged, RowByRowWithRaggedResults) {
   int yk = b.op("add", {y, k}, ragged_f32);  // ragged with a dense per-row operand
   int s = b.op("sum", {x}, Type::tensor(DType::F32));
   int n = b.op("size", {x}, Type::tensor(DType::I64));
-  int last = b.op("gather", {x}, Type::tensor(DType::F32, {1}), {{"axis", Value::make_int(0)}, {"indices", ints_value({-1})}});
-  int rev = b.op("slice", {x}, ragged_f32, {{"starts", ints_value({kNone})}, {"stops", ints_value({kNone})}, {"steps", ints_value({-1})}});
+  int last =
+      b.op("gather", {x}, Type::tensor(DType::F32, {1}), {{"axis", Value::make_int(0)}, {"indices", ints_value({-1})}});
+  int rev = b.op("slice", {x}, ragged_f32,
+                 {{"starts", ints_value({kNone})}, {"stops", ints_value({kNone})}, {"steps", ints_value({-1})}});
   int pad = b.constant(list_of({0}, DType::F32), Type::tensor(DType::F32, {1}));
   int cat = b.op("concat", {x, pad}, ragged_f32, {{"axis", Value::make_int(0)}});
   b.result("yk", yk);
@@ -233,7 +239,8 @@ TEST(InterpRagged, RowByRowWithRaggedResults) {
   b.result("rev", rev);
   b.result("cat", cat);
   Column xs = ragged({make(DType::F32, {2}, {1, 2}), make(DType::F32, {3}, {3, 4, 5}), make(DType::F32, {1}, {6})});
-  std::vector<Column> out = run_function(b.fn, {"x", "k"}, chunk(3, {xs, dense(make(DType::F32, {3}, {100, 200, 300}))}), {});
+  std::vector<Column> out =
+      run_function(b.fn, {"x", "k"}, chunk(3, {xs, dense(make(DType::F32, {3}, {100, 200, 300}))}), {});
   ASSERT_TRUE(out[0].ragged);
   ASSERT_EQ(out[0].rows.size(), 3u);
   expect_values(out[0].rows[0], {102, 104});
@@ -282,7 +289,8 @@ TEST(InterpErrors, KernelErrorNamesLocationOpAndElement) {
   FnBuilder g;
   g.loc = SpecLoc{"f.pipe", 3, 9};
   int gx = g.param("x", Type::tensor(DType::U8, {-1}));
-  int gg = g.op("gather", {gx}, Type::tensor(DType::U8, {1}), {{"axis", Value::make_int(0)}, {"indices", ints_value({5})}});
+  int gg =
+      g.op("gather", {gx}, Type::tensor(DType::U8, {1}), {{"axis", Value::make_int(0)}, {"indices", ints_value({5})}});
   g.result("g", gg);
   try {
     run_function(g.fn, {"x"}, chunk(2, {xs}), {});
@@ -297,7 +305,8 @@ TEST(InterpErrors, KernelErrorNamesLocationOpAndElement) {
   } catch (const KernelError& e) {
     EXPECT_STREQ(e.what(), "f.pipe:3:9: gather: index 5 is out of range for axis 0 of size 2");
   }
-  EXPECT_THROW(run_function(g.fn, {"y", "z"}, chunk(1, {dense(make(DType::U8, {1, 2}, {1, 2})), dense(make(DType::U8, {1}, {1}))}), {}),
+  EXPECT_THROW(run_function(g.fn, {"y", "z"},
+                            chunk(1, {dense(make(DType::U8, {1, 2}, {1, 2})), dense(make(DType::U8, {1}, {1}))}), {}),
                KernelError);
 }
 

@@ -15,15 +15,18 @@ ExprFunction random_fn() {
   int x = b.param("x", Type::tensor(DType::I64));
   int lo = b.constant(Value::make_float(2.0, DType::F32), Type::tensor(DType::F32));
   int hi = b.constant(Value::make_float(4.0, DType::F32), Type::tensor(DType::F32));
-  int u = b.op("random_uniform", {lo, hi}, Type::tensor(DType::F32, {3}), {{"shape", ints_value({3})}, {"op_id", Value::make_int(0)}});
+  int u = b.op("random_uniform", {lo, hi}, Type::tensor(DType::F32, {3}),
+               {{"shape", ints_value({3})}, {"op_id", Value::make_int(0)}});
   int mean = b.constant(Value::make_float(1.0), Type::tensor(DType::F64));
   int sd = b.constant(Value::make_float(0.5), Type::tensor(DType::F64));
-  int n = b.op("random_normal", {mean, sd}, Type::tensor(DType::F32, {2}), {{"shape", ints_value({2})}, {"op_id", Value::make_int(1)}});
+  int n = b.op("random_normal", {mean, sd}, Type::tensor(DType::F32, {2}),
+               {{"shape", ints_value({2})}, {"op_id", Value::make_int(1)}});
   int l0 = b.constant(Value::make_int(0), Type::tensor(DType::I64));
   int l1 = b.constant(Value::make_int(10), Type::tensor(DType::I64));
   int k = b.op("random_int", {l0, l1}, Type::tensor(DType::I64, {4}),
                {{"shape", ints_value({4})}, {"op_id", Value::make_int(2)}, {"seed", Value::make_int(99)}});
-  int d = b.op("random_uniform", {}, Type::tensor(DType::F64, {2}), {{"shape", ints_value({2})}, {"op_id", Value::make_int(3)}});
+  int d = b.op("random_uniform", {}, Type::tensor(DType::F64, {2}),
+               {{"shape", ints_value({2})}, {"op_id", Value::make_int(3)}});
   int y = b.op("add", {x, x}, Type::tensor(DType::I64));
   b.result("u", u);
   b.result("n", n);
@@ -72,7 +75,8 @@ TEST(OpsRandom, MatchesTheDocumentedFormulas) {
       EXPECT_LT(want, 4.0f);
     }
     RandomStream sn(7, 1, static_cast<uint64_t>(100 + r), 3);
-    for (int j = 0; j < 2; ++j) EXPECT_EQ(c[1].dense.data<float>()[r * 2 + j], static_cast<float>(1.0 + 0.5 * sn.normal()));
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(c[1].dense.data<float>()[r * 2 + j], static_cast<float>(1.0 + 0.5 * sn.normal()));
     RandomStream sk(99, 2, static_cast<uint64_t>(100 + r), 3);  // its own seed attribute
     for (int j = 0; j < 4; ++j) {
       int64_t v = c[2].dense.data<int64_t>()[r * 4 + j];
@@ -101,14 +105,16 @@ TEST(OpsRandom, PerRowBoundsAndErrors) {
   int lo = b.param("lo", Type::tensor(DType::I32));
   int one = b.constant(Value::make_int(1, DType::I32), Type::tensor(DType::I32));
   int hi = b.op("add", {lo, one}, Type::tensor(DType::I32));
-  int k = b.op("random_int", {lo, hi}, Type::tensor(DType::I32, {2}), {{"shape", ints_value({2})}, {"op_id", Value::make_int(0)}});
+  int k = b.op("random_int", {lo, hi}, Type::tensor(DType::I32, {2}),
+               {{"shape", ints_value({2})}, {"op_id", Value::make_int(0)}});
   b.result("k", k);
   std::vector<Column> out = run_function(b.fn, {"lo"}, chunk(3, {dense(make(DType::I32, {3}, {-5, 0, 40}))}), {});
   EXPECT_EQ(ints(out[0].dense), (std::vector<int64_t>{-5, -5, 0, 0, 40, 40}));
   // hi <= lo is bad data
   FnBuilder e;
   int l = e.param("lo", Type::tensor(DType::I32));
-  int r = e.op("random_int", {l, l}, Type::tensor(DType::I32, {1}), {{"shape", ints_value({1})}, {"op_id", Value::make_int(0)}});
+  int r = e.op("random_int", {l, l}, Type::tensor(DType::I32, {1}),
+               {{"shape", ints_value({1})}, {"op_id", Value::make_int(0)}});
   e.result("r", r);
   EXPECT_THROW(run_function(e.fn, {"lo"}, chunk(1, {dense(make(DType::I32, {1}, {3}))}), {}), KernelError);
 }

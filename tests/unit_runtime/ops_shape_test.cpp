@@ -10,7 +10,8 @@ namespace {
 using namespace ops_test;
 constexpr int64_t kNone = INT64_MIN;
 
-std::map<std::string, Value> slice_attrs(std::vector<int64_t> starts, std::vector<int64_t> stops, std::vector<int64_t> steps) {
+std::map<std::string, Value> slice_attrs(std::vector<int64_t> starts, std::vector<int64_t> stops,
+                                         std::vector<int64_t> steps) {
   return {{"starts", ints_value(starts)}, {"stops", ints_value(stops)}, {"steps", ints_value(steps)}};
 }
 
@@ -53,10 +54,12 @@ TEST(OpsShape, Slice2DAndWithRows) {
 
 TEST(OpsShape, Gather) {
   Tensor x = make(DType::I16, {2, 3}, {1, 2, 3, 4, 5, 6});
-  Tensor g = call("gather", {x}, DType::I16, {2, 4}, {{"axis", Value::make_int(1)}, {"indices", ints_value({2, 0, -1, 1})}});
+  Tensor g =
+      call("gather", {x}, DType::I16, {2, 4}, {{"axis", Value::make_int(1)}, {"indices", ints_value({2, 0, -1, 1})}});
   EXPECT_EQ(g.shape(), (Shape{2, 4}));
   EXPECT_EQ(ints(g), (std::vector<int64_t>{3, 1, 3, 2, 6, 4, 6, 5}));
-  Tensor g0 = call("gather", {x}, DType::I16, {3, 3}, {{"axis", Value::make_int(0)}, {"indices", ints_value({1, 1, 0})}});
+  Tensor g0 =
+      call("gather", {x}, DType::I16, {3, 3}, {{"axis", Value::make_int(0)}, {"indices", ints_value({1, 1, 0})}});
   EXPECT_EQ(ints(g0), (std::vector<int64_t>{4, 5, 6, 4, 5, 6, 1, 2, 3}));
   // with rows: axis 0 of the element is dim 1
   Tensor gr = call("gather", {x}, DType::I16, {1}, {{"axis", Value::make_int(0)}, {"indices", ints_value({2})}}, 1);
@@ -129,7 +132,8 @@ TEST(OpsShape, StackAndConcat) {
   expect_values(s0, {1, 2, 3, 4});
   Tensor s1 = call("stack", {a, b}, DType::F32, {2, 2}, {{"axis", Value::make_int(-1)}});
   expect_values(s1, {1, 3, 2, 4});
-  Tensor scalars = call("stack", {make(DType::I64, {}, {7}), make(DType::I64, {}, {8}), make(DType::I64, {}, {9})}, DType::I64, {3});
+  Tensor scalars =
+      call("stack", {make(DType::I64, {}, {7}), make(DType::I64, {}, {8}), make(DType::I64, {}, {9})}, DType::I64, {3});
   EXPECT_EQ(ints(scalars), (std::vector<int64_t>{7, 8, 9}));
   // mixed dtypes are converted to the result's
   Tensor mixed = call("stack", {make(DType::I32, {}, {1}), make(DType::F64, {}, {2.5})}, DType::F64, {2});
@@ -148,7 +152,8 @@ TEST(OpsShape, StackAndConcat) {
   EXPECT_EQ(sr.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(ints(sr), (std::vector<int64_t>{1, 1, 2, 2, 3, 3, 4, 4}));
   EXPECT_THROW(call("concat", {m, make(DType::U8, {3, 1}, {1, 2, 3})}, DType::U8, {2, 3}), OpError);
-  Tensor cb = call("concat", {Tensor::from_strings({"a"}, {1}), Tensor::from_strings({"b", "c"}, {2})}, DType::Bytes, {3});
+  Tensor cb =
+      call("concat", {Tensor::from_strings({"a"}, {1}), Tensor::from_strings({"b", "c"}, {2})}, DType::Bytes, {3});
   EXPECT_EQ(cb.str(0), "a");
   EXPECT_EQ(cb.str(2), "c");
 }

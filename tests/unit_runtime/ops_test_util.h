@@ -91,7 +91,9 @@ struct FnBuilder {
   int param(const std::string& field, Type t) {
     return fn.add(Instr{OpKind::Param, {}, {{"field", Value::make_string(field)}}, std::move(t), loc});
   }
-  int constant(Value v, Type t) { return fn.add(Instr{OpKind::Const, {}, {{"value", std::move(v)}}, std::move(t), loc}); }
+  int constant(Value v, Type t) {
+    return fn.add(Instr{OpKind::Const, {}, {{"value", std::move(v)}}, std::move(t), loc});
+  }
   int op(const std::string& name, std::vector<int> operands, Type t, std::map<std::string, Value> attrs = {}) {
     return fn.add(Instr{op_from_name(name).value(), std::move(operands), std::move(attrs), std::move(t), loc});
   }

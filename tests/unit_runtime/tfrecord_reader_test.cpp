@@ -113,14 +113,14 @@ TEST(TFRecordReader, CountsRecordsOfRealFiles) {
     Compression c;
     int64_t records;
   };
-  for (const Case& c : {Case{"pytorch_data_example.tfrecord", Compression::None, 4},
-                        Case{"pytorch_data_sequence_example.tfrecord", Compression::None, 4},
-                        Case{"tfrecord_lite_images.tfrecord", Compression::None, 2},
-                        Case{"tfrecord_lite_test.tfrecord", Compression::None, 42},
-                        Case{"tfx_mnist.tfrecord", Compression::None, 1000},
-                        Case{"tfx_penguin_eval.tfrecord.gz", Compression::Gzip, 100},
-                        Case{"tfx_next_page.tfrecord.gz", Compression::Gzip, 100},
-                        Case{"tfx_taxi_eval_00000.tfrecord.gz", Compression::Gzip, 424}}) {
+  for (const Case& c :
+       {Case{"pytorch_data_example.tfrecord", Compression::None, 4},
+        Case{"pytorch_data_sequence_example.tfrecord", Compression::None, 4},
+        Case{"tfrecord_lite_images.tfrecord", Compression::None, 2},
+        Case{"tfrecord_lite_test.tfrecord", Compression::None, 42}, Case{"tfx_mnist.tfrecord", Compression::None, 1000},
+        Case{"tfx_penguin_eval.tfrecord.gz", Compression::Gzip, 100},
+        Case{"tfx_next_page.tfrecord.gz", Compression::Gzip, 100},
+        Case{"tfx_taxi_eval_00000.tfrecord.gz", Compression::Gzip, 424}}) {
     SCOPED_TRACE(c.file);
     TFRecordReader r(tfrecord_data(c.file), {.compression = c.c});
     std::string_view rec;
@@ -192,10 +192,8 @@ TEST(TFRecordReader, EveryFlippedByteIsDetected) {
     EXPECT_EQ(e.location().record, static_cast<int64_t>(record)) << "flip at " << at << ": " << e.what();
     EXPECT_EQ(got.size(), record);
     size_t in_record = at - (record == 0 ? 0 : record == 1 ? 21 : 50);
-    if (in_record < 12)
-      EXPECT_NE(e.reason().find("length CRC mismatch"), std::string::npos) << e.what();
-    else
-      EXPECT_NE(e.reason().find("data CRC mismatch"), std::string::npos) << e.what();
+    if (in_record < 12) EXPECT_NE(e.reason().find("length CRC mismatch"), std::string::npos) << e.what();
+    else EXPECT_NE(e.reason().find("data CRC mismatch"), std::string::npos) << e.what();
   }
 }
 
@@ -257,7 +255,8 @@ TEST(TFRecordReader, TruncatedGzipFileGivesRecordsThenError) {
   EXPECT_TRUE(e.location().uncompressed_offset);
   std::string msg = e.what();
   EXPECT_NE(msg.find("gzip stream truncated"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(cut + ": record " + std::to_string(n) + " at uncompressed byte offset "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(cut + ": record " + std::to_string(n) + " at uncompressed byte offset "), std::string::npos)
+      << msg;
 }
 
 TEST(TFRecordReader, NextBatch) {

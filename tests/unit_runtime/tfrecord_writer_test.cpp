@@ -68,8 +68,7 @@ TEST(TFRecordWriter, WritesExactlyTensorFlowsBytes) {
   w.write("bar");
   w.close();
   EXPECT_EQ(w.records_written(), 2);
-  EXPECT_EQ(testing::read_file(path),
-            testing::base64_decode("AwAAAAAAAACwmUkOZm9vYYq+/gMAAAAAAAAAsJlJDmJhckYA5cg="));
+  EXPECT_EQ(testing::read_file(path), testing::base64_decode("AwAAAAAAAACwmUkOZm9vYYq+/gMAAAAAAAAAsJlJDmJhckYA5cg="));
 }
 
 TEST(TFRecordWriter, RoundTripAllCompressions) {
@@ -174,8 +173,7 @@ TEST(TFRecordWriter, MissingDirectoryIsNotFound) {
 
 TEST(TFRecordWriter, BadCompressionLevelLeavesNoTempFile) {
   ScratchDir dir;
-  EXPECT_THROW(TFRecordWriter(dir.file("x"), {.compression = Compression::Gzip, .compression_level = 42}),
-               DataError);
+  EXPECT_THROW(TFRecordWriter(dir.file("x"), {.compression = Compression::Gzip, .compression_level = 42}), DataError);
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 

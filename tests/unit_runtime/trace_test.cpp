@@ -60,7 +60,8 @@ TEST(Trace, ThreadsGetNamedTracksWithTheirSpansAndCounters) {
     trace::counter("#2 prefetch queue", trace::now_ns(), 3);
   });
   worker.join();
-  trace::instant("autotune", "#1 map parallel 4 -> 5", trace::now_ns(), "\"reason\": " + trace::quote("a \"quoted\"\nline"));
+  trace::instant("autotune", "#1 map parallel 4 -> 5", trace::now_ns(),
+                 "\"reason\": " + trace::quote("a \"quoted\"\nline"));
   const Json j = recorded();
   EXPECT_EQ(j["displayTimeUnit"], "ms");
   const auto names = thread_names(j);
@@ -111,7 +112,8 @@ TEST(Trace, TracksThatAreNotThreadsGetAProcessRowOfTheirOwn) {
     if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "GPU") gpu_pid = e["pid"];
   ASSERT_GT(gpu_pid, 1);
   for (const Json& e : j["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == gpu_pid) gpu_tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == gpu_pid)
+      gpu_tracks.insert(e["args"]["name"].get<std::string>());
   EXPECT_EQ(gpu_tracks, (std::set<std::string>{"copies host to device", "kernels"}));
   int spans = 0;
   for (const Json& e : j["traceEvents"])

@@ -11,7 +11,8 @@
 namespace pipec {
 namespace {
 
-int add_param(ModelGraph& g, const std::string& name, Shape shape, Init init, int64_t fan_in = 0, int64_t fan_out = 0, bool state = false) {
+int add_param(ModelGraph& g, const std::string& name, Shape shape, Init init, int64_t fan_in = 0, int64_t fan_out = 0,
+              bool state = false) {
   GraphValue v;
   v.name = name;
   v.shape = std::move(shape);

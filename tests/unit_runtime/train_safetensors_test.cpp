@@ -86,9 +86,7 @@ TEST(Safetensors, BrokenFilesAreClearErrors) {
   expect_error(i64, "is I64; weights must be F32");
 }
 
-TEST(Safetensors, MissingFile) {
-  EXPECT_THROW(read_safetensors("/nonexistent/w.safetensors"), std::runtime_error);
-}
+TEST(Safetensors, MissingFile) { EXPECT_THROW(read_safetensors("/nonexistent/w.safetensors"), std::runtime_error); }
 
 }  // namespace
 }  // namespace pipec

@@ -27,9 +27,10 @@ TEST(ThreadSplit, APipelineThatKeepsAheadGivesWorkersToTheComputeDownToOne) {
   feed(s, 40, 0.05, 0.0);
   EXPECT_EQ(s.compute_threads(), 3) << "the pipeline keeps one worker";
   EXPECT_EQ(s.changes(), 3);
-  EXPECT_EQ(s.reason(),
-            "the pipeline uses 1 of the 4 workers, the trainer's compute the other 3: the model waited for input 0.0% of "
-            "the last 4 steps, so the pipeline keeps ahead with one worker");
+  EXPECT_EQ(
+      s.reason(),
+      "the pipeline uses 1 of the 4 workers, the trainer's compute the other 3: the model waited for input 0.0% of "
+      "the last 4 steps, so the pipeline keeps ahead with one worker");
 }
 
 TEST(ThreadSplit, AModelThatWaitsForInputGetsTheWorkersBack) {
@@ -51,7 +52,8 @@ TEST(ThreadSplit, BetweenTheThresholdsTheSplitStays) {
   ASSERT_EQ(s.compute_threads(), 1);
   EXPECT_EQ(feed(s, 40, 0.05, 0.03), 0);
   EXPECT_EQ(s.compute_threads(), 1);
-  EXPECT_NE(s.reason().find("3.0% of the last 4 steps, between 1% and 5%, so it stays"), std::string::npos) << s.reason();
+  EXPECT_NE(s.reason().find("3.0% of the last 4 steps, between 1% and 5%, so it stays"), std::string::npos)
+      << s.reason();
 }
 
 TEST(ThreadSplit, LongStepsMakeAWindowOfTheMinimumSteps) {

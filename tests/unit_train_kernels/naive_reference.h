@@ -342,36 +342,26 @@ NormGrads normalize_backward(const Vec& x, const Stats& s, double eps, const Vec
 // Activations and their derivatives, from the definitions.
 inline double activation(int kind, double alpha, double x) {
   switch (kind) {
-    case 1:
-      return x > 0 ? x : 0;  // relu
-    case 2:
-      return x > 0 ? x : alpha * x;  // leaky_relu
-    case 3:
-      return std::tanh(x);  // tanh
-    case 4:
-      return 1 / (1 + std::exp(-x));  // sigmoid
-    case 5:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));  // gelu (exact)
-    case 6:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));  // gelu (tanh)
+    case 1: return x > 0 ? x : 0;                                                                // relu
+    case 2: return x > 0 ? x : alpha * x;                                                        // leaky_relu
+    case 3: return std::tanh(x);                                                                 // tanh
+    case 4: return 1 / (1 + std::exp(-x));                                                       // sigmoid
+    case 5: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));                                 // gelu (exact)
+    case 6: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));  // gelu (tanh)
   }
   return x;
 }
 
 inline double activation_derivative(int kind, double alpha, double x) {
   switch (kind) {
-    case 1:
-      return x > 0 ? 1 : 0;
-    case 2:
-      return x > 0 ? 1 : alpha;
-    case 3:
-      return 1 - std::tanh(x) * std::tanh(x);
+    case 1: return x > 0 ? 1 : 0;
+    case 2: return x > 0 ? 1 : alpha;
+    case 3: return 1 - std::tanh(x) * std::tanh(x);
     case 4: {
       double s = 1 / (1 + std::exp(-x));
       return s * (1 - s);
     }
-    case 5:
-      return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+    case 5: return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
     case 6: {
       double k = std::sqrt(2 / M_PI), u = k * (x + 0.044715 * x * x * x), t = std::tanh(u);
       return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);

@@ -5,7 +5,8 @@
 
 namespace pipec::cuda_codegen {
 
-CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::string>& in_fields, const std::string& entry) {
+CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::string>& in_fields,
+                             const std::string& entry) {
   CudaEmitResult r;
   codegen::LoopNest nest;
   if (!codegen::lower_to_loop_nest(fn, in_fields, nest, r.error)) return r;

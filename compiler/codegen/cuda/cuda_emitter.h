@@ -22,6 +22,7 @@ struct CudaEmitResult {
 /// Generates the kernel for `fn` (a map body) whose parameters read fields of an element with fields
 /// `in_fields`, named `entry`. Bodies the loop nests do not support (see loop_nest.h: f16/bf16, byte
 /// strings, unknown dims, argmax, size, ...) come back with the lowering's reason and stay on the CPU.
-CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::string>& in_fields, const std::string& entry);
+CudaEmitResult emit_cuda_map(const ExprFunction& fn, const std::vector<std::string>& in_fields,
+                             const std::string& entry);
 
 }  // namespace pipec::cuda_codegen

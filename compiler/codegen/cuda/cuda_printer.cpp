@@ -66,7 +66,8 @@ std::string int_literal(int64_t v, DType t) {
       return v == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807ll - 1)" : fmt::format("{}ll", v);
     case DType::U64: return fmt::format("{}ull", static_cast<uint64_t>(v));
     case DType::I32:
-      return v == std::numeric_limits<int32_t>::min() ? "(-2147483647 - 1)" : fmt::format("{}", static_cast<int32_t>(v));
+      return v == std::numeric_limits<int32_t>::min() ? "(-2147483647 - 1)"
+                                                      : fmt::format("{}", static_cast<int32_t>(v));
     case DType::U32: return fmt::format("{}u", static_cast<uint32_t>(v));
     default: return fmt::format("(({}){})", ctype(t), v);  // 8 and 16 bits: in range of int
   }
@@ -182,7 +183,8 @@ std::string op_text(OpKind op, DType t, const std::vector<std::string>& a) {
     case OpKind::Clip: return call("p_clip");
     // Unary.
     case OpKind::Neg: return f ? fmt::format("(-{})", a.at(0)) : call("p_neg");
-    case OpKind::BitNot: return t == DType::Bool ? fmt::format("(!{})", a.at(0)) : fmt::format("(({})~{})", ctype(t), a.at(0));
+    case OpKind::BitNot:
+      return t == DType::Bool ? fmt::format("(!{})", a.at(0)) : fmt::format("(({})~{})", ctype(t), a.at(0));
     case OpKind::Abs: return call("p_abs");
     case OpKind::Sign: return call("p_sign");
     case OpKind::Relu: return call("p_relu");
@@ -235,7 +237,8 @@ std::string reduce_init(const Node& n) {
   if (t == DType::Bool) return mx ? "false" : "true";
   const std::string T = ctype(t);
   // (T)-1 is the largest unsigned value; signed limits come from it shifted.
-  if (t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64) return mx ? fmt::format("(({})0)", T) : fmt::format("(({})-1)", T);
+  if (t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64)
+    return mx ? fmt::format("(({})0)", T) : fmt::format("(({})-1)", T);
   const int bits = static_cast<int>(dtype_size(t)) * 8;
   const int64_t lo = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
   return int_literal(mx ? lo : -(lo + 1), t);
@@ -279,8 +282,8 @@ class ResultPrinter {
     std::string result = value(out_.root, root.get());
     std::string params = "i64 v0";
     for (size_t d = 0; d < out_.shape.size(); ++d) params += fmt::format(", i64 v{}", d + 1);
-    return fmt::format("PIPEC_DEV {} {}(const Ctx& c, {}) {{\n{}  return {};\n}}\n", ctype(out_.dtype), name, params, root->text,
-                       result);
+    return fmt::format("PIPEC_DEV {} {}(const Ctx& c, {}) {{\n{}  return {};\n}}\n", ctype(out_.dtype), name, params,
+                       root->text, result);
   }
 
  private:
@@ -321,7 +324,8 @@ class ResultPrinter {
       }
       case NodeKind::Table:
         e = fmt::format("table{}[{}]", n.table, a[0]);
-        if (table_bits_.at(static_cast<size_t>(n.table))) e = fmt::format("PIPEC_{}_BITS({})", n.dtype == DType::F32 ? "F32" : "F64", e);
+        if (table_bits_.at(static_cast<size_t>(n.table)))
+          e = fmt::format("PIPEC_{}_BITS({})", n.dtype == DType::F32 ? "F32" : "F64", e);
         break;
       case NodeKind::Index: e = index_text(n.index_op, a); break;
       case NodeKind::Op: e = op_text(n.op, n.arg_dtype, a); break;
@@ -353,8 +357,8 @@ class ResultPrinter {
     for (int m : loop.memo_ids) memo_.erase(m);  // those values live in the loop body only
     var_scope_.erase(n.var);
     s->text += fmt::format("{}{} {} = {};\n{}for (i64 v{} = 0; v{} < {}; ++v{}) {{\n{}{}  {} = {};\n{}}}\n", s->indent,
-                           ctype(n.dtype), acc, reduce_init(n), s->indent, n.var, n.var, n.ival, n.var, loop.text, s->indent,
-                           acc, step, s->indent);
+                           ctype(n.dtype), acc, reduce_init(n), s->indent, n.var, n.var, n.ival, n.var, loop.text,
+                           s->indent, acc, step, s->indent);
     memo_[id] = acc;
     s->memo_ids.push_back(id);
     return acc;
@@ -369,7 +373,8 @@ class ResultPrinter {
       case kRandomUniformF64: return fmt::format("p_uniform_f64({})", stream);
       case kRandomNormal: return fmt::format("p_normal({})", stream);
       case kRandomInt:
-        return fmt::format("p_random_int({}, {}, {})", stream, int_literal(r.lo, DType::I64), int_literal(r.hi, DType::I64));
+        return fmt::format("p_random_int({}, {}, {})", stream, int_literal(r.lo, DType::I64),
+                           int_literal(r.hi, DType::I64));
       default: throw std::logic_error("cuda printer: random kind");
     }
   }
@@ -387,8 +392,10 @@ std::string kernel_text(const LoopNest& nest, const std::string& entry) {
   for (size_t k = 0; k < nest.inputs.size(); ++k)
     params += fmt::format("    const {}* __restrict__ in{},\n", ctype(nest.inputs[k].dtype), k);
   for (size_t j = 0; j < nest.outputs.size(); ++j)
-    params += fmt::format("    {}* __restrict__ out{},  // {}\n", ctype(nest.outputs[j].dtype), j, nest.outputs[j].name);
-  std::string s = fmt::format("PIPEC_KERNEL void {}(\n{}    i64 rows, i64 first_index, i64 epoch, u64 seed) {{\n", entry, params);
+    params +=
+        fmt::format("    {}* __restrict__ out{},  // {}\n", ctype(nest.outputs[j].dtype), j, nest.outputs[j].name);
+  std::string s =
+      fmt::format("PIPEC_KERNEL void {}(\n{}    i64 rows, i64 first_index, i64 epoch, u64 seed) {{\n", entry, params);
   s += "  Ctx c;\n";
   for (size_t k = 0; k < nest.inputs.size(); ++k) s += fmt::format("  c.in{0} = in{0};\n", k);
   s += "  c.first_index = first_index;\n  c.epoch = epoch;\n  c.seed = seed;\n";
@@ -427,15 +434,16 @@ bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::stri
   // the chunk rerun on the CPU), so maps with run-time index checks stay on the CPU, where the JIT
   // runs them.
   if (!nest.checks.empty()) {
-    why_not = fmt::format("{}: an index computed at run time needs a check the CUDA kernels do not make", nest.checks.front().name);
+    why_not = fmt::format("{}: an index computed at run time needs a check the CUDA kernels do not make",
+                          nest.checks.front().name);
     return false;
   }
   std::string out(cuda_prelude());
   out += fmt::format("\n// ---- {} ----\nstruct Ctx {{\n", nest.name);
   for (size_t k = 0; k < nest.inputs.size(); ++k) {
     const codegen::LoopInput& in = nest.inputs[k];
-    out += fmt::format("  const {}* in{};  // `{}`: {}[{}] per row\n", ctype(in.dtype), k, in.field, dtype_name(in.dtype),
-                       fmt::join(in.shape, ", "));
+    out += fmt::format("  const {}* in{};  // `{}`: {}[{}] per row\n", ctype(in.dtype), k, in.field,
+                       dtype_name(in.dtype), fmt::join(in.shape, ", "));
   }
   out += "  i64 first_index, epoch;\n  u64 seed;\n};\n";
   // Only the tables the results read: lowering may leave tables of rewrites it abandoned.
@@ -457,8 +465,8 @@ bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::stri
   int64_t table_elements = 0;
   for (size_t t = 0; t < nest.tables.size(); ++t) table_elements += used[t] ? nest.tables[t].count : 0;
   if (table_elements > kMaxCudaTableElements) {
-    why_not = fmt::format("{}: its constant tables hold {} elements, over the {} a CUDA kernel's source may carry", nest.name,
-                          table_elements, kMaxCudaTableElements);
+    why_not = fmt::format("{}: its constant tables hold {} elements, over the {} a CUDA kernel's source may carry",
+                          nest.name, table_elements, kMaxCudaTableElements);
     return false;
   }
   std::vector<bool> table_bits;
@@ -468,7 +476,10 @@ bool print_cuda_kernel(const LoopNest& nest, const std::string& entry, std::stri
     if (!used[t]) continue;
     std::string items;
     for (int64_t k = 0; k < tab.count; ++k)
-      items += (k == 0 ? "" : k % 8 ? ", " : ",\n  ") + (table_bits.back() ? table_bits_literal(tab, k) : table_literal(tab, k));
+      items += (k == 0  ? ""
+                : k % 8 ? ", "
+                        : ",\n  ") +
+               (table_bits.back() ? table_bits_literal(tab, k) : table_literal(tab, k));
     // A zero-length array is not C++: an empty table gets one unused element.
     if (tab.count == 0) items = "0";
     const std::string type = !table_bits.back() ? ctype(tab.dtype) : tab.dtype == DType::F32 ? "u32" : "u64";

@@ -71,10 +71,14 @@ class KernelEmitter {
   llvm::Type* ty(DType t) {
     switch (t) {
       case DType::Bool: return b_.getInt1Ty();
-      case DType::U8: case DType::I8: return b_.getInt8Ty();
-      case DType::U16: case DType::I16: return b_.getInt16Ty();
-      case DType::U32: case DType::I32: return b_.getInt32Ty();
-      case DType::U64: case DType::I64: return b_.getInt64Ty();
+      case DType::U8:
+      case DType::I8: return b_.getInt8Ty();
+      case DType::U16:
+      case DType::I16: return b_.getInt16Ty();
+      case DType::U32:
+      case DType::I32: return b_.getInt32Ty();
+      case DType::U64:
+      case DType::I64: return b_.getInt64Ty();
       case DType::F32: return b_.getFloatTy();
       case DType::F64: return b_.getDoubleTy();
       default: throw std::logic_error("codegen: unsupported dtype");
@@ -87,7 +91,9 @@ class KernelEmitter {
     entry_ = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry_);
     const size_t ni = nest_.inputs.size(), no = nest_.outputs.size();
-    for (size_t i = 0; i < ni; ++i) in_ptr_.push_back(b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i].dtype)->getPointerTo()));
+    for (size_t i = 0; i < ni; ++i)
+      in_ptr_.push_back(
+          b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i].dtype)->getPointerTo()));
     rows_ = f->getArg(static_cast<unsigned>(ni + no));
     first_index_ = f->getArg(static_cast<unsigned>(ni + no + 1));
     epoch_ = f->getArg(static_cast<unsigned>(ni + no + 2));
@@ -110,18 +116,27 @@ class KernelEmitter {
     const uint8_t* p = t.bytes.data();
     auto n = static_cast<size_t>(t.count);
     switch (t.dtype) {
-      case DType::Bool: case DType::U8: case DType::I8:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint8_t>(p, n)); break;
-      case DType::U16: case DType::I16:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint16_t>(reinterpret_cast<const uint16_t*>(p), n)); break;
-      case DType::U32: case DType::I32:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint32_t>(reinterpret_cast<const uint32_t*>(p), n)); break;
-      case DType::U64: case DType::I64:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(p), n)); break;
+      case DType::Bool:
+      case DType::U8:
+      case DType::I8: data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint8_t>(p, n)); break;
+      case DType::U16:
+      case DType::I16:
+        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint16_t>(reinterpret_cast<const uint16_t*>(p), n));
+        break;
+      case DType::U32:
+      case DType::I32:
+        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint32_t>(reinterpret_cast<const uint32_t*>(p), n));
+        break;
+      case DType::U64:
+      case DType::I64:
+        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint64_t>(reinterpret_cast<const uint64_t*>(p), n));
+        break;
       case DType::F32:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<float>(reinterpret_cast<const float*>(p), n)); break;
+        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<float>(reinterpret_cast<const float*>(p), n));
+        break;
       case DType::F64:
-        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(reinterpret_cast<const double*>(p), n)); break;
+        data = llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<double>(reinterpret_cast<const double*>(p), n));
+        break;
       default: throw std::logic_error("codegen: unsupported table dtype");
     }
     auto* g = new llvm::GlobalVariable(m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data, "table");
@@ -209,11 +224,13 @@ class KernelEmitter {
     auto* i64 = b_.getInt64Ty();
     auto* i32 = b_.getInt32Ty();
     auto callee = m_.getOrInsertFunction(
-        "pipec_random_fill", llvm::FunctionType::get(i32, {i32, i64, i64, i64, i64, i64, i64, i64, b_.getInt8PtrTy()}, false));
+        "pipec_random_fill",
+        llvm::FunctionType::get(i32, {i32, i64, i64, i64, i64, i64, i64, i64, b_.getInt8PtrTy()}, false));
     Value* seed = d.has_seed ? static_cast<Value*>(b_.getInt64(d.seed)) : run_seed_;
-    Value* rc = b_.CreateCall(callee, {b_.getInt32(d.kind), seed, b_.getInt64(d.op_id), b_.CreateAdd(first_index_, row),
-                                       epoch_, b_.getInt64(d.count), b_.getInt64(static_cast<uint64_t>(d.lo)),
-                                       b_.getInt64(static_cast<uint64_t>(d.hi)), b_.CreateBitCast(random_buf_[r], b_.getInt8PtrTy())});
+    Value* rc = b_.CreateCall(
+        callee, {b_.getInt32(d.kind), seed, b_.getInt64(d.op_id), b_.CreateAdd(first_index_, row), epoch_,
+                 b_.getInt64(d.count), b_.getInt64(static_cast<uint64_t>(d.lo)),
+                 b_.getInt64(static_cast<uint64_t>(d.hi)), b_.CreateBitCast(random_buf_[r], b_.getInt8PtrTy())});
     llvm::Function* f = b_.GetInsertBlock()->getParent();
     auto* fail = llvm::BasicBlock::Create(ctx_, "random_failed", f);
     auto* ok = llvm::BasicBlock::Create(ctx_, "random_ok", f);
@@ -239,7 +256,8 @@ class KernelEmitter {
   // pow(2.0, int-to-float(b)): it becomes ldexp(1.0, zext <8 x i1> b to i32), which is invalid IR and
   // aborts instruction selection ("Cannot select: zero_extend"). readnone still lets LICM hoist it.
   Value* call(const char* fname, const char* dname, DType t, std::vector<Value*> args) {
-    llvm::CallInst* c = b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
+    llvm::CallInst* c =
+        b_.CreateCall(libm(t == DType::F32 ? fname : dname, ty(t), static_cast<int>(args.size())), args);
     c->addFnAttr(llvm::Attribute::NoBuiltin);
     return c;
   }
@@ -263,8 +281,9 @@ class KernelEmitter {
       else if (acc_t == DType::Bool) init = b_.getInt1(!mx);
       else {
         const unsigned bits = ty(acc_t)->getIntegerBitWidth();
-        llvm::APInt v = is_signed(acc_t) ? (mx ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits))
-                                         : (mx ? llvm::APInt::getMinValue(bits) : llvm::APInt::getMaxValue(bits));
+        llvm::APInt v = is_signed(acc_t)
+                            ? (mx ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits))
+                            : (mx ? llvm::APInt::getMinValue(bits) : llvm::APInt::getMaxValue(bits));
         init = llvm::ConstantInt::get(ctx_, v);
       }
     }
@@ -288,15 +307,16 @@ class KernelEmitter {
     Value* next;
     if (n.reduce_op == ReduceOp::Sum || n.reduce_op == ReduceOp::Prod) {
       Value* v = cast(x, xt, acc_t);
-      next = n.reduce_op == ReduceOp::Sum ? (f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v)) : (f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v));
+      next = n.reduce_op == ReduceOp::Sum ? (f ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v))
+                                          : (f ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v));
     } else {
       const bool mx = n.reduce_op == ReduceOp::Max;
-      Value* better = f ? (mx ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc))
-                        : is_signed(acc_t) ? (mx ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc))
-                                           : (mx ? b_.CreateICmpUGT(x, acc) : b_.CreateICmpULT(x, acc));
+      Value* better = f                  ? (mx ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc))
+                      : is_signed(acc_t) ? (mx ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc))
+                                         : (mx ? b_.CreateICmpUGT(x, acc) : b_.CreateICmpULT(x, acc));
       next = b_.CreateSelect(better, x, acc);
       if (f) {
-        next = b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, next);       // a NaN takes over...
+        next = b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, next);        // a NaN takes over...
         next = b_.CreateSelect(b_.CreateFCmpUNO(acc, acc), acc, next);  // ...and sticks
       }
     }
@@ -389,9 +409,11 @@ class KernelEmitter {
 
   Value* cast(Value* x, DType from, DType to) {
     if (from == to) return x;
-    if (to == DType::Bool) return is_float(from) ? b_.CreateFCmpUNE(x, fconst(from, 0)) : b_.CreateICmpNE(x, iconst(from, 0));
+    if (to == DType::Bool)
+      return is_float(from) ? b_.CreateFCmpUNE(x, fconst(from, 0)) : b_.CreateICmpNE(x, iconst(from, 0));
     if (from == DType::Bool) return is_float(to) ? b_.CreateUIToFP(x, ty(to)) : b_.CreateZExt(x, ty(to));
-    if (is_float(from) && is_float(to)) return from == DType::F64 ? b_.CreateFPTrunc(x, ty(to)) : b_.CreateFPExt(x, ty(to));
+    if (is_float(from) && is_float(to))
+      return from == DType::F64 ? b_.CreateFPTrunc(x, ty(to)) : b_.CreateFPExt(x, ty(to));
     if (is_float(to)) return is_signed(from) ? b_.CreateSIToFP(x, ty(to)) : b_.CreateUIToFP(x, ty(to));
     if (is_float(from)) return from == DType::F32 ? float_to<float>(x, from, to) : float_to<double>(x, from, to);
     return is_signed(from) ? b_.CreateSExtOrTrunc(x, ty(to)) : b_.CreateZExtOrTrunc(x, ty(to));
@@ -409,7 +431,8 @@ class KernelEmitter {
     Value* safe = b_.CreateSelect(b_.CreateOr(b0, bm1), iconst(t, 1), b);
     Value* q = b_.CreateSDiv(a, safe);
     Value* rem = b_.CreateSRem(a, safe);
-    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero), b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(b, zero)));
+    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero),
+                                 b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(b, zero)));
     q = b_.CreateSelect(adjust, b_.CreateSub(q, iconst(t, 1)), q);
     q = b_.CreateSelect(bm1, b_.CreateSub(zero, a), q);
     return b_.CreateSelect(b0, zero, q);
@@ -421,7 +444,8 @@ class KernelEmitter {
     Value* bm1 = b_.CreateICmpEQ(b, iconst(t, -1));
     Value* safe = b_.CreateSelect(b_.CreateOr(b0, bm1), iconst(t, 1), b);
     Value* rem = b_.CreateSRem(a, safe);
-    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero), b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(b, zero)));
+    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero),
+                                 b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(b, zero)));
     rem = b_.CreateSelect(adjust, b_.CreateAdd(rem, b), rem);
     return b_.CreateSelect(b_.CreateOr(b0, bm1), zero, rem);
   }
@@ -437,7 +461,8 @@ class KernelEmitter {
     Value* zero = fconst(t, 0);
     Value* m = fmod(t, a, b);
     Value* div = b_.CreateFDiv(b_.CreateFSub(a, m), b);
-    Value* flip = b_.CreateAnd(b_.CreateFCmpUNE(m, zero), b_.CreateICmpNE(b_.CreateFCmpOLT(b, zero), b_.CreateFCmpOLT(m, zero)));
+    Value* flip =
+        b_.CreateAnd(b_.CreateFCmpUNE(m, zero), b_.CreateICmpNE(b_.CreateFCmpOLT(b, zero), b_.CreateFCmpOLT(m, zero)));
     div = b_.CreateSelect(flip, b_.CreateFSub(div, fconst(t, 1)), div);
     Value* fl = intrinsic(llvm::Intrinsic::floor, t, {div});
     fl = b_.CreateSelect(b_.CreateFCmpOGT(b_.CreateFSub(div, fl), fconst(t, 0.5)), b_.CreateFAdd(fl, fconst(t, 1)), fl);
@@ -458,7 +483,8 @@ class KernelEmitter {
     // Negative exponents: 1 for a = 1, +-1 for a = -1, 0 otherwise.
     Value* odd = b_.CreateICmpNE(b_.CreateAnd(b, iconst(t, 1)), iconst(t, 0));
     Value* neg = b_.CreateSelect(b_.CreateICmpEQ(a, iconst(t, 1)), iconst(t, 1),
-                                 b_.CreateSelect(b_.CreateICmpEQ(a, iconst(t, -1)), b_.CreateSelect(odd, iconst(t, -1), iconst(t, 1)), iconst(t, 0)));
+                                 b_.CreateSelect(b_.CreateICmpEQ(a, iconst(t, -1)),
+                                                 b_.CreateSelect(odd, iconst(t, -1), iconst(t, 1)), iconst(t, 0)));
     return b_.CreateSelect(b_.CreateICmpSLT(b, iconst(t, 0)), neg, result);
   }
 
@@ -482,7 +508,8 @@ class KernelEmitter {
       case OpKind::Min: {
         const bool mx = op == OpKind::Max;
         if (f) {
-          Value* c = b_.CreateOr(mx ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateFCmpOLT(a[0], a[1]), b_.CreateFCmpUNO(a[0], a[0]));
+          Value* c = b_.CreateOr(mx ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateFCmpOLT(a[0], a[1]),
+                                 b_.CreateFCmpUNO(a[0], a[0]));
           return b_.CreateSelect(c, a[0], a[1]);
         }
         Value* c = mx ? cmp(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT) : cmp(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
@@ -495,11 +522,13 @@ class KernelEmitter {
       case OpKind::Shl:
       case OpKind::Shr: {
         const int64_t bits = ty(t)->getIntegerBitWidth();
-        Value* in_range = s ? b_.CreateAnd(b_.CreateICmpSGE(a[1], iconst(t, 0)), b_.CreateICmpSLT(a[1], iconst(t, bits)))
-                            : b_.CreateICmpULT(a[1], iconst(t, bits));
+        Value* in_range =
+            s ? b_.CreateAnd(b_.CreateICmpSGE(a[1], iconst(t, 0)), b_.CreateICmpSLT(a[1], iconst(t, bits)))
+              : b_.CreateICmpULT(a[1], iconst(t, bits));
         Value* cnt = b_.CreateSelect(in_range, a[1], iconst(t, 0));
         if (op == OpKind::Shl) return b_.CreateSelect(in_range, b_.CreateShl(a[0], cnt), iconst(t, 0));
-        Value* out = s ? b_.CreateSelect(b_.CreateICmpSLT(a[0], iconst(t, 0)), iconst(t, -1), iconst(t, 0)) : iconst(t, 0);
+        Value* out =
+            s ? b_.CreateSelect(b_.CreateICmpSLT(a[0], iconst(t, 0)), iconst(t, -1), iconst(t, 0)) : iconst(t, 0);
         return b_.CreateSelect(in_range, s ? b_.CreateAShr(a[0], cnt) : b_.CreateLShr(a[0], cnt), out);
       }
       case OpKind::Eq: return cmp(P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
@@ -512,8 +541,14 @@ class KernelEmitter {
       case OpKind::Or: return b_.CreateOr(a[0], a[1]);
       case OpKind::Not: return b_.CreateNot(a[0]);
       case OpKind::Clip: {
-        Value* v = b_.CreateSelect(f ? b_.CreateFCmpOLT(a[0], a[1]) : s ? b_.CreateICmpSLT(a[0], a[1]) : b_.CreateICmpULT(a[0], a[1]), a[1], a[0]);
-        return b_.CreateSelect(f ? b_.CreateFCmpOGT(v, a[2]) : s ? b_.CreateICmpSGT(v, a[2]) : b_.CreateICmpUGT(v, a[2]), a[2], v);
+        Value* v = b_.CreateSelect(f   ? b_.CreateFCmpOLT(a[0], a[1])
+                                   : s ? b_.CreateICmpSLT(a[0], a[1])
+                                       : b_.CreateICmpULT(a[0], a[1]),
+                                   a[1], a[0]);
+        return b_.CreateSelect(f   ? b_.CreateFCmpOGT(v, a[2])
+                               : s ? b_.CreateICmpSGT(v, a[2])
+                                   : b_.CreateICmpUGT(v, a[2]),
+                               a[2], v);
       }
       case OpKind::Neg: return f ? b_.CreateFNeg(x) : b_.CreateSub(iconst(t, 0), x);
       case OpKind::BitNot: return b_.CreateNot(x);
@@ -526,7 +561,9 @@ class KernelEmitter {
           r = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, -1), r);
           return b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(t, 0)), fconst(t, 1), r);
         }
-        if (s) return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, iconst(t, 0)), ty(t)), b_.CreateZExt(b_.CreateICmpSLT(x, iconst(t, 0)), ty(t)));
+        if (s)
+          return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, iconst(t, 0)), ty(t)),
+                              b_.CreateZExt(b_.CreateICmpSLT(x, iconst(t, 0)), ty(t)));
         return b_.CreateZExt(b_.CreateICmpUGT(x, iconst(t, 0)), ty(t));
       case OpKind::Relu:
         if (f) return b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(t, 0)), fconst(t, 0), x);
@@ -546,18 +583,19 @@ class KernelEmitter {
         Value* r = intrinsic(llvm::Intrinsic::floor, t, {x});
         Value* d = b_.CreateFSub(x, r);
         Value* odd = b_.CreateFCmpUNE(fmod(t, r, fconst(t, 2)), fconst(t, 0));
-        Value* up = b_.CreateOr(b_.CreateFCmpOGT(d, fconst(t, 0.5)), b_.CreateAnd(b_.CreateFCmpOEQ(d, fconst(t, 0.5)), odd));
+        Value* up =
+            b_.CreateOr(b_.CreateFCmpOGT(d, fconst(t, 0.5)), b_.CreateAnd(b_.CreateFCmpOEQ(d, fconst(t, 0.5)), odd));
         r = b_.CreateSelect(up, b_.CreateFAdd(r, fconst(t, 1)), r);
         return b_.CreateSelect(b_.CreateFCmpOEQ(r, fconst(t, 0)), copysign(t, fconst(t, 0), x), r);
       }
       case OpKind::Sigmoid: {
-        Value* pos = b_.CreateFDiv(fconst(t, 1), b_.CreateFAdd(fconst(t, 1), call("expf", "exp", t, {b_.CreateFNeg(x)})));
+        Value* pos =
+            b_.CreateFDiv(fconst(t, 1), b_.CreateFAdd(fconst(t, 1), call("expf", "exp", t, {b_.CreateFNeg(x)})));
         Value* e = call("expf", "exp", t, {x});
         Value* neg = b_.CreateFDiv(e, b_.CreateFAdd(fconst(t, 1), e));
         return b_.CreateSelect(b_.CreateFCmpOGE(x, fconst(t, 0)), pos, neg);
       }
-      default:
-        break;  // not element-wise: the loop nests lower it to other nodes
+      default: break;  // not element-wise: the loop nests lower it to other nodes
     }
     throw std::logic_error("codegen: no element-wise code for op " + std::string(op_name(op)));
   }
@@ -588,19 +626,32 @@ std::vector<std::pair<std::string, void*>> kernel_runtime_symbols() {
   using F2 = float (*)(float, float);
   using D2 = double (*)(double, double);
   return {
-      {"tanhf", reinterpret_cast<void*>(static_cast<F1>(::tanhf))}, {"tanh", reinterpret_cast<void*>(static_cast<D1>(::tanh))},
-      {"expf", reinterpret_cast<void*>(static_cast<F1>(::expf))},   {"exp", reinterpret_cast<void*>(static_cast<D1>(::exp))},
-      {"logf", reinterpret_cast<void*>(static_cast<F1>(::logf))},   {"log", reinterpret_cast<void*>(static_cast<D1>(::log))},
-      {"log1pf", reinterpret_cast<void*>(static_cast<F1>(::log1pf))}, {"log1p", reinterpret_cast<void*>(static_cast<D1>(::log1p))},
-      {"sinf", reinterpret_cast<void*>(static_cast<F1>(::sinf))},   {"sin", reinterpret_cast<void*>(static_cast<D1>(::sin))},
-      {"cosf", reinterpret_cast<void*>(static_cast<F1>(::cosf))},   {"cos", reinterpret_cast<void*>(static_cast<D1>(::cos))},
-      {"floorf", reinterpret_cast<void*>(static_cast<F1>(::floorf))}, {"floor", reinterpret_cast<void*>(static_cast<D1>(::floor))},
-      {"ceilf", reinterpret_cast<void*>(static_cast<F1>(::ceilf))}, {"ceil", reinterpret_cast<void*>(static_cast<D1>(::ceil))},
-      {"sqrtf", reinterpret_cast<void*>(static_cast<F1>(::sqrtf))}, {"sqrt", reinterpret_cast<void*>(static_cast<D1>(::sqrt))},
-      {"atan2f", reinterpret_cast<void*>(static_cast<F2>(::atan2f))}, {"atan2", reinterpret_cast<void*>(static_cast<D2>(::atan2))},
-      {"powf", reinterpret_cast<void*>(static_cast<F2>(::powf))},   {"pow", reinterpret_cast<void*>(static_cast<D2>(::pow))},
-      {"fmodf", reinterpret_cast<void*>(static_cast<F2>(::fmodf))}, {"fmod", reinterpret_cast<void*>(static_cast<D2>(::fmod))},
-      {"memset", reinterpret_cast<void*>(&::memset)},               {"memcpy", reinterpret_cast<void*>(&::memcpy)},
+      {"tanhf", reinterpret_cast<void*>(static_cast<F1>(::tanhf))},
+      {"tanh", reinterpret_cast<void*>(static_cast<D1>(::tanh))},
+      {"expf", reinterpret_cast<void*>(static_cast<F1>(::expf))},
+      {"exp", reinterpret_cast<void*>(static_cast<D1>(::exp))},
+      {"logf", reinterpret_cast<void*>(static_cast<F1>(::logf))},
+      {"log", reinterpret_cast<void*>(static_cast<D1>(::log))},
+      {"log1pf", reinterpret_cast<void*>(static_cast<F1>(::log1pf))},
+      {"log1p", reinterpret_cast<void*>(static_cast<D1>(::log1p))},
+      {"sinf", reinterpret_cast<void*>(static_cast<F1>(::sinf))},
+      {"sin", reinterpret_cast<void*>(static_cast<D1>(::sin))},
+      {"cosf", reinterpret_cast<void*>(static_cast<F1>(::cosf))},
+      {"cos", reinterpret_cast<void*>(static_cast<D1>(::cos))},
+      {"floorf", reinterpret_cast<void*>(static_cast<F1>(::floorf))},
+      {"floor", reinterpret_cast<void*>(static_cast<D1>(::floor))},
+      {"ceilf", reinterpret_cast<void*>(static_cast<F1>(::ceilf))},
+      {"ceil", reinterpret_cast<void*>(static_cast<D1>(::ceil))},
+      {"sqrtf", reinterpret_cast<void*>(static_cast<F1>(::sqrtf))},
+      {"sqrt", reinterpret_cast<void*>(static_cast<D1>(::sqrt))},
+      {"atan2f", reinterpret_cast<void*>(static_cast<F2>(::atan2f))},
+      {"atan2", reinterpret_cast<void*>(static_cast<D2>(::atan2))},
+      {"powf", reinterpret_cast<void*>(static_cast<F2>(::powf))},
+      {"pow", reinterpret_cast<void*>(static_cast<D2>(::pow))},
+      {"fmodf", reinterpret_cast<void*>(static_cast<F2>(::fmodf))},
+      {"fmod", reinterpret_cast<void*>(static_cast<D2>(::fmod))},
+      {"memset", reinterpret_cast<void*>(&::memset)},
+      {"memcpy", reinterpret_cast<void*>(&::memcpy)},
       {"memmove", reinterpret_cast<void*>(&::memmove)},
       {"pipec_random_fill", reinterpret_cast<void*>(&pipec_random_fill)},
   };

@@ -43,8 +43,9 @@ std::unique_ptr<llvm::TargetMachine> host_target_machine() {
   if (!features.empty()) features.pop_back();
   llvm::TargetOptions opts;  // strict IEEE: no fast-math, no FMA contraction (results match the interpreter)
   opts.AllowFPOpFusion = llvm::FPOpFusion::Strict;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, opts, llvm::Reloc::PIC_, llvm::None, llvm::CodeGenOpt::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, llvm::sys::getHostCPUName(), features,
+                                                                      opts, llvm::Reloc::PIC_, llvm::None,
+                                                                      llvm::CodeGenOpt::Aggressive));
   if (!tm) throw std::runtime_error("LLVM could not create a target machine for " + triple);
   return tm;
 }

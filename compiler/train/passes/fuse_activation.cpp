@@ -30,7 +30,8 @@ bool relu_vjp(const GraphNode& n, int h) {
       n.outputs.size() != 1)
     return false;
   for (const Instr& i : n.fn->body)
-    if (!op_has(i.op, OpFlag::Input) && i.op != OpKind::Const && i.op != OpKind::Gt && i.op != OpKind::Where) return false;
+    if (!op_has(i.op, OpFlag::Input) && i.op != OpKind::Const && i.op != OpKind::Gt && i.op != OpKind::Where)
+      return false;
   return true;
 }
 

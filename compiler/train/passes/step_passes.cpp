@@ -8,7 +8,8 @@ namespace pipec {
 
 const std::vector<StepPass>& step_passes() {
   static const std::vector<StepPass> passes = {
-      {"fuse_activation", "a relu after conv2d, conv2d_transpose or dense becomes the layer's fused activation", fuse_activation},
+      {"fuse_activation", "a relu after conv2d, conv2d_transpose or dense becomes the layer's fused activation",
+       fuse_activation},
   };
   return passes;
 }
@@ -21,7 +22,8 @@ std::vector<std::string> run_step_passes(ModelGraph& g) {
     if (auto problems = verify_model_graph(g); !problems.empty()) {
       std::string all;
       for (const std::string& s : problems) all += "\n  " + s;
-      throw std::logic_error(fmt::format("the step graph does not verify after the pass {}:{}\n{}", p.name, all, print_model_graph(g)));
+      throw std::logic_error(
+          fmt::format("the step graph does not verify after the pass {}:{}\n{}", p.name, all, print_model_graph(g)));
     }
   }
   return report;

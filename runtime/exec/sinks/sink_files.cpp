@@ -7,15 +7,16 @@
 
 #include <fmt/format.h>
 
-#include "runtime/exec/stage_factories.h"
 #include "runtime/core/chunk.h"
+#include "runtime/exec/stage_factories.h"
 
 namespace pipec {
 
 namespace {
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -25,7 +26,8 @@ class WriteFiles : public ChunkIterator {
     const Stage& s = spec();
     const Value* f = s.arg("format");
     for (size_t i = 1; f && i < f->items.size(); ++i)
-      if (f->items[i].items.size() >= 2 && f->items[i].items[0].s == "path") pattern_ = ctx.resolve_path(f->items[i].items[1].s);
+      if (f->items[i].items.size() >= 2 && f->items[i].items[0].s == "path")
+        pattern_ = ctx.resolve_path(f->items[i].items[1].s);
     if (pattern_.find("{index}") == std::string::npos) throw StageError(s, "files(...) needs `{index}` in its path");
     for (const Field& fl : s.element.fields) names_.push_back(fl.name);
     if (names_.size() > 1 && pattern_.find("{field}") == std::string::npos)
@@ -35,7 +37,9 @@ class WriteFiles : public ChunkIterator {
   void save(StateWriter&) const override {
     throw CheckpointError("checkpoints of pipelines that write files are not supported; rerun the write instead");
   }
-  void restore(StateReader&) override { throw CheckpointError("checkpoints of pipelines that write files are not supported"); }
+  void restore(StateReader&) override {
+    throw CheckpointError("checkpoints of pipelines that write files are not supported");
+  }
 
  protected:
   bool produce(Chunk& out) override {
@@ -54,7 +58,8 @@ class WriteFiles : public ChunkIterator {
     std::filesystem::path p(path);
     std::error_code ec;
     if (!p.parent_path().empty()) std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) throw StageError(spec(), fmt::format("cannot create the folder {}: {}", p.parent_path().string(), ec.message()));
+    if (ec)
+      throw StageError(spec(), fmt::format("cannot create the folder {}: {}", p.parent_path().string(), ec.message()));
     const std::string tmp = path + ".tmp";
     {
       std::ofstream o(tmp, std::ios::binary | std::ios::trunc);

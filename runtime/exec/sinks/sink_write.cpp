@@ -52,7 +52,9 @@ class Write : public ChunkIterator {
   void save(StateWriter& w) const override {
     throw CheckpointError("checkpoints of pipelines that write files are not supported; rerun the write instead");
   }
-  void restore(StateReader&) override { throw CheckpointError("checkpoints of pipelines that write files are not supported"); }
+  void restore(StateReader&) override {
+    throw CheckpointError("checkpoints of pipelines that write files are not supported");
+  }
 
  protected:
   bool produce(Chunk& out) override {

@@ -6,8 +6,11 @@
 
 namespace pipec {
 
-ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel, StageStats* stats)
-    : reader_(std::move(reader)), stats_(stats), stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
+ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel,
+                                 StageStats* stats)
+    : reader_(std::move(reader)),
+      stats_(stats),
+      stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
   thread_ = std::thread([this] { run(); });
 }
 

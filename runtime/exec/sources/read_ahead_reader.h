@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "runtime/exec/stage_stats.h"
-#include "runtime/threads/bounded_queue.h"
-#include "runtime/threads/cancellation.h"
 #include "runtime/io/record_batch.h"
 #include "runtime/io/tfrecord_reader.h"
+#include "runtime/threads/bounded_queue.h"
+#include "runtime/threads/cancellation.h"
 
 namespace pipec {
 

@@ -107,8 +107,8 @@ class CsvSource : public ChunkIterator {
       if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
       for (size_t k = 0; k < columns_.size(); ++k) {
         if (static_cast<size_t>(columns_[k]) >= fields.size())
-          throw StageError(s, fmt::format("{}:{}: the row has {} columns, column `{}` is missing", path_, line, fields.size(),
-                                          s.schema[k].name));
+          throw StageError(s, fmt::format("{}:{}: the row has {} columns, column `{}` is missing", path_, line,
+                                          fields.size(), s.schema[k].name));
         cells[k].push_back(fields[columns_[k]]);
       }
       ++n;
@@ -116,7 +116,8 @@ class CsvSource : public ChunkIterator {
     if (n == 0) return false;
     out = Chunk{};
     out.rows = n;
-    for (size_t k = 0; k < s.schema.size(); ++k) out.columns.push_back(Column{false, convert(s.schema[k], cells[k], n), {}});
+    for (size_t k = 0; k < s.schema.size(); ++k)
+      out.columns.push_back(Column{false, convert(s.schema[k], cells[k], n), {}});
     out.first_index = produced_;
     out.epoch = epoch_;
     produced_ += n;

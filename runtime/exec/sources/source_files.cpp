@@ -21,7 +21,8 @@ class FilesSource : public ChunkIterator {
     if (shuffle && shuffle->b) {
       const Value* seed = s.arg("seed");
       RandomStream rng(seed ? static_cast<uint64_t>(seed->i) : ctx.seed, static_cast<uint64_t>(stage), 0, epoch);
-      for (size_t i = files_.size(); i > 1; --i) std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
+      for (size_t i = files_.size(); i > 1; --i)
+        std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
     }
   }
   void save(StateWriter& w) const override { w.write_i64(produced_); }

@@ -55,6 +55,8 @@ class NpySource : public ChunkIterator {
 
 }  // namespace
 
-IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch) { return std::make_unique<NpySource>(ctx, stage, epoch); }
+IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch) {
+  return std::make_unique<NpySource>(ctx, stage, epoch);
+}
 
 }  // namespace pipec

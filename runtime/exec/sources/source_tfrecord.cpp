@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/philox.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
-#include "runtime/core/philox.h"
 #include "runtime/exec/sources/read_ahead_reader.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
@@ -34,9 +34,13 @@ FeatureSpec feature_spec(const SchemaEntry& e) {
   if (e.fixed_bytes) {
     s = FeatureSpec::fixed_bytes(e.name, t.shape.back(), Shape(t.shape.begin(), t.shape.end() - 1));
   } else {
-    FeatureKind kind = t.dtype == DType::I64 ? FeatureKind::Int64 : t.dtype == DType::F32 ? FeatureKind::Float : FeatureKind::Bytes;
+    FeatureKind kind = t.dtype == DType::I64   ? FeatureKind::Int64
+                       : t.dtype == DType::F32 ? FeatureKind::Float
+                                               : FeatureKind::Bytes;
     bool var = !t.shape.empty() && t.shape.back() < 0;
-    s = var ? FeatureSpec::var_len(e.name, kind) : t.shape.empty() ? FeatureSpec::scalar(e.name, kind) : FeatureSpec::fixed(e.name, kind, t.shape);
+    s = var               ? FeatureSpec::var_len(e.name, kind)
+        : t.shape.empty() ? FeatureSpec::scalar(e.name, kind)
+                          : FeatureSpec::fixed(e.name, kind, t.shape);
   }
   // tf.io.VarLenFeature: a record without the feature has an empty list.
   if (s.variable_length() && !e.default_value) {
@@ -87,13 +91,15 @@ class TFRecordSource : public ChunkIterator {
     } catch (const DataError& e) {
       throw StageError(s, e);
     }
-    if (const Value* c = s.arg("compression")) options_.compression = parse_compression(c->s).value_or(Compression::None);
+    if (const Value* c = s.arg("compression"))
+      options_.compression = parse_compression(c->s).value_or(Compression::None);
     else options_.compression = Compression::None;
     const Value* shuffle = s.arg("shuffle_files");
     if (shuffle && shuffle->b) {
       const Value* seed = s.arg("seed");
       RandomStream rng(seed ? static_cast<uint64_t>(seed->i) : ctx.seed, static_cast<uint64_t>(stage), 0, epoch);
-      for (size_t i = files_.size(); i > 1; --i) std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
+      for (size_t i = files_.size(); i > 1; --i)
+        std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
     }
     slots_.resize(static_cast<size_t>(std::max<int64_t>(1, cycle_length_)));
   }
@@ -125,12 +131,14 @@ class TFRecordSource : public ChunkIterator {
       s.consumed = r.read_i64();
       close(s);
       if (s.file < 0) continue;
-      if (static_cast<size_t>(s.file) >= files_.size()) throw r.error("tfrecord state names a file that no longer matches");
+      if (static_cast<size_t>(s.file) >= files_.size())
+        throw r.error("tfrecord state names a file that no longer matches");
       // Reopen and skip what was already delivered.
       auto reader = std::make_unique<TFRecordReader>(files_[s.file], options_);
       std::string_view rec;
       for (int64_t i = 0; i < s.consumed; ++i)
-        if (!reader->next(rec)) throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
+        if (!reader->next(rec))
+          throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
       open(s, std::move(reader));
     }
   }
@@ -317,7 +325,7 @@ class TFRecordSource : public ChunkIterator {
   int64_t epoch_;
   int64_t cycle_length_;
   int64_t block_length_;
-  Knob* readers_;          // files read ahead (the first readers() slots of the cycle); null: fixed_readers_
+  Knob* readers_;  // files read ahead (the first readers() slots of the cycle); null: fixed_readers_
   int64_t fixed_readers_;
   std::vector<std::string> files_;
   TFRecordReaderOptions options_;

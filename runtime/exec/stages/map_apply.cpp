@@ -6,7 +6,8 @@
 namespace pipec {
 
 std::vector<Column> apply_stage_function(const RunContext& ctx, const Stage& stage,
-                                         const std::vector<std::string>& in_fields, const Chunk& in, bool allow_native) {
+                                         const std::vector<std::string>& in_fields, const Chunk& in,
+                                         bool allow_native) {
   EvalContext ec;
   ec.seed = ctx.seed;
   ec.spec_dir = ctx.spec_dir;

@@ -44,7 +44,8 @@ bool run_native(const Stage& stage, const std::vector<std::string>& in_fields, c
   std::vector<Tensor> keep;  // converted inputs live until the call returns
   std::vector<const void*> inputs;
   for (int fi : k.input_fields) {
-    if (fi < 0 || static_cast<size_t>(fi) >= in.columns.size() || static_cast<size_t>(fi) >= in_fields.size()) return false;
+    if (fi < 0 || static_cast<size_t>(fi) >= in.columns.size() || static_cast<size_t>(fi) >= in_fields.size())
+      return false;
     const Column& col = in.columns[fi];
     const Instr* p = param_for(fn, in_fields[fi], in_fields.size() == 1);
     if (col.ragged || !p || !p->type.fully_known()) return false;

@@ -25,8 +25,8 @@ Chunk batches_as_rows(const Chunk& batches, int64_t batch_size) {
   // Only the last batch of an epoch may be short, and it comes on its own: the numbering b*n + i
   // holds for every row only then.
   if (batches.rows > 1 && k != batch_size)
-    throw std::runtime_error(fmt::format("per-row map: a chunk of {} batches of {} rows, the batch size is {}", batches.rows, k,
-                                         batch_size));
+    throw std::runtime_error(fmt::format("per-row map: a chunk of {} batches of {} rows, the batch size is {}",
+                                         batches.rows, k, batch_size));
   out.rows = batches.rows * k;
   return out;
 }

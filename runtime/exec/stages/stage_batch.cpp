@@ -159,8 +159,9 @@ class Batch : public ChunkIterator {
       const Shape& s0 = col.rows.at(0).shape();
       for (const Tensor& t : col.rows)
         if (t.shape() != s0)
-          throw std::runtime_error(fmt::format("the elements of a batch have different shapes ({} and {}); use padded_batch",
-                                               shape_to_string(s0), shape_to_string(t.shape())));
+          throw std::runtime_error(
+              fmt::format("the elements of a batch have different shapes ({} and {}); use padded_batch",
+                          shape_to_string(s0), shape_to_string(t.shape())));
       Shape s = s0;
       s.insert(s.begin(), static_cast<int64_t>(col.rows.size()));
       if (col.rows[0].dtype() == DType::Bytes) {  // strings live in a blob, not in raw()
@@ -191,7 +192,8 @@ class Batch : public ChunkIterator {
       }
       Shape maxs = items[0].shape();
       for (const Tensor& t : items) {
-        if (t.rank() != static_cast<int64_t>(maxs.size())) throw std::runtime_error("padded_batch: elements differ in rank");
+        if (t.rank() != static_cast<int64_t>(maxs.size()))
+          throw std::runtime_error("padded_batch: elements differ in rank");
         for (size_t d = 0; d < maxs.size(); ++d) maxs[d] = std::max(maxs[d], t.shape()[d]);
       }
       DType dt = items[0].dtype();
@@ -236,14 +238,15 @@ class Batch : public ChunkIterator {
   static void fill(Tensor& t, double v) {
     int64_t n = t.num_elements();
     switch (t.dtype()) {
-#define FILL(D, T) \
-  case DType::D:   \
+#define FILL(D, T)                                                      \
+  case DType::D:                                                        \
     for (int64_t i = 0; i < n; ++i) t.data<T>()[i] = static_cast<T>(v); \
     break;
-      FILL(Bool, uint8_t) FILL(U8, uint8_t) FILL(I8, int8_t) FILL(U16, uint16_t) FILL(I16, int16_t) FILL(U32, uint32_t)
-      FILL(I32, int32_t) FILL(U64, uint64_t) FILL(I64, int64_t) FILL(F32, float) FILL(F64, double)
+      FILL(Bool, uint8_t)
+      FILL(U8, uint8_t) FILL(I8, int8_t) FILL(U16, uint16_t) FILL(I16, int16_t) FILL(U32, uint32_t) FILL(I32, int32_t)
+          FILL(U64, uint64_t) FILL(I64, int64_t) FILL(F32, float) FILL(F64, double)
 #undef FILL
-      default: std::memset(t.raw(), 0, t.byte_size());
+              default : std::memset(t.raw(), 0, t.byte_size());
     }
   }
 

@@ -24,7 +24,7 @@ namespace {
 struct CacheStore {
   std::vector<Chunk> chunks;
   bool complete = false;
-  int64_t charged = 0;  // bytes of `chunks` counted in the memory budget
+  int64_t charged = 0;       // bytes of `chunks` counted in the memory budget
   int64_t first_epoch = -1;  // the epoch of the first pass, which every pass that reads the input uses
 };
 
@@ -45,7 +45,8 @@ class CacheFile {
     uint64_t n = 0;
     while (in.read(reinterpret_cast<char*>(&n), sizeof n)) {
       std::string blob(n, '\0');
-      if (!in.read(blob.data(), static_cast<std::streamsize>(n))) throw CheckpointError(path + ": the cache file is cut short");
+      if (!in.read(blob.data(), static_cast<std::streamsize>(n)))
+        throw CheckpointError(path + ": the cache file is cut short");
       StateReader r(std::move(blob), path);
       chunks.push_back(restore_chunk(r));
     }
@@ -172,8 +173,8 @@ class Cache : public ChunkIterator {
  private:
   int64_t epoch_;
   std::shared_ptr<CacheStore> store_;
-  std::string path_;      // cache("path"): the cache file
-  std::ofstream file_;    // open while the first pass writes it
+  std::string path_;    // cache("path"): the cache file
+  std::ofstream file_;  // open while the first pass writes it
   IteratorPtr input_;
   size_t replay_pos_ = 0;
 };

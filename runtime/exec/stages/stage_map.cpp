@@ -17,9 +17,9 @@
 
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
+#include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stages/row_view.h"
-#include "runtime/exec/stage_factories.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -27,7 +27,8 @@ namespace pipec {
 namespace {
 
 int64_t clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 class MapLike : public ChunkIterator {
@@ -42,7 +43,8 @@ class MapLike : public ChunkIterator {
       window_ = std::max<int64_t>(1, p->i);
       knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
     } else {
-      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
+      knob_ =
+          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
     }
     most_window_ = window();
     // Tasks record their spans on the pool's threads: the name is interned here, once (a trace starts
@@ -195,7 +197,8 @@ class MapLike : public ChunkIterator {
     Chunk out = apply(in);
     const int64_t end = clock_ns();
     ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
-    if (task_name_ && trace::enabled()) trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
+    if (task_name_ && trace::enabled())
+      trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
     return out;
   }
 
@@ -283,8 +286,8 @@ class MapLike : public ChunkIterator {
   mutable int64_t most_window_ = 1;
   trace::NameId task_name_ = 0;
   std::deque<Charge> charges_;  // one per chunk in flight or ready, in order
-  int64_t per_row_ = 0;     // > 0: runs on the element rows of batches of this size
-  bool fused_map_ = false;  // map_filter: the function's last result is the keep flag
+  int64_t per_row_ = 0;         // > 0: runs on the element rows of batches of this size
+  bool fused_map_ = false;      // map_filter: the function's last result is the keep flag
   mutable std::deque<std::future<Chunk>> inflight_;
   mutable std::deque<Chunk> ready_;
   bool input_done_ = false;

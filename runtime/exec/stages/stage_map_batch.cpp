@@ -28,8 +28,8 @@
 
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
-#include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stage_factories.h"
+#include "runtime/exec/stages/map_apply.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -41,7 +41,7 @@ struct OpenBatch {
   std::vector<Tensor> columns;
   int64_t assigned = 0;
   int64_t epoch = 0;
-  int64_t seq = 0;  // batches are numbered in the order they open
+  int64_t seq = 0;                                // batches are numbered in the order they open
   std::vector<std::shared_future<void>> writers;  // the tasks that write rows of this batch
 };
 
@@ -54,7 +54,8 @@ struct LiveTask {
 };
 
 int64_t clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 class MapBatch : public ChunkIterator {
@@ -82,7 +83,8 @@ class MapBatch : public ChunkIterator {
       window_ = std::max<int64_t>(1, p->i);
       knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
     } else {
-      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
+      knob_ =
+          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
     }
     most_window_ = window();
     if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} map_batch task", stage));
@@ -327,18 +329,19 @@ class MapBatch : public ChunkIterator {
   // reported rather than copied as garbage.
   void check_results(const std::vector<Column>& cols, int64_t rows) const {
     if (cols.size() != row_shapes_.size())
-      throw StageError(spec(), fmt::format("the map returned {} fields, the element has {}", cols.size(), row_shapes_.size()));
+      throw StageError(spec(),
+                       fmt::format("the map returned {} fields, the element has {}", cols.size(), row_shapes_.size()));
     for (size_t k = 0; k < cols.size(); ++k) {
       const Column& c = cols[k];
       Shape want = row_shapes_[k];
       want.insert(want.begin(), rows);
       if (c.ragged || c.dense.dtype() != dtypes_[k] || c.dense.shape() != want)
-        throw StageError(spec(), fmt::format("field `{}`: the map computed {} where the element says {} {}",
-                                             spec().element.fields[k].name,
-                                             c.ragged ? std::string("rows of different shapes")
-                                                      : std::string(dtype_name(c.dense.dtype())) + " " +
-                                                            shape_to_string(c.dense.shape()),
-                                             dtype_name(dtypes_[k]), shape_to_string(want)));
+        throw StageError(
+            spec(),
+            fmt::format("field `{}`: the map computed {} where the element says {} {}", spec().element.fields[k].name,
+                        c.ragged ? std::string("rows of different shapes")
+                                 : std::string(dtype_name(c.dense.dtype())) + " " + shape_to_string(c.dense.shape()),
+                        dtype_name(dtypes_[k]), shape_to_string(want)));
     }
   }
 
@@ -356,7 +359,8 @@ class MapBatch : public ChunkIterator {
   }
 
   // Rows [src_begin, src_begin + count) of `cols` become rows [dst_row, ...) of `b`.
-  void copy_rows(const std::vector<Column>& cols, int64_t src_begin, int64_t count, OpenBatch& b, int64_t dst_row) const {
+  void copy_rows(const std::vector<Column>& cols, int64_t src_begin, int64_t count, OpenBatch& b,
+                 int64_t dst_row) const {
     for (size_t k = 0; k < cols.size(); ++k) {
       const size_t rb = row_bytes_[k];
       std::memcpy(b.columns[k].raw() + static_cast<size_t>(dst_row) * rb,
@@ -416,7 +420,7 @@ class MapBatch : public ChunkIterator {
   mutable int64_t most_window_ = 1;
   trace::NameId task_name_ = 0;  // interned at construction when a trace records (tasks run on the pool)
   uint64_t result_row_bytes_ = 0;
-  uint64_t reserved_ = 0;  // granted by room_for_a_task() for the tasks of the chunk being dispatched
+  uint64_t reserved_ = 0;        // granted by room_for_a_task() for the tasks of the chunk being dispatched
   bool dispatch_fixed_ = false;  // that chunk's results are the stage's fixed holding
   std::deque<OpenBatch> open_;
   int64_t next_seq_ = 0;

@@ -12,7 +12,8 @@ class Passthrough : public ChunkIterator {
  public:
   Passthrough(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Stage& s = spec();
-    if (s.kind == StageKind::To && s.arg("device") && s.arg("device")->s == "gpu" && !ctx.gpu && !ctx.gpu_unavailable.empty()) {
+    if (s.kind == StageKind::To && s.arg("device") && s.arg("device")->s == "gpu" && !ctx.gpu &&
+        !ctx.gpu_unavailable.empty()) {
       ctx.warn_once((s.loc.valid() ? s.loc.to_string() + ": " : std::string()) + "warning: to(gpu): no GPU (" +
                     ctx.gpu_unavailable + "), so the stages after it run on the CPU");
     }

@@ -21,8 +21,8 @@
 
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
-#include "runtime/threads/bounded_queue.h"
 #include "runtime/exec/stage_factories.h"
+#include "runtime/threads/bounded_queue.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -102,7 +102,8 @@ class Prefetch : public ChunkIterator {
     queue_->set_capacity(static_cast<size_t>(depth()));
     auto wait_start = std::chrono::steady_clock::now();
     std::optional<Item> item = queue_->pop(*stop_token_);
-    add_wait_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
+    add_wait_ns(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
     ctx_.check_cancelled();
     if (!item) return false;
     note_queue();
@@ -162,7 +163,8 @@ class Prefetch : public ChunkIterator {
 
   void start() {
     queue_ = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(std::max<int64_t>(1, depth())));
-    stop_token_ = std::make_unique<CancellationToken>(ctx_.cancel ? CancellationToken::child_of(*ctx_.cancel) : CancellationToken());
+    stop_token_ = std::make_unique<CancellationToken>(ctx_.cancel ? CancellationToken::child_of(*ctx_.cancel)
+                                                                  : CancellationToken());
     leftover_.reset();
     thread_ = std::thread([this] { run(); });
   }
@@ -257,7 +259,7 @@ class Prefetch : public ChunkIterator {
   IteratorPtr input_;
   Knob* knob_ = nullptr;
   std::atomic<trace::NameId> queue_name_{0};  // recorded from both sides of the queue
-  int64_t depth_ = 4;  // without an autotuner
+  int64_t depth_ = 4;                         // without an autotuner
   mutable std::atomic<int64_t> most_depth_{1};
   std::unique_ptr<BoundedQueue<Item>> queue_;
   std::unique_ptr<CancellationToken> stop_token_;

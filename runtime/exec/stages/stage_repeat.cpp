@@ -60,6 +60,8 @@ class Repeat : public ChunkIterator {
 
 }  // namespace
 
-IteratorPtr make_repeat(RunContext& ctx, int stage, int64_t epoch) { return std::make_unique<Repeat>(ctx, stage, epoch); }
+IteratorPtr make_repeat(RunContext& ctx, int stage, int64_t epoch) {
+  return std::make_unique<Repeat>(ctx, stage, epoch);
+}
 
 }  // namespace pipec

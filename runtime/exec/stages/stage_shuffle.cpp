@@ -17,9 +17,9 @@
 #include <cstring>
 #include <optional>
 
+#include "runtime/core/philox.h"
 #include "runtime/exec/chunk_builder.h"
 #include "runtime/exec/memory_budget.h"
-#include "runtime/core/philox.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -323,13 +323,13 @@ class Shuffle : public ChunkIterator {
   uint64_t seed_ = 0;
   int64_t epoch_key_ = 0;
   int64_t epoch_ = 0;
-  bool repeats_ = false;    // shuffle_repeat
-  int64_t count_ = -1;      // shuffle_repeat: epochs, -1 forever
-  int64_t outer_epoch_ = 0; // shuffle_repeat: the epoch it was built for (by a repeat further down)
-  int64_t pass_ = 0;        // shuffle_repeat: the epoch within this stage
-  int64_t total_ = 0;       // elements produced over all epochs (shuffle_repeat's first_index)
-  Chunk buffer_;      // capacity rows, of which the first live_ are elements
-  int64_t charged_ = 0;  // bytes of the buffer counted in the memory budget
+  bool repeats_ = false;     // shuffle_repeat
+  int64_t count_ = -1;       // shuffle_repeat: epochs, -1 forever
+  int64_t outer_epoch_ = 0;  // shuffle_repeat: the epoch it was built for (by a repeat further down)
+  int64_t pass_ = 0;         // shuffle_repeat: the epoch within this stage
+  int64_t total_ = 0;        // elements produced over all epochs (shuffle_repeat's first_index)
+  Chunk buffer_;             // capacity rows, of which the first live_ are elements
+  int64_t charged_ = 0;      // bytes of the buffer counted in the memory budget
   bool has_row_columns_ = false;
   int64_t live_ = 0;
   bool filled_ = false;

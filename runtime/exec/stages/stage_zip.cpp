@@ -9,7 +9,11 @@ namespace {
 class Zip : public ChunkIterator {
  public:
   Zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs)
-      : ChunkIterator(ctx, stage), epoch_(epoch), inputs_(std::move(inputs)), pending_(inputs_.size()), offset_(inputs_.size(), 0) {}
+      : ChunkIterator(ctx, stage),
+        epoch_(epoch),
+        inputs_(std::move(inputs)),
+        pending_(inputs_.size()),
+        offset_(inputs_.size(), 0) {}
 
   void save(StateWriter& w) const override {
     w.write_i64(produced_);

@@ -25,20 +25,11 @@ void with_errors(const std::string& what, const std::function<void()>& body) {
   } catch (const dnnl::error& e) {
     const char* status = "error";
     switch (e.status) {
-      case dnnl_unimplemented:
-        status = "unimplemented";
-        break;
-      case dnnl_invalid_arguments:
-        status = "invalid arguments";
-        break;
-      case dnnl_out_of_memory:
-        status = "out of memory";
-        break;
-      case dnnl_runtime_error:
-        status = "runtime error";
-        break;
-      default:
-        break;
+      case dnnl_unimplemented: status = "unimplemented"; break;
+      case dnnl_invalid_arguments: status = "invalid arguments"; break;
+      case dnnl_out_of_memory: status = "out of memory"; break;
+      case dnnl_runtime_error: status = "runtime error"; break;
+      default: break;
     }
     fail(what, fmt::format("oneDNN cannot do it ({}: {})", status, e.what()));
   }
@@ -61,18 +52,12 @@ dnnl::algorithm eltwise_algorithm(ActivationKind kind, bool from_output) {
   using A = dnnl::algorithm;
   switch (kind) {
     case ActivationKind::Relu:
-    case ActivationKind::LeakyRelu:
-      return from_output ? A::eltwise_relu_use_dst_for_bwd : A::eltwise_relu;
-    case ActivationKind::Tanh:
-      return from_output ? A::eltwise_tanh_use_dst_for_bwd : A::eltwise_tanh;
-    case ActivationKind::Sigmoid:
-      return from_output ? A::eltwise_logistic_use_dst_for_bwd : A::eltwise_logistic;
-    case ActivationKind::GeluErf:
-      return A::eltwise_gelu_erf;
-    case ActivationKind::GeluTanh:
-      return A::eltwise_gelu_tanh;
-    case ActivationKind::None:
-      break;
+    case ActivationKind::LeakyRelu: return from_output ? A::eltwise_relu_use_dst_for_bwd : A::eltwise_relu;
+    case ActivationKind::Tanh: return from_output ? A::eltwise_tanh_use_dst_for_bwd : A::eltwise_tanh;
+    case ActivationKind::Sigmoid: return from_output ? A::eltwise_logistic_use_dst_for_bwd : A::eltwise_logistic;
+    case ActivationKind::GeluErf: return A::eltwise_gelu_erf;
+    case ActivationKind::GeluTanh: return A::eltwise_gelu_tanh;
+    case ActivationKind::None: break;
   }
   return A::undef;
 }

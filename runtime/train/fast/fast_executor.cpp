@@ -51,13 +51,13 @@ train::Activation fused_activation(const GraphNode& n) {
 bool weighted(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
 
 ModelOp backward_kernel_of(ModelOp op) {
-  return op == ModelOp::Conv2d ? ModelOp::Conv2dBackwardKernel
+  return op == ModelOp::Conv2d  ? ModelOp::Conv2dBackwardKernel
          : op == ModelOp::Dense ? ModelOp::DenseBackwardKernel
                                 : ModelOp::Conv2dTransposeBackwardKernel;
 }
 
 ModelOp backward_input_of(ModelOp op) {
-  return op == ModelOp::Conv2d ? ModelOp::Conv2dBackwardInput
+  return op == ModelOp::Conv2d  ? ModelOp::Conv2dBackwardInput
          : op == ModelOp::Dense ? ModelOp::DenseBackwardInput
                                 : ModelOp::Conv2dTransposeBackwardInput;
 }
@@ -69,7 +69,7 @@ struct FastExecutor::Kernels {
 
   train::CpuKernels cpu;
   std::vector<WeightedGroup> groups;
-  std::vector<int> group_of;  // per node: its weighted group, or -1
+  std::vector<int> group_of;    // per node: its weighted group, or -1
   std::vector<int> forward_of;  // per backward node of a pool or batch_norm: the forward whose op it reuses
   std::map<int64_t, std::vector<NodeOps>> ops;  // by rows, per node
   int kernel_nodes = 0;
@@ -112,9 +112,12 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
     } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::BatchNorm) {
       // Their backward reads what the forward kept (max positions, batch statistics): found by the
       // values they share, so it is this forward's op that runs it.
-      int b = fw.op == ModelOp::MaxPool2d
-                  ? find([&](const GraphNode& x) { return x.op == ModelOp::MaxPool2dBackward && x.inputs[0] == fw.inputs[0]; })
-                  : find([&](const GraphNode& x) { return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1]; });
+      int b = fw.op == ModelOp::MaxPool2d ? find([&](const GraphNode& x) {
+        return x.op == ModelOp::MaxPool2dBackward && x.inputs[0] == fw.inputs[0];
+      })
+                                          : find([&](const GraphNode& x) {
+                                              return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1];
+                                            });
       if (b >= 0) k.forward_of[b] = f;
     }
   }
@@ -135,9 +138,10 @@ std::string FastExecutor::description() const {
   // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
   const char* waits = std::getenv("OMP_WAIT_POLICY");
   return fmt::format(
-      "fast ({} of {} nodes on oneDNN {} {}, {} thread{}, OpenMP waits {}; -O0 or --executor reference for the reference)",
-      kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(), kernels_->cpu.threads(),
-      kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
+      "fast ({} of {} nodes on oneDNN {} {}, {} thread{}, OpenMP waits {}; -O0 or --executor reference for the "
+      "reference)",
+      kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
+      kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
 }
 
 void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
@@ -180,8 +184,8 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       d.activation = fused_activation(fw);
       o.conv = std::make_unique<train::Conv2dOp>(k.cpu, d);
       if (o.conv->out_h() != y[0] || o.conv->out_w() != y[1])
-        throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(), o.conv->out_h(),
-                                           o.conv->out_w(), shape_to_string(y)));
+        throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
+                                           o.conv->out_h(), o.conv->out_w(), shape_to_string(y)));
     } else {
       train::Conv2dTransposeDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
@@ -264,8 +268,8 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     if (n.op == ModelOp::MaxPool2dBackward) {
       pool_op(f).backward(ptr(n.inputs[1]), ptr(n.outputs[0]));
     } else {  // BatchNormBackward: x, dy, gamma, mean, variance -> dx, dgamma, dbeta
-      batch_norm_op(f).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.outputs[0]), ptr(n.outputs[1]),
-                                ptr(n.outputs[2]));
+      batch_norm_op(f).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.outputs[0]),
+                                ptr(n.outputs[1]), ptr(n.outputs[2]));
     }
     return;
   }
@@ -305,14 +309,13 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       allocate_outputs(n, rows);
       const bool leaky = n.op == ModelOp::LeakyRelu || n.op == ModelOp::LeakyReluBackward;
       train::EltwiseOp& op =
-          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attr_number("alpha"))) : train::Activation::gelu());
+          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attr_number("alpha")))
+                           : train::Activation::gelu());
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
       return;
     }
-    default:
-      ReferenceExecutor<float>::run_node(n, rows, step);
-      return;
+    default: ReferenceExecutor<float>::run_node(n, rows, step); return;
   }
 }
 

@@ -46,8 +46,10 @@ typedef const char* (*last_error_fn)(void);
 /* The NumPy descr of a DLPack dtype; NULL when .npy has none (bf16). */
 static const char* descr(DataType d) {
   if (d.code == 6 || (d.code == 1 && d.bits == 1)) return "|b1"; /* kDLBool */
-  if (d.code == 0) return d.bits == 8 ? "|i1" : d.bits == 16 ? "<i2" : d.bits == 32 ? "<i4" : d.bits == 64 ? "<i8" : NULL;
-  if (d.code == 1) return d.bits == 8 ? "|u1" : d.bits == 16 ? "<u2" : d.bits == 32 ? "<u4" : d.bits == 64 ? "<u8" : NULL;
+  if (d.code == 0)
+    return d.bits == 8 ? "|i1" : d.bits == 16 ? "<i2" : d.bits == 32 ? "<i4" : d.bits == 64 ? "<i8" : NULL;
+  if (d.code == 1)
+    return d.bits == 8 ? "|u1" : d.bits == 16 ? "<u2" : d.bits == 32 ? "<u4" : d.bits == 64 ? "<u8" : NULL;
   if (d.code == 2) return d.bits == 16 ? "<f2" : d.bits == 32 ? "<f4" : d.bits == 64 ? "<f8" : NULL;
   return NULL;
 }
@@ -55,7 +57,8 @@ static const char* descr(DataType d) {
 static int write_npy(const char* path, const DLTensorView* t) {
   const char* d = descr(t->dtype);
   if (!d) {
-    fprintf(stderr, "difftest_read_lib: %s: dtype code %d bits %d has no .npy form\n", path, t->dtype.code, t->dtype.bits);
+    fprintf(stderr, "difftest_read_lib: %s: dtype code %d bits %d has no .npy form\n", path, t->dtype.code,
+            t->dtype.bits);
     return 2;
   }
   char shape[512] = "(";
