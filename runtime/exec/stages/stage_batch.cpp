@@ -242,11 +242,22 @@ class Batch : public ChunkIterator {
   case DType::D:                                                        \
     for (int64_t i = 0; i < n; ++i) t.data<T>()[i] = static_cast<T>(v); \
     break;
+      // One macro use per line: clang-format cannot see that FILL expands to case labels.
+      // clang-format off
       FILL(Bool, uint8_t)
-      FILL(U8, uint8_t) FILL(I8, int8_t) FILL(U16, uint16_t) FILL(I16, int16_t) FILL(U32, uint32_t) FILL(I32, int32_t)
-          FILL(U64, uint64_t) FILL(I64, int64_t) FILL(F32, float) FILL(F64, double)
+      FILL(U8, uint8_t)
+      FILL(I8, int8_t)
+      FILL(U16, uint16_t)
+      FILL(I16, int16_t)
+      FILL(U32, uint32_t)
+      FILL(I32, int32_t)
+      FILL(U64, uint64_t)
+      FILL(I64, int64_t)
+      FILL(F32, float)
+      FILL(F64, double)
+      // clang-format on
 #undef FILL
-              default : std::memset(t.raw(), 0, t.byte_size());
+      default: std::memset(t.raw(), 0, t.byte_size());
     }
   }
 
