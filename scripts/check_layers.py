@@ -17,6 +17,7 @@ import sys
 LAYERS = [
     # The runtime: what a built spec links.
     ["runtime/core"],                     # tensors, chunks, dtypes, buffer pool, Philox, dtype dispatch
+    ["runtime/trace"],                    # Chrome trace events: spans, counters, training steps
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
     ["runtime/plan"],                     # the plan and expression IR, printer, verifier, serialization
     ["runtime/model"],                    # the model IR: layer table, model and training-step graphs
@@ -37,6 +38,7 @@ LAYERS = [
     ["compiler/train"],                   # model and train blocks -> training-step graph (gradient pass)
     ["compiler/train/passes"],            # the step graph's passes (fusion), one per file, in one list
     ["compiler/passes"],                  # the optimizer
+    ["compiler/advice"],                  # advice after a run: one rule per file, from the seeds' lessons
     ["compiler/codegen", "compiler/codegen/llvm", "compiler/codegen/cuda"],
     ["compiler/compile"],                 # the one compile entry: check -> lower -> passes -> kernels
     ["compiler/fmt"],                     # the formatter

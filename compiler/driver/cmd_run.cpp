@@ -23,6 +23,7 @@
 #include "compiler/driver/compile_report.h"
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/run_args.h"
+#include "compiler/driver/run_report.h"
 #include "compiler/driver/spec_options.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/exec/pipeline_run.h"
@@ -30,6 +31,7 @@
 #include "runtime/io/errors.h"
 #include "runtime/io/npy.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -71,7 +73,7 @@ std::string stage_backend(const Stage& s) {
 }
 
 void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched,
-                   const codegen::JitReport* jit) {
+                   const codegen::JitReport* jit, bool explain_autotune, const std::vector<Advice>& advice) {
   const Plan& plan = run.plan();
   const RunContext& ctx = run.context();
   double secs = std::max(s.seconds, 1e-9);
@@ -80,6 +82,7 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   out << fmt::format("  examples/s  {}\n", format_thousands(static_cast<uint64_t>(s.examples / secs)));
   out << fmt::format("  output      {}\n", format_byte_rate(s.bytes / secs));
   out << fmt::format("  peak RSS    {:.1f} MB\n", peak_rss_bytes() / 1e6);
+  print_memory_line(out, run);
   if (jit) out << fmt::format("  kernels     {}\n", jit->summary());
   BufferPoolStats pool = BufferPool::global().stats();
   out << fmt::format("  buffers     {} fresh ({:.1f} MB), {} reused\n", format_thousands(pool.fresh_count),
@@ -91,33 +94,29 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
         jpeg.bytes / 1e6, jpeg.budget / 1e6, jpeg.full ? ", full: later files decode the usual way" : "",
         format_thousands(jpeg.hits),
         jpeg.unindexable ? fmt::format(", {} not indexable", format_thousands(jpeg.unindexable)) : std::string());
-  uint64_t total_busy = 0;
-  for (const auto& st : ctx.stats) total_busy += st->snapshot().busy_ns;
-  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "busy", "share",
+  // `work`: the stage's own time on the thread that pulls from it and on threads of its own (a map's
+  // tasks, files read ahead).
+  uint64_t total_work = 0;
+  for (const auto& st : ctx.stats) total_work += st->snapshot().work_ns();
+  out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "work", "share",
                      "device");
-  size_t worst = 0;
-  uint64_t worst_ns = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     StageStatsSnapshot snap = ctx.stats[i]->snapshot();
-    double share = total_busy ? 100.0 * snap.busy_ns / total_busy : 0;
-    if (snap.busy_ns > worst_ns) {
-      worst_ns = snap.busy_ns;
-      worst = i;
-    }
+    double share = total_work ? 100.0 * snap.work_ns() / total_work : 0;
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
     out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, stage_name(plan.stages[i].kind),
-                       format_thousands(snap.elements_out), snap.busy_ns / 1e9, share, ctx.stage_device.at(i), extra);
+                       format_thousands(snap.elements_out), snap.work_ns() / 1e9, share, ctx.stage_device.at(i), extra);
   }
-  if (total_busy)
-    out << fmt::format("  bottleneck: #{} {} ({:.0f}% of the pipeline's work)\n", worst,
-                       stage_name(plan.stages[worst].kind), 100.0 * worst_ns / total_busy);
+  print_bottleneck_line(out, run);
+  print_advice(out, advice);
+  print_autotune(out, run, explain_autotune);
 }
 
 // The summary as JSON (`--stats-json`): the same figures as print_summary, for scripts and benches.
-nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& run, const std::string& name,
-                                  const Summary& s, const codegen::JitReport* jit) {
+nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::string& spec, const PipelineRun& run,
+                                  const std::string& name, const Summary& s, const codegen::JitReport* jit) {
   using Json = nlohmann::ordered_json;
   const RunContext& ctx = run.context();
   Json j;
@@ -146,16 +145,37 @@ nlohmann::ordered_json stats_json(const std::string& spec, const PipelineRun& ru
                           {"op", std::string(stage_name(run.plan().stages[i].kind))},
                           {"elements_out", snap.elements_out},
                           {"busy_seconds", snap.busy_ns / 1e9},
+                          {"task_seconds", snap.task_ns / 1e9},
                           {"bytes_out", snap.bytes},
                           {"dropped", ctx.dropped[i]->load()},
                           {"backend", stage_backend(run.plan().stages[i])},
                           {"device", ctx.stage_device.at(i)}});
   }
   j["stages"] = std::move(stages);
+  add_autotune_json(j, run, advice);
   return j;
 }
 
 }  // namespace
+
+bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || !knob_kind_from_flag(std::string_view(text).substr(0, eq), kind)) return false;
+  const std::string digits = text.substr(eq + 1);
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  *value = std::stoll(digits);
+  return *value >= (*kind == KnobKind::ReadAhead ? 0 : 1);
+}
+
+std::vector<std::pair<KnobKind, int64_t>> parse_auto_values(const std::vector<std::string>& texts) {
+  std::vector<std::pair<KnobKind, int64_t>> out;
+  for (const std::string& text : texts) {
+    KnobKind kind;
+    int64_t value = 0;
+    if (parse_auto_value(text, &kind, &value)) out.emplace_back(kind, value);
+  }
+  return out;
+}
 
 int cmd_run(const Args& args) {
   SpecFlags flags;
@@ -212,6 +232,34 @@ int cmd_run(const Args& args) {
       ->type_name("auto|cpu|gpu")
       ->check(one_of({"auto", "cpu", "gpu"}))
       ->capture_default_str();
+  app->add_option("--memory-budget", a.memory_budget,
+                  "the most the stage buffers (prefetch, map windows, files read ahead, shuffle buffers, caches) may\n"
+                  "hold, like 512M or 2G; half of the machine's memory when not given")
+      ->type_name("SIZE")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return parse_memory_size(text) > 0 ? "" : fmt::format("must be a size like 512M or 2G, not `{}`", text);
+          },
+          ""));
+  app->add_flag("--no-autotune", a.no_autotune, "keep every `auto` parameter at its starting value (2 per thread)");
+  add_repeatable(*app, "--auto-value", a.auto_values,
+                 "fix every `auto` parameter of a kind instead of tuning it: parallel=N (maps), prefetch=N,\n"
+                 "read_ahead=N (files a tfrecord source reads on threads of their own); repeatable",
+                 "KIND=N")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            KnobKind kind;
+            int64_t value = 0;
+            return parse_auto_value(text, &kind, &value)
+                       ? ""
+                       : fmt::format("must be parallel=N, prefetch=N or read_ahead=N, not `{}`", text);
+          },
+          ""));
+  app->add_flag("--explain-autotune", a.explain_autotune,
+                "also show the autotuner's model of each stage and every change it made");
+  app->add_option("--trace", a.trace,
+                  "write Chrome trace events (Perfetto, chrome://tracing) to FILE; training: with each step's phases")
+      ->type_name("FILE.json");
   add_spec_flags(*app, flags, "no progress line and no summary");
   add_opt_flags(*app, request.options.passes);
   const TrainFlags train_flags = add_train_flags(*app, t);
@@ -246,7 +294,8 @@ int cmd_run(const Args& args) {
   request.options.device = device;
   CompileResult compiled = compile(request);
   if (auto code = report_compile(compiled, "run", flags)) return *code;
-  if (!compiled.trains.empty()) return run_compiled_training(compiled, a, t, flags.quiet);
+  const bool all_passes = request.options.passes.opt_level > 0 && request.options.passes.disabled.empty();
+  if (!compiled.trains.empty()) return run_compiled_training(compiled, a, t, flags.quiet, all_passes);
   const bool limited = a.take >= 0;  // --take N; -1 takes every element
   const Decl* decl = compiled.pipelines[0].decl;
   Plan& plan = compiled.pipelines[0].plan;
@@ -265,12 +314,19 @@ int cmd_run(const Args& args) {
   ro.seed = a.seed;
   ro.device = device;
   ro.threads = a.threads;
+  ro.memory_budget = a.memory_budget.empty() ? 0 : static_cast<uint64_t>(parse_memory_size(a.memory_budget));
+  ro.autotune = !a.no_autotune;
+  ro.auto_values = parse_auto_values(a.auto_values);
   // Absolute, so that paths a source resolved (files(...)) and paths the data holds (a csv column read
   // by read_file) are not resolved twice.
   ro.spec_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   ro.cancel = &cancel;
   bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   Summary sum;
+  if (!a.trace.empty()) {
+    trace::start("pipec run " + fs::path(a.spec).filename().string());
+    trace::set_thread_name("main (consumer)");
+  }
   try {
     PipelineRun run(plan, ro);
     fs::path ckpt = a.checkpoint.empty() ? fs::path() : fs::path(a.checkpoint) / "state.ckpt";
@@ -320,10 +376,20 @@ int cmd_run(const Args& args) {
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
-    if (!flags.quiet) print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr);
+    if (!a.trace.empty()) {
+      trace::stop();
+      std::string error;
+      if (!trace::write_json(a.trace, &error)) {
+        std::cerr << "pipec run: " << error << "\n";
+        return 2;
+      }
+    }
+    const std::vector<Advice> advice = advise(run_facts(run, all_passes));
+    if (!flags.quiet)
+      print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
-      o << stats_json(a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";
+      o << stats_json(advice, a.spec, run, decl->name, sum, jit ? &*jit : nullptr).dump(2) << "\n";
       if (!o.flush()) {
         std::cerr << "pipec run: cannot write " << a.stats_json << "\n";
         return 2;

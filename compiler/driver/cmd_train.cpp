@@ -10,15 +10,19 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/driver/run_args.h"
+#include "compiler/driver/run_report.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/gpu/cuda_loader.h"
+#include "runtime/image/jpeg_index_cache.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/trace/trace.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/strategy.h"
 #include "runtime/train/train_checkpoint.h"
@@ -66,8 +70,34 @@ std::string progress_line(const TrainProgress& p) {
   return line;
 }
 
+// What the data pipeline did while training: its memory, its bottleneck, the thread split with the
+// compute, the advice (the input wait first), and what each `auto` got. Written while the pipeline's
+// run exists (TrainOptions::inspect_pipeline).
+struct PipelineReport {
+  std::string text;
+  std::vector<Advice> advice;
+  nlohmann::ordered_json json;
+};
+
+PipelineReport pipeline_report(const PipelineRun& run, const TrainProgress& p, bool all_passes, bool explain_autotune) {
+  PipelineReport r;
+  RunFacts facts = run_facts(run, all_passes);
+  facts.training = RunFacts::Training{p.step, p.elapsed, p.input_wait};
+  r.advice = advise(facts);
+  std::ostringstream out;
+  print_memory_line(out, run);
+  print_bottleneck_line(out, run);
+  print_advice(out, r.advice);
+  print_autotune(out, run, explain_autotune);
+  // Indented under the summary's "input pipeline:" line.
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) r.text += "  " + line + "\n";
+  add_autotune_json(r.json, run, r.advice);
+  return r;
+}
+
 void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
-                   const TrainArgs& a) {
+                   const TrainArgs& a, const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
   const std::string steps =
       p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
@@ -90,6 +120,8 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
                        s.evals.size() == 1 ? "" : "s");
   }
   out << "  executor    " << s.executor << "\n";
+  out << "  threads     " << s.thread_split << "\n";
+  out << "  input pipeline:\n" << pipeline.text;
   if (t.precision != "fp32") out << precision_text(t, p);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
@@ -107,7 +139,8 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
 }
 
 // The summary as JSON (`--stats-json`), with every step's loss.
-nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t, const TrainSummary& s) {
+nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t, const TrainSummary& s,
+                                  const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
   nlohmann::ordered_json j;
   j["spec"] = spec;
@@ -130,6 +163,11 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
     j["loss_scale"] = *p.loss_scale;
     j["skipped_steps"] = p.skipped_steps;
   }
+  j["threads"] = {{"workers", s.threads},
+                  {"compute", s.compute_threads},
+                  {"changes", s.thread_split_changes},
+                  {"reason", s.thread_split}};
+  j["input_pipeline"] = pipeline.json;
   j["losses"] = s.losses;
   if (!s.evals.empty()) {
     nlohmann::ordered_json evals = nlohmann::ordered_json::array();
@@ -184,7 +222,8 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
   return f;
 }
 
-int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet) {
+int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet,
+                          bool all_passes) {
   const CompiledTrain& train = compiled.trains.at(0);
   const TrainProgram& t = train.program;
   const Plan& data = compiled.pipelines.at(0).plan;
@@ -210,6 +249,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
               << "\n";
     return 2;
   }
+  to.memory_budget = a.memory_budget.empty() ? 0 : static_cast<uint64_t>(parse_memory_size(a.memory_budget));
+  to.autotune = !a.no_autotune;
+  to.auto_values = parse_auto_values(a.auto_values);
+  PipelineReport pipeline;
+  to.inspect_pipeline = [&](const PipelineRun& run, const TrainProgress& p) {
+    pipeline = pipeline_report(run, p, all_passes, a.explain_autotune);
+  };
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
   if (ta.executor == "fast") {
     FastExecutorOptions fo;
@@ -255,13 +301,25 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   auto clear_line = [&] {
     if (tty) std::cerr << "\r\033[K";
   };
+  if (!a.trace.empty()) {
+    trace::start("pipec run " + fs::path(a.spec).filename().string());
+    trace::set_thread_name("main (trainer)");
+  }
   try {
     TrainSummary s = run_training(t, data, to, on_step);
     clear_line();
-    if (!quiet) print_summary(std::cerr, t, s, a, ta);
+    if (!a.trace.empty()) {
+      trace::stop();
+      std::string error;
+      if (!trace::write_json(a.trace, &error)) {
+        std::cerr << "pipec run: " << error << "\n";
+        return 2;
+      }
+    }
+    if (!quiet) print_summary(std::cerr, t, s, a, ta, pipeline);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
-      o << stats_json(a.spec, t, s).dump(2) << "\n";
+      o << stats_json(a.spec, t, s, pipeline).dump(2) << "\n";
       if (!o.flush()) {
         std::cerr << "pipec run: cannot write " << a.stats_json << "\n";
         return 2;

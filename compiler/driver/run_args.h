@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/compile/compile.h"
 #include "compiler/driver/cli.h"
+#include "runtime/exec/autotune_model.h"
 
 namespace pipec {
 
@@ -22,6 +24,11 @@ struct RunArgs {
   std::string checkpoint;          // a pipeline run: DIR/state.ckpt; a training run: runtime/train/train_checkpoint.h
   int64_t checkpoint_every = 100;  // output elements, or training steps
   bool resume = false;
+  std::string memory_budget;  // "" = half of the machine's memory
+  bool no_autotune = false;
+  bool explain_autotune = false;
+  std::vector<std::string> auto_values;  // KIND=N
+  std::string trace;                     // --trace FILE.json
   // A pipeline run only.
   std::string pipeline;
   int64_t take = -1;  // -1: every element
@@ -51,12 +58,20 @@ struct TrainFlags {
   std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics, executor}; }
 };
 
+/// `--auto-value KIND=N`: the kind and N, false when it is not one (N >= 0 for read_ahead, >= 1 for the
+/// others).
+bool parse_auto_value(const std::string& text, KnobKind* kind, int64_t* value);
+/// Every `--auto-value` given (already checked by the flag's validator).
+std::vector<std::pair<KnobKind, int64_t>> parse_auto_values(const std::vector<std::string>& texts);
+
 /// Declares the training flags on `app` under their own heading, writing into `into`.
 TrainFlags add_train_flags(CLI::App& app, TrainArgs& into);
 
 /// `pipec run` on a compiled Train target: trains compiled.trains[0] on the batches of
 /// compiled.pipelines[0] with the executor `train.executor` names, with a progress line on a terminal, a summary
 /// (unless `quiet`) and --stats-json. Returns the exit code.
-int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet);
+/// `all_passes`: the optimizer ran every pass (for the advice).
+int run_compiled_training(const CompileResult& compiled, const RunArgs& run, const TrainArgs& train, bool quiet,
+                          bool all_passes);
 
 }  // namespace pipec

@@ -8,21 +8,7 @@ namespace {
 
 bool movable(const Plan& plan, int batch) {
   const int m = map_before_batch(plan, batch);
-  if (m < 0) return false;
-  const Stage& map = plan.stages[m];
-  if (map.native) return false;
-  // Batching the map's input needs every input field dense; the per-row results must stack into a
-  // dense batch again.
-  if (!fixed_shapes(plan.stages[map.inputs[0]].element.fields) || !fixed_shapes(map.element.fields)) return false;
-  // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
-  // has one epoch: the random keys of the map's rows could not all be reproduced. Only random ops
-  // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the
-  // usual tf.data order, is vectorized too).
-  if (has_random_ops(*map.fn) && upstream_any(plan, map.inputs[0], [](const Stage& s) {
-        return s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
-      }))
-    return false;
-  return true;
+  return m >= 0 && !plan.stages[m].native && vectorize_refusal(plan, batch).empty();
 }
 
 // The element of `batch(n)` over `fields`: each field gets the batch dimension `batch_dim` in front.
@@ -38,6 +24,25 @@ ElementInfo batched(const std::vector<Field>& fields, const ElementInfo& like, i
 }
 
 }  // namespace
+
+std::string vectorize_refusal(const Plan& plan, int batch) {
+  const int m = map_before_batch(plan, batch);
+  if (m < 0) return "it is not a map whose only reader is the batch, with nothing ignore_errors after it";
+  const Stage& map = plan.stages[m];
+  // Batching the map's input needs every input field dense; the per-row results must stack into a
+  // dense batch again.
+  if (!fixed_shapes(plan.stages[map.inputs[0]].element.fields) || !fixed_shapes(map.element.fields))
+    return "a field it reads or writes has a shape known only at run time";
+  // After a repeat one batch may hold the end of one epoch and the start of the next, but a chunk
+  // has one epoch: the random keys of the map's rows could not all be reproduced. Only random ops
+  // read the epoch, so a map without them moves all the same (shuffle | repeat | map | batch, the
+  // usual tf.data order, is vectorized too).
+  if (has_random_ops(*map.fn) && upstream_any(plan, map.inputs[0], [](const Stage& s) {
+        return s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
+      }))
+    return "a repeat feeds it and it draws random numbers, so one batch could hold two epochs";
+  return {};
+}
 
 bool vectorize_map_after_batch(Plan& plan) {
   bool changed = false;

@@ -7,9 +7,15 @@
 // nothing downstream is ignore_errors.
 #pragma once
 
+#include <string>
+
 #include "runtime/plan/plan.h"
 
 namespace pipec {
+
+/// Why the map before the `batch(n)` at `batch` may not move after it (a phrase, for the run's advice);
+/// empty when it may. Compiled kernels aside: those the pass leaves alone, whatever this says.
+std::string vectorize_refusal(const Plan& plan, int batch);
 
 /// Rewrites `plan` in place; returns whether anything changed.
 bool vectorize_map_after_batch(Plan& plan);

@@ -10,10 +10,16 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::Tfrecord: {
       // parallel_reads = N: tf.data's TFRecordDataset(num_parallel_reads = N), an interleave of N files,
       // one record from each in turn, with the N files read concurrently. `auto` (the default) keeps
-      // reading one file after another, so the order never depends on the machine's core count.
+      // reading one file after another, so the order never depends on the machine's core count; the
+      // autotuner decides whether that file is read on a thread of its own (with more than one thread).
       const Value* pr = s.arg("parallel_reads");
-      if (pr && pr->kind == Value::Int && pr->i > 1) return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, true);
-      return make_tfrecord_source(ctx, stage, epoch, 1, 1, false);
+      if (pr && pr->kind == Value::Int && pr->i > 1)
+        return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, {pr->i, false, pr->i});
+      if (pr && pr->kind == Value::Int) return make_tfrecord_source(ctx, stage, epoch, 1, 1, {0, false, 0});
+      const int64_t ahead = ctx.threads > 1 ? 1 : 0;
+      return make_tfrecord_source(
+          ctx, stage, epoch, 1, 1,
+          {ahead, ahead > 0, ahead, ahead ? nullptr : "one thread: files are read on the thread that parses them"});
     }
     case StageKind::Range: return make_range_source(ctx, stage, epoch);
     case StageKind::Files:
@@ -32,12 +38,21 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
       // Interleaving applies to the files of the source right before it.
       const Stage& src = ctx.plan->stages.at(s.inputs.at(0));
       if (src.kind != StageKind::Tfrecord) throw StageError(s, "interleave must follow a tfrecord source");
+      // cycle_length = auto is the run's thread count, fixed when the run starts (it decides the order).
       int64_t cycle = ctx.threads > 0 ? ctx.threads : 1;
-      if (const Value* v = s.arg("cycle_length"); v && v->kind == Value::Int) cycle = v->i;
+      const Value* cl = s.arg("cycle_length");
+      const bool fixed = cl && cl->kind == Value::Int;
+      if (fixed) cycle = cl->i;
       int64_t block = 1;
       if (const Value* v = s.arg("block_length")) block = v->i;
-      // Several files open at once: read them concurrently (the order stays the interleave's).
-      return make_tfrecord_source(ctx, s.inputs[0], epoch, cycle, block, cycle > 1 && ctx.threads != 1);
+      // Several files open at once: read them concurrently (the order stays the interleave's); with
+      // cycle_length = auto the autotuner decides how many.
+      const int64_t ahead = cycle > 1 && ctx.threads != 1 ? cycle : 0;
+      return make_tfrecord_source(
+          ctx, s.inputs[0], epoch, cycle, block,
+          {ahead, !fixed && ahead > 0, ahead,
+           ctx.threads == 1 ? "one thread: files are read on the thread that parses them"
+                            : (cycle <= 1 ? "a cycle of one file is read on the thread that parses it" : nullptr)});
     }
     case StageKind::Map: {
       IteratorPtr input = build_iterator(ctx, s.inputs.at(0), epoch);

@@ -4,7 +4,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "runtime/exec/chunk_builder.h"
+#include "runtime/exec/memory_budget.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -33,14 +37,40 @@ bool ChunkIterator::next(Chunk& out) {
   int64_t start = now_ns();
   child_ns_ = 0;
   bool ok = produce(out);
-  int64_t own = now_ns() - start - child_ns_;
+  const int64_t end = now_ns();
+  int64_t own = end - start - child_ns_;
   StageStats& s = *ctx_.stats[stage_];
   s.add_busy_ns(own > 0 ? static_cast<uint64_t>(own) : 0);
   if (ok) {
     s.add_out(static_cast<uint64_t>(out.rows));
     s.add_bytes(chunk_bytes(out));
+  } else {
+    s.note_end();
+  }
+  // A span per chunk per stage: nested in the spans of the stages that pulled it, on this thread.
+  if (trace::enabled()) {
+    if (!trace_name_) trace_name_ = trace::name(fmt::format("#{} {}", stage_, stage_name(spec().kind)));
+    trace::complete("stage", trace_name_, start, end - start, {"rows", ok ? static_cast<double>(out.rows) : 0.0},
+                    {"own_us", own / 1e3});
   }
   return ok;
+}
+
+void ChunkIterator::charge_fixed(int64_t delta, const char* what) {
+  if (!ctx_.memory || delta == 0) return;
+  if (ctx_.memory->add_fixed(stage_, delta)) return;
+  // Over the budget: the error names the stage holding the most, which is the one to make smaller
+  // (often not the one whose last few bytes tipped the total).
+  int largest = stage_;
+  for (int i = 0; i < static_cast<int>(ctx_.plan->stages.size()); ++i)
+    if (ctx_.memory->stage_use(i).fixed > ctx_.memory->stage_use(largest).fixed) largest = i;
+  const uint64_t held = ctx_.memory->stage_use(largest).fixed;
+  const std::string holding = largest == stage_ ? fmt::format("{} holds {}", what, format_bytes(held))
+                                                : fmt::format("holds {} in fixed buffers", format_bytes(held));
+  throw StageError(ctx_.plan->stages.at(largest),
+                   fmt::format("{}, and the run's fixed buffers ({} in all) no longer fit in the memory budget of {} "
+                               "(raise --memory-budget, or make the buffer smaller)",
+                               holding, format_bytes(ctx_.memory->fixed_total()), format_bytes(ctx_.memory->limit())));
 }
 
 bool ChunkIterator::pull(ChunkIterator& input, Chunk& out) {

@@ -20,12 +20,15 @@
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/threads/thread_pool.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
 namespace gpu {
 struct CudaDriver;
 }
+class Autotuner;
+class MemoryBudget;
 
 /// What every iterator of one run shares.
 struct RunContext {
@@ -54,6 +57,10 @@ struct RunContext {
   bool gpu_required = false;
   /// Why there is no GPU, when the plan has to(gpu) and none could be opened.
   std::string gpu_unavailable;
+  /// The run's memory budget: what stage buffers hold (runtime/exec/memory_budget.h). Null: not counted.
+  MemoryBudget* memory = nullptr;
+  /// The `auto` parameters and their tuner (runtime/exec/autotuner.h). Null: stages use their defaults.
+  Autotuner* autotune = nullptr;
 
   /// Adds `w` to `warnings` unless it is there already.
   void warn_once(const std::string& w);
@@ -97,6 +104,9 @@ class ChunkIterator {
   bool pull(ChunkIterator& input, Chunk& out);
   /// Time spent waiting for inputs that run elsewhere (a prefetch thread) is not this stage's either.
   void add_wait_ns(int64_t ns) { child_ns_ += ns; }
+  /// Fixed buffers (a shuffle's, a cache's): what the stage holds changed by `delta` bytes. Throws a
+  /// StageError when the run's fixed buffers together no longer fit in its memory budget.
+  void charge_fixed(int64_t delta, const char* what);
 
   RunContext& ctx_;
   int stage_;
@@ -105,6 +115,7 @@ class ChunkIterator {
 
  private:
   int64_t child_ns_ = 0;
+  trace::NameId trace_name_ = 0;  // "#3 map", interned when the first span is recorded
 };
 
 /// Builds the iterator tree for `stage` (and everything it reads from), for epoch `epoch`.

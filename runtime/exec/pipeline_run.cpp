@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/footprint.h"
 #include "runtime/gpu/cuda_loader.h"
+#include "runtime/image/jpeg_index_cache.h"
+#include "runtime/io/file_glob.h"
 
 namespace pipec {
 
@@ -57,16 +60,64 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   }
   // The plan's text identifies it: a checkpoint of another plan is refused.
   fingerprint_ = std::hash<std::string>{}(print_plan(plan_));
+
+  // The memory budget starts from the bounds of the fixed buffers the plan knows; a run whose fixed
+  // buffers cannot fit is refused here, naming the largest.
+  // One account per stage, and one more for the JPEG window index (repeated_jpeg_index), a cache the
+  // run fills too: an index is kept only when the budget grants its bytes.
+  memory_ =
+      std::make_unique<MemoryBudget>(options.memory_budget ? options.memory_budget : default_memory_budget(), n + 1);
+  ctx_.memory = memory_.get();
+  const SourceLength source_length = [this](int stage) { return this->source_length(stage); };
+  const std::vector<FixedBuffer> fixed = fixed_buffers(plan_, ctx_.chunk_rows, source_length);
+  int largest = -1;
+  if (std::string over = fixed_buffers_over_budget(plan_, fixed, memory_->limit(), &largest); !over.empty()) {
+    const Stage& s = plan_.stages.at(largest);
+    throw StageError(s, over);
+  }
+  for (const FixedBuffer& b : fixed) {
+    // A cache of a pass whose size the plan cannot tell keeps the whole budget until it knows it.
+    if (b.bytes) memory_->raise_bound(b.stage, *b.bytes);
+    else if (plan_.stages[b.stage].kind == StageKind::Cache) memory_->set_bound(b.stage, MemoryBudget::kUnknownBound);
+  }
+
+  autotune_ = std::make_unique<Autotuner>(ctx_, options.autotune, options.auto_values);
+  ctx_.autotune = autotune_.get();
   root_ = build_iterator(ctx_, static_cast<int>(n) - 1, 0);
+  autotune_->start();
+  // Last, once nothing can throw: the destructor takes it away again.
+  JpegIndexCache::process().set_admission([m = memory_.get(), index_account = static_cast<int>(n)](int64_t bytes) {
+    return m->try_reserve(index_account, static_cast<uint64_t>(bytes));
+  });
 }
 
 PipelineRun::~PipelineRun() {
+  JpegIndexCache::process().set_admission(nullptr);
+  autotune_->stop();
   root_.reset();  // stops prefetch threads before the pool goes
   pool_.reset();
 }
 
+std::optional<int64_t> PipelineRun::source_length(int stage) const {
+  const Stage& s = plan_.stages.at(stage);
+  if (s.kind != StageKind::Files && s.kind != StageKind::ListFiles) return std::nullopt;
+  const Value* pattern = s.arg("pattern");
+  if (!pattern || pattern->kind != Value::String) return std::nullopt;
+  try {
+    return static_cast<int64_t>(expand_glob(ctx_.resolve_path(pattern->s)).size());
+  } catch (const std::exception&) {
+    return std::nullopt;  // the source reports it when it runs
+  }
+}
+
+std::optional<int64_t> PipelineRun::pass_elements(int stage) const {
+  return pass_length(plan_, stage, [this](int s) { return source_length(s); });
+}
+
 bool PipelineRun::next(Chunk& out) {
+  autotune_->consumer_called();
   bool ok = root_->next(out);
+  autotune_->consumer_returned();
   if (ok) delivered_ += out.rows;
   return ok;
 }

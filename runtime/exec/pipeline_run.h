@@ -4,10 +4,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "runtime/exec/autotuner.h"
 #include "runtime/exec/iterator.h"
+#include "runtime/exec/memory_budget.h"
 
 namespace pipec {
 
@@ -28,6 +33,13 @@ struct RunOptions {
   std::string spec_dir;
   const CancellationToken* cancel = nullptr;
   int64_t chunk_rows = 0;  // rows per source chunk; 0 = RunContext's default (differential tests vary it)
+  /// Bytes the stage buffers may hold (runtime/exec/memory_budget.h); 0 = half of the machine's memory.
+  uint64_t memory_budget = 0;
+  /// Tune the `auto` parameters while running (runtime/exec/autotuner.h); false keeps their starting values.
+  bool autotune = true;
+  /// Values that replace tuning for every `auto` parameter of a kind (`pipec run --auto-value size=8`):
+  /// the run keeps them as if the spec had written them (a benchmark's grid, a reproducible setting).
+  std::vector<std::pair<KnobKind, int64_t>> auto_values;
 };
 
 class PipelineRun {
@@ -50,14 +62,25 @@ class PipelineRun {
   void restore_state(std::string bytes, const std::string& source);
 
   const RunContext& context() const { return ctx_; }
+  const MemoryBudget& memory() const { return *memory_; }
+  /// The `auto` parameters, what was picked and why; set_compute_threads() is the trainer's share.
+  Autotuner& autotuner() { return *autotune_; }
+  const Autotuner& autotuner() const { return *autotune_; }
   /// The iterator of the last stage (ChunkIterator::inputs() leads to the others).
   const ChunkIterator& root() const { return *root_; }
   const Plan& plan() const { return plan_; }
+  /// The elements of one pass of `stage` (runtime/exec/footprint.h), when the plan and the files its
+  /// sources match tell; nullopt otherwise.
+  std::optional<int64_t> pass_elements(int stage) const;
 
  private:
+  std::optional<int64_t> source_length(int stage) const;
+
   Plan plan_;
   std::unique_ptr<ThreadPool> pool_;
   RunContext ctx_;
+  std::unique_ptr<MemoryBudget> memory_;
+  std::unique_ptr<Autotuner> autotune_;
   std::unique_ptr<ChunkIterator> root_;
   int64_t delivered_ = 0;
   uint64_t fingerprint_ = 0;

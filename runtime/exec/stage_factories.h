@@ -9,10 +9,18 @@ namespace pipec {
 
 using IteratorPtr = std::unique_ptr<ChunkIterator>;
 
-/// cycle_length files are interleaved block_length records at a time; with read_ahead each open file is
-/// read on a thread of its own (parallel reads), in the same order.
+/// How many of a tfrecord source's open files are read on threads of their own (parallel reads): the
+/// first `readers` slots of its cycle; `tunable` lets the autotuner move it in [0, most].
+struct ReadAhead {
+  int64_t readers = 0;
+  bool tunable = false;
+  int64_t most = 0;
+  const char* fixed_reason = nullptr;  // why it is fixed, when the spec does not fix it
+};
+/// cycle_length files are interleaved block_length records at a time; files read ahead are read on
+/// threads of their own, in the same order.
 IteratorPtr make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length,
-                                 bool read_ahead);
+                                 const ReadAhead& read_ahead);
 IteratorPtr make_range_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);

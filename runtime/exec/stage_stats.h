@@ -19,6 +19,11 @@ struct StageStatsSnapshot {
   uint64_t elements_out = 0;
   uint64_t busy_ns = 0;  // summed over threads, so it can exceed wall time
   uint64_t bytes = 0;
+  /// Work the stage hands to threads of its own: a map's tasks on the pool, files read ahead. Not in
+  /// busy_ns, which counts the thread that pulls from the stage.
+  uint64_t task_ns = 0;
+  /// All of the stage's work, wherever it ran.
+  uint64_t work_ns() const { return busy_ns + task_ns; }
 };
 
 /// Counters for one pipeline stage. Thread-safe; the add_* calls are a single relaxed atomic add.
@@ -34,6 +39,16 @@ class StageStats {
   void add_out(uint64_t n = 1) { out_.fetch_add(n, std::memory_order_relaxed); }
   void add_busy_ns(uint64_t ns) { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
   void add_bytes(uint64_t n) { bytes_.fetch_add(n, std::memory_order_relaxed); }
+  void add_task_ns(uint64_t ns) { task_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  /// The stage's output ended (one pass of it is complete): the first time, its elements so far are
+  /// the length of a pass.
+  void note_end() {
+    int64_t unset = -1;
+    first_pass_.compare_exchange_strong(unset, static_cast<int64_t>(out_.load(std::memory_order_relaxed)),
+                                        std::memory_order_relaxed);
+  }
+  /// Elements of the stage's first complete pass; -1 while none has ended.
+  int64_t first_pass_elements() const { return first_pass_.load(std::memory_order_relaxed); }
 
   /// Each field is read atomically; the fields together are not one atomic snapshot.
   StageStatsSnapshot snapshot() const;
@@ -53,7 +68,8 @@ class StageStats {
 
  private:
   std::string name_;
-  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0};
+  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0};
+  std::atomic<int64_t> first_pass_{-1};
 };
 
 /// Peak resident set size of this process (VmHWM in /proc/self/status), in bytes; 0 if unavailable.

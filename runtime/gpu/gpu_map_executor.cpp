@@ -7,6 +7,7 @@
 
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/gpu/ptx_cache.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec::gpu {
 
@@ -26,6 +27,7 @@ struct GpuMapExecutor::Slot {
   std::vector<std::unique_ptr<PinnedBuffer>> host_in, host_out;
   std::vector<CUdeviceptr> dev_in, dev_out;
   CUevent copied_in = nullptr, computed = nullptr, copied_out = nullptr;
+  CUevent started = nullptr;  // only when traced: before the copy in
   int64_t rows = 0, first_index = 0, epoch = 0;
 };
 
@@ -52,10 +54,24 @@ GpuMapExecutor::GpuMapExecutor(const CudaDriver& driver, const GpuKernel& kernel
     for (size_t j = 0; j < outputs_.size(); ++j) slot->host_out.push_back(std::make_unique<PinnedBuffer>(d_));
     slot->dev_in.assign(inputs_.size(), 0);
     slot->dev_out.assign(outputs_.size(), 0);
-    d_.check(d_.cuEventCreate(&slot->copied_in, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    d_.check(d_.cuEventCreate(&slot->computed, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    d_.check(d_.cuEventCreate(&slot->copied_out, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    // Timing events cost a little on every record: only a traced run asks for them.
+    const unsigned flags = traced_ ? 0u : CU_EVENT_DISABLE_TIMING;
+    d_.check(d_.cuEventCreate(&slot->copied_in, flags), "cuEventCreate");
+    d_.check(d_.cuEventCreate(&slot->computed, flags), "cuEventCreate");
+    d_.check(d_.cuEventCreate(&slot->copied_out, flags), "cuEventCreate");
+    if (traced_) d_.check(d_.cuEventCreate(&slot->started, 0), "cuEventCreate");
     slots_.push_back(std::move(slot));
+  }
+  if (traced_) {
+    // The trace's clock and the GPU's meet here: an event that has completed, and the host time just
+    // after. Every later event is placed at origin_ns_ plus its time since this one.
+    d_.check(d_.cuEventCreate(&origin_, 0), "cuEventCreate");
+    d_.check(d_.cuEventRecord(origin_, h2d_), "cuEventRecord");
+    d_.check(d_.cuEventSynchronize(origin_), "cuEventSynchronize");
+    origin_ns_ = trace::now_ns();
+    copies_in_track_ = trace::track("GPU", "copies host to device");
+    kernels_track_ = trace::track("GPU", "kernels");
+    copies_out_track_ = trace::track("GPU", "copies device to host");
   }
 }
 
@@ -67,9 +83,10 @@ GpuMapExecutor::~GpuMapExecutor() {
   for (auto& slot : slots_) {
     for (CUdeviceptr p : slot->dev_in) pool_->release(p);
     for (CUdeviceptr p : slot->dev_out) pool_->release(p);
-    for (CUevent e : {slot->copied_in, slot->computed, slot->copied_out})
+    for (CUevent e : {slot->copied_in, slot->computed, slot->copied_out, slot->started})
       if (e) d_.cuEventDestroy(e);
   }
+  if (origin_) d_.cuEventDestroy(origin_);
   slots_.clear();
   pool_.reset();
   for (CUstream s : {h2d_, compute_, d2h_})
@@ -85,6 +102,7 @@ void GpuMapExecutor::submit(const Chunk& in, uint64_t seed) {
   s.rows = in.rows;
   s.first_index = in.first_index;
   s.epoch = in.epoch;
+  if (traced_) d_.check(d_.cuEventRecord(s.started, h2d_), "cuEventRecord");
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Column& col = in.columns.at(kernel_.input_fields.at(i));
     if (col.ragged || col.dense.dtype() != inputs_[i].dtype)
@@ -141,6 +159,7 @@ Chunk GpuMapExecutor::collect() {
   Slot& s = *pending_.front();
   pending_.pop_front();
   d_.check(d_.cuEventSynchronize(s.copied_out), "the GPU map kernel");
+  if (traced_ && trace::enabled()) trace_slot(s);
   Chunk out;
   out.rows = s.rows;
   out.first_index = s.first_index;
@@ -154,6 +173,25 @@ Chunk GpuMapExecutor::collect() {
     out.columns.push_back(std::move(c));
   }
   return out;
+}
+
+void GpuMapExecutor::trace_slot(const Slot& s) {
+  auto at = [&](CUevent e) {
+    float ms = 0;
+    d_.check(d_.cuEventElapsedTime(&ms, origin_, e), "cuEventElapsedTime");
+    return origin_ns_ + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  };
+  const int64_t started = at(s.started), copied_in = at(s.copied_in), computed = at(s.computed),
+                copied_out = at(s.copied_out);
+  // The kernel waits for its copy and for the kernel before it on the compute stream.
+  const int64_t kernel_start = std::max(copied_in, last_computed_ns_);
+  last_computed_ns_ = computed;
+  static const trace::NameId copy_in = trace::name("copy in"), copy_out = trace::name("copy out");
+  if (!kernel_name_) kernel_name_ = trace::name(kernel_.entry);
+  const trace::Arg rows{"rows", static_cast<double>(s.rows)};
+  trace::complete_on(copies_in_track_, "gpu", copy_in, started, copied_in - started, rows);
+  trace::complete_on(kernels_track_, "gpu", kernel_name_, kernel_start, computed - kernel_start, rows);
+  trace::complete_on(copies_out_track_, "gpu", copy_out, computed, copied_out - computed, rows);
 }
 
 std::string GpuMapExecutor::describe() const { return fmt::format("{} (sm_{})", d_.device_name, d_.arch); }

@@ -6,6 +6,9 @@
 // fires, and the results come back on the device-to-host stream once the kernel's event fires. With
 // `depth` slots (at least 2) chunk k+1 is copied in while chunk k computes and chunk k-1 is copied out.
 // Device buffers come from a pool, so no batch calls cuMemAlloc once the sizes have been seen.
+//
+// In a traced run (runtime/trace/trace.h; the trace started before the executor) each chunk's copy in,
+// kernel and copy out become spans on three tracks of a "GPU" row, timed by CUDA events.
 #pragma once
 
 #include <deque>
@@ -17,6 +20,7 @@
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/device_buffer_pool.h"
 #include "runtime/plan/gpu_kernel.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec::gpu {
 
@@ -54,6 +58,9 @@ class GpuMapExecutor {
 
  private:
   struct Slot;
+  void trace_slot(const Slot& s);
+
+  const bool traced_ = trace::enabled();
   const CudaDriver& d_;
   const GpuKernel& kernel_;
   std::vector<GpuColumnSpec> inputs_, outputs_;
@@ -66,6 +73,12 @@ class GpuMapExecutor {
   cuda::CUstream h2d_ = nullptr, compute_ = nullptr, d2h_ = nullptr;
   double compile_ms_ = 0;
   bool from_cache_ = false;
+  // Tracing: the event the GPU's times are measured from, its host time, the tracks, and when the
+  // previous kernel finished.
+  cuda::CUevent origin_ = nullptr;
+  int64_t origin_ns_ = 0, last_computed_ns_ = 0;
+  int copies_in_track_ = -1, kernels_track_ = -1, copies_out_track_ = -1;
+  trace::NameId kernel_name_ = 0;
 };
 
 }  // namespace pipec::gpu

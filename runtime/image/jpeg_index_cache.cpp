@@ -70,7 +70,8 @@ void JpegIndexCache::remember(const std::string& key, std::shared_ptr<const Jpeg
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t cost =
       (index ? static_cast<int64_t>(index->memory_bytes()) : 0) + kEntryOverhead + static_cast<int64_t>(key.size());
-  if (bytes_ + cost > budget_) {
+  const int64_t index_bytes = index ? static_cast<int64_t>(index->memory_bytes()) : 0;
+  if (bytes_ + cost > budget_ || (index && admit_ && entries_.count(key) == 0 && !admit_(index_bytes))) {
     full_ = true;
     if (!index) return;
     index = nullptr;  // too big for what is left: remembered as not indexed, which costs only the key
@@ -81,6 +82,11 @@ void JpegIndexCache::remember(const std::string& key, std::shared_ptr<const Jpeg
   bytes_ += (it->second ? static_cast<int64_t>(it->second->memory_bytes()) : 0) + kEntryOverhead +
             static_cast<int64_t>(key.size());
   if (!it->second) ++unindexable_;
+}
+
+void JpegIndexCache::set_admission(std::function<bool(int64_t)> admit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admit_ = std::move(admit);
 }
 
 JpegIndexCache::Stats JpegIndexCache::stats() const {

@@ -9,9 +9,13 @@
 // by default a quarter of the machine's memory. Once full it keeps what it has and indexes nothing
 // more: epochs visit files in a cycle, where evicting the oldest entry would evict each one just before
 // it is needed again. Files that cannot be indexed are remembered too, so they are not tried again.
+//
+// A run may make the store answer to its own memory budget as well (`set_admission`, which
+// PipelineRun sets for its lifetime): an index is added only when that budget grants its bytes.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,8 +43,12 @@ class JpegIndexCache {
   bool has_room(size_t file_bytes) const;
 
   /// Remembers `index` (nullptr: not indexable) under `key`; an index is dropped when it would exceed
-  /// the budget.
+  /// the budget, or when the admission function refuses its bytes.
   void remember(const std::string& key, std::shared_ptr<const JpegWindowIndex> index);
+
+  /// A second budget every index added must fit in: called (under the store's lock) with an index's
+  /// bytes, it counts them and returns true, or returns false to refuse them. Empty: none.
+  void set_admission(std::function<bool(int64_t bytes)> admit);
 
   struct Stats {
     int64_t indexed = 0, unindexable = 0, bytes = 0, budget = 0, hits = 0;
@@ -52,6 +60,7 @@ class JpegIndexCache {
  private:
   const int64_t budget_;
   mutable std::mutex mu_;
+  std::function<bool(int64_t)> admit_;
   std::unordered_map<std::string, std::shared_ptr<const JpegWindowIndex>> entries_;
   int64_t bytes_ = 0, unindexable_ = 0, hits_ = 0;
   mutable bool full_ = false;

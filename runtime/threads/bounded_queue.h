@@ -89,7 +89,19 @@ class BoundedQueue {
     std::lock_guard lock(mu_);
     return items_.size();
   }
-  size_t capacity() const { return capacity_; }
+  size_t capacity() const {
+    std::lock_guard lock(mu_);
+    return capacity_;
+  }
+  /// Changes the capacity (at least 1). Items already queued stay; a smaller capacity makes pushes
+  /// wait until the queue has drained below it.
+  void set_capacity(size_t capacity) {
+    {
+      std::lock_guard lock(mu_);
+      capacity_ = capacity == 0 ? 1 : capacity;
+    }
+    not_full_.notify_all();
+  }
 
  private:
   // Moves from `item` only when it is enqueued.
@@ -122,7 +134,7 @@ class BoundedQueue {
     return out;
   }
 
-  const size_t capacity_;
+  size_t capacity_;  // guarded by mu_
   mutable std::mutex mu_;
   // condition_variable_any because only it has the stop_token-aware wait.
   std::condition_variable_any not_full_;

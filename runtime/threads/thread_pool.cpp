@@ -1,12 +1,21 @@
 #include "runtime/threads/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <string>
+
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
 int ThreadPool::default_size() {
+  // The cores this process may run on (taskset, a container's cpuset), not the machine's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }
@@ -14,7 +23,8 @@ int ThreadPool::default_size() {
 ThreadPool::ThreadPool(int num_threads) {
   const int n = num_threads > 0 ? num_threads : default_size();
   workers_.reserve(n);
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  active_ = n;
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -27,19 +37,37 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::enqueue(std::function<void()> task) {
+  bool all_active;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(task));
+    all_active = active_ == size();
   }
-  has_work_.notify_one();
+  // With some workers held back, notify_one could wake one of them, which would go back to waiting.
+  if (all_active) has_work_.notify_one();
+  else has_work_.notify_all();
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::set_active_workers(int n) {
+  {
+    std::lock_guard lock(mu_);
+    active_ = std::clamp(n, 1, size());
+  }
+  has_work_.notify_all();
+}
+
+int ThreadPool::active_workers() const {
+  std::lock_guard lock(mu_);
+  return active_;
+}
+
+void ThreadPool::worker_loop(int index) {
+  trace::set_thread_name("pool worker " + std::to_string(index));
   for (;;) {
     std::function<void()> task;
     {
       std::unique_lock lock(mu_);
-      has_work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      has_work_.wait(lock, [&] { return stopping_ || (!queue_.empty() && index < active_); });
       // Drain before exiting: tasks queued during shutdown (even by other tasks) still run.
       if (queue_.empty()) return;
       task = std::move(queue_.front());

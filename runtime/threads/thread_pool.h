@@ -29,6 +29,13 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()); }
+
+  /// How many workers take tasks (1..size(), size() at first). The rest wait until raised again, so a
+  /// trainer that needs cores for its own compute can take them from the pipeline (the autotuner plans
+  /// with the same share: runtime/exec/autotuner.h). Tasks already running finish.
+  void set_active_workers(int n);
+  int active_workers() const;
+  /// The cores this process may run on (its CPU affinity: taskset, a container's cpuset), else
   /// hardware_concurrency(), or 1 when the platform cannot tell.
   static int default_size();
 
@@ -51,12 +58,13 @@ class ThreadPool {
 
  private:
   void enqueue(std::function<void()> task);
-  void worker_loop();
+  void worker_loop(int index);
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable has_work_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
+  int active_ = 0;  // guarded by mu_
   std::vector<std::thread> workers_;
 };
 

@@ -10,6 +10,7 @@
 #include "runtime/core/half.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/trace/trace.h"
 #include "runtime/train/initializers.h"
 #include "runtime/train/ref_kernels.h"
 #include "runtime/train/round_16bit.h"
@@ -35,6 +36,17 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
 }
 
 namespace {
+
+// The trace's name of an executor phase (the update is the optimizer's).
+trace::StepPhase trace_phase(OpCategory c) {
+  switch (c) {
+    case OpCategory::Forward: return trace::StepPhase::Forward;
+    case OpCategory::Loss: return trace::StepPhase::Loss;
+    case OpCategory::Backward: return trace::StepPhase::Backward;
+    case OpCategory::Update: return trace::StepPhase::Optimizer;
+  }
+  return trace::StepPhase::Forward;
+}
 
 template <class T>
 constexpr DType dtype_of() {
@@ -163,6 +175,13 @@ double ReferenceExecutor<T>::resume(uint64_t step, OpCategory last, PhaseSeconds
 
 template <class T>
 void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds) {
+  // With a trace, each run of nodes of one phase is a span ("forward", "loss", "backward", "optimizer").
+  int span_phase = -1;
+  int64_t span_start = 0, span_end = 0;
+  auto close_span = [&] {
+    if (span_phase >= 0)
+      trace::phase_span(trace_phase(static_cast<OpCategory>(span_phase)), span_start, span_end - span_start);
+  };
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const GraphNode& n = g_.nodes[i];
     int phase = static_cast<int>(n.phase);
@@ -171,8 +190,19 @@ void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step,
     run_node(n, rows_, step);
     for (int v : n.inputs)
       if (last_use_[v] == static_cast<int>(i)) values_[v] = Tensor();
-    if (seconds) (*seconds)[phase] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    if (seconds) (*seconds)[phase] += std::chrono::duration<double>(end - start).count();
+    if (trace::enabled()) {
+      const int64_t s_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+      if (phase != span_phase) {
+        close_span();
+        span_phase = phase;
+        span_start = s_ns;
+      }
+      span_end = std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
+    }
   }
+  close_span();
   done_ = std::max(done_, static_cast<int>(last));
 }
 

@@ -3,13 +3,18 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "runtime/core/half.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/model/step_memory.h"
+#include "runtime/trace/trace.h"
 #include "runtime/train/batch_view.h"
+#include "runtime/train/safetensors.h"
+#include "runtime/train/thread_split.h"
 #include "runtime/train/train_checkpoint.h"
 
 namespace pipec {
@@ -113,7 +118,11 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   ro.threads = o.threads;
   ro.spec_dir = o.spec_dir;
   ro.cancel = o.cancel;
+  ro.memory_budget = o.memory_budget;
+  ro.autotune = o.autotune;
+  ro.auto_values = o.auto_values;
   PipelineRun run(data, ro);
+  ThreadSplit split(run.context().threads, o.autotune);
   const ElementInfo& element = data.stages.back().element;
   std::vector<size_t> input_columns;
   for (const std::string& f : g.input_fields) input_columns.push_back(field_index(element, f));
@@ -187,16 +196,29 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   while (true) {
     if (o.cancel) o.cancel->throw_if_cancelled();
     if (p.total_steps && p.step >= *p.total_steps) break;
+    // The step's span ends before an evaluation, a checkpoint and the progress callback.
+    std::optional<trace::StepTimer> step_span;
+    step_span.emplace(p.step + 1);
+    const auto step_start = std::chrono::steady_clock::now();
+    double waited = 0;
     if (next_row >= c.rows) {
-      auto wait_start = std::chrono::steady_clock::now();
-      bool more = run.next(c);
-      p.input_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+      bool more;
+      {
+        auto phase = step_span->phase(trace::StepPhase::InputWait);
+        more = run.next(c);
+      }
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      p.input_wait += waited;
       next_row = 0;
       if (!more) {
         c.rows = 0;
+        step_span->discard();
         break;
       }
-      continue;
+      if (c.rows == 0) {
+        step_span->discard();
+        continue;
+      }
     }
     const int64_t r = next_row++;
     // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
@@ -248,6 +270,10 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     p.smoothed_loss = finite_steps ? ema / (1 - std::pow(0.95, static_cast<double>(finite_steps))) : loss;
     p.examples += target.shape().empty() ? 1 : target.shape()[0];
     p.epoch = o.length.steps_per_epoch > 0 ? (p.step - 1) / o.length.steps_per_epoch : c.epoch;
+    // The split between the pipeline's workers and the compute follows the time waited for input.
+    if (split.note_step(waited, std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count()))
+      run.autotuner().set_compute_threads(split.compute_threads());
+    step_span.reset();
     if (evaluator && t.eval->every > 0 && p.step % t.eval->every == 0) evaluate();
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && p.step % o.checkpoint_every == 0) {
       save_checkpoint();
@@ -255,6 +281,14 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     }
     p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress) progress(p);
+  }
+  sum.threads = split.threads();
+  sum.compute_threads = split.compute_threads();
+  sum.thread_split_changes = split.changes();
+  sum.thread_split = split.reason();
+  if (o.inspect_pipeline) {
+    p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    o.inspect_pipeline(run, p);
   }
   if (p.step == 0) throw TrainError(fmt::format("train `{}`: the data gave no batch to train on", t.name));
   if (evaluator && (sum.evals.empty() || sum.evals.back().step != p.step)) evaluate();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/exec/autotune_model.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
@@ -23,6 +24,9 @@
 #include "runtime/train/weights_file.h"
 
 namespace pipec {
+
+class PipelineRun;
+struct TrainProgress;
 
 /// A training run stopped on bad data or a loss that is not finite; the message names the step.
 class TrainError : public std::runtime_error {
@@ -45,6 +49,15 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;
   bool resume = false;
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
+  /// The data pipeline's run options (runtime/exec/pipeline_run.h): its memory budget (0: half of
+  /// RAM), whether its `auto` parameters and the thread split (runtime/train/thread_split.h) are tuned,
+  /// and `auto` values fixed instead.
+  uint64_t memory_budget = 0;
+  bool autotune = true;
+  std::vector<std::pair<KnobKind, int64_t>> auto_values;
+  /// Called once with the data pipeline's run and the progress after the last step, before the run
+  /// goes away: the driver reads its statistics and autotuner for the summary.
+  std::function<void(const PipelineRun&, const TrainProgress&)> inspect_pipeline;
   /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
   /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
   std::function<std::unique_ptr<ReferenceExecutor<float>>(const ModelGraph&, uint64_t seed)> make_executor;
@@ -76,6 +89,10 @@ struct TrainSummary {
   int64_t checkpoints = 0;        // checkpoints saved
   std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps and after the last step
   std::string executor;           // the executor's description
+  int threads = 1;                // the data pipeline's pool workers
+  int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/thread_split.h)
+  int thread_split_changes = 0;
+  std::string thread_split;  // what the split is and why, in a sentence
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

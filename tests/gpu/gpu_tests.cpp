@@ -14,10 +14,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include <nlohmann/json.hpp>
+
 #include "compiler/compile/compile.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_map_executor.h"
+#include "runtime/trace/trace.h"
 #include "tests/gpu/gpu_harness.h"
 
 namespace pipec {
@@ -230,6 +235,54 @@ TEST(GpuExecutor, PoolReusesBuffersAcrossBatches) {
   while (exec.has_pending()) exec.collect();
   // Two slots, one input and one output each: four buffers, however many batches.
   EXPECT_LE(exec.pool().allocations(), 4u);
+}
+
+// A traced run puts each chunk's copy in, kernel and copy out on three tracks of a "GPU" row, in
+// order within each chunk, at times within the run's.
+TEST(GpuExecutor, TracedChunksHaveCopiesAndKernelsOnTracksOfTheirOwn) {
+  std::string why;
+  const gpu::CudaDriver* d = gpu::cuda_driver(&why);
+  if (!d && gputest::dry_run()) GTEST_SKIP() << "dry run: the executor needs a GPU (" << why << ")";
+  ASSERT_NE(d, nullptr) << "this test needs a GPU: " << why;
+  Plan plan = plan_of("pipeline p = range(10) | to(gpu) | map(r => { y: f32(r.value) * 2.0 })\n");
+  const Stage& s = plan.stages.back();
+  ASSERT_TRUE(s.gpu && s.gpu->unsupported.empty());
+  trace::start("gpu test");
+  const int64_t before = trace::now_ns();
+  {
+    gpu::GpuMapExecutor exec(*d, *s.gpu, {{DType::I64, {}}}, {{DType::F32, {}}}, 2);
+    for (int k = 0; k < 6; ++k) {
+      Chunk in;
+      in.rows = 100000;
+      Column c;
+      c.dense = Tensor::empty(DType::I64, {100000});
+      for (int i = 0; i < 100000; ++i) c.dense.data<int64_t>()[i] = i;
+      in.columns.push_back(c);
+      if (!exec.can_submit()) exec.collect();
+      exec.submit(in, 0);
+    }
+    while (exec.has_pending()) exec.collect();
+  }
+  const double span_us = (trace::now_ns() - before) / 1e3;
+  trace::stop();
+  const nlohmann::json j = nlohmann::json::parse(trace::to_json());
+  int gpu_pid = -1;
+  std::map<int, std::string> tracks;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "GPU") gpu_pid = e["pid"];
+  ASSERT_GT(gpu_pid, 1);
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == gpu_pid) tracks[e["tid"]] = e["args"]["name"];
+  std::map<std::string, int> spans;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["pid"] != gpu_pid) continue;
+    ++spans[tracks.at(e["tid"].get<int>())];
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    EXPECT_LE(e["ts"].get<double>(), span_us + 1000);  // within the run (the trace starts at 0)
+  }
+  EXPECT_EQ(spans["copies host to device"], 6);
+  EXPECT_EQ(spans["kernels"], 6);
+  EXPECT_EQ(spans["copies device to host"], 6);
 }
 
 }  // namespace

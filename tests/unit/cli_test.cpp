@@ -54,6 +54,11 @@ TEST(CommandLine, HelpPagesListTheCommandsAndEveryFlag) {
                            "-O LEVEL",
                            "-O0",
                            "--disable-pass NAME",
+                           "--memory-budget SIZE",
+                           "--no-autotune",
+                           "--auto-value KIND=N",
+                           "--explain-autotune",
+                           "--trace FILE.json",
                            "-h, --help"})
     EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
   // Ranges and defaults come from the declarations.

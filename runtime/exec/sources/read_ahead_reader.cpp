@@ -1,9 +1,16 @@
 #include "runtime/exec/sources/read_ahead_reader.h"
 
+#include <chrono>
+
+#include "runtime/trace/trace.h"
+
 namespace pipec {
 
-ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel)
-    : reader_(std::move(reader)), stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
+ReadAheadReader::ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel,
+                                 StageStats* stats)
+    : reader_(std::move(reader)),
+      stats_(stats),
+      stop_(cancel ? CancellationToken::child_of(*cancel) : CancellationToken()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -15,11 +22,13 @@ ReadAheadReader::~ReadAheadReader() {
 }
 
 void ReadAheadReader::run() {
+  trace::set_thread_name("tfrecord reader");
   for (;;) {
     std::unique_ptr<Block> b;
     if (auto reused = free_.try_pop()) b = std::move(*reused);
     else b = std::make_unique<Block>();
     b->records.clear();
+    const int64_t start = trace::now_ns();
     try {
       std::string_view rec;
       while (b->records.size() < kBlockRecords && b->records.byte_size() < kBlockBytes) {
@@ -32,6 +41,12 @@ void ReadAheadReader::run() {
       }
     } catch (...) {
       b->error = std::current_exception();
+    }
+    const int64_t end = trace::now_ns();
+    if (stats_) stats_->add_task_ns(static_cast<uint64_t>(end - start));
+    if (trace::enabled()) {
+      static const trace::NameId read_block = trace::name("read block");
+      trace::complete("task", read_block, start, end - start, {"records", static_cast<double>(b->records.size())});
     }
     bool last = b->end || b->error;
     if (!full_.push(std::move(b), stop_)) return;

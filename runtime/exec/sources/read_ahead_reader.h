@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "runtime/exec/stage_stats.h"
 #include "runtime/io/record_batch.h"
 #include "runtime/io/tfrecord_reader.h"
 #include "runtime/threads/bounded_queue.h"
@@ -24,8 +25,9 @@ namespace pipec {
 
 class ReadAheadReader {
  public:
-  /// Starts reading `reader` at once. `cancel` (may be null) stops the thread early too.
-  ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel);
+  /// Starts reading `reader` at once. `cancel` (may be null) stops the thread early too. The time the
+  /// thread spends reading is added to `stats` (may be null) as the stage's task time.
+  ReadAheadReader(std::unique_ptr<TFRecordReader> reader, const CancellationToken* cancel, StageStats* stats = nullptr);
   ~ReadAheadReader();
   ReadAheadReader(const ReadAheadReader&) = delete;
   ReadAheadReader& operator=(const ReadAheadReader&) = delete;
@@ -37,6 +39,8 @@ class ReadAheadReader {
   /// Records per block and bytes per block, whichever fills first.
   static constexpr size_t kBlockRecords = 256;
   static constexpr size_t kBlockBytes = size_t(256) << 10;
+  /// The most one reader holds: its full queue, its free list and the block being read.
+  static constexpr size_t kMostBytes = 7 * kBlockBytes;
 
  private:
   struct Block {
@@ -47,6 +51,7 @@ class ReadAheadReader {
   void run();
 
   std::unique_ptr<TFRecordReader> reader_;
+  StageStats* stats_;
   CancellationToken stop_;
   BoundedQueue<std::unique_ptr<Block>> full_{2};
   BoundedQueue<std::unique_ptr<Block>> free_{4};

@@ -1,6 +1,12 @@
 // tfrecord(files) { schema }: reads TFRecord files and parses the schema's features, a chunk of
 // records at a time. Followed by interleave(cycle_length, block_length), it reads several files in
 // turn exactly as tf.data's interleave over per-file TFRecordDatasets does.
+//
+// Files read ahead: a slot of the cycle may read its file on a thread of its own (ReadAheadReader).
+// How many do is a knob (runtime/exec/knob.h): fixed by parallel_reads = N, tuned for
+// parallel_reads = auto and interleave(cycle_length = auto). Reading ahead never changes the order of
+// the records, only which thread reads them. A reader's blocks count in the run's memory budget, only
+// when the budget grants them: a slot the budget refuses reads its file inline.
 #include <algorithm>
 #include <cstring>
 
@@ -8,6 +14,8 @@
 
 #include "runtime/core/philox.h"
 #include "runtime/exec/iterator.h"
+#include "runtime/exec/knob.h"
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/sources/read_ahead_reader.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
@@ -65,12 +73,14 @@ FeatureSpec feature_spec(const SchemaEntry& e) {
 
 class TFRecordSource : public ChunkIterator {
  public:
-  TFRecordSource(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length, bool read_ahead)
+  TFRecordSource(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length, int64_t block_length, Knob* readers,
+                 int64_t fixed_readers)
       : ChunkIterator(ctx, stage),
         epoch_(epoch),
         cycle_length_(cycle_length),
         block_length_(block_length),
-        read_ahead_(read_ahead) {
+        readers_(readers),
+        fixed_readers_(fixed_readers) {
     const Stage& s = spec();
     std::vector<FeatureSpec> specs;
     for (const SchemaEntry& e : s.schema) specs.push_back(feature_spec(e));
@@ -92,6 +102,9 @@ class TFRecordSource : public ChunkIterator {
         std::swap(files_[i - 1], files_[rng.uniform_int(0, static_cast<int64_t>(i) - 1)]);
     }
     slots_.resize(static_cast<size_t>(std::max<int64_t>(1, cycle_length_)));
+  }
+  ~TFRecordSource() override {
+    for (Slot& s : slots_) close(s);
   }
 
   void save(StateWriter& w) const override {
@@ -116,7 +129,7 @@ class TFRecordSource : public ChunkIterator {
     for (Slot& s : slots_) {
       s.file = r.read_i64();
       s.consumed = r.read_i64();
-      s.close();
+      close(s);
       if (s.file < 0) continue;
       if (static_cast<size_t>(s.file) >= files_.size())
         throw r.error("tfrecord state names a file that no longer matches");
@@ -126,7 +139,7 @@ class TFRecordSource : public ChunkIterator {
       for (int64_t i = 0; i < s.consumed; ++i)
         if (!reader->next(rec))
           throw r.error(fmt::format("{} has fewer records than the checkpoint says", files_[s.file]));
-      s.open(std::move(reader), read_ahead_, ctx_.cancel);
+      open(s, std::move(reader));
     }
   }
 
@@ -157,18 +170,36 @@ class TFRecordSource : public ChunkIterator {
     int64_t consumed = 0;
     std::unique_ptr<TFRecordReader> reader;
     std::unique_ptr<ReadAheadReader> ahead;
+    uint64_t charged = 0;  // the reader's blocks, counted in the memory budget
 
     bool is_open() const { return reader || ahead; }
-    void open(std::unique_ptr<TFRecordReader> r, bool read_ahead, const CancellationToken* cancel) {
-      if (read_ahead) ahead = std::make_unique<ReadAheadReader>(std::move(r), cancel);
-      else reader = std::move(r);
-    }
     bool next(std::string_view& rec) { return ahead ? ahead->next(rec) : reader->next(rec); }
-    void close() {
-      ahead.reset();
-      reader.reset();
-    }
   };
+
+  int64_t readers() const { return readers_ ? readers_->value() : fixed_readers_; }
+
+  // Opens `r` in slot `s`: on a reader thread when the slot is among the first readers() of the cycle
+  // and the memory budget has room for its blocks, otherwise read here.
+  void open(Slot& s, std::unique_ptr<TFRecordReader> r) {
+    const int64_t index = &s - slots_.data();
+    bool ahead = index < readers();
+    // Reading ahead is never needed to make progress (the slot can read here), so every reader's
+    // blocks are an optional holding: a slot the budget has no room for reads its file inline.
+    if (ahead && ctx_.memory) {
+      const uint64_t bytes = ReadAheadReader::kMostBytes;
+      if (ctx_.memory->try_reserve(stage_, bytes)) s.charged = bytes;
+      else ahead = false;
+    }
+    if (readers_) readers_->note_item_bytes(ReadAheadReader::kMostBytes);
+    if (ahead) s.ahead = std::make_unique<ReadAheadReader>(std::move(r), ctx_.cancel, ctx_.stats[stage_].get());
+    else s.reader = std::move(r);
+  }
+  void close(Slot& s) {
+    s.ahead.reset();
+    s.reader.reset();
+    if (s.charged && ctx_.memory) ctx_.memory->release(stage_, s.charged);
+    s.charged = 0;
+  }
 
   // One record in interleave order, appended to batch_; false at the end of all files.
   bool next_record() {
@@ -193,7 +224,7 @@ class TFRecordSource : public ChunkIterator {
           if (++block_index_ >= block_length_) advance();
           return true;
         }
-        slot.close();
+        close(slot);
         slot.file = -1;
         advance();
         continue;
@@ -202,7 +233,7 @@ class TFRecordSource : public ChunkIterator {
         slot.file = static_cast<int64_t>(next_file_++);
         slot.consumed = 0;
         try {
-          slot.open(std::make_unique<TFRecordReader>(files_[slot.file], options_), read_ahead_, ctx_.cancel);
+          open(slot, std::make_unique<TFRecordReader>(files_[slot.file], options_));
         } catch (const DataError& e) {
           if (!tolerant()) throw;
           ctx_.dropped[stage_]->fetch_add(1);
@@ -294,7 +325,8 @@ class TFRecordSource : public ChunkIterator {
   int64_t epoch_;
   int64_t cycle_length_;
   int64_t block_length_;
-  bool read_ahead_;
+  Knob* readers_;  // files read ahead (the first readers() slots of the cycle); null: fixed_readers_
+  int64_t fixed_readers_;
   std::vector<std::string> files_;
   TFRecordReaderOptions options_;
   std::unique_ptr<ExampleParser> parser_;
@@ -309,8 +341,15 @@ class TFRecordSource : public ChunkIterator {
 }  // namespace
 
 std::unique_ptr<ChunkIterator> make_tfrecord_source(RunContext& ctx, int stage, int64_t epoch, int64_t cycle_length,
-                                                    int64_t block_length, bool read_ahead) {
-  return std::make_unique<TFRecordSource>(ctx, stage, epoch, cycle_length, block_length, read_ahead);
+                                                    int64_t block_length, const ReadAhead& read_ahead) {
+  Knob* knob = read_ahead.tunable ? auto_knob(ctx, stage, KnobKind::ReadAhead, read_ahead.readers, 0, read_ahead.most)
+                                  : auto_knob(ctx, stage, KnobKind::ReadAhead, read_ahead.readers, read_ahead.readers,
+                                              read_ahead.readers);
+  if (knob) {
+    knob->set_cycle(cycle_length);
+    if (read_ahead.fixed_reason && !knob->fixed_reason()) knob->set_fixed_reason(read_ahead.fixed_reason);
+  }
+  return std::make_unique<TFRecordSource>(ctx, stage, epoch, cycle_length, block_length, knob, read_ahead.readers);
 }
 
 }  // namespace pipec

@@ -5,11 +5,16 @@
 // ahead, which depends on chunk sizes and threads, and the elements must not. In memory the cache lives
 // for the run; in a file it is written to a temporary name and renamed when the pass completes, and a
 // later run that finds the file replays it without reading the input at all.
+//
+// The chunks kept count in the run's memory budget as a fixed holding (runtime/exec/memory_budget.h):
+// a pass that does not fit stops the run with an error naming the cache. Until the pass is complete
+// its size is known only when the plan says how long the pass is (runtime/exec/footprint.h).
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -19,6 +24,7 @@ namespace {
 struct CacheStore {
   std::vector<Chunk> chunks;
   bool complete = false;
+  int64_t charged = 0;       // bytes of `chunks` counted in the memory budget
   int64_t first_epoch = -1;  // the epoch of the first pass, which every pass that reads the input uses
 };
 
@@ -64,6 +70,7 @@ class Cache : public ChunkIterator {
           throw StageError(spec(), fmt::format("{} (delete it to rebuild the cache)", e.what()));
         }
         store_->complete = true;
+        recount();
       }
     }
   }
@@ -90,6 +97,7 @@ class Cache : public ChunkIterator {
     uint64_t n = r.read_u64();
     store_->chunks.clear();
     for (uint64_t i = 0; i < n; ++i) store_->chunks.push_back(restore_chunk(r));
+    recount();
     replay_pos_ = r.read_u64();
     store_->first_epoch = r.read_i64();
     input_.reset();
@@ -119,6 +127,7 @@ class Cache : public ChunkIterator {
     }
     if (!input_) {
       store_->chunks.clear();
+      recount();
       if (store_->first_epoch < 0) store_->first_epoch = epoch_;
       input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
       if (!path_.empty()) {
@@ -130,6 +139,7 @@ class Cache : public ChunkIterator {
     }
     if (!pull(*input_, out)) {
       store_->complete = true;
+      if (ctx_.memory) ctx_.memory->set_bound(stage_, static_cast<uint64_t>(store_->charged));  // known now
       input_.reset();
       replay_pos_ = store_->chunks.size();
       if (file_.is_open()) {
@@ -139,9 +149,25 @@ class Cache : public ChunkIterator {
       return false;
     }
     store_->chunks.push_back(out);
+    const int64_t bytes = static_cast<int64_t>(chunk_bytes(out));
+    store_->charged += bytes;
+    charge_fixed(bytes, "its pass so far");
     if (file_.is_open()) CacheFile::write_chunk(file_, out);
     out.epoch = epoch_;  // the stages after the cache are in this pass's epoch
     return true;
+  }
+
+  // Counts the whole store again (after it was replaced or cleared).
+  void recount() {
+    const int64_t bytes = [&] {
+      int64_t n = 0;
+      for (const Chunk& c : store_->chunks) n += static_cast<int64_t>(chunk_bytes(c));
+      return n;
+    }();
+    const int64_t delta = bytes - store_->charged;
+    store_->charged = bytes;
+    charge_fixed(delta, "its pass");
+    if (store_->complete && ctx_.memory) ctx_.memory->set_bound(stage_, static_cast<uint64_t>(bytes));
   }
 
  private:

@@ -4,16 +4,32 @@
 // Two forms the optimizer makes run here too: map_filter (a map and the filter after it, one function
 // whose last result is the keep flag) and a map with `per_row = n` (moved after its batch; it runs on
 // the element rows of the batches, runtime/exec/stages/row_view.h).
+//
+// `parallel = auto` is a knob of the autotuner (runtime/exec/autotuner.h): the chunks in flight (on
+// the pool) or ready, at first 2 per worker thread. 1 runs the function on the thread that pulls from
+// the map. The results it holds count in the run's memory budget: the first as a fixed holding, each
+// further one only when the budget grants the size of the largest result seen so far.
+#include <chrono>
 #include <deque>
 #include <future>
 
+#include <fmt/format.h>
+
+#include "runtime/exec/knob.h"
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stages/row_view.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
 namespace {
+
+int64_t clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class MapLike : public ChunkIterator {
  public:
@@ -21,8 +37,19 @@ class MapLike : public ChunkIterator {
       : ChunkIterator(ctx, stage), input_(std::move(input)), is_filter_(is_filter) {
     const Stage& s = spec();
     for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
-    window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
-    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
+    const int pool = ctx.pool ? ctx.pool->size() : 0;
+    window_ = std::max(1, pool * 2);
+    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
+      window_ = std::max<int64_t>(1, p->i);
+      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
+    } else {
+      knob_ =
+          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
+    }
+    most_window_ = window();
+    // Tasks record their spans on the pool's threads: the name is interned here, once (a trace starts
+    // before the run).
+    if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} {} task", stage, stage_name(s.kind)));
     if (const Value* p = s.arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
     fused_map_ = s.kind == StageKind::MapFilter;
   }
@@ -36,6 +63,7 @@ class MapLike : public ChunkIterator {
       } catch (...) {
       }
     }
+    while (!charges_.empty()) release_front();
   }
 
   void save(StateWriter& w) const override {
@@ -52,53 +80,128 @@ class MapLike : public ChunkIterator {
     input_->restore(r);
     inflight_.clear();
     ready_.clear();
+    while (!charges_.empty()) release_front();
     uint64_t n = r.read_u64();
     for (uint64_t i = 0; i < n; ++i) {
       ready_.push_back(restore_chunk(r));
       largest_pulled_ = std::max(largest_pulled_, ready_.back().rows);  // each came from one input chunk
+      // What the saving run held: fixed holdings.
+      const uint64_t bytes = chunk_bytes(ready_.back());
+      charge_fixed(static_cast<int64_t>(bytes), "its restored results");
+      charges_.push_back({bytes, true});
     }
     input_done_ = r.read_u32() != 0;
   }
 
-  // Results of at most `window` input chunks, computed or in flight (a save finishes them).
+  // Results of at most `window` input chunks, computed or in flight (a save finishes them). The window
+  // may have changed: the bound is the widest it has been.
   Buffered buffered() const override {
     int64_t rows = 0;
     for (const Chunk& c : ready_) rows += c.rows;
-    return {rows, window_ * largest_pulled_};
+    return {rows, most_window_ * largest_pulled_};
   }
   std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
     for (;;) {
-      // Keep the window full.
-      while (!input_done_ && static_cast<int64_t>(inflight_.size() + ready_.size()) < window_) {
+      // Keep the window full, as far as the memory budget allows.
+      const int64_t window = this->window();
+      while (!input_done_ && static_cast<int64_t>(inflight_.size() + ready_.size()) < window && admit()) {
         Chunk in;
         if (!pull(*input_, in)) {
           input_done_ = true;
+          release_back();
           break;
         }
-        if (ctx_.pool && window_ > 1) {
+        if (ctx_.pool && window > 1) {
           auto shared = std::make_shared<Chunk>(std::move(in));
-          inflight_.push_back(ctx_.pool->submit([this, shared] { return apply(*shared); }));
+          // The hand-off wakes a worker, which on a busy machine may take this thread's core until its
+          // task is done: that time is the task's (counted where it runs), not the map's own.
+          const int64_t start = clock_ns();
+          inflight_.push_back(ctx_.pool->submit([this, shared] { return timed_apply(*shared); }));
+          add_wait_ns(clock_ns() - start);
         } else {
-          ready_.push_back(apply(in));
+          const int64_t start = clock_ns();
+          ready_.push_back(timed_apply(in));
+          add_wait_ns(clock_ns() - start);  // counted as the map's task time, not twice
         }
       }
       if (!ready_.empty()) {
         out = std::move(ready_.front());
         ready_.pop_front();
       } else if (!inflight_.empty()) {
+        const int64_t start = clock_ns();
         out = inflight_.front().get();
+        add_wait_ns(clock_ns() - start);
         inflight_.pop_front();
       } else {
         return false;
       }
+      if (knob_) {
+        knob_->note_item_bytes(chunk_bytes(out));
+        knob_->set_held(static_cast<int64_t>(inflight_.size() + ready_.size()));
+      }
+      release_front();
       if (out.rows > 0 || !is_filter_) return true;
     }
   }
 
  private:
+  struct Charge {
+    uint64_t bytes = 0;
+    bool fixed = false;
+  };
+
+  int64_t window() const {
+    const int64_t w = knob_ ? knob_->value() : window_;
+    most_window_ = std::max(most_window_, w);
+    return w;
+  }
+
+  // One more chunk in flight: the first is a fixed holding, each further one needs the budget to grant
+  // the largest result seen so far (none until one size is known). Leaves its charge in charges_.
+  bool admit() {
+    const uint64_t estimate = knob_ ? knob_->item_bytes() : 0;
+    if (!ctx_.memory) {
+      charges_.push_back({});
+    } else if (charges_.empty()) {
+      charge_fixed(static_cast<int64_t>(estimate), "its first chunk of results");
+      ctx_.memory->raise_bound(stage_, estimate);
+      charges_.push_back({estimate, true});
+    } else if (estimate > 0 && ctx_.memory->try_reserve(stage_, estimate)) {
+      charges_.push_back({estimate, false});
+    } else {
+      return false;
+    }
+    return true;
+  }
+  void release(const Charge& c) {
+    if (c.fixed) charge_fixed(-static_cast<int64_t>(c.bytes), "");
+    else if (ctx_.memory && c.bytes) ctx_.memory->release(stage_, c.bytes);
+  }
+  void release_front() {
+    if (charges_.empty()) return;
+    release(charges_.front());
+    charges_.pop_front();
+  }
+  void release_back() {
+    if (charges_.empty()) return;
+    release(charges_.back());
+    charges_.pop_back();
+  }
+
+  // apply() on a worker (or inline), its time counted as the stage's task time.
+  Chunk timed_apply(const Chunk& in) const {
+    const int64_t start = clock_ns();
+    Chunk out = apply(in);
+    const int64_t end = clock_ns();
+    ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
+    if (task_name_ && trace::enabled())
+      trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
+    return out;
+  }
+
   void drain() const {
     while (!inflight_.empty()) {
       ready_.push_back(inflight_.front().get());
@@ -178,9 +281,13 @@ class MapLike : public ChunkIterator {
   IteratorPtr input_;
   bool is_filter_;
   std::vector<std::string> in_fields_;
-  int64_t window_ = 1;
-  int64_t per_row_ = 0;     // > 0: runs on the element rows of batches of this size
-  bool fused_map_ = false;  // map_filter: the function's last result is the keep flag
+  int64_t window_ = 1;  // without an autotuner
+  Knob* knob_ = nullptr;
+  mutable int64_t most_window_ = 1;
+  trace::NameId task_name_ = 0;
+  std::deque<Charge> charges_;  // one per chunk in flight or ready, in order
+  int64_t per_row_ = 0;         // > 0: runs on the element rows of batches of this size
+  bool fused_map_ = false;      // map_filter: the function's last result is the keep flag
   mutable std::deque<std::future<Chunk>> inflight_;
   mutable std::deque<Chunk> ready_;
   bool input_done_ = false;

@@ -14,14 +14,23 @@
 // been handed out (or, when the only open batch still needs rows, until it is done), so the open
 // batches hold at most window input chunks plus one partial batch. A checkpoint waits for the tasks
 // but keeps them live: saving does not make room for more read-ahead.
+//
+// `parallel = auto` is a knob of the autotuner (runtime/exec/autotuner.h): the live tasks, at first 2
+// per worker thread. The rows a live task writes count in the run's memory budget: the first task as a
+// fixed holding, each further one only when the budget grants them (an input chunk's tasks go
+// together: the budget grants an input chunk's results at a time).
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <future>
 
 #include <fmt/format.h>
 
+#include "runtime/exec/knob.h"
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -40,7 +49,14 @@ struct OpenBatch {
 struct LiveTask {
   std::shared_future<void> done;
   int64_t last_batch = 0;  // seq of the last batch it writes into
+  uint64_t bytes = 0;      // the result rows it writes, counted in the memory budget
+  bool fixed = false;      // counted as the first task (a fixed holding) or as one more (granted)
 };
+
+int64_t clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class MapBatch : public ChunkIterator {
  public:
@@ -60,12 +76,25 @@ class MapBatch : public ChunkIterator {
     size_t result_row_bytes = 0;
     for (size_t rb : row_bytes_) result_row_bytes += rb;
     min_task_rows_ = std::max<int64_t>(1, static_cast<int64_t>(kMinTaskBytes / std::max<size_t>(1, result_row_bytes)));
-    window_ = std::max(1, ctx.pool ? ctx.pool->size() * 2 : 1);
-    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) window_ = std::max<int64_t>(1, p->i);
+    result_row_bytes_ = result_row_bytes;
+    const int pool = ctx.pool ? ctx.pool->size() : 0;
+    window_ = std::max(1, pool * 2);
+    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
+      window_ = std::max<int64_t>(1, p->i);
+      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
+    } else {
+      knob_ =
+          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
+    }
+    most_window_ = window();
+    if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} map_batch task", stage));
   }
 
   // Tasks write into batches this iterator owns: wait for every one before going away.
-  ~MapBatch() override { wait_all(); }
+  ~MapBatch() override {
+    wait_all();
+    release_reserved();
+  }
 
   void save(StateWriter& w) const override {
     // Every task is finished first, so the open batches hold results, not work in flight. The tasks
@@ -105,7 +134,7 @@ class MapBatch : public ChunkIterator {
       std::promise<void> done;
       done.set_value();
       std::shared_future<void> f = done.get_future().share();
-      for (int64_t i = 0; i < window_; ++i) live_.push_back({f, open_.back().seq});
+      for (int64_t i = 0; i < window(); ++i) live_.push_back({f, open_.back().seq});
     }
   }
 
@@ -114,7 +143,7 @@ class MapBatch : public ChunkIterator {
     for (const OpenBatch& b : open_) rows += b.assigned;
     // window input chunks, and the rows of one batch that tasks no longer live wrote; after a restore,
     // the restored rows (no more than the saving run's bound) until they drain.
-    return {rows, std::max(window_ * largest_pulled_ + size_ - 1, restored_rows_)};
+    return {rows, std::max(most_window_ * largest_pulled_ + size_ - 1, restored_rows_)};
   }
   std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
@@ -122,23 +151,30 @@ class MapBatch : public ChunkIterator {
   bool produce(Chunk& out) override {
     for (;;) {
       retire_emitted();
-      if (!input_done_ && static_cast<int64_t>(live_.size()) < window_) {
+      if (knob_) knob_->set_held(static_cast<int64_t>(live_.size()));
+      if (!input_done_ && static_cast<int64_t>(live_.size()) < window() && room_for_a_task()) {
         Chunk in;
         if (!pull(*input_, in)) input_done_ = true;
         else if (in.rows > 0) dispatch(std::move(in));
+        release_reserved();
         continue;
       }
       if (open_.empty()) return false;
       if (open_.front().assigned < size_ && !input_done_) {
         // The window is full but the only open batch still needs rows (every live task writes into
         // it): let the oldest task finish and give its place to the next input chunk.
+        const int64_t start = clock_ns();
         live_.front().done.wait();
+        add_wait_ns(clock_ns() - start);
+        retire(live_.front());
         live_.pop_front();
         continue;
       }
       // get() rethrows a task's error; rows the batch then drops still had to be computed first.
       // The tasks write through pointers into open_, so they finish before the batch leaves it.
+      const int64_t start = clock_ns();
       for (auto& f : open_.front().writers) f.get();
+      add_wait_ns(clock_ns() - start);
       OpenBatch b = std::move(open_.front());
       open_.pop_front();
       if (b.assigned < size_ && drop_) {
@@ -174,6 +210,7 @@ class MapBatch : public ChunkIterator {
   // flight; with small ones a task spans many batches and its fixed cost (a pool hand-off, a kernel
   // call) is spread over enough rows. Cutting copies the input rows (first_index and epoch follow).
   void dispatch(Chunk in) {
+    if (knob_) knob_->note_item_bytes(static_cast<uint64_t>(in.rows) * result_row_bytes_);
     std::vector<Piece> pieces;
     int64_t task_begin = 0;
     for (int64_t r = 0; r < in.rows;) {
@@ -198,24 +235,80 @@ class MapBatch : public ChunkIterator {
   // valid while the task runs.
   void start_task(std::shared_ptr<Chunk> in, std::vector<Piece> pieces) {
     auto work = [this, in, pieces] {
+      const int64_t start = clock_ns();
       std::vector<Column> cols = map_chunk(*in);
       for (const Piece& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
+      const int64_t end = clock_ns();
+      ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
+      if (task_name_ && trace::enabled())
+        trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in->rows)});
     };
     std::shared_future<void> f;
-    if (ctx_.pool && window_ > 1) {
+    if (ctx_.pool && window() > 1) {
+      // Not this stage's own time: the woken worker may take this thread's core (stage_map.cpp).
+      const int64_t start = clock_ns();
       f = ctx_.pool->submit(std::move(work)).share();
+      add_wait_ns(clock_ns() - start);
     } else {
       std::promise<void> done;
+      const int64_t start = clock_ns();
       try {
         work();
         done.set_value();
       } catch (...) {
         done.set_exception(std::current_exception());
       }
+      add_wait_ns(clock_ns() - start);  // counted as task time
       f = done.get_future().share();
     }
     for (const Piece& p : pieces) p.batch->writers.push_back(f);  // each piece is in another batch
-    live_.push_back({f, pieces.back().batch->seq});
+    // The memory the task's rows take, as room_for_a_task() planned it.
+    const uint64_t bytes = static_cast<uint64_t>(in->rows) * result_row_bytes_;
+    LiveTask t{f, pieces.back().batch->seq, 0, false};
+    if (ctx_.memory) {
+      if (dispatch_fixed_) {
+        t.fixed = true;
+        t.bytes = bytes;
+        charge_fixed(static_cast<int64_t>(bytes), "its first task's results");
+        ctx_.memory->raise_bound(stage_, bytes);
+      } else {
+        // room_for_a_task() reserved the largest task's results so far; this one takes what it needs.
+        t.bytes = bytes;
+        const uint64_t from_reserved = std::min(reserved_, bytes);
+        reserved_ -= from_reserved;
+        if (bytes > from_reserved) ctx_.memory->add_optional(stage_, bytes - from_reserved);
+      }
+    }
+    live_.push_back(t);
+  }
+
+  int64_t window() const {
+    const int64_t w = knob_ ? knob_->value() : window_;
+    most_window_ = std::max(most_window_, w);
+    return w;
+  }
+
+  // Whether the memory budget has room for one more live task: the first always (a fixed holding),
+  // more when the budget could grant the largest task's results so far (none until one is known).
+  // The unit is an input chunk: its tasks all go, with its results counted as one item.
+  bool room_for_a_task() {
+    dispatch_fixed_ = live_.empty();
+    if (!ctx_.memory || live_.empty()) return true;
+    const uint64_t estimate = knob_ ? knob_->item_bytes() : 0;
+    if (estimate == 0 || !ctx_.memory->try_reserve(stage_, estimate)) return false;
+    reserved_ = estimate;
+    return true;
+  }
+  void release_reserved() {
+    if (reserved_ && ctx_.memory) ctx_.memory->release(stage_, reserved_);
+    reserved_ = 0;
+  }
+
+  void retire(LiveTask& t) {
+    if (!t.bytes) return;
+    if (t.fixed) charge_fixed(-static_cast<int64_t>(t.bytes), "");
+    else if (ctx_.memory) ctx_.memory->release(stage_, t.bytes);
+    t.bytes = 0;
   }
 
   std::vector<Column> map_chunk(const Chunk& in) const {
@@ -297,11 +390,17 @@ class MapBatch : public ChunkIterator {
   // writers) and leave the window. Tasks are live in dispatch order, so their last batches ascend.
   void retire_emitted() {
     const int64_t first_open = open_.empty() ? next_seq_ : open_.front().seq;
-    while (!live_.empty() && live_.front().last_batch < first_open) live_.pop_front();
+    while (!live_.empty() && live_.front().last_batch < first_open) {
+      retire(live_.front());
+      live_.pop_front();
+    }
   }
 
   void wait_all() {
-    for (const LiveTask& t : live_) t.done.wait();
+    for (LiveTask& t : live_) {
+      t.done.wait();
+      retire(t);
+    }
     live_.clear();
   }
 
@@ -316,7 +415,13 @@ class MapBatch : public ChunkIterator {
   std::vector<size_t> row_bytes_;
   int64_t size_ = 1;
   bool drop_ = false;
-  int64_t window_ = 1;
+  int64_t window_ = 1;  // without an autotuner
+  Knob* knob_ = nullptr;
+  mutable int64_t most_window_ = 1;
+  trace::NameId task_name_ = 0;  // interned at construction when a trace records (tasks run on the pool)
+  uint64_t result_row_bytes_ = 0;
+  uint64_t reserved_ = 0;        // granted by room_for_a_task() for the tasks of the chunk being dispatched
+  bool dispatch_fixed_ = false;  // that chunk's results are the stage's fixed holding
   std::deque<OpenBatch> open_;
   int64_t next_seq_ = 0;
   std::deque<LiveTask> live_;

@@ -1,5 +1,12 @@
 // prefetch(n | auto): a background thread runs the stages before it and keeps up to n chunks ready,
-// so they overlap with whatever consumes the pipeline. `auto` keeps 2 per worker thread (at least 4).
+// so they overlap with whatever consumes the pipeline. `auto` is a knob of the autotuner
+// (runtime/exec/autotuner.h), starting at 2 per worker thread (at least 4); it may change while the
+// run goes on.
+//
+// Memory: the chunks it holds count in the run's memory budget. The first is the least it needs to make
+// progress (a fixed holding); more are taken only when the budget grants them, so before computing
+// another chunk the producer asks for the size of the largest chunk seen so far and waits (for the
+// consumer to take one) when there is no room.
 //
 // For a checkpoint the producer thread is stopped, and the chunks it had ready are saved along with
 // its input's state; it starts again on the next request.
@@ -10,8 +17,13 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "runtime/exec/knob.h"
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/threads/bounded_queue.h"
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -21,9 +33,17 @@ class Prefetch : public ChunkIterator {
  public:
   Prefetch(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Value* n = spec().arg("size");
-    depth_ = (n && n->kind == Value::Int) ? n->i : std::max(4, ctx.threads * 2);
+    const bool fixed = n && n->kind == Value::Int;
+    const int64_t initial = fixed ? n->i : std::max(4, ctx.threads * 2);
+    knob_ = fixed ? auto_knob(ctx, stage, KnobKind::PrefetchDepth, initial, initial, initial)
+                  : auto_knob(ctx, stage, KnobKind::PrefetchDepth, initial, 1, std::max<int64_t>(64, initial));
+    depth_ = initial;
+    most_depth_ = depth();
   }
-  ~Prefetch() override { stop(); }
+  ~Prefetch() override {
+    stop();
+    release_all();
+  }
 
   void save(StateWriter& w) const override {
     auto* self = const_cast<Prefetch*>(this);
@@ -31,36 +51,45 @@ class Prefetch : public ChunkIterator {
     w.write_i64(produced_);
     input_->save(w);
     w.write_u64(self->ready_.size());
-    for (const Chunk& c : self->ready_) save_chunk(w, c);
+    for (const Item& c : self->ready_) save_chunk(w, c.chunk);
     w.write_u32(self->input_done_ ? 1 : 0);
   }
   void restore(StateReader& r) override {
     stop();
+    release_all();
     produced_ = r.read_i64();
     input_->restore(r);
     ready_.clear();
     uint64_t n = r.read_u64();
     for (uint64_t i = 0; i < n; ++i) {
-      ready_.push_back(restore_chunk(r));
-      largest_seen_ = std::max<int64_t>(largest_seen_, ready_.back().rows);
+      Item item;
+      item.chunk = restore_chunk(r);
+      largest_seen_ = std::max<int64_t>(largest_seen_, item.chunk.rows);
+      // Restored chunks are what the saving run held: count them as fixed.
+      item.bytes = chunk_bytes(item.chunk);
+      item.fixed = true;
+      charge_fixed(static_cast<int64_t>(item.bytes), "its restored chunks");
+      ready_.push_back(std::move(item));
     }
     input_done_ = r.read_u32() != 0;
   }
 
-  // After a save: the queue's `depth` chunks and the one its producer held when stopped; the producer
-  // starts again only once they are all handed out. (While it runs, its queue is not counted here.)
+  // After a save: the queue's chunks and the one its producer held when stopped; the producer starts
+  // again only once they are all handed out. (While it runs, its queue is not counted here.) The depth
+  // may have changed: the bound is the deepest it has been.
   Buffered buffered() const override {
     int64_t rows = 0;
-    for (const Chunk& c : ready_) rows += c.rows;
-    return {rows, (std::max<int64_t>(1, depth_) + 1) * largest_seen_.load()};
+    for (const Item& c : ready_) rows += c.chunk.rows;
+    return {rows, (std::max<int64_t>(1, most_depth_.load()) + 1) * largest_seen_.load()};
   }
   std::vector<const ChunkIterator*> inputs() const override { return {input_.get()}; }
 
  protected:
   bool produce(Chunk& out) override {
     if (!ready_.empty()) {
-      out = std::move(ready_.front());
+      Item item = std::move(ready_.front());
       ready_.pop_front();
+      hand_out(item, out);
       return true;
     }
     if (pending_error_) {
@@ -70,12 +99,14 @@ class Prefetch : public ChunkIterator {
     }
     if (input_done_) return false;
     if (!thread_.joinable()) start();
+    queue_->set_capacity(static_cast<size_t>(depth()));
     auto wait_start = std::chrono::steady_clock::now();
     std::optional<Item> item = queue_->pop(*stop_token_);
     add_wait_ns(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
     ctx_.check_cancelled();
     if (!item) return false;
+    note_queue();
     if (item->error) {
       input_done_ = true;
       std::rethrow_exception(item->error);
@@ -84,7 +115,7 @@ class Prefetch : public ChunkIterator {
       input_done_ = true;
       return false;
     }
-    out = std::move(item->chunk);
+    hand_out(*item, out);
     return true;
   }
 
@@ -93,32 +124,103 @@ class Prefetch : public ChunkIterator {
     Chunk chunk;
     std::exception_ptr error;
     bool end = false;
+    uint64_t bytes = 0;  // counted in the memory budget
+    bool fixed = false;  // as the first chunk (a fixed holding) or as one more (granted by the budget)
   };
 
+  int64_t depth() const {
+    const int64_t d = knob_ ? knob_->value() : depth_;
+    int64_t most = most_depth_.load();
+    while (d > most && !most_depth_.compare_exchange_weak(most, d)) {
+    }
+    return d;
+  }
+
+  void hand_out(Item& item, Chunk& out) {
+    release(item);
+    out = std::move(item.chunk);
+  }
+
+  void release(Item& item) {
+    if (item.bytes == 0) return;
+    if (item.fixed) charge_fixed(-static_cast<int64_t>(item.bytes), "");
+    else if (ctx_.memory) ctx_.memory->release(stage_, item.bytes);
+    item.bytes = 0;
+  }
+
+  void release_all() {
+    for (Item& i : ready_) release(i);
+  }
+
+  void note_queue() {
+    const int64_t held = queue_ ? static_cast<int64_t>(queue_->size()) : 0;
+    if (knob_) knob_->set_held(held);
+    if (trace::enabled()) {
+      if (!queue_name_) queue_name_ = trace::name(fmt::format("#{} prefetch queue", stage_));
+      trace::counter(queue_name_, trace::now_ns(), static_cast<double>(held));
+    }
+  }
+
   void start() {
-    queue_ = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(std::max<int64_t>(1, depth_)));
+    queue_ = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(std::max<int64_t>(1, depth())));
     stop_token_ = std::make_unique<CancellationToken>(ctx_.cancel ? CancellationToken::child_of(*ctx_.cancel)
                                                                   : CancellationToken());
     leftover_.reset();
     thread_ = std::thread([this] { run(); });
   }
 
+  // Before computing another chunk: the first one held is a fixed holding; one more needs the budget
+  // to grant the largest chunk seen so far (nothing beyond the first until one size is known). Waits
+  // for the consumer while the budget has no room. Returns false when stopped.
+  bool admit(Item& item) {
+    if (!ctx_.memory) return true;
+    for (;;) {
+      if (queue_->size() == 0) {
+        item.fixed = true;
+        return true;
+      }
+      const uint64_t estimate = knob_ ? knob_->item_bytes() : largest_bytes_.load();
+      if (estimate > 0 && ctx_.memory->try_reserve(stage_, estimate)) {
+        item.bytes = estimate;
+        return true;
+      }
+      if (stop_token_->wait_for(std::chrono::milliseconds(1))) return false;
+    }
+  }
+
   void run() {
+    trace::set_thread_name(fmt::format("prefetch #{}", stage_));
     for (;;) {
       Item item;
       try {
         if (stop_token_->cancelled()) return;
+        if (!admit(item)) return;
         Chunk c;
         if (!input_->next(c)) {
           item.end = true;
+          release(item);
         } else {
           if (c.rows > largest_seen_) largest_seen_ = c.rows;
+          const uint64_t bytes = chunk_bytes(c);
+          if (bytes > largest_bytes_) largest_bytes_ = bytes;
+          if (knob_) knob_->note_item_bytes(bytes);
+          if (item.fixed) {
+            item.bytes = bytes;
+            charge_fixed(static_cast<int64_t>(bytes), "its first chunk");
+            if (ctx_.memory) ctx_.memory->raise_bound(stage_, bytes);
+          } else if (bytes > item.bytes && ctx_.memory) {
+            // Larger than any chunk before: it is here, so it counts (the next estimate is this size).
+            ctx_.memory->add_optional(stage_, bytes - item.bytes);
+            item.bytes = bytes;
+          }
           item.chunk = std::move(c);
         }
       } catch (const CancelledError&) {
+        release(item);
         if (stop_token_->cancelled() && !(ctx_.cancel && ctx_.cancel->cancelled())) return;
         item.error = std::current_exception();
       } catch (...) {
+        release(item);
         item.error = std::current_exception();
       }
       bool last = item.end || item.error;
@@ -128,6 +230,7 @@ class Prefetch : public ChunkIterator {
         leftover_ = std::move(item);
         return;
       }
+      note_queue();
       if (last) return;
     }
   }
@@ -149,19 +252,23 @@ class Prefetch : public ChunkIterator {
       pending_error_ = item.error;
       input_done_ = true;
     } else {
-      ready_.push_back(std::move(item.chunk));
+      ready_.push_back(std::move(item));
     }
   }
 
   IteratorPtr input_;
-  int64_t depth_ = 4;
+  Knob* knob_ = nullptr;
+  std::atomic<trace::NameId> queue_name_{0};  // recorded from both sides of the queue
+  int64_t depth_ = 4;                         // without an autotuner
+  mutable std::atomic<int64_t> most_depth_{1};
   std::unique_ptr<BoundedQueue<Item>> queue_;
   std::unique_ptr<CancellationToken> stop_token_;
   std::thread thread_;
   std::mutex mu_;
   std::optional<Item> leftover_;
-  std::deque<Chunk> ready_;
+  std::deque<Item> ready_;
   std::atomic<int64_t> largest_seen_{0};  // rows of the largest chunk the producer pulled
+  std::atomic<uint64_t> largest_bytes_{0};
   std::exception_ptr pending_error_;
   bool input_done_ = false;
 };

@@ -10,12 +10,16 @@
 // the unfused stages' exactly: each epoch fills and drains the buffer with the same draws (the stage
 // index and epoch in the keys are the shuffle's), chunks end where epochs end, and elements are
 // numbered across epochs as the repeat numbered them.
+//
+// The buffer counts in the run's memory budget as a fixed holding (runtime/exec/memory_budget.h):
+// what it holds after it fills, and, for fields whose rows differ in size, as rows are replaced.
 #include <array>
 #include <cstring>
 #include <optional>
 
 #include "runtime/core/philox.h"
 #include "runtime/exec/chunk_builder.h"
+#include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -73,6 +77,7 @@ class Shuffle : public ChunkIterator {
     input_done_ = r.read_u32() != 0;
     buffer_ = restore_chunk(r);
     live_ = buffer_.rows;
+    recount_buffer();
     ahead_ = {};
     filled_ = false;  // a restored buffer may be short of capacity if the input had not ended
     largest_pulled_ = std::max(largest_pulled_, pending_.rows);  // the rest of one input chunk
@@ -101,6 +106,7 @@ class Shuffle : public ChunkIterator {
     // One builder for the whole epoch: its buffers are recycled, and rows go straight into them.
     if (!out_) out_.emplace(output_layout(), ctx_.chunk_rows);
     ChunkBuilder& b = *out_;
+    int64_t grown = 0;  // bytes the buffer's rows of varying size grew by
     while (!b.full() && live_ > 0) {
       int64_t slot = draw(produced_);
       // The buffer is far bigger than the caches and slots are random: start loading the row that
@@ -109,13 +115,19 @@ class Shuffle : public ChunkIterator {
       b.add_row(buffer_, slot);
       ++produced_;
       if (next_input_row()) {
+        if (has_row_columns_) grown -= row_column_bytes(buffer_, slot);
         overwrite_row(buffer_, slot, pending_, offset_);
+        if (has_row_columns_) grown += row_column_bytes(buffer_, slot);
         ++offset_;
       } else {
         // Input exhausted: the last live element moves into the slot and the buffer shrinks.
         if (slot != live_ - 1) overwrite_row(buffer_, slot, buffer_, live_ - 1);
         --live_;
       }
+    }
+    if (grown != 0) {
+      charged_ += grown;
+      charge_fixed(grown, "its buffer");
     }
     int64_t n = b.rows();
     out = b.finish();
@@ -210,6 +222,27 @@ class Shuffle : public ChunkIterator {
       live_ = buffer_.rows;
       strings_as_rows(buffer_);
     }
+    recount_buffer();
+  }
+
+  // Counts the whole buffer in the memory budget, and its bound: capacity rows of the size seen.
+  void recount_buffer() {
+    has_row_columns_ = false;
+    for (const Column& c : buffer_.columns) has_row_columns_ = has_row_columns_ || c.ragged;
+    const int64_t bytes = static_cast<int64_t>(chunk_bytes(buffer_));
+    charge_fixed(bytes - charged_, "its buffer");
+    charged_ = bytes;
+    if (ctx_.memory && buffer_.rows > 0)
+      ctx_.memory->raise_bound(stage_, static_cast<uint64_t>(bytes) / static_cast<uint64_t>(buffer_.rows) *
+                                           static_cast<uint64_t>(capacity_));
+  }
+
+  // Bytes of row `r` in the columns stored one tensor per row.
+  static int64_t row_column_bytes(const Chunk& c, int64_t r) {
+    int64_t n = 0;
+    for (const Column& col : c.columns)
+      if (col.ragged) n += static_cast<int64_t>(col.rows[r].byte_size());
+    return n;
   }
 
   // Byte strings change length, so a dense Bytes column (one blob) cannot take a new string in the
@@ -296,6 +329,8 @@ class Shuffle : public ChunkIterator {
   int64_t pass_ = 0;         // shuffle_repeat: the epoch within this stage
   int64_t total_ = 0;        // elements produced over all epochs (shuffle_repeat's first_index)
   Chunk buffer_;             // capacity rows, of which the first live_ are elements
+  int64_t charged_ = 0;      // bytes of the buffer counted in the memory budget
+  bool has_row_columns_ = false;
   int64_t live_ = 0;
   bool filled_ = false;
   Chunk pending_;

@@ -1,0 +1,217 @@
+#include "runtime/exec/footprint.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "runtime/exec/memory_budget.h"
+
+namespace pipec {
+
+namespace {
+
+bool is_auto(const Value* v) { return !v || v->kind != Value::Int; }
+
+std::string thousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+// Bytes of one chunk of `stage`'s output, when known.
+std::optional<uint64_t> chunk_bytes_of(const Plan& plan, int stage, int64_t source_rows) {
+  auto e = element_bytes(plan.stages.at(stage).element);
+  if (!e) return std::nullopt;
+  return *e * static_cast<uint64_t>(rows_per_chunk(plan, stage, source_rows));
+}
+
+}  // namespace
+
+std::optional<uint64_t> element_bytes(const ElementInfo& e) {
+  uint64_t total = 0;
+  for (const Field& f : e.fields) {
+    if (!f.type || f.type->kind != TypeKind::Tensor || f.type->dtype == DType::Bytes) return std::nullopt;
+    uint64_t n = 1;
+    for (int64_t d : f.type->shape) {
+      if (d < 0) return std::nullopt;
+      n *= static_cast<uint64_t>(d);
+    }
+    total += n * dtype_size(f.type->dtype);
+  }
+  return total;
+}
+
+int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows) {
+  const Stage& s = plan.stages.at(stage);
+  switch (s.kind) {
+    case StageKind::Batch:
+    case StageKind::PaddedBatch:
+    case StageKind::MapBatch: return 1;
+    default: break;
+  }
+  if (s.inputs.empty()) return source_rows;
+  int64_t rows = 0;
+  for (int in : s.inputs) rows = std::max(rows, rows_per_chunk(plan, in, source_rows));
+  return rows;
+}
+
+std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLength& source_length) {
+  const Stage& s = plan.stages.at(stage);
+  auto input = [&](size_t k = 0) { return pass_length(plan, s.inputs.at(k), source_length); };
+  auto int_arg = [&](const char* name) -> std::optional<int64_t> {
+    const Value* v = s.arg(name);
+    if (v && v->kind == Value::Int) return v->i;
+    return std::nullopt;
+  };
+  switch (s.kind) {
+    case StageKind::Range: {
+      auto a = int_arg("start_or_stop"), b = int_arg("stop"), st = int_arg("step");
+      if (!a) return std::nullopt;
+      int64_t start = b ? *a : 0, stop = b ? *b : *a, step = st.value_or(1);
+      if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
+      if (step < 0) return start > stop ? (start - stop - step - 1) / -step : 0;
+      return std::nullopt;
+    }
+    case StageKind::Tfrecord:
+    case StageKind::Files:
+    case StageKind::ListFiles:
+    case StageKind::Csv:
+    case StageKind::Npy: return source_length ? source_length(stage) : std::nullopt;
+    case StageKind::Zip: {
+      std::optional<int64_t> n;
+      for (size_t k = 0; k < s.inputs.size(); ++k) {
+        auto m = input(k);
+        if (m) n = n ? std::min(*n, *m) : *m;
+      }
+      return n;
+    }
+    case StageKind::Batch:
+    case StageKind::PaddedBatch:
+    case StageKind::MapBatch: {
+      auto n = input();
+      auto size = int_arg("size");
+      if (!n || !size || *size <= 0) return std::nullopt;
+      return (*n + *size - 1) / *size;
+    }
+    case StageKind::Unbatch: return std::nullopt;
+    case StageKind::Take: {
+      auto n = input();
+      auto c = int_arg("count");
+      if (c && *c >= 0) return n ? std::min(*n, *c) : *c;
+      return n;
+    }
+    case StageKind::Skip: {
+      auto n = input();
+      auto c = int_arg("count");
+      if (!n || !c) return n;
+      return std::max<int64_t>(0, *n - std::max<int64_t>(0, *c));
+    }
+    case StageKind::Shard: {
+      auto n = input();
+      auto k = int_arg("num_shards");
+      if (!n || !k || *k <= 0) return std::nullopt;
+      return (*n + *k - 1) / *k;
+    }
+    case StageKind::Repeat:
+    case StageKind::ShuffleRepeat: {
+      auto n = input();
+      auto c = int_arg("count");
+      if (!n || !c || *c < 0) return std::nullopt;
+      return *n * *c;
+    }
+    default: return s.inputs.empty() ? std::nullopt : input();
+  }
+}
+
+std::vector<FixedBuffer> fixed_buffers(const Plan& plan, int64_t source_rows, const SourceLength& source_length) {
+  std::vector<FixedBuffer> out;
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const Stage& s = plan.stages[i];
+    FixedBuffer b;
+    b.stage = i;
+    switch (s.kind) {
+      case StageKind::Shuffle:
+      case StageKind::ShuffleRepeat: {
+        const int64_t n = s.arg("buffer")->i;
+        auto e = element_bytes(s.element);
+        if (e) b.bytes = *e * static_cast<uint64_t>(n);
+        b.what = e ? fmt::format("its buffer of {} elements of {}", thousands(n), format_bytes(*e))
+                   : fmt::format("its buffer of {} elements", thousands(n));
+        break;
+      }
+      case StageKind::Cache: {
+        auto n = pass_length(plan, s.inputs.at(0), source_length);
+        auto e = element_bytes(s.element);
+        if (n && e) b.bytes = *e * static_cast<uint64_t>(*n);
+        b.what =
+            n ? fmt::format("its pass of {} elements{}", thousands(*n), e ? " of " + format_bytes(*e) : std::string())
+              : std::string("its pass");
+        break;
+      }
+      case StageKind::Prefetch: {
+        const Value* v = s.arg("size");
+        const int64_t depth = is_auto(v) ? 1 : std::max<int64_t>(1, v->i);
+        if (auto c = chunk_bytes_of(plan, i, source_rows)) b.bytes = *c * static_cast<uint64_t>(depth);
+        b.what = is_auto(v) ? std::string("its first chunk") : fmt::format("its {} chunks", depth);
+        break;
+      }
+      case StageKind::Map:
+      case StageKind::Filter:
+      case StageKind::MapFilter:
+      case StageKind::MapBatch: {
+        const Value* v = s.arg("parallel");
+        const int64_t window = is_auto(v) ? 1 : std::max<int64_t>(1, v->i);
+        auto o = chunk_bytes_of(plan, i, source_rows);
+        // A map's window holds its results; map_batch's holds input chunks' worth of batch rows.
+        if (s.kind == StageKind::MapBatch) {
+          auto e = element_bytes(s.element);
+          auto size = s.arg("size");
+          if (e && size && size->i > 0) {
+            const uint64_t row = *e / static_cast<uint64_t>(size->i);
+            b.bytes = row * static_cast<uint64_t>(rows_per_chunk(plan, s.inputs.at(0), source_rows)) *
+                          static_cast<uint64_t>(window) +
+                      *e;
+          }
+        } else if (o) {
+          b.bytes = *o * static_cast<uint64_t>(window);
+        }
+        b.what =
+            is_auto(v) ? std::string("its first chunk of results") : fmt::format("its {} chunks of results", window);
+        break;
+      }
+      default: continue;
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::string fixed_buffers_over_budget(const Plan& plan, const std::vector<FixedBuffer>& buffers, uint64_t budget,
+                                      int* largest) {
+  uint64_t total = 0, most = 0;
+  const FixedBuffer* big = nullptr;
+  for (const FixedBuffer& b : buffers) {
+    if (!b.bytes) continue;
+    total += *b.bytes;
+    if (!big || *b.bytes > most) {
+      most = *b.bytes;
+      big = &b;
+    }
+  }
+  if (total <= budget || !big) return {};
+  if (largest) *largest = big->stage;
+  std::string msg = fmt::format("{} need{} {}", big->what, big->what.find("chunks") != std::string::npos ? "" : "s",
+                                format_bytes(most));
+  if (most > budget) {
+    msg += fmt::format(", over the memory budget of {}", format_bytes(budget));
+  } else {
+    msg += fmt::format("; with the run's other fixed buffers that makes {}, over the memory budget of {}",
+                       format_bytes(total), format_bytes(budget));
+  }
+  return msg + " (raise --memory-budget, or make the buffer smaller)";
+}
+
+}  // namespace pipec

@@ -1,0 +1,188 @@
+// The autotuner's model (runtime/exec/autotune_model.h) on pipelines described by hand: what the hill
+// climb picks and why, what it names as the bottleneck, and that the memory room bounds it.
+#include "runtime/exec/autotune_model.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace pipec {
+namespace {
+
+// source -> map -> prefetch, the source and the map on the prefetch's thread (segment 1), the consumer
+// on segment 0. Costs in ns per output element.
+ModelInput source_map_prefetch(double source_ns, double map_task_ns, double consumer_ns, int threads, int cores) {
+  ModelInput in;
+  in.segments = 2;
+  in.threads = threads;
+  in.cores = cores;
+  in.consumer_ns = consumer_ns;
+  in.room_bytes = 1e12;
+  ModelStage src;
+  src.stage = 0;
+  src.label = "#0 range";
+  src.sync_ns = source_ns;
+  src.segment = 1;
+  ModelStage map;
+  map.stage = 1;
+  map.label = "#1 map";
+  map.role = ModelStage::Role::Map;
+  map.task_ns = map_task_ns;
+  map.segment = 1;
+  map.knob = 0;
+  map.value = 4;
+  map.item_bytes = 1e6;
+  map.upstream = {0};
+  ModelStage pf;
+  pf.stage = 2;
+  pf.label = "#2 prefetch";
+  pf.role = ModelStage::Role::Prefetch;
+  pf.segment = 0;
+  pf.input_segment = 1;
+  pf.knob = 1;
+  pf.value = 4;
+  pf.item_bytes = 1e6;
+  pf.upstream = {0, 1};
+  in.stages = {src, map, pf};
+  return in;
+}
+
+const std::vector<KnobRange> kRanges = {{1, 16}, {1, 64}};
+
+TEST(AutotuneModel, AnExpensiveMapGetsEveryThread) {
+  const ModelInput in = source_map_prefetch(10, 1000, 0, 4, 4);
+  const Choice c = hill_climb(in, kRanges);
+  EXPECT_GE(c.values[0], 4);
+  // Four threads on a map of 1 us per element, one core's worth of other work: close to 4 per us.
+  EXPECT_GT(c.rate, 0.9 * 4e6);
+  EXPECT_NE(c.reasons[0].find("4 of 4 threads work on it"), std::string::npos) << c.reasons[0];
+}
+
+TEST(AutotuneModel, OneThreadGainsNothingFromChunksInFlight) {
+  const ModelInput in = source_map_prefetch(10, 1000, 0, 1, 1);
+  const Choice c = hill_climb(in, kRanges);
+  EXPECT_LE(c.values[0], 2);
+  EXPECT_LE(c.values[1], 2);
+  // With the values in use far above that, the climb gives the useless memory back.
+  const Choice from_high = hill_climb(in, kRanges, {16, 64});
+  EXPECT_LE(from_high.values[0], 2);
+  EXPECT_LE(from_high.values[1], 2);
+}
+
+// A prefetch's depth is given back down to its `keep` when it buys nothing, and below it only for
+// the memory budget.
+TEST(AutotuneModel, APrefetchKeepsItsStartingDepthUnlessMemoryIsShort) {
+  ModelInput in = source_map_prefetch(10, 1000, 0, 1, 1);
+  const std::vector<KnobRange> ranges = {{1, 16}, {1, 64, 4}};
+  EXPECT_EQ(hill_climb(in, ranges, {4, 64}).values[1], 4);
+  in.room_bytes = 1.5e6;  // the map's first item is fixed; one more item in all
+  const Choice tight = hill_climb(in, ranges, {4, 64});
+  EXPECT_LE(optional_bytes(in, tight.values), in.room_bytes);
+  EXPECT_LE(tight.values[1], 2);
+}
+
+TEST(AutotuneModel, TheMemoryRoomBoundsTheChoiceAndTheReasonSaysSo) {
+  ModelInput in = source_map_prefetch(10, 1000, 0, 8, 8);
+  in.room_bytes = 2.5e6;  // two and a half more items of 1 MB
+  const Choice c = hill_climb(in, kRanges, {16, 64});
+  EXPECT_LE(optional_bytes(in, c.values), in.room_bytes);
+  EXPECT_EQ(c.values[0], 3);  // the map wants 8 and gets its first item and two more
+  EXPECT_NE(c.reasons[0].find("does not fit in what the memory budget leaves"), std::string::npos) << c.reasons[0];
+}
+
+TEST(AutotuneModel, PrefetchDepthGrowsWhenBothSidesRunAtTheSameRate) {
+  // Producer and consumer both 1 us per element, with cores to spare: a deeper buffer smooths them.
+  const ModelInput even = source_map_prefetch(500, 500, 1000, 4, 4);
+  const Choice c = hill_climb(even, kRanges);
+  EXPECT_GE(c.values[1], 4);
+  EXPECT_GT(modelled_rate(even, c.values), modelled_rate(even, {c.values[0], 1}) * 1.1);
+  // A producer 100 times slower than its consumer: one chunk ahead is all a buffer can do.
+  const ModelInput slow = source_map_prefetch(100000, 1000, 1000, 4, 4);
+  EXPECT_LE(hill_climb(slow, kRanges).values[1], 2);
+}
+
+// From 2 chunks in flight on (from 1 to 2 the map moves from the thread that pulls from it to the
+// pool, which one core may not repay: the hand-off costs a buffer), and for every prefetch depth.
+TEST(AutotuneModel, MoreParallelismNeverLowersThePredictedRate) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> cost(1, 5000);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int threads = 1 + trial % 8;
+    const ModelInput in = source_map_prefetch(cost(rng), cost(rng), cost(rng), threads, threads);
+    for (int64_t depth : {1, 4, 16})
+      for (int64_t p = 2; p < 16; ++p) {
+        ASSERT_GE(modelled_rate(in, {p + 1, depth}) * (1 + 1e-9), modelled_rate(in, {p, depth})) << trial << " p=" << p;
+        ASSERT_GE(modelled_rate(in, {p, depth + 1}) * (1 + 1e-9), modelled_rate(in, {p, depth}))
+            << trial << " d=" << depth;
+      }
+  }
+}
+
+TEST(AutotuneModel, TheBottleneckIsTheStageThatBindsTheRate) {
+  // The map runs on the prefetch's thread with the source (parallel = 1): that thread binds, and the
+  // map is the larger part of it.
+  {
+    const ModelInput in = source_map_prefetch(200, 800, 0, 4, 4);
+    const Bottleneck b = find_bottleneck(in, {1, 4});
+    EXPECT_EQ(b.kind, Bottleneck::Kind::Segment);
+    EXPECT_EQ(b.stage, 1);
+    EXPECT_NEAR(b.share, 0.8, 1e-9);
+    EXPECT_EQ(b.why, "runs on the thread of #2 prefetch with #0 range");
+  }
+  // Four chunks in flight on 2 cores: the CPU binds, and the map does most of the work.
+  {
+    const ModelInput in = source_map_prefetch(100, 2000, 0, 4, 2);
+    const Bottleneck b = find_bottleneck(in, {4, 4});
+    EXPECT_EQ(b.kind, Bottleneck::Kind::Cpu);
+    EXPECT_EQ(b.stage, 1);
+    EXPECT_EQ(b.why, "the CPU: the pipeline keeps 2 cores busy");
+  }
+  // Two chunks in flight out of 8 threads: the map's window binds.
+  {
+    const ModelInput in = source_map_prefetch(10, 2000, 0, 8, 8);
+    const Bottleneck b = find_bottleneck(in, {2, 4});
+    EXPECT_EQ(b.kind, Bottleneck::Kind::Map);
+    EXPECT_EQ(b.why, "2 chunks in flight keep 2 of 8 threads on it");
+  }
+  // A consumer slower than everything the pipeline does.
+  {
+    const ModelInput in = source_map_prefetch(10, 100, 5000, 4, 4);
+    EXPECT_EQ(find_bottleneck(in, {4, 4}).kind, Bottleneck::Kind::Consumer);
+  }
+}
+
+TEST(AutotuneModel, FilesReadAheadPayWhenReadingBindsTheThread) {
+  // A source that reads 1 of its 4 files ahead; reading costs 3 us per element, parsing 1 us.
+  ModelInput in;
+  in.segments = 1;
+  in.threads = 4;
+  in.cores = 4;
+  in.room_bytes = 1e12;
+  ModelStage src;
+  src.label = "#0 tfrecord";
+  src.role = ModelStage::Role::Reader;
+  src.cycle = 4;
+  src.value = 1;
+  src.knob = 0;
+  src.item_bytes = 1.8e6;
+  // Measured with one file of four read ahead: a quarter of the reading on the reader thread.
+  src.task_ns = 0.25 * 3000;
+  src.sync_ns = 1000 + 0.75 * 3000;
+  in.stages = {src};
+  const Choice c = hill_climb(in, {{0, 4}}, {1});
+  EXPECT_EQ(c.values[0], 4);
+  EXPECT_GT(c.rate, 2 * modelled_rate(in, {0}));
+}
+
+TEST(AutotuneModel, KnobFlagNamesRoundTrip) {
+  for (KnobKind k : kKnobKinds) {
+    KnobKind back;
+    ASSERT_TRUE(knob_kind_from_flag(knob_flag_name(k), &back));
+    EXPECT_EQ(back, k);
+  }
+  KnobKind unused;
+  EXPECT_FALSE(knob_kind_from_flag("size", &unused));
+}
+
+}  // namespace
+}  // namespace pipec
