@@ -80,7 +80,9 @@ TEST(Trace, ThreadsGetNamedTracksWithTheirSpansAndCounters) {
       EXPECT_EQ(e["args"]["rows"], 16);
       EXPECT_DOUBLE_EQ(e["args"]["own_us"].get<double>(), 1.5);
     }
-    if (e["ph"] == "X" && e["name"] == "#0 range") EXPECT_EQ(e["args"]["note"], "text args");
+    if (e["ph"] == "X" && e["name"] == "#0 range") {
+      EXPECT_EQ(e["args"]["note"], "text args");
+    }
     if (e["ph"] == "X" && e["name"] == "#1 map task") {
       task_span = true;
       EXPECT_EQ(names.at(e["tid"].get<int>()), "pool worker 0");
