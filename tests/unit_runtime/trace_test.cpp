@@ -171,7 +171,9 @@ TEST(Trace, TrainingStepsRecordNothingWithoutATrace) {
     auto p = t.phase(trace::StepPhase::Forward);
     trace::phase_span(trace::StepPhase::Backward, trace::now_ns(), 10);
   }
-  for (const Json& e : recorded()["traceEvents"]) EXPECT_NE(e["ph"], "X");
+  // Held in a variable: a range-for over a member of a temporary reads it after it is destroyed.
+  const Json events = recorded();
+  for (const Json& e : events["traceEvents"]) EXPECT_NE(e["ph"], "X");
 }
 
 }  // namespace
