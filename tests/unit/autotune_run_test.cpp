@@ -229,32 +229,6 @@ TEST_F(AutotuneRun, BuffersStayWithinTheMemoryBudget) {
   EXPECT_GT(peak, 2 * chunk);  // more than the two first items: the room was used
 }
 
-// Before any result has come back its size is unknown, so the budget cannot grant room for it; the map
-// still starts one chunk per worker thread (here 3), or the first chunk would run on one core alone.
-// The plan is not optimized: no prefetch is injected, so the map produces on this thread, once per
-// next().
-TEST_F(AutotuneRun, AMapStartsAChunkPerWorkerBeforeAnySizeIsKnown) {
-  const Plan plan =
-      plan_of(kSource +
-              "pipeline p = range(600) | map(r => { x: random_uniform([256]) + f32(r.value) }, parallel = "
-              "auto)\n");
-  RunOptions o = options(3);
-  o.autotune = false;
-  o.memory_budget = 64 << 20;
-  PipelineRun run(plan, o);
-  const Knob* map = nullptr;
-  for (const Knob* k : run.autotuner().knobs())
-    if (k->kind() == KnobKind::MapParallelism) map = k;
-  ASSERT_NE(map, nullptr);
-  Chunk c;
-  ASSERT_TRUE(run.next(c));
-  // Three admitted before the first result was known, one of them handed on: two still held.
-  EXPECT_EQ(map->held(), 2);
-  // Once a size is known the budget grants the rest of the window (2 per worker).
-  ASSERT_TRUE(run.next(c));
-  EXPECT_EQ(map->held(), 5);
-}
-
 // A cache whose pass is known from the plan keeps the room it will need: the buffers before it get
 // nothing beyond their first items while it fills, and the bytes held stay within the budget.
 TEST_F(AutotuneRun, ACacheKeepsItsRoomFromTheOtherBuffers) {
