@@ -38,7 +38,6 @@ class MapLike : public ChunkIterator {
     const Stage& s = spec();
     for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
     const int pool = ctx.pool ? ctx.pool->size() : 0;
-    workers_ = std::max(1, pool);
     window_ = std::max(1, pool * 2);
     if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
       window_ = std::max<int64_t>(1, p->i);
@@ -170,11 +169,6 @@ class MapLike : public ChunkIterator {
       charge_fixed(static_cast<int64_t>(estimate), "its first chunk of results");
       ctx_.memory->raise_bound(stage_, estimate);
       charges_.push_back({estimate, true});
-    } else if (estimate == 0 && static_cast<int64_t>(charges_.size()) < workers_) {
-      // No result's size is known yet (none has come back): one chunk per worker thread, uncharged, so
-      // that every core computes from the start instead of one waiting for the first result (a run of
-      // a few hundred images spent a tenth of its time so). Bounded by the pool's size, once per run.
-      charges_.push_back({});
     } else if (estimate > 0 && ctx_.memory->try_reserve(stage_, estimate)) {
       charges_.push_back({estimate, false});
     } else {
@@ -287,8 +281,7 @@ class MapLike : public ChunkIterator {
   IteratorPtr input_;
   bool is_filter_;
   std::vector<std::string> in_fields_;
-  int64_t window_ = 1;   // without an autotuner
-  int64_t workers_ = 1;  // the pool's threads (1 without a pool)
+  int64_t window_ = 1;  // without an autotuner
   Knob* knob_ = nullptr;
   mutable int64_t most_window_ = 1;
   trace::NameId task_name_ = 0;
