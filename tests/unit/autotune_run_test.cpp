@@ -335,7 +335,10 @@ TEST(AutotuneCommandLine, ResidentMemoryFollowsTheBudget) {
   std::vector<std::string> bounded_args = wide;
   bounded_args.insert(bounded_args.end(), {"--memory-budget", "48M"});
   const uint64_t bounded = peak_rss_of(bounded_args, d / "b.json");
-  EXPECT_GT(unbounded, small + 150'000'000u) << "the unbounded run did not hold more";
+  // The unbounded run must hold more than the budget would allow, or the bounded check below proves
+  // nothing. How much more depends on how far the producers get ahead of the consumer (70-150 MB over
+  // the small run here), so the bar is the budget itself.
+  EXPECT_GT(unbounded, small + 48u * 1024 * 1024) << "the unbounded run did not hold more than the budget allows";
   EXPECT_LT(bounded, small + 48u * 1024 * 1024) << "one of each " << small << " B, bounded " << bounded << " B";
   const auto stats = nlohmann::json::parse(testing::read_all(d / "b.json"));
   EXPECT_LE(stats["memory"]["peak_bytes"].get<uint64_t>(), 48u * 1024 * 1024);
