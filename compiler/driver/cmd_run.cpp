@@ -376,14 +376,7 @@ int cmd_run(const Args& args) {
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
-    if (!a.trace.empty()) {
-      trace::stop();
-      std::string error;
-      if (!trace::write_json(a.trace, &error)) {
-        std::cerr << "pipec run: " << error << "\n";
-        return 2;
-      }
-    }
+    if (!write_run_trace(a.trace)) return 2;
     const std::vector<Advice> advice = advise(run_facts(run, all_passes));
     if (!flags.quiet)
       print_summary(std::cerr, run, decl->name, sum, batched, jit ? &*jit : nullptr, a.explain_autotune, advice);

@@ -308,14 +308,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   try {
     TrainSummary s = run_training(t, data, to, on_step);
     clear_line();
-    if (!a.trace.empty()) {
-      trace::stop();
-      std::string error;
-      if (!trace::write_json(a.trace, &error)) {
-        std::cerr << "pipec run: " << error << "\n";
-        return 2;
-      }
-    }
+    if (!write_run_trace(a.trace)) return 2;
     if (!quiet) print_summary(std::cerr, t, s, a, ta, pipeline);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);

@@ -1,6 +1,10 @@
 #include "compiler/driver/run_report.h"
 
+#include <iostream>
+
 #include <fmt/format.h>
+
+#include "runtime/trace/trace.h"
 
 namespace pipec {
 
@@ -128,6 +132,15 @@ void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const 
   Json said = Json::array();
   for (const Advice& a : advice) said.push_back(Json{{"rule", a.rule}, {"stage", a.stage}, {"text", a.text}});
   j["advice"] = std::move(said);
+}
+
+bool write_run_trace(const std::string& path) {
+  if (path.empty()) return true;
+  trace::stop();
+  std::string error;
+  if (trace::write_json(path, &error)) return true;
+  std::cerr << "pipec run: " << error << "\n";
+  return false;
 }
 
 }  // namespace pipec

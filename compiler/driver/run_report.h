@@ -29,4 +29,8 @@ void print_advice(std::ostream& out, const std::vector<Advice>& advice);
 /// {"memory": {...}, "bottleneck": {...}, "autotune": [...], "advice": [...]} members for --stats-json.
 void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const std::vector<Advice>& advice);
 
+/// `--trace FILE` at the end of a pipeline or training run: stops the trace and writes it. Nothing to do
+/// when `path` is empty; false, with the error printed, when the file cannot be written.
+bool write_run_trace(const std::string& path);
+
 }  // namespace pipec
