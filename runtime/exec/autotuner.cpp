@@ -30,6 +30,17 @@ Knob* auto_knob(RunContext& ctx, int stage, KnobKind kind, int64_t initial, int6
   return ctx.autotune ? ctx.autotune->knob(stage, kind, initial, min, max) : nullptr;
 }
 
+Knob* map_parallelism_knob(RunContext& ctx, int stage, int64_t* window) {
+  const int pool = ctx.pool ? ctx.pool->size() : 0;
+  *window = std::max(1, pool * 2);
+  const Stage& s = ctx.plan->stages.at(stage);
+  if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
+    *window = std::max<int64_t>(1, p->i);
+    return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, *window, *window);
+  }
+  return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, 1, std::max<int64_t>(*window, 4 * int64_t{pool}));
+}
+
 Autotuner::Autotuner(RunContext& ctx, bool tune, std::vector<std::pair<KnobKind, int64_t>> values)
     : ctx_(ctx), tune_(tune), values_(std::move(values)) {
   const Plan& plan = *ctx.plan;

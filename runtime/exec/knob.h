@@ -81,4 +81,9 @@ class Knob {
 /// autotuner (then the stage uses `initial`).
 Knob* auto_knob(RunContext& ctx, int stage, KnobKind kind, int64_t initial, int64_t min, int64_t max);
 
+/// The chunks a map (or map_batch) keeps in flight: `parallel = N` fixes them at N, `auto` starts at 2
+/// per pool thread and is tuned between 1 and 4 per thread. Sets `*window` to the starting value and
+/// returns the knob (null without an autotuner).
+Knob* map_parallelism_knob(RunContext& ctx, int stage, int64_t* window);
+
 }  // namespace pipec

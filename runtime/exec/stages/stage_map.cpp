@@ -37,15 +37,7 @@ class MapLike : public ChunkIterator {
       : ChunkIterator(ctx, stage), input_(std::move(input)), is_filter_(is_filter) {
     const Stage& s = spec();
     for (const Field& f : ctx.plan->stages.at(s.inputs.at(0)).element.fields) in_fields_.push_back(f.name);
-    const int pool = ctx.pool ? ctx.pool->size() : 0;
-    window_ = std::max(1, pool * 2);
-    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
-      window_ = std::max<int64_t>(1, p->i);
-      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
-    } else {
-      knob_ =
-          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
-    }
+    knob_ = map_parallelism_knob(ctx, stage, &window_);
     most_window_ = window();
     // Tasks record their spans on the pool's threads: the name is interned here, once (a trace starts
     // before the run).

@@ -77,15 +77,7 @@ class MapBatch : public ChunkIterator {
     for (size_t rb : row_bytes_) result_row_bytes += rb;
     min_task_rows_ = std::max<int64_t>(1, static_cast<int64_t>(kMinTaskBytes / std::max<size_t>(1, result_row_bytes)));
     result_row_bytes_ = result_row_bytes;
-    const int pool = ctx.pool ? ctx.pool->size() : 0;
-    window_ = std::max(1, pool * 2);
-    if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
-      window_ = std::max<int64_t>(1, p->i);
-      knob_ = auto_knob(ctx, stage, KnobKind::MapParallelism, window_, window_, window_);
-    } else {
-      knob_ =
-          auto_knob(ctx, stage, KnobKind::MapParallelism, window_, 1, std::max<int64_t>(window_, 4 * int64_t{pool}));
-    }
+    knob_ = map_parallelism_knob(ctx, stage, &window_);
     most_window_ = window();
     if (trace::enabled()) task_name_ = trace::name(fmt::format("#{} map_batch task", stage));
   }
