@@ -21,14 +21,13 @@ std::string thousands(int64_t n) {
   return out;
 }
 
-// Bytes of one chunk of `stage`'s output, when known.
+}  // namespace
+
 std::optional<uint64_t> chunk_bytes_of(const Plan& plan, int stage, int64_t source_rows) {
   auto e = element_bytes(plan.stages.at(stage).element);
   if (!e) return std::nullopt;
   return *e * static_cast<uint64_t>(rows_per_chunk(plan, stage, source_rows));
 }
-
-}  // namespace
 
 std::optional<uint64_t> element_bytes(const ElementInfo& e) {
   uint64_t total = 0;

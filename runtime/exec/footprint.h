@@ -23,6 +23,9 @@ std::optional<uint64_t> element_bytes(const ElementInfo& e);
 /// Rows in a chunk of `stage`'s output: sources make `source_rows`, a batch makes one batch per chunk.
 int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows);
 
+/// Bytes of one chunk of `stage`'s output (an upper bound after a filter); nullopt when not known.
+std::optional<uint64_t> chunk_bytes_of(const Plan& plan, int stage, int64_t source_rows);
+
 /// The number of elements in one pass of `stage` (an upper bound where a filter may drop some);
 /// nullopt when not known or infinite. `source_length` gives a source's length where only the run can
 /// know it (the files a glob matches), or nullopt.

@@ -53,6 +53,20 @@ bool coefficients_in_range(jpeg_decompress_struct& d, jvirt_barray_ptr* coeffici
   return true;
 }
 
+// A progressive file may end (at a valid EOI, with no warning) before its scans have sent every
+// coefficient, or every refinement bit of one. libjpeg then smooths the blocks whose low AC coefficients
+// are unknown when it decodes pixels (do_block_smoothing, on by default), which a baseline rewrite of
+// the same coefficients would not: its cut decodes to other pixels (the image fuzzer found one). Such a
+// file is not indexed. coef_bits[c][k] is -1 for a coefficient never sent, the bits still to come for
+// one partly sent, 0 for one complete.
+bool every_coefficient_complete(const jpeg_decompress_struct& d) {
+  if (!d.progressive_mode || d.coef_bits == nullptr) return true;
+  for (int ci = 0; ci < d.num_components; ++ci)
+    for (int k = 0; k < DCTSIZE2; ++k)
+      if (d.coef_bits[ci][k] != 0) return false;
+  return true;
+}
+
 bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& out) {
   jpeg_decompress_struct d;
   jpeg_compress_struct c;
@@ -82,6 +96,11 @@ bool rewrite_with_restarts(std::string_view data, int64_t max_pixels, Rewrite& o
     // it, so such a file is not indexed and keeps the ordinary decoder's behaviour.
     jpeg_destroy_decompress(&d);
     out.why = "libjpeg-turbo reported corrupt data";
+    return false;
+  }
+  if (!every_coefficient_complete(d)) {
+    jpeg_destroy_decompress(&d);
+    out.why = "a progressive file whose scans leave coefficients unsent or unrefined";
     return false;
   }
   if (!coefficients_in_range(d, coefficients)) {

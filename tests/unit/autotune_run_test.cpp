@@ -237,6 +237,29 @@ TEST_F(AutotuneRun, BuffersStayWithinTheMemoryBudget) {
   EXPECT_GT(peak, 2 * chunk);  // more than the two first items: the room was used
 }
 
+// A map whose results have a fixed shape sizes its chunks from the plan before any result exists: the
+// first pull puts its whole window on the pool, within the budget, instead of one chunk alone while the
+// other threads wait for it to give the size (a short run of large images lost a tenth of its rate so).
+TEST_F(AutotuneRun, AMapOfFixedShapeFillsItsWindowFromTheFirstPull) {
+  const Plan plan = plan_of(kSource +
+                            "pipeline p = range(600) | map(r => { x: random_uniform([4096]) + f32(r.value) }, "
+                            "parallel = auto)\n");
+  ASSERT_EQ(plan.stages.back().kind, StageKind::Map);
+  RunOptions o = options(3);
+  o.autotune = false;
+  o.memory_budget = 64 << 20;
+  PipelineRun run(plan, o);
+  Chunk c;
+  ASSERT_TRUE(run.next(c));
+  Knob* map = nullptr;
+  for (Knob* k : run.autotuner().knobs())
+    if (k->kind() == KnobKind::MapParallelism) map = k;
+  ASSERT_NE(map, nullptr);
+  EXPECT_GE(map->value(), 3);
+  EXPECT_EQ(map->held(), map->value() - 1);  // the window, less the chunk handed out
+  EXPECT_LE(run.memory().peak(), o.memory_budget);
+}
+
 // A cache whose pass is known from the plan keeps the room it will need: the buffers before it get
 // nothing beyond their first items while it fills, and the bytes held stay within the budget.
 TEST_F(AutotuneRun, ACacheKeepsItsRoomFromTheOtherBuffers) {

@@ -228,11 +228,30 @@ TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
   EXPECT_EQ(JpegWindowIndex::build("not a jpeg at all", kDefaultMaxPixels), nullptr);
 }
 
+// A progressive file cut after its first scans, at a valid end of image: libjpeg decodes it without a
+// warning and smooths the blocks whose AC coefficients never came; a baseline rewrite would not, so the
+// file is not indexed (the cut's pixels would differ from the full decode's).
+TEST(JpegWindowIndex, ProgressiveFilesWithUnsentCoefficientsAreNotIndexed) {
+  const std::string whole = testing::read_file(external("jpeg/wuffs_peacock.progressive.jpeg"));
+  ASSERT_NE(JpegWindowIndex::build(whole, kDefaultMaxPixels), nullptr);
+  std::vector<size_t> scans;  // where each SOS marker starts
+  for (size_t at = 0; at + 1 < whole.size(); ++at)
+    if (static_cast<unsigned char>(whole[at]) == 0xFF && static_cast<unsigned char>(whole[at + 1]) == 0xDA)
+      scans.push_back(at);
+  ASSERT_GE(scans.size(), 3u);
+  const std::string first_scans = whole.substr(0, scans[2]) + "\xFF\xD9";
+  EXPECT_EQ(decode_jpeg_image(first_scans, {}).rank(), 3);  // decodes: a valid, coarser image
+  std::string why;
+  EXPECT_EQ(JpegWindowIndex::build(first_scans, kDefaultMaxPixels, &why), nullptr);
+  EXPECT_NE(why.find("unsent"), std::string::npos) << why;
+}
+
 // Inputs the image fuzzer found that broke the index (jpeg_index_overrun.bin: a block's symbols ran past
 // the end of the scan, and the reader past its buffer; jpeg_index_huffman_overflow.bin: a Huffman table
 // with more codes than its lengths allow; jpeg_index_disagree.bin: corrupt arithmetic-coded data whose
 // coefficients libjpeg's encoder could not code; jpeg_index_disagree2.bin: a file both decoders
-// refuse): the index and the cropping decode agree, on the fuzzer's window and others.
+// refuse; jpeg_index_block_smoothing.bin: a progressive file whose scans leave coefficients unsent,
+// which libjpeg smooths): the index and the cropping decode agree, on the fuzzer's window and others.
 TEST(JpegWindowIndex, FuzzerRegressions) {
   int files = 0;
   for (const auto& e :
