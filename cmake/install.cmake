@@ -10,5 +10,10 @@ install(FILES ${CMAKE_SOURCE_DIR}/runtime/capi/pipe.h DESTINATION include/pipec 
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/stdlib/ DESTINATION share/pipec/stdlib COMPONENT cpp)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/pipecConfigVersion.cmake VERSION ${PROJECT_VERSION}
                                  COMPATIBILITY SameMinorVersion)
+# A pipec built with sanitizers links the libraries it builds against their runtimes, so the programs
+# that load such a library must link them too (the runtime has to come first): pipec_add_library's
+# targets carry these options.
+file(WRITE ${CMAKE_BINARY_DIR}/pipecLinkOptions.cmake "set(PIPEC_LINK_OPTIONS \"${PIPEC_SANITIZER_LINK}\")\n")
 install(FILES ${CMAKE_SOURCE_DIR}/cmake/pipecConfig.cmake ${CMAKE_BINARY_DIR}/pipecConfigVersion.cmake
+              ${CMAKE_BINARY_DIR}/pipecLinkOptions.cmake
         DESTINATION lib/cmake/pipec COMPONENT cpp)

@@ -13,6 +13,10 @@ if(NOT EXISTS "${PIPEC_EXECUTABLE}" OR NOT EXISTS "${PIPEC_INCLUDE_DIR}/pipe.h")
   return()
 endif()
 
+# PIPEC_LINK_OPTIONS: what a program that loads a built library must link (a sanitized pipec's runtime).
+set(PIPEC_LINK_OPTIONS "")
+include("${CMAKE_CURRENT_LIST_DIR}/pipecLinkOptions.cmake" OPTIONAL)
+
 if(NOT TARGET pipec::pipec)
   add_executable(pipec::pipec IMPORTED)
   set_target_properties(pipec::pipec PROPERTIES IMPORTED_LOCATION "${PIPEC_EXECUTABLE}")
@@ -51,6 +55,7 @@ function(pipec_add_library name)
   # `pipec build` sets no SONAME: link with -l (so the library is needed by name, found through the
   # rpath CMake adds for it), not by a path relative to the build folder.
   set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${lib}" IMPORTED_NO_SONAME TRUE
-                                           INTERFACE_INCLUDE_DIRECTORIES "${out_dir}")
+                                           INTERFACE_INCLUDE_DIRECTORIES "${out_dir}"
+                                           INTERFACE_LINK_OPTIONS "${PIPEC_LINK_OPTIONS}")
   add_dependencies(${name} ${name}_pipec_build)
 endfunction()

@@ -49,6 +49,10 @@ main() {
 
   bash scripts/setup.sh || exit 1
   mkdir -p build-ci
+  # Every job's build directory stays (build/ about 0.7 GB, build-asan/ 2.4 GB, build-tsan/ and
+  # build-fuzz/ under 0.5 GB each): a run that fails for want of disk should say so at once.
+  free_disk() { df -Pk . | awk 'NR == 2 {printf "%.1f GB", $4 / 1048576}'; }
+  echo "free disk: $(free_disk)"
   failed=()
   summary=()
   start_all=$(date +%s)
@@ -76,6 +80,7 @@ main() {
   echo "jobs:"
   printf '  %s\n' "${summary[@]}"
   printf '  %-12s %s  %8s\n' "total" "      " "$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))"
+  echo "free disk: $(free_disk)"
   if [ ${#failed[@]} -gt 0 ]; then
     echo "FAILED: ${failed[*]}"
     exit 1

@@ -21,3 +21,6 @@ if(NOT got STREQUAL expected)
   message(FATAL_ERROR "the trainer printed\n  ${got}\nnot\n  ${expected}")
 endif()
 message(STATUS "cmake_consumer: ${got}")
+# Passed: the install's copies of pipec and its runtime (350 MB in a sanitizer build) go; a failed run
+# keeps them to look at.
+file(REMOVE_RECURSE "${WORK_DIR}")
