@@ -15,8 +15,9 @@
 #   asan         ASan + UBSan build in build-asan/, every test (scripts/sanitize.sh asan)
 #   tsan         TSan build in build-tsan/, the threaded runtime tests (scripts/sanitize.sh tsan)
 #
-# With no JOB, every job but asan and tsan: those two are run by name (`scripts/test.sh asan tsan`) until
-# they have passed on the merged tree within CI's time budget; then they join default_jobs.
+# With no JOB, every job. From a clean clone on 2 cores (cold compiler cache), about: format 10 s, build
+# 9 min, ctest 2.5 min, fuzz-front 5 min and fuzz-images 2 min (their builds and a minute each), asan
+# 17 min (13 of them the build), tsan 11 min (7 the build): 47 minutes, within CI's hour.
 #
 # Logs: build-ci/JOB.log.
 set -uo pipefail
@@ -25,7 +26,7 @@ main() {
   cd "$(dirname "$0")/.."
 
   all_jobs=(format build ctest fuzz-front fuzz-images asan tsan)
-  default_jobs=(format build ctest fuzz-front fuzz-images)
+  default_jobs=("${all_jobs[@]}")
   jobs=("$@")
   [ ${#jobs[@]} -gt 0 ] || jobs=("${default_jobs[@]}")
   fuzz_seconds="${PIPEC_FUZZ_SECONDS:-60}"
