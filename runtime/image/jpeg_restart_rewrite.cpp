@@ -102,10 +102,16 @@ bool unstuff(std::string_view d, size_t at, Unstuffed& u, std::string& why) {
     if (!ff) return why = "truncated: the data ends in the middle of the image", false;
     u.bytes.insert(u.bytes.end(), p, ff);
     p = ff + 1;
+    const char* const fill = p;
     while (p < end && static_cast<unsigned char>(*p) == 0xFF) ++p;  // fill bytes before a marker
     if (p >= end) return why = "truncated: the data ends in the middle of the image", false;
     const int m = static_cast<unsigned char>(*p++);
     if (m == 0x00) {
+      // Fill bytes belong before markers only. FF FF 00 inside the data is one data byte FF to
+      // libjpeg-turbo's slow decoder but a marker to its fast one, which then leaves the coefficients
+      // it had decoded from zeros in the block the slow one decodes again (the image fuzzer found a
+      // cut that decoded differently so): such a file is libjpeg's to decode, not ours to copy.
+      if (p - 1 != fill) return why = "corrupt data: fill bytes inside the entropy-coded data", false;
       u.bytes.push_back(0xFF);
     } else if (m >= 0xD0 && m <= 0xD7) {
       if (m - 0xD0 != expect) return why = "a restart marker out of sequence", false;

@@ -11,7 +11,8 @@
 // (progressive, arithmetic coding, several scans).
 //
 // Anything libjpeg would complain about (a bad Huffman code, data ending early, a restart marker out of
-// sequence, a DC value too large) makes the rewrite fail, and the caller decides what to do.
+// sequence, a DC value too large), or read two ways (fill bytes before a stuffed zero), makes the
+// rewrite fail, and the caller decides what to do.
 #pragma once
 
 #include <cstdint>

@@ -4,10 +4,10 @@
 #   tests/fuzz/run.sh [SECONDS]     (default 60)
 #
 # The corpus starts from every .pipe file of examples/, stdlib/ and tests/ (tests/lang/ first of all)
-# and grows in build-fuzz/corpus/front; crashes, leaks and timeouts are written to build-fuzz/artifacts/.
+# and grows in build-fuzz/corpus/front; crashes, leaks and timeouts are written to build-fuzz/artifacts/front/.
 # Exit status: 0 when the run ends cleanly, 1 on a crash, leak, timeout or out-of-memory, 2 when the
 # fuzzer cannot be built. libFuzzer stops at the first finding; with PIPEC_FUZZ_KEEP_GOING=1 it runs in
-# fork mode and goes on for the whole time, collecting every distinct finding in artifacts/. Needs the Debian packages clang-14 and libclang-rt-14-dev (scripts/setup.sh).
+# fork mode and goes on for the whole time, collecting every distinct finding in artifacts/front/. Needs the Debian packages clang-14 and libclang-rt-14-dev (scripts/setup.sh).
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -37,7 +37,7 @@ fi
 # Seed corpus: the golden tests, the examples and the stdlib. libFuzzer keeps what adds coverage.
 corpus="$build/corpus/front"
 seeds="$build/seeds/front"
-artifacts="$build/artifacts/"
+artifacts="$build/artifacts/front/"  # beside artifacts/images/ (run_images.sh), not above it
 mkdir -p "$corpus" "$seeds" "$artifacts"
 rm -f "$seeds"/*
 i=0

@@ -246,12 +246,36 @@ TEST(JpegWindowIndex, ProgressiveFilesWithUnsentCoefficientsAreNotIndexed) {
   EXPECT_NE(why.find("unsent"), std::string::npos) << why;
 }
 
+// Fill bytes (extra FFs) may stand before a marker, not before a stuffed zero: FF FF 00 in the scan
+// is refused by the direct rewrite (libjpeg-turbo's fast decoder takes it for a marker, its slow one for
+// a data byte), while FF FF before the end-of-image marker is still read.
+TEST(JpegWindowIndex, FillBytesOnlyBeforeAMarker) {
+  const std::string good = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));
+  RestartRewrite out;
+  std::string why;
+  ASSERT_TRUE(rewrite_with_restart_per_mcu(good, kDefaultMaxPixels, out, why)) << why;
+  const size_t sos = good.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const size_t stuffed = good.find(std::string("\xFF\x00", 2), sos + 2);
+  ASSERT_NE(stuffed, std::string::npos);
+  std::string filled = good;
+  filled.insert(stuffed, "\xFF");
+  EXPECT_FALSE(rewrite_with_restart_per_mcu(filled, kDefaultMaxPixels, out, why));
+  EXPECT_NE(why.find("fill bytes"), std::string::npos) << why;
+  std::string before_eoi = good;
+  ASSERT_EQ(before_eoi.substr(before_eoi.size() - 2), "\xFF\xD9");
+  before_eoi.insert(before_eoi.size() - 2, "\xFF\xFF");
+  EXPECT_TRUE(rewrite_with_restart_per_mcu(before_eoi, kDefaultMaxPixels, out, why)) << why;
+}
+
 // Inputs the image fuzzer found that broke the index (jpeg_index_overrun.bin: a block's symbols ran past
 // the end of the scan, and the reader past its buffer; jpeg_index_huffman_overflow.bin: a Huffman table
 // with more codes than its lengths allow; jpeg_index_disagree.bin: corrupt arithmetic-coded data whose
 // coefficients libjpeg's encoder could not code; jpeg_index_disagree2.bin: a file both decoders
 // refuse; jpeg_index_block_smoothing.bin: a progressive file whose scans leave coefficients unsent,
-// which libjpeg smooths): the index and the cropping decode agree, on the fuzzer's window and others.
+// which libjpeg smooths; jpeg_index_fill_bytes.bin: FF FF 00 inside a baseline scan, which
+// libjpeg-turbo's fast and slow Huffman decoders read differently): the index and the cropping decode
+// agree, on the fuzzer's window and others.
 TEST(JpegWindowIndex, FuzzerRegressions) {
   int files = 0;
   for (const auto& e :
