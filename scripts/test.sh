@@ -51,7 +51,7 @@ main() {
 
   bash scripts/setup.sh || exit 1
   mkdir -p build-ci
-  # Every job's build directory stays (build/ about 0.7 GB, build-asan/ 2.4 GB, build-tsan/ and
+  # Every job's build directory stays (build/ about 0.7 GB, build-asan/ 2.0 GB, build-tsan/ and
   # build-fuzz/ under 0.5 GB each): a run that fails for want of disk should say so at once.
   free_disk() { df -Pk . | awk 'NR == 2 {printf "%.1f GB", $4 / 1048576}'; }
   echo "free disk: $(free_disk)"
