@@ -1,9 +1,10 @@
 // Every map of every example, moved after to(gpu), against the interpreter.
 //
 // The examples with a make_data.pipe (chess, deblur, segmentation) and bench/gpu/chess_gpu.pipe, each
-// pipeline that is not a sink, the first few elements. Their data must exist (tests/gpu/run.sh makes it
-// with each make_data.pipe first); a missing data set fails, naming the command that makes it. The
-// repository is the current folder, or $PIPEC_GPU_SOURCE_DIR.
+// pipeline that is not a sink, the first few elements, as lowered and as optimized (maps moved after
+// their batch run on its rows: the first GPU run found that path computing one row per batch). Their data must exist
+// (tests/gpu/run.sh makes it with each make_data.pipe first); a missing data set fails, naming the command that makes
+// it. The repository is the current folder, or $PIPEC_GPU_SOURCE_DIR.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -67,13 +68,17 @@ TEST(GpuExamples, EveryExampleMapAfterToGpuGivesTheInterpretersValues) {
       const std::string what = fmt::format("{} pipeline {}", fs::relative(spec, root).string(), d->name);
       const std::string make = fmt::format("(its data comes from `pipec run {}`)",
                                            fs::relative(spec.parent_path() / "make_data.pipe", root).string());
-      ++stats.cases;
-      stats.maps += gputest::move_every_map_to_gpu(plan);
-      gputest::compile_kernels(plan, side->arch, what, stats);
-      int64_t errors_before = stats.run_errors;
-      gputest::compare_gpu_with_interpreter(plan, *side, spec.parent_path().string(), 3, what, make, stats);
-      // Both sides failing alike is agreement for random specs, but an example must run.
-      EXPECT_EQ(stats.run_errors, errors_before) << what << " does not run " << make << ": " << stats.last_error;
+      for (auto& [form, p] : gputest::lowered_and_optimized(plan)) {
+        const std::string case_name = what + " (" + form + ")";
+        ++stats.cases;
+        stats.maps += gputest::move_every_map_to_gpu(p);
+        gputest::compile_kernels(p, side->arch, case_name, stats);
+        int64_t errors_before = stats.run_errors;
+        // Three elements: for a pipeline of batches, rows past the first of a batch are compared too.
+        gputest::compare_gpu_with_interpreter(p, *side, spec.parent_path().string(), 3, case_name, make, stats);
+        // Both sides failing alike is agreement for random specs, but an example must run.
+        EXPECT_EQ(stats.run_errors, errors_before) << case_name << " does not run " << make << ": " << stats.last_error;
+      }
     }
   }
   stats.print("examples, every map after to(gpu)", side->real);

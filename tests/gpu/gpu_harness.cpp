@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/cuda/attach_gpu_kernels.h"
+#include "compiler/passes/pass_pipeline.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/nvrtc_loader.h"
 #include "runtime/gpu/ptx_cache.h"
@@ -68,6 +69,15 @@ int move_every_map_to_gpu(Plan& plan) {
     if (s.kind == StageKind::Map && !s.inputs.empty() && !feeds_a_kernel.count(s.inputs[0]))
       plan.stages.at(s.inputs[0]).element.on_gpu = false;
   return maps;
+}
+
+std::vector<std::pair<std::string, Plan>> lowered_and_optimized(const Plan& lowered) {
+  std::vector<std::pair<std::string, Plan>> out;
+  out.emplace_back("lowered", lowered);
+  Plan optimized = lowered;
+  run_passes(optimized, PassOptions{});
+  out.emplace_back("optimized", std::move(optimized));
+  return out;
 }
 
 void GpuStats::print(const std::string& name, bool real_gpu) const {

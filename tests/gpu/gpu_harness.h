@@ -41,6 +41,11 @@ std::optional<GpuSide> gpu_side_or_fail();
 /// again (Stage::gpu keeps why), since --device gpu would refuse them. Returns the number of maps.
 int move_every_map_to_gpu(Plan& plan);
 
+/// The two plans each case is checked in: as lowered, and after the optimizer's passes (what `pipec
+/// run` runs: maps moved after their batch run per row, maps fused), each with every map after
+/// to(gpu). Names them "lowered" and "optimized".
+std::vector<std::pair<std::string, Plan>> lowered_and_optimized(const Plan& lowered);
+
 /// Counts over the plans and runs of one test, printed as one line that run.sh collects:
 ///   [ gpu-stats ] NAME: cases C, maps M, kernels K (compiled N), ran on the GPU G, ... (dry run)
 struct GpuStats {

@@ -61,17 +61,19 @@ TEST(GpuRandomPipelines, EveryMapAfterToGpuGivesTheInterpretersValues) {
         ADD_FAILURE() << "the plan does not verify: " << problems[0] << "\n" << context;
         continue;
       }
-      ++stats.cases;
-      const int64_t kernels_before = stats.kernels;
-      const int maps = gputest::move_every_map_to_gpu(plan);
-      stats.maps += maps;
-      gputest::compile_kernels(plan, side->arch, context, stats);
-      // One line per case before it runs, so that a run stopped by a timeout shows which case hung.
-      std::cout << fmt::format("[ gpu-case  ] seed {}: {} map(s), {} kernel(s)\n", seed, maps,
-                               stats.kernels - kernels_before)
-                << std::flush;
-      gputest::compare_gpu_with_interpreter(plan, *side, dir.string(), std::nullopt, fmt::format("seed {}", seed),
-                                            context, stats);
+      for (auto& [form, p] : gputest::lowered_and_optimized(plan)) {
+        ++stats.cases;
+        const int64_t kernels_before = stats.kernels;
+        const int maps = gputest::move_every_map_to_gpu(p);
+        stats.maps += maps;
+        gputest::compile_kernels(p, side->arch, context, stats);
+        // One line per case before it runs, so that a run stopped by a timeout shows which case hung.
+        std::cout << fmt::format("[ gpu-case  ] seed {} ({}): {} map(s), {} kernel(s)\n", seed, form, maps,
+                                 stats.kernels - kernels_before)
+                  << std::flush;
+        gputest::compare_gpu_with_interpreter(p, *side, dir.string(), std::nullopt,
+                                              fmt::format("seed {} ({})", seed, form), context, stats);
+      }
     }
     if (keep &&
         ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count() > failures_before) {
