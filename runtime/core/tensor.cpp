@@ -35,6 +35,15 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> data) {
+  if (dtype == DType::Bytes) throw std::logic_error("Tensor::adopt: a Bytes tensor has no flat storage");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = std::move(data);
+  return t;
+}
+
 Tensor Tensor::zeros(DType dtype, Shape shape) {
   Tensor t = empty(dtype, std::move(shape));
   if (dtype != DType::Bytes) std::memset(t.data_.get(), 0, t.byte_size());

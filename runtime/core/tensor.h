@@ -28,6 +28,9 @@ class Tensor {
   static Tensor empty(DType dtype, Shape shape);
   /// A zero-filled numeric tensor.
   static Tensor zeros(DType dtype, Shape shape);
+  /// A numeric tensor over storage someone else allocated (at least num_elements x dtype size bytes,
+  /// suitably aligned), e.g. pinned host memory a GPU copied results into; `data`'s deleter frees it.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> data);
   /// A Bytes tensor holding `strings` with the given shape (product must equal strings.size()).
   static Tensor from_strings(const std::vector<std::string>& strings, Shape shape);
 

@@ -53,3 +53,56 @@ void* PinnedBuffer::reserve(size_t bytes) {
 }
 
 }  // namespace pipec::gpu
+
+namespace pipec::gpu {
+
+PinnedPool::~PinnedPool() {
+  if (free_.empty() || driver_.cuCtxSetCurrent(driver_.context) != cuda::CUDA_SUCCESS) return;
+  for (auto& [cls, ptr] : free_) driver_.cuMemFreeHost(ptr);
+}
+
+std::shared_ptr<uint8_t[]> PinnedPool::acquire(size_t bytes) {
+  const size_t cls = pool_size_class(bytes);
+  void* ptr = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = free_.find(cls); it != free_.end()) {
+      ptr = it->second;
+      free_.erase(it);
+      free_bytes_ -= cls;
+    }
+  }
+  if (!ptr) {
+    driver_.make_current();
+    driver_.check(driver_.cuMemHostAlloc(&ptr, cls, cuda::CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    std::lock_guard<std::mutex> lock(mu_);
+    ++allocations_;
+  }
+  // The deleter holds the pool, so a block outliving the executor still has somewhere to go.
+  std::shared_ptr<PinnedPool> self = shared_from_this();
+  return std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(ptr), [self, cls](uint8_t* p) { self->give_back(p, cls); });
+}
+
+void PinnedPool::give_back(void* ptr, size_t cls) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_ + cls <= kMaxFreeBytes) {
+      free_.emplace(cls, ptr);
+      free_bytes_ += cls;
+      return;
+    }
+  }
+  if (driver_.cuCtxSetCurrent(driver_.context) == cuda::CUDA_SUCCESS) driver_.cuMemFreeHost(ptr);
+}
+
+size_t PinnedPool::allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocations_;
+}
+
+size_t PinnedPool::free_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_bytes_;
+}
+
+}  // namespace pipec::gpu

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "runtime/gpu/cuda_loader.h"
@@ -47,6 +49,39 @@ class PinnedBuffer {
   const CudaDriver& driver_;
   void* ptr_ = nullptr;
   size_t size_ = 0;
+};
+
+/// Pinned host blocks handed out as shared storage: a GPU map's results are copied from the device
+/// straight into one and become the output tensor's storage (Tensor::adopt), so no host copy follows
+/// the device-to-host copy (that copy, on the stage's one thread, held the first GPU run's chess
+/// pipeline to a third of the CPU's rate). A block comes back to the pool when the last tensor using
+/// it is gone, from any thread; the pool lives as long as its blocks do.
+class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
+ public:
+  static std::shared_ptr<PinnedPool> make(const CudaDriver& driver) {
+    return std::shared_ptr<PinnedPool>(new PinnedPool(driver));
+  }
+  ~PinnedPool();
+  PinnedPool(const PinnedPool&) = delete;
+  PinnedPool& operator=(const PinnedPool&) = delete;
+
+  /// A block of at least `bytes` (a free one of the same rounded size, else cuMemHostAlloc).
+  std::shared_ptr<uint8_t[]> acquire(size_t bytes);
+
+  size_t allocations() const;  // cuMemHostAlloc calls so far
+  size_t free_bytes() const;
+
+  /// Free blocks beyond this many bytes are given back to the driver instead of kept.
+  static constexpr size_t kMaxFreeBytes = size_t{1} << 30;
+
+ private:
+  explicit PinnedPool(const CudaDriver& driver) : driver_(driver) {}
+  void give_back(void* ptr, size_t cls);
+
+  const CudaDriver& driver_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> free_;  // rounded size -> block
+  size_t free_bytes_ = 0, allocations_ = 0;
 };
 
 /// Sizes rounded up to a power of two (at least 256 bytes), so batches that differ a little share buffers.

@@ -24,7 +24,8 @@ int64_t elems(const GpuColumnSpec& s) {
 }  // namespace
 
 struct GpuMapExecutor::Slot {
-  std::vector<std::unique_ptr<PinnedBuffer>> host_in, host_out;
+  std::vector<std::unique_ptr<PinnedBuffer>> host_in;
+  std::vector<std::shared_ptr<uint8_t[]>> host_out;  // handed to the output tensors by collect()
   std::vector<CUdeviceptr> dev_in, dev_out;
   CUevent copied_in = nullptr, computed = nullptr, copied_out = nullptr;
   CUevent started = nullptr;  // only when traced: before the copy in
@@ -48,10 +49,11 @@ GpuMapExecutor::GpuMapExecutor(const CudaDriver& driver, const GpuKernel& kernel
   d_.check(d_.cuStreamCreate(&compute_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   d_.check(d_.cuStreamCreate(&d2h_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   pool_ = std::make_unique<DeviceBufferPool>(d_);
+  pinned_ = PinnedPool::make(d_);
   for (int s = 0; s < std::max(2, depth); ++s) {
     auto slot = std::make_unique<Slot>();
     for (size_t i = 0; i < inputs_.size(); ++i) slot->host_in.push_back(std::make_unique<PinnedBuffer>(d_));
-    for (size_t j = 0; j < outputs_.size(); ++j) slot->host_out.push_back(std::make_unique<PinnedBuffer>(d_));
+    slot->host_out.resize(outputs_.size());
     slot->dev_in.assign(inputs_.size(), 0);
     slot->dev_out.assign(outputs_.size(), 0);
     // Timing events cost a little on every record: only a traced run asks for them.
@@ -146,8 +148,8 @@ void GpuMapExecutor::submit(const Chunk& in, uint64_t seed) {
   d_.check(d_.cuStreamWaitEvent(d2h_, s.computed, 0), "cuStreamWaitEvent");
   for (size_t j = 0; j < outputs_.size(); ++j) {
     const size_t bytes = static_cast<size_t>(in.rows * elems(outputs_[j])) * dtype_size(outputs_[j].dtype);
-    void* host = s.host_out[j]->reserve(std::max<size_t>(bytes, 1));
-    if (bytes) d_.check(d_.cuMemcpyDtoHAsync(host, s.dev_out[j], bytes, d2h_), "cuMemcpyDtoHAsync");
+    s.host_out[j] = pinned_->acquire(std::max<size_t>(bytes, 1));
+    if (bytes) d_.check(d_.cuMemcpyDtoHAsync(s.host_out[j].get(), s.dev_out[j], bytes, d2h_), "cuMemcpyDtoHAsync");
   }
   d_.check(d_.cuEventRecord(s.copied_out, d2h_), "cuEventRecord");
   pending_.push_back(&s);
@@ -168,8 +170,7 @@ Chunk GpuMapExecutor::collect() {
     std::vector<int64_t> shape{s.rows};
     shape.insert(shape.end(), outputs_[j].shape.begin(), outputs_[j].shape.end());
     Column c;
-    c.dense = Tensor::empty(outputs_[j].dtype, shape);
-    if (size_t bytes = c.dense.byte_size()) std::memcpy(c.dense.raw(), s.host_out[j]->data(), bytes);
+    c.dense = Tensor::adopt(outputs_[j].dtype, shape, std::move(s.host_out[j]));
     out.columns.push_back(std::move(c));
   }
   return out;

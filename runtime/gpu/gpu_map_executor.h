@@ -5,7 +5,9 @@
 // copied on the host-to-device stream, the kernel runs on the compute stream once that copy's event
 // fires, and the results come back on the device-to-host stream once the kernel's event fires. With
 // `depth` slots (at least 2) chunk k+1 is copied in while chunk k computes and chunk k-1 is copied out.
-// Device buffers come from a pool, so no batch calls cuMemAlloc once the sizes have been seen.
+// Device buffers come from a pool, so no batch calls cuMemAlloc once the sizes have been seen; results
+// are copied into pinned blocks that become the output tensors' storage (PinnedPool), so collect()
+// copies nothing on the host.
 //
 // In a traced run (runtime/trace/trace.h; the trace started before the executor) each chunk's copy in,
 // kernel and copy out become spans on three tracks of a "GPU" row, timed by CUDA events.
@@ -55,6 +57,7 @@ class GpuMapExecutor {
   double compile_ms() const { return compile_ms_; }
   bool from_cache() const { return from_cache_; }
   const DeviceBufferPool& pool() const { return *pool_; }
+  const PinnedPool& pinned() const { return *pinned_; }
 
  private:
   struct Slot;
@@ -65,6 +68,7 @@ class GpuMapExecutor {
   const GpuKernel& kernel_;
   std::vector<GpuColumnSpec> inputs_, outputs_;
   std::unique_ptr<DeviceBufferPool> pool_;
+  std::shared_ptr<PinnedPool> pinned_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Slot*> pending_;
   size_t next_slot_ = 0;

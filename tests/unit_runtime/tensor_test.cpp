@@ -24,6 +24,30 @@ TEST(Tensor, Strings) {
   EXPECT_THROW(Tensor::from_strings({"a"}, {2}), std::invalid_argument);
 }
 
+// A GPU map's results become tensors over the pinned blocks the device copied them into: the tensor
+// (and every reshaped view of it) reads that storage, and the block goes back to its owner only when
+// the last of them is gone.
+TEST(Tensor, AdoptedStorageIsReadInPlaceAndFreedByTheLastView) {
+  int freed = 0;
+  auto* block = new uint8_t[6 * sizeof(float)];
+  std::shared_ptr<uint8_t[]> storage(block, [&freed](uint8_t* p) {
+    ++freed;
+    delete[] p;
+  });
+  for (int i = 0; i < 6; ++i) reinterpret_cast<float*>(block)[i] = static_cast<float>(i) * 1.5f;
+  {
+    Tensor t = Tensor::adopt(DType::F32, {2, 3}, std::move(storage));
+    EXPECT_EQ(t.raw(), block);
+    EXPECT_EQ(t.data<float>()[5], 7.5f);
+    Tensor view = t.reshaped({1, 2, 3});
+    t = Tensor();
+    EXPECT_EQ(freed, 0);
+    EXPECT_EQ(view.data<float>()[4], 6.0f);
+  }
+  EXPECT_EQ(freed, 1);
+  EXPECT_THROW(Tensor::adopt(DType::Bytes, {1}, std::shared_ptr<uint8_t[]>(new uint8_t[1])), std::logic_error);
+}
+
 TEST(DType, NamesRoundTrip) {
   for (DType t : {DType::Bool, DType::U8, DType::I64, DType::F32, DType::BF16, DType::Bytes})
     EXPECT_EQ(parse_dtype(dtype_name(t)), t);
