@@ -339,7 +339,18 @@ int cmd_run(const Args& args) {
       run.restore_checkpoint(ckpt);
       if (!flags.quiet) std::cerr << "resumed at element " << run.delivered() << "\n";
     }
-    for (const std::string& w : run.context().warnings) std::cerr << w << "\n";
+    // Warnings: those raised while the pipeline was built, then any a stage built later raises (a
+    // repeat's next epoch builds its stages again, and a map after to(gpu) says there why it runs on
+    // the CPU), each once, as it comes.
+    size_t warned = 0;
+    auto print_new_warnings = [&] {
+      if (run.context().warning_count() == warned) return;
+      for (const std::string& w : run.context().warnings(warned)) {
+        std::cerr << (tty ? "\r\033[K" : "") << w << "\n";
+        ++warned;
+      }
+    };
+    print_new_warnings();
     auto start = std::chrono::steady_clock::now();
     auto last_print = start;
     int64_t next_checkpoint = run.delivered() + a.checkpoint_every;
@@ -348,6 +359,7 @@ int cmd_run(const Args& args) {
     while (!(limited && sum.elements >= a.take)) {
       int64_t first = run.delivered();
       if (!run.next(c)) break;
+      print_new_warnings();
       int64_t rows = c.rows;
       if (limited) rows = std::min<int64_t>(rows, a.take - sum.elements);
       if (rows < c.rows) c = slice_rows(c, 0, rows);
@@ -375,6 +387,7 @@ int cmd_run(const Args& args) {
     }
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
+    print_new_warnings();
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
     if (!write_run_trace(a.trace)) return 2;
     const std::vector<Advice> advice = advise(run_facts(run, all_passes));

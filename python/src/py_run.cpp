@@ -235,7 +235,7 @@ nb::dict PyRun::stats() const {
 
 std::vector<std::string> PyRun::warnings() const {
   if (!handle_) return {};
-  return handle_->run().context().warnings;  // e.g. to(gpu) without a GPU: the stages after it run on the CPU
+  return handle_->run().context().warnings();  // e.g. to(gpu) without a GPU: the stages after it run on the CPU
 }
 
 void bind_run(nb::module_& m) {

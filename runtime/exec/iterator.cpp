@@ -20,7 +20,19 @@ int64_t now_ns() {
 }  // namespace
 
 void RunContext::warn_once(const std::string& w) {
-  if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  std::lock_guard<std::mutex> lock(warnings_mu_);
+  if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
+}
+
+std::vector<std::string> RunContext::warnings(size_t first) const {
+  std::lock_guard<std::mutex> lock(warnings_mu_);
+  if (first >= warnings_.size()) return {};
+  return {warnings_.begin() + static_cast<std::ptrdiff_t>(first), warnings_.end()};
+}
+
+size_t RunContext::warning_count() const {
+  std::lock_guard<std::mutex> lock(warnings_mu_);
+  return warnings_.size();
 }
 
 std::string RunContext::resolve_path(const std::string& p) const {

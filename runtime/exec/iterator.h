@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,8 +48,6 @@ struct RunContext {
   std::vector<bool> tolerant;  // per stage
   /// Shared state that must outlive one iterator instance (a cache filled in epoch 0, replayed later).
   std::vector<std::shared_ptr<void>> shared;  // per stage
-  /// Warnings already printed (printed once per run).
-  std::vector<std::string> warnings;
   /// Where each stage runs: "cpu", or "gpu: <device name>" (the run summary shows it).
   std::vector<std::string> stage_device;
   /// The GPU that runs the maps after to(gpu); null when they run on the CPU.
@@ -62,11 +61,19 @@ struct RunContext {
   /// The `auto` parameters and their tuner (runtime/exec/autotuner.h). Null: stages use their defaults.
   Autotuner* autotune = nullptr;
 
-  /// Adds `w` to `warnings` unless it is there already.
+  /// Adds `w` to the run's warnings unless it is there already. Any thread: stages built while the
+  /// run goes on (a repeat's next epoch) warn from the thread that builds them.
   void warn_once(const std::string& w);
+  /// The warnings so far, in the order raised; those from `first` on (a reader that printed some).
+  std::vector<std::string> warnings(size_t first = 0) const;
+  size_t warning_count() const;
 
   std::string resolve_path(const std::string& p) const;
   void check_cancelled() const;
+
+ private:
+  mutable std::mutex warnings_mu_;
+  std::vector<std::string> warnings_;
 };
 
 class ChunkIterator {

@@ -54,6 +54,24 @@ TEST(GpuFallback, ToGpuWarnsOnceAndRunsOnTheCpu) {
     EXPECT_TRUE(read_npy((d / "gpu" / f).string()).equals(read_npy((d / "cpu" / f).string()))) << f;
 }
 
+// Under a repeat() the stages after to(gpu) are built when the first element is pulled, after the
+// pipeline's own warnings were printed: the warning still comes, once, however many epochs rebuild
+// them (it was lost, so a GPU run whose map fell back to the CPU said nothing).
+TEST(GpuFallback, AWarningRaisedWhileTheRunGoesOnIsPrintedOnce) {
+  NoCudaEnv env;
+  ScratchDir d;
+  write_file(d / "p.pipe",
+             "pipeline p = range(10)\n"
+             "  | to(gpu)\n"
+             "  | map(r => { y: r.value * 2 })\n"
+             "  | batch(5)\n"
+             "  | repeat()\n");
+  auto r = run_pipec({"run", (d / "p.pipe").string(), "--take", "7", "--threads", "2", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(r.err, "warning: to(gpu): no GPU"), 1) << r.err;
+  EXPECT_NE(r.err.find("p.pipe:2:"), std::string::npos) << r.err;
+}
+
 TEST(GpuFallback, DeviceGpuIsAnErrorNamingWhy) {
   NoCudaEnv env;
   ScratchDir d;
