@@ -418,60 +418,126 @@ PIPEC_KERNEL void pipec_map_2(
   const i64 n5 = rows * 1;
   const i64 n6 = rows * 3;
   const i64 total = n0 + n1 + n2 + n3 + n4 + n5 + n6;
-  for (i64 t = PIPEC_THREAD_INDEX; t < total; t += PIPEC_THREAD_COUNT) {
-    i64 u = t;
-    if (u < n0) {
-      const i64 v0 = u;
-      out0[u] = result0(c, v0);
-      continue;
+  if (total <= 0x7fffffffll) {
+    const u32 m0 = (u32)n0;
+    const u32 m1 = (u32)n1;
+    const u32 m2 = (u32)n2;
+    const u32 m3 = (u32)n3;
+    const u32 m4 = (u32)n4;
+    const u32 m5 = (u32)n5;
+    const u32 m6 = (u32)n6;
+    for (u32 t = (u32)PIPEC_THREAD_INDEX; t < (u32)total; t += (u32)PIPEC_THREAD_COUNT) {
+      u32 u = t;
+      if (u < m0) {
+        const u32 v0 = u;
+        out0[u] = result0(c, v0);
+        continue;
+      }
+      u -= m0;
+      if (u < m1) {
+        const u32 v0 = u;
+        out1[u] = result1(c, v0);
+        continue;
+      }
+      u -= m1;
+      if (u < m2) {
+        const u32 v0 = u / 6;
+        u32 e = u - v0 * 6;
+        const u32 v2 = e % 2;
+        e /= 2;
+        const u32 v1 = e;
+        out2[u] = result2(c, v0, v1, v2);
+        continue;
+      }
+      u -= m2;
+      if (u < m3) {
+        const u32 v0 = u / 12;
+        u32 e = u - v0 * 12;
+        const u32 v2 = e % 6;
+        e /= 6;
+        const u32 v1 = e;
+        out3[u] = result3(c, v0, v1, v2);
+        continue;
+      }
+      u -= m3;
+      if (u < m4) {
+        const u32 v0 = u / 2;
+        u32 e = u - v0 * 2;
+        const u32 v1 = e;
+        out4[u] = result4(c, v0, v1);
+        continue;
+      }
+      u -= m4;
+      if (u < m5) {
+        const u32 v0 = u;
+        out5[u] = result5(c, v0);
+        continue;
+      }
+      u -= m5;
+      if (u < m6) {
+        const u32 v0 = u / 3;
+        u32 e = u - v0 * 3;
+        const u32 v1 = e;
+        out6[u] = result6(c, v0, v1);
+        continue;
+      }
     }
-    u -= n0;
-    if (u < n1) {
-      const i64 v0 = u;
-      out1[u] = result1(c, v0);
-      continue;
-    }
-    u -= n1;
-    if (u < n2) {
-      const i64 v0 = u / 6;
-      i64 e = u - v0 * 6;
-      const i64 v2 = e % 2;
-      e /= 2;
-      const i64 v1 = e;
-      out2[u] = result2(c, v0, v1, v2);
-      continue;
-    }
-    u -= n2;
-    if (u < n3) {
-      const i64 v0 = u / 12;
-      i64 e = u - v0 * 12;
-      const i64 v2 = e % 6;
-      e /= 6;
-      const i64 v1 = e;
-      out3[u] = result3(c, v0, v1, v2);
-      continue;
-    }
-    u -= n3;
-    if (u < n4) {
-      const i64 v0 = u / 2;
-      i64 e = u - v0 * 2;
-      const i64 v1 = e;
-      out4[u] = result4(c, v0, v1);
-      continue;
-    }
-    u -= n4;
-    if (u < n5) {
-      const i64 v0 = u;
-      out5[u] = result5(c, v0);
-      continue;
-    }
-    u -= n5;
-    if (u < n6) {
-      const i64 v0 = u / 3;
-      i64 e = u - v0 * 3;
-      const i64 v1 = e;
-      out6[u] = result6(c, v0, v1);
-      continue;
+  } else {
+    for (i64 t = (i64)PIPEC_THREAD_INDEX; t < (i64)total; t += (i64)PIPEC_THREAD_COUNT) {
+      i64 u = t;
+      if (u < n0) {
+        const i64 v0 = u;
+        out0[u] = result0(c, v0);
+        continue;
+      }
+      u -= n0;
+      if (u < n1) {
+        const i64 v0 = u;
+        out1[u] = result1(c, v0);
+        continue;
+      }
+      u -= n1;
+      if (u < n2) {
+        const i64 v0 = u / 6;
+        i64 e = u - v0 * 6;
+        const i64 v2 = e % 2;
+        e /= 2;
+        const i64 v1 = e;
+        out2[u] = result2(c, v0, v1, v2);
+        continue;
+      }
+      u -= n2;
+      if (u < n3) {
+        const i64 v0 = u / 12;
+        i64 e = u - v0 * 12;
+        const i64 v2 = e % 6;
+        e /= 6;
+        const i64 v1 = e;
+        out3[u] = result3(c, v0, v1, v2);
+        continue;
+      }
+      u -= n3;
+      if (u < n4) {
+        const i64 v0 = u / 2;
+        i64 e = u - v0 * 2;
+        const i64 v1 = e;
+        out4[u] = result4(c, v0, v1);
+        continue;
+      }
+      u -= n4;
+      if (u < n5) {
+        const i64 v0 = u;
+        out5[u] = result5(c, v0);
+        continue;
+      }
+      u -= n5;
+      if (u < n6) {
+        const i64 v0 = u / 3;
+        i64 e = u - v0 * 3;
+        const i64 v1 = e;
+        out6[u] = result6(c, v0, v1);
+        continue;
+      }
     }
   }
 }

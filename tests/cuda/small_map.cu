@@ -328,30 +328,62 @@ PIPEC_KERNEL void pipec_map_2(
   const i64 n1 = rows * 2;
   const i64 n2 = rows * 2;
   const i64 total = n0 + n1 + n2;
-  for (i64 t = PIPEC_THREAD_INDEX; t < total; t += PIPEC_THREAD_COUNT) {
-    i64 u = t;
-    if (u < n0) {
-      const i64 v0 = u / 3;
-      i64 e = u - v0 * 3;
-      const i64 v1 = e;
-      out0[u] = result0(c, v0, v1);
-      continue;
+  if (total <= 0x7fffffffll) {
+    const u32 m0 = (u32)n0;
+    const u32 m1 = (u32)n1;
+    const u32 m2 = (u32)n2;
+    for (u32 t = (u32)PIPEC_THREAD_INDEX; t < (u32)total; t += (u32)PIPEC_THREAD_COUNT) {
+      u32 u = t;
+      if (u < m0) {
+        const u32 v0 = u / 3;
+        u32 e = u - v0 * 3;
+        const u32 v1 = e;
+        out0[u] = result0(c, v0, v1);
+        continue;
+      }
+      u -= m0;
+      if (u < m1) {
+        const u32 v0 = u / 2;
+        u32 e = u - v0 * 2;
+        const u32 v1 = e;
+        out1[u] = result1(c, v0, v1);
+        continue;
+      }
+      u -= m1;
+      if (u < m2) {
+        const u32 v0 = u / 2;
+        u32 e = u - v0 * 2;
+        const u32 v1 = e;
+        out2[u] = result2(c, v0, v1);
+        continue;
+      }
     }
-    u -= n0;
-    if (u < n1) {
-      const i64 v0 = u / 2;
-      i64 e = u - v0 * 2;
-      const i64 v1 = e;
-      out1[u] = result1(c, v0, v1);
-      continue;
-    }
-    u -= n1;
-    if (u < n2) {
-      const i64 v0 = u / 2;
-      i64 e = u - v0 * 2;
-      const i64 v1 = e;
-      out2[u] = result2(c, v0, v1);
-      continue;
+  } else {
+    for (i64 t = (i64)PIPEC_THREAD_INDEX; t < (i64)total; t += (i64)PIPEC_THREAD_COUNT) {
+      i64 u = t;
+      if (u < n0) {
+        const i64 v0 = u / 3;
+        i64 e = u - v0 * 3;
+        const i64 v1 = e;
+        out0[u] = result0(c, v0, v1);
+        continue;
+      }
+      u -= n0;
+      if (u < n1) {
+        const i64 v0 = u / 2;
+        i64 e = u - v0 * 2;
+        const i64 v1 = e;
+        out1[u] = result1(c, v0, v1);
+        continue;
+      }
+      u -= n1;
+      if (u < n2) {
+        const i64 v0 = u / 2;
+        i64 e = u - v0 * 2;
+        const i64 v1 = e;
+        out2[u] = result2(c, v0, v1);
+        continue;
+      }
     }
   }
 }
