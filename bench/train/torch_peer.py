@@ -2,9 +2,10 @@
 """PyTorch's CPU step on the chess net's layers, the peer of train_chess_step: the same shapes (batch 512,
 [8, 8, 24] boards, 10 flags), the same threads, forward + backward of the layers alone (a loss gradient
 fed to backward, no optimizer), preloaded tensors. Eager mode, in NCHW (PyTorch's default) or
-channels_last.
+channels_last. `--device cuda` times the same step on a GPU (synchronized after each step; `--bf16` runs it
+under autocast to bf16), the reference a GPU training back end will be held to.
 
-  python bench/train/torch_peer.py --threads 1 [--channels-last] [--steps 20] [--warmup 3]
+  python bench/train/torch_peer.py --threads 1 [--channels-last] [--steps 20] [--warmup 3] [--device cuda [--bf16]]
 
 Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>` for bench/train/run.sh.
 """
@@ -38,6 +39,8 @@ def main():
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--bf16", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -48,11 +51,17 @@ def main():
     if a.channels_last:
         net = net.to(memory_format=torch.channels_last)
         board = board.contiguous(memory_format=torch.channels_last)
+    dev = torch.device(a.device)
+    net, board, flags, dy = net.to(dev), board.to(dev), flags.to(dev), dy.to(dev)
 
     def step():
         for prm in net.parameters():
             prm.grad = None
-        net(board, flags).backward(dy)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.bf16):
+            y = net(board, flags)
+        y.float().backward(dy)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
 
     for _ in range(a.warmup):
         step()
@@ -63,7 +72,8 @@ def main():
         cpu.append((time.process_time() - c0) * 1e3)
         wall.append((time.perf_counter() - t0) * 1e3)
     med = statistics.median(wall)
-    print(f"PyTorch {torch.__version__} eager{' channels_last' if a.channels_last else ''}, {a.threads} thread(s): "
+    where = f"{torch.cuda.get_device_name(dev)}{' bf16 autocast' if a.bf16 else ''}" if dev.type == "cuda" else f"{a.threads} thread(s)"
+    print(f"PyTorch {torch.__version__} eager{' channels_last' if a.channels_last else ''}, {where}: "
           f"{med:.1f} ms per step (median of {a.steps}, fastest {min(wall):.1f}, CPU {statistics.median(cpu):.1f} ms)")
     print(f"RESULT {med:.3f} {min(wall):.3f} {statistics.median(cpu):.3f}")
 
