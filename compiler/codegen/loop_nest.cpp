@@ -22,6 +22,11 @@ constexpr int64_t kMaxFoldedTable = 1 << 16;
 struct Unsupported {
   std::string why;
 };
+// Thrown by the lowering of one instruction about that instruction; compute() names it (Unsupported
+// from its operands' lowering already names theirs).
+struct UnsupportedHere {
+  std::string why;
+};
 
 std::string where(const Instr& in, int id) {
   return fmt::format("%{} = {}{}", id, op_name(in.op), in.loc.valid() ? " at " + in.loc.to_string() : "");
@@ -674,6 +679,16 @@ class OutputBuilder {
       case OpKind::Mean:
       case OpKind::ReduceMax:
       case OpKind::ReduceMin: return reduce(in, idx);
+      case OpKind::ConvertImageDtype:
+      case OpKind::Normalize:
+      case OpKind::OneHotColors:
+        try {
+          if (in.op == OpKind::ConvertImageDtype) return convert_image_dtype(value(operand(0), idx), rt);
+          if (in.op == OpKind::Normalize) return normalize(in, idx);
+          return one_hot_colors(in, idx);
+        } catch (const UnsupportedHere& e) {
+          throw Unsupported{fmt::format("{}: {}", where(in, id), e.why)};
+        }
       // Not compiled: check_instr refuses these first (the op table gives them no LLVM lowering); a
       // const is always folded.
       case OpKind::Const:
@@ -694,13 +709,104 @@ class OutputBuilder {
       case OpKind::FlipUpDown:
       case OpKind::RandomFlipLeftRight:
       case OpKind::RandomFlipUpDown:
-      case OpKind::ConvertImageDtype:
-      case OpKind::Normalize:
       case OpKind::RgbToGrayscale:
-      case OpKind::DistanceTransform:
-      case OpKind::OneHotColors: break;
+      case OpKind::DistanceTransform: break;
     }
     throw Unsupported{fmt::format("op `{}` is not compiled", op_name(in.op))};
+  }
+
+  // convert_image_dtype as runtime/image/transforms.cpp computes it, for the pairs an image pipeline
+  // uses: integer pixels to floats (x * (1 / max) in the float type's compute type: f32 for f16 and
+  // bf16, the scale rounded to it) and floats to floats (a cast). Floats to integers (a saturating
+  // scale) and integers to integers (a shift of ranges) stay in the interpreter.
+  int convert_image_dtype(int x, DType to) {
+    const DType from = out_.nodes[x].dtype;
+    if (from == to) return x;
+    if (is_float(from) && is_float(to)) return cast(x, to);
+    if (!is_integer(from) || from == DType::Bool || !is_float(to))
+      throw UnsupportedHere{fmt::format("convert_image_dtype from {} to {}", dtype_name(from), dtype_name(to))};
+    double max = 0;
+    switch (from) {
+      case DType::U8: max = 255.0; break;
+      case DType::I8: max = 127.0; break;
+      case DType::U16: max = 65535.0; break;
+      case DType::I16: max = 32767.0; break;
+      case DType::U32: max = 4294967295.0; break;
+      case DType::I32: max = 2147483647.0; break;
+      case DType::U64: max = 18446744073709551615.0; break;
+      case DType::I64: max = 9223372036854775807.0; break;
+      default: throw UnsupportedHere{fmt::format("convert_image_dtype from {}", dtype_name(from))};
+    }
+    const DType compute = to == DType::F64 ? DType::F64 : DType::F32;
+    Node k;
+    k.kind = NodeKind::Const;
+    k.dtype = compute;
+    k.fval = compute == DType::F32 ? static_cast<double>(static_cast<float>(1.0 / max)) : 1.0 / max;
+    const int scale = add(k);
+    return cast(op(OpKind::Mul, {cast(x, compute), scale}, compute), to);
+  }
+
+  // normalize(x, mean, std): (f32(x) - mean[c]) / std[c] in f32, c the channel (the last axis); mean
+  // and std hold one value or one per channel (runtime/image/transforms.cpp).
+  int normalize(const Instr& in, const std::vector<int>& idx) {
+    if (in.type.dtype != DType::F32 || idx.empty()) throw UnsupportedHere{"normalize to other than f32 pixels"};
+    const int64_t channels = in.type.shape.back();
+    auto per_channel = [&](size_t k) {
+      const auto& shape = type_of(in.operands.at(k)).shape;
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      std::vector<int> ii(shape.size(), iconst(0));
+      if (n != 1) {
+        if (shape.size() != 1 || n != channels) throw UnsupportedHere{"normalize's mean or std is not one per channel"};
+        ii[0] = idx.back();
+      }
+      return cast(value(in.operands.at(k), ii), DType::F32);
+    };
+    const int x = cast(value(in.operands.at(0), idx), DType::F32);
+    return op(OpKind::Div, {op(OpKind::Sub, {x, per_channel(1)}, DType::F32), per_channel(2)}, DType::F32);
+  }
+
+  // one_hot_colors(label, colors): 1.0 where the pixel's RGB equals colour j, else 0.0 (a colour
+  // listed twice sets both channels, as the interpreter does). Colours given in the spec only: a
+  // class_dict.csv is read when the run starts, and a kernel compiled before must not bake in a file
+  // that may change.
+  int one_hot_colors(const Instr& in, const std::vector<int>& idx) {
+    const Value* colors = find_attr(in, "colors");
+    if (!colors || colors->kind != Value::List)
+      throw UnsupportedHere{"one_hot_colors with colours read from a file when the run starts"};
+    const int x = in.operands.at(0);
+    if (type_of(x).dtype != DType::U8 || type_of(x).shape.empty() || type_of(x).shape.back() != 3 ||
+        static_cast<int64_t>(colors->items.size()) != in.type.shape.back())
+      throw UnsupportedHere{"one_hot_colors of other than u8 RGB pixels"};
+    ConstTable keys;
+    keys.dtype = DType::U32;
+    keys.count = static_cast<int64_t>(colors->items.size());
+    for (const Value& rgb : colors->items) {
+      if (rgb.items.size() != 3) throw UnsupportedHere{"one_hot_colors: a colour is not [r, g, b]"};
+      const uint32_t key = (static_cast<uint32_t>(rgb.items[0].i & 0xFF) << 16) |
+                           (static_cast<uint32_t>(rgb.items[1].i & 0xFF) << 8) |
+                           static_cast<uint32_t>(rgb.items[2].i & 0xFF);
+      for (int byte = 0; byte < 4; ++byte) keys.bytes.push_back(static_cast<uint8_t>(key >> (8 * byte)));
+    }
+    // One table per instruction, however many times its value is asked for.
+    auto [it, fresh] = colour_tables_.try_emplace(&in, static_cast<int>(nest_.tables.size()));
+    if (fresh) nest_.tables.push_back(std::move(keys));
+    Node table;
+    table.kind = NodeKind::Table;
+    table.dtype = DType::U32;
+    table.table = it->second;
+    table.args = {idx.back()};
+    const int colour = add(table);
+    std::vector<int> ii(idx.begin(), idx.end() - 1);
+    auto channel = [&](int c) {
+      std::vector<int> at = ii;
+      at.push_back(iconst(c));
+      return cast(value(x, at), DType::U32);
+    };
+    int key = op(OpKind::Shl, {channel(0), iconst(16, DType::U32)}, DType::U32);
+    key = op(OpKind::BitOr, {key, op(OpKind::Shl, {channel(1), iconst(8, DType::U32)}, DType::U32)}, DType::U32);
+    key = op(OpKind::BitOr, {key, channel(2)}, DType::U32);
+    return cast(op(OpKind::Eq, {key, colour}, DType::Bool), DType::F32);
   }
 
   // sum / prod / mean / reduce_max / reduce_min over the `axis` attribute (all element axes without
@@ -829,6 +935,7 @@ class OutputBuilder {
   std::map<std::pair<int, std::vector<int>>, int> memo_;
   std::map<std::string, int> cse_;
   std::map<int, int> table_of_;
+  std::map<const Instr*, int> colour_tables_;  // one_hot_colors: instruction -> its table of colour keys
   std::map<int, int> random_of_;
 };
 
