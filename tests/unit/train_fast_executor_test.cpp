@@ -5,6 +5,7 @@
 // is checked on (train_keras_test.cpp), and its thread count's effect on the losses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -201,6 +202,16 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
 TEST(FastExecutor, EveryLayerAgreesWithReference) {
   TrainProgram t = testing::compile_train(kEveryLayerSpec);
   ASSERT_FALSE(t.step.nodes.empty());
+  // Pools (window and global, forward and backward) and layer_norm run on oneDNN; upsampling, softmax
+  // and the element-wise work stay on the reference loops.
+  FastExecutor probe(t.step, 0);
+  const std::vector<std::string> left = probe.reference_ops();
+  for (const char* op :
+       {"conv2d", "dense", "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "global_avg_pool",
+        "global_avg_pool_backward", "global_max_pool", "global_max_pool_backward", "batch_norm", "batch_norm_backward",
+        "layer_norm", "layer_norm_backward", "gelu", "leaky_relu"})
+    EXPECT_EQ(std::count(left.begin(), left.end(), op), 0) << op << " is left to the reference executor";
+  EXPECT_EQ(std::count(left.begin(), left.end(), "upsample2d"), 1);
   compare_with_reference(t.step, 6, 3, {1e-5, 1e-7}, {1e-4, 1e-6}, {1e-4, 1e-6});
 }
 

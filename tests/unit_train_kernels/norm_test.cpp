@@ -8,6 +8,8 @@
 // An epsilon left out or a variance with Bessel's correction misses these bounds by 10x or more.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/train/dnnl/batch_norm.h"
 #include "runtime/train/dnnl/layer_norm.h"
 #include "tests/unit_train_kernels/train_kernel_test_util.h"
@@ -146,6 +148,29 @@ TEST(LayerNorm, ForwardAndBackwardMatchTheF64Loops) {
     NormCheck n{rows, features, features, [&](size_t e) { return int64_t(e / features); },
                 [&](size_t e) { return int64_t(e % features); }};
     check_norm(n, x, gamma, beta, d.epsilon, y, dy, dx, dgamma, dbeta);
+
+    // The overloads with the statistics in the caller's buffers (a step graph's values): the same
+    // results, each row's mean and biased variance written out, and a backward by another op of the
+    // same shape, fed those statistics, gives the same gradients.
+    std::vector<float> y2(x.size(), NAN), mean(rows, NAN), variance(rows, NAN);
+    op.forward(x.data(), gamma.data(), beta.data(), y2.data(), mean.data(), variance.data());
+    EXPECT_EQ(y2, y);
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0, v = 0;
+      for (int64_t f = 0; f < features; ++f) m += x.f[r * features + f];
+      m /= double(features);
+      for (int64_t f = 0; f < features; ++f) v += (x.f[r * features + f] - m) * (x.f[r * features + f] - m);
+      v /= double(features);
+      EXPECT_NEAR(mean[r], m, 1e-6 * (1 + std::fabs(m)));
+      EXPECT_NEAR(variance[r], v, 1e-5 * (1 + v));
+    }
+    LayerNormOp other(kernels, d);
+    std::vector<float> dx2(x.size(), NAN), dgamma2(features, NAN), dbeta2(features, NAN);
+    other.backward(x.data(), gamma.data(), dy.data(), mean.data(), variance.data(), dx2.data(), dgamma2.data(),
+                   dbeta2.data());
+    EXPECT_EQ(dx2, dx);
+    EXPECT_EQ(dgamma2, dgamma);
+    EXPECT_EQ(dbeta2, dbeta);
   }
 }
 

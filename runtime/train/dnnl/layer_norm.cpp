@@ -27,6 +27,7 @@ struct LayerNormOp::State {
   std::string what;
   memory x, y, dy, dx, gamma, beta, dgamma, dbeta;  // the caller's (handles set per call)
   memory mean, variance;                            // owned: [rows], from the last forward
+  memory their_mean, their_variance;                // the caller's (the overloads with statistics)
   memory unused_shift;                              // owned, zero: oneDNN 2.6's backward wants a shift it never reads
 };
 
@@ -68,6 +69,8 @@ LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d)
     for (memory* m : {&st.gamma, &st.beta, &st.dgamma, &st.dbeta}) *m = memory(feature, e, DNNL_MEMORY_NONE);
     st.mean = memory(stats, e);
     st.variance = memory(stats, e);
+    st.their_mean = memory(stats, e, DNNL_MEMORY_NONE);
+    st.their_variance = memory(stats, e, DNNL_MEMORY_NONE);
     st.unused_shift = memory(feature, e);
     std::fill_n(static_cast<float*>(st.unused_shift.get_data_handle()), d.features, 0.0f);
   });
@@ -76,8 +79,44 @@ LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d)
 LayerNormOp::~LayerNormOp() = default;
 LayerNormOp::LayerNormOp(LayerNormOp&&) noexcept = default;
 
+namespace {
+
+void run_forward(LayerNormOp::State& st, const float* x, const float* gamma, const float* beta, float* y,
+                 const memory& mean, const memory& variance);
+void run_backward(LayerNormOp::State& st, const float* x, const float* gamma, const float* dy, const memory& mean,
+                  const memory& variance, float* dx, float* dgamma, float* dbeta);
+
+}  // namespace
+
 void LayerNormOp::forward(const float* x, const float* gamma, const float* beta, float* y) {
+  run_forward(*state_, x, gamma, beta, y, state_->mean, state_->variance);
+}
+
+void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                           float* dbeta) {
+  run_backward(*state_, x, gamma, dy, state_->mean, state_->variance, dx, dgamma, dbeta);
+}
+
+void LayerNormOp::forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                          float* variance) {
   State& st = *state_;
+  st.their_mean.set_data_handle(mean);
+  st.their_variance.set_data_handle(variance);
+  run_forward(st, x, gamma, beta, y, st.their_mean, st.their_variance);
+}
+
+void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, const float* mean,
+                           const float* variance, float* dx, float* dgamma, float* dbeta) {
+  State& st = *state_;
+  st.their_mean.set_data_handle(handle(mean));
+  st.their_variance.set_data_handle(handle(variance));
+  run_backward(st, x, gamma, dy, st.their_mean, st.their_variance, dx, dgamma, dbeta);
+}
+
+namespace {
+
+void run_forward(LayerNormOp::State& st, const float* x, const float* gamma, const float* beta, float* y,
+                 const memory& mean, const memory& variance) {
   ThreadScope threads(st.threads);
   with_errors(st.what, [&] {
     dnnl::stream& s = *st.stream;
@@ -89,15 +128,14 @@ void LayerNormOp::forward(const float* x, const float* gamma, const float* beta,
                                   {DNNL_ARG_DST, st.y},
                                   {DNNL_ARG_SCALE, st.gamma},
                                   {DNNL_ARG_SHIFT, st.beta},
-                                  {DNNL_ARG_MEAN, st.mean},
-                                  {DNNL_ARG_VARIANCE, st.variance}});
+                                  {DNNL_ARG_MEAN, mean},
+                                  {DNNL_ARG_VARIANCE, variance}});
     s.wait();
   });
 }
 
-void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
-                           float* dbeta) {
-  State& st = *state_;
+void run_backward(LayerNormOp::State& st, const float* x, const float* gamma, const float* dy, const memory& mean,
+                  const memory& variance, float* dx, float* dgamma, float* dbeta) {
   ThreadScope threads(st.threads);
   with_errors(st.what, [&] {
     dnnl::stream& s = *st.stream;
@@ -109,8 +147,8 @@ void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, 
     st.dbeta.set_data_handle(dbeta);
     st.prims->backward.execute(s, {{DNNL_ARG_SRC, st.x},
                                    {DNNL_ARG_DIFF_DST, st.dy},
-                                   {DNNL_ARG_MEAN, st.mean},
-                                   {DNNL_ARG_VARIANCE, st.variance},
+                                   {DNNL_ARG_MEAN, mean},
+                                   {DNNL_ARG_VARIANCE, variance},
                                    {DNNL_ARG_SCALE, st.gamma},
                                    {DNNL_ARG_SHIFT, st.unused_shift},
                                    {DNNL_ARG_DIFF_SRC, st.dx},
@@ -119,6 +157,8 @@ void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, 
     s.wait();
   });
 }
+
+}  // namespace
 
 std::string LayerNormOp::implementation_forward() const { return state_->prims->impl_forward; }
 std::string LayerNormOp::implementation_backward() const { return state_->prims->impl_backward; }

@@ -28,6 +28,11 @@ class LayerNormOp {
   /// y; the per-row statistics are kept for backward().
   void forward(const float* x, const float* gamma, const float* beta, float* y);
   void backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta);
+  /// The same with the per-row mean and (biased) variance in the caller's buffers ([rows] each): a
+  /// training step graph keeps them as values, so its backward node needs no state of the forward's op.
+  void forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* variance);
+  void backward(const float* x, const float* gamma, const float* dy, const float* mean, const float* variance,
+                float* dx, float* dgamma, float* dbeta);
 
   std::string implementation_forward() const;
   std::string implementation_backward() const;

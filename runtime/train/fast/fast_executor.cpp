@@ -13,6 +13,7 @@
 #include "runtime/train/dnnl/cpu_kernels.h"
 #include "runtime/train/dnnl/dense.h"
 #include "runtime/train/dnnl/eltwise.h"
+#include "runtime/train/dnnl/layer_norm.h"
 #include "runtime/train/dnnl/pool2d.h"
 
 namespace pipec {
@@ -34,6 +35,7 @@ struct NodeOps {
   std::unique_ptr<train::DenseOp> dense;
   std::unique_ptr<train::Pool2dOp> pool;
   std::unique_ptr<train::BatchNormOp> batch_norm;
+  std::unique_ptr<train::LayerNormOp> layer_norm;
   std::unique_ptr<train::EltwiseOp> eltwise;
 };
 
@@ -74,6 +76,7 @@ struct FastExecutor::Kernels {
   std::vector<int> forward_of;  // per backward node of a pool or batch_norm: the forward whose op it reuses
   std::map<int64_t, std::vector<NodeOps>> ops;  // by rows, per node
   int kernel_nodes = 0;
+  std::vector<bool> on_kernel;  // per node
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
@@ -115,30 +118,45 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
       for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
         if (b >= 0) k.group_of[b] = id;
       k.groups.push_back(grp);
-    } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::BatchNorm) {
+    } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::GlobalMaxPool || fw.op == ModelOp::BatchNorm) {
       // Their backward reads what the forward kept (max positions, batch statistics): found by the
       // values they share, so it is this forward's op that runs it.
-      int b = fw.op == ModelOp::MaxPool2d ? find([&](const GraphNode& x) {
-        return x.op == ModelOp::MaxPool2dBackward && x.inputs[0] == fw.inputs[0];
-      })
-                                          : find([&](const GraphNode& x) {
-                                              return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1];
-                                            });
+      int b = -1;
+      if (fw.op == ModelOp::BatchNorm) {
+        b = find(
+            [&](const GraphNode& x) { return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1]; });
+      } else {
+        const ModelOp backward =
+            fw.op == ModelOp::MaxPool2d ? ModelOp::MaxPool2dBackward : ModelOp::GlobalMaxPoolBackward;
+        b = find([&](const GraphNode& x) { return x.op == backward && x.inputs[0] == fw.inputs[0]; });
+      }
       if (b >= 0) k.forward_of[b] = f;
     }
   }
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
     bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || op == ModelOp::MaxPool2d ||
-                     op == ModelOp::AvgPool2d || op == ModelOp::BatchNorm || op == ModelOp::LeakyRelu ||
+                     op == ModelOp::AvgPool2d || op == ModelOp::AvgPool2dBackward || op == ModelOp::GlobalAvgPool ||
+                     op == ModelOp::GlobalAvgPoolBackward || op == ModelOp::GlobalMaxPool || op == ModelOp::BatchNorm ||
+                     op == ModelOp::LayerNorm || op == ModelOp::LayerNormBackward || op == ModelOp::LeakyRelu ||
                      op == ModelOp::LeakyReluBackward || op == ModelOp::Gelu || op == ModelOp::GeluBackward;
     k.kernel_nodes += on_kernel;
+    k.on_kernel.push_back(on_kernel);
   }
 }
 
 FastExecutor::~FastExecutor() = default;
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+
+std::vector<std::string> FastExecutor::reference_ops() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const std::string name = model_op_name(g_.nodes[i].op);
+    if (!kernels_->on_kernel[i] && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
 
 std::string FastExecutor::description() const {
   // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
@@ -207,20 +225,41 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     }
     return o;
   };
+  // The pool op of node f: a window pool from its attributes, a global one (global_*_pool and their
+  // backward) a window of the whole image. `x` is the pool's input shape per example.
   auto pool_op = [&](int f) -> train::Pool2dOp& {
     NodeOps& o = per_node[f];
     if (!o.pool) {
-      const GraphNode& fw = g_.nodes[f];
-      const Shape& x = shape(fw.inputs[0]);
+      const GraphNode& nd = g_.nodes[f];
+      const bool backward_node = nd.op == ModelOp::AvgPool2dBackward || nd.op == ModelOp::GlobalAvgPoolBackward;
+      const Shape& x = shape(backward_node ? nd.outputs[0] : nd.inputs[0]);
       train::Pool2dDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.channels = x[2];
-      d.kind = fw.op == ModelOp::MaxPool2d ? train::PoolKind::Max : train::PoolKind::Avg;
-      auto size = fw.attr_ints("size"), strides = fw.attr_ints("strides");
-      d.size_h = size[0], d.size_w = size[1], d.stride_h = strides[0], d.stride_w = strides[1];
-      d.padding = padding_of(fw);
+      d.kind =
+          nd.op == ModelOp::MaxPool2d || nd.op == ModelOp::GlobalMaxPool ? train::PoolKind::Max : train::PoolKind::Avg;
+      if (nd.op == ModelOp::GlobalAvgPool || nd.op == ModelOp::GlobalMaxPool ||
+          nd.op == ModelOp::GlobalAvgPoolBackward) {
+        d.size_h = x[0], d.size_w = x[1];
+      } else {
+        auto size = nd.attr_ints("size"), strides = nd.attr_ints("strides");
+        d.size_h = size[0], d.size_w = size[1], d.stride_h = strides[0], d.stride_w = strides[1];
+        d.padding = padding_of(nd);
+      }
       o.pool = std::make_unique<train::Pool2dOp>(k.cpu, d);
     }
     return *o.pool;
+  };
+  auto layer_norm_op = [&](int f) -> train::LayerNormOp& {
+    NodeOps& o = per_node[f];
+    if (!o.layer_norm) {
+      const GraphNode& nd = g_.nodes[f];
+      train::LayerNormDesc d;
+      d.features = shape(nd.inputs[0]).back();
+      d.rows = count(nd.inputs[0]) / d.features;
+      d.epsilon = static_cast<float>(nd.attr_number("epsilon"));
+      o.layer_norm = std::make_unique<train::LayerNormOp>(k.cpu, d);
+    }
+    return *o.layer_norm;
   };
   auto batch_norm_op = [&](int f) -> train::BatchNormOp& {
     NodeOps& o = per_node[f];
@@ -271,7 +310,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
   if (k.forward_of[index] >= 0) {
     allocate_outputs(n, rows);
     const int f = k.forward_of[index];
-    if (n.op == ModelOp::MaxPool2dBackward) {
+    if (n.op == ModelOp::MaxPool2dBackward || n.op == ModelOp::GlobalMaxPoolBackward) {  // x, dy -> dx
       pool_op(f).backward(ptr(n.inputs[1]), ptr(n.outputs[0]));
     } else {  // BatchNormBackward: x, dy, gamma, mean, variance -> dx, dgamma, dbeta
       batch_norm_op(f).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.outputs[0]),
@@ -294,8 +333,25 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     }
     case ModelOp::MaxPool2d:
     case ModelOp::AvgPool2d:
+    case ModelOp::GlobalAvgPool:
+    case ModelOp::GlobalMaxPool:
       allocate_outputs(n, rows);
       pool_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::AvgPool2dBackward:
+    case ModelOp::GlobalAvgPoolBackward:  // dy -> dx: an average needs nothing of its forward
+      allocate_outputs(n, rows);
+      pool_op(index).backward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::LayerNorm:  // x, gamma, beta -> y, mean, variance
+      allocate_outputs(n, rows);
+      layer_norm_op(index).forward(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.outputs[0]),
+                                   ptr(n.outputs[1]), ptr(n.outputs[2]));
+      return;
+    case ModelOp::LayerNormBackward:  // x, dy, gamma, mean, variance -> dx, dgamma, dbeta
+      allocate_outputs(n, rows);
+      layer_norm_op(index).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.inputs[3]),
+                                    ptr(n.inputs[4]), ptr(n.outputs[0]), ptr(n.outputs[1]), ptr(n.outputs[2]));
       return;
     case ModelOp::BatchNorm: {
       allocate_outputs(n, rows);

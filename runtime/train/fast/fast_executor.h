@@ -33,6 +33,9 @@ class FastExecutor : public ReferenceExecutor<float> {
   std::string description() const override;
   /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
   int kernel_nodes() const;
+  /// The ops of the nodes left to the reference executor's loops (element-wise work, losses, the
+  /// optimizer, and the layers without a oneDNN kernel here), each once, in graph order.
+  std::vector<std::string> reference_ops() const;
 
   struct Kernels;
 
