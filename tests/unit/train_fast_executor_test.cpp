@@ -202,17 +202,40 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
 TEST(FastExecutor, EveryLayerAgreesWithReference) {
   TrainProgram t = testing::compile_train(kEveryLayerSpec);
   ASSERT_FALSE(t.step.nodes.empty());
-  // Pools (window and global, forward and backward) and layer_norm run on oneDNN; upsampling, softmax
-  // and the element-wise work stay on the reference loops.
+  // Pools (window and global, forward and backward), layer_norm, upsampling and softmax run on oneDNN;
+  // the element-wise work, the loss and the optimizer stay on the reference loops.
   FastExecutor probe(t.step, 0);
   const std::vector<std::string> left = probe.reference_ops();
   for (const char* op :
        {"conv2d", "dense", "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "global_avg_pool",
         "global_avg_pool_backward", "global_max_pool", "global_max_pool_backward", "batch_norm", "batch_norm_backward",
-        "layer_norm", "layer_norm_backward", "gelu", "leaky_relu"})
+        "layer_norm", "layer_norm_backward", "gelu", "leaky_relu", "upsample2d", "upsample2d_backward", "softmax"})
     EXPECT_EQ(std::count(left.begin(), left.end(), op), 0) << op << " is left to the reference executor";
-  EXPECT_EQ(std::count(left.begin(), left.end(), "upsample2d"), 1);
+  EXPECT_EQ(std::count(left.begin(), left.end(), "loss"), 1);
   compare_with_reference(t.step, 6, 3, {1e-5, 1e-7}, {1e-4, 1e-6}, {1e-4, 1e-6});
+}
+
+// A softmax inside the net (its backward runs, unlike a last softmax whose cross_entropy is taken
+// from the logits) and bilinear upsampling, both on oneDNN.
+TEST(FastExecutor, InnerSoftmaxAndBilinearUpsamplingAgreeWithReference) {
+  const char* spec = R"(source s = tfrecord("x.tfrecord") { image: f32[6, 6, 3], label: i64 }
+pipeline data = s | batch(4, drop_remainder = true)
+model m(image: f32[6, 6, 3]) -> f32[3] {
+  x = image | conv2d(4, 3, padding = same) | upsample2d(2, method = bilinear) | conv2d(4, 3, strides = 2)
+  flatten(x) | dense(8) | softmax | dense(3) | softmax
+}
+train t = { data = data, model = m(image), loss = cross_entropy(label), optimizer = sgd(lr = 0.1), steps = 2 }
+)";
+  TrainProgram t = testing::compile_train(spec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  FastExecutor probe(t.step, 0);
+  const std::vector<std::string> left = probe.reference_ops();
+  for (const char* op : {"softmax", "softmax_backward", "upsample2d", "upsample2d_backward"})
+    EXPECT_EQ(std::count(left.begin(), left.end(), op), 0) << op << " is left to the reference executor";
+  int inner_backward = 0;
+  for (const GraphNode& n : t.step.nodes) inner_backward += n.op == ModelOp::SoftmaxBackward;
+  EXPECT_EQ(inner_backward, 1);
+  compare_with_reference(t.step, 4, 2, {1e-5, 1e-7}, {1e-4, 1e-6}, {1e-4, 1e-6});
 }
 
 TEST(FastExecutor, LastShortBatchGetsKernelsOfItsOwn) {

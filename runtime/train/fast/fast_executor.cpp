@@ -15,6 +15,8 @@
 #include "runtime/train/dnnl/eltwise.h"
 #include "runtime/train/dnnl/layer_norm.h"
 #include "runtime/train/dnnl/pool2d.h"
+#include "runtime/train/dnnl/softmax.h"
+#include "runtime/train/dnnl/upsample2d.h"
 
 namespace pipec {
 
@@ -36,6 +38,8 @@ struct NodeOps {
   std::unique_ptr<train::Pool2dOp> pool;
   std::unique_ptr<train::BatchNormOp> batch_norm;
   std::unique_ptr<train::LayerNormOp> layer_norm;
+  std::unique_ptr<train::Upsample2dOp> upsample;
+  std::unique_ptr<train::SoftmaxOp> softmax;
   std::unique_ptr<train::EltwiseOp> eltwise;
 };
 
@@ -139,7 +143,9 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
                      op == ModelOp::AvgPool2d || op == ModelOp::AvgPool2dBackward || op == ModelOp::GlobalAvgPool ||
                      op == ModelOp::GlobalAvgPoolBackward || op == ModelOp::GlobalMaxPool || op == ModelOp::BatchNorm ||
                      op == ModelOp::LayerNorm || op == ModelOp::LayerNormBackward || op == ModelOp::LeakyRelu ||
-                     op == ModelOp::LeakyReluBackward || op == ModelOp::Gelu || op == ModelOp::GeluBackward;
+                     op == ModelOp::LeakyReluBackward || op == ModelOp::Gelu || op == ModelOp::GeluBackward ||
+                     op == ModelOp::Upsample2d || op == ModelOp::Upsample2dBackward || op == ModelOp::Softmax ||
+                     op == ModelOp::SoftmaxBackward;
     k.kernel_nodes += on_kernel;
     k.on_kernel.push_back(on_kernel);
   }
@@ -249,6 +255,35 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     }
     return *o.pool;
   };
+  auto upsample_op = [&](int f) -> train::Upsample2dOp& {
+    NodeOps& o = per_node[f];
+    if (!o.upsample) {
+      const GraphNode& nd = g_.nodes[f];
+      const bool backward_node = nd.op == ModelOp::Upsample2dBackward;
+      const Shape& x = shape(backward_node ? nd.outputs[0] : nd.inputs[0]);
+      const Shape& y = shape(backward_node ? nd.inputs[0] : nd.outputs[0]);
+      train::Upsample2dDesc d;
+      d.batch = rows, d.height = x[0], d.width = x[1], d.channels = x[2], d.out_h = y[0], d.out_w = y[1];
+      d.bilinear = nd.attr_symbol("method") == "bilinear";
+      o.upsample = std::make_unique<train::Upsample2dOp>(k.cpu, d);
+    }
+    return *o.upsample;
+  };
+  auto softmax_op = [&](int f) -> train::SoftmaxOp& {
+    NodeOps& o = per_node[f];
+    if (!o.softmax) {
+      const GraphNode& nd = g_.nodes[f];
+      const Shape full = g_.full_shape(nd.inputs[0], rows);
+      const size_t axis = static_cast<size_t>(nd.attr_int("axis")) + 1;
+      train::SoftmaxDesc d;
+      d.outer = 1, d.inner = 1;
+      for (size_t i = 0; i < axis; ++i) d.outer *= full[i];
+      d.len = full.at(axis);
+      for (size_t i = axis + 1; i < full.size(); ++i) d.inner *= full[i];
+      o.softmax = std::make_unique<train::SoftmaxOp>(k.cpu, d);
+    }
+    return *o.softmax;
+  };
   auto layer_norm_op = [&](int f) -> train::LayerNormOp& {
     NodeOps& o = per_node[f];
     if (!o.layer_norm) {
@@ -342,6 +377,22 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     case ModelOp::GlobalAvgPoolBackward:  // dy -> dx: an average needs nothing of its forward
       allocate_outputs(n, rows);
       pool_op(index).backward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::Upsample2d:
+      allocate_outputs(n, rows);
+      upsample_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::Upsample2dBackward:  // dy -> dx
+      allocate_outputs(n, rows);
+      upsample_op(index).backward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::Softmax:
+      allocate_outputs(n, rows);
+      softmax_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
+      return;
+    case ModelOp::SoftmaxBackward:  // y, dy -> dx
+      allocate_outputs(n, rows);
+      softmax_op(index).backward(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
       return;
     case ModelOp::LayerNorm:  // x, gamma, beta -> y, mean, variance
       allocate_outputs(n, rows);
