@@ -93,6 +93,7 @@ struct CompiledTrain {
   const Decl* decl = nullptr;  // the train block, in CompileResult::program
   TrainProgram program;        // the step graph (forward, loss, backward, update) and the block's settings
   TrainLength length;          // Train: the run's length, the request's overrides applied
+  codegen::JitReport step_jit;  // Train with the JIT: the step graph's expr nodes compiled (one entry each)
 };
 
 enum class CompileStatus {

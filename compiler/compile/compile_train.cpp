@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/finish_plan.h"
 #include "compiler/lower/lower.h"
 #include "compiler/train/lower_train.h"
@@ -60,7 +61,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
     }
     return false;
   }
-  r.trains.push_back(CompiledTrain{&block, std::move(*t), {}});
+  r.trains.push_back(CompiledTrain{&block, std::move(*t), {}, {}});
   return true;
 }
 
@@ -85,6 +86,12 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   }
   if (!compile_step_graph(r, *block, request.options.passes.opt_level)) return;
   CompiledTrain& train = r.trains.back();
+  // The step's element-wise chains through the JIT, as a pipeline's maps (the fast executor calls
+  // them; -O0 and the reference executor keep the interpreter).
+  if (request.options.passes.opt_level > 0 && request.options.cpu_kernels == CpuKernels::Jit) {
+    train.step_jit = codegen::attach_step_kernels(train.program.step, request.options.jit);
+    if (train.program.eval) codegen::attach_step_kernels(train.program.eval->graph, request.options.jit);
+  }
   const TrainProgram& t = train.program;
 
   // The data: the pipeline the block names, or its inline dataset lowered as `<block>.data`.

@@ -21,6 +21,7 @@
 
 #include "runtime/core/tensor.h"
 #include "runtime/plan/expr_function.h"
+#include "runtime/plan/native_kernel.h"
 
 namespace pipec {
 
@@ -127,6 +128,9 @@ struct GraphNode {
   std::vector<int> outputs;
   std::map<std::string, Value> attrs;
   std::shared_ptr<const ExprFunction> fn;  // Expr: its params are the inputs in order, its results the outputs
+  /// Expr: fn compiled per example, the batch as rows (compiler/codegen/llvm/jit.h's
+  /// attach_step_kernels), when the JIT is on; the fast executor calls it, the reference never does.
+  std::shared_ptr<const NativeKernel> native;
   std::string layer;                       // the layer it computes or differentiates ("conv2d_1"), or empty
   SpecLoc loc;
   /// The phase it runs in: its kind's category, except for expr nodes, which serve every phase (an

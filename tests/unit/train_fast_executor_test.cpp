@@ -3,6 +3,8 @@
 // The two differ only in rounding: the reference accumulates in f64, oneDNN in f32 in its own order, so
 // agreement is relative to each tensor's largest magnitude. Also against the Keras fixtures the reference
 // is checked on (train_keras_test.cpp), and its thread count's effect on the losses.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -131,12 +133,17 @@ void compare_with_reference(const ModelGraph& g, int64_t rows, int steps, Tolera
 }
 
 TEST(FastExecutor, ChessNetAgreesWithReference) {
-  TrainProgram t = testing::compile_train(kChessSpec);
+  TrainProgram t = testing::compile_train_jit(kChessSpec);
   ASSERT_FALSE(t.step.nodes.empty());
   FastExecutor probe(t.step, 0);
   // Both conv2d and both dense layers, forward and their backward groups, run on oneDNN.
   // (The first conv2d has no input gradient: its group is two nodes.)
   EXPECT_EQ(probe.kernel_nodes(), 4 + 2 + 3 + 3 + 3) << probe.description();
+  // The element-wise chains (activations' gradients, concat's and flatten's, the loss's pieces) run as
+  // JIT kernels: nothing but the loss and the optimizer is left to the reference loops.
+  const std::vector<std::string> left = probe.reference_ops();
+  EXPECT_EQ(std::count(left.begin(), left.end(), "expr"), 0) << fmt::format("{}", fmt::join(left, ", "));
+  EXPECT_NE(probe.description().find("compiled by the JIT"), std::string::npos) << probe.description();
   // Losses and outputs to 1e-5 of their size, gradients to 1e-4 of each tensor's largest element;
   // after three Adam steps (lr 1e-3) the weights to 1e-5 absolute: an Adam step moves a weight by about
   // lr whatever the gradient's size, so rounding in a gradient moves the weight by far less than lr.
@@ -158,7 +165,7 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
                    std::string("sgd(lr = 0.05, momentum = 0.9)").size(),
                    "sgd(lr = exponential_decay(0.05, 1, 0.5), momentum = 0.9, global_clipnorm = 0.01)");
   for (const std::string& spec : {adamw_spec, sgd_spec}) {
-    TrainProgram t = testing::compile_train(spec);
+    TrainProgram t = testing::compile_train_jit(spec);
     ASSERT_FALSE(t.step.nodes.empty());
     const ModelGraph& g = t.step;
     const int64_t rows = g.inputs.size() == 2 ? 32 : 6;
@@ -200,7 +207,7 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
 // gradients are sums of 864 terms of about 1e-3 each, rounded in f32 by oneDNN and in f64 by the
 // reference: they differ by up to about 1e-6, hence the absolute 1e-6 on gradients and weights.
 TEST(FastExecutor, EveryLayerAgreesWithReference) {
-  TrainProgram t = testing::compile_train(kEveryLayerSpec);
+  TrainProgram t = testing::compile_train_jit(kEveryLayerSpec);
   ASSERT_FALSE(t.step.nodes.empty());
   // Pools (window and global, forward and backward), layer_norm, upsampling and softmax run on oneDNN;
   // the element-wise work, the loss and the optimizer stay on the reference loops.
@@ -226,7 +233,7 @@ model m(image: f32[6, 6, 3]) -> f32[3] {
 }
 train t = { data = data, model = m(image), loss = cross_entropy(label), optimizer = sgd(lr = 0.1), steps = 2 }
 )";
-  TrainProgram t = testing::compile_train(spec);
+  TrainProgram t = testing::compile_train_jit(spec);
   ASSERT_FALSE(t.step.nodes.empty());
   FastExecutor probe(t.step, 0);
   const std::vector<std::string> left = probe.reference_ops();
@@ -239,7 +246,7 @@ train t = { data = data, model = m(image), loss = cross_entropy(label), optimize
 }
 
 TEST(FastExecutor, LastShortBatchGetsKernelsOfItsOwn) {
-  TrainProgram t = testing::compile_train(kEveryLayerSpec);
+  TrainProgram t = testing::compile_train_jit(kEveryLayerSpec);
   ASSERT_FALSE(t.step.nodes.empty());
   // Batches of 6, 6, then 4: the executor takes the rows from the batch.
   ReferenceExecutor<float> ref(t.step, 1);
@@ -256,7 +263,7 @@ TEST(FastExecutor, LastShortBatchGetsKernelsOfItsOwn) {
 // oneDNN splits a backward-weights reduction by thread, so 1 and 2 threads may round differently. The
 // difference is bounded: the losses of 5 chess steps on 1 and 2 threads agree to 1e-5 relative.
 TEST(FastExecutor, OneAndTwoThreadsAgree) {
-  TrainProgram t = testing::compile_train(kChessSpec);
+  TrainProgram t = testing::compile_train_jit(kChessSpec);
   ASSERT_FALSE(t.step.nodes.empty());
   FastExecutor one(t.step, 3, FastExecutorOptions{1}), two(t.step, 3, FastExecutorOptions{2});
   for (int s = 0; s < 5; ++s) {
@@ -278,7 +285,7 @@ TEST(FastExecutor, MatchesKerasFixtures) {
     SafetensorsFile f = read_safetensors(e.path().string());
     Tolerance tol{std::stod(f.metadata.at("rtol")), std::stod(f.metadata.at("atol"))};
     const int steps = std::stoi(f.metadata.at("steps"));
-    TrainProgram t = testing::compile_train(f.metadata.at("spec"));
+    TrainProgram t = testing::compile_train_jit(f.metadata.at("spec"));
     const ModelGraph& g = t.step;
     ASSERT_FALSE(g.nodes.empty());
     FastExecutor ex(g, 0);

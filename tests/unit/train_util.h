@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/core/tensor.h"
@@ -31,6 +32,15 @@ inline TrainProgram compile_train(const std::string& spec, const std::string& na
     if (t.program.name == name) return std::move(t.program);
   ADD_FAILURE() << "no train block `" << name << "` compiled\n" << diags.str();
   return {};
+}
+
+/// compile_train, then the step graph's expr nodes compiled by the JIT, as `pipec run` compiles them
+/// for the fast executor (the reference executor ignores the kernels).
+inline TrainProgram compile_train_jit(const std::string& spec, const std::string& name = "t") {
+  TrainProgram t = compile_train(spec, name);
+  codegen::attach_step_kernels(t.step);
+  if (t.eval) codegen::attach_step_kernels(t.eval->graph);
+  return t;
 }
 
 /// The diagnostics `pipec check` prints for `spec` (train blocks compiled too).

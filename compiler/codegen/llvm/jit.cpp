@@ -17,6 +17,7 @@
 #include "compiler/codegen/llvm/emit_kernel.h"
 #include "compiler/codegen/llvm/host_compiler.h"
 #include "compiler/codegen/llvm/kernel_cache.h"
+#include "compiler/codegen/loop_nest.h"
 #include "compiler/codegen/stage_kernel.h"
 
 namespace pipec::codegen {
@@ -74,18 +75,75 @@ std::string JitReport::summary() const {
   return s;
 }
 
+namespace {
+
+// One LLJIT session and the host's target machine, made on the first kernel: compiles a loop nest (or
+// loads its object from the disk cache) and links it in. The kernels it returns own the session.
+class KernelLinker {
+ public:
+  explicit KernelLinker(const JitOptions& opts)
+      : opts_(opts), dir_(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir) {}
+
+  /// The kernel of `nest` as `symbol`; fills st's from_cache and compile_ms. Throws
+  /// std::runtime_error when LLVM or the linker fail.
+  std::shared_ptr<NativeKernel> add(const LoopNest& nest, const std::string& symbol, StageJitStatus& st,
+                                    Clock::time_point t0) {
+    if (!tm_) tm_ = host_target_machine();
+    if (!jit_) {
+      auto j = llvm::orc::LLJITBuilder().create();
+      if (!j) throw std::runtime_error("LLJIT: " + error_text(j.takeError()));
+      jit_ = std::shared_ptr<llvm::orc::LLJIT>(std::move(*j));
+      llvm::orc::SymbolMap syms;
+      for (const auto& [name, addr] : kernel_runtime_symbols())
+        syms[jit_->mangleAndIntern(name)] =
+            llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(addr), llvm::JITSymbolFlags::Exported);
+      if (auto e = jit_->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))))
+        throw std::runtime_error("LLJIT: " + error_text(std::move(e)));
+    }
+    llvm::LLVMContext ctx;
+    auto m = std::make_unique<llvm::Module>(symbol, ctx);
+    emit_kernel(nest, *m, symbol);
+    const std::string key = kernel_cache_key(module_ir(*m), target_description(*tm_));
+    std::optional<std::string> object;
+    if (opts_.use_cache) {
+      object = cache_load(dir_, key);
+      if (object && !object_defines(*object, symbol)) object.reset();
+    }
+    if (object) {
+      st.from_cache = true;
+    } else {
+      const auto c0 = Clock::now();
+      object = compile_to_object(*m, *tm_);
+      st.compile_ms = ms_since(c0);
+      if (opts_.use_cache) cache_store(dir_, key, *object);
+    }
+    if (auto e = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, symbol)))
+      throw std::runtime_error("LLJIT: " + error_text(std::move(e)));
+    auto addr = jit_->lookup(symbol);
+    if (!addr) throw std::runtime_error("LLJIT: " + error_text(addr.takeError()));
+    auto k = std::make_shared<NativeKernel>();
+    k->fn = reinterpret_cast<PipecKernelFn>(static_cast<uintptr_t>(addr->getAddress()));
+    k->symbol = symbol;
+    k->input_fields = kernel_input_fields(nest);
+    k->backend = "llvm-jit";
+    k->compile_ms = st.from_cache ? 0 : ms_since(t0);
+    k->keep_alive = jit_;
+    return k;
+  }
+
+ private:
+  JitOptions opts_;
+  std::string dir_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::shared_ptr<llvm::orc::LLJIT> jit_;
+};
+
+}  // namespace
+
 JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
   const auto start = Clock::now();
   JitReport report;
-  std::unique_ptr<llvm::TargetMachine> tm;
-  std::shared_ptr<llvm::orc::LLJIT> jit;
-  std::string setup_error;
-  const std::string dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
-  struct Pending {
-    size_t status;
-    LoopNest nest;
-  };
-  std::vector<Pending> ready;
+  KernelLinker linker(opts);
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
     if (!has_element_kernel(s)) continue;
@@ -98,48 +156,46 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
       continue;
     }
     try {
-      if (!tm) tm = host_target_machine();
-      if (!jit) {
-        auto j = llvm::orc::LLJITBuilder().create();
-        if (!j) throw std::runtime_error("LLJIT: " + error_text(j.takeError()));
-        jit = std::shared_ptr<llvm::orc::LLJIT>(std::move(*j));
-        llvm::orc::SymbolMap syms;
-        for (const auto& [name, addr] : kernel_runtime_symbols())
-          syms[jit->mangleAndIntern(name)] =
-              llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(addr), llvm::JITSymbolFlags::Exported);
-        if (auto e = jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))))
-          throw std::runtime_error("LLJIT: " + error_text(std::move(e)));
-      }
-      const std::string symbol = kernel_symbol(st.stage);
-      llvm::LLVMContext ctx;
-      auto m = std::make_unique<llvm::Module>(symbol, ctx);
-      emit_kernel(nest, *m, symbol);
-      const std::string key = kernel_cache_key(module_ir(*m), target_description(*tm));
-      std::optional<std::string> object;
-      if (opts.use_cache) {
-        object = cache_load(dir, key);
-        if (object && !object_defines(*object, symbol)) object.reset();
-      }
-      if (object) {
-        st.from_cache = true;
-      } else {
-        const auto c0 = Clock::now();
-        object = compile_to_object(*m, *tm);
-        st.compile_ms = ms_since(c0);
-        if (opts.use_cache) cache_store(dir, key, *object);
-      }
-      if (auto e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, symbol)))
-        throw std::runtime_error("LLJIT: " + error_text(std::move(e)));
-      auto addr = jit->lookup(symbol);
-      if (!addr) throw std::runtime_error("LLJIT: " + error_text(addr.takeError()));
-      auto k = std::make_shared<NativeKernel>();
-      k->fn = reinterpret_cast<PipecKernelFn>(static_cast<uintptr_t>(addr->getAddress()));
-      k->symbol = symbol;
-      k->input_fields = kernel_input_fields(nest);
-      k->backend = "llvm-jit";
-      k->compile_ms = st.from_cache ? 0 : ms_since(t0);
-      k->keep_alive = jit;
-      plan.stages[i].native = k;
+      plan.stages[i].native = linker.add(nest, kernel_symbol(st.stage), st, t0);
+      st.native = true;
+      (st.from_cache ? report.cached : report.compiled)++;
+    } catch (const std::exception& e) {
+      st.why_not = e.what();
+    }
+    report.stages.push_back(st);
+  }
+  report.compile_ms = ms_since(start);
+  return report;
+}
+
+JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
+  const auto start = Clock::now();
+  JitReport report;
+  KernelLinker linker(opts);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    GraphNode& n = graph.nodes[i];
+    if (n.op != ModelOp::Expr || !n.fn) continue;
+    StageJitStatus st;
+    st.stage = static_cast<int>(i);
+    const auto t0 = Clock::now();
+    // The executors hold f32 values, and a random op would be keyed by the interpreter's context,
+    // not a row's element index: such nodes stay on the interpreter.
+    std::vector<std::string> fields;
+    for (const Instr& in : n.fn->body) {
+      if (op_has(in.op, OpFlag::Input)) fields.push_back(in.attrs.at("field").s);
+      if (op_has(in.op, OpFlag::Random)) st.why_not = "a random op";
+    }
+    for (const auto& [name, id] : n.fn->results)
+      if (n.fn->body.at(static_cast<size_t>(id)).type.dtype != DType::F32) st.why_not = "a result other than f32";
+    for (const Instr& in : n.fn->body)
+      if (op_has(in.op, OpFlag::Input) && in.type.dtype != DType::F32) st.why_not = "an input other than f32";
+    LoopNest nest;
+    if (!st.why_not.empty() || !lower_to_loop_nest(*n.fn, fields, nest, st.why_not)) {
+      report.stages.push_back(st);
+      continue;
+    }
+    try {
+      n.native = linker.add(nest, fmt::format("pipec_step_{}_node_{}", graph.name, i), st, t0);
       st.native = true;
       (st.from_cache ? report.cached : report.compiled)++;
     } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/model_graph.h"
 #include "runtime/plan/plan.h"
 
 namespace pipec::codegen {
@@ -41,6 +42,13 @@ struct JitReport {
 /// Compiles and attaches kernels to every compilable map/filter stage. Never throws for a stage that
 /// cannot be compiled: it stays on the interpreter and its status says why.
 JitReport attach_native_kernels(Plan& plan, const JitOptions& opts = {});
+
+/// Compiles the expr nodes of a training step graph (element-wise chains: activations and their
+/// gradients, the loss's pieces the gradient pass wrote as expressions) the same way, per example
+/// with the batch as rows, and attaches them as GraphNode::native for the fast executor. The report's
+/// `stage` is the node's index. Nodes that cannot be compiled (a random op, a dtype other than f32, an
+/// op the loop nests do not lower) stay on the interpreter.
+JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts = {});
 
 /// The unoptimized LLVM IR of every compilable map/filter kernel (`pipec explain --llvm`).
 std::string kernels_llvm_ir(const Plan& plan);

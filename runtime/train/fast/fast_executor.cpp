@@ -80,7 +80,8 @@ struct FastExecutor::Kernels {
   std::vector<int> forward_of;  // per backward node of a pool or batch_norm: the forward whose op it reuses
   std::map<int64_t, std::vector<NodeOps>> ops;  // by rows, per node
   int kernel_nodes = 0;
-  std::vector<bool> on_kernel;  // per node
+  int jit_nodes = 0;            // expr nodes with a compiled kernel
+  std::vector<bool> on_kernel;  // per node: oneDNN or a compiled kernel
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
@@ -147,7 +148,9 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
                      op == ModelOp::Upsample2d || op == ModelOp::Upsample2dBackward || op == ModelOp::Softmax ||
                      op == ModelOp::SoftmaxBackward;
     k.kernel_nodes += on_kernel;
-    k.on_kernel.push_back(on_kernel);
+    // An expr node with a compiled kernel runs generated code, not the reference's interpreter.
+    k.on_kernel.push_back(on_kernel || (op == ModelOp::Expr && g.nodes[i].native));
+    k.jit_nodes += op == ModelOp::Expr && g.nodes[i].native;
   }
 }
 
@@ -168,10 +171,35 @@ std::string FastExecutor::description() const {
   // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
   const char* waits = std::getenv("OMP_WAIT_POLICY");
   return fmt::format(
-      "fast ({} of {} nodes on oneDNN {} {}, {} thread{}, OpenMP waits {}; -O0 or --executor reference for the "
-      "reference)",
+      "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}, OpenMP waits {}; -O0 or "
+      "--executor reference for the reference)",
       kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
+      kernels_->jit_nodes,
       kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
+}
+
+// An expr node's compiled kernel (GraphNode::native), the batch as rows: every input a dense f32
+// value of the node's per-example size, every output allocated as the reference allocates it. False
+// (nothing done) when a value is not such a tensor: the interpreter then runs the node.
+bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
+  const NativeKernel& k = *n.native;
+  std::vector<const void*> inputs;
+  for (int fi : k.input_fields) {
+    if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return false;
+    const int id = n.inputs[static_cast<size_t>(fi)];
+    const Tensor& t = values_.at(static_cast<size_t>(id));
+    if (t.dtype() != DType::F32 || t.num_elements() != shape_num_elements(g_.full_shape(id, rows))) return false;
+    inputs.push_back(t.raw());
+  }
+  allocate_outputs(n, rows);
+  std::vector<void*> outputs;
+  for (int id : n.outputs) {
+    const Tensor& t = values_.at(static_cast<size_t>(id));
+    if (t.dtype() != DType::F32 || t.num_elements() != shape_num_elements(g_.full_shape(id, rows))) return false;
+    outputs.push_back(data(id));
+  }
+  PipecKernelArgs args{inputs.data(), outputs.data(), rows, 0, 0, seed_};
+  return k.fn(&args) == 0;
 }
 
 void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
@@ -428,6 +456,10 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
       return;
     }
+    case ModelOp::Expr:
+      if (n.native && run_expr_kernel(n, rows)) return;
+      ReferenceExecutor<float>::run_node(n, rows, step);
+      return;
     default: ReferenceExecutor<float>::run_node(n, rows, step); return;
   }
 }

@@ -43,6 +43,9 @@ class FastExecutor : public ReferenceExecutor<float> {
   void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
 
  private:
+  bool run_expr_kernel(const GraphNode& n, int64_t rows);
+
+ private:
   FastExecutorOptions options_;
   std::unique_ptr<Kernels> kernels_;
 };
