@@ -18,7 +18,7 @@ Each case is one file fixtures/train/<case>.safetensors, written by the safetens
             expect:after:<name>  every parameter and state tensor after `steps` optimizer steps
 tests/unit/train_keras_test.cpp compiles the spec, loads the weights and compares everything. The
 trajectory fixtures in fixtures/train_steps/ (whole models over 20 steps) are described below, at
-make_trajectories; `--steps-only` regenerates only them. The
+make_trajectories; `--steps-only` regenerates only them, `--mixed-only` only the mixed-precision ones. The
 layers are named as pipec names its layers (a statement `h = x | dense(4)` names its one layer `h`), so
 the names line up without a table.
 """
@@ -280,8 +280,22 @@ TRAJ_BATCH = 8
 TRAJ_STEPS = 20
 
 
-def make_trajectory(name, description, inputs, spec_body, output, build, optimizer, classes=0, rtol=1e-5, atol=1e-6):
-    """inputs: [(field, per-example shape)]; build: keras inputs -> output, layers named as pipec names them."""
+KERAS_POLICY = {"mixed_bf16": "mixed_bfloat16", "mixed_fp16": "mixed_float16"}
+
+
+def make_trajectory(name, description, inputs, spec_body, output, build, optimizer, classes=0, rtol=1e-5, atol=1e-6,
+                    precision="fp32"):
+    """inputs: [(field, per-example shape)]; build: keras inputs -> output, layers named as pipec names them.
+    precision: fp32, or mixed_bf16 / mixed_fp16 (Keras' mixed policies: the layers compute in bf16 / f16
+    with f32 variables; f16 with Keras' LossScaleOptimizer, dynamic scale from 2^15)."""
+    keras.mixed_precision.set_global_policy(KERAS_POLICY.get(precision, "float32"))
+    try:
+        _make_trajectory(name, description, inputs, spec_body, output, build, optimizer, classes, rtol, atol, precision)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def _make_trajectory(name, description, inputs, spec_body, output, build, optimizer, classes, rtol, atol, precision):
     keras_inputs = {n: keras.Input(shape=s, batch_size=TRAJ_BATCH, name=n) for n, s in inputs}
     model = keras.Model(inputs=[keras_inputs[n] for n, _ in inputs], outputs=build(keras_inputs))
     names = {}
@@ -298,10 +312,16 @@ def make_trajectory(name, description, inputs, spec_body, output, build, optimiz
     tensors, strides = {}, {}
     xs, y = batch(0)
     initial = {id(w): w.numpy().copy() for layer in model.layers for w in layer.weights}
+    fp16 = precision == "mixed_fp16"
+    scale0 = 2.0 ** 15
     with tf.GradientTape() as tape:
         pred = model(xs, training=True)
         value = loss_fn(y, pred)
-    grads = tape.gradient(value, model.trainable_variables)
+        scaled = value * scale0 if fp16 else value
+    # Under mixed_fp16 the gradients are taken of the scaled loss (small ones would flush to zero in
+    # f16) and unscaled in f32, as the LossScaleOptimizer does; the fixture holds the unscaled ones.
+    grads = [g / scale0 for g in tape.gradient(scaled, model.trainable_variables)] if fp16 else \
+        tape.gradient(value, model.trainable_variables)
     for layer in model.layers:
         for w in layer.weights:
             w.assign(initial[id(w)])
@@ -310,13 +330,16 @@ def make_trajectory(name, description, inputs, spec_body, output, build, optimiz
     for w, g in zip(model.trainable_variables, grads):
         tensors[f"expect:grad:{names[id(w)]}"] = sampled(f"expect:grad:{names[id(w)]}", g.numpy(), strides)
     opt = keras_optimizer(optimizer)
+    if fp16:
+        opt = keras.optimizers.LossScaleOptimizer(opt, initial_scale=scale0, dynamic_growth_steps=2000)
     losses = []
     for step in range(TRAJ_STEPS):
         xs, y = batch(step)
         with tf.GradientTape() as tape:
             value = loss_fn(y, model(xs, training=True))
+            scaled = opt.scale_loss(value) if fp16 else value
         losses.append(float(value.numpy()))
-        grads = tape.gradient(value, model.trainable_variables)
+        grads = tape.gradient(scaled, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables))
     tensors["expect:losses"] = np.array(losses, dtype=np.float32)
     for layer in model.layers:
@@ -329,8 +352,10 @@ def make_trajectory(name, description, inputs, spec_body, output, build, optimiz
             f"pipeline data = s | batch({TRAJ_BATCH}, drop_remainder = true)\n"
             f"model net({fields}) -> f32{shape_text(output)} {{\n  {spec_body}\n}}\n"
             f"train t = {{ data = data, model = net({', '.join(n for n, _ in inputs)}), loss = {loss}(y), "
-            f"optimizer = {optimizer}, steps = {TRAJ_STEPS} }}\n")
+            f"optimizer = {optimizer}, steps = {TRAJ_STEPS}"
+            + (f", precision = {precision}" if precision != "fp32" else "") + " }\n")
     meta = {"spec": spec, "steps": str(TRAJ_STEPS), "rtol": repr(rtol), "atol": repr(atol), "description": description,
+            "precision": precision,
             "strides": ";".join(f"{k}={v}" for k, v in sorted(strides.items())), "classes": str(classes)}
     save_file(tensors, os.path.join(STEPS_OUT, name + ".safetensors"), metadata=meta)
     print(f"{name}: {len(tensors)} tensors, params {model.count_params()}, losses {losses[0]:.5f} -> {losses[-1]:.5f}")
@@ -377,9 +402,9 @@ OPTIMIZERS = {"sgd_momentum": "sgd(lr = 0.01, momentum = 0.9)", "adam": "adam(lr
               "adamw": "adamw(lr = 0.0001, eps = 1e-06, weight_decay = 0.004)"}
 
 
-def make_trajectories():
+def make_trajectories(mixed_only=False):
     os.makedirs(STEPS_OUT, exist_ok=True)
-    for short, opt in OPTIMIZERS.items():
+    for short, opt in ({} if mixed_only else OPTIMIZERS).items():
         # With adam one weight of the 1.1 million (conv2d_1/kernel[2, 0, 53, 40], a nearly dead input
         # channel) ends 4.2e-6 apart, adam scaling a gradient at rounding level up: atol 5e-6 there.
         make_trajectory(f"chess_{short}", f"the chess net of examples/chess, {opt}, 20 steps on 20 batches of {TRAJ_BATCH}",
@@ -387,12 +412,25 @@ def make_trajectories():
                         atol=1e-6 if short == "sgd_momentum" else 5e-6)
         make_trajectory(f"every_layer_{short}", f"every layer kind, sparse cross_entropy after softmax, {opt}, 20 steps",
                         [("x", (8, 8, 3))], EVERY_LAYER_BODY, [3], every_layer_keras, opt, classes=3)
+    # Mixed precision: Keras computes the layers in bf16 / f16 (its CPU kernels round their results to the
+    # compute type), pipec rounds operands and results at the same points and computes in f32
+    # (docs/design.md, "Mixed precision"), so the two agree to the compute type's precision, not f32's:
+    # rtol and atol 1e-2 for bf16 (2.6 units of its 2^-8) and 4e-3 for f16 (8 units of its 2^-11; at
+    # 2e-3 one of the 1.1 million, a bias gradient summed over 512 positions, is 2.6e-3 apart), relative
+    # to each tensor's largest element: the bounds docs/design.md states.
+    for precision, tol in {"mixed_bf16": 1e-2, "mixed_fp16": 4e-3}.items():
+        opt = OPTIMIZERS["adam"]
+        make_trajectory(f"chess_adam_{precision}", f"the chess net, {opt}, {precision}, 20 steps on 20 batches of {TRAJ_BATCH}",
+                        [("board", (8, 8, 24)), ("flags", (10,))], CHESS_BODY, [1], chess_keras, opt,
+                        rtol=tol, atol=tol, precision=precision)
 
 
 if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["--steps-only"]:
         make_trajectories()
+    elif sys.argv[1:] == ["--mixed-only"]:
+        make_trajectories(mixed_only=True)
     else:
         main()
         make_trajectories()
