@@ -90,9 +90,9 @@ struct CompiledPipeline {
 
 /// A train block's training step (runtime/model/train_program.h).
 struct CompiledTrain {
-  const Decl* decl = nullptr;  // the train block, in CompileResult::program
-  TrainProgram program;        // the step graph (forward, loss, backward, update) and the block's settings
-  TrainLength length;          // Train: the run's length, the request's overrides applied
+  const Decl* decl = nullptr;   // the train block, in CompileResult::program
+  TrainProgram program;         // the step graph (forward, loss, backward, update) and the block's settings
+  TrainLength length;           // Train: the run's length, the request's overrides applied
   codegen::JitReport step_jit;  // Train with the JIT: the step graph's expr nodes compiled (one entry each)
 };
 

@@ -35,6 +35,18 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::row_view(int64_t r) const {
+  if (dtype_ == DType::Bytes || shape_.empty() || r < 0 || r >= shape_[0])
+    throw std::logic_error("Tensor::row_view: not a row of a numeric tensor");
+  Tensor t;
+  t.dtype_ = dtype_;
+  t.shape_.assign(shape_.begin() + 1, shape_.end());
+  const size_t row_bytes = static_cast<size_t>(shape_num_elements(t.shape_)) * dtype_size(dtype_);
+  // The aliasing constructor: shares the owner (and its deleter), points into the row.
+  t.data_ = std::shared_ptr<uint8_t[]>(data_, data_.get() + static_cast<size_t>(r) * row_bytes);
+  return t;
+}
+
 Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> data) {
   if (dtype == DType::Bytes) throw std::logic_error("Tensor::adopt: a Bytes tensor has no flat storage");
   Tensor t;

@@ -61,6 +61,10 @@ class Tensor {
 
   /// Same storage, new shape with the same element count.
   Tensor reshaped(Shape shape) const;
+  /// Row `r` of a numeric tensor of rank >= 1 (the first dimension dropped), sharing this tensor's
+  /// storage: no copy, and the storage lives while either does. Nothing may write through it (tensors
+  /// handed between ops are read-only; a stage that writes in place owns storage it made).
+  Tensor row_view(int64_t r) const;
   /// Element-wise equality of dtype, shape and contents.
   bool equals(const Tensor& other) const;
 

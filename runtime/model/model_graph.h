@@ -131,7 +131,7 @@ struct GraphNode {
   /// Expr: fn compiled per example, the batch as rows (compiler/codegen/llvm/jit.h's
   /// attach_step_kernels), when the JIT is on; the fast executor calls it, the reference never does.
   std::shared_ptr<const NativeKernel> native;
-  std::string layer;                       // the layer it computes or differentiates ("conv2d_1"), or empty
+  std::string layer;  // the layer it computes or differentiates ("conv2d_1"), or empty
   SpecLoc loc;
   /// The phase it runs in: its kind's category, except for expr nodes, which serve every phase (an
   /// expr node made by the gradient pass is Backward).

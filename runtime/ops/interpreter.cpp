@@ -114,6 +114,16 @@ class Interpreter {
       if (static_cast<int64_t>(col.rows.size()) != in_.rows)
         throw OpError(fmt::format("column `{}` has {} rows, the chunk {}", f->s, col.rows.size(), in_.rows));
       if (col.rows.empty()) return Val{Val::Rows, Tensor::empty(instr.type.dtype, {0}), {}};
+      // A field of unknown dims (decoded images) stays one tensor per row: per-row ops (a crop) read
+      // the rows where they are, and stacking equally sized images would copy each whole image only
+      // for the crop to read a window of it (a sixth of seed 003's pipeline). Whole-column ops get
+      // the rows per row, or stacked once a value's shape is known.
+      if (!instr.type.fully_known()) {
+        Val v;
+        v.kind = Val::Ragged;
+        v.rows = col.rows;
+        return v;
+      }
       Val v = from_rows(col.rows, col.rows[0].dtype(), {});
       return v;
     }
@@ -189,7 +199,12 @@ class Interpreter {
       KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index + r, in_.epoch, &ctx_.spec_dir};
       for (int o : instr.operands) {
         const Val& v = vals_[o];
-        args.in.push_back(v.kind == Val::Ragged ? v.rows[r] : v.kind == Val::Rows ? row_of(v.t, r) : v.t);
+        // A row of a dense value is a view, not a copy: the kernel only reads it, and image rows are
+        // large (copying them was a tenth of seed 003's pipeline).
+        args.in.push_back(v.kind == Val::Ragged                                ? v.rows[r]
+                          : v.kind == Val::Rows && v.t.dtype() != DType::Bytes ? v.t.row_view(r)
+                          : v.kind == Val::Rows                                ? row_of(v.t, r)
+                                                                               : v.t);
       }
       try {
         outs[r] = finish(instr, k.fn(args));

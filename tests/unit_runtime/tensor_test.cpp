@@ -48,6 +48,20 @@ TEST(Tensor, AdoptedStorageIsReadInPlaceAndFreedByTheLastView) {
   EXPECT_THROW(Tensor::adopt(DType::Bytes, {1}, std::shared_ptr<uint8_t[]>(new uint8_t[1])), std::logic_error);
 }
 
+// A row view reads the parent's storage (no copy) and keeps it alive after the parent is gone.
+TEST(Tensor, RowViewSharesTheStorageOfItsRow) {
+  Tensor t = Tensor::empty(DType::I32, {3, 2, 2});
+  for (int i = 0; i < 12; ++i) t.data<int32_t>()[i] = i;
+  Tensor row = t.row_view(1);
+  EXPECT_EQ(row.shape(), (Shape{2, 2}));
+  EXPECT_EQ(row.raw(), t.raw() + 4 * sizeof(int32_t));
+  t = Tensor();
+  EXPECT_EQ(row.data<int32_t>()[0], 4);
+  EXPECT_EQ(row.data<int32_t>()[3], 7);
+  EXPECT_THROW(row.row_view(2), std::logic_error);
+  EXPECT_THROW(Tensor::from_strings({"a"}, {1}).row_view(0), std::logic_error);
+}
+
 TEST(DType, NamesRoundTrip) {
   for (DType t : {DType::Bool, DType::U8, DType::I64, DType::F32, DType::BF16, DType::Bytes})
     EXPECT_EQ(parse_dtype(dtype_name(t)), t);

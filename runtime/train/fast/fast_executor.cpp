@@ -174,8 +174,8 @@ std::string FastExecutor::description() const {
       "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}, OpenMP waits {}; -O0 or "
       "--executor reference for the reference)",
       kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
-      kernels_->jit_nodes,
-      kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", waits ? waits : "active (the default)");
+      kernels_->jit_nodes, kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s",
+      waits ? waits : "active (the default)");
 }
 
 // An expr node's compiled kernel (GraphNode::native), the batch as rows: every input a dense f32
