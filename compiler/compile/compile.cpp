@@ -6,6 +6,7 @@
 #include "compiler/codegen/llvm/aot.h"
 #include "compiler/compile/compile_train.h"
 #include "compiler/compile/finish_plan.h"
+#include "compiler/compile/inline_colour_files.h"
 #include "compiler/compile/pick_pipeline.h"
 #include "compiler/lower/lower.h"
 
@@ -57,6 +58,8 @@ bool finish_plan(const Decl& decl, const CompileOptions& o, CompiledPipeline& ou
     return false;
   }
   // The code generators see the final (optimized) stages.
+  if (o.cpu_kernels == CpuKernels::Jit && o.passes.opt_level > 0 && !o.data_dir.empty())
+    inline_colour_files(out.plan, o.data_dir);
   if (o.device != DevicePolicy::Cpu) out.gpu_kernels = cuda_codegen::attach_gpu_kernels(out.plan);
   if (o.passes.opt_level <= 0) return true;
   switch (o.cpu_kernels) {

@@ -291,6 +291,7 @@ int cmd_run(const Args& args) {
   if (train_flags.epochs->count()) request.train.epochs = t.epochs;
   request.options.check = flags.check_options();
   request.options.cpu_kernels = a.no_jit ? CpuKernels::None : CpuKernels::Jit;
+  request.options.data_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   request.options.device = device;
   CompileResult compiled = compile(request);
   if (auto code = report_compile(compiled, "run", flags)) return *code;

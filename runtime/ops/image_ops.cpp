@@ -30,6 +30,7 @@
 #include "runtime/image/png_decoder.h"
 #include "runtime/image/sniff.h"
 #include "runtime/image/transforms.h"
+#include "runtime/ops/colors_csv.h"
 #include "runtime/ops/kernel.h"
 
 namespace pipec {
@@ -269,7 +270,7 @@ Tensor distance_transform_kernel(const KernelArgs& a) {
   return guarded([&] { return distance_transform_image(a.in.at(0)); });
 }
 
-using Colors = std::vector<std::array<uint8_t, 3>>;
+}  // namespace
 
 // class_dict.csv: a header line, then `name,r,g,b` rows. Read once per process and path.
 std::shared_ptr<const Colors> read_colors_csv(const std::string& path) {
@@ -305,6 +306,8 @@ std::shared_ptr<const Colors> read_colors_csv(const std::string& path) {
   cache[path] = colors;
   return colors;
 }
+
+namespace {
 
 Tensor one_hot_colors_kernel(const KernelArgs& a) {
   const Value* v = find_attr(a.instr, "colors");
