@@ -161,9 +161,10 @@ TEST(CudaCodegen, ChessAndDeblurMapsAreLoweredAndSegmentationSaysWhyNot) {
     if (s.gpu) {
       EXPECT_TRUE(s.gpu->unsupported.empty()) << s.gpu->unsupported;
     }
-  // segmentation's reads its colours from class_dict.csv when the run starts, which a kernel does not
-  // bake in: it gets a GpuKernel that says which op and where, so the run can warn and keep that map on
-  // the CPU.
+  // segmentation's reads its colours from class_dict.csv, which this plan (compiled without a data
+  // folder, as `pipec explain` and `pipec build` compile it) leaves to the run: it gets a GpuKernel
+  // that says which op and where, so a run that cannot read the file first warns and keeps that map on
+  // the CPU. (`pipec run` reads the file before compiling: tests/unit/colour_file_run_test.cpp.)
   Plan seg = plans_of_file(std::string(PIPEC_SOURCE_DIR) + "/examples/segmentation/segmentation.pipe").back();
   EXPECT_EQ(cuda_codegen::attach_gpu_kernels(seg), 0);
   int marked = 0;
