@@ -58,7 +58,9 @@ bool finish_plan(const Decl& decl, const CompileOptions& o, CompiledPipeline& ou
     return false;
   }
   // The code generators see the final (optimized) stages.
-  if (o.cpu_kernels == CpuKernels::Jit && o.passes.opt_level > 0 && !o.data_dir.empty())
+  // A run (and explain, which shows what a run compiles) reads class_dict.csv files now; a built
+  // library reads them when it runs.
+  if (o.cpu_kernels != CpuKernels::Object && o.passes.opt_level > 0 && !o.data_dir.empty())
     inline_colour_files(out.plan, o.data_dir);
   if (o.device != DevicePolicy::Cpu) out.gpu_kernels = cuda_codegen::attach_gpu_kernels(out.plan);
   if (o.passes.opt_level <= 0) return true;

@@ -42,9 +42,9 @@ struct CompileOptions {
   /// none are made whatever this says.
   CpuKernels cpu_kernels = CpuKernels::None;
   codegen::JitOptions jit;  // CpuKernels::Jit: the kernel cache
-  /// CpuKernels::Jit: the folder a run resolves relative paths against (the spec's). When set, the
-  /// class_dict.csv files one_hot_colors names are read before compiling, so its map gets a kernel
-  /// (compiler/compile/inline_colour_files.h).
+  /// The folder a run resolves relative paths against (the spec's), set by `pipec run` and `pipec
+  /// explain`. When set (and not CpuKernels::Object), the class_dict.csv files one_hot_colors names
+  /// are read before compiling, so its map gets a kernel (compiler/compile/inline_colour_files.h).
   std::string data_dir;
   std::string object_path;  // CpuKernels::Object: where the object file goes
   /// Cpu: no CUDA kernels. Auto and Gpu: every map after to(gpu) gets its generated kernel (the

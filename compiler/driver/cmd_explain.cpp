@@ -2,6 +2,7 @@
 // element types, and the expression IR of every map and filter. The optimized plan by default, the
 // lowered one with -O0, and with --passes the plan after every optimizer pass. Then the training-step
 // graph of each train block (with --train, of that one, after the plan of its data).
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -67,6 +68,8 @@ int cmd_explain(const Args& args) {
                    : !request.train.block.empty() ? CompileTarget::Train
                                                   : CompileTarget::EveryPipeline;
   request.options.check = flags.check_options();
+  // As a run compiles it: one_hot_colors' class_dict.csv read from the spec's folder.
+  request.options.data_dir = std::filesystem::absolute(std::filesystem::path(request.path)).parent_path().string();
   // Each pipeline's output is collected while it compiles and printed in order afterwards.
   std::map<const Decl*, std::string> shown;
   const Decl* current = nullptr;

@@ -41,6 +41,17 @@ TEST(ColourFileRun, ReadBeforeCompilingSoTheMapIsCompiledWithTheInterpretersValu
   }
 }
 
+// explain shows what a run compiles: the colours in the instruction and the map's kernel.
+TEST(ColourFileRun, ExplainShowsTheMapCompiled) {
+  ScratchDir d;
+  std::ofstream(d / "p.pipe") << kSpec;
+  std::ofstream(d / "colours.csv") << "name,r,g,b\nvoid,0,0,0\nsky,1,1,1\nroad,1,2,3\nwhite,255,255,255\n";
+  auto r = run_pipec({"explain", (d / "p.pipe").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("colors=[[0, 0, 0], [1, 1, 1], [1, 2, 3], [255, 255, 255]]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#1 map: compiled"), std::string::npos) << r.out;
+}
+
 TEST(ColourFileRun, AMissingFileIsReportedByTheRunNotTheCompiler) {
   ScratchDir d;
   std::ofstream(d / "p.pipe") << kSpec;
