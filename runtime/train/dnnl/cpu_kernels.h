@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,11 @@ struct CpuKernelOptions {
   int threads = 0;
   ActivationLayout activation_layout = ActivationLayout::Nhwc;
 };
+
+/// Runs body(begin, end) over [0, rows) cut into `threads` contiguous parts, in parallel on the OpenMP
+/// threads oneDNN's kernels use (so the training step's own loops share them instead of adding
+/// threads); one call on the calling thread when threads <= 1 or rows < 2.
+void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t begin, int64_t end)>& body);
 
 class CpuKernels {
  public:

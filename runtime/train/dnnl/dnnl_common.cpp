@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <exception>
+
 namespace pipec::train {
 
 ThreadScope::ThreadScope(int threads) {
@@ -125,6 +128,26 @@ void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair
       elements *= d;
     }
   }
+}
+
+void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t parts = std::min<int64_t>(std::max(threads, 1), rows);
+  if (parts <= 1) {
+    if (rows > 0) body(0, rows);
+    return;
+  }
+  // Exceptions must not cross the OpenMP region: the first is kept and rethrown after it.
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(static_cast <int>(parts)) schedule(static, 1)
+  for (int64_t p = 0; p < parts; ++p) {
+    try {
+      body(rows * p / parts, rows * (p + 1) / parts);
+    } catch (...) {
+#pragma omp critical
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace pipec::train

@@ -1,6 +1,7 @@
 #include "runtime/train/fast/fast_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -198,8 +199,23 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     if (t.dtype() != DType::F32 || t.num_elements() != shape_num_elements(g_.full_shape(id, rows))) return false;
     outputs.push_back(data(id));
   }
-  PipecKernelArgs args{inputs.data(), outputs.data(), rows, 0, 0, seed_};
-  return k.fn(&args) == 0;
+  // The rows in parallel, a contiguous part per thread: a row's values depend on that row alone, so
+  // the parts give what one call would, bit for bit.
+  std::vector<int64_t> in_row, out_row;  // bytes per row of each input and output
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in_row.push_back(values_.at(static_cast<size_t>(n.inputs[static_cast<size_t>(k.input_fields[i])])).num_elements() /
+                     rows * 4);
+  for (int id : n.outputs) out_row.push_back(values_.at(static_cast<size_t>(id)).num_elements() / rows * 4);
+  std::atomic<bool> ok{true};
+  train::parallel_rows(kernels_->cpu.threads(), rows, [&](int64_t begin, int64_t end) {
+    std::vector<const void*> in(inputs.size());
+    std::vector<void*> out(outputs.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<const uint8_t*>(inputs[i]) + begin * in_row[i];
+    for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<uint8_t*>(outputs[j]) + begin * out_row[j];
+    PipecKernelArgs args{in.data(), out.data(), end - begin, begin, 0, seed_};
+    if (k.fn(&args) != 0) ok = false;
+  });
+  return ok;
 }
 
 void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
