@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
 #include "runtime/train/dnnl/conv2d.h"
 #include "runtime/train/dnnl/dense.h"
 #include "tests/unit_train_kernels/train_kernel_test_util.h"
@@ -111,6 +116,35 @@ TEST(CpuKernels, TheCallersOpenMpThreadCountIsRestored) {
 TEST(CpuKernels, ReportsTheInstructionSetAndVersion) {
   EXPECT_EQ(CpuKernels::version().rfind("2.", 0), 0u);
   EXPECT_NE(CpuKernels::isa(), "other");
+}
+
+}  // namespace
+}  // namespace pipec::train
+
+namespace pipec::train {
+namespace {
+
+// parallel_rows covers [0, rows) once, in contiguous parts, one per thread (fewer when rows are fewer),
+// and an exception in a part reaches the caller.
+TEST(ParallelRows, CoversEveryRowOnceInContiguousParts) {
+  for (int threads : {1, 2, 3}) {
+    for (int64_t rows : {0, 1, 2, 7, 512}) {
+      std::vector<int> seen(static_cast<size_t>(rows), 0);
+      std::atomic<int> calls{0};
+      parallel_rows(threads, rows, [&](int64_t begin, int64_t end) {
+        ++calls;
+        EXPECT_LT(begin, end);
+        for (int64_t r = begin; r < end; ++r) ++seen[static_cast<size_t>(r)];
+      });
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], 1) << threads << " " << rows;
+      EXPECT_EQ(calls.load(), std::min<int64_t>(threads, rows));
+    }
+  }
+  EXPECT_THROW(parallel_rows(2, 10,
+                             [](int64_t begin, int64_t) {
+                               if (begin > 0) throw std::runtime_error("part");
+                             }),
+               std::runtime_error);
 }
 
 }  // namespace
