@@ -52,7 +52,8 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
   EXPECT_TRUE(names.count("prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))));
   EXPECT_TRUE(names.count("pool worker 0") || names.count("pool worker 1"));
   std::map<std::string, std::set<std::string>> span_threads;  // span name -> threads it ran on
-  int counters = 0, tasks = 0;
+  int counters = 0, queue_counters = 0, tasks = 0;
+  const std::string prefetch_thread = "prefetch " + prefetch_label.substr(0, prefetch_label.find(' '));
   for (const Json& e : j["traceEvents"]) {
     if (e["ph"] == "X" && e["cat"] == "stage") {
       const std::string name = e["name"];
@@ -62,12 +63,17 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
       EXPECT_GE(e["dur"].get<double>(), 0.0);
     }
     if (e["ph"] == "X" && e["cat"] == "task") {
+      // On a pool worker, or on the thread that pulls from the map when the tuner has made it run
+      // inline (parallel = 1: a slow machine, or a sanitizer build, can make it choose that).
       ++tasks;
-      EXPECT_EQ(thread.at(e["tid"].get<int>()).rfind("pool worker", 0), 0u) << e.dump();
+      const std::string& t = thread.at(e["tid"].get<int>());
+      EXPECT_TRUE(t.rfind("pool worker", 0) == 0 || t == prefetch_thread) << e.dump();
     }
     if (e["ph"] == "C") {
+      // The prefetch's queue depth, and the memory the stages hold once the tuner has sampled it.
       ++counters;
-      EXPECT_EQ(e["name"], prefetch_label + " queue");
+      queue_counters += e["name"] == prefetch_label + " queue";
+      EXPECT_TRUE(e["name"] == prefetch_label + " queue" || e["name"] == "memory held (MB)") << e.dump();
     }
   }
   // Every stage has a span per chunk it produced: the last one 200 batches, one per chunk.
@@ -79,6 +85,7 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
             (std::set<std::string>{"prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))}));
   EXPECT_GT(tasks, 0);
   EXPECT_GT(counters, 0);
+  EXPECT_GT(queue_counters, 0);
 }
 
 TEST(TraceRun, AFileThatCannotBeWrittenIsAnIoError) {
