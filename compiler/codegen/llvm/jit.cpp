@@ -182,13 +182,14 @@ JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
     // not a row's element index: such nodes stay on the interpreter.
     std::vector<std::string> fields;
     for (const Instr& in : n.fn->body) {
-      if (op_has(in.op, OpFlag::Input)) fields.push_back(in.attrs.at("field").s);
+      if (op_has(in.op, OpFlag::Input)) {
+        fields.push_back(in.attrs.at("field").s);
+        if (in.type.dtype != DType::F32) st.why_not = "an input other than f32";
+      }
       if (op_has(in.op, OpFlag::Random)) st.why_not = "a random op";
     }
     for (const auto& [name, id] : n.fn->results)
       if (n.fn->body.at(static_cast<size_t>(id)).type.dtype != DType::F32) st.why_not = "a result other than f32";
-    for (const Instr& in : n.fn->body)
-      if (op_has(in.op, OpFlag::Input) && in.type.dtype != DType::F32) st.why_not = "an input other than f32";
     LoopNest nest;
     if (!st.why_not.empty() || !lower_to_loop_nest(*n.fn, fields, nest, st.why_not)) {
       report.stages.push_back(st);

@@ -20,12 +20,16 @@ namespace pipec {
 
 namespace {
 
+// The batch size of a map the optimizer moved after its batch, 0 for any other map.
+int64_t per_row_of(const Stage& s) {
+  const Value* p = s.arg("per_row");
+  return p && p->kind == Value::Int && p->i > 0 ? p->i : 0;
+}
+
 class GpuMap : public ChunkIterator {
  public:
   GpuMap(RunContext& ctx, int stage, IteratorPtr input, std::shared_ptr<gpu::GpuMapExecutor> exec)
-      : ChunkIterator(ctx, stage), input_(std::move(input)), exec_(std::move(exec)) {
-    if (const Value* p = spec().arg("per_row"); p && p->kind == Value::Int) per_row_ = p->i;
-  }
+      : ChunkIterator(ctx, stage), per_row_(per_row_of(spec())), input_(std::move(input)), exec_(std::move(exec)) {}
 
   ~GpuMap() override {
     // The executor outlives this iterator: leave none of this iterator's chunks in it.
@@ -116,7 +120,7 @@ class GpuMap : public ChunkIterator {
     return out;
   }
 
-  int64_t per_row_ = 0;                  // > 0: the map runs on the element rows of batches of this size
+  const int64_t per_row_;                // > 0: the map runs on the element rows of batches of this size
   mutable std::deque<Batches> batches_;  // one per chunk in the executor, oldest first
   IteratorPtr input_;
   std::shared_ptr<gpu::GpuMapExecutor> exec_;
@@ -140,8 +144,7 @@ std::shared_ptr<gpu::GpuMapExecutor> make_executor(RunContext& ctx, int stage) {
   const Stage& s = ctx.plan->stages.at(stage);
   if (auto& shared = ctx.shared.at(stage)) return std::static_pointer_cast<gpu::GpuMapExecutor>(shared);
   const auto& in_fields = ctx.plan->stages.at(s.inputs.at(0)).element.fields;
-  const Value* per_row = s.arg("per_row");
-  const bool rows_of_batches = per_row && per_row->kind == Value::Int && per_row->i > 0;
+  const bool rows_of_batches = per_row_of(s) > 0;
   std::vector<gpu::GpuColumnSpec> ins;
   for (int f : s.gpu->input_fields) ins.push_back(column_specs({in_fields.at(f)}, rows_of_batches)[0]);
   // Four chunks in flight: one being copied in, one computing, one being copied out, and one whose

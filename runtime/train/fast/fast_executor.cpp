@@ -58,6 +58,31 @@ train::Activation fused_activation(const GraphNode& n) {
 
 bool weighted(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
 
+// The node kinds run_node gives a oneDNN op of their own (besides the weighted groups and the backward
+// nodes that reuse their forward's op).
+bool has_onednn_op(ModelOp op) {
+  switch (op) {
+    case ModelOp::MaxPool2d:
+    case ModelOp::AvgPool2d:
+    case ModelOp::AvgPool2dBackward:
+    case ModelOp::GlobalAvgPool:
+    case ModelOp::GlobalAvgPoolBackward:
+    case ModelOp::GlobalMaxPool:
+    case ModelOp::BatchNorm:
+    case ModelOp::LayerNorm:
+    case ModelOp::LayerNormBackward:
+    case ModelOp::Upsample2d:
+    case ModelOp::Upsample2dBackward:
+    case ModelOp::Softmax:
+    case ModelOp::SoftmaxBackward:
+    case ModelOp::LeakyRelu:
+    case ModelOp::LeakyReluBackward:
+    case ModelOp::Gelu:
+    case ModelOp::GeluBackward: return true;
+    default: return false;
+  }
+}
+
 ModelOp backward_kernel_of(ModelOp op) {
   return op == ModelOp::Conv2d  ? ModelOp::Conv2dBackwardKernel
          : op == ModelOp::Dense ? ModelOp::DenseBackwardKernel
@@ -141,13 +166,7 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
   }
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
-    bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || op == ModelOp::MaxPool2d ||
-                     op == ModelOp::AvgPool2d || op == ModelOp::AvgPool2dBackward || op == ModelOp::GlobalAvgPool ||
-                     op == ModelOp::GlobalAvgPoolBackward || op == ModelOp::GlobalMaxPool || op == ModelOp::BatchNorm ||
-                     op == ModelOp::LayerNorm || op == ModelOp::LayerNormBackward || op == ModelOp::LeakyRelu ||
-                     op == ModelOp::LeakyReluBackward || op == ModelOp::Gelu || op == ModelOp::GeluBackward ||
-                     op == ModelOp::Upsample2d || op == ModelOp::Upsample2dBackward || op == ModelOp::Softmax ||
-                     op == ModelOp::SoftmaxBackward;
+    bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || has_onednn_op(op);
     k.kernel_nodes += on_kernel;
     // An expr node with a compiled kernel runs generated code, not the reference's interpreter.
     k.on_kernel.push_back(on_kernel || (op == ModelOp::Expr && g.nodes[i].native));
@@ -184,28 +203,31 @@ std::string FastExecutor::description() const {
 // (nothing done) when a value is not such a tensor: the interpreter then runs the node.
 bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   const NativeKernel& k = *n.native;
+  // Each value's bytes per row, for the parts below; false when one is not the dense f32 tensor the
+  // kernel was compiled for.
+  auto row_bytes = [&](int id, int64_t& bytes) {
+    const Tensor& t = values_.at(static_cast<size_t>(id));
+    const int64_t n = shape_num_elements(g_.full_shape(id, rows));
+    bytes = n / rows * static_cast<int64_t>(sizeof(float));
+    return t.dtype() == DType::F32 && t.num_elements() == n;
+  };
   std::vector<const void*> inputs;
+  std::vector<int64_t> in_row;
   for (int fi : k.input_fields) {
     if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return false;
     const int id = n.inputs[static_cast<size_t>(fi)];
-    const Tensor& t = values_.at(static_cast<size_t>(id));
-    if (t.dtype() != DType::F32 || t.num_elements() != shape_num_elements(g_.full_shape(id, rows))) return false;
-    inputs.push_back(t.raw());
+    if (!row_bytes(id, in_row.emplace_back())) return false;
+    inputs.push_back(values_.at(static_cast<size_t>(id)).raw());
   }
   allocate_outputs(n, rows);
   std::vector<void*> outputs;
+  std::vector<int64_t> out_row;
   for (int id : n.outputs) {
-    const Tensor& t = values_.at(static_cast<size_t>(id));
-    if (t.dtype() != DType::F32 || t.num_elements() != shape_num_elements(g_.full_shape(id, rows))) return false;
+    if (!row_bytes(id, out_row.emplace_back())) return false;
     outputs.push_back(data(id));
   }
   // The rows in parallel, a contiguous part per thread: a row's values depend on that row alone, so
   // the parts give what one call would, bit for bit.
-  std::vector<int64_t> in_row, out_row;  // bytes per row of each input and output
-  for (size_t i = 0; i < inputs.size(); ++i)
-    in_row.push_back(values_.at(static_cast<size_t>(n.inputs[static_cast<size_t>(k.input_fields[i])])).num_elements() /
-                     rows * 4);
-  for (int id : n.outputs) out_row.push_back(values_.at(static_cast<size_t>(id)).num_elements() / rows * 4);
   std::atomic<bool> ok{true};
   train::parallel_rows(kernels_->cpu.threads(), rows, [&](int64_t begin, int64_t end) {
     std::vector<const void*> in(inputs.size());
