@@ -3,7 +3,8 @@
 // dense(256) -> relu -> dense(1) -> tanh) on the oneDNN kernels of runtime/train/dnnl, batch 512, f32.
 // No input pipeline, loss or optimizer: what a trainer built on these kernels can at best reach.
 //
-//   build/bench/train_chess_step [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]
+//   build/bench/train_chess_step [--threads N] [--layout nhwc|any] [--conv auto|direct] [--steps S] [--warmup W]
+//                                [--breakdown]
 //
 // Prints the median and the fastest step in ms, the median CPU time per step, GFLOP/s at the median, and with
 // --breakdown the median time of each call in one step. The last line is machine-readable for bench/train/run.sh:
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   int threads = 1, steps = 20, warmup = 3;
   bool breakdown = false;
   ActivationLayout layout = ActivationLayout::Nhwc;
+  ConvAlgorithm conv = ConvAlgorithm::Auto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -94,15 +96,18 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoi(next().c_str());
     else if (a == "--warmup") warmup = std::atoi(next().c_str());
     else if (a == "--breakdown") breakdown = true;
+    else if (a == "--conv") conv = next() == "direct" ? ConvAlgorithm::Direct : ConvAlgorithm::Auto;
     else if (a == "--layout") layout = next() == "any" ? ActivationLayout::Any : ActivationLayout::Nhwc;
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--layout nhwc|any] [--steps S] [--warmup W] [--breakdown]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--layout nhwc|any] [--conv auto|direct] [--steps S] [--warmup W] "
+                   "[--breakdown]\n",
                    argv[0]);
       return 2;
     }
   }
 
-  CpuKernels kernels({threads, layout});
+  CpuKernels kernels({threads, layout, conv});
   Conv2dDesc c1;
   c1.batch = kBatch, c1.height = c1.width = kSide, c1.in_channels = kPlanes, c1.filters = kFilters;
   c1.kernel_h = c1.kernel_w = 3, c1.padding = Padding::Same, c1.activation = Activation::relu();
@@ -172,10 +177,10 @@ int main(int argc, char** argv) {
   }
   const double gflop = step_gflop(), med = median(ms), best = *std::min_element(ms.begin(), ms.end());
   std::printf(
-      "oneDNN %s (%s), %d thread%s, layout %s: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms), "
+      "oneDNN %s (%s), %d thread%s, layout %s, conv %s: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms), "
       "%.1f GFLOP/s, %.0f examples/s\n",
       CpuKernels::version().c_str(), CpuKernels::isa().c_str(), threads, threads == 1 ? "" : "s", layout_name(layout),
-      med, steps, best, median(cpu), gflop / (med / 1e3), kBatch / (med / 1e3));
+      conv_algorithm_name(conv), med, steps, best, median(cpu), gflop / (med / 1e3), kBatch / (med / 1e3));
   if (breakdown) {
     std::printf("  %-36s %9s\n", "call", "median ms");
     for (const std::string& name : timer.order)

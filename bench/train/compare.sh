@@ -3,14 +3,17 @@
 # one run on the same threads:
 #
 #   pipec run      `pipec run examples/chess/chess.pipe --steps STEPS --threads T`: the fast executor fed
-#                  by the input pipeline (TFRecords, unpacking, shuffle, batching), the whole process
+#                  by the input pipeline (TFRecords, unpacking, shuffle, batching), the whole process;
+#                  its convolutions by Winograd where oneDNN has it (AVX-512 CPUs)
+#   pipec run --conv direct   the same with the direct convolution algorithm (what PyTorch's CPU
+#                  convolutions use)
 #   PyTorch, preloaded    bench/train/torch_train.py --feed preloaded: the same model, mse, Adam; batches
 #                  made up front (the step alone)
 #   PyTorch, DataLoader   --feed dataloader: the same step fed by a DataLoader over the same TFRecords
 #                  with the seed's unpacking in Python (bench/python/chess_peers.py), WORKERS workers
 #   compute limit  build/bench/train_chess_step: oneDNN's forward + backward primitives of the four
-#                  layers alone, on the same shapes and threads (no loss, optimizer, element-wise work or
-#                  input)
+#                  layers alone, on the same shapes and threads and with the algorithms `pipec run` takes
+#                  (no loss, optimizer, element-wise work or input)
 #
 #   bench/train/compare.sh [STEPS]     # default 30 steps per run; RUNS runs (default 3), interleaved
 #
@@ -52,11 +55,12 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Each row appends "ms/step CPU-ms/step input-wait-%" to $TMP/<row>.
-run_pipec() {
-  local json="$TMP/pipec.json"
+run_pipec() {  # run_pipec ROW [FLAGS...]
+  local row=$1 json="$TMP/pipec.json"
+  shift
   /usr/bin/time -f "%U %S" -o "$TMP/time" "$PIPEC" run "$SPEC" --steps "$STEPS" --threads "$T" --quiet --stats-json "$json" \
-    2>"$TMP/err" || { echo "note: pipec run failed: $(tail -3 "$TMP/err")" >&2; return 0; }
-  python3 - "$json" "$(cat "$TMP/time")" >>"$TMP/pipec" <<'PY'
+    "$@" 2>"$TMP/err" || { echo "note: pipec run $* failed: $(tail -3 "$TMP/err")" >&2; return 0; }
+  python3 - "$json" "$(cat "$TMP/time")" >>"$TMP/$row" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 user, system = map(float, sys.argv[2].split())
@@ -76,7 +80,8 @@ run_limit() {
 HAVE_TORCH=0
 "$PYTHON" -c "import torch" >/dev/null 2>&1 && HAVE_TORCH=1
 for run in $(seq "$RUNS"); do
-  run_pipec
+  run_pipec pipec
+  run_pipec pipec_direct --conv direct
   run_limit
   if [ $HAVE_TORCH = 1 ]; then
     run_torch torch_pre preloaded
@@ -89,10 +94,11 @@ echo "chess net, whole training step, batch 512, fp32, $T threads, OMP_WAIT_POLI
 printf "%-44s %9s %12s %11s %11s %12s %12s\n" "row" "ms/step" "CPU ms/step" "examples/s" "input wait" "vs PyTorch" "vs PyTorch"
 printf "%-44s %9s %12s %11s %11s %12s %12s\n" "" "" "" "" "" "preloaded" "DataLoader"
 stat() { cut -d' ' -f"$2" "$TMP/$1" | median; }
-for row in pipec limit torch_pre torch_dl; do
+for row in pipec pipec_direct limit torch_pre torch_dl; do
   [ -s "$TMP/$row" ] || continue
   case $row in
     pipec) label="pipec run (fast executor, input pipeline)" ;;
+    pipec_direct) label="pipec run --conv direct" ;;
     limit) label="compute limit (oneDNN primitives alone)" ;;
     torch_pre) label="PyTorch $("$PYTHON" -c 'import torch; print(torch.__version__)'), preloaded tensors" ;;
     torch_dl) label="PyTorch, DataLoader ($WORKERS worker)" ;;

@@ -43,6 +43,7 @@ struct TrainArgs {
   std::string save;
   std::string metrics;            // --metrics: one JSON line per step
   std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
+  std::string conv = "auto";      // --conv: the fast executor's conv2d algorithm, auto (Winograd) or direct
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -54,8 +55,9 @@ struct TrainFlags {
   CLI::Option* save = nullptr;
   CLI::Option* metrics = nullptr;
   CLI::Option* executor = nullptr;
+  CLI::Option* conv = nullptr;
 
-  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics, executor}; }
+  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics, executor, conv}; }
 };
 
 /// `--auto-value KIND=N`: the kind and N, false when it is not one (N >= 0 for read_ahead, >= 1 for the

@@ -134,7 +134,6 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
   for (const Stage& s : data.stages) repeats += s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
   const bool epochs_visible = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
   TrainSummary sum;
-  sum.executor = ex.description();
   TrainProgress& p = sum.last;
   p.total_steps = o.length.steps;
   double ema = 0;
@@ -282,6 +281,7 @@ TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOp
     p.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress) progress(p);
   }
+  sum.executor = ex.description();  // after the steps: what their kernels turned out to be
   sum.threads = split.threads();
   sum.compute_threads = split.compute_threads();
   sum.thread_split_changes = split.changes();

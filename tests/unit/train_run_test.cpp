@@ -10,6 +10,7 @@
 
 #include <regex>
 
+#include "runtime/train/dnnl/cpu_kernels.h"
 #include "tests/unit/cli_util.h"
 
 namespace pipec {
@@ -236,6 +237,43 @@ TEST(TrainRun, ChessExampleTrains) {
   auto explain = run_pipec({"explain", (d / "chess.pipe").string()});
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_NE(explain.out.find("1,102,465 parameters"), std::string::npos) << explain.out;
+}
+
+// --conv: conv2d by Winograd where oneDNN has it (the default, on AVX-512 CPUs) or by the direct
+// algorithm. The summary says which each run got; Winograd's runs repeat bit for bit (a checkpoint's
+// resume relies on it) and stay within rounding of the direct algorithm's losses.
+TEST(TrainRun, ConvAlgorithmIsChosenSaidAndDeterministic) {
+  ScratchDir d;
+  write_file(d / "conv.pipe", R"(pipeline data = range(512)
+  | map(r => {
+      image = random_uniform([8, 8, 16], 0.0, 1.0, seed = 1)
+      { image, y: [mean(image) * 2.0 - 1.0] }
+    })
+  | batch(64, drop_remainder = true)
+model net(image: f32[8, 8, 16]) -> f32[1] { image | conv2d(32, 3, padding = same) | relu | flatten | dense(1) }
+train t = { data = data, model = net(image), loss = mse(y), optimizer = adam(lr = 1e-3), steps = 6 }
+)");
+  std::map<std::string, std::vector<std::string>> losses;
+  for (const char* run : {"auto", "direct", "auto again"}) {
+    const std::string conv = std::string(run).substr(0, std::string(run).find(' '));
+    fs::path json = d / (conv + std::to_string(losses.size()) + ".json");
+    auto r =
+        run_pipec({"run", (d / "conv.pipe").string(), "--conv", conv, "--threads", "2", "--stats-json", json.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    losses[run] = losses_of(json);
+    ASSERT_EQ(losses[run].size(), 6u);
+    const bool winograd = conv == "auto" && train::CpuKernels::isa().rfind("avx512_core", 0) == 0;
+    EXPECT_NE(r.err.find(winograd ? "conv2d by Winograd" : "conv2d direct"), std::string::npos)
+        << run << " on " << train::CpuKernels::isa() << ": " << r.err;
+  }
+  EXPECT_EQ(losses["auto"], losses["auto again"]);
+  for (size_t i = 0; i < 6; ++i) {
+    const double a = std::stod(losses["auto"][i]), b = std::stod(losses["direct"][i]);
+    EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << "step " << i + 1;
+  }
+  auto bad = run_pipec({"run", (d / "conv.pipe").string(), "--conv", "fft"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--conv"), std::string::npos) << bad.err;
 }
 
 // 100 examples in batches of 32: three full batches and one of 4 per epoch, each a step (the loss is the

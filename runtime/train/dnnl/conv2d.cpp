@@ -6,6 +6,17 @@
 
 namespace pipec::train {
 
+namespace {
+
+// Winograd's F(4x4, 3x3): a 3x3 window at stride 1 without dilation, and enough rows for its transforms
+// to pay (oneDNN decides the rest).
+bool winograd_candidate(const Conv2dDesc& d, ConvAlgorithm algorithm) {
+  return algorithm == ConvAlgorithm::Auto && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 && d.stride_w == 1 &&
+         d.dilation_h == 1 && d.dilation_w == 1;
+}
+
+}  // namespace
+
 struct Conv2dOp::State {
   std::unique_ptr<WeightedLayer> layer;
 };
@@ -41,8 +52,9 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   const Dims dilates{d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{rows_.pad_after, cols_.pad_after};
-  const std::string key = fmt::format("conv2d {} {} {} threads {} layout {}", what, d.bias, d.activation.alpha, threads,
-                                      int(kernels.options().activation_layout));
+  const std::string key =
+      fmt::format("conv2d {} {} {} threads {} layout {} {}", what, d.bias, d.activation.alpha, threads,
+                  int(kernels.options().activation_layout), conv_algorithm_name(kernels.options().conv_algorithm));
 
   std::shared_ptr<WeightedPrimitives> prims;
   ThreadScope scope(threads);
@@ -50,23 +62,32 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     prims = kernels.impl().cached<WeightedPrimitives>(key, [&] {
       using namespace dnnl;
       const dnnl::engine& e = kernels.impl().engine;
-      auto act = activation_tag(kernels, 4);
-      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-      memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
-      auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x, w, b, y,
-                                             strides, dilates, pad_l, pad_r);
-      convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
-      // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
-      // forward's blocked weights on backward-data selects oneDNN's reference kernel.
-      convolution_backward_data::primitive_desc bd(
-          convolution_backward_data::desc(algorithm::convolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
-          fwd);
-      convolution_backward_weights::primitive_desc bw(
-          convolution_backward_weights::desc(algorithm::convolution_direct, x, w, b, y, strides, dilates, pad_l, pad_r),
-          e, fwd);
-      return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
-                                                                                                         d.bias);
+      auto make = [&](algorithm alg, memory::format_tag act) {
+        memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
+        memory::desc w = f32_desc(w_dims, memory::format_tag::any);
+        memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
+        auto fwd_d =
+            convolution_forward::desc(prop_kind::forward_training, alg, x, w, b, y, strides, dilates, pad_l, pad_r);
+        convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
+        // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
+        // forward's blocked weights on backward-data selects oneDNN's reference kernel.
+        convolution_backward_data::primitive_desc bd(
+            convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), e, fwd);
+        convolution_backward_weights::primitive_desc bw(
+            convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), e, fwd);
+        return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
+                                                                                                           d.bias);
+      };
+      // Winograd works on oneDNN's blocked layouts only: the activations are reordered from NHWC around
+      // each call, which costs less than the multiplies it saves. oneDNN refuses the shapes (and CPUs) it
+      // has no Winograd kernel for; those take the direct algorithm.
+      if (winograd_candidate(d, kernels.options().conv_algorithm)) {
+        try {
+          return make(algorithm::convolution_winograd, memory::format_tag::any);
+        } catch (const dnnl::error&) {
+        }
+      }
+      return make(algorithm::convolution_direct, activation_tag(kernels, 4));
     });
   });
   UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), f32_desc(w_dims, memory::format_tag::hwio),

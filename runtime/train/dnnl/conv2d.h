@@ -51,6 +51,9 @@ class Conv2dOp {
   std::string implementation_forward() const;
   std::string implementation_backward_data() const;
   std::string implementation_backward_weights() const;
+  /// True when the primitives multiply by Winograd's F(4x4, 3x3) (ConvAlgorithm::Auto on a shape oneDNN
+  /// has it for).
+  bool winograd() const { return implementation_forward().find("wino") != std::string::npos; }
 
   struct State;
 

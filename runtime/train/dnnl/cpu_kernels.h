@@ -25,11 +25,20 @@ namespace pipec::train {
 enum class ActivationLayout { Any, Nhwc };
 inline const char* layout_name(ActivationLayout l) { return l == ActivationLayout::Any ? "any" : "nhwc"; }
 
+/// How conv2d multiplies. `Auto` takes Winograd's F(4x4, 3x3) where oneDNN has it (3x3 windows, stride
+/// 1, no dilation; AVX-512 CPUs) and the direct algorithm elsewhere: on the chess net's 8x8 boards it
+/// does the convolutions' work in about half the time, and its results differ from the direct
+/// algorithm's by about 1e-6 of the output's largest value (tests/unit/train_conv_algorithm_test.cpp).
+/// `Direct` always takes the direct algorithm (`pipec run --conv direct`).
+enum class ConvAlgorithm { Auto, Direct };
+inline const char* conv_algorithm_name(ConvAlgorithm a) { return a == ConvAlgorithm::Auto ? "auto" : "direct"; }
+
 struct CpuKernelOptions {
   /// OpenMP threads for every primitive created afterwards; 0 keeps OpenMP's default (all cores, or
   /// OMP_NUM_THREADS).
   int threads = 0;
   ActivationLayout activation_layout = ActivationLayout::Nhwc;
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
 };
 
 /// Runs body(begin, end) over [0, rows) cut into `threads` contiguous parts, in parallel on the OpenMP

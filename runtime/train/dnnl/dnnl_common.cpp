@@ -4,7 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <new>
+#include <stdexcept>
 
 namespace pipec::train {
 
@@ -75,11 +78,27 @@ dnnl::primitive_attr activation_attr(const Activation& a) {
   return attr;
 }
 
-void Staged::init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine) {
+void* SharedStaging::get(int slot, size_t bytes) {
+  Buffer& b = slots_[slot];
+  if (b.bytes < bytes) {
+    b.data.reset();  // the old one first: peak memory is the new size, not both
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, bytes) != 0) throw std::bad_alloc();
+    b.data = std::unique_ptr<void, void (*)(void*)>(p, std::free);
+    b.bytes = bytes;
+  }
+  return b.data.get();
+}
+
+void Staged::init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine, SharedStaging* shared,
+                  int slot) {
   reorders_ = user != prim;
   user_ = memory(user, engine, DNNL_MEMORY_NONE);
+  shared_ = reorders_ ? shared : nullptr;
+  slot_ = slot;
   if (reorders_) {
-    prim_ = memory(prim, engine);  // owned, in the primitive's layout
+    // Owned, in the primitive's layout; or a view that prim_memory() points at the shared slot.
+    prim_ = shared_ ? memory(prim, engine, DNNL_MEMORY_NONE) : memory(prim, engine);
     to_prim_ = dnnl::reorder(user_, prim_);
     to_user_ = dnnl::reorder(prim_, user_);
   }
@@ -87,15 +106,22 @@ void Staged::init(const memory::desc& user, const memory::desc& prim, const dnnl
   cached_generation_ = 0;
 }
 
-memory Staged::input(const float* data, dnnl::stream& s) {
-  user_.set_data_handle(const_cast<float*>(data));
-  if (!reorders_) return user_;
-  to_prim_.execute(s, user_, prim_);
-  cached_ptr_ = nullptr;  // the buffer no longer holds a cached weight
+memory Staged::prim_memory() {
+  if (shared_) prim_.set_data_handle(shared_->get(slot_, prim_.get_desc().get_size()));
   return prim_;
 }
 
+memory Staged::input(const float* data, dnnl::stream& s) {
+  user_.set_data_handle(const_cast<float*>(data));
+  if (!reorders_) return user_;
+  memory prim = prim_memory();
+  to_prim_.execute(s, user_, prim);
+  cached_ptr_ = nullptr;  // the buffer no longer holds a cached weight
+  return prim;
+}
+
 memory Staged::input_cached(const float* data, uint64_t generation, dnnl::stream& s) {
+  if (shared_) throw std::logic_error("Staged: a shared staging buffer cannot cache");
   if (reorders_ && data == cached_ptr_ && generation == cached_generation_) return prim_;
   memory m = input(data, s);
   cached_ptr_ = data;
@@ -105,7 +131,7 @@ memory Staged::input_cached(const float* data, uint64_t generation, dnnl::stream
 
 memory Staged::output(float* data) {
   user_.set_data_handle(data);
-  return reorders_ ? prim_ : user_;
+  return reorders_ ? prim_memory() : user_;
 }
 
 void Staged::output_done(float* data, dnnl::stream& s) {

@@ -17,8 +17,26 @@
 
 namespace pipec::train {
 
+/// Buffers in a primitive's layout that live for one call only, shared by every op of one CpuKernels:
+/// a reordered activation is needed only while its primitive runs, so a model of many layers needs two
+/// such buffers (an op's call stages at most two activations at a time), not a few per layer. Each slot
+/// grows to the largest request; pointers handed out stay valid until the next larger request.
+class SharedStaging {
+ public:
+  static constexpr int kSlots = 2;
+  void* get(int slot, size_t bytes);
+
+ private:
+  struct Buffer {
+    std::unique_ptr<void, void (*)(void*)> data{nullptr, +[](void*) {}};
+    size_t bytes = 0;
+  };
+  Buffer slots_[kSlots];
+};
+
 struct CpuKernels::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  SharedStaging staging;
   dnnl::stream stream{engine};
   std::mutex mutex;
   // Primitive sets by key (op kind, shapes, attributes, threads): equal layers share one.
@@ -70,7 +88,10 @@ dnnl::primitive_attr activation_attr(const Activation& a);
 /// primitive's layout is owned here and reordered into (inputs) or out of (outputs).
 class Staged {
  public:
-  void init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine);
+  /// With `shared`, the buffer in the primitive's layout is that slot of the shared staging (valid for
+  /// one call: inputs and outputs of activations); without, it is owned (weights, kept between calls).
+  void init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine,
+            SharedStaging* shared = nullptr, int slot = 0);
   bool reorders() const { return reorders_; }
 
   /// Memory holding `data` in the primitive's layout (reordered now unless in place).
@@ -85,9 +106,13 @@ class Staged {
   memory staged() const { return prim_; }
 
  private:
+  memory prim_memory();  // prim_, pointed at its shared slot when it has one
+
   memory user_, prim_;
   dnnl::reorder to_prim_, to_user_;
   bool reorders_ = false;
+  SharedStaging* shared_ = nullptr;
+  int slot_ = 0;
   const float* cached_ptr_ = nullptr;
   uint64_t cached_generation_ = 0;
 };

@@ -8,16 +8,21 @@ WeightedLayer::WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimit
   const dnnl::engine& e = kernels_.impl().engine;
   const WeightedPrimitives& p = *prims_;
   memory::desc bias = f32_desc({bias_size}, memory::format_tag::x);
+  // Activations in a primitive's own layout (Winograd's blocked ones) are staged in the kernels' two
+  // shared buffers, except the forward's x, which the backward-weights call reuses when it wants the same
+  // layout (one reorder fewer per step, for one x-sized buffer per layer). In backward(), dy stays in
+  // slot 1 for both backward calls; dx is written back before x takes slot 0.
+  SharedStaging* shared = &kernels_.impl().staging;
   with_errors(what_, [&] {
     x_fwd_.init(user.x, p.fwd_src, e);
     w_fwd_.init(user.w, p.fwd_weights, e);
     if (p.bias) b_fwd_.init(bias, p.fwd_bias, e);
-    y_fwd_.init(user.y, p.fwd_dst, e);
-    dy_bd_.init(user.y, p.bd_diff_dst, e);
+    y_fwd_.init(user.y, p.fwd_dst, e, shared, 0);
+    dy_bd_.init(user.y, p.bd_diff_dst, e, shared, 1);
     w_bd_.init(user.w, p.bd_weights, e);
-    dx_bd_.init(user.x, p.bd_diff_src, e);
-    x_bw_.init(user.x, p.bw_src, e);
-    dy_bw_.init(user.y, p.bw_diff_dst, e);
+    dx_bd_.init(user.x, p.bd_diff_src, e, shared, 0);
+    x_bw_.init(user.x, p.bw_src, e, shared, 0);
+    dy_bw_.init(user.y, p.bw_diff_dst, e, shared, 1);
     dw_bw_.init(user.w, p.bw_diff_weights, e);
     if (p.bias) db_bw_.init(bias, p.bw_diff_bias, e);
   });

@@ -98,7 +98,9 @@ ModelOp backward_input_of(ModelOp op) {
 }  // namespace
 
 struct FastExecutor::Kernels {
-  explicit Kernels(int threads) : cpu(train::CpuKernelOptions{threads, train::ActivationLayout::Nhwc}) {}
+  explicit Kernels(const FastExecutorOptions& o)
+      : cpu(train::CpuKernelOptions{o.threads, train::ActivationLayout::Nhwc,
+                                    o.direct_conv ? train::ConvAlgorithm::Direct : train::ConvAlgorithm::Auto}) {}
 
   train::CpuKernels cpu;
   std::vector<WeightedGroup> groups;
@@ -111,7 +113,7 @@ struct FastExecutor::Kernels {
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
-    : ReferenceExecutor<float>(g, seed), options_(options), kernels_(std::make_unique<Kernels>(options.threads)) {
+    : ReferenceExecutor<float>(g, seed), options_(options), kernels_(std::make_unique<Kernels>(options)) {
   Kernels& k = *kernels_;
   const int n = static_cast<int>(g.nodes.size());
   k.group_of.assign(n, -1);
@@ -190,11 +192,22 @@ std::vector<std::string> FastExecutor::reference_ops() const {
 std::string FastExecutor::description() const {
   // The OpenMP wait policy libgomp loaded with (the driver makes it passive for `pipec run`).
   const char* waits = std::getenv("OMP_WAIT_POLICY");
+  // Which algorithm the conv2d layers got, once a step has made their ops (the full batch's).
+  std::string conv;
+  if (!kernels_->ops.empty()) {
+    int convs = 0, winograd = 0;
+    for (const NodeOps& o : kernels_->ops.rbegin()->second)
+      if (o.conv) ++convs, winograd += o.conv->winograd();
+    if (convs > 0)
+      conv = winograd == convs ? ", conv2d by Winograd (--conv direct for the direct algorithm)"
+             : winograd > 0    ? fmt::format(", {} of {} conv2d layers by Winograd", winograd, convs)
+                               : ", conv2d direct";
+  }
   return fmt::format(
-      "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}, OpenMP waits {}; -O0 or "
+      "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}{}, OpenMP waits {}; -O0 or "
       "--executor reference for the reference)",
       kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
-      kernels_->jit_nodes, kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s",
+      kernels_->jit_nodes, kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", conv,
       waits ? waits : "active (the default)");
 }
 

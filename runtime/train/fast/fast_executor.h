@@ -23,6 +23,8 @@ namespace pipec {
 struct FastExecutorOptions {
   /// oneDNN's OpenMP threads for each kernel call; 0: OpenMP's default (one per core).
   int threads = 0;
+  /// conv2d's algorithm: Winograd where oneDNN has it unless `direct` (`pipec run --conv direct`).
+  bool direct_conv = false;
 };
 
 class FastExecutor : public ReferenceExecutor<float> {
