@@ -25,13 +25,6 @@ int optimizer_slots(const ModelGraph& g) {
   return 0;
 }
 
-// global_clipnorm steps with a scaled copy of the gradients (runtime/train/optimizer.cpp).
-int clipped_copies(const ModelGraph& g) {
-  for (const GraphNode& n : g.nodes)
-    if (n.op == ModelOp::OptimizerStep && n.attr("global_clipnorm")) return 1;
-  return 0;
-}
-
 }  // namespace
 
 StepMemory step_memory(const ModelGraph& g, int64_t rows) {
@@ -63,7 +56,7 @@ StepMemory step_memory(const ModelGraph& g, int64_t rows) {
     for (int o : g.nodes[i].outputs)
       if (last_use[o] < 0 && planned(g.values[o])) live -= bytes(o);
   }
-  m.flat_bytes = 4 * (g.param_elements() * (2 + optimizer_slots(g) + clipped_copies(g)) + g.state_elements());
+  m.flat_bytes = 4 * (g.param_elements() * (2 + optimizer_slots(g)) + g.state_elements());
   return m;
 }
 

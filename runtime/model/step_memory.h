@@ -14,7 +14,7 @@ namespace pipec {
 struct StepMemory {
   int64_t peak_activation_bytes = 0;  // the most bytes of batched and intermediate values live at once
   int peak_node = -1;                 // the node during which the peak is reached
-  int64_t flat_bytes = 0;  // parameters + their gradients + state + optimizer slots (+ the clipped gradients)
+  int64_t flat_bytes = 0;  // parameters + their gradients + state + optimizer slots
 
   int64_t total_bytes() const { return peak_activation_bytes + flat_bytes; }
 };

@@ -1,5 +1,6 @@
 #include "runtime/train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -42,81 +43,114 @@ namespace {
 
 // sgd: plain steps, or Keras' momentum form with the velocity in `m`.
 template <class T>
-void sgd_step(const OptimizerConfig& c, double lr_now, size_t n, T* w, const T* g, T* m) {
+void sgd_step(const OptimizerConfig& c, double lr_now, int64_t n, T* w, const T* g, T* m) {
   const T lr = static_cast<T>(lr_now);
   if (c.momentum == 0) {
-    for (size_t i = 0; i < n; ++i) w[i] -= g[i] * lr;
+    for (int64_t i = 0; i < n; ++i) w[i] -= g[i] * lr;
     return;
   }
   const T mu = static_cast<T>(c.momentum);
-  for (size_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     m[i] = m[i] * mu - g[i] * lr;
     w[i] += m[i];
   }
 }
 
-// adam and adamw (adamw is adam with its own default weight decay, applied before the step).
+// adam and adamw (adamw is adam with its own default weight decay, applied before the step). `alpha`
+// is the bias-corrected rate of this step.
 template <class T>
-void adam_step(const OptimizerConfig& c, double lr_now, size_t n, int64_t iterations, T* w, const T* g, T* m, T* v) {
-  const double t = static_cast<double>(iterations);
-  const T alpha = static_cast<T>(lr_now * std::sqrt(1 - std::pow(c.beta2, t)) / (1 - std::pow(c.beta1, t)));
+void adam_step(const OptimizerConfig& c, T alpha, int64_t n, T* w, const T* g, T* m, T* v) {
   const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2),
           eps = static_cast<T>(c.eps);
-  for (size_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     m[i] += (g[i] - m[i]) * one_minus_b1;
     v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
     w[i] -= m[i] * alpha / (std::sqrt(v[i]) + eps);
   }
 }
 
-// Global-norm clipping (tf.clip_by_global_norm): the gradients scaled into `clipped` when their norm is
-// above clipnorm, so that the gradient buffer stays what the backward pass computed. Returns the
-// gradients to step with and sets `norm` to their norm before clipping.
+// The global norm of the gradients (tf.clip_by_global_norm's): sums of squares over fixed blocks, in
+// parallel, then the blocks in order, so the result does not depend on how `parallel` splits the work.
 template <class T>
-const T* clip_by_global_norm(double clipnorm, size_t n, const T* g, std::vector<T>& clipped, double& norm) {
+double global_norm(int64_t n, const T* g, const ParallelFor& parallel) {
+  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+  parallel(blocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      double sum = 0;
+      for (int64_t i = b * kNormBlock, e = std::min(n, (b + 1) * kNormBlock); i < e; ++i)
+        sum += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      partial[static_cast<size_t>(b)] = sum;
+    }
+  });
   double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-  norm = std::sqrt(sum);
-  if (norm <= clipnorm) return g;
-  const T scale = static_cast<T>(clipnorm / norm);
-  clipped.resize(n);
-  for (size_t i = 0; i < n; ++i) clipped[i] = g[i] * scale;
-  return clipped.data();
+  for (double p : partial) sum += p;
+  return std::sqrt(sum);
 }
 
 }  // namespace
 
 template <class T>
 void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
-                    OptimizerSlots<T>& slots) {
-  const size_t n = params.size();
+                    OptimizerSlots<T>& slots, const ParallelFor& parallel_or_null) {
+  const ParallelFor parallel =
+      parallel_or_null ? parallel_or_null : [](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+        if (n > 0) body(0, n);
+      };
+  const int64_t n = static_cast<int64_t>(params.size());
   const bool has_second_moment = c.kind != OptimizerKind::Sgd;
-  if (slots.m.size() != n) slots.m.assign(n, T(0));
-  if (has_second_moment && slots.v.size() != n) slots.v.assign(n, T(0));
+  if (slots.m.size() != params.size()) slots.m.assign(params.size(), T(0));
+  if (has_second_moment && slots.v.size() != params.size()) slots.v.assign(params.size(), T(0));
   // The rate is the schedule's at the step count before the step (OptimizerConfig::lr is only the
   // number the schedule starts from).
   const double lr_now = c.schedule.at(slots.iterations);
   slots.last_lr = lr_now;
-  T* w = params.data();
-  const T* g = grads.data();
-  std::vector<T> clipped;
   slots.last_grad_norm = 0;
-  if (c.global_clipnorm > 0) g = clip_by_global_norm(c.global_clipnorm, n, g, clipped, slots.last_grad_norm);
-  if (c.weight_decay > 0) {
-    const T decay = static_cast<T>(lr_now * c.weight_decay);
-    for (size_t i = 0; i < n; ++i) w[i] -= w[i] * decay;
+  // Global-norm clipping (tf.clip_by_global_norm): the gradients are scaled as they are read, so the
+  // gradient buffer stays what the backward pass computed.
+  T clip_scale = T(1);
+  bool clip = false;
+  if (c.global_clipnorm > 0) {
+    slots.last_grad_norm = global_norm(n, grads.data(), parallel);
+    if (slots.last_grad_norm > c.global_clipnorm) {
+      clip = true;
+      clip_scale = static_cast<T>(c.global_clipnorm / slots.last_grad_norm);
+    }
   }
   ++slots.iterations;
-  switch (c.kind) {
-    case OptimizerKind::Sgd: sgd_step(c, lr_now, n, w, g, slots.m.data()); return;
-    case OptimizerKind::Adam:
-    case OptimizerKind::AdamW: adam_step(c, lr_now, n, slots.iterations, w, g, slots.m.data(), slots.v.data()); return;
-  }
+  const T decay = static_cast<T>(lr_now * c.weight_decay);
+  const double t = static_cast<double>(slots.iterations);
+  const T alpha = static_cast<T>(lr_now * std::sqrt(1 - std::pow(c.beta2, t)) / (1 - std::pow(c.beta1, t)));
+  T* w = params.data();
+  T* m = slots.m.data();
+  T* v = has_second_moment ? slots.v.data() : nullptr;
+  // One pass over the flat buffers, a part per thread: clipped gradients, weight decay (applied first,
+  // as Keras does), then the optimizer's update. Parts of kPart elements keep the clipped copy in cache.
+  constexpr int64_t kPart = 4096;
+  parallel(n, [&](int64_t begin, int64_t end) {
+    std::vector<T> clipped(clip ? kPart : 0);
+    for (int64_t b = begin; b < end; b += kPart) {
+      const int64_t count = std::min(end - b, kPart);
+      const T* g = grads.data() + b;
+      if (clip) {
+        for (int64_t i = 0; i < count; ++i) clipped[static_cast<size_t>(i)] = g[i] * clip_scale;
+        g = clipped.data();
+      }
+      T* wb = w + b;
+      if (c.weight_decay > 0)
+        for (int64_t i = 0; i < count; ++i) wb[i] -= wb[i] * decay;
+      switch (c.kind) {
+        case OptimizerKind::Sgd: sgd_step(c, lr_now, count, wb, g, m + b); break;
+        case OptimizerKind::Adam:
+        case OptimizerKind::AdamW: adam_step(c, alpha, count, wb, g, m + b, v + b); break;
+      }
+    }
+  });
 }
 
 template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&,
-                                    OptimizerSlots<float>&);
+                                    OptimizerSlots<float>&, const ParallelFor&);
 template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&,
-                                     OptimizerSlots<double>&);
+                                     OptimizerSlots<double>&, const ParallelFor&);
 
 }  // namespace pipec

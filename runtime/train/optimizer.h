@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,17 @@ struct OptimizerSlots {
   double last_grad_norm = 0;  // the global norm of its gradients, before clipping (0 without clipping)
 };
 
-/// One update of every parameter from its gradient.
+/// Runs body(begin, end) over parts of [0, n) that together cover it, in any order or in parallel.
+using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body)>;
+
+/// One update of every parameter from its gradient. Every loop is element by element, so `parallel`
+/// (the fast executor's threads; none: one loop) gives the same weights bit for bit whatever its parts;
+/// the global norm is summed over fixed blocks of kNormBlock elements, in block order, for the same
+/// reason.
 template <class T>
 void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
-                    OptimizerSlots<T>& slots);
+                    OptimizerSlots<T>& slots, const ParallelFor& parallel = nullptr);
+
+constexpr int64_t kNormBlock = 1 << 16;
 
 }  // namespace pipec

@@ -66,6 +66,9 @@ class ReferenceExecutor {
   /// Gives each output of `n` that is not a view of the flat buffers a tensor of its own.
   void allocate_outputs(const GraphNode& n, int64_t rows);
   virtual void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  /// How the optimizer's loops over the flat buffers are split: one loop here (the oracle runs on one
+  /// thread); the fast executor's threads there. The weights are the same bit for bit either way.
+  virtual ParallelFor optimizer_threads() const { return nullptr; }
 
  private:
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);

@@ -211,6 +211,13 @@ std::string FastExecutor::description() const {
       waits ? waits : "active (the default)");
 }
 
+ParallelFor FastExecutor::optimizer_threads() const {
+  const int threads = kernels_->cpu.threads();
+  return [threads](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+    train::parallel_rows(threads, n, body);
+  };
+}
+
 // An expr node's compiled kernel (GraphNode::native), the batch as rows: every input a dense f32
 // value of the node's per-example size, every output allocated as the reference allocates it. False
 // (nothing done) when a value is not such a tensor: the interpreter then runs the node.

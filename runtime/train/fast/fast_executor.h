@@ -1,8 +1,8 @@
 // The fast CPU executor of a training-step graph: the layers on the oneDNN kernels of runtime/train/dnnl
-// (conv2d, conv2d_transpose, dense, pools, batch_norm, leaky_relu, gelu), everything else (expr nodes,
-// the loss, softmax, layer_norm, dropout, global pools, upsampling, the optimizer's one loop over the
-// flat buffers) as the reference executor runs it. `pipec run` trains on it unless -O0 or
-// `--executor reference` asks for the reference.
+// (conv2d, conv2d_transpose, dense, pools, global pools, batch_norm, layer_norm, upsample2d, softmax,
+// leaky_relu, gelu), expr nodes on their JIT-compiled kernels, the optimizer's loop over the flat
+// buffers split over its threads, everything else (the loss, dropout) as the reference executor runs
+// it. `pipec run` trains on it unless -O0 or `--executor reference` asks for the reference.
 //
 // Each layer node gets its kernel op once per batch size (a last short batch makes a second set); the
 // kernel library caches primitives by shape, so equal layers share them. Activations and gradients stay
@@ -43,6 +43,7 @@ class FastExecutor : public ReferenceExecutor<float> {
 
  protected:
   void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
+  ParallelFor optimizer_threads() const override;
 
  private:
   bool run_expr_kernel(const GraphNode& n, int64_t rows);
