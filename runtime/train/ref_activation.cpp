@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/core/philox.h"
+#include "runtime/ops/batch_statistics.h"
 #include "runtime/train/ref_kernels.h"
 
 namespace pipec::ref {
@@ -83,17 +84,10 @@ void multiply(int64_t n, const T* a, const T* b, T* out) {
 template <class T>
 void batch_norm(int64_t rows, int64_t channels, double epsilon, const T* x, const T* gamma, const T* beta, T* y,
                 T* mean, T* variance) {
-  std::vector<double> m(channels, 0.0), v(channels, 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < channels; ++c) m[c] += x[r * channels + c];
-  for (int64_t c = 0; c < channels; ++c) m[c] /= rows;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < channels; ++c) {
-      double d = x[r * channels + c] - m[c];
-      v[c] += d * d;
-    }
-  for (int64_t c = 0; c < channels; ++c)
-    v[c] /= rows;  // biased, as Keras uses for normalizing and for the moving variance
+  // One pass over x (runtime/ops/batch_statistics.h); the variance is biased, as Keras uses it for
+  // normalizing and for the moving variance.
+  std::vector<double> m(channels), v(channels);
+  batch_statistics<T>(rows, channels, x, m.data(), v.data());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
       double inv = 1.0 / std::sqrt(v[c] + epsilon);

@@ -205,7 +205,8 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
 // whose sign is the rounding's. With SGD a weight moves by lr times its gradient, so rounding stays
 // rounding: weights within 1e-4 of each tensor's largest magnitude after three steps. Those zero bias
 // gradients are sums of 864 terms of about 1e-3 each, rounded in f32 by oneDNN and in f64 by the
-// reference: they differ by up to about 1e-6, hence the absolute 1e-6 on gradients and weights.
+// reference: they differ by up to about 1.1e-6 (an f32 sum of such terms is bounded by
+// 864 * 2^-24 * 0.86 = 4.4e-5 in any order), hence the absolute 3e-6 on gradients and 1e-6 on weights.
 TEST(FastExecutor, EveryLayerAgreesWithReference) {
   TrainProgram t = testing::compile_train_jit(kEveryLayerSpec);
   ASSERT_FALSE(t.step.nodes.empty());
@@ -219,7 +220,7 @@ TEST(FastExecutor, EveryLayerAgreesWithReference) {
         "layer_norm", "layer_norm_backward", "gelu", "leaky_relu", "upsample2d", "upsample2d_backward", "softmax"})
     EXPECT_EQ(std::count(left.begin(), left.end(), op), 0) << op << " is left to the reference executor";
   EXPECT_EQ(std::count(left.begin(), left.end(), "loss"), 1);
-  compare_with_reference(t.step, 6, 3, {1e-5, 1e-7}, {1e-4, 1e-6}, {1e-4, 1e-6});
+  compare_with_reference(t.step, 6, 3, {1e-5, 1e-7}, {1e-4, 3e-6}, {1e-4, 1e-6});
 }
 
 // A softmax inside the net (its backward runs, unlike a last softmax whose cross_entropy is taken

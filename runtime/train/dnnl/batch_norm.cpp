@@ -4,14 +4,18 @@
 
 #include <algorithm>
 
+#include "runtime/ops/batch_statistics.h"
 #include "runtime/train/dnnl/dnnl_common.h"
 
 namespace pipec::train {
 
 namespace {
 
+// Training's forward is our one-pass statistics (runtime/ops/batch_statistics.h) and then the
+// normalization with those statistics, which is oneDNN's `use_global_stats` primitive: oneDNN's own
+// training forward reads x three times (mean, variance, normalization), this twice.
 struct BatchNormPrimitives {
-  dnnl::batch_normalization_forward training, inference;
+  dnnl::batch_normalization_forward inference;
   dnnl::batch_normalization_backward backward;
   std::string impl_forward, impl_backward;
 };
@@ -62,10 +66,9 @@ BatchNormOp::BatchNormOp(CpuKernels& kernels, const BatchNormDesc& d) : desc_(d)
       batch_normalization_backward::primitive_desc bwd(
           batch_normalization_backward::desc(prop_kind::backward, data, data, d.epsilon, flags), e, train);
       auto p = std::make_shared<BatchNormPrimitives>();
-      p->training = batch_normalization_forward(train);
       p->inference = batch_normalization_forward(infer);
-      p->backward = batch_normalization_backward(bwd);
-      p->impl_forward = train.impl_info_str();
+      p->backward = batch_normalization_backward(bwd);  // made with the training forward as its hint
+      p->impl_forward = infer.impl_info_str();
       p->impl_backward = bwd.impl_info_str();
       return p;
     });
@@ -90,24 +93,32 @@ void* handle(const float* p) { return const_cast<float*>(p); }
 void BatchNormOp::forward_training(const float* x, const float* gamma, const float* beta, float* y, float* moving_mean,
                                    float* moving_variance) {
   State& st = *state_;
-  ThreadScope threads(st.threads);
+  const int64_t rows = desc_.batch * desc_.height * desc_.width, channels = desc_.channels;
+  float* mean = static_cast<float*>(st.mean.get_data_handle());
+  float* var = static_cast<float*>(st.variance.get_data_handle());
+  std::vector<double> mean64(static_cast<size_t>(channels)), var64(mean64.size());
+  const int threads = st.threads;
+  batch_statistics<float>(
+      rows, channels, x, mean64.data(), var64.data(),
+      [threads](int64_t n, const std::function<void(int64_t, int64_t)>& body) { parallel_rows(threads, n, body); });
+  std::copy(mean64.begin(), mean64.end(), mean);
+  std::copy(var64.begin(), var64.end(), var);
+  ThreadScope scope(st.threads);
   with_errors(st.what, [&] {
     dnnl::stream& s = *st.stream;
     st.x.set_data_handle(handle(x));
     st.y.set_data_handle(y);
     st.gamma.set_data_handle(handle(gamma));
     st.beta.set_data_handle(handle(beta));
-    st.prims->training.execute(s, {{DNNL_ARG_SRC, st.x},
-                                   {DNNL_ARG_DST, st.y},
-                                   {DNNL_ARG_SCALE, st.gamma},
-                                   {DNNL_ARG_SHIFT, st.beta},
-                                   {DNNL_ARG_MEAN, st.mean},
-                                   {DNNL_ARG_VARIANCE, st.variance}});
+    st.prims->inference.execute(s, {{DNNL_ARG_SRC, st.x},
+                                    {DNNL_ARG_DST, st.y},
+                                    {DNNL_ARG_SCALE, st.gamma},
+                                    {DNNL_ARG_SHIFT, st.beta},
+                                    {DNNL_ARG_MEAN, st.mean},
+                                    {DNNL_ARG_VARIANCE, st.variance}});
     s.wait();
   });
   // Keras' moving averages (a [channels] loop: not worth a primitive).
-  const float* mean = static_cast<const float*>(st.mean.get_data_handle());
-  const float* var = static_cast<const float*>(st.variance.get_data_handle());
   const float m = desc_.momentum;
   for (int64_t c = 0; c < desc_.channels; ++c) {
     if (moving_mean) moving_mean[c] = moving_mean[c] * m + mean[c] * (1 - m);

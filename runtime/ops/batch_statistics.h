@@ -1,0 +1,28 @@
+// batch_norm's batch statistics in one pass over the data: per channel of a channels-last [rows,
+// channels] tensor, the mean and the biased variance, in f64.
+//
+// The rows are cut into fixed blocks of kStatisticsBlock rows. Each block's mean and sum of squared
+// deviations come from the block alone (its second look at the block reads the cache, not memory), and
+// the blocks are merged in order by Chan et al.'s pairwise update, so the result
+//   - reads the tensor from memory once (a two-pass mean then variance reads it twice),
+//   - is as accurate as the two-pass formula (no sum-of-squares cancellation when |mean| >> deviation),
+//   - does not depend on how the blocks are split between threads (bit for bit on any thread count).
+// The reference executor runs it on one thread, the fast executor on its OpenMP threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace pipec {
+
+constexpr int64_t kStatisticsBlock = 256;
+
+/// Runs body(begin, end) over parts of [0, n) that together cover it, in any order or in parallel.
+using BlockParallelFor = std::function<void(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body)>;
+
+/// mean[c] and variance[c] (biased: divided by rows) of x[r * channels + c]; `parallel` null: one loop.
+template <class T>
+void batch_statistics(int64_t rows, int64_t channels, const T* x, double* mean, double* variance,
+                      const BlockParallelFor& parallel = nullptr);
+
+}  // namespace pipec
