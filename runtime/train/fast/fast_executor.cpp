@@ -108,7 +108,8 @@ struct FastExecutor::Kernels {
   std::vector<int> forward_of;  // per backward node of a pool or batch_norm: the forward whose op it reuses
   std::map<int64_t, std::vector<NodeOps>> ops;  // by rows, per node
   int kernel_nodes = 0;
-  int jit_nodes = 0;            // expr nodes with a compiled kernel
+  int jit_nodes = 0;  // expr nodes with a compiled kernel
+  int64_t expr_kernel_runs = 0, expr_fallbacks = 0;
   std::vector<bool> on_kernel;  // per node: oneDNN or a compiled kernel
 };
 
@@ -179,6 +180,8 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
 FastExecutor::~FastExecutor() = default;
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+int64_t FastExecutor::expr_kernel_runs() const { return kernels_->expr_kernel_runs; }
+int64_t FastExecutor::expr_fallbacks() const { return kernels_->expr_fallbacks; }
 
 std::vector<std::string> FastExecutor::reference_ops() const {
   std::vector<std::string> out;
@@ -239,10 +242,15 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     if (!row_bytes(id, in_row.emplace_back())) return false;
     inputs.push_back(values_.at(static_cast<size_t>(id)).raw());
   }
-  allocate_outputs(n, rows);
+  // The outputs get tensors of their own here: allocate_outputs leaves an expr node's outputs to the
+  // interpreter, which makes them as it runs.
   std::vector<void*> outputs;
   std::vector<int64_t> out_row;
   for (int id : n.outputs) {
+    const GraphValue& v = g_.values[static_cast<size_t>(id)];
+    if (v.dtype != DType::F32 || v.grad_of >= 0 || v.role == ValueRole::Param || v.role == ValueRole::State)
+      return false;
+    values_[static_cast<size_t>(id)] = Tensor::empty(DType::F32, g_.full_shape(id, rows));
     if (!row_bytes(id, out_row.emplace_back())) return false;
     outputs.push_back(data(id));
   }
@@ -515,7 +523,13 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       return;
     }
     case ModelOp::Expr:
-      if (n.native && run_expr_kernel(n, rows)) return;
+      if (n.native) {
+        if (run_expr_kernel(n, rows)) {
+          ++k.expr_kernel_runs;
+          return;
+        }
+        ++k.expr_fallbacks;
+      }
       ReferenceExecutor<float>::run_node(n, rows, step);
       return;
     default: ReferenceExecutor<float>::run_node(n, rows, step); return;

@@ -35,6 +35,10 @@ class FastExecutor : public ReferenceExecutor<float> {
   std::string description() const override;
   /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
   int kernel_nodes() const;
+  /// Runs of expr nodes on their compiled kernels, and runs of compiled expr nodes that fell back to the
+  /// interpreter (a value that is not the dense f32 tensor the kernel was compiled for).
+  int64_t expr_kernel_runs() const;
+  int64_t expr_fallbacks() const;
   /// The ops of the nodes left to the reference executor's loops (element-wise work, losses, the
   /// optimizer, and the layers without a oneDNN kernel here), each once, in graph order.
   std::vector<std::string> reference_ops() const;
