@@ -1,8 +1,10 @@
 #include "runtime/train/optimizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 
 namespace pipec {
 
@@ -92,7 +94,7 @@ double global_norm(int64_t n, const T* g, const ParallelFor& parallel) {
 
 template <class T>
 void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
-                    OptimizerSlots<T>& slots, const ParallelFor& parallel_or_null) {
+                    OptimizerSlots<T>& slots, const ParallelFor& parallel_or_null, const NativeKernel* kernel) {
   const ParallelFor parallel =
       parallel_or_null ? parallel_or_null : [](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
         if (n > 0) body(0, n);
@@ -126,6 +128,23 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
   T* v = has_second_moment ? slots.v.data() : nullptr;
   // One pass over the flat buffers, a part per thread: clipped gradients, weight decay (applied first,
   // as Keras does), then the optimizer's update. Parts of kPart elements keep the clipped copy in cache.
+  if (kernel) {
+    if constexpr (!std::is_same_v<T, float>) {
+      throw std::logic_error("optimizer_step: a compiled update is f32 only");
+    } else {
+      const OptimizerKernelScalars scalars{c.kind == OptimizerKind::Sgd ? static_cast<T>(lr_now) : alpha, decay,
+                                           clip_scale};
+      std::atomic<bool> failed{false};
+      parallel(n, [&](int64_t begin, int64_t end) {
+        const void* in[2] = {grads.data() + begin, &scalars};
+        void* out[3] = {w + begin, m + begin, v ? v + begin : nullptr};
+        PipecKernelArgs args{in, out, end - begin, begin, 0, 0};
+        if (kernel->fn(&args) != 0) failed = true;
+      });
+      if (failed) throw std::logic_error("optimizer_step: the compiled update failed");
+    }
+    return;
+  }
   constexpr int64_t kPart = 4096;
   parallel(n, [&](int64_t begin, int64_t end) {
     std::vector<T> clipped(clip ? kPart : 0);
@@ -149,8 +168,8 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
 }
 
 template void optimizer_step<float>(const OptimizerConfig&, std::vector<float>&, const std::vector<float>&,
-                                    OptimizerSlots<float>&, const ParallelFor&);
+                                    OptimizerSlots<float>&, const ParallelFor&, const NativeKernel*);
 template void optimizer_step<double>(const OptimizerConfig&, std::vector<double>&, const std::vector<double>&,
-                                     OptimizerSlots<double>&, const ParallelFor&);
+                                     OptimizerSlots<double>&, const ParallelFor&, const NativeKernel*);
 
 }  // namespace pipec

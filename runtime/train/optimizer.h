@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/model/model_graph.h"
+#include "runtime/plan/native_kernel.h"
 #include "runtime/train/lr_schedule.h"
 
 namespace pipec {
@@ -54,13 +55,24 @@ struct OptimizerSlots {
 /// Runs body(begin, end) over parts of [0, n) that together cover it, in any order or in parallel.
 using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body)>;
 
+/// The compiled update (compiler/codegen/llvm/emit_optimizer.h, attached to the optimizer_step node as
+/// GraphNode::native by `attach_step_kernels`) on the PipecKernelFn ABI: inputs {g, scalars}, outputs
+/// {w, m, v} read and written in place (m and v unused by plain sgd, v by sgd with momentum), `rows`
+/// elements of each; scalars as below. Its update is this file's loop, bit for bit.
+struct OptimizerKernelScalars {
+  float rate;        // adam: lr * sqrt(1 - beta2^t) / (1 - beta1^t); sgd: lr
+  float decay;       // lr * weight_decay
+  float clip_scale;  // global_clipnorm / norm when the norm is above it, else 1
+};
+
 /// One update of every parameter from its gradient. Every loop is element by element, so `parallel`
 /// (the fast executor's threads; none: one loop) gives the same weights bit for bit whatever its parts;
 /// the global norm is summed over fixed blocks of kNormBlock elements, in block order, for the same
-/// reason.
+/// reason. With `kernel` (f32 only) each part runs the compiled update instead of the loop.
 template <class T>
 void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
-                    OptimizerSlots<T>& slots, const ParallelFor& parallel = nullptr);
+                    OptimizerSlots<T>& slots, const ParallelFor& parallel = nullptr,
+                    const NativeKernel* kernel = nullptr);
 
 constexpr int64_t kNormBlock = 1 << 16;
 

@@ -435,7 +435,8 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     case ModelOp::OptimizerStep:
       // mixed_fp16: unscale the gradients, or skip the step when one of them (or the loss) is not finite.
       if (n.attr("loss_scale") && loss_scale_ && !loss_scale_->unscale_or_skip(loss_, buf_.grads)) return;
-      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_, optimizer_threads());
+      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_, optimizer_threads(),
+                        optimizer_kernel(n));
       return;
     case ModelOp::Round: {  // mixed precision's casts, emulated: to bf16 or f16 (nearest even) and back
       const bool bf16 = n.attr_symbol("dtype") == "bf16";

@@ -69,6 +69,9 @@ class ReferenceExecutor {
   /// How the optimizer's loops over the flat buffers are split: one loop here (the oracle runs on one
   /// thread); the fast executor's threads there. The weights are the same bit for bit either way.
   virtual ParallelFor optimizer_threads() const { return nullptr; }
+  /// The optimizer_step node's compiled update to run instead of the loop: none here (the oracle never
+  /// runs generated code); the node's GraphNode::native in the fast executor.
+  virtual const NativeKernel* optimizer_kernel(const GraphNode&) const { return nullptr; }
 
  private:
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);

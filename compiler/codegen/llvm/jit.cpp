@@ -1,6 +1,7 @@
 #include "compiler/codegen/llvm/jit.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "compiler/codegen/llvm/emit_kernel.h"
+#include "compiler/codegen/llvm/emit_optimizer.h"
 #include "compiler/codegen/llvm/host_compiler.h"
 #include "compiler/codegen/llvm/kernel_cache.h"
 #include "compiler/codegen/loop_nest.h"
@@ -88,6 +90,15 @@ class KernelLinker {
   /// std::runtime_error when LLVM or the linker fail.
   std::shared_ptr<NativeKernel> add(const LoopNest& nest, const std::string& symbol, StageJitStatus& st,
                                     Clock::time_point t0) {
+    auto k = add_module(
+        symbol, [&](llvm::Module& m) { emit_kernel(nest, m, symbol); }, st, t0);
+    k->input_fields = kernel_input_fields(nest);
+    return k;
+  }
+
+  /// The function `symbol` that `emit` adds to an empty module, compiled (or from the cache) and linked.
+  std::shared_ptr<NativeKernel> add_module(const std::string& symbol, const std::function<void(llvm::Module&)>& emit,
+                                           StageJitStatus& st, Clock::time_point t0) {
     if (!tm_) tm_ = host_target_machine();
     if (!jit_) {
       auto j = llvm::orc::LLJITBuilder().create();
@@ -102,7 +113,7 @@ class KernelLinker {
     }
     llvm::LLVMContext ctx;
     auto m = std::make_unique<llvm::Module>(symbol, ctx);
-    emit_kernel(nest, *m, symbol);
+    emit(*m);
     const std::string key = kernel_cache_key(module_ir(*m), target_description(*tm_));
     std::optional<std::string> object;
     if (opts_.use_cache) {
@@ -124,7 +135,6 @@ class KernelLinker {
     auto k = std::make_shared<NativeKernel>();
     k->fn = reinterpret_cast<PipecKernelFn>(static_cast<uintptr_t>(addr->getAddress()));
     k->symbol = symbol;
-    k->input_fields = kernel_input_fields(nest);
     k->backend = "llvm-jit";
     k->compile_ms = st.from_cache ? 0 : ms_since(t0);
     k->keep_alive = jit_;
@@ -174,6 +184,23 @@ JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
   KernelLinker linker(opts);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     GraphNode& n = graph.nodes[i];
+    if (n.op == ModelOp::OptimizerStep) {
+      // The update over the flat buffers: one generated loop (emit_optimizer.h).
+      StageJitStatus st;
+      st.stage = static_cast<int>(i);
+      const OptimizerConfig config = OptimizerConfig::from_node(n);
+      const std::string symbol = fmt::format("pipec_step_{}_optimizer_{}", graph.name, i);
+      try {
+        n.native = linker.add_module(
+            symbol, [&](llvm::Module& m) { emit_optimizer_kernel(config, m, symbol); }, st, Clock::now());
+        st.native = true;
+        (st.from_cache ? report.cached : report.compiled)++;
+      } catch (const std::exception& e) {
+        st.why_not = e.what();
+      }
+      report.stages.push_back(st);
+      continue;
+    }
     if (n.op != ModelOp::Expr || !n.fn) continue;
     StageJitStatus st;
     st.stage = static_cast<int>(i);

@@ -172,8 +172,10 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
     bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || has_onednn_op(op);
     k.kernel_nodes += on_kernel;
     // An expr node with a compiled kernel runs generated code, not the reference's interpreter.
-    k.on_kernel.push_back(on_kernel || (op == ModelOp::Expr && g.nodes[i].native));
-    k.jit_nodes += op == ModelOp::Expr && g.nodes[i].native;
+    // Expr nodes and the optimizer's update with a compiled kernel run generated code.
+    const bool jit = (op == ModelOp::Expr || op == ModelOp::OptimizerStep) && g.nodes[i].native;
+    k.on_kernel.push_back(on_kernel || jit);
+    k.jit_nodes += jit;
   }
 }
 

@@ -48,6 +48,7 @@ class FastExecutor : public ReferenceExecutor<float> {
  protected:
   void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
   ParallelFor optimizer_threads() const override;
+  const NativeKernel* optimizer_kernel(const GraphNode& n) const override { return n.native.get(); }
 
  private:
   bool run_expr_kernel(const GraphNode& n, int64_t rows);
