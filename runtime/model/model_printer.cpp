@@ -145,9 +145,10 @@ std::string print_model_graph(const ModelGraph& g) {
     // The liveness plan (step_memory.h): what a step holds at its peak, beside the flat buffers.
     StepMemory m = step_memory(g, g.batch);
     out += fmt::format(
-        "  memory per step of {}: activations and gradients {} at the peak (during {} node {}), flat buffers {}\n",
+        "  memory per step of {}: activations and gradients {} at the peak (during {} node {}), computed values in "
+        "one block of {} planned by liveness, flat buffers {}\n",
         g.batch, bytes_text(m.peak_activation_bytes), model_op_name(g.nodes.at(m.peak_node).op), m.peak_node,
-        bytes_text(m.flat_bytes));
+        bytes_text(m.arena_bytes), bytes_text(m.flat_bytes));
   }
   for (const GraphNode* n : functions) out += "\n" + print_function(*n->fn);
   return out;

@@ -1,5 +1,7 @@
 #include "runtime/model/step_memory.h"
 
+#include "runtime/model/step_arena.h"
+
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -43,6 +45,8 @@ StepMemory step_memory(const ModelGraph& g, int64_t rows) {
   int64_t live = 0;
   for (int v : g.inputs) live += bytes(v);
   if (g.target >= 0) live += bytes(g.target);
+  m.input_bytes = live;
+  m.arena_bytes = plan_step_arena(g, rows).bytes;
   for (int i = 0; i < nodes; ++i) {
     for (int o : g.nodes[i].outputs)
       if (planned(g.values[o])) live += bytes(o);

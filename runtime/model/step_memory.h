@@ -14,9 +14,11 @@ namespace pipec {
 struct StepMemory {
   int64_t peak_activation_bytes = 0;  // the most bytes of batched and intermediate values live at once
   int peak_node = -1;                 // the node during which the peak is reached
-  int64_t flat_bytes = 0;  // parameters + their gradients + state + optimizer slots
+  int64_t input_bytes = 0;            // the batch fed in (inputs and target), held for the whole step
+  int64_t arena_bytes = 0;            // the block the computed values live in (step_arena.h), >= peak - inputs
+  int64_t flat_bytes = 0;             // parameters + their gradients + state + optimizer slots
 
-  int64_t total_bytes() const { return peak_activation_bytes + flat_bytes; }
+  int64_t total_bytes() const { return input_bytes + arena_bytes + flat_bytes; }
 };
 
 /// The memory of one step of `g` on batches of `rows` examples.

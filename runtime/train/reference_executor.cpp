@@ -1,5 +1,8 @@
 #include "runtime/train/reference_executor.h"
 
+#include <cstring>
+#include <new>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -118,11 +121,8 @@ ReferenceExecutor<T>::ReferenceExecutor(const ModelGraph& g, uint64_t seed) : g_
   buf_.grads.assign(buf_.params.size(), T(0));
   // A value's tensor is freed after the last node that reads it, so a step holds what is live, not
   // every activation and gradient at once. The output and the loss stay for the caller.
-  last_use_.assign(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int v : g.nodes[i].inputs) last_use_[v] = static_cast<int>(i);
-  if (g.output >= 0) last_use_[g.output] = static_cast<int>(g.nodes.size());
-  if (g.loss >= 0) last_use_[g.loss] = static_cast<int>(g.nodes.size());
+  last_use_ = value_last_uses(g);
+  first_write_ = value_first_writes(g);
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
 }
@@ -162,6 +162,7 @@ double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor
   std::fill(buf_.grads.begin(), buf_.grads.end(), T(0));
   loss_ = 0;
   rows_ = rows;
+  prepare_arena(rows);
   run_phases(-1, last, step, seconds);
   return loss_;
 }
@@ -212,11 +213,33 @@ std::string ReferenceExecutor<T>::description() const {
 }
 
 template <class T>
+void ReferenceExecutor<T>::prepare_arena(int64_t rows) {
+  if (arena_block_ && rows <= arena_.rows) return;  // a plan for more rows serves fewer
+  arena_block_.reset();                             // the old block first: the peak is the new one
+  arena_ = plan_step_arena(g_, rows, first_write_, last_use_);
+  constexpr std::align_val_t kAlign{64};
+  auto* block =
+      static_cast<uint8_t*>(::operator new[](static_cast<size_t>(std::max<int64_t>(arena_.bytes, 1)), kAlign));
+  arena_block_ = std::shared_ptr<uint8_t[]>(block, [](uint8_t* p) { ::operator delete[](p, std::align_val_t{64}); });
+}
+
+template <class T>
+Tensor ReferenceExecutor<T>::arena_tensor(int id, int64_t rows) {
+  const GraphValue& v = g_.values.at(static_cast<size_t>(id));
+  const int64_t offset = arena_.offset.at(static_cast<size_t>(id));
+  if (offset < 0 || rows > arena_.rows)
+    throw std::logic_error(fmt::format("reference executor: %{} has no place in the step's arena", id));
+  // A view: the block outlives it (the aliasing shared_ptr holds the block).
+  return Tensor::adopt(v.dtype, g_.full_shape(id, rows),
+                       std::shared_ptr<uint8_t[]>(arena_block_, arena_block_.get() + offset));
+}
+
+template <class T>
 void ReferenceExecutor<T>::allocate_outputs(const GraphNode& n, int64_t rows) {
   for (int o : n.outputs) {
     const GraphValue& v = g_.values[o];
     if (v.grad_of < 0 && v.role != ValueRole::Param && v.role != ValueRole::State && n.op != ModelOp::Expr)
-      values_[o] = Tensor::empty(v.dtype, g_.full_shape(o, rows));
+      values_[o] = arena_tensor(o, rows);
   }
 }
 
@@ -255,11 +278,18 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       EvalContext ctx;
       ctx.seed = seed_;
       std::vector<Column> results = run_function(*n.fn, fields, c, ctx);
+      // Into the outputs' places in the arena: the interpreter's results may be views of its inputs,
+      // whose places later values take.
       for (size_t k = 0; k < n.outputs.size(); ++k) {
-        Tensor t = results[k].dense;
-        Shape want = g_.full_shape(n.outputs[k], rows);
-        if (t.shape() != want) t = t.reshaped(want);
-        values_[n.outputs[k]] = t;
+        const int o = n.outputs[k];
+        const Tensor& t = results[k].dense;
+        Tensor place = arena_tensor(o, rows);
+        if (t.dtype() != place.dtype() || t.num_elements() != place.num_elements())
+          throw std::logic_error(fmt::format("reference executor: expr node gives {} {} for %{} ({} {})",
+                                             dtype_name(t.dtype()), shape_to_string(t.shape()), o,
+                                             dtype_name(place.dtype()), shape_to_string(place.shape())));
+        std::memcpy(place.raw(), t.raw(), place.byte_size());
+        values_[o] = place;
       }
       return;
     }

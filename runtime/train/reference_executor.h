@@ -12,6 +12,7 @@
 
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
+#include "runtime/model/step_arena.h"
 #include "runtime/train/loss_scale.h"
 #include "runtime/train/optimizer.h"
 
@@ -59,12 +60,18 @@ class ReferenceExecutor {
   /// phase not run yet will read (each is freed after its last reader; parameters live in buffers()).
   const Tensor& value(int id) const { return values_.at(id); }
 
+  /// The plan of the block the step's computed values live in (made at the first step, and again for a
+  /// larger batch).
+  const StepArena& arena() const { return arena_; }
+
  protected:
   /// Faster executors (runtime/train/fast) derive from this one and override run_node for the kinds
   /// they have kernels for, leaving the others (and the order, the buffers, the phases) to it.
   T* data(int id);
-  /// Gives each output of `n` that is not a view of the flat buffers a tensor of its own.
+  /// Gives each output of `n` that is not a view of the flat buffers its place in the step's arena.
   void allocate_outputs(const GraphNode& n, int64_t rows);
+  /// Value `id`'s place in the arena, as a tensor of its full shape for `rows` (a view of the block).
+  Tensor arena_tensor(int id, int64_t rows);
   virtual void run_node(const GraphNode& n, int64_t rows, uint64_t step);
   /// How the optimizer's loops over the flat buffers are split: one loop here (the oracle runs on one
   /// thread); the fast executor's threads there. The weights are the same bit for bit either way.
@@ -84,9 +91,16 @@ class ReferenceExecutor {
   std::optional<LossScale> loss_scale_;
   std::vector<Tensor> values_;
   double loss_ = 0;
-  std::vector<int> last_use_;  // per value: the last node that reads it (values are freed after it)
+  std::vector<int> last_use_;     // per value: the last node that reads it (values are freed after it)
+  std::vector<int> first_write_;  // per value: the first node that writes it (its producer, unless a
+                                  // derived executor writes it earlier)
   int64_t rows_ = 0;
   int done_ = -1;  // the last phase run on the current batch
+
+ private:
+  void prepare_arena(int64_t rows);
+  StepArena arena_;
+  std::shared_ptr<uint8_t[]> arena_block_;
 };
 
 }  // namespace pipec

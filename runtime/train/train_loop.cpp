@@ -96,10 +96,10 @@ void check_step_fits(const TrainProgram& t) {
   int64_t available = available_memory();
   if (available >= 0 && m.total_bytes() > available)
     throw TrainError(
-        fmt::format("train `{}`: a step of {} examples needs {} (activations and gradients {} at the peak, "
-                    "parameters, gradients and optimizer state {}), but only {} of memory is available; a "
-                    "smaller batch needs proportionally less activation memory",
-                    t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.peak_activation_bytes),
+        fmt::format("train `{}`: a step of {} examples needs {} (the batch {}, activations and gradients {} in "
+                    "the block planned for them, parameters, gradients and optimizer state {}), but only {} of "
+                    "memory is available; a smaller batch needs proportionally less activation memory",
+                    t.name, g.batch, bytes_text(m.total_bytes()), bytes_text(m.input_bytes), bytes_text(m.arena_bytes),
                     bytes_text(m.flat_bytes), bytes_text(available)));
 }
 

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "runtime/model/step_arena.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/safetensors.h"
@@ -340,6 +342,83 @@ TEST(FastExecutor, MatchesKerasFixtures) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
+}
+
+// The step's arena (runtime/model/step_arena.h): every two values alive at the same node have disjoint
+// bytes, under the lifetimes of the executor that uses the plan.
+void expect_valid_arena(const ModelGraph& g, const StepArena& a, const std::vector<int>& first,
+                        const std::vector<int>& last) {
+  struct Range {
+    int id;
+    int from, to;
+    int64_t lo, hi;
+  };
+  std::vector<Range> ranges;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const int id = static_cast<int>(v);
+    if (first[v] < 0 || !in_step_arena(g, id)) {
+      EXPECT_EQ(a.offset[v], -1) << "%" << id << " is not computed into the arena but has a place in it";
+      continue;
+    }
+    ASSERT_GE(a.offset[v], 0) << "%" << id << " has no place";
+    EXPECT_EQ(a.offset[v] % 64, 0) << "%" << id;
+    const int64_t bytes = shape_num_elements(g.full_shape(id, a.rows)) * dtype_size(g.values[v].dtype);
+    EXPECT_LE(a.offset[v] + bytes, a.bytes) << "%" << id;
+    ranges.push_back({id, first[v], std::max(first[v], last[v]), a.offset[v], a.offset[v] + bytes});
+  }
+  for (size_t i = 0; i < ranges.size(); ++i)
+    for (size_t j = i + 1; j < ranges.size(); ++j) {
+      const Range &x = ranges[i], &y = ranges[j];
+      if (x.from <= y.to && y.from <= x.to) {
+        EXPECT_TRUE(x.hi <= y.lo || y.hi <= x.lo)
+            << "%" << x.id << " [nodes " << x.from << ".." << x.to << ", bytes " << x.lo << ".." << x.hi << ") and %"
+            << y.id << " [nodes " << y.from << ".." << y.to << ", bytes " << y.lo << ".." << y.hi << ") overlap";
+      }
+    }
+}
+
+// The lifetimes the fast executor plans its arena with (a layer's backward group writes its nodes'
+// outputs at the first of them, before their own turn).
+struct LifetimeProbe : FastExecutor {
+  using FastExecutor::FastExecutor;
+  const std::vector<int>& first_writes() const { return first_write_; }
+  const std::vector<int>& last_uses() const { return last_use_; }
+};
+
+TEST(StepArena, ValuesAliveTogetherNeverShareBytesAndTheBlockIsNearThePeak) {
+  for (const char* spec : {kChessSpec, kEveryLayerSpec}) {
+    TrainProgram t = testing::compile_train_jit(spec);
+    const ModelGraph& g = t.step;
+    SCOPED_TRACE(g.name);
+    const int64_t rows = 16;
+    StepArena plan = plan_step_arena(g, rows);
+    expect_valid_arena(g, plan, value_first_writes(g), value_last_uses(g));
+    // No packing goes below the peak of live computed bytes; first-fit stays within 10% of it here, and
+    // values share places (the block is smaller than all of them side by side).
+    const StepMemory m = step_memory(g, rows);
+    int64_t every_value = 0;
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (plan.offset[v] >= 0)
+        every_value += shape_num_elements(g.full_shape(static_cast<int>(v), rows)) * dtype_size(g.values[v].dtype);
+    EXPECT_GE(plan.bytes, m.peak_activation_bytes - m.input_bytes);
+    EXPECT_LE(plan.bytes, (m.peak_activation_bytes - m.input_bytes) * 11 / 10 + 64 * 64);
+    EXPECT_LT(plan.bytes, every_value);
+    EXPECT_EQ(m.arena_bytes, plan.bytes);
+
+    // The fast executor's own plan, made at its first step, under its lifetimes.
+    LifetimeProbe fast(g, 0);
+    Batch b = make_batch(g, rows, 1);
+    fast.run(b.inputs, &b.target, 0, OpCategory::Update);
+    ASSERT_EQ(fast.arena().rows, rows);
+    int earlier = 0;
+    for (size_t v = 0; v < g.values.size(); ++v) earlier += fast.first_writes()[v] < value_first_writes(g)[v];
+    EXPECT_GT(earlier, 0) << "no backward group writes ahead of its nodes";
+    expect_valid_arena(g, fast.arena(), fast.first_writes(), fast.last_uses());
+    // A shorter batch runs in the same block.
+    Batch small = make_batch(g, 5, 2);
+    fast.run(small.inputs, &small.target, 1, OpCategory::Update);
+    EXPECT_EQ(fast.arena().rows, rows);
+  }
 }
 
 }  // namespace

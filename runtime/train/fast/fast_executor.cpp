@@ -150,7 +150,12 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
       last_use_[fw.inputs[1]] = std::max(last_use_[fw.inputs[1]], grp.first);
       const int id = static_cast<int>(k.groups.size());
       for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
-        if (b >= 0) k.group_of[b] = id;
+        if (b >= 0) {
+          k.group_of[b] = id;
+          // The group's call writes every output of its nodes at the first of them: their places in
+          // the arena are taken from then on.
+          for (int o : g.nodes[b].outputs) first_write_[o] = std::min(first_write_[o], grp.first);
+        }
       k.groups.push_back(grp);
     } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::GlobalMaxPool || fw.op == ModelOp::BatchNorm) {
       // Their backward reads what the forward kept (max positions, batch statistics): found by the
@@ -244,15 +249,15 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     if (!row_bytes(id, in_row.emplace_back())) return false;
     inputs.push_back(values_.at(static_cast<size_t>(id)).raw());
   }
-  // The outputs get tensors of their own here: allocate_outputs leaves an expr node's outputs to the
-  // interpreter, which makes them as it runs.
+  // The outputs get their places in the arena here: allocate_outputs leaves an expr node's outputs to
+  // the interpreter's path.
   std::vector<void*> outputs;
   std::vector<int64_t> out_row;
   for (int id : n.outputs) {
     const GraphValue& v = g_.values[static_cast<size_t>(id)];
     if (v.dtype != DType::F32 || v.grad_of >= 0 || v.role == ValueRole::Param || v.role == ValueRole::State)
       return false;
-    values_[static_cast<size_t>(id)] = Tensor::empty(DType::F32, g_.full_shape(id, rows));
+    values_[static_cast<size_t>(id)] = arena_tensor(id, rows);
     if (!row_bytes(id, out_row.emplace_back())) return false;
     outputs.push_back(data(id));
   }
