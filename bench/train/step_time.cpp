@@ -1,7 +1,8 @@
 // The fast executor's training step alone on a spec's model: compiles SPEC's train block (as `pipec
-// check` does: no data is read), feeds it random batches of the block's batch size, and times whole
-// steps (forward, loss, backward, update). The peer of bench/train/torch_models.py for the seeds whose
-// data is not on the machine (deblur, segmentation).
+// check` does: no data is read; then its expr nodes and update by the JIT, as `pipec run` does), feeds
+// it random batches of the block's batch size, and times whole steps (forward, loss, backward, update).
+// The peer of bench/train/torch_models.py for the seeds whose data is not on the machine (deblur,
+// segmentation).
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
 //
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/train/fast/fast_executor.h"
@@ -64,7 +66,8 @@ int main(int argc, char** argv) {
   const TrainProgram* t = &r.trains[0].program;
   for (const CompiledTrain& c : r.trains)
     if (c.program.name == train) t = &c.program;
-  const ModelGraph& g = t->step;
+  ModelGraph g = t->step;
+  codegen::attach_step_kernels(g);  // as `pipec run` at -O1
   const int64_t rows = g.batch > 0 ? g.batch : 1;
   std::vector<Tensor> inputs;
   for (size_t k = 0; k < g.inputs.size(); ++k) inputs.push_back(random_f32(g.full_shape(g.inputs[k], rows), k, -1, 1));

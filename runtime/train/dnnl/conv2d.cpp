@@ -8,8 +8,8 @@ namespace pipec::train {
 
 namespace {
 
-// Winograd's F(4x4, 3x3): a 3x3 window at stride 1 without dilation, and enough rows for its transforms
-// to pay (oneDNN decides the rest).
+// Winograd's F(4x4, 3x3) is for a 3x3 window at stride 1 without dilation; oneDNN decides the rest
+// (channels, the CPU's instruction set) by refusing the primitive.
 bool winograd_candidate(const Conv2dDesc& d, ConvAlgorithm algorithm) {
   return algorithm == ConvAlgorithm::Auto && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 && d.stride_w == 1 &&
          d.dilation_h == 1 && d.dilation_w == 1;
