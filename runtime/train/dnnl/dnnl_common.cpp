@@ -156,6 +156,25 @@ void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair
   }
 }
 
+namespace {
+
+// libgomp is not built with ThreadSanitizer, so TSan does not see that a parallel region's threads start
+// after the code before it and end before the code after it, nor what `omp critical` orders: it would
+// report every access of the parts to the caller's data as a race. The fork, join and critical section
+// are told to it as acquire/release pairs (no-ops in other builds), so TSan still checks the parts
+// against each other.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+void tsan_acquire(void* addr) { __tsan_acquire(addr); }
+void tsan_release(void* addr) { __tsan_release(addr); }
+#else
+void tsan_acquire(void*) {}
+void tsan_release(void*) {}
+#endif
+
+}  // namespace
+
 void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t, int64_t)>& body) {
   const int64_t parts = std::min<int64_t>(std::max(threads, 1), rows);
   if (parts <= 1) {
@@ -164,15 +183,24 @@ void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t, 
   }
   // Exceptions must not cross the OpenMP region: the first is kept and rethrown after it.
   std::exception_ptr error;
+  char fork = 0, join = 0, critical = 0;  // addresses for ThreadSanitizer's happens-before edges
+  tsan_release(&fork);
 #pragma omp parallel for num_threads(static_cast <int>(parts)) schedule(static, 1)
   for (int64_t p = 0; p < parts; ++p) {
+    tsan_acquire(&fork);
     try {
       body(rows * p / parts, rows * (p + 1) / parts);
     } catch (...) {
 #pragma omp critical
-      if (!error) error = std::current_exception();
+      {
+        tsan_acquire(&critical);
+        if (!error) error = std::current_exception();
+        tsan_release(&critical);
+      }
     }
+    tsan_release(&join);
   }
+  tsan_acquire(&join);
   if (error) std::rethrow_exception(error);
 }
 
