@@ -8,6 +8,8 @@
 #include <exception>
 #include <new>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace pipec::train {
 
@@ -156,51 +158,44 @@ void check_tensor_sizes(const std::string& what, std::initializer_list<std::pair
   }
 }
 
-namespace {
-
-// libgomp is not built with ThreadSanitizer, so TSan does not see that a parallel region's threads start
-// after the code before it and end before the code after it, nor what `omp critical` orders: it would
-// report every access of the parts to the caller's data as a race. The fork, join and critical section
-// are told to it as acquire/release pairs (no-ops in other builds), so TSan still checks the parts
-// against each other.
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-void tsan_acquire(void* addr) { __tsan_acquire(addr); }
-void tsan_release(void* addr) { __tsan_release(addr); }
-#else
-void tsan_acquire(void*) {}
-void tsan_release(void*) {}
-#endif
-
-}  // namespace
-
 void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t, int64_t)>& body) {
   const int64_t parts = std::min<int64_t>(std::max(threads, 1), rows);
   if (parts <= 1) {
     if (rows > 0) body(0, rows);
     return;
   }
+#if defined(__SANITIZE_THREAD__)
+  // Debian's libgomp is not built with ThreadSanitizer: TSan would not see that a region's threads start
+  // after the code before it and end before the code after it, and would report every access of the
+  // parts to the caller's data. Under TSan the parts run on threads of their own, whose start and join
+  // it sees, so it still checks the parts against each other.
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  auto run_part = [&](int64_t p) {
+    try {
+      body(rows * p / parts, rows * (p + 1) / parts);
+    } catch (...) {
+      errors[static_cast<size_t>(p)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int64_t p = 1; p < parts; ++p) workers.emplace_back(run_part, p);
+  run_part(0);
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return;
+#endif
   // Exceptions must not cross the OpenMP region: the first is kept and rethrown after it.
   std::exception_ptr error;
-  char fork = 0, join = 0, critical = 0;  // addresses for ThreadSanitizer's happens-before edges
-  tsan_release(&fork);
 #pragma omp parallel for num_threads(static_cast <int>(parts)) schedule(static, 1)
   for (int64_t p = 0; p < parts; ++p) {
-    tsan_acquire(&fork);
     try {
       body(rows * p / parts, rows * (p + 1) / parts);
     } catch (...) {
 #pragma omp critical
-      {
-        tsan_acquire(&critical);
-        if (!error) error = std::current_exception();
-        tsan_release(&critical);
-      }
+      if (!error) error = std::current_exception();
     }
-    tsan_release(&join);
   }
-  tsan_acquire(&join);
   if (error) std::rethrow_exception(error);
 }
 
