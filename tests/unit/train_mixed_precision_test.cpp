@@ -173,6 +173,44 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps
   EXPECT_TRUE(std::isinf(r[3]));
 }
 
+// The fast executor splits a round node's elements over its threads: the same bits as the reference's
+// one loop and as the tensor conversion itself, ties and overflow included, for both 16-bit types.
+TEST(MixedPrecision, FastExecutorRoundsLikeTheReferenceOnItsThreads) {
+  for (const char* precision : {"mixed_fp16", "mixed_bf16"}) {
+    SCOPED_TRACE(precision);
+    ModelGraph g = testing::compile_train(std::string(R"(source s = tfrecord("x.tfrecord") { x: f32[4], y: f32[1] }
+pipeline data = s | batch(64, drop_remainder = true)
+model net(x: f32[4]) -> f32[1] { x | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 1, precision = )") +
+                                          precision + " }\n")
+                       .step;
+    const GraphNode* dense = nullptr;
+    for (const GraphNode& n : g.nodes)
+      if (n.op == ModelOp::Dense) dense = &n;
+    ASSERT_NE(dense, nullptr);
+    Tensor x = Tensor::empty(DType::F32, {64, 4});
+    for (int64_t i = 0; i < 256; ++i)  // ties of both types, large values, a spread of others
+      x.data<float>()[i] = i % 4 == 0   ? 1.0f + std::ldexp(1.0f, -11) * static_cast<float>(i % 7)
+                           : i % 4 == 1 ? 1.0f + std::ldexp(1.0f, -8) * static_cast<float>(i % 5)
+                           : i % 4 == 2 ? 65519.0f + static_cast<float>(i)
+                                        : std::sin(0.3f * static_cast<float>(i)) * 1e3f;
+    Tensor y = Tensor::zeros(DType::F32, {64, 1});
+    ReferenceExecutor<float> ref(g, 1);
+    FastExecutor fast(g, 1, FastExecutorOptions{2});
+    ref.run({x}, &y, 0, OpCategory::Forward);
+    fast.run({x}, &y, 0, OpCategory::Forward);
+    std::vector<float> want(256);
+    if (std::string(precision) == "mixed_bf16") round_to_bf16(x.data<float>(), want.data(), 256);
+    else round_to_f16(x.data<float>(), want.data(), 256);
+    const float* r = ref.value(dense->inputs[0]).data<float>();
+    const float* f = fast.value(dense->inputs[0]).data<float>();
+    for (int64_t i = 0; i < 256; ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(r[i]), std::bit_cast<uint32_t>(want[i])) << "reference, element " << i;
+      EXPECT_EQ(std::bit_cast<uint32_t>(f[i]), std::bit_cast<uint32_t>(want[i])) << "fast, element " << i;
+    }
+  }
+}
+
 // The tensor loops round as the scalar conversions do, bit for bit (the f16 one may use F16C): over a
 // sweep of every 4099th f32 bit pattern, and every pattern around f16's subnormals and overflow.
 TEST(MixedPrecision, TensorRoundingMatchesTheScalarConversions) {

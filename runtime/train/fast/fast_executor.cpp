@@ -18,6 +18,7 @@
 #include "runtime/train/dnnl/pool2d.h"
 #include "runtime/train/dnnl/softmax.h"
 #include "runtime/train/dnnl/upsample2d.h"
+#include "runtime/train/round_16bit.h"
 
 namespace pipec {
 
@@ -527,6 +528,19 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
                            : train::Activation::gelu());
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
+      return;
+    }
+    case ModelOp::Round: {
+      // Mixed precision's casts, emulated: the reference's rounding loop, split over the threads (each
+      // element rounds on its own, so the split changes nothing).
+      allocate_outputs(n, rows);
+      const float* x = ptr(n.inputs[0]);
+      float* y = ptr(n.outputs[0]);
+      const bool bf16 = n.attr_symbol("dtype") == "bf16";
+      train::parallel_rows(k.cpu.threads(), count(n.inputs[0]), [&](int64_t begin, int64_t end) {
+        if (bf16) round_to_bf16(x + begin, y + begin, end - begin);
+        else round_to_f16(x + begin, y + begin, end - begin);
+      });
       return;
     }
     case ModelOp::Expr:
