@@ -126,8 +126,7 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
   T* w = params.data();
   T* m = slots.m.data();
   T* v = has_second_moment ? slots.v.data() : nullptr;
-  // One pass over the flat buffers, a part per thread: clipped gradients, weight decay (applied first,
-  // as Keras does), then the optimizer's update. Parts of kPart elements keep the clipped copy in cache.
+  // The compiled update (emit_optimizer.h) does what the loop below does, per part.
   if (kernel) {
     if constexpr (!std::is_same_v<T, float>) {
       throw std::logic_error("optimizer_step: a compiled update is f32 only");
@@ -145,6 +144,8 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
     }
     return;
   }
+  // One pass over the flat buffers, a part per thread: clipped gradients, weight decay (applied first,
+  // as Keras does), then the optimizer's update. Parts of kPart elements keep the clipped copy in cache.
   constexpr int64_t kPart = 4096;
   parallel(n, [&](int64_t begin, int64_t end) {
     std::vector<T> clipped(clip ? kPart : 0);

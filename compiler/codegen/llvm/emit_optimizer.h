@@ -1,5 +1,5 @@
 // The optimizer's update over the flat buffers -> one LLVM function with the PipecKernelFn signature
-// (runtime/plan/native_kernel.h), the ABI runtime/train/optimizer.h's OptimizerKernelAbi describes:
+// (runtime/plan/native_kernel.h), the ABI runtime/train/optimizer.h describes at OptimizerKernelScalars:
 // inputs {g, scalars}, outputs {w, m, v} read and written in place, `rows` elements of each.
 //
 // The optimizer's kind and its constants (beta1, beta2, eps, momentum, whether weights decay or
