@@ -7,7 +7,7 @@ namespace pipec {
 
 template <class T>
 void batch_statistics(int64_t rows, int64_t channels, const T* x, double* mean, double* variance,
-                      const BlockParallelFor& parallel) {
+                      const ParallelFor& parallel) {
   const int64_t blocks = (rows + kStatisticsBlock - 1) / kStatisticsBlock;
   // Each block's mean and sum of squared deviations, [blocks][channels].
   std::vector<double> block_mean(static_cast<size_t>(blocks * channels)), block_m2(block_mean.size());
@@ -33,8 +33,7 @@ void batch_statistics(int64_t rows, int64_t channels, const T* x, double* mean, 
       }
     }
   };
-  if (parallel) parallel(blocks, run_blocks);
-  else run_blocks(0, blocks);
+  run_split(parallel, blocks, run_blocks);
   // Chan's merge, block after block: n_ab = n_a + n_b, delta = mean_b - mean_a,
   // mean_ab = mean_a + delta n_b / n_ab, M2_ab = M2_a + M2_b + delta^2 n_a n_b / n_ab.
   std::vector<double> m2(static_cast<size_t>(channels), 0.0);
@@ -55,7 +54,7 @@ void batch_statistics(int64_t rows, int64_t channels, const T* x, double* mean, 
   for (int64_t c = 0; c < channels; ++c) variance[c] = rows > 0 ? m2[static_cast<size_t>(c)] / rows : 0.0;
 }
 
-template void batch_statistics<float>(int64_t, int64_t, const float*, double*, double*, const BlockParallelFor&);
-template void batch_statistics<double>(int64_t, int64_t, const double*, double*, double*, const BlockParallelFor&);
+template void batch_statistics<float>(int64_t, int64_t, const float*, double*, double*, const ParallelFor&);
+template void batch_statistics<double>(int64_t, int64_t, const double*, double*, double*, const ParallelFor&);
 
 }  // namespace pipec

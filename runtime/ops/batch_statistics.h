@@ -11,18 +11,16 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+
+#include "runtime/core/parallel_for.h"
 
 namespace pipec {
 
 constexpr int64_t kStatisticsBlock = 256;
 
-/// Runs body(begin, end) over parts of [0, n) that together cover it, in any order or in parallel.
-using BlockParallelFor = std::function<void(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body)>;
-
 /// mean[c] and variance[c] (biased: divided by rows) of x[r * channels + c]; `parallel` null: one loop.
 template <class T>
 void batch_statistics(int64_t rows, int64_t channels, const T* x, double* mean, double* variance,
-                      const BlockParallelFor& parallel = nullptr);
+                      const ParallelFor& parallel = nullptr);
 
 }  // namespace pipec

@@ -77,7 +77,7 @@ template <class T>
 double global_norm(int64_t n, const T* g, const ParallelFor& parallel) {
   const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
   std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
-  parallel(blocks, [&](int64_t b0, int64_t b1) {
+  run_split(parallel, blocks, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       double sum = 0;
       for (int64_t i = b * kNormBlock, e = std::min(n, (b + 1) * kNormBlock); i < e; ++i)
@@ -94,11 +94,7 @@ double global_norm(int64_t n, const T* g, const ParallelFor& parallel) {
 
 template <class T>
 void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std::vector<T>& grads,
-                    OptimizerSlots<T>& slots, const ParallelFor& parallel_or_null, const NativeKernel* kernel) {
-  const ParallelFor parallel =
-      parallel_or_null ? parallel_or_null : [](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-        if (n > 0) body(0, n);
-      };
+                    OptimizerSlots<T>& slots, const ParallelFor& parallel, const NativeKernel* kernel) {
   const int64_t n = static_cast<int64_t>(params.size());
   const bool has_second_moment = c.kind != OptimizerKind::Sgd;
   if (slots.m.size() != params.size()) slots.m.assign(params.size(), T(0));
@@ -134,7 +130,7 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
       const OptimizerKernelScalars scalars{c.kind == OptimizerKind::Sgd ? static_cast<T>(lr_now) : alpha, decay,
                                            clip_scale};
       std::atomic<bool> failed{false};
-      parallel(n, [&](int64_t begin, int64_t end) {
+      run_split(parallel, n, [&](int64_t begin, int64_t end) {
         const void* in[2] = {grads.data() + begin, &scalars};
         void* out[3] = {w + begin, m + begin, v ? v + begin : nullptr};
         PipecKernelArgs args{in, out, end - begin, begin, 0, 0};
@@ -147,7 +143,7 @@ void optimizer_step(const OptimizerConfig& c, std::vector<T>& params, const std:
   // One pass over the flat buffers, a part per thread: clipped gradients, weight decay (applied first,
   // as Keras does), then the optimizer's update. Parts of kPart elements keep the clipped copy in cache.
   constexpr int64_t kPart = 4096;
-  parallel(n, [&](int64_t begin, int64_t end) {
+  run_split(parallel, n, [&](int64_t begin, int64_t end) {
     std::vector<T> clipped(clip ? kPart : 0);
     for (int64_t b = begin; b < end; b += kPart) {
       const int64_t count = std::min(end - b, kPart);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/parallel_for.h"
 #include "runtime/model/model_graph.h"
 #include "runtime/plan/native_kernel.h"
 #include "runtime/train/lr_schedule.h"
@@ -51,9 +52,6 @@ struct OptimizerSlots {
   double last_lr = 0;         // the learning rate of the last step
   double last_grad_norm = 0;  // the global norm of its gradients, before clipping (0 without clipping)
 };
-
-/// Runs body(begin, end) over parts of [0, n) that together cover it, in any order or in parallel.
-using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body)>;
 
 /// The compiled update (compiler/codegen/llvm/emit_optimizer.h, attached to the optimizer_step node as
 /// GraphNode::native by `attach_step_kernels`) on the PipecKernelFn ABI: inputs {g, scalars}, outputs

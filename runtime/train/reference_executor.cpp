@@ -1,10 +1,9 @@
 #include "runtime/train/reference_executor.h"
 
-#include <cstring>
-#include <new>
-
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -465,24 +464,26 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     case ModelOp::OptimizerStep:
       // mixed_fp16: unscale the gradients, or skip the step when one of them (or the loss) is not finite.
       if (n.attr("loss_scale") && loss_scale_ && !loss_scale_->unscale_or_skip(loss_, buf_.grads)) return;
-      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_, optimizer_threads(),
+      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_, loop_threads(),
                         optimizer_kernel(n));
       return;
     case ModelOp::Round: {  // mixed precision's casts, emulated: to bf16 or f16 (nearest even) and back
       const bool bf16 = n.attr_symbol("dtype") == "bf16";
       const T* x = in(0);
       T* y = out(0);
-      const int64_t e = count(n.inputs[0]);
-      if constexpr (std::is_same_v<T, float>) {
-        if (bf16) round_to_bf16(x, y, e);
-        else round_to_f16(x, y, e);
-      } else {
-        for (int64_t i = 0; i < e; ++i) {
-          const float f = static_cast<float>(x[i]);
-          y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f))
-                                     : half_bits_to_float(float_to_half_bits(f)));
+      // Element by element, so split over loop_threads() like the optimizer's update.
+      run_split(loop_threads(), count(n.inputs[0]), [&](int64_t begin, int64_t end) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (bf16) round_to_bf16(x + begin, y + begin, end - begin);
+          else round_to_f16(x + begin, y + begin, end - begin);
+        } else {
+          for (int64_t i = begin; i < end; ++i) {
+            const float f = static_cast<float>(x[i]);
+            y[i] = static_cast<T>(bf16 ? bf16_bits_to_float(float_to_bf16_bits(f))
+                                       : half_bits_to_float(float_to_half_bits(f)));
+          }
         }
-      }
+      });
       return;
     }
   }

@@ -73,9 +73,10 @@ class ReferenceExecutor {
   /// Value `id`'s place in the arena, as a tensor of its full shape for `rows` (a view of the block).
   Tensor arena_tensor(int id, int64_t rows);
   virtual void run_node(const GraphNode& n, int64_t rows, uint64_t step);
-  /// How the optimizer's loops over the flat buffers are split: one loop here (the oracle runs on one
-  /// thread); the fast executor's threads there. The weights are the same bit for bit either way.
-  virtual ParallelFor optimizer_threads() const { return nullptr; }
+  /// How the element-by-element loops over whole buffers (the optimizer's update, mixed precision's
+  /// rounding) are split: one loop here (the oracle runs on one thread); the fast executor's threads
+  /// there. The results are the same bit for bit either way.
+  virtual ParallelFor loop_threads() const { return nullptr; }
   /// The optimizer_step node's compiled update to run instead of the loop: none here (the oracle never
   /// runs generated code); the node's GraphNode::native in the fast executor.
   virtual const NativeKernel* optimizer_kernel(const GraphNode&) const { return nullptr; }

@@ -45,26 +45,13 @@ class KernelEmitter {
       if (i < nest_.inputs.size()) body->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
     }
     emit_body(body);
-
-    // The entry point: unpack PipecKernelArgs {inputs, outputs, rows, first_index, epoch, seed}.
-    auto* i8pp = i8p->getPointerTo();
-    auto* args_ty = llvm::StructType::get(ctx_, {i8pp, i8pp, i64, i64, i64, i64});
-    auto* fn_ty = llvm::FunctionType::get(b_.getInt32Ty(), {args_ty->getPointerTo()}, false);
-    auto* fn = llvm::Function::Create(fn_ty, llvm::Function::ExternalLinkage, symbol, m_);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
-    Value* a = fn->getArg(0);
-    auto field = [&](unsigned k, llvm::Type* t) { return b_.CreateLoad(t, b_.CreateStructGEP(args_ty, a, k)); };
-    Value* ins = field(0, i8pp);
-    Value* outs = field(1, i8pp);
-    std::vector<Value*> call_args;
-    for (size_t i = 0; i < nest_.inputs.size(); ++i)
-      call_args.push_back(b_.CreateLoad(i8p, b_.CreateConstGEP1_64(i8p, ins, i)));
-    for (size_t i = 0; i < nest_.outputs.size(); ++i)
-      call_args.push_back(b_.CreateLoad(i8p, b_.CreateConstGEP1_64(i8p, outs, i)));
-    for (unsigned k = 2; k < 6; ++k) call_args.push_back(field(k, i64));
-    b_.CreateRet(b_.CreateCall(body, call_args));
-    return fn;
+    return emit_kernel_entry(m_, symbol, body, [&](const KernelEntryArgs& a) {
+      std::vector<Value*> call_args;
+      for (size_t i = 0; i < nest_.inputs.size(); ++i) call_args.push_back(a.input(static_cast<int>(i)));
+      for (size_t i = 0; i < nest_.outputs.size(); ++i) call_args.push_back(a.output(static_cast<int>(i)));
+      for (Value* field : {a.rows, a.first_index, a.epoch, a.seed}) call_args.push_back(field);
+      return call_args;
+    });
   }
 
  private:
@@ -615,6 +602,35 @@ class KernelEmitter {
 };
 
 }  // namespace
+
+llvm::Function* emit_kernel_entry(llvm::Module& module, const std::string& symbol, llvm::Function* body,
+                                  const std::function<std::vector<llvm::Value*>(const KernelEntryArgs&)>& body_args) {
+  llvm::LLVMContext& ctx = module.getContext();
+  IRBuilder<> b(ctx);
+  auto* i64 = b.getInt64Ty();
+  auto* i8p = b.getInt8PtrTy();
+  auto* i8pp = i8p->getPointerTo();
+  // PipecKernelArgs {inputs, outputs, rows, first_index, epoch, seed}.
+  auto* args_ty = llvm::StructType::get(ctx, {i8pp, i8pp, i64, i64, i64, i64});
+  auto* fn_ty = llvm::FunctionType::get(b.getInt32Ty(), {args_ty->getPointerTo()}, false);
+  auto* fn = llvm::Function::Create(fn_ty, llvm::Function::ExternalLinkage, symbol, module);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  Value* a = fn->getArg(0);
+  auto field = [&](unsigned k, llvm::Type* t) { return b.CreateLoad(t, b.CreateStructGEP(args_ty, a, k)); };
+  Value* ins = field(0, i8pp);
+  Value* outs = field(1, i8pp);
+  KernelEntryArgs args;
+  args.input = [&](int i) { return b.CreateLoad(i8p, b.CreateConstGEP1_64(i8p, ins, static_cast<uint64_t>(i))); };
+  args.output = [&](int i) { return b.CreateLoad(i8p, b.CreateConstGEP1_64(i8p, outs, static_cast<uint64_t>(i))); };
+  args.rows = field(2, i64);
+  args.first_index = field(3, i64);
+  args.epoch = field(4, i64);
+  args.seed = field(5, i64);
+  Value* result = b.CreateCall(body, body_args(args));
+  b.CreateRet(body->getReturnType()->isVoidTy() ? b.getInt32(0) : result);
+  return fn;
+}
 
 llvm::Function* emit_kernel(const LoopNest& nest, llvm::Module& module, const std::string& symbol) {
   return KernelEmitter(nest, module).emit(symbol);

@@ -12,6 +12,7 @@
 // buffers), and returns its nonzero code at once if it fails.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,23 @@
 namespace llvm {
 class Function;
 class Module;
+class Value;
 }  // namespace llvm
 
 namespace pipec::codegen {
+
+/// The fields of the PipecKernelArgs an entry point received: its input and output pointers (i8*), and
+/// rows, first_index, epoch, seed (i64), loaded in the entry's block.
+struct KernelEntryArgs {
+  std::function<llvm::Value*(int)> input, output;
+  llvm::Value *rows = nullptr, *first_index = nullptr, *epoch = nullptr, *seed = nullptr;
+};
+
+/// The exported entry point `symbol(const PipecKernelArgs*)` of a kernel whose work is in `body`: it
+/// unpacks the arguments, calls `body` with what `body_args` picks of them, and returns body's i32 (0
+/// when body returns nothing). The one place that knows the PipecKernelArgs layout.
+llvm::Function* emit_kernel_entry(llvm::Module& module, const std::string& symbol, llvm::Function* body,
+                                  const std::function<std::vector<llvm::Value*>(const KernelEntryArgs&)>& body_args);
 
 /// Adds the kernel for `nest` to `module` as an external function named `symbol`.
 llvm::Function* emit_kernel(const LoopNest& nest, llvm::Module& module, const std::string& symbol);

@@ -6,6 +6,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
+#include "compiler/codegen/llvm/emit_kernel.h"
+
 namespace pipec::codegen {
 
 llvm::Function* emit_optimizer_kernel(const OptimizerConfig& c, llvm::Module& module, const std::string& symbol) {
@@ -16,27 +18,26 @@ llvm::Function* emit_optimizer_kernel(const OptimizerConfig& c, llvm::Module& mo
   auto* f32p = f32->getPointerTo();
   auto* i64 = b.getInt64Ty();
   auto* i8p = b.getInt8PtrTy();
-  auto* i8pp = i8p->getPointerTo();
   const bool adam = c.kind != OptimizerKind::Sgd;
   const bool momentum = c.kind == OptimizerKind::Sgd && c.momentum != 0;
   const bool decay = c.weight_decay > 0;
   const bool clip = c.global_clipnorm > 0;
 
   // The body: (w, m, v, g, scalars, rows), the buffers noalias (each is a different flat buffer).
-  auto* body_ty = llvm::FunctionType::get(b.getVoidTy(), {f32p, f32p, f32p, f32p, f32p, i64}, false);
+  auto* body_ty = llvm::FunctionType::get(b.getVoidTy(), {i8p, i8p, i8p, i8p, i8p, i64}, false);
   auto* body = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, symbol + ".body", module);
   body->addFnAttr(llvm::Attribute::NoInline);
   body->addFnAttr(llvm::Attribute::NoUnwind);
   for (unsigned i = 0; i < 5; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
   for (unsigned i = 3; i < 5; ++i) body->addParamAttr(i, llvm::Attribute::ReadOnly);
-  Value *w = body->getArg(0), *m = body->getArg(1), *v = body->getArg(2), *g = body->getArg(3),
-        *scalars = body->getArg(4), *rows = body->getArg(5);
 
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", body);
   auto* head = llvm::BasicBlock::Create(ctx, "head", body);
   auto* loop = llvm::BasicBlock::Create(ctx, "loop", body);
   auto* done = llvm::BasicBlock::Create(ctx, "done", body);
   b.SetInsertPoint(entry);
+  auto floats = [&](unsigned k) { return b.CreateBitCast(body->getArg(k), f32p); };
+  Value *w = floats(0), *m = floats(1), *v = floats(2), *g = floats(3), *scalars = floats(4), *rows = body->getArg(5);
   auto scalar = [&](int k) { return b.CreateLoad(f32, b.CreateConstGEP1_64(f32, scalars, k)); };
   Value* rate = scalar(0);          // adam: lr * sqrt(1 - beta2^t) / (1 - beta1^t); sgd: lr
   Value* decay_factor = scalar(1);  // lr * weight_decay
@@ -80,23 +81,10 @@ llvm::Function* emit_optimizer_kernel(const OptimizerConfig& c, llvm::Module& mo
   b.SetInsertPoint(done);
   b.CreateRetVoid();
 
-  // The entry point: PipecKernelArgs {inputs = {g, scalars}, outputs = {w, m, v}, rows, ...}.
-  auto* args_ty = llvm::StructType::get(ctx, {i8pp, i8pp, i64, i64, i64, i64});
-  auto* fn_ty = llvm::FunctionType::get(b.getInt32Ty(), {args_ty->getPointerTo()}, false);
-  auto* fn = llvm::Function::Create(fn_ty, llvm::Function::ExternalLinkage, symbol, module);
-  fn->addFnAttr(llvm::Attribute::NoUnwind);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
-  Value* a = fn->getArg(0);
-  auto field = [&](unsigned f, llvm::Type* t) { return b.CreateLoad(t, b.CreateStructGEP(args_ty, a, f)); };
-  Value* ins = field(0, i8pp);
-  Value* outs = field(1, i8pp);
-  auto pointer = [&](Value* array, int index) {
-    return b.CreateBitCast(b.CreateLoad(i8p, b.CreateConstGEP1_64(i8p, array, index)), f32p);
-  };
-  b.CreateCall(body,
-               {pointer(outs, 0), pointer(outs, 1), pointer(outs, 2), pointer(ins, 0), pointer(ins, 1), field(2, i64)});
-  b.CreateRet(b.getInt32(0));
-  return fn;
+  // The entry point: inputs {g, scalars}, outputs {w, m, v}, rows.
+  return emit_kernel_entry(module, symbol, body, [](const KernelEntryArgs& a) {
+    return std::vector<Value*>{a.output(0), a.output(1), a.output(2), a.input(0), a.input(1), a.rows};
+  });
 }
 
 }  // namespace pipec::codegen

@@ -97,10 +97,7 @@ void BatchNormOp::forward_training(const float* x, const float* gamma, const flo
   float* mean = static_cast<float*>(st.mean.get_data_handle());
   float* var = static_cast<float*>(st.variance.get_data_handle());
   std::vector<double> mean64(static_cast<size_t>(channels)), var64(mean64.size());
-  const int threads = st.threads;
-  batch_statistics<float>(
-      rows, channels, x, mean64.data(), var64.data(),
-      [threads](int64_t n, const std::function<void(int64_t, int64_t)>& body) { parallel_rows(threads, n, body); });
+  batch_statistics<float>(rows, channels, x, mean64.data(), var64.data(), parallel_for(st.threads));
   std::copy(mean64.begin(), mean64.end(), mean);
   std::copy(var64.begin(), var64.end(), var);
   ThreadScope scope(st.threads);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/parallel_for.h"
 #include "runtime/train/dnnl/train_kernel_error.h"
 
 namespace pipec::train {
@@ -45,6 +46,8 @@ struct CpuKernelOptions {
 /// threads oneDNN's kernels use (so the training step's own loops share them instead of adding
 /// threads); one call on the calling thread when threads <= 1 or rows < 2.
 void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t begin, int64_t end)>& body);
+/// parallel_rows on `threads` threads, as the ParallelFor the training loops take.
+ParallelFor parallel_for(int threads);
 
 class CpuKernels {
  public:

@@ -199,4 +199,8 @@ void parallel_rows(int threads, int64_t rows, const std::function<void(int64_t, 
   if (error) std::rethrow_exception(error);
 }
 
+ParallelFor parallel_for(int threads) {
+  return [threads](int64_t n, const std::function<void(int64_t, int64_t)>& body) { parallel_rows(threads, n, body); };
+}
+
 }  // namespace pipec::train

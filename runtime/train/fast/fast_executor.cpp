@@ -18,7 +18,6 @@
 #include "runtime/train/dnnl/pool2d.h"
 #include "runtime/train/dnnl/softmax.h"
 #include "runtime/train/dnnl/upsample2d.h"
-#include "runtime/train/round_16bit.h"
 
 namespace pipec {
 
@@ -177,7 +176,6 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
     ModelOp op = g.nodes[i].op;
     bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || has_onednn_op(op);
     k.kernel_nodes += on_kernel;
-    // An expr node with a compiled kernel runs generated code, not the reference's interpreter.
     // Expr nodes and the optimizer's update with a compiled kernel run generated code.
     const bool jit = (op == ModelOp::Expr || op == ModelOp::OptimizerStep) && g.nodes[i].native;
     k.on_kernel.push_back(on_kernel || jit);
@@ -222,12 +220,7 @@ std::string FastExecutor::description() const {
       waits ? waits : "active (the default)");
 }
 
-ParallelFor FastExecutor::optimizer_threads() const {
-  const int threads = kernels_->cpu.threads();
-  return [threads](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-    train::parallel_rows(threads, n, body);
-  };
-}
+ParallelFor FastExecutor::loop_threads() const { return train::parallel_for(kernels_->cpu.threads()); }
 
 // An expr node's compiled kernel (GraphNode::native), the batch as rows: every input a dense f32
 // value of the node's per-example size, every output allocated as the reference allocates it. False
@@ -528,19 +521,6 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
                            : train::Activation::gelu());
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
-      return;
-    }
-    case ModelOp::Round: {
-      // Mixed precision's casts, emulated: the reference's rounding loop, split over the threads (each
-      // element rounds on its own, so the split changes nothing).
-      allocate_outputs(n, rows);
-      const float* x = ptr(n.inputs[0]);
-      float* y = ptr(n.outputs[0]);
-      const bool bf16 = n.attr_symbol("dtype") == "bf16";
-      train::parallel_rows(k.cpu.threads(), count(n.inputs[0]), [&](int64_t begin, int64_t end) {
-        if (bf16) round_to_bf16(x + begin, y + begin, end - begin);
-        else round_to_f16(x + begin, y + begin, end - begin);
-      });
       return;
     }
     case ModelOp::Expr:

@@ -47,7 +47,7 @@ class FastExecutor : public ReferenceExecutor<float> {
 
  protected:
   void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
-  ParallelFor optimizer_threads() const override;
+  ParallelFor loop_threads() const override;
   const NativeKernel* optimizer_kernel(const GraphNode& n) const override { return n.native.get(); }
 
  private:
