@@ -15,17 +15,9 @@
 #include "runtime/model/step_arena.h"
 #include "runtime/train/loss_scale.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/step_executor.h"
 
 namespace pipec {
-
-/// The flat buffers of a step: parameters, their gradients (same layout) and non-trainable state.
-template <class T>
-struct FlatBuffers {
-  std::vector<T> params, grads, states;
-};
-
-/// Seconds spent per phase (indexed by OpCategory: forward, loss, backward, update).
-using PhaseSeconds = std::array<double, 4>;
 
 /// A copy of `g` whose f32 values and expr instructions are `dtype` instead (f64 for gradient checks).
 ModelGraph with_float_dtype(const ModelGraph& g, DType dtype);

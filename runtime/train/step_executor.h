@@ -1,0 +1,70 @@
+// The one interface every executor of a training-step graph implements: the reference executor (plain
+// loops, the oracle), the fast CPU executor (oneDNN and JIT kernels) and the GPU executor (cuDNN,
+// cuBLASLt and generated CUDA kernels). The training loop, evaluation, checkpoints and the differential
+// tests talk to this interface only; no executor derives from another.
+//
+// Where the state lives: an executor may keep the parameters, gradients, optimizer slots and computed
+// values on a device. buffers() and optimizer_slots() are host copies: current after sync_to_host(), and
+// a change made to them (weights loaded with --init, a checkpoint restored) reaches the step after
+// sync_to_device(). CPU executors compute in those host buffers, so both calls cost nothing there.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/model/model_graph.h"
+#include "runtime/model/step_arena.h"
+#include "runtime/train/loss_scale.h"
+#include "runtime/train/optimizer.h"
+
+namespace pipec {
+
+/// The flat buffers of a step: parameters, their gradients (same layout) and non-trainable state.
+template <class T>
+struct FlatBuffers {
+  std::vector<T> params, grads, states;
+};
+
+/// Seconds spent per phase (indexed by OpCategory: forward, loss, backward, update).
+using PhaseSeconds = std::array<double, 4>;
+
+class StepExecutor {
+ public:
+  virtual ~StepExecutor() = default;
+
+  /// What `pipec run`'s summary names the executor by (after the first step: which kernels it got).
+  virtual std::string description() const = 0;
+
+  /// Runs the nodes of every phase up to `last` on one batch: `inputs` in g.inputs order (any dtype,
+  /// converted to the graph's), `target` for the loss (null when `last` is Forward). `step` keys dropout.
+  /// Returns the loss (0 without one). Adds the time of each phase to `seconds` when given.
+  virtual double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
+                     PhaseSeconds* seconds = nullptr) = 0;
+  /// Goes on with the same batch: runs the phases after the ones run so far, up to `last` (the training
+  /// loop looks at the loss before the backward pass and the update touch the weights).
+  virtual double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr) = 0;
+
+  /// Host copies of the flat buffers and the optimizer's slots (see the file comment).
+  virtual FlatBuffers<float>& buffers() = 0;
+  virtual OptimizerSlots<float>& optimizer_slots() = 0;
+  /// Brings buffers(), optimizer_slots() and loss_scale() up to date with the executor's own copies.
+  virtual void sync_to_host() {}
+  /// Makes the executor's own copies equal to buffers(), optimizer_slots() and loss_scale().
+  virtual void sync_to_device() {}
+
+  /// The dynamic loss scale of a mixed_fp16 step (its nodes say `loss_scale = dynamic`); null otherwise.
+  /// Current after each step (a device executor decides the skip on the device and reads the flag back).
+  virtual LossScale* loss_scale() = 0;
+
+  /// A value computed by the last run and still held (the output, the loss, values a later phase reads),
+  /// copied to the host when it lives on a device.
+  virtual Tensor host_value(int id) = 0;
+
+  /// The plan of the block the step's computed values live in (made at the first step).
+  virtual const StepArena& arena() const = 0;
+};
+
+}  // namespace pipec
