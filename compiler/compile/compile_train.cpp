@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda/attach_step_gpu_kernels.h"
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/finish_plan.h"
 #include "compiler/lower/lower.h"
@@ -92,6 +93,8 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     train.step_jit = codegen::attach_step_kernels(train.program.step, request.options.jit);
     if (train.program.eval) codegen::attach_step_kernels(train.program.eval->graph, request.options.jit);
   }
+  // The same chains printed as CUDA kernels, for the GPU executor (NVRTC compiles them when it runs).
+  if (request.options.passes.opt_level > 0) cuda_codegen::attach_step_gpu_kernels(train.program.step);
   const TrainProgram& t = train.program;
 
   // The data: the pipeline the block names, or its inline dataset lowered as `<block>.data`.

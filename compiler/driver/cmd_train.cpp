@@ -299,6 +299,8 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
       j["loss_scale"] = p.loss_scale.value_or(1);
       j["examples_per_second"] = p.elapsed > 0 ? static_cast<double>(p.examples) / p.elapsed : 0.0;
       j["input_wait_seconds"] = p.input_wait;
+      j["examples"] = p.examples;  // since the run started (or resumed)
+      j["seconds"] = p.elapsed;    // likewise: with `examples`, the rate between any two steps
       metrics << j.dump() << "\n" << std::flush;
     }
     auto now = std::chrono::steady_clock::now();

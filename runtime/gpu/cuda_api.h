@@ -63,6 +63,8 @@ using PFN_cuEventDestroy = CUresult (*)(CUevent e);  // cuEventDestroy_v2
 using PFN_cuEventRecord = CUresult (*)(CUevent e, CUstream s);
 using PFN_cuEventSynchronize = CUresult (*)(CUevent e);
 using PFN_cuEventElapsedTime = CUresult (*)(float* ms, CUevent start, CUevent end);
+using PFN_cuMemsetD8Async = CUresult (*)(CUdeviceptr dst, unsigned char value, size_t count, CUstream s);
+using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);  // cuMemGetInfo_v2
 using PFN_cuLaunchKernel = CUresult (*)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                         unsigned bz, unsigned shared_bytes, CUstream s, void** params, void** extra);
 

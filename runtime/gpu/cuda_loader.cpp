@@ -88,6 +88,8 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
   resolve(lib, d->cuEventSynchronize, "cuEventSynchronize", missing);
   resolve(lib, d->cuEventElapsedTime, "cuEventElapsedTime", missing);
   resolve(lib, d->cuLaunchKernel, "cuLaunchKernel", missing);
+  resolve(lib, d->cuMemsetD8Async, "cuMemsetD8Async", missing);
+  resolve(lib, d->cuMemGetInfo, "cuMemGetInfo_v2", missing);
   if (!missing.empty()) {
     why = fmt::format("{} lacks driver functions pipec needs ({}); the driver is too old", lib.path, missing);
     return nullptr;

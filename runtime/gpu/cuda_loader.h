@@ -38,6 +38,8 @@ struct CudaDriver {
   cuda::PFN_cuEventSynchronize cuEventSynchronize = nullptr;
   cuda::PFN_cuEventElapsedTime cuEventElapsedTime = nullptr;
   cuda::PFN_cuLaunchKernel cuLaunchKernel = nullptr;
+  cuda::PFN_cuMemsetD8Async cuMemsetD8Async = nullptr;
+  cuda::PFN_cuMemGetInfo cuMemGetInfo = nullptr;
 
   std::string library;        // the path dlopen accepted
   cuda::CUdevice device = 0;  // device 0 (one GPU per process for now)

@@ -1,0 +1,16 @@
+// The host emulation of a GPU for the training step: host memory, the step kernels compiled as host C++
+// (host_step_kernels.h), expr nodes left to the executor's host path. The GPU executor runs on it in CI
+// exactly as on a GPU, launch for launch, so its memory plan, operands and every kernel are tested
+// without one. New allocations are filled with NaN bytes, so a kernel that leaves an output unwritten
+// shows in the results instead of reading an old value.
+#pragma once
+
+#include <memory>
+
+#include "runtime/train/gpu/step_device.h"
+
+namespace pipec::gpu {
+
+std::unique_ptr<StepDevice> make_host_emulation_device();
+
+}  // namespace pipec::gpu
