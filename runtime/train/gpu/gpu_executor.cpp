@@ -32,6 +32,8 @@ struct GpuExecutor::Impl {
   DeviceBlock arena;
   std::map<int, DeviceBlock> fed;  // the batch: each input value and the target, by value id
   DeviceBlock scratch;             // partial sums of the reductions (node_scratch_bytes)
+  DeviceBlock step_counter;        // the step as a device u64 (dropout reads it there)
+  DevPtr loss_value = 0;           // the loss node's output, for mixed_fp16's finite check
   std::unique_ptr<GpuOptimizer> optimizer;
   // Per node index: whether an expr node runs its generated kernel (loaded on first use) or on the host.
   std::vector<int> expr_state;  // 0 not looked at yet, 1 device, 2 host
@@ -54,6 +56,7 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
     if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
   }
   if (opt) d.optimizer = std::make_unique<GpuOptimizer>(*device_, *opt, static_cast<int64_t>(host_.params.size()));
+  d.step_counter = DeviceBlock(*device_, sizeof(uint64_t));
   d.expr_state.assign(g.nodes.size(), 0);
   d.expr_why.assign(g.nodes.size(), "");
   sync_to_device();
@@ -148,6 +151,9 @@ double GpuExecutor::run(const std::vector<Tensor>& inputs, const Tensor* target,
   for (size_t k = 0; k < inputs.size(); ++k) feed(g_.inputs[k], inputs[k], g_.values[g_.inputs[k]].dtype);
   if (target && g_.target >= 0) feed(g_.target, *target, DType::F32);
   device_->zero(impl_->grads.ptr(), impl_->grads.bytes());
+  const uint64_t step_value = step;
+  device_->upload(impl_->step_counter.ptr(), &step_value, sizeof step_value);
+  if (g_.loss >= 0) impl_->loss_value = address(g_.loss);
   run_phases(-1, last, step, seconds);
   return loss_;
 }
@@ -200,7 +206,8 @@ void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
   for (int v : n.inputs) ops.inputs.push_back(address(v));
   for (int v : n.outputs) ops.outputs.push_back(address(v));
   ops.scratch = impl_->scratch.ptr();
-  if (impl_->optimizer && loss_scale_) ops.loss_scale = impl_->optimizer->loss_scale_address();
+  ops.step_counter = impl_->step_counter.ptr();
+  if (impl_->optimizer) ops.loss_scale = impl_->optimizer->loss_scale_value();
   launch_node(device_->step_kernels(), ops);
   if (n.op == ModelOp::Loss) {
     float loss = 0;
@@ -274,10 +281,9 @@ void GpuExecutor::run_expr_on_host(const GraphNode& n) {
   }
 }
 
-void GpuExecutor::run_optimizer(const GraphNode& n) {
+void GpuExecutor::run_optimizer(const GraphNode&) {
   GpuOptimizer& opt = *impl_->optimizer;
-  opt.step(device_->step_kernels(), impl_->params.ptr(), impl_->grads.ptr(), slots_, loss_);
-  (void)n;
+  opt.step(impl_->params.ptr(), impl_->grads.ptr(), impl_->loss_value, slots_);
   if (loss_scale_) opt.read_loss_scale(*loss_scale_);
 }
 
