@@ -268,7 +268,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     FastExecutorOptions fo;
     fo.threads = a.threads;
     fo.direct_conv = ta.conv == "direct";
-    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
+    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
       return std::make_unique<FastExecutor>(g, seed, fo);
     };
   }
