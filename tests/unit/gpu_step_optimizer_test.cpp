@@ -185,7 +185,9 @@ TEST(GpuStepOptimizer, UpdatesEqualOptimizerStepBitForBit) {
       EXPECT_FALSE(st.skipped);
       ASSERT_TRUE(same_bits("weights", gpu.params, cpu_params));
       ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
-      if (cfg.c.kind != OptimizerKind::Sgd) ASSERT_TRUE(same_bits("second moment", gpu.v, slots.v));
+      if (cfg.c.kind != OptimizerKind::Sgd) {
+        ASSERT_TRUE(same_bits("second moment", gpu.v, slots.v));
+      }
       EXPECT_TRUE(same_bits("gradients (read only)", gpu.grads, grads));
       EXPECT_EQ(gpu.iterations, slots.iterations);
       EXPECT_EQ(gpu.scalars[0], static_cast<float>(slots.last_lr));
@@ -239,7 +241,9 @@ TEST(GpuStepOptimizer, DynamicLossScalingEqualsLossScale) {
     ASSERT_EQ(gpu.loss_scale_value, static_cast<float>(cpu_scale.scale));
     ASSERT_TRUE(same_bits("gradients (unscaled in place)", gpu.grads, grads));
     ASSERT_TRUE(same_bits("weights", gpu.params, cpu_params));
-    if (!slots.m.empty()) ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
+    if (!slots.m.empty()) {
+      ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
+    }
     ASSERT_EQ(gpu.iterations, slots.iterations);
   }
   EXPECT_EQ(skipped, 3);
@@ -288,7 +292,9 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
       kept += mask[i] != 0;
       ASSERT_EQ(y[i], in[i] * mask[i]) << i;
     }
-    if (rows * per > 1000) EXPECT_NEAR(static_cast<double>(kept) / (rows * per), 1 - rate, 0.08);
+    if (rows * per > 1000) {
+      EXPECT_NEAR(static_cast<double>(kept) / (rows * per), 1 - rate, 0.08);
+    }
   }
 }
 
