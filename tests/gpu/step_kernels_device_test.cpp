@@ -46,13 +46,13 @@ class CudaStepKernels {
  public:
   static CudaStepKernels* get(std::string* why) {
     static std::string reason;
-    static CudaStepKernels* instance = [] () -> CudaStepKernels* {
+    static CudaStepKernels* instance = []() -> CudaStepKernels* {
       const gpu::CudaDriver* d = gpu::cuda_driver(&reason);
       if (!d) return nullptr;
       const gpu::Nvrtc* nvrtc = gpu::Nvrtc::get(&reason);
       if (!nvrtc) return nullptr;
-      gpu::PtxResult ptx = nvrtc->compile(std::string(gpu::step_kernel_source()), "step_kernels.cu", d->arch,
-                                          gpu::exact_math_options());
+      gpu::PtxResult ptx =
+          nvrtc->compile(std::string(gpu::step_kernel_source()), "step_kernels.cu", d->arch, gpu::exact_math_options());
       if (!ptx.ok) {
         reason = "NVRTC failed: " + ptx.log;
         return nullptr;
@@ -93,8 +93,8 @@ class CudaLauncher : public gpu::KernelLauncher {
   void launch(const char* name, int64_t items, void** params) override {
     const long long blocks = std::min<long long>((items + threads_ - 1) / threads_, max_blocks_);
     const gpu::CudaDriver& d = k_.driver();
-    d.check(d.cuLaunchKernel(k_.function(name), static_cast<unsigned>(blocks), 1, 1, threads_, 1, 1, 0, nullptr,
-                             params, nullptr),
+    d.check(d.cuLaunchKernel(k_.function(name), static_cast<unsigned>(blocks), 1, 1, threads_, 1, 1, 0, nullptr, params,
+                             nullptr),
             name);
   }
 
@@ -221,9 +221,9 @@ Outputs run_on_gpu(CudaStepKernels& k, const Case& c, const std::vector<std::vec
     if (same) continue;
     ++*differing;
     if (!tolerant || !(std::fabs(static_cast<double>(got[i]) - want[i]) <= limit))
-      return ::testing::AssertionFailure() << what << "[" << i << "]: GPU " << fmt::format("{:.9g}", got[i])
-                                           << ", host " << fmt::format("{:.9g}", want[i])
-                                           << (tolerant ? fmt::format(" (limit {:.3g})", limit) : " (bit-equal)");
+      return ::testing::AssertionFailure()
+             << what << "[" << i << "]: GPU " << fmt::format("{:.9g}", got[i]) << ", host "
+             << fmt::format("{:.9g}", want[i]) << (tolerant ? fmt::format(" (limit {:.3g})", limit) : " (bit-equal)");
   }
   return ::testing::AssertionSuccess();
 }
@@ -247,13 +247,15 @@ TEST(GpuStepKernelsDevice, EveryKindEqualsTheHostBuildOnAnyGrid) {
       ++cases;
       for (size_t j = 0; j < host.outs.size(); ++j) {
         int64_t grid_differing = 0;
-        EXPECT_TRUE(compare(fmt::format("output {} (one block of 32 threads against a full grid)", j),
-                            gpu_tiny.outs[j], gpu.outs[j], false, &grid_differing));
-        EXPECT_TRUE(compare(fmt::format("output {}", j), gpu.outs[j], host.outs[j], transcendental(info.op),
-                            &kind_differing));
+        EXPECT_TRUE(compare(fmt::format("output {} (one block of 32 threads against a full grid)", j), gpu_tiny.outs[j],
+                            gpu.outs[j], false, &grid_differing));
+        EXPECT_TRUE(
+            compare(fmt::format("output {}", j), gpu.outs[j], host.outs[j], transcendental(info.op), &kind_differing));
         values += static_cast<int64_t>(host.outs[j].size());
       }
-      if (info.op == ModelOp::MovingAverage) EXPECT_TRUE(compare("state", gpu.state, host.state, false, &kind_differing));
+      if (info.op == ModelOp::MovingAverage) {
+        EXPECT_TRUE(compare("state", gpu.state, host.state, false, &kind_differing));
+      }
     }
     differing += kind_differing;
     if (kind_differing)
@@ -329,7 +331,8 @@ TEST(GpuStepKernelsDevice, OptimizerEqualsTheHostBuild) {
     for (int step = 0; step < 4; ++step) {
       SCOPED_TRACE("step " + std::to_string(step + 1));
       std::vector<float> g(n);
-      for (float& x : g) x = static_cast<float>(std::normal_distribution<double>(0, 0.1)(rng) * (cfg.loss_scaled ? hscale : 1));
+      for (float& x : g)
+        x = static_cast<float>(std::normal_distribution<double>(0, 0.1)(rng) * (cfg.loss_scaled ? hscale : 1));
       if (cfg.loss_scaled && step == 1) g[n / 2] = INFINITY;
       hg = g;
       std::array<float, 3> scalars = gpu::optimizer_step_scalars(cfg.c, iterations);

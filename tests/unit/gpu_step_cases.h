@@ -139,7 +139,8 @@ inline Case conv_case(ModelOp op, Random& r) {
   const bool transpose = op == ModelOp::Conv2dTranspose || op == ModelOp::Conv2dTransposeBackwardInput ||
                          op == ModelOp::Conv2dTransposeBackwardKernel;
   const int64_t b = r.pick(1, 3), ci = r.pick(1, 5), co = r.pick(1, 6), kh = r.pick(1, 3), kw = r.pick(1, 3),
-                sh = r.pick(1, 3), sw = r.pick(1, 3), dh = transpose ? 1 : r.pick(1, 2), dw = transpose ? 1 : r.pick(1, 2);
+                sh = r.pick(1, 3), sw = r.pick(1, 3), dh = transpose ? 1 : r.pick(1, 2),
+                dw = transpose ? 1 : r.pick(1, 2);
   const bool same = r.coin(), relu = r.coin();
   // x [h, w, ci] -> y [oh, ow, co] (conv2d: y the conv's output; conv2d_transpose: y its output).
   const int64_t h = r.pick((kh - 1) * dh + 1, 9), w = r.pick((kw - 1) * dw + 1, 9);
@@ -472,7 +473,8 @@ inline Tensor draw(Dist d, const Shape& shape, int64_t classes, std::mt19937_64&
       case Dist::Positive: p[i] = static_cast<float>(0.1 + 1.9 * x); break;
       case Dist::Offset: p[i] = static_cast<float>(4 + 2 * x); break;
       case Dist::Probability: p[i] = x < 0.05 ? 0.0f : x > 0.95 ? 1.0f : static_cast<float>(x); break;
-      case Dist::Labels: p[i] = static_cast<float>(std::min<int64_t>(static_cast<int64_t>(x * classes), classes - 1));
+      case Dist::Labels:
+        p[i] = static_cast<float>(std::min<int64_t>(static_cast<int64_t>(x * classes), classes - 1));
         break;
       case Dist::Magnitudes: {
         const double m = std::ldexp(1 + x, static_cast<int>(rng() % 51) - 30);

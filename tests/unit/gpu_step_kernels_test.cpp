@@ -54,8 +54,7 @@ bool summed_over_rows(ModelOp op, size_t output) {
   }
 }
 
-::testing::AssertionResult agree(const std::string& what, const float* got, const float* want, int64_t n,
-                                 bool summed) {
+::testing::AssertionResult agree(const std::string& what, const float* got, const float* want, int64_t n, bool summed) {
   double scale = 0;
   for (int64_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
   const double limit = std::ldexp(scale, -22);
@@ -111,8 +110,8 @@ class KernelChecker : public ReferenceExecutor<float> {
     ReferenceExecutor<float>::run_node(n, rows, step);
     const std::string what = fmt::format("{} (node of layer `{}`)", model_op_name(n.op), n.layer);
     for (size_t k = 0; k < n.outputs.size(); ++k)
-      EXPECT_TRUE(agree(fmt::format("{} output {}", what, k), outs[k].data(), data(n.outputs[k]),
-                        count(n.outputs[k]), summed_over_rows(n.op, k)));
+      EXPECT_TRUE(agree(fmt::format("{} output {}", what, k), outs[k].data(), data(n.outputs[k]), count(n.outputs[k]),
+                        summed_over_rows(n.op, k)));
     if (n.op == ModelOp::MovingAverage) {  // in place
       EXPECT_TRUE(agree(what + " state", ins[0].data(), data(n.inputs[0]), count(n.inputs[0]), false));
     }

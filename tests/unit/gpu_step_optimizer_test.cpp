@@ -55,7 +55,10 @@ struct DeviceOptimizer {
   gpu::HostKernelLauncher launcher;
 
   explicit DeviceOptimizer(const std::vector<float>& initial)
-      : params(initial), grads(initial.size()), m(initial.size()), v(initial.size()),
+      : params(initial),
+        grads(initial.size()),
+        m(initial.size()),
+        v(initial.size()),
         scratch(gpu::optimizer_scratch_bytes(static_cast<int64_t>(initial.size())) / sizeof(double) + 1) {}
 
   gpu::OptimizerStatus step(const OptimizerConfig& c, bool loss_scaled) {
@@ -194,8 +197,9 @@ TEST(GpuStepOptimizer, UpdatesEqualOptimizerStepBitForBit) {
       if (cfg.c.global_clipnorm > 0) {
         EXPECT_EQ(st.grad_norm, slots.last_grad_norm);  // the same f64 sums in the same order
         const bool clipped = slots.last_grad_norm > cfg.c.global_clipnorm;
-        EXPECT_EQ(st.clip_scale,
-                  clipped ? static_cast<double>(static_cast<float>(cfg.c.global_clipnorm / slots.last_grad_norm)) : 1.0);
+        EXPECT_EQ(
+            st.clip_scale,
+            clipped ? static_cast<double>(static_cast<float>(cfg.c.global_clipnorm / slots.last_grad_norm)) : 1.0);
       }
     }
   }
@@ -260,8 +264,8 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
     const int64_t rows = 1 + trial % 4, per = 1 + static_cast<int64_t>(rng() % 1500);
     const double rate = 0.05 + 0.9 * static_cast<double>(rng() % 1000) / 1000;
     const uint64_t seed = rng(), stream = rng() % 7, step = trial % 2 ? rng() : rng() % 100000;
-    SCOPED_TRACE(fmt::format("rows {} per example {} rate {} seed {} stream {} step {}", rows, per, rate, seed, stream,
-                             step));
+    SCOPED_TRACE(
+        fmt::format("rows {} per example {} rate {} seed {} stream {} step {}", rows, per, rate, seed, stream, step));
     ModelGraph g;
     GraphValue x;
     x.shape = {per};

@@ -8,10 +8,10 @@
 //
 // Geometry (ref::Window2d): x [batch, in_h, in_w, in_c], y [batch, out_h, out_w, out_c], kernel HWIO
 // [k_h, k_w, in_c, out_c]; the window of output row oy reads input rows oy * stride - pad + ky * dil.
-#define SK_CONV_GEOMETRY                                                                                    \
-  long long batch, long long in_h, long long in_w, long long in_c, long long out_h, long long out_w,       \
-      long long out_c, long long k_h, long long k_w, long long stride_h, long long stride_w, long long dil_h, \
-      long long dil_w, long long pad_top, long long pad_left
+#define SK_CONV_GEOMETRY                                                                                              \
+  long long batch, long long in_h, long long in_w, long long in_c, long long out_h, long long out_w, long long out_c, \
+      long long k_h, long long k_w, long long stride_h, long long stride_w, long long dil_h, long long dil_w,         \
+      long long pad_top, long long pad_left
 
 // y = conv(x, kernel) + bias (bias may be null), then relu when `relu`. Item: one y element.
 PIPEC_KERNEL void conv2d_forward(long long items, const float* x, const float* kernel, const float* bias, float* y,

@@ -191,10 +191,9 @@ PIPEC_KERNEL void layer_norm_backward_dx(long long items, const float* x, const 
 
 // Item (block, c): partial[0][blk][c] = sum(dy xhat) (dgamma), partial[1][blk][c] = sum(dy) (dbeta) over
 // the block's rows.
-PIPEC_KERNEL void layer_norm_backward_param_partial(long long items, const float* x, const float* dy,
-                                                    const float* mean, const float* variance, double* partial,
-                                                    long long rows, long long channels, long long block_rows,
-                                                    double epsilon) {
+PIPEC_KERNEL void layer_norm_backward_param_partial(long long items, const float* x, const float* dy, const float* mean,
+                                                    const float* variance, double* partial, long long rows,
+                                                    long long channels, long long block_rows, double epsilon) {
   SK_FOR_ITEMS(i, items) {
     const long long c = i % channels, blk = i / channels;
     const long long r_end = sk_min(rows, (blk + 1) * block_rows);

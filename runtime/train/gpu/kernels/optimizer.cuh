@@ -50,8 +50,7 @@ PIPEC_KERNEL void grad_norm_finish(long long items, const double* partial, long 
 }
 
 // mixed_fp16's finite check, first half: item b, 1 when every gradient of block b is finite, else 0.
-PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* partial, long long n,
-                                      long long block) {
+PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* partial, long long n, long long block) {
   SK_FOR_ITEMS(b, items) {
     const long long end = sk_min(n, (b + 1) * block);
     bool finite = true;
@@ -64,8 +63,8 @@ PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* p
 // Sets the skip flag and the inverse the gradients are unscaled by (1 / scale before any change), then
 // changes the scale by LossScale's rules: halved on a skip, doubled after kGrowthSteps finite steps in a
 // row. `scale_f32` gets the new scale as the f32 the next loss_backward multiplies by.
-PIPEC_KERNEL void loss_scale_update(long long items, const float* loss, const double* finite_partial,
-                                    long long blocks, double* state, double* status, float* scale_f32) {
+PIPEC_KERNEL void loss_scale_update(long long items, const float* loss, const double* finite_partial, long long blocks,
+                                    double* state, double* status, float* scale_f32) {
   SK_FOR_ITEMS(i, items) {
     bool finite = sk_finite_f32(*loss);
     for (long long b = 0; b < blocks && finite; ++b) finite = finite_partial[b] != 0.0;
@@ -99,9 +98,8 @@ PIPEC_KERNEL void unscale_gradients(long long items, float* g, const double* sta
 // is multiplied by the clip scale (by 1 when the norm is below clipnorm: the CPU's unclipped value, bit
 // for bit). `status` is read only for those two.
 PIPEC_KERNEL void optimizer_update(long long items, float* w, const float* g, float* m, float* v,
-                                   const float* step_scalars, const double* status, int kind, int clip,
-                                   int check_skip, int decay, float momentum, float one_minus_beta1,
-                                   float one_minus_beta2, float eps) {
+                                   const float* step_scalars, const double* status, int kind, int clip, int check_skip,
+                                   int decay, float momentum, float one_minus_beta1, float one_minus_beta2, float eps) {
   if (check_skip && status[SK_STATUS_SKIP] != 0.0) return;
   const float clip_scale = clip ? (float)status[SK_STATUS_CLIP_SCALE] : 1.0f;
   const float lr = step_scalars[SK_SCALAR_LR], alpha = step_scalars[SK_SCALAR_ALPHA],

@@ -2,8 +2,8 @@
 // One output element per item (the input gradients: one dx element per item, gathering the windows
 // that read it in the reference's order), f64 sums, so each kernel equals runtime/train/ref_pool.cpp
 // bit for bit. Padding is neither a maximum nor part of an average (TensorFlow's rules).
-#define SK_POOL_GEOMETRY                                                                                    \
-  long long batch, long long in_h, long long in_w, long long channels, long long out_h, long long out_w,   \
+#define SK_POOL_GEOMETRY                                                                                 \
+  long long batch, long long in_h, long long in_w, long long channels, long long out_h, long long out_w, \
       long long k_h, long long k_w, long long stride_h, long long stride_w, long long pad_top, long long pad_left
 
 // The first maximum of a window (the max pool gradient goes to it): its offset in x, or -1 when the
@@ -36,8 +36,7 @@ PIPEC_KERNEL void max_pool2d_forward(long long items, const float* x, float* y, 
 }
 
 // dx[at] = the sum of dy over the windows whose first maximum is `at`, in (oy, ox) order.
-PIPEC_KERNEL void max_pool2d_backward(long long items, const float* x, const float* dy, float* dx,
-                                      SK_POOL_GEOMETRY) {
+PIPEC_KERNEL void max_pool2d_backward(long long items, const float* x, const float* dy, float* dx, SK_POOL_GEOMETRY) {
   SK_FOR_ITEMS(i, items) {
     const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
                     b = i / (channels * in_w * in_h);
@@ -151,8 +150,8 @@ PIPEC_KERNEL void global_max_pool_backward(long long items, const float* x, cons
 }
 
 // Nearest upsampling: output (oy, ox) reads input (oy * in_h / out_h, ox * in_w / out_w).
-PIPEC_KERNEL void upsample2d_nearest_forward(long long items, const float* x, float* y, long long in_h,
-                                             long long in_w, long long channels, long long out_h, long long out_w) {
+PIPEC_KERNEL void upsample2d_nearest_forward(long long items, const float* x, float* y, long long in_h, long long in_w,
+                                             long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
     const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
                     b = i / (channels * out_w * out_h);
@@ -193,8 +192,8 @@ PIPEC_DEV sk_lerp sk_lerp_of(long long o, long long in, long long out) {
   return l;
 }
 
-PIPEC_KERNEL void upsample2d_bilinear_forward(long long items, const float* x, float* y, long long in_h,
-                                              long long in_w, long long channels, long long out_h, long long out_w) {
+PIPEC_KERNEL void upsample2d_bilinear_forward(long long items, const float* x, float* y, long long in_h, long long in_w,
+                                              long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
     const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
                     b = i / (channels * out_w * out_h);
@@ -226,8 +225,7 @@ PIPEC_DEV long long sk_lerp_last(long long i, long long in, long long out) {
 // four corner terms in the reference's order (lo lo, lo hi, hi lo, hi hi) where they land on this
 // element.
 PIPEC_KERNEL void upsample2d_bilinear_backward(long long items, const float* dy, float* dx, long long in_h,
-                                               long long in_w, long long channels, long long out_h,
-                                               long long out_w) {
+                                               long long in_w, long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
     const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
                     b = i / (channels * in_w * in_h);

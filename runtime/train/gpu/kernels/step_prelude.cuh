@@ -50,17 +50,16 @@ PIPEC_DEV double sk_bits_to_f64(unsigned long long b) {
 
 // Finiteness from the exponent bits (no libm: the same test on both builds).
 PIPEC_DEV bool sk_finite_f32(float f) { return (sk_f32_to_bits(f) & 0x7f800000u) != 0x7f800000u; }
-PIPEC_DEV bool sk_finite_f64(double d) {
-  return (sk_f64_to_bits(d) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
-}
+PIPEC_DEV bool sk_finite_f64(double d) { return (sk_f64_to_bits(d) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
 PIPEC_DEV double sk_neg_inf() { return sk_bits_to_f64(0xfff0000000000000ull); }
 PIPEC_DEV double sk_nan() { return sk_bits_to_f64(0x7ff8000000000000ull); }
 PIPEC_DEV long long sk_min(long long a, long long b) { return a < b ? a : b; }
 PIPEC_DEV long long sk_max(long long a, long long b) { return a > b ? a : b; }
 PIPEC_DEV double sk_max_f64(double a, double b) { return a < b ? b : a; }  // std::max's choice on ties/NaN
 
-// Windows over one axis (convolutions, pools): the first window position o (and kernel tap k = (i + pad - o * stride) / dil) that reads input index
-// i, and the last: o in [lo, hi] with (i + pad - o * stride) a multiple of dil in [0, (k - 1) * dil].
+// Windows over one axis (convolutions, pools): the first and the last window position o that read input
+// index i, with tap t = (i + pad - o * stride) / dil: o in [first, last] where i + pad - o * stride is a
+// multiple of dil in [0, (k - 1) * dil].
 PIPEC_DEV long long sk_first_window(long long i, long long pad, long long stride, long long dil, long long k) {
   const long long reach = i + pad - (k - 1) * dil;  // o * stride >= reach
   return reach <= 0 ? 0 : (reach + stride - 1) / stride;
@@ -80,16 +79,10 @@ PIPEC_KERNEL void sum_blocks(long long items, const double* partial, long long b
   }
 }
 
-PIPEC_KERNEL void fill(long long items, float* y, float value) {
-  SK_FOR_ITEMS(i, items) y[i] = value;
-}
+PIPEC_KERNEL void fill(long long items, float* y, float value) { SK_FOR_ITEMS(i, items) y[i] = value; }
 
-PIPEC_KERNEL void copy(long long items, const float* x, float* y) {
-  SK_FOR_ITEMS(i, items) y[i] = x[i];
-}
+PIPEC_KERNEL void copy(long long items, const float* x, float* y) { SK_FOR_ITEMS(i, items) y[i] = x[i]; }
 
 // A layer's fused activation (`activation = relu`) where its kernel has no flag for it: in place, as
 // the reference's second loop.
-PIPEC_KERNEL void relu_inplace(long long items, float* y) {
-  SK_FOR_ITEMS(i, items) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-}
+PIPEC_KERNEL void relu_inplace(long long items, float* y) { SK_FOR_ITEMS(i, items) y[i] = y[i] > 0.0f ? y[i] : 0.0f; }
