@@ -230,7 +230,11 @@ inline Case pool_case(ModelOp op, Random& r) {
   const Shape xs = {h, w, c}, ys = {oh, ow, c};
   switch (op) {
     case ModelOp::MaxPool2d:
-    case ModelOp::AvgPool2d: g.node(op, {g.input(xs, Dist::Coarse)}, {g.value(ys)}, attrs); break;
+    case ModelOp::AvgPool2d:
+      // A fused relu on a kind whose kernel has no flag for it (the reference applies it to any node).
+      if (r.pick(0, 2) == 0) attrs["activation"] = sym("relu");
+      g.node(op, {g.input(xs, Dist::Coarse)}, {g.value(ys)}, attrs);
+      break;
     case ModelOp::MaxPool2dBackward: {
       int x = g.input(xs, Dist::Coarse), dy = g.input(ys);
       g.node(op, {x, dy}, {g.value(xs)}, attrs);

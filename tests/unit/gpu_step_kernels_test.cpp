@@ -120,7 +120,7 @@ class KernelChecker : public ReferenceExecutor<float> {
 };
 
 // Runs a case through the checker: the kernels against the reference on its node (and nothing else).
-void check_case(const Case& c, std::map<ModelOp, int>& checked) {
+void check_case(const Case& c, std::map<ModelOp, int>& checked, std::map<std::string, int64_t>& launches) {
   SCOPED_TRACE(c.what);
   KernelChecker checker(c.g, c.seed);
   std::mt19937_64 rng(c.seed);
@@ -133,18 +133,29 @@ void check_case(const Case& c, std::map<ModelOp, int>& checked) {
   if (c.g.target >= 0) target = draw(c.target_dist, c.g.full_shape(c.g.target, c.rows), c.classes, rng);
   checker.run(inputs, c.g.target >= 0 ? &target : nullptr, c.step, OpCategory::Update);
   for (const auto& [op, n] : checker.checked) checked[op] += n;
+  for (const auto& [name, n] : checker.launcher.launches()) launches[name] += n;
 }
 
 TEST(GpuStepKernels, EveryKindAgreesWithTheReferenceOnRandomNodes) {
   Random r(20261126);
   std::map<ModelOp, int> checked;
+  std::map<std::string, int64_t> launches;
   for (const ModelOpInfo& info : all_model_ops()) {
     if (info.op == ModelOp::Expr || info.op == ModelOp::OptimizerStep) continue;
     std::vector<Case> cases = cases_for(info.op, r);
     // The coverage rule: a kind added to model_ops.def needs cases here and kernels in launch_node.
-    ASSERT_FALSE(cases.empty()) << "no random cases for " << info.name << " (tests/unit/gpu_step_kernels_test.cpp)";
-    for (const Case& c : cases) check_case(c, checked);
+    ASSERT_FALSE(cases.empty()) << "no random cases for " << info.name << " (tests/unit/gpu_step_cases.h)";
+    for (const Case& c : cases) check_case(c, checked, launches);
     EXPECT_GE(checked[info.op], static_cast<int>(cases.size())) << info.name << " was not run through launch_node";
+  }
+  // Every node kernel of step_kernels.def ran (the optimizer's and the layout transposes have tests of
+  // their own: gpu_step_optimizer_test.cpp).
+  const std::set<std::string> elsewhere = {"grad_norm_partial", "grad_norm_finish",  "grad_finite_partial",
+                                           "loss_scale_update", "unscale_gradients", "optimizer_update",
+                                           "hwio_to_krsc",      "krsc_to_hwio"};
+  for (std::string_view name : gpu::step_kernel_names()) {
+    if (elsewhere.count(std::string(name))) continue;
+    EXPECT_GT(launches[std::string(name)], 0) << name << " never ran";
   }
 }
 
