@@ -625,8 +625,10 @@ void launch_node(KernelLauncher& launcher, const NodeOperands& o) {
 
 namespace {
 
-// The finite check's blocks: any size gives the same flag; this one fills a GPU for 1M+ parameters.
-constexpr int64_t kFiniteBlock = 4096;
+// The finite check's levels: kFiniteSweep threads sweep the gradients (coalesced), kFiniteFlags threads
+// those flags, one thread the last few (whether all are finite does not depend on how they are split).
+constexpr int64_t kFiniteSweep = 65536;
+constexpr int64_t kFiniteFlags = 256;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -640,12 +642,20 @@ std::array<float, 3> optimizer_step_scalars(const OptimizerConfig& c, int64_t it
   return {static_cast<float>(lr_now), alpha, static_cast<float>(lr_now * c.weight_decay)};
 }
 
-size_t optimizer_scratch_bytes(int64_t n) {
+namespace {
+
+// The optimizer's scratch: the global norm's block sums, the finite check's two levels of flags.
+ScratchPlan optimizer_scratch(int64_t n) {
   ScratchPlan p;
-  p.add(ceil_div(n, kNormBlock));    // the global norm's block sums
-  p.add(ceil_div(n, kFiniteBlock));  // the finite check's block flags
-  return p.bytes;
+  p.add(ceil_div(n, kNormBlock));
+  p.add(kFiniteSweep);
+  p.add(kFiniteFlags);
+  return p;
 }
+
+}  // namespace
+
+size_t optimizer_scratch_bytes(int64_t n) { return optimizer_scratch(n).bytes; }
 
 void launch_optimizer_step(KernelLauncher& l, const OptimizerConfig& c, const OptimizerDeviceState& s) {
   auto missing = [](const char* what) {
@@ -662,15 +672,15 @@ void launch_optimizer_step(KernelLauncher& l, const OptimizerConfig& c, const Op
   const bool loss_scaled = s.loss_scale_state != 0;
   if (loss_scaled && (!s.loss || !s.loss_scale_value)) missing("the loss and the loss scale (mixed_fp16)");
   const bool clip = c.global_clipnorm > 0;
-  ScratchPlan p;
-  p.add(ceil_div(s.n, kNormBlock));
-  p.add(ceil_div(s.n, kFiniteBlock));
-  const DevPtr norm_partial = s.scratch + p.offsets[0], finite_partial = s.scratch + p.offsets[1];
+  const ScratchPlan p = optimizer_scratch(s.n);
+  const DevPtr norm_partial = s.scratch + p.offsets[0];
   if (loss_scaled) {  // LossScale::unscale_or_skip, on the device
-    const int64_t blocks = ceil_div(s.n, kFiniteBlock);
-    launch(l, "grad_finite_partial", blocks, {P(s.grads), P(finite_partial), I64(s.n), I64(kFiniteBlock)});
+    const DevPtr sweep = s.scratch + p.offsets[1], flags = s.scratch + p.offsets[2];
+    const int64_t threads = std::clamp<int64_t>(s.n, 1, kFiniteSweep), groups = std::min(threads, kFiniteFlags);
+    launch(l, "grad_finite_partial", threads, {P(s.grads), P(sweep), I64(s.n)});
+    launch(l, "all_nonzero", groups, {P(sweep), P(flags), I64(threads)});
     launch(l, "loss_scale_update", 1,
-           {P(s.loss), P(finite_partial), I64(blocks), P(s.loss_scale_state), P(s.status), P(s.loss_scale_value)});
+           {P(s.loss), P(flags), I64(groups), P(s.loss_scale_state), P(s.status), P(s.loss_scale_value)});
     launch(l, "unscale_gradients", s.n, {P(s.grads), P(s.status)});
   }
   if (clip) {
