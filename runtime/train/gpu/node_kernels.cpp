@@ -181,19 +181,22 @@ std::vector<Arg> operator+(std::vector<Arg> a, const std::vector<Arg>& b) {
 
 // Work items that fill a GPU: 132 SMs (H100, H200) x 2048 resident threads.
 constexpr int64_t kFillItems = 132 * 2048;
-// The fewest rows a block sums (fewer would make the partials the larger part of the work).
+// The fewest rows a block sums (fewer would make the partials the larger part of the work), and the most
+// blocks (each combining thread reads one partial per block; a loss has a single such thread).
 constexpr int64_t kMinBlockRows = 64;
+constexpr int64_t kMaxBlocks = 1024;
 
 struct RowBlocks {
   int64_t blocks = 1, rows_per_block = 1;
 };
 
 // Blocks of rows for a sum over `rows` rows of `outputs` values: enough blocks x outputs to fill a GPU,
-// at least kMinBlockRows rows each. A function of the shape alone, so the sums never depend on the grid.
+// at least kMinBlockRows rows each, at most kMaxBlocks blocks. A function of the shape alone, so the sums
+// never depend on the grid.
 RowBlocks row_blocks(int64_t rows, int64_t outputs) {
   if (rows <= 0) return {};
   const int64_t want = (kFillItems + std::max<int64_t>(outputs, 1) - 1) / std::max<int64_t>(outputs, 1);
-  const int64_t most = (rows + kMinBlockRows - 1) / kMinBlockRows;
+  const int64_t most = std::min((rows + kMinBlockRows - 1) / kMinBlockRows, kMaxBlocks);
   const int64_t blocks = std::clamp<int64_t>(want, 1, std::max<int64_t>(most, 1));
   const int64_t per = (rows + blocks - 1) / blocks;
   return {(rows + per - 1) / per, per};
