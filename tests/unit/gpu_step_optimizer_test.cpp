@@ -55,7 +55,10 @@ struct DeviceOptimizer {
   gpu::HostKernelLauncher launcher;
 
   explicit DeviceOptimizer(const std::vector<float>& initial)
-      : params(initial), grads(initial.size()), m(initial.size()), v(initial.size()),
+      : params(initial),
+        grads(initial.size()),
+        m(initial.size()),
+        v(initial.size()),
         scratch(gpu::optimizer_scratch_bytes(static_cast<int64_t>(initial.size())) / sizeof(double) + 1) {}
 
   gpu::OptimizerStatus step(const OptimizerConfig& c, bool loss_scaled) {
@@ -185,15 +188,18 @@ TEST(GpuStepOptimizer, UpdatesEqualOptimizerStepBitForBit) {
       EXPECT_FALSE(st.skipped);
       ASSERT_TRUE(same_bits("weights", gpu.params, cpu_params));
       ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
-      if (cfg.c.kind != OptimizerKind::Sgd) ASSERT_TRUE(same_bits("second moment", gpu.v, slots.v));
+      if (cfg.c.kind != OptimizerKind::Sgd) {
+        ASSERT_TRUE(same_bits("second moment", gpu.v, slots.v));
+      }
       EXPECT_TRUE(same_bits("gradients (read only)", gpu.grads, grads));
       EXPECT_EQ(gpu.iterations, slots.iterations);
       EXPECT_EQ(gpu.scalars[0], static_cast<float>(slots.last_lr));
       if (cfg.c.global_clipnorm > 0) {
         EXPECT_EQ(st.grad_norm, slots.last_grad_norm);  // the same f64 sums in the same order
         const bool clipped = slots.last_grad_norm > cfg.c.global_clipnorm;
-        EXPECT_EQ(st.clip_scale,
-                  clipped ? static_cast<double>(static_cast<float>(cfg.c.global_clipnorm / slots.last_grad_norm)) : 1.0);
+        EXPECT_EQ(
+            st.clip_scale,
+            clipped ? static_cast<double>(static_cast<float>(cfg.c.global_clipnorm / slots.last_grad_norm)) : 1.0);
       }
     }
   }
@@ -239,7 +245,9 @@ TEST(GpuStepOptimizer, DynamicLossScalingEqualsLossScale) {
     ASSERT_EQ(gpu.loss_scale_value, static_cast<float>(cpu_scale.scale));
     ASSERT_TRUE(same_bits("gradients (unscaled in place)", gpu.grads, grads));
     ASSERT_TRUE(same_bits("weights", gpu.params, cpu_params));
-    if (!slots.m.empty()) ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
+    if (!slots.m.empty()) {
+      ASSERT_TRUE(same_bits("first moment", gpu.m, slots.m));
+    }
     ASSERT_EQ(gpu.iterations, slots.iterations);
   }
   EXPECT_EQ(skipped, 3);
@@ -256,8 +264,8 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
     const int64_t rows = 1 + trial % 4, per = 1 + static_cast<int64_t>(rng() % 1500);
     const double rate = 0.05 + 0.9 * static_cast<double>(rng() % 1000) / 1000;
     const uint64_t seed = rng(), stream = rng() % 7, step = trial % 2 ? rng() : rng() % 100000;
-    SCOPED_TRACE(fmt::format("rows {} per example {} rate {} seed {} stream {} step {}", rows, per, rate, seed, stream,
-                             step));
+    SCOPED_TRACE(
+        fmt::format("rows {} per example {} rate {} seed {} stream {} step {}", rows, per, rate, seed, stream, step));
     ModelGraph g;
     GraphValue x;
     x.shape = {per};
@@ -288,7 +296,9 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
       kept += mask[i] != 0;
       ASSERT_EQ(y[i], in[i] * mask[i]) << i;
     }
-    if (rows * per > 1000) EXPECT_NEAR(static_cast<double>(kept) / (rows * per), 1 - rate, 0.08);
+    if (rows * per > 1000) {
+      EXPECT_NEAR(static_cast<double>(kept) / (rows * per), 1 - rate, 0.08);
+    }
   }
 }
 

@@ -50,10 +50,9 @@ void trampoline(void** params) {
 
 // Each row's parameter types are the kernel's own (a row that disagrees does not compile, and a kernel
 // without a row is an unused function, which -Werror refuses).
-#define STEP_KERNEL(name, types)                                                        \
-  static_assert(std::is_same_v<decltype(&host_kernels::name), void(*) types>,           \
-                "runtime/train/gpu/kernels/step_kernels.def: the types of " #name       \
-                " are not the kernel's");
+#define STEP_KERNEL(name, types)                                              \
+  static_assert(std::is_same_v<decltype(&host_kernels::name), void(*) types>, \
+                "runtime/train/gpu/kernels/step_kernels.def: the types of " #name " are not the kernel's");
 #include "runtime/train/gpu/kernels/step_kernels.def"
 #undef STEP_KERNEL
 
@@ -89,8 +88,8 @@ void HostKernelLauncher::launch(const char* name, int64_t items, void** params) 
   // Every kernel's first parameter is its item count, which sizes the grid on a GPU: they must agree.
   const long long first = *static_cast<const long long*>(params[0]);
   if (first != items)
-    throw std::logic_error(fmt::format("step kernel {}: launched over {} items, its first argument says {}", name,
-                                       items, first));
+    throw std::logic_error(
+        fmt::format("step kernel {}: launched over {} items, its first argument says {}", name, items, first));
   ++launches_[name];
   kernel(params);
 }

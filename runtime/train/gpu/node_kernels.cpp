@@ -164,13 +164,13 @@ ref::Window2d pool_window(const GraphNode& n, const Shape& x, const Shape& y, in
 }
 
 std::vector<Arg> conv_geometry(const ref::Window2d& w) {
-  return {I64(w.batch), I64(w.in_h),     I64(w.in_w),     I64(w.in_c),  I64(w.out_h),
-          I64(w.out_w), I64(w.out_c),    I64(w.k_h),      I64(w.k_w),   I64(w.stride_h),
+  return {I64(w.batch),    I64(w.in_h),  I64(w.in_w),  I64(w.in_c),    I64(w.out_h),
+          I64(w.out_w),    I64(w.out_c), I64(w.k_h),   I64(w.k_w),     I64(w.stride_h),
           I64(w.stride_w), I64(w.dil_h), I64(w.dil_w), I64(w.pad_top), I64(w.pad_left)};
 }
 std::vector<Arg> pool_geometry(const ref::Window2d& w) {
-  return {I64(w.batch), I64(w.in_h),     I64(w.in_w),     I64(w.in_c),    I64(w.out_h),   I64(w.out_w),
-          I64(w.k_h),   I64(w.k_w),      I64(w.stride_h), I64(w.stride_w), I64(w.pad_top), I64(w.pad_left)};
+  return {I64(w.batch), I64(w.in_h), I64(w.in_w),     I64(w.in_c),     I64(w.out_h),   I64(w.out_w),
+          I64(w.k_h),   I64(w.k_w),  I64(w.stride_h), I64(w.stride_w), I64(w.pad_top), I64(w.pad_left)};
 }
 std::vector<Arg> operator+(std::vector<Arg> a, const std::vector<Arg>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -181,19 +181,22 @@ std::vector<Arg> operator+(std::vector<Arg> a, const std::vector<Arg>& b) {
 
 // Work items that fill a GPU: 132 SMs (H100, H200) x 2048 resident threads.
 constexpr int64_t kFillItems = 132 * 2048;
-// The fewest rows a block sums (fewer would make the partials the larger part of the work).
+// The fewest rows a block sums (fewer would make the partials the larger part of the work), and the most
+// blocks (each combining thread reads one partial per block; a loss has a single such thread).
 constexpr int64_t kMinBlockRows = 64;
+constexpr int64_t kMaxBlocks = 1024;
 
 struct RowBlocks {
   int64_t blocks = 1, rows_per_block = 1;
 };
 
 // Blocks of rows for a sum over `rows` rows of `outputs` values: enough blocks x outputs to fill a GPU,
-// at least kMinBlockRows rows each. A function of the shape alone, so the sums never depend on the grid.
+// at least kMinBlockRows rows each, at most kMaxBlocks blocks. A function of the shape alone, so the sums
+// never depend on the grid.
 RowBlocks row_blocks(int64_t rows, int64_t outputs) {
   if (rows <= 0) return {};
   const int64_t want = (kFillItems + std::max<int64_t>(outputs, 1) - 1) / std::max<int64_t>(outputs, 1);
-  const int64_t most = (rows + kMinBlockRows - 1) / kMinBlockRows;
+  const int64_t most = std::min((rows + kMinBlockRows - 1) / kMinBlockRows, kMaxBlocks);
   const int64_t blocks = std::clamp<int64_t>(want, 1, std::max<int64_t>(most, 1));
   const int64_t per = (rows + blocks - 1) / blocks;
   return {(rows + per - 1) / per, per};
@@ -208,8 +211,8 @@ struct ScratchPlan {
   size_t bytes = 0;
   void add(int64_t doubles) {
     offsets.push_back(bytes);
-    bytes += (static_cast<size_t>(std::max<int64_t>(doubles, 0)) * sizeof(double) + kScratchAlign - 1) /
-             kScratchAlign * kScratchAlign;
+    bytes += (static_cast<size_t>(std::max<int64_t>(doubles, 0)) * sizeof(double) + kScratchAlign - 1) / kScratchAlign *
+             kScratchAlign;
   }
 };
 
@@ -250,8 +253,8 @@ LossGeometry loss_geometry(const NodeShapes& s) {
   if (n.attr("delta")) l.delta = n.attr_number("delta");
   const int64_t per_example = s.g.values.at(static_cast<size_t>(n.inputs.at(0))).elements_per_example();
   l.classes = s.in_shape(0).empty() ? 1 : s.in_shape(0).back();
-  l.positions = *kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1))
-                                                : s.rows * per_example;
+  l.positions =
+      *kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1)) : s.rows * per_example;
   return l;
 }
 
@@ -397,8 +400,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       const int64_t elements = kern[0] * kern[1], dense_rows = k.in_count(0) / kern[0];
       const RowBlocks b = row_blocks(dense_rows, elements);
       k.run("dense_backward_kernel_partial", b.blocks * elements,
-            {P(k.in(0)), P(k.in(1)), P(k.area(0)), I64(dense_rows), I64(kern[0]), I64(kern[1]),
-             I64(b.rows_per_block)});
+            {P(k.in(0)), P(k.in(1)), P(k.area(0)), I64(dense_rows), I64(kern[0]), I64(kern[1]), I64(b.rows_per_block)});
       k.sum_blocks(k.area(0), b.blocks, elements, k.out(0));
       return;
     }
@@ -465,8 +467,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       k.run("leaky_relu_forward", k.in_count(0), {P(k.in(0)), P(k.out(0)), F64(n.attr_number("alpha"))});
       return;
     case ModelOp::LeakyReluBackward:
-      k.run("leaky_relu_backward", k.in_count(0),
-            {P(k.in(0)), P(k.in(1)), P(k.out(0)), F64(n.attr_number("alpha"))});
+      k.run("leaky_relu_backward", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0)), F64(n.attr_number("alpha"))});
       return;
     case ModelOp::Gelu: k.run("gelu_forward", k.in_count(0), {P(k.in(0)), P(k.out(0))}); return;
     case ModelOp::GeluBackward: k.run("gelu_backward", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0))}); return;
@@ -481,8 +482,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       const int64_t len = full[static_cast<size_t>(axis)];
       if (n.op == ModelOp::Softmax)
         k.run("softmax_forward", outer * inner, {P(k.in(0)), P(k.out(0)), I64(len), I64(inner)});
-      else
-        k.run("softmax_backward", outer * inner, {P(k.in(0)), P(k.in(1)), P(k.out(0)), I64(len), I64(inner)});
+      else k.run("softmax_backward", outer * inner, {P(k.in(0)), P(k.in(1)), P(k.out(0)), I64(len), I64(inner)});
       return;
     }
     case ModelOp::BatchNorm: {
@@ -498,9 +498,9 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       const int64_t blocks = (norm_rows + kStatisticsBlock - 1) / kStatisticsBlock;
       k.run("batch_norm_block_statistics", blocks * c,
             {P(k.in(0)), P(k.area(0)), P(k.area(1)), I64(norm_rows), I64(c), I64(kStatisticsBlock)});
-      k.run("batch_norm_merge_statistics", c,
-            {P(k.area(0)), P(k.area(1)), P(k.area(2)), P(k.out(1)), P(k.out(2)), I64(norm_rows),
-             I64(kStatisticsBlock)});
+      k.run(
+          "batch_norm_merge_statistics", c,
+          {P(k.area(0)), P(k.area(1)), P(k.area(2)), P(k.out(1)), P(k.out(2)), I64(norm_rows), I64(kStatisticsBlock)});
       k.run("batch_norm_apply", k.in_count(0),
             {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.area(2)), P(k.out(0)), I64(c), F64(eps)});
       return;
@@ -512,8 +512,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       k.run("batch_norm_backward_partial", b.blocks * c,
             {P(k.in(0)), P(k.in(1)), P(k.in(3)), P(k.in(4)), P(k.area(0)), I64(norm_rows), I64(c),
              I64(b.rows_per_block), F64(eps)});
-      k.run("batch_norm_backward_combine", c,
-            {P(k.area(0)), I64(b.blocks), P(k.area(1)), P(k.out(1)), P(k.out(2))});
+      k.run("batch_norm_backward_combine", c, {P(k.area(0)), I64(b.blocks), P(k.area(1)), P(k.out(1)), P(k.out(2))});
       k.run("batch_norm_backward_dx", k.in_count(0),
             {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.area(1)), P(k.out(0)), I64(norm_rows),
              I64(c), F64(eps)});
@@ -533,8 +532,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       k.run("layer_norm_backward_row_sums", norm_rows,
             {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.area(0)), I64(c), F64(eps)});
       k.run("layer_norm_backward_dx", k.in_count(0),
-            {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.area(0)), P(k.out(0)), I64(c),
-             F64(eps)});
+            {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.area(0)), P(k.out(0)), I64(c), F64(eps)});
       const RowBlocks b = row_blocks(norm_rows, c);
       k.run("layer_norm_backward_param_partial", b.blocks * c,
             {P(k.in(0)), P(k.in(1)), P(k.in(3)), P(k.in(4)), P(k.area(1)), I64(norm_rows), I64(c),
@@ -558,9 +556,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
              U64(k.o.seed), U64(stream), P(k.o.step_counter)});
       return;
     }
-    case ModelOp::DropoutBackward:
-      k.run("multiply", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0))});
-      return;
+    case ModelOp::DropoutBackward: k.run("multiply", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0))}); return;
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
       const LossGeometry lg = loss_geometry(k);
@@ -580,14 +576,13 @@ void launch_kind(const NodeLaunch& k, bool relu) {
         loss_scale = k.o.loss_scale;
       }
       k.run("loss_backward", lg.positions,
-            {P(k.in(0)), P(k.in(1)), P(k.out(0)), I32(lg.kind), I32(lg.from_logits), I32(lg.sparse),
-             I64(lg.classes), F64(lg.delta), F64(scale), P(loss_scale)});
+            {P(k.in(0)), P(k.in(1)), P(k.out(0)), I32(lg.kind), I32(lg.from_logits), I32(lg.sparse), I64(lg.classes),
+             F64(lg.delta), F64(scale), P(loss_scale)});
       return;
     }
     case ModelOp::MovingAverage: {
       const int64_t c = k.g.values.at(static_cast<size_t>(n.inputs[0])).elements_per_example();
-      k.run("moving_average", c,
-            {P(k.in(0)), P(k.in(1)), F32(static_cast<float>(n.attr_number("momentum")))});
+      k.run("moving_average", c, {P(k.in(0)), P(k.in(1)), F32(static_cast<float>(n.attr_number("momentum")))});
       return;
     }
     case ModelOp::Round: {
@@ -633,8 +628,10 @@ void launch_node(KernelLauncher& launcher, const NodeOperands& o) {
 
 namespace {
 
-// The finite check's blocks: any size gives the same flag; this one fills a GPU for 1M+ parameters.
-constexpr int64_t kFiniteBlock = 4096;
+// The finite check's levels: kFiniteSweep threads sweep the gradients (coalesced), kFiniteFlags threads
+// those flags, one thread the last few (whether all are finite does not depend on how they are split).
+constexpr int64_t kFiniteSweep = 65536;
+constexpr int64_t kFiniteFlags = 256;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -648,12 +645,20 @@ std::array<float, 3> optimizer_step_scalars(const OptimizerConfig& c, int64_t it
   return {static_cast<float>(lr_now), alpha, static_cast<float>(lr_now * c.weight_decay)};
 }
 
-size_t optimizer_scratch_bytes(int64_t n) {
+namespace {
+
+// The optimizer's scratch: the global norm's block sums, the finite check's two levels of flags.
+ScratchPlan optimizer_scratch(int64_t n) {
   ScratchPlan p;
-  p.add(ceil_div(n, kNormBlock));    // the global norm's block sums
-  p.add(ceil_div(n, kFiniteBlock));  // the finite check's block flags
-  return p.bytes;
+  p.add(ceil_div(n, kNormBlock));
+  p.add(kFiniteSweep);
+  p.add(kFiniteFlags);
+  return p;
 }
+
+}  // namespace
+
+size_t optimizer_scratch_bytes(int64_t n) { return optimizer_scratch(n).bytes; }
 
 void launch_optimizer_step(KernelLauncher& l, const OptimizerConfig& c, const OptimizerDeviceState& s) {
   auto missing = [](const char* what) {
@@ -670,15 +675,15 @@ void launch_optimizer_step(KernelLauncher& l, const OptimizerConfig& c, const Op
   const bool loss_scaled = s.loss_scale_state != 0;
   if (loss_scaled && (!s.loss || !s.loss_scale_value)) missing("the loss and the loss scale (mixed_fp16)");
   const bool clip = c.global_clipnorm > 0;
-  ScratchPlan p;
-  p.add(ceil_div(s.n, kNormBlock));
-  p.add(ceil_div(s.n, kFiniteBlock));
-  const DevPtr norm_partial = s.scratch + p.offsets[0], finite_partial = s.scratch + p.offsets[1];
+  const ScratchPlan p = optimizer_scratch(s.n);
+  const DevPtr norm_partial = s.scratch + p.offsets[0];
   if (loss_scaled) {  // LossScale::unscale_or_skip, on the device
-    const int64_t blocks = ceil_div(s.n, kFiniteBlock);
-    launch(l, "grad_finite_partial", blocks, {P(s.grads), P(finite_partial), I64(s.n), I64(kFiniteBlock)});
+    const DevPtr sweep = s.scratch + p.offsets[1], flags = s.scratch + p.offsets[2];
+    const int64_t threads = std::clamp<int64_t>(s.n, 1, kFiniteSweep), groups = std::min(threads, kFiniteFlags);
+    launch(l, "grad_finite_partial", threads, {P(s.grads), P(sweep), I64(s.n)});
+    launch(l, "all_nonzero", groups, {P(sweep), P(flags), I64(threads)});
     launch(l, "loss_scale_update", 1,
-           {P(s.loss), P(finite_partial), I64(blocks), P(s.loss_scale_state), P(s.status), P(s.loss_scale_value)});
+           {P(s.loss), P(flags), I64(groups), P(s.loss_scale_state), P(s.status), P(s.loss_scale_value)});
     launch(l, "unscale_gradients", s.n, {P(s.grads), P(s.status)});
   }
   if (clip) {
@@ -714,13 +719,11 @@ LossScale loss_scale_from_device(const std::array<double, kLossScaleSlots>& stat
   return s;
 }
 
-void launch_hwio_to_krsc(KernelLauncher& l, DevPtr hwio, DevPtr krsc, int64_t kh, int64_t kw, int64_t in,
-                         int64_t out) {
+void launch_hwio_to_krsc(KernelLauncher& l, DevPtr hwio, DevPtr krsc, int64_t kh, int64_t kw, int64_t in, int64_t out) {
   launch(l, "hwio_to_krsc", kh * kw * in * out, {P(hwio), P(krsc), I64(kh), I64(kw), I64(in), I64(out)});
 }
 
-void launch_krsc_to_hwio(KernelLauncher& l, DevPtr krsc, DevPtr hwio, int64_t kh, int64_t kw, int64_t in,
-                         int64_t out) {
+void launch_krsc_to_hwio(KernelLauncher& l, DevPtr krsc, DevPtr hwio, int64_t kh, int64_t kw, int64_t in, int64_t out) {
   launch(l, "krsc_to_hwio", kh * kw * in * out, {P(krsc), P(hwio), I64(kh), I64(kw), I64(in), I64(out)});
 }
 

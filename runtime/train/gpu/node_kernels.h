@@ -39,11 +39,11 @@ std::array<float, 3> optimizer_step_scalars(const OptimizerConfig& c, int64_t it
 
 /// The optimizer's device buffers, each a device address (0: absent).
 struct OptimizerDeviceState {
-  int64_t n = 0;          // elements of every flat buffer
-  DevPtr params = 0;      // float[n], updated in place
-  DevPtr grads = 0;       // float[n] (unscaled in place under mixed_fp16, as on the CPU)
-  DevPtr m = 0;           // float[n]: adam's first moment, sgd's velocity (unused by plain sgd)
-  DevPtr v = 0;           // float[n]: adam's second moment (unused by sgd)
+  int64_t n = 0;            // elements of every flat buffer
+  DevPtr params = 0;        // float[n], updated in place
+  DevPtr grads = 0;         // float[n] (unscaled in place under mixed_fp16, as on the CPU)
+  DevPtr m = 0;             // float[n]: adam's first moment, sgd's velocity (unused by plain sgd)
+  DevPtr v = 0;             // float[n]: adam's second moment (unused by sgd)
   DevPtr step_scalars = 0;  // float[3]: optimizer_step_scalars(), written by the host before each step
   DevPtr status = 0;        // double[kOptimizerStatusSlots], written by the device (OptimizerStatus)
   DevPtr scratch = 0;       // optimizer_scratch_bytes(n)

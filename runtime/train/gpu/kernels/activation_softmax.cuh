@@ -34,7 +34,7 @@ PIPEC_KERNEL void gelu_backward(long long items, const float* x, const float* dy
 // softmax each (max, sum of exponentials, then the values, in f64).
 PIPEC_KERNEL void softmax_forward(long long items, const float* x, float* y, long long len, long long inner) {
   SK_FOR_ITEMS(i, items) {
-    const long long in = i % inner, o = i / inner;
+    const long long o = sk_div(i, inner), in = i - o * inner;
     const float* xp = x + o * len * inner + in;
     float* yp = y + o * len * inner + in;
     double m = sk_neg_inf();
@@ -49,7 +49,7 @@ PIPEC_KERNEL void softmax_forward(long long items, const float* x, float* y, lon
 PIPEC_KERNEL void softmax_backward(long long items, const float* y, const float* dy, float* dx, long long len,
                                    long long inner) {
   SK_FOR_ITEMS(i, items) {
-    const long long in = i % inner, o = i / inner;
+    const long long o = sk_div(i, inner), in = i - o * inner;
     const long long base = o * len * inner + in;
     double dot = 0;
     for (long long k = 0; k < len; ++k) dot += (double)dy[base + k * inner] * (double)y[base + k * inner];

@@ -31,7 +31,7 @@ PIPEC_KERNEL void dropout_forward(long long items, const float* x, float* y, flo
   const long long groups = (per_example + 3) / 4;
   const unsigned long long epoch = *step;
   SK_FOR_ITEMS(i, items) {
-    const long long g = i % groups, e = i / groups;
+    const long long e = sk_div(i, groups), g = i - e * groups;
     // The stream's key: philox({op lo, op hi, epoch hi, "key1"}, {seed lo, seed hi}), words 0 and 1.
     unsigned key[4] = {(unsigned)stream_id, (unsigned)(stream_id >> 32), (unsigned)(epoch >> 32), 0x6b657931u};
     sk_philox(key, (unsigned)seed, (unsigned)(seed >> 32));

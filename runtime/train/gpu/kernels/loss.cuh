@@ -138,8 +138,8 @@ PIPEC_DEV double sk_cross_entropy_position(int from_logits, int sparse, long lon
 // Item: a block of `block_positions` positions (values for the element-wise losses, class vectors for
 // cross_entropy), its losses summed in order into partial[block].
 PIPEC_KERNEL void loss_partial(long long items, const float* prediction, const float* target, double* partial,
-                               long long positions, long long block_positions, int kind, int from_logits,
-                               int sparse, long long classes, double delta) {
+                               long long positions, long long block_positions, int kind, int from_logits, int sparse,
+                               long long classes, double delta) {
   SK_FOR_ITEMS(blk, items) {
     const long long end = sk_min(positions, (blk + 1) * block_positions);
     double total = 0;
@@ -167,8 +167,8 @@ PIPEC_KERNEL void loss_combine(long long items, const double* partial, long long
 
 // Item: one position; the gradient of the mean loss, times the loss scale when `loss_scale` is not null
 // (mixed_fp16: the backward pass starts from loss * scale).
-PIPEC_KERNEL void loss_backward(long long items, const float* prediction, const float* target, float* grad,
-                                int kind, int from_logits, int sparse, long long classes, double delta, double scale,
+PIPEC_KERNEL void loss_backward(long long items, const float* prediction, const float* target, float* grad, int kind,
+                                int from_logits, int sparse, long long classes, double delta, double scale,
                                 const float* loss_scale) {
   SK_FOR_ITEMS(k, items) {
     if (kind == SK_LOSS_CROSS_ENTROPY) {

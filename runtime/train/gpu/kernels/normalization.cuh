@@ -14,7 +14,7 @@
 PIPEC_KERNEL void batch_norm_block_statistics(long long items, const float* x, double* block_mean, double* block_m2,
                                               long long rows, long long channels, long long block_rows) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, blk = i / channels;
+    const long long blk = sk_div(i, channels), c = i - blk * channels;
     const long long r0 = blk * block_rows, r1 = sk_min(rows, r0 + block_rows);
     double m = 0;
     for (long long r = r0; r < r1; ++r) m += (double)x[r * channels + c];
@@ -59,7 +59,7 @@ PIPEC_KERNEL void batch_norm_merge_statistics(long long items, const double* blo
 PIPEC_KERNEL void batch_norm_apply(long long items, const float* x, const float* gamma, const float* beta,
                                    const double* stats, float* y, long long channels, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels;
+    const long long c = i - sk_div(i, channels) * channels;
     const double inv = 1.0 / sqrt(stats[channels + c] + epsilon);
     y[i] = (float)(((double)x[i] - stats[c]) * inv * (double)gamma[c] + (double)beta[c]);
   }
@@ -70,7 +70,7 @@ PIPEC_KERNEL void batch_norm_inference_apply(long long items, const float* x, co
                                              const float* moving_mean, const float* moving_variance, float* y,
                                              long long channels, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels;
+    const long long c = i - sk_div(i, channels) * channels;
     const double inv = 1.0 / sqrt((double)moving_variance[c] + epsilon);
     y[i] = (float)(((double)x[i] - (double)moving_mean[c]) * inv * (double)gamma[c] + (double)beta[c]);
   }
@@ -82,7 +82,7 @@ PIPEC_KERNEL void batch_norm_backward_partial(long long items, const float* x, c
                                               const float* variance, double* partial, long long rows,
                                               long long channels, long long block_rows, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, blk = i / channels;
+    const long long blk = sk_div(i, channels), c = i - blk * channels;
     const double inv = 1.0 / sqrt((double)variance[c] + epsilon);
     const long long r_end = sk_min(rows, (blk + 1) * block_rows);
     double sum_dy = 0, sum_dy_xhat = 0;
@@ -119,7 +119,7 @@ PIPEC_KERNEL void batch_norm_backward_dx(long long items, const float* x, const 
                                          const float* mean, const float* variance, const double* sums, float* dx,
                                          long long rows, long long channels, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels;
+    const long long c = i - sk_div(i, channels) * channels;
     const double inv = 1.0 / sqrt((double)variance[c] + epsilon);
     const double xhat = ((double)x[i] - (double)mean[c]) * inv;
     const double n = (double)rows;
@@ -148,7 +148,7 @@ PIPEC_KERNEL void layer_norm_statistics(long long items, const float* x, double*
 PIPEC_KERNEL void layer_norm_apply(long long items, const float* x, const float* gamma, const float* beta,
                                    const double* stats, float* y, long long channels, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, r = i / channels;
+    const long long r = sk_div(i, channels), c = i - r * channels;
     const double inv = 1.0 / sqrt(stats[2 * r + 1] + epsilon);
     y[i] = (float)(((double)x[i] - stats[2 * r]) * inv * (double)gamma[c] + (double)beta[c]);
   }
@@ -180,7 +180,7 @@ PIPEC_KERNEL void layer_norm_backward_dx(long long items, const float* x, const 
                                          const float* mean, const float* variance, const double* sums, float* dx,
                                          long long channels, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, r = i / channels;
+    const long long r = sk_div(i, channels), c = i - r * channels;
     const double inv = 1.0 / sqrt((double)variance[r] + epsilon);
     const double xhat = ((double)x[i] - (double)mean[r]) * inv;
     const double gx = (double)dy[i] * (double)gamma[c];
@@ -191,12 +191,11 @@ PIPEC_KERNEL void layer_norm_backward_dx(long long items, const float* x, const 
 
 // Item (block, c): partial[0][blk][c] = sum(dy xhat) (dgamma), partial[1][blk][c] = sum(dy) (dbeta) over
 // the block's rows.
-PIPEC_KERNEL void layer_norm_backward_param_partial(long long items, const float* x, const float* dy,
-                                                    const float* mean, const float* variance, double* partial,
-                                                    long long rows, long long channels, long long block_rows,
-                                                    double epsilon) {
+PIPEC_KERNEL void layer_norm_backward_param_partial(long long items, const float* x, const float* dy, const float* mean,
+                                                    const float* variance, double* partial, long long rows,
+                                                    long long channels, long long block_rows, double epsilon) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, blk = i / channels;
+    const long long blk = sk_div(i, channels), c = i - blk * channels;
     const long long r_end = sk_min(rows, (blk + 1) * block_rows);
     double dg = 0, db = 0;
     for (long long r = blk * block_rows; r < r_end; ++r) {

@@ -26,12 +26,27 @@
 #define SK_OPT_ADAM 2          // adam and adamw (adamw: adam with its own default weight decay)
 
 // The global norm's partial sums: item b, the sum of g^2 over block b of `block` (kNormBlock) elements,
-// in f64 and in order, as the CPU's global_norm().
+// in f64 and in order, as the CPU's global_norm(). The sum is one chain of dependent adds, so the loads
+// go ahead of it in batches of SK_NORM_BATCH (the next batch is read while the current one is added):
+// the order of the adds, and so the result, is the loop's.
+#define SK_NORM_BATCH 32
 PIPEC_KERNEL void grad_norm_partial(long long items, const float* g, double* partial, long long n, long long block) {
   SK_FOR_ITEMS(b, items) {
-    const long long end = sk_min(n, (b + 1) * block);
+    const long long begin = b * block, end = sk_min(n, (b + 1) * block);
     double sum = 0;
-    for (long long i = b * block; i < end; ++i) sum += (double)g[i] * (double)g[i];
+    long long i = begin;
+    if (end - begin >= 2 * SK_NORM_BATCH) {
+      float cur[SK_NORM_BATCH], next[SK_NORM_BATCH];
+      for (int k = 0; k < SK_NORM_BATCH; ++k) cur[k] = g[i + k];
+      for (; i + 2 * SK_NORM_BATCH <= end; i += SK_NORM_BATCH) {
+        for (int k = 0; k < SK_NORM_BATCH; ++k) next[k] = g[i + SK_NORM_BATCH + k];
+        for (int k = 0; k < SK_NORM_BATCH; ++k) sum += (double)cur[k] * (double)cur[k];
+        for (int k = 0; k < SK_NORM_BATCH; ++k) cur[k] = next[k];
+      }
+      for (int k = 0; k < SK_NORM_BATCH; ++k) sum += (double)cur[k] * (double)cur[k];
+      i += SK_NORM_BATCH;
+    }
+    for (; i < end; ++i) sum += (double)g[i] * (double)g[i];
     partial[b] = sum;
   }
 }
@@ -49,14 +64,22 @@ PIPEC_KERNEL void grad_norm_finish(long long items, const double* partial, long 
   }
 }
 
-// mixed_fp16's finite check, first half: item b, 1 when every gradient of block b is finite, else 0.
-PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* partial, long long n,
-                                      long long block) {
-  SK_FOR_ITEMS(b, items) {
-    const long long end = sk_min(n, (b + 1) * block);
+// mixed_fp16's finite check, first level: item t, 1 when the gradients t, t + items, t + 2 items, ... are
+// all finite, else 0 (a coalesced sweep: whether all are finite does not depend on the order).
+PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* partial, long long n) {
+  SK_FOR_ITEMS(t, items) {
     bool finite = true;
-    for (long long i = b * block; i < end && finite; ++i) finite = sk_finite_f32(g[i]);
-    partial[b] = finite ? 1.0 : 0.0;
+    for (long long i = t; i < n; i += items) finite = sk_finite_f32(g[i]) && finite;
+    partial[t] = finite ? 1.0 : 0.0;
+  }
+}
+
+// The next level: item t, 1 when the flags t, t + items, ... of `in` (n of them) are all 1, else 0.
+PIPEC_KERNEL void all_nonzero(long long items, const double* in, double* out, long long n) {
+  SK_FOR_ITEMS(t, items) {
+    bool all = true;
+    for (long long i = t; i < n; i += items) all = in[i] != 0.0 && all;
+    out[t] = all ? 1.0 : 0.0;
   }
 }
 
@@ -64,11 +87,11 @@ PIPEC_KERNEL void grad_finite_partial(long long items, const float* g, double* p
 // Sets the skip flag and the inverse the gradients are unscaled by (1 / scale before any change), then
 // changes the scale by LossScale's rules: halved on a skip, doubled after kGrowthSteps finite steps in a
 // row. `scale_f32` gets the new scale as the f32 the next loss_backward multiplies by.
-PIPEC_KERNEL void loss_scale_update(long long items, const float* loss, const double* finite_partial,
-                                    long long blocks, double* state, double* status, float* scale_f32) {
+PIPEC_KERNEL void loss_scale_update(long long items, const float* loss, const double* finite_partial, long long blocks,
+                                    double* state, double* status, float* scale_f32) {
   SK_FOR_ITEMS(i, items) {
     bool finite = sk_finite_f32(*loss);
-    for (long long b = 0; b < blocks && finite; ++b) finite = finite_partial[b] != 0.0;
+    for (long long b = 0; b < blocks; ++b) finite = finite_partial[b] != 0.0 && finite;
     status[SK_STATUS_SKIP] = finite ? 0.0 : 1.0;
     status[SK_STATUS_INVERSE] = (double)(float)(1 / state[SK_LS_SCALE]);
     state[SK_LS_LAST_SKIPPED] = finite ? 0.0 : 1.0;
@@ -99,9 +122,8 @@ PIPEC_KERNEL void unscale_gradients(long long items, float* g, const double* sta
 // is multiplied by the clip scale (by 1 when the norm is below clipnorm: the CPU's unclipped value, bit
 // for bit). `status` is read only for those two.
 PIPEC_KERNEL void optimizer_update(long long items, float* w, const float* g, float* m, float* v,
-                                   const float* step_scalars, const double* status, int kind, int clip,
-                                   int check_skip, int decay, float momentum, float one_minus_beta1,
-                                   float one_minus_beta2, float eps) {
+                                   const float* step_scalars, const double* status, int kind, int clip, int check_skip,
+                                   int decay, float momentum, float one_minus_beta1, float one_minus_beta2, float eps) {
   if (check_skip && status[SK_STATUS_SKIP] != 0.0) return;
   const float clip_scale = clip ? (float)status[SK_STATUS_CLIP_SCALE] : 1.0f;
   const float lr = step_scalars[SK_SCALAR_LR], alpha = step_scalars[SK_SCALAR_ALPHA],

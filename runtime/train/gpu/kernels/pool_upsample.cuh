@@ -2,8 +2,8 @@
 // One output element per item (the input gradients: one dx element per item, gathering the windows
 // that read it in the reference's order), f64 sums, so each kernel equals runtime/train/ref_pool.cpp
 // bit for bit. Padding is neither a maximum nor part of an average (TensorFlow's rules).
-#define SK_POOL_GEOMETRY                                                                                    \
-  long long batch, long long in_h, long long in_w, long long channels, long long out_h, long long out_w,   \
+#define SK_POOL_GEOMETRY                                                                                 \
+  long long batch, long long in_h, long long in_w, long long channels, long long out_h, long long out_w, \
       long long k_h, long long k_w, long long stride_h, long long stride_w, long long pad_top, long long pad_left
 
 // The first maximum of a window (the max pool gradient goes to it): its offset in x, or -1 when the
@@ -28,19 +28,18 @@ PIPEC_DEV long long sk_window_argmax(const float* x, long long b, long long oy, 
 
 PIPEC_KERNEL void max_pool2d_forward(long long items, const float* x, float* y, SK_POOL_GEOMETRY) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
-                    b = i / (channels * out_w * out_h);
+    const sk_nhwc idx = sk_nhwc_of(i, out_h, out_w, channels);
+    const long long c = idx.c, ox = idx.x, oy = idx.y, b = idx.n;
     const long long at = sk_window_argmax(x, b, oy, ox, c, SK_POOL_ARGS);
     y[i] = at < 0 ? 0.0f : x[at];
   }
 }
 
 // dx[at] = the sum of dy over the windows whose first maximum is `at`, in (oy, ox) order.
-PIPEC_KERNEL void max_pool2d_backward(long long items, const float* x, const float* dy, float* dx,
-                                      SK_POOL_GEOMETRY) {
+PIPEC_KERNEL void max_pool2d_backward(long long items, const float* x, const float* dy, float* dx, SK_POOL_GEOMETRY) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
-                    b = i / (channels * in_w * in_h);
+    const sk_nhwc idx = sk_nhwc_of(i, in_h, in_w, channels);
+    const long long c = idx.c, ix = idx.x, iy = idx.y, b = idx.n;
     double acc = 0;
     // Windows of rows oy with oy * stride - pad <= iy <= oy * stride - pad + k - 1 (no dilation).
     const long long oy_lo = sk_first_window(iy, pad_top, stride_h, 1, k_h);
@@ -68,8 +67,8 @@ PIPEC_DEV long long sk_window_count(long long oy, long long ox, SK_POOL_GEOMETRY
 
 PIPEC_KERNEL void avg_pool2d_forward(long long items, const float* x, float* y, SK_POOL_GEOMETRY) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
-                    b = i / (channels * out_w * out_h);
+    const sk_nhwc idx = sk_nhwc_of(i, out_h, out_w, channels);
+    const long long c = idx.c, ox = idx.x, oy = idx.y, b = idx.n;
     const long long count = sk_window_count(oy, ox, SK_POOL_ARGS);
     double s = 0;
     for (long long ky = 0; ky < k_h; ++ky) {
@@ -86,8 +85,8 @@ PIPEC_KERNEL void avg_pool2d_forward(long long items, const float* x, float* y, 
 
 PIPEC_KERNEL void avg_pool2d_backward(long long items, const float* dy, float* dx, SK_POOL_GEOMETRY) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
-                    b = i / (channels * in_w * in_h);
+    const sk_nhwc idx = sk_nhwc_of(i, in_h, in_w, channels);
+    const long long c = idx.c, ix = idx.x, iy = idx.y, b = idx.n;
     double acc = 0;
     const long long oy_lo = sk_first_window(iy, pad_top, stride_h, 1, k_h);
     const long long oy_hi = sk_last_window(iy, pad_top, stride_h, out_h);
@@ -106,7 +105,7 @@ PIPEC_KERNEL void avg_pool2d_backward(long long items, const float* dy, float* d
 PIPEC_KERNEL void global_avg_pool_forward(long long items, const float* x, float* y, long long pixels,
                                           long long channels) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, b = i / channels;
+    const long long b = sk_div(i, channels), c = i - b * channels;
     double s = 0;
     for (long long p = 0; p < pixels; ++p) s += (double)x[(b * pixels + p) * channels + c];
     y[i] = (float)(s / (double)pixels);
@@ -117,7 +116,7 @@ PIPEC_KERNEL void global_avg_pool_forward(long long items, const float* x, float
 PIPEC_KERNEL void global_avg_pool_backward(long long items, const float* dy, float* dx, long long pixels,
                                            long long channels) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, b = i / (channels * pixels);
+    const long long q = sk_div(i, channels), c = i - q * channels, b = sk_div(q, pixels);
     dx[i] = (float)((double)dy[b * channels + c] / (double)pixels);
   }
 }
@@ -125,7 +124,7 @@ PIPEC_KERNEL void global_avg_pool_backward(long long items, const float* dy, flo
 PIPEC_KERNEL void global_max_pool_forward(long long items, const float* x, float* y, long long pixels,
                                           long long channels) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, b = i / channels;
+    const long long b = sk_div(i, channels), c = i - b * channels;
     float best = x[b * pixels * channels + c];
     for (long long p = 1; p < pixels; ++p) {
       const float v = x[(b * pixels + p) * channels + c];
@@ -140,7 +139,7 @@ PIPEC_KERNEL void global_max_pool_forward(long long items, const float* x, float
 PIPEC_KERNEL void global_max_pool_backward(long long items, const float* x, const float* dy, float* dx,
                                            long long pixels, long long channels) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, b = i / channels;
+    const long long b = sk_div(i, channels), c = i - b * channels;
     const long long base = b * pixels * channels + c;
     long long best = base;
     for (long long p = 1; p < pixels; ++p)
@@ -151,26 +150,26 @@ PIPEC_KERNEL void global_max_pool_backward(long long items, const float* x, cons
 }
 
 // Nearest upsampling: output (oy, ox) reads input (oy * in_h / out_h, ox * in_w / out_w).
-PIPEC_KERNEL void upsample2d_nearest_forward(long long items, const float* x, float* y, long long in_h,
-                                             long long in_w, long long channels, long long out_h, long long out_w) {
+PIPEC_KERNEL void upsample2d_nearest_forward(long long items, const float* x, float* y, long long in_h, long long in_w,
+                                             long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
-                    b = i / (channels * out_w * out_h);
-    y[i] = x[((b * in_h + oy * in_h / out_h) * in_w + ox * in_w / out_w) * channels + c];
+    const sk_nhwc idx = sk_nhwc_of(i, out_h, out_w, channels);
+    const long long c = idx.c, ox = idx.x, oy = idx.y, b = idx.n;
+    y[i] = x[((b * in_h + sk_div(oy * in_h, out_h)) * in_w + sk_div(ox * in_w, out_w)) * channels + c];
   }
 }
 
 // The first output index o with o * in / out == i (in <= out or not).
-PIPEC_DEV long long sk_first_nearest(long long i, long long in, long long out) { return (i * out + in - 1) / in; }
+PIPEC_DEV long long sk_first_nearest(long long i, long long in, long long out) { return sk_div(i * out + in - 1, in); }
 
 PIPEC_KERNEL void upsample2d_nearest_backward(long long items, const float* dy, float* dx, long long in_h,
                                               long long in_w, long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
-                    b = i / (channels * in_w * in_h);
+    const sk_nhwc idx = sk_nhwc_of(i, in_h, in_w, channels);
+    const long long c = idx.c, ix = idx.x, iy = idx.y, b = idx.n;
     double acc = 0;
-    for (long long oy = sk_first_nearest(iy, in_h, out_h); oy < out_h && oy * in_h / out_h == iy; ++oy)
-      for (long long ox = sk_first_nearest(ix, in_w, out_w); ox < out_w && ox * in_w / out_w == ix; ++ox)
+    for (long long oy = sk_first_nearest(iy, in_h, out_h); oy < out_h && sk_div(oy * in_h, out_h) == iy; ++oy)
+      for (long long ox = sk_first_nearest(ix, in_w, out_w); ox < out_w && sk_div(ox * in_w, out_w) == ix; ++ox)
         acc += (double)dy[((b * out_h + oy) * out_w + ox) * channels + c];
     dx[i] = (float)acc;
   }
@@ -193,11 +192,11 @@ PIPEC_DEV sk_lerp sk_lerp_of(long long o, long long in, long long out) {
   return l;
 }
 
-PIPEC_KERNEL void upsample2d_bilinear_forward(long long items, const float* x, float* y, long long in_h,
-                                              long long in_w, long long channels, long long out_h, long long out_w) {
+PIPEC_KERNEL void upsample2d_bilinear_forward(long long items, const float* x, float* y, long long in_h, long long in_w,
+                                              long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ox = (i / channels) % out_w, oy = (i / (channels * out_w)) % out_h,
-                    b = i / (channels * out_w * out_h);
+    const sk_nhwc idx = sk_nhwc_of(i, out_h, out_w, channels);
+    const long long c = idx.c, ox = idx.x, oy = idx.y, b = idx.n;
     const sk_lerp Y = sk_lerp_of(oy, in_h, out_h), X = sk_lerp_of(ox, in_w, out_w);
     const float* xb = x + b * in_h * in_w * channels + c;
     const double ll = xb[(Y.lo * in_w + X.lo) * channels], lh = xb[(Y.lo * in_w + X.hi) * channels];
@@ -226,11 +225,10 @@ PIPEC_DEV long long sk_lerp_last(long long i, long long in, long long out) {
 // four corner terms in the reference's order (lo lo, lo hi, hi lo, hi hi) where they land on this
 // element.
 PIPEC_KERNEL void upsample2d_bilinear_backward(long long items, const float* dy, float* dx, long long in_h,
-                                               long long in_w, long long channels, long long out_h,
-                                               long long out_w) {
+                                               long long in_w, long long channels, long long out_h, long long out_w) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % channels, ix = (i / channels) % in_w, iy = (i / (channels * in_w)) % in_h,
-                    b = i / (channels * in_w * in_h);
+    const sk_nhwc idx = sk_nhwc_of(i, in_h, in_w, channels);
+    const long long c = idx.c, ix = idx.x, iy = idx.y, b = idx.n;
     double acc = 0;
     const long long oy_hi = sk_lerp_last(iy, in_h, out_h), ox_lo = sk_lerp_first(ix, in_w, out_w),
                     ox_hi = sk_lerp_last(ix, in_w, out_w);

@@ -62,7 +62,8 @@ PIPEC_KERNEL void round_f16(long long items, const float* x, float* y) {
 PIPEC_KERNEL void hwio_to_krsc(long long items, const float* hwio, float* krsc, long long kh, long long kw,
                                long long in, long long out) {
   SK_FOR_ITEMS(i, items) {
-    const long long c = i % in, x = (i / in) % kw, y = (i / (in * kw)) % kh, o = i / (in * kw * kh);
+    const sk_nhwc idx = sk_nhwc_of(i, kh, kw, in);  // [out, kh, kw, in]
+    const long long c = idx.c, x = idx.x, y = idx.y, o = idx.n;
     krsc[i] = hwio[((y * kw + x) * in + c) * out + o];
   }
 }
@@ -70,7 +71,8 @@ PIPEC_KERNEL void hwio_to_krsc(long long items, const float* hwio, float* krsc, 
 PIPEC_KERNEL void krsc_to_hwio(long long items, const float* krsc, float* hwio, long long kh, long long kw,
                                long long in, long long out) {
   SK_FOR_ITEMS(i, items) {
-    const long long o = i % out, c = (i / out) % in, x = (i / (out * in)) % kw, y = i / (out * in * kw);
+    const sk_nhwc idx = sk_nhwc_of(i, kw, in, out);  // [kh, kw, in, out]
+    const long long o = idx.c, c = idx.x, x = idx.y, y = idx.n;
     hwio[i] = krsc[((o * kh + y) * kw + x) * in + c];
   }
 }

@@ -50,23 +50,41 @@ PIPEC_DEV double sk_bits_to_f64(unsigned long long b) {
 
 // Finiteness from the exponent bits (no libm: the same test on both builds).
 PIPEC_DEV bool sk_finite_f32(float f) { return (sk_f32_to_bits(f) & 0x7f800000u) != 0x7f800000u; }
-PIPEC_DEV bool sk_finite_f64(double d) {
-  return (sk_f64_to_bits(d) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
-}
+PIPEC_DEV bool sk_finite_f64(double d) { return (sk_f64_to_bits(d) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
 PIPEC_DEV double sk_neg_inf() { return sk_bits_to_f64(0xfff0000000000000ull); }
 PIPEC_DEV double sk_nan() { return sk_bits_to_f64(0x7ff8000000000000ull); }
 PIPEC_DEV long long sk_min(long long a, long long b) { return a < b ? a : b; }
 PIPEC_DEV long long sk_max(long long a, long long b) { return a > b ? a : b; }
 PIPEC_DEV double sk_max_f64(double a, double b) { return a < b ? b : a; }  // std::max's choice on ties/NaN
 
-// Windows over one axis (convolutions, pools): the first window position o (and kernel tap k = (i + pad - o * stride) / dil) that reads input index
-// i, and the last: o in [lo, hi] with (i + pad - o * stride) a multiple of dil in [0, (k - 1) * dil].
+// Index arithmetic: a / b for a >= 0 and b > 0, in 32 bits when both fit (a GPU divides 64-bit
+// integers in software, tens of instructions; the items of a step fit in 32 bits but for the largest).
+PIPEC_DEV long long sk_div(long long a, long long b) {
+  return ((unsigned long long)(a | b) >> 31) == 0 ? (long long)((unsigned)a / (unsigned)b) : a / b;
+}
+// Item i of a [n, h, w, c] tensor: its four indices.
+struct sk_nhwc {
+  long long n, y, x, c;
+};
+PIPEC_DEV sk_nhwc sk_nhwc_of(long long i, long long h, long long w, long long c) {
+  sk_nhwc r;
+  const long long q = sk_div(i, c), q2 = sk_div(q, w);
+  r.c = i - q * c;
+  r.x = q - q2 * w;
+  r.n = sk_div(q2, h);
+  r.y = q2 - r.n * h;
+  return r;
+}
+
+// Windows over one axis (convolutions, pools): the first and the last window position o that read input
+// index i, with tap t = (i + pad - o * stride) / dil: o in [first, last] where i + pad - o * stride is a
+// multiple of dil in [0, (k - 1) * dil].
 PIPEC_DEV long long sk_first_window(long long i, long long pad, long long stride, long long dil, long long k) {
   const long long reach = i + pad - (k - 1) * dil;  // o * stride >= reach
-  return reach <= 0 ? 0 : (reach + stride - 1) / stride;
+  return reach <= 0 ? 0 : sk_div(reach + stride - 1, stride);
 }
 PIPEC_DEV long long sk_last_window(long long i, long long pad, long long stride, long long out) {
-  return sk_min((i + pad) / stride, out - 1);  // i + pad >= 0
+  return sk_min(sk_div(i + pad, stride), out - 1);  // i + pad >= 0
 }
 
 // Combines per-block partial sums (written by a reduction's first kernel, [blocks][elements]) in block
@@ -80,16 +98,10 @@ PIPEC_KERNEL void sum_blocks(long long items, const double* partial, long long b
   }
 }
 
-PIPEC_KERNEL void fill(long long items, float* y, float value) {
-  SK_FOR_ITEMS(i, items) y[i] = value;
-}
+PIPEC_KERNEL void fill(long long items, float* y, float value) { SK_FOR_ITEMS(i, items) y[i] = value; }
 
-PIPEC_KERNEL void copy(long long items, const float* x, float* y) {
-  SK_FOR_ITEMS(i, items) y[i] = x[i];
-}
+PIPEC_KERNEL void copy(long long items, const float* x, float* y) { SK_FOR_ITEMS(i, items) y[i] = x[i]; }
 
 // A layer's fused activation (`activation = relu`) where its kernel has no flag for it: in place, as
 // the reference's second loop.
-PIPEC_KERNEL void relu_inplace(long long items, float* y) {
-  SK_FOR_ITEMS(i, items) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-}
+PIPEC_KERNEL void relu_inplace(long long items, float* y) { SK_FOR_ITEMS(i, items) y[i] = y[i] > 0.0f ? y[i] : 0.0f; }
