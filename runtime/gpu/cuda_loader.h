@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/gpu/cuda_api.h"
 
@@ -15,6 +16,7 @@ struct CudaDriver {
   cuda::PFN_cuDeviceGet cuDeviceGet = nullptr;
   cuda::PFN_cuDeviceGetName cuDeviceGetName = nullptr;
   cuda::PFN_cuDeviceGetAttribute cuDeviceGetAttribute = nullptr;
+  cuda::PFN_cuDeviceTotalMem cuDeviceTotalMem = nullptr;
   cuda::PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain = nullptr;
   cuda::PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease = nullptr;
   cuda::PFN_cuCtxSetCurrent cuCtxSetCurrent = nullptr;
@@ -45,6 +47,7 @@ struct CudaDriver {
   std::string device_name;
   int arch = 0;  // compute capability as major * 10 + minor (90 on an H100)
   int multiprocessors = 0;
+  size_t total_memory = 0;  // bytes
 
   /// "CUDA_ERROR_...: text" for a result code.
   std::string error_string(cuda::CUresult r) const;
@@ -58,5 +61,9 @@ struct CudaDriver {
 /// GPU, with `why` saying why in one sentence (no libcuda, the stub library, no device, init failed).
 /// $PIPEC_CUDA_LIBRARY names the library to open instead of searching (tests point it at a missing file).
 const CudaDriver* cuda_driver(std::string* why = nullptr);
+
+/// The files cuda_driver() tries, in order: $PIPEC_CUDA_LIBRARY alone when set, else libcuda.so.1 on the
+/// loader's path and the usual driver mounts (never the toolkit's stub folder).
+std::vector<std::string> cuda_driver_candidates();
 
 }  // namespace pipec::gpu
