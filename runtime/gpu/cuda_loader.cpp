@@ -55,7 +55,7 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
     return nullptr;
   }
   auto d = std::make_unique<CudaDriver>();
-  d->library = lib.path;
+  d->library = lib.file;
   std::string missing;
   resolve(lib, d->cuInit, "cuInit", missing);
   resolve(lib, d->cuGetErrorString, "cuGetErrorString", missing);

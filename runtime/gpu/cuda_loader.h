@@ -41,7 +41,7 @@ struct CudaDriver {
   cuda::PFN_cuEventElapsedTime cuEventElapsedTime = nullptr;
   cuda::PFN_cuLaunchKernel cuLaunchKernel = nullptr;
 
-  std::string library;        // the path dlopen accepted
+  std::string library;        // the file dlopen opened (absolute when a bare name was resolved)
   cuda::CUdevice device = 0;  // device 0 (one GPU per process for now)
   cuda::CUcontext context = nullptr;
   std::string device_name;

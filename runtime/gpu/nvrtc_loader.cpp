@@ -62,7 +62,7 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     }
     instance.reset(new Nvrtc());
     instance->api_ = api.release();
-    instance->library_ = lib.path;
+    instance->library_ = lib.file;
   });
   if (!instance && why) *why = reason;
   return instance.get();

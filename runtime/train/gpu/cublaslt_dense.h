@@ -49,7 +49,8 @@ class CublasLtDense {
   size_t workspace_bytes(DenseCall call, const DenseShape& s, const std::string& layer);
 
   /// y = x · kernel + bias, relu(...) when `relu`. x [rows, in], kernel [in, out] (Keras' layout),
-  /// bias [out], y [rows, out], all row-major.
+  /// bias [out], y [rows, out], all row-major and of the options' storage type (cuBLASLt reads the bias
+  /// in y's type).
   void forward(const DenseShape& s, bool relu, DevPtr x, DevPtr kernel, DevPtr bias, DevPtr y,
                DeviceWorkspace workspace, const std::string& layer);
   /// dx [rows, in] = dy [rows, out] · kernelᵀ.
