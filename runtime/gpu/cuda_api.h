@@ -41,6 +41,7 @@ using PFN_cuDeviceGetCount = CUresult (*)(int* count);
 using PFN_cuDeviceGet = CUresult (*)(CUdevice* device, int ordinal);
 using PFN_cuDeviceGetName = CUresult (*)(char* name, int len, CUdevice dev);
 using PFN_cuDeviceGetAttribute = CUresult (*)(int* value, int attrib, CUdevice dev);
+using PFN_cuDeviceTotalMem = CUresult (*)(size_t* bytes, CUdevice dev);  // cuDeviceTotalMem_v2
 using PFN_cuDevicePrimaryCtxRetain = CUresult (*)(CUcontext* ctx, CUdevice dev);
 using PFN_cuDevicePrimaryCtxRelease = CUresult (*)(CUdevice dev);  // cuDevicePrimaryCtxRelease_v2
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
