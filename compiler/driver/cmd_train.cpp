@@ -47,8 +47,9 @@ std::string eval_text(const EvalResult& e) {
 
 // The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
 std::string precision_text(const TrainProgram& t, const TrainProgress& p, bool on_gpu) {
-  std::string line = fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}",
-                                 t.precision, t.precision == "mixed_bf16" ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
+  std::string line =
+      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", t.precision,
+                  t.precision == "mixed_bf16" ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
   if (p.loss_scale)
     line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
                         p.skipped_steps == 1 ? "" : "s");
@@ -219,8 +220,8 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                    ->capture_default_str()
                    ->group(group);
   f.allow_tf32 = app.add_flag("--allow-tf32", into.allow_tf32,
-                               "on a GPU, let fp32 convolutions and matmuls use TF32 tensor cores: faster, about\n"
-                               "3 decimal digits less exact (fp32 stays fp32 without it)")
+                              "on a GPU, let fp32 convolutions and matmuls use TF32 tensor cores: faster, about\n"
+                              "3 decimal digits less exact (fp32 stays fp32 without it)")
                      ->group(group);
   f.conv = app.add_option("--conv", into.conv,
                           "conv2d's algorithm on the fast executor: auto takes Winograd's F(4x4, 3x3) where oneDNN\n"

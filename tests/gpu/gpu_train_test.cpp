@@ -60,7 +60,8 @@ TrainProgram compile_program(const std::string& spec, const std::string& name = 
 Tensor random_tensor(const Shape& shape, uint64_t key, double lo, double hi) {
   Tensor t = Tensor::empty(DType::F32, shape);
   RandomStream r(77, key, 0, 0);
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(lo + (hi - lo) * r.uniform_double());
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.data<float>()[i] = static_cast<float>(lo + (hi - lo) * r.uniform_double());
   return t;
 }
 
@@ -73,7 +74,8 @@ struct Batch {
 // to 1), {0, 1} for binary_cross_entropy, else values in [-0.5, 0.5).
 Batch make_batch(const ModelGraph& g, int64_t rows, uint64_t key) {
   Batch b;
-  for (size_t k = 0; k < g.inputs.size(); ++k) b.inputs.push_back(random_tensor(g.full_shape(g.inputs[k], rows), key * 10 + k, -1, 1));
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    b.inputs.push_back(random_tensor(g.full_shape(g.inputs[k], rows), key * 10 + k, -1, 1));
   const GraphNode* loss = nullptr;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Loss) loss = &n;
@@ -114,7 +116,8 @@ void expect_close(const std::string& what, const float* got, const float* want, 
   for (int64_t i = 0; i < n; ++i) {
     const double diff = std::fabs(double(got[i]) - double(want[i]));
     if (!(diff <= limit) && reported++ < 3)
-      ADD_FAILURE() << what << "[" << i << "]: gpu " << got[i] << ", reference " << want[i] << " (limit " << limit << ")";
+      ADD_FAILURE() << what << "[" << i << "]: gpu " << got[i] << ", reference " << want[i] << " (limit " << limit
+                    << ")";
   }
 }
 
@@ -182,7 +185,8 @@ std::vector<Case> cases() {
       {"every layer", kEveryLayer, 6, false},
       {"inner softmax, bilinear", kInnerSoftmax, 4, false},
       {"cross_entropy on probabilities", loss_spec("cross_entropy", " | softmax", "sgd(lr = 0.1)"), 8, false},
-      {"binary_cross_entropy", loss_spec("binary_cross_entropy", " | sigmoid", "sgd(lr = 0.1, momentum = 0.5)"), 8, false},
+      {"binary_cross_entropy", loss_spec("binary_cross_entropy", " | sigmoid", "sgd(lr = 0.1, momentum = 0.5)"), 8,
+       false},
       {"mae, adamw, schedule, clipnorm",
        loss_spec("mae", "",
                  "adamw(lr = cosine_decay(1e-3, 8, alpha = 0.1, warmup_target = 1e-2, warmup_steps = 2), "
@@ -215,7 +219,8 @@ TEST(GpuTraining, CasesCoverEveryKindAndLoss) {
     }
   }
   for (const ModelOpInfo& info : all_model_ops()) EXPECT_TRUE(kinds.count(info.op)) << info.name << " is in no case";
-  for (LossKind k : all_loss_kinds()) EXPECT_TRUE(losses.count(loss_kind_name(k))) << loss_kind_name(k) << " is in no case";
+  for (LossKind k : all_loss_kinds())
+    EXPECT_TRUE(losses.count(loss_kind_name(k))) << loss_kind_name(k) << " is in no case";
 }
 
 // Each step starts from the reference's state, so a difference is that step's, not an accumulation:

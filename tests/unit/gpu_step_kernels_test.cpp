@@ -27,6 +27,7 @@
 #include "runtime/train/gpu/host_step_kernels.h"
 #include "runtime/train/gpu/node_kernels.h"
 #include "runtime/train/reference_executor.h"
+#include "runtime/train/step_state.h"
 #include "tests/unit/gpu_step_cases.h"
 #include "tests/unit/train_util.h"
 
@@ -74,49 +75,59 @@ bool summed_over_rows(ModelOp op, size_t output) {
 
 // The reference executor with every node but expr and optimizer_step also run through launch_node on
 // copies of its inputs, and the results compared with the reference's.
-class KernelChecker : public ReferenceExecutor<float> {
+class KernelChecker {
  public:
-  using ReferenceExecutor<float>::ReferenceExecutor;
+  KernelChecker(const ModelGraph& g, uint64_t seed) : s_(g, seed, "the kernel checker") {}
 
   std::map<ModelOp, int> checked;  // nodes compared, per kind
   gpu::HostKernelLauncher launcher;
 
- protected:
-  void run_node(const GraphNode& n, int64_t rows, uint64_t step) override {
+  FlatBuffers<float>& buffers() { return s_.buffers(); }
+  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last) {
+    return s_.run(inputs, target, step, last, nullptr,
+                  [this](const GraphNode& n, int64_t rows, uint64_t st) { check_node(n, rows, st); });
+  }
+
+ private:
+  void check_node(const GraphNode& n, int64_t rows, uint64_t step) {
     if (n.op == ModelOp::Expr || n.op == ModelOp::OptimizerStep) {
-      ReferenceExecutor<float>::run_node(n, rows, step);
+      run_reference_node(s_, n, rows, step);
       return;
     }
-    auto count = [&](int v) { return shape_num_elements(g_.full_shape(v, rows)); };
+    const ModelGraph& g = s_.graph();
+    auto count = [&](int v) { return shape_num_elements(g.full_shape(v, rows)); };
     std::vector<std::vector<float>> ins, outs;
-    for (int v : n.inputs) ins.emplace_back(data(v), data(v) + count(v));
+    for (int v : n.inputs) ins.emplace_back(s_.data(v), s_.data(v) + count(v));
     // NaN where nothing is written: an element a kernel leaves out cannot pass.
     for (int v : n.outputs) outs.emplace_back(count(v), std::nanf(""));
-    std::vector<double> scratch(gpu::node_scratch_bytes(g_, n, rows) / sizeof(double) + 1);
+    std::vector<double> scratch(gpu::node_scratch_bytes(g, n, rows) / sizeof(double) + 1);
     uint64_t step_on_device = step;
-    float loss_scale = loss_scale_ ? static_cast<float>(loss_scale_->scale) : 0.0f;
+    const LossScale* ls = s_.loss_scale();
+    float loss_scale = ls ? static_cast<float>(ls->scale) : 0.0f;
     gpu::NodeOperands o;
-    o.graph = &g_;
+    o.graph = &g;
     o.node = &n;
     o.rows = rows;
     o.step = step;
-    o.seed = seed_;
+    o.seed = s_.seed();
     o.step_counter = dev(&step_on_device);
     o.scratch = dev(scratch.data());
-    o.loss_scale = loss_scale_ ? dev(&loss_scale) : 0;
+    o.loss_scale = ls ? dev(&loss_scale) : 0;
     for (auto& in : ins) o.inputs.push_back(dev(in.data()));
     for (auto& out : outs) o.outputs.push_back(dev(out.data()));
     gpu::launch_node(launcher, o);
-    ReferenceExecutor<float>::run_node(n, rows, step);
+    run_reference_node(s_, n, rows, step);
     const std::string what = fmt::format("{} (node of layer `{}`)", model_op_name(n.op), n.layer);
     for (size_t k = 0; k < n.outputs.size(); ++k)
-      EXPECT_TRUE(agree(fmt::format("{} output {}", what, k), outs[k].data(), data(n.outputs[k]), count(n.outputs[k]),
-                        summed_over_rows(n.op, k)));
+      EXPECT_TRUE(agree(fmt::format("{} output {}", what, k), outs[k].data(), s_.data(n.outputs[k]),
+                        count(n.outputs[k]), summed_over_rows(n.op, k)));
     if (n.op == ModelOp::MovingAverage) {  // in place
-      EXPECT_TRUE(agree(what + " state", ins[0].data(), data(n.inputs[0]), count(n.inputs[0]), false));
+      EXPECT_TRUE(agree(what + " state", ins[0].data(), s_.data(n.inputs[0]), count(n.inputs[0]), false));
     }
     ++checked[n.op];
   }
+
+  StepState<float> s_;
 };
 
 // Runs a case through the checker: the kernels against the reference on its node (and nothing else).

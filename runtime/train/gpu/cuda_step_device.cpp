@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/gpu/cublaslt_loader.h"
+#include "runtime/gpu/cudnn_loader.h"
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/gpu/nvrtc_loader.h"
 #include "runtime/gpu/ptx_cache.h"
@@ -85,6 +87,14 @@ class CudaStepDevice final : public StepDevice {
     steps_ = std::make_unique<Module>(d, std::string(step_kernel_source()), "pipec_step_kernels.cu");
     d.check(d.cuStreamCreate(&stream_, cuda::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     launcher_ = std::make_unique<CudaLauncher>(d, *steps_, stream_);
+    if (const CudnnLibrary* l = cudnn_library(&libraries_.cudnn_missing)) {
+      libraries_.cudnn = &l->api;
+      libraries_.cudnn_version = l->version_string();
+    }
+    if (const CublasLtLibrary* l = cublaslt_library(&libraries_.cublaslt_missing)) {
+      libraries_.cublaslt = &l->api;
+      libraries_.cublaslt_version = l->version_string();
+    }
   }
   ~CudaStepDevice() override {
     if (stream_) {
@@ -151,6 +161,7 @@ class CudaStepDevice final : public StepDevice {
   }
 
   void* stream() const override { return stream_; }
+  const GpuLibraries& libraries() const override { return libraries_; }
 
  private:
   std::pair<int64_t, int64_t> mem_info() const {
@@ -165,6 +176,7 @@ class CudaStepDevice final : public StepDevice {
   std::map<std::string, std::unique_ptr<Module>> generated_;
   cuda::CUstream stream_ = nullptr;
   std::unique_ptr<CudaLauncher> launcher_;
+  GpuLibraries libraries_;
 };
 
 }  // namespace

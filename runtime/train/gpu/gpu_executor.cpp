@@ -12,6 +12,7 @@
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/train/gpu/gpu_optimizer.h"
+#include "runtime/train/gpu/library_nodes.h"
 #include "runtime/train/gpu/node_kernels.h"
 #include "runtime/train/initializers.h"
 
@@ -35,6 +36,7 @@ struct GpuExecutor::Impl {
   DeviceBlock step_counter;        // the step as a device u64 (dropout reads it there)
   DevPtr loss_value = 0;           // the loss node's output, for mixed_fp16's finite check
   std::unique_ptr<GpuOptimizer> optimizer;
+  std::unique_ptr<LibraryNodes> libraries;  // conv2d and dense on cuDNN and cuBLASLt where found
   // Per node index: whether an expr node runs its generated kernel (loaded on first use) or on the host.
   std::vector<int> expr_state;  // 0 not looked at yet, 1 device, 2 host
   std::vector<std::string> expr_why;
@@ -57,6 +59,7 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
   }
   if (opt) d.optimizer = std::make_unique<GpuOptimizer>(*device_, *opt, static_cast<int64_t>(host_.params.size()));
   d.step_counter = DeviceBlock(*device_, sizeof(uint64_t));
+  d.libraries = std::make_unique<LibraryNodes>(*device_, options_.allow_tf32);
   d.expr_state.assign(g.nodes.size(), 0);
   d.expr_why.assign(g.nodes.size(), "");
   sync_to_device();
@@ -65,7 +68,7 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::description() const {
-  std::string text = fmt::format("gpu on {}", device_->describe());
+  std::string text = fmt::format("gpu on {}: {}", device_->describe(), impl_->libraries->describe());
   if (expr_device_runs_ + expr_host_runs_ > 0) {
     int device_nodes = 0, host_nodes = 0;
     std::string why;
@@ -123,8 +126,8 @@ void GpuExecutor::prepare(int64_t rows) {
         "a step of {} examples needs {} on the GPU (activations and gradients {} in the block planned for them, the "
         "batch {}, reduction scratch {}) beyond the parameters, gradients and optimizer state already there, but only "
         "{} of the GPU's {} is free; a smaller batch needs proportionally less",
-        rows, bytes_text(need), bytes_text(plan.bytes), bytes_text(fed_bytes), bytes_text(static_cast<int64_t>(scratch)),
-        bytes_text(free), bytes_text(device_->total_bytes())));
+        rows, bytes_text(need), bytes_text(plan.bytes), bytes_text(fed_bytes),
+        bytes_text(static_cast<int64_t>(scratch)), bytes_text(free), bytes_text(device_->total_bytes())));
   arena_ = std::move(plan);
   d.arena = DeviceBlock(*device_, static_cast<size_t>(std::max<int64_t>(arena_.bytes, 1)));
   d.scratch = DeviceBlock(*device_, std::max<size_t>(scratch, 1));
@@ -172,8 +175,7 @@ void GpuExecutor::run_phases(int after, OpCategory last, uint64_t step, PhaseSec
   auto close_phase = [&] {
     if (phase_open < 0 || !seconds) return;
     device_->synchronize();
-    (*seconds)[phase_open] +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start).count();
+    (*seconds)[phase_open] += std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start).count();
   };
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const GraphNode& n = g_.nodes[i];
@@ -208,7 +210,7 @@ void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
   ops.scratch = impl_->scratch.ptr();
   ops.step_counter = impl_->step_counter.ptr();
   if (impl_->optimizer) ops.loss_scale = impl_->optimizer->loss_scale_value();
-  launch_node(device_->step_kernels(), ops);
+  if (!impl_->libraries->run(ops)) launch_node(device_->step_kernels(), ops);
   if (n.op == ModelOp::Loss) {
     float loss = 0;
     device_->download(&loss, address(n.outputs.at(0)), sizeof loss);

@@ -13,6 +13,10 @@ namespace {
 
 class HostStepDevice final : public StepDevice {
  public:
+  explicit HostStepDevice(GpuLibraries libraries) : libraries_(std::move(libraries)) {
+    if (!libraries_.cudnn && libraries_.cudnn_missing.empty()) libraries_.cudnn_missing = "the host emulation";
+    if (!libraries_.cublaslt && libraries_.cublaslt_missing.empty()) libraries_.cublaslt_missing = "the host emulation";
+  }
   std::string describe() const override { return "host emulation (the step kernels compiled as host C++)"; }
   bool emulated() const override { return true; }
 
@@ -41,6 +45,7 @@ class HostStepDevice final : public StepDevice {
   void synchronize() override {}
 
   KernelLauncher& step_kernels() override { return kernels_; }
+  const GpuLibraries& libraries() const override { return libraries_; }
 
   bool load_generated(const GpuKernel&, std::string& why) override {
     why = "the host emulation computes expr nodes on the host";
@@ -52,10 +57,13 @@ class HostStepDevice final : public StepDevice {
 
  private:
   HostKernelLauncher kernels_;
+  GpuLibraries libraries_;
 };
 
 }  // namespace
 
-std::unique_ptr<StepDevice> make_host_emulation_device() { return std::make_unique<HostStepDevice>(); }
+std::unique_ptr<StepDevice> make_host_emulation_device(GpuLibraries libraries) {
+  return std::make_unique<HostStepDevice>(std::move(libraries));
+}
 
 }  // namespace pipec::gpu

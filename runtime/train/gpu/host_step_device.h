@@ -11,6 +11,8 @@
 
 namespace pipec::gpu {
 
-std::unique_ptr<StepDevice> make_host_emulation_device();
+/// `libraries`: what the device offers the executor; a test passes recording fakes of cuDNN and
+/// cuBLASLt (which compute on host pointers) to run the executor's library path on the host.
+std::unique_ptr<StepDevice> make_host_emulation_device(GpuLibraries libraries = {});
 
 }  // namespace pipec::gpu

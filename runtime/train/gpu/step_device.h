@@ -10,10 +10,20 @@
 #include <memory>
 #include <string>
 
+#include "runtime/gpu/cublaslt_api.h"
+#include "runtime/gpu/cudnn_api.h"
 #include "runtime/plan/gpu_kernel.h"
 #include "runtime/train/gpu/kernel_launcher.h"
 
 namespace pipec::gpu {
+
+/// The CUDA libraries a device offers the executor (null: not there, with why).
+struct GpuLibraries {
+  const cudnn::CudnnApi* cudnn = nullptr;
+  const cublaslt::CublasLtApi* cublaslt = nullptr;
+  std::string cudnn_missing, cublaslt_missing;  // why each is absent, for the run's description
+  std::string cudnn_version, cublaslt_version;
+};
 
 class StepDevice {
  public:
@@ -49,6 +59,8 @@ class StepDevice {
 
   /// The stream the libraries (cuDNN, cuBLASLt) enqueue on: a CUstream, null under the emulation.
   virtual void* stream() const { return nullptr; }
+  /// cuDNN and cuBLASLt where found (the host emulation offers whatever a test gives it).
+  virtual const GpuLibraries& libraries() const = 0;
 };
 
 /// A block of device memory, given back when it goes.
