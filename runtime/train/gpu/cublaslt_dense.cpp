@@ -1,5 +1,8 @@
 #include "runtime/train/gpu/cublaslt_dense.h"
 
+#include <string_view>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "runtime/gpu/gpu_error.h"
