@@ -9,8 +9,8 @@
 // reaches the step after sync_to_device(). The small figures the loop reports each step are current
 // after each step without a sync: loss_scale(), and optimizer_slots().iterations and .last_lr (the
 // schedule's rate is the host's to compute). CPU executors compute in the host buffers, so both calls
-// cost nothing there. The training loop (runtime/train/train_loop.h) keeps to this, and
-// TrainLoop.SyncsTheExecutorsHostCopies holds it to it with an executor that syncs only when told.
+// cost nothing there. The training loop (runtime/train/train_loop.h) keeps to this: TrainLoop.*
+// (tests/unit/train_loop_sync_test.cpp) runs it on an executor that syncs only when told.
 #pragma once
 
 #include <array>

@@ -115,8 +115,6 @@ struct FastExecutor::Kernels {
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
     : g_(g), state_(g, seed, "fast executor"), options_(options), kernels_(std::make_unique<Kernels>(options)) {
-  loops_.threads = train::parallel_for(kernels_->cpu.threads());
-  loops_.compiled_update = true;
   Kernels& k = *kernels_;
   std::vector<int>& last_use = state_.last_uses();
   std::vector<int>& first_write = state_.first_writes();
@@ -231,6 +229,10 @@ double FastExecutor::run(const std::vector<Tensor>& inputs, const Tensor* target
 
 double FastExecutor::resume(uint64_t step, OpCategory last, PhaseSeconds* seconds) {
   return state_.resume(step, last, seconds, node_runner());
+}
+
+ReferenceLoops FastExecutor::reference_loops() const {
+  return ReferenceLoops{train::parallel_for(kernels_->cpu.threads()), true};
 }
 
 StepState<float>::NodeRunner FastExecutor::node_runner() {
@@ -546,9 +548,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
         }
         ++k.expr_fallbacks;
       }
-      run_reference_node(state_, n, rows, step, loops_);
+      run_reference_node(state_, n, rows, step, reference_loops());
       return;
-    default: run_reference_node(state_, n, rows, step, loops_); return;
+    default: run_reference_node(state_, n, rows, step, reference_loops()); return;
   }
 }
 

@@ -67,6 +67,9 @@ class FastExecutor final : public StepExecutor {
  private:
   void run_node(const GraphNode& n, int64_t rows, uint64_t step);
   StepState<float>::NodeRunner node_runner();
+  /// How the reference's loops run for the kinds left to them: the optimizer's update and the rounding
+  /// over this executor's threads, the update compiled.
+  ReferenceLoops reference_loops() const;
   bool run_expr_kernel(const GraphNode& n, int64_t rows);
   float* data(int id) { return state_.data(id); }
   void allocate_outputs(const GraphNode& n, int64_t rows) { state_.allocate_outputs(n, rows); }
@@ -75,9 +78,6 @@ class FastExecutor final : public StepExecutor {
   StepState<float> state_;
   FastExecutorOptions options_;
   std::unique_ptr<Kernels> kernels_;
-  // The reference's loops for the kinds left to it: the optimizer's update and rounding over this
-  // executor's threads, the update compiled.
-  ReferenceLoops loops_;
 };
 
 }  // namespace pipec
