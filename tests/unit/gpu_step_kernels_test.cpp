@@ -160,10 +160,11 @@ TEST(GpuStepKernels, EveryKindAgreesWithTheReferenceOnRandomNodes) {
     EXPECT_GE(checked[info.op], static_cast<int>(cases.size())) << info.name << " was not run through launch_node";
   }
   // Every node kernel of step_kernels.def ran (the optimizer's and the layout transposes have tests of
-  // their own: gpu_step_optimizer_test.cpp).
-  const std::set<std::string> elsewhere = {"grad_norm_partial", "grad_norm_finish",  "grad_finite_partial",
-                                           "all_nonzero",       "loss_scale_update", "unscale_gradients",
-                                           "optimizer_update",  "hwio_to_krsc",      "krsc_to_hwio"};
+  // their own: gpu_step_optimizer_test.cpp; bias_add follows cuDNN's convolutions in library_nodes.cpp:
+  // gpu_executor_libraries_test.cpp).
+  const std::set<std::string> elsewhere = {
+      "grad_norm_partial", "grad_norm_finish", "grad_finite_partial", "all_nonzero",  "loss_scale_update",
+      "unscale_gradients", "optimizer_update", "hwio_to_krsc",        "krsc_to_hwio", "bias_add"};
   for (std::string_view name : gpu::step_kernel_names()) {
     if (elsewhere.count(std::string(name))) continue;
     EXPECT_GT(launches[std::string(name)], 0) << name << " never ran";
