@@ -4,8 +4,11 @@
 // compile(check_request(...))) and through the language server (an in-process server the spec is
 // opened in); the two lists of diagnostics must match one for one: file, line, column, range, kind,
 // severity, message, help and notes.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
