@@ -52,6 +52,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());
+    r.error_decl = &block;
     return false;
   }
   if (!t) {
@@ -59,6 +60,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
     if (!r.program->diags.has_errors()) {
       r.status = CompileStatus::InternalError;
       r.error = fmt::format("internal error: train `{}` was not compiled and no diagnostic says why", block.name);
+      r.error_decl = &block;
     }
     return false;
   }
@@ -109,6 +111,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   } catch (const std::exception& e) {
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: lowering the data of train `{}` failed: {}", t.name, e.what());
+    r.error_decl = block;
     return;
   }
   try {
@@ -121,6 +124,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   append_data_repeat(out.plan, train.length);
   if (!finish_plan(*data_decl, request.options, out, r.error)) {
     r.status = CompileStatus::InternalError;
+    r.error_decl = data_decl;
     return;
   }
 
@@ -140,9 +144,13 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   } catch (const std::exception& e) {
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: lowering the validation data of train `{}` failed: {}", t.name, e.what());
+    r.error_decl = block;
     return;
   }
-  if (!finish_plan(*validation_decl, request.options, val, r.error)) r.status = CompileStatus::InternalError;
+  if (!finish_plan(*validation_decl, request.options, val, r.error)) {
+    r.status = CompileStatus::InternalError;
+    r.error_decl = validation_decl;
+  }
 }
 
 }  // namespace pipec
