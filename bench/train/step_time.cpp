@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   // labels (sparse cross_entropy) as whole numbers below the class count.
   Tensor target = random_f32(g.full_shape(g.target, rows), 77, 0, 1);
   for (const GraphNode& n : g.nodes)
-    if (n.op == ModelOp::Loss && n.attr("sparse") && n.attr("sparse")->b) {
+    if (n.op == ModelOp::Loss && n.attrs_as<LossAttrs>().sparse.value_or(false)) {
       const double classes = static_cast<double>(g.values[n.inputs[0]].shape.back());
       float* p = target.data<float>();
       for (int64_t i = 0; i < target.num_elements(); ++i)

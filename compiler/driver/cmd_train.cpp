@@ -48,8 +48,8 @@ std::string eval_text(const EvalResult& e) {
 // The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
 std::string precision_text(const TrainProgram& t, const TrainProgress& p, bool on_gpu) {
   std::string line =
-      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", t.precision,
-                  t.precision == "mixed_bf16" ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
+      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", enum_text(t.precision),
+                  t.precision == Precision::MixedBf16 ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
   if (p.loss_scale)
     line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
                         p.skipped_steps == 1 ? "" : "s");
@@ -122,7 +122,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << "  executor    " << s.executor << "\n";
   out << "  threads     " << s.thread_split << "\n";
   out << "  input pipeline:\n" << pipeline.text;
-  if (t.precision != "fp32") out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
+  if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
@@ -158,7 +158,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["loss_seconds"] = s.phases[1];
   j["backward_seconds"] = s.phases[2];
   j["optimizer_seconds"] = s.phases[3];
-  j["precision"] = t.precision;
+  j["precision"] = enum_text(t.precision);
   if (p.loss_scale) {
     j["loss_scale"] = *p.loss_scale;
     j["skipped_steps"] = p.skipped_steps;

@@ -38,7 +38,7 @@ void add_loss(ModelGraph& g, const LossSpec& loss) {
   bool from_logits = false;
   if (const GraphNode* p = producer(g, g.output)) {
     if (loss.kind == LossKind::CrossEntropy && p->op == ModelOp::Softmax &&
-        p->attr_int("axis") == static_cast<int64_t>(g.values[p->inputs[0]].shape.size()) - 1) {
+        p->attrs_as<SoftmaxAttrs>().axis == static_cast<int64_t>(g.values[p->inputs[0]].shape.size()) - 1) {
       prediction = p->inputs[0];
       from_logits = true;
     } else if (loss.kind == LossKind::BinaryCrossEntropy && is_single(*p, OpKind::Sigmoid) &&
@@ -80,16 +80,18 @@ void add_loss(ModelGraph& g, const LossSpec& loss) {
   ln.op = ModelOp::Loss;
   ln.inputs = {prediction, g.target};
   ln.outputs = {g.loss};
-  ln.attrs["kind"] = Value::make_symbol(loss_kind_name(loss.kind));
-  ln.attrs["from_logits"] = Value::make_bool(from_logits);
-  if (loss.kind == LossKind::CrossEntropy) ln.attrs["sparse"] = Value::make_bool(loss.sparse);
-  if (loss.kind == LossKind::Huber) ln.attrs["delta"] = Value::make_float(1.0);
+  LossAttrs a{.kind = loss.kind, .from_logits = from_logits};
+  if (loss.kind == LossKind::CrossEntropy) a.sparse = loss.sparse;
+  if (loss.kind == LossKind::Huber) a.delta = 1.0;
+  ln.attrs = a;
   g.add_node(std::move(ln));
 }
 
 void set_inference_mode(ModelGraph& g) {
-  for (GraphNode& n : g.nodes)
-    if (n.op == ModelOp::BatchNorm || n.op == ModelOp::Dropout) n.attrs["inference"] = Value::make_bool(true);
+  for (GraphNode& n : g.nodes) {
+    if (n.op == ModelOp::BatchNorm) n.attrs_as<BatchNormAttrs>().inference = Flag{true};
+    if (n.op == ModelOp::Dropout) n.attrs_as<DropoutAttrs>().inference = Flag{true};
+  }
 }
 
 void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& optimizer) {
@@ -105,7 +107,7 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
       GraphNode u;
       u.op = ModelOp::MovingAverage;
       u.inputs = {bn.inputs[3 + k], bn.outputs[1 + k]};
-      u.attrs["momentum"] = Value::make_float(bn.attr_number("momentum"));
+      u.attrs = MovingAverageAttrs{.momentum = bn.attrs_as<BatchNormAttrs>().momentum};
       u.layer = bn.layer;
       u.loc = bn.loc;
       g.add_node(std::move(u));
@@ -113,12 +115,7 @@ void build_train_step(ModelGraph& g, const LossSpec& loss, const OptimizerSpec& 
   }
   GraphNode opt;
   opt.op = ModelOp::OptimizerStep;
-  opt.attrs["kind"] = Value::make_symbol(optimizer_kind_name(optimizer.kind));
-  for (const auto& [name, v] : optimizer.settings) opt.attrs[name] = Value::make_float(v);
-  if (!optimizer.schedule.empty()) {
-    opt.attrs["schedule"] = Value::make_symbol(optimizer.schedule);
-    for (const auto& [name, v] : optimizer.schedule_settings) opt.attrs["schedule_" + name] = Value::make_float(v);
-  }
+  opt.attrs = optimizer.attrs;
   g.add_node(std::move(opt));
 }
 

@@ -17,10 +17,9 @@ struct LossSpec {
 };
 
 struct OptimizerSpec {
-  OptimizerKind kind = OptimizerKind::Adam;
-  std::map<std::string, double> settings;           // every parameter of the optimizer, defaults filled in
-  std::string schedule;                             // empty: `lr` is a constant; else cosine_decay, linear_warmup, ...
-  std::map<std::string, double> schedule_settings;  // the schedule's given and default settings
+  /// The optimizer_step node's attributes: every setting of the optimizer (defaults filled in) and the
+  /// schedule `lr` follows, with its given and default settings.
+  OptimizerAttrs attrs;
 };
 
 /// Turns the forward graph `g` into the training step. Throws GradientError when the gradient cannot

@@ -1,6 +1,9 @@
-// One gradient rule per forward node kind of model_ops.def, in table order. Each appends the backward
-// nodes of its layer (model_ops.def lists them) for the inputs that need a gradient; expr nodes get the
-// VJP of their function (expr_gradients.cpp).
+// One gradient rule per forward node kind of model_ops.def, in table order. Each says which backward
+// nodes of its layer to append for the inputs that need a gradient; what each reads and which attributes
+// it holds are model_ops.def's (GradientContext::emit). Expr nodes get the VJP of their function
+// (expr_gradients.cpp).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/train/expr_gradients.h"
@@ -20,19 +23,38 @@ int GradientContext::gradient_value(int of) {
   return g.add_value(d);
 }
 
-void GradientContext::emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs) {
-  emit(op, std::move(inputs), std::move(outputs), node.attrs);
+int GradientContext::resolve(ForwardValue v) const {
+  switch (v.source) {
+    case ForwardValue::Input: return node.inputs.at(static_cast<size_t>(v.index));
+    case ForwardValue::Output: return node.outputs.at(static_cast<size_t>(v.index));
+    case ForwardValue::Adjoint: return dy.at(static_cast<size_t>(v.index));
+  }
+  return -1;
 }
 
-void GradientContext::emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs,
-                           std::map<std::string, Value> attrs) {
+void GradientContext::emit(ModelOp op, std::vector<int> outputs) {
+  const ModelOpInfo& info = model_op_info(op);
+  if (std::find(info.forward.begin(), info.forward.end(), node.op) == info.forward.end())
+    throw std::logic_error(fmt::format("gradient rule of {}: {} is no backward kind of it (model_ops.def)",
+                                       model_op_name(node.op), info.name));
   GraphNode n;
   n.op = op;
-  n.inputs = std::move(inputs);
+  for (ForwardValue v : info.reads) {
+    n.inputs.push_back(resolve(v));
+    if (n.inputs.back() < 0)
+      throw std::logic_error(fmt::format("gradient rule of {}: {} reads an adjoint nothing gives", model_op_name(node.op),
+                                         info.name));
+  }
   n.outputs = std::move(outputs);
-  n.attrs = std::move(attrs);
+  // The forward node's attributes when the kind shares its struct (conv2d's window, batch_norm's epsilon);
+  // none for a kind without attributes (bias_backward).
+  if (info.attrs == node.attrs.index()) n.attrs = node.attrs;
+  else if (info.attrs != attrs_index<NoAttrs>())
+    throw std::logic_error(fmt::format("gradient rule of {}: {} holds {}, which the forward node does not",
+                                       model_op_name(node.op), info.name, attrs_name(info.attrs)));
   n.layer = node.layer;
   n.loc = node.loc;
+  n.forward = node_index;
   g.add_node(std::move(n));
 }
 
@@ -40,27 +62,23 @@ namespace {
 
 // A layer with a kernel and a bias (conv2d, conv2d_transpose, dense): input, kernel and bias gradients.
 void kernel_bias_rule(GradientContext& c, ModelOp backward_input, ModelOp backward_kernel) {
-  int x = c.node.inputs[0], kernel = c.node.inputs[1], bias = c.node.inputs[2], dy = c.dy[0];
-  if (c.wants[0]) c.emit(backward_input, {dy, kernel}, {c.grads[0] = c.gradient_value(x)});
-  if (c.wants[1]) c.emit(backward_kernel, {x, dy}, {c.grads[1] = c.gradient_value(kernel)});
-  if (c.wants[2]) c.emit(ModelOp::BiasBackward, {dy}, {c.grads[2] = c.gradient_value(bias)}, {});
+  int x = c.node.inputs[0], kernel = c.node.inputs[1], bias = c.node.inputs[2];
+  if (c.wants[0]) c.emit(backward_input, {c.grads[0] = c.gradient_value(x)});
+  if (c.wants[1]) c.emit(backward_kernel, {c.grads[1] = c.gradient_value(kernel)});
+  if (c.wants[2]) c.emit(ModelOp::BiasBackward, {c.grads[2] = c.gradient_value(bias)});
 }
 
-// A layer whose input gradient needs only dy (avg pools, upsampling).
-void from_dy(GradientContext& c, ModelOp backward) {
-  if (c.wants[0]) c.emit(backward, {c.dy[0]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
-}
-
-// A layer whose input gradient needs its input and dy (max pools, activations of x).
-void from_x_and_dy(GradientContext& c, ModelOp backward) {
-  if (c.wants[0]) c.emit(backward, {c.node.inputs[0], c.dy[0]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
+// A layer whose one backward node gives its input's gradient (pools, upsampling, activations, softmax,
+// dropout, the loss): what that node reads is model_ops.def's.
+void input_gradient_rule(GradientContext& c, ModelOp backward) {
+  if (c.wants[0]) c.emit(backward, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
 }
 
 // batch_norm and layer_norm: dx, dgamma, dbeta in one node from x, dy, gamma and the saved statistics.
 void norm_rule(GradientContext& c, ModelOp backward) {
   int x = c.node.inputs[0], gamma = c.node.inputs[1], beta = c.node.inputs[2];
   std::vector<int> outs = {c.gradient_value(x), c.gradient_value(gamma), c.gradient_value(beta)};
-  c.emit(backward, {x, c.dy[0], gamma, c.node.outputs[1], c.node.outputs[2]}, outs);
+  c.emit(backward, outs);
   for (int k = 0; k < 3; ++k)
     if (c.wants[k]) c.grads[k] = outs[k];
 }
@@ -92,6 +110,7 @@ void expr_rule(GradientContext& c) {
   n.phase = OpCategory::Backward;
   n.layer = c.node.layer;
   n.loc = c.node.loc;
+  n.forward = c.node_index;
   c.g.add_node(std::move(n));
 }
 
@@ -103,29 +122,20 @@ void rule_conv2d_transpose(GradientContext& c) {
   kernel_bias_rule(c, ModelOp::Conv2dTransposeBackwardInput, ModelOp::Conv2dTransposeBackwardKernel);
 }
 void rule_dense(GradientContext& c) { kernel_bias_rule(c, ModelOp::DenseBackwardInput, ModelOp::DenseBackwardKernel); }
-void rule_max_pool2d(GradientContext& c) { from_x_and_dy(c, ModelOp::MaxPool2dBackward); }
-void rule_avg_pool2d(GradientContext& c) { from_dy(c, ModelOp::AvgPool2dBackward); }
-void rule_global_avg_pool(GradientContext& c) { from_dy(c, ModelOp::GlobalAvgPoolBackward); }
-void rule_global_max_pool(GradientContext& c) { from_x_and_dy(c, ModelOp::GlobalMaxPoolBackward); }
-void rule_upsample2d(GradientContext& c) { from_dy(c, ModelOp::Upsample2dBackward); }
-void rule_leaky_relu(GradientContext& c) { from_x_and_dy(c, ModelOp::LeakyReluBackward); }
-void rule_gelu(GradientContext& c) { from_x_and_dy(c, ModelOp::GeluBackward); }
-void rule_softmax(GradientContext& c) {  // from the output: dx = y * (dy - sum(dy * y))
-  if (c.wants[0])
-    c.emit(ModelOp::SoftmaxBackward, {c.node.outputs[0], c.dy[0]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
-}
+void rule_max_pool2d(GradientContext& c) { input_gradient_rule(c, ModelOp::MaxPool2dBackward); }
+void rule_avg_pool2d(GradientContext& c) { input_gradient_rule(c, ModelOp::AvgPool2dBackward); }
+void rule_global_avg_pool(GradientContext& c) { input_gradient_rule(c, ModelOp::GlobalAvgPoolBackward); }
+void rule_global_max_pool(GradientContext& c) { input_gradient_rule(c, ModelOp::GlobalMaxPoolBackward); }
+void rule_upsample2d(GradientContext& c) { input_gradient_rule(c, ModelOp::Upsample2dBackward); }
+void rule_leaky_relu(GradientContext& c) { input_gradient_rule(c, ModelOp::LeakyReluBackward); }
+void rule_gelu(GradientContext& c) { input_gradient_rule(c, ModelOp::GeluBackward); }
+// From the output: dx = y * (dy - sum(dy * y)).
+void rule_softmax(GradientContext& c) { input_gradient_rule(c, ModelOp::SoftmaxBackward); }
 void rule_batch_norm(GradientContext& c) { norm_rule(c, ModelOp::BatchNormBackward); }
 void rule_layer_norm(GradientContext& c) { norm_rule(c, ModelOp::LayerNormBackward); }
-void rule_dropout(GradientContext& c) {
-  if (c.wants[0])
-    c.emit(ModelOp::DropoutBackward, {c.dy[0], c.node.outputs[1]}, {c.grads[0] = c.gradient_value(c.node.inputs[0])});
-}
+void rule_dropout(GradientContext& c) { input_gradient_rule(c, ModelOp::DropoutBackward); }
 // The loss is where the sweep starts: its rule needs no adjoint (d loss / d loss = 1).
-void rule_loss(GradientContext& c) {
-  if (c.wants[0])
-    c.emit(ModelOp::LossBackward, {c.node.inputs[0], c.node.inputs[1]},
-           {c.grads[0] = c.gradient_value(c.node.inputs[0])});
-}
+void rule_loss(GradientContext& c) { input_gradient_rule(c, ModelOp::LossBackward); }
 
 }  // namespace
 

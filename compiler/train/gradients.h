@@ -32,9 +32,12 @@ struct GradientContext {
 
   /// A new gradient value shaped like `of` (a parameter's gradient is marked as such).
   int gradient_value(int of);
-  /// Appends a backward node of this layer (attributes and location of the forward node by default).
-  void emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs);
-  void emit(ModelOp op, std::vector<int> inputs, std::vector<int> outputs, std::map<std::string, Value> attrs);
+  /// Appends backward node `op` of this layer, linked to the forward node: its inputs are what
+  /// model_ops.def says the kind reads (the forward's inputs and outputs, the adjoints in `dy`), its
+  /// attributes the forward's (none for a kind without), its layer and location the forward's.
+  void emit(ModelOp op, std::vector<int> outputs);
+  /// A value of the forward node, or the adjoint of one of its outputs.
+  int resolve(ForwardValue v) const;
 };
 
 using GradientRule = void (*)(GradientContext&);

@@ -416,13 +416,22 @@ class ModelLowering {
     return false;
   }
 
-  // One integer or [height, width] as a list of two.
-  static Value pair(const Value& v) {
-    if (v.kind == Value::List) return v;
-    return Value::make_list({Value::make_int(v.i), Value::make_int(v.i)});
+  // One integer or [height, width].
+  static Pair pair(const Value& v) {
+    if (v.kind != Value::List) return {v.i, v.i};
+    if (v.items.size() != 2) throw std::logic_error("lowering: a [height, width] argument of " + v.to_string());
+    return {v.items[0].i, v.items[1].i};
   }
 
   static int64_t number_of(const Value& v) { return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i; }
+
+  // An option word of a closed set (the checker accepts only the set's words).
+  template <class E>
+  E option(const LayerCall& lc, const std::string& name) const {
+    const Value v = arg_value(lc, name);
+    if (std::optional<E> e = enum_from_text<E>(v.s)) return *e;
+    throw std::logic_error(fmt::format("lowering: layer {}'s {} is {}", lc.builtin->name, name, v.to_string()));
+  }
 
   int new_param(LayerRecord& rec, const std::string& suffix, Shape shape, Init init, int64_t fan_in = 0,
                 int64_t fan_out = 0, bool state = false) {
@@ -489,14 +498,18 @@ class ModelLowering {
       case ModelOp::Conv2d:
       case ModelOp::Conv2dTranspose: {
         const bool transpose = n.op == ModelOp::Conv2dTranspose;
-        Value k = pair(arg_value(lc, "kernel"));
+        const Pair k = pair(arg_value(lc, "kernel"));
         int64_t filters = number_of(arg_value(lc, "filters"));
-        n.attrs["kernel"] = k;
-        n.attrs["filters"] = Value::make_int(filters);
-        n.attrs["strides"] = pair(arg_value(lc, "strides"));
-        n.attrs["padding"] = arg_value(lc, "padding");
-        if (!transpose) n.attrs["dilation"] = pair(arg_value(lc, "dilation"));
-        int64_t kh = k.items[0].i, kw = k.items[1].i, cin = in_shape.back();
+        const Pair strides = pair(arg_value(lc, "strides"));
+        const Padding padding = option<Padding>(lc, "padding");
+        if (transpose) n.attrs = Conv2dTransposeAttrs{.kernel = k, .filters = filters, .strides = strides, .padding = padding};
+        else
+          n.attrs = Conv2dAttrs{.kernel = k,
+                                .filters = filters,
+                                .strides = strides,
+                                .padding = padding,
+                                .dilation = pair(arg_value(lc, "dilation"))};
+        int64_t kh = k[0], kw = k[1], cin = in_shape.back();
         // Keras' kernel layouts: conv2d [kh, kw, in, out], conv2d_transpose [kh, kw, out, in]; the fans of
         // glorot_uniform are taken from the shape as written, with the receptive field kh * kw.
         Shape kshape = transpose ? Shape{kh, kw, filters, cin} : Shape{kh, kw, cin, filters};
@@ -506,38 +519,38 @@ class ModelLowering {
       }
       case ModelOp::Dense: {
         int64_t units = number_of(arg_value(lc, "units"));
-        n.attrs["units"] = Value::make_int(units);
+        n.attrs = DenseAttrs{.units = units};
         ins.push_back(new_param(rec, "kernel", {in_shape.back(), units}, Init::GlorotUniform, in_shape.back(), units));
         ins.push_back(new_param(rec, "bias", {units}, Init::Zeros));
         break;
       }
       case ModelOp::MaxPool2d:
       case ModelOp::AvgPool2d: {
-        Value size = pair(arg_value(lc, "size"));
-        n.attrs["size"] = size;
-        n.attrs["strides"] = has_arg(lc, "strides") ? pair(arg_value(lc, "strides")) : size;
-        n.attrs["padding"] = arg_value(lc, "padding");
+        const Pair size = pair(arg_value(lc, "size"));
+        n.attrs = Pool2dAttrs{.size = size,
+                              .strides = has_arg(lc, "strides") ? pair(arg_value(lc, "strides")) : size,
+                              .padding = option<Padding>(lc, "padding")};
         break;
       }
       case ModelOp::GlobalAvgPool:
       case ModelOp::GlobalMaxPool:
       case ModelOp::Gelu: break;
       case ModelOp::Upsample2d:
-        n.attrs["size"] = pair(arg_value(lc, "size"));
-        n.attrs["method"] = arg_value(lc, "method");
+        n.attrs = Upsample2dAttrs{.size = pair(arg_value(lc, "size")), .method = option<Interpolation>(lc, "method")};
         break;
-      case ModelOp::LeakyRelu: n.attrs["alpha"] = Value::make_float(arg_value(lc, "alpha").as_double()); break;
+      case ModelOp::LeakyRelu: n.attrs = LeakyReluAttrs{.alpha = arg_value(lc, "alpha").as_double()}; break;
       case ModelOp::Softmax: {
         int64_t axis = number_of(arg_value(lc, "axis"));
         if (axis < 0) axis += static_cast<int64_t>(in_shape.size());
-        n.attrs["axis"] = Value::make_int(axis);  // of one example
+        n.attrs = SoftmaxAttrs{.axis = axis};  // of one example
         break;
       }
       case ModelOp::BatchNorm:
       case ModelOp::LayerNorm: {
         const bool batch = n.op == ModelOp::BatchNorm;
-        n.attrs["epsilon"] = Value::make_float(arg_value(lc, "epsilon").as_double());
-        if (batch) n.attrs["momentum"] = Value::make_float(arg_value(lc, "momentum").as_double());
+        const double epsilon = arg_value(lc, "epsilon").as_double();
+        if (batch) n.attrs = BatchNormAttrs{.epsilon = epsilon, .momentum = arg_value(lc, "momentum").as_double()};
+        else n.attrs = LayerNormAttrs{.epsilon = epsilon};
         int64_t c = in_shape.back();
         ins.push_back(new_param(rec, "gamma", {c}, Init::Ones));
         ins.push_back(new_param(rec, "beta", {c}, Init::Zeros));
@@ -548,8 +561,7 @@ class ModelLowering {
         break;
       }
       case ModelOp::Dropout:
-        n.attrs["rate"] = Value::make_float(arg_value(lc, "rate").as_double());
-        n.attrs["stream"] = Value::make_int(dropout_streams_++);
+        n.attrs = DropoutAttrs{.rate = arg_value(lc, "rate").as_double(), .stream = dropout_streams_++};
         break;
       default:  // layer_lowering gives Forward kinds only, and never Expr
         throw std::logic_error(

@@ -72,6 +72,22 @@ std::map<std::string, double> numeric_settings(const CallExpr& call, const Built
   return out;
 }
 
+// Attribute struct `a`'s optional numeric fields from a builtin's settings, by name: every setting of the
+// builtin is a field of the struct (model_attrs.def), so none may be left over.
+template <class A>
+void set_numeric_fields(A& a, const std::map<std::string, double>& settings, const std::string& builtin) {
+  size_t set = 0;
+  for_each_attr(a, [&](const char* name, auto& field) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::optional<double>>)
+      if (auto it = settings.find(name); it != settings.end()) {
+        field = it->second;
+        ++set;
+      }
+  });
+  if (set != settings.size())
+    throw std::logic_error(fmt::format("lowering: a setting of {} is no attribute of {}", builtin, A::kName));
+}
+
 }  // namespace
 
 const Expr* train_data_expr(const Decl& train) { return entry(train, "data"); }
@@ -144,31 +160,37 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   const Builtin* ob = opt_kind ? find_builtin(optimizer_kind_name(*opt_kind), {BuiltinKind::Optimizer}) : nullptr;
   if (!ob) return std::nullopt;
   OptimizerSpec opt;
-  opt.kind = *opt_kind;
+  opt.attrs.kind = *opt_kind;
   std::string settings;
-  opt.settings = numeric_settings(*opt_call, *ob, settings);
+  std::map<std::string, double> optimizer_settings = numeric_settings(*opt_call, *ob, settings);
   // lr = schedule(...): the schedule's settings go beside the optimizer's.
   for (size_t i = 0; i < ob->params.size(); ++i) {
     const CallExpr* sc = ob->params[i].name == "lr" ? as_call(argument(*opt_call, *ob, i)) : nullptr;
     const Builtin* sb = sc ? find_builtin(callee_name(*sc), {BuiltinKind::Schedule}) : nullptr;
-    if (!sb) continue;
+    const std::optional<ScheduleKind> schedule = sb ? schedule_kind_from_name(sb->name) : std::nullopt;
+    if (!schedule) continue;
     std::string schedule_text;
-    opt.schedule = sb->name;
-    opt.schedule_settings = numeric_settings(*sc, *sb, schedule_text);
+    std::map<std::string, double> schedule_settings = numeric_settings(*sc, *sb, schedule_text);
     // linear_warmup's `target` is the schedule's warm-up target.
-    if (auto it = opt.schedule_settings.find("target"); it != opt.schedule_settings.end()) {
-      opt.schedule_settings["warmup_target"] = it->second;
-      opt.schedule_settings.erase(it);
+    if (auto it = schedule_settings.find("target"); it != schedule_settings.end()) {
+      schedule_settings["warmup_target"] = it->second;
+      schedule_settings.erase(it);
     }
+    ScheduleAttrs s{.kind = *schedule};
+    set_numeric_fields(s, schedule_settings, sb->name);
+    opt.attrs.schedule = s;
     settings = fmt::format("lr={}({}){}{}", sb->name, schedule_text, settings.empty() ? "" : ", ", settings);
-    opt.settings["lr"] = opt.schedule_settings.count("initial") ? opt.schedule_settings["initial"] : 0;
+    optimizer_settings["lr"] = s.initial.value_or(0);
   }
-  t.optimizer_text = fmt::format("{}({})", optimizer_kind_name(opt.kind), settings);
+  set_numeric_fields(opt.attrs, optimizer_settings, ob->name);
+  t.optimizer_text = fmt::format("{}({})", optimizer_kind_name(opt.attrs.kind), settings);
 
   for (const char* key : {"steps", "epochs"})
     if (const Expr* e = entry(train, key); e && e->constant)
       (std::string(key) == "steps" ? t.steps : t.epochs) = e->constant->i;
-  if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name) t.precision = e->as<NameExpr>()->name;
+  // The checker accepts only the words of model_attrs.def's Precision.
+  if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name)
+    if (std::optional<Precision> p = enum_from_text<Precision>(e->as<NameExpr>()->name)) t.precision = *p;
   if (const CallExpr* s = as_call(entry(train, "strategy"))) {
     t.strategy = callee_name(*s);
     t.strategy_loc = spec_location(program, s->range);

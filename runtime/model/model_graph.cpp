@@ -5,15 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "runtime/model/model_flops.h"
+
 namespace pipec {
 
 const std::vector<ModelOpInfo>& all_model_ops() {
+  using enum ModelOp;
+  using namespace forward_values;
+#define PIPEC_LIST(...) \
+  { __VA_ARGS__ }
   static const std::vector<ModelOpInfo> ops = {
-#define X(name, text, category, inputs, outputs, keras) \
-  {ModelOp::name, text, OpCategory::category, inputs, outputs, keras},
+#define OP(name, text, category, inputs, outputs, keras, attrs, flops, forward, reads)                       \
+  {ModelOp::name, text,   OpCategory::category, inputs, outputs, keras, attrs_index<attrs>(), &flops_rules::flops, \
+   PIPEC_LIST forward, PIPEC_LIST reads},
 #include "runtime/model/model_ops.def"
-#undef X
+#undef OP
   };
+#undef PIPEC_LIST
   return ops;
 }
 
@@ -46,76 +54,45 @@ std::optional<LayerLowering> layer_lowering(std::string_view builtin) {
 namespace {
 
 template <class Kind>
-struct NamedKind {
-  Kind kind;
-  const char* name;
-};
-
-const std::vector<NamedKind<LossKind>>& loss_table() {
-  static const std::vector<NamedKind<LossKind>> table = {
-#define LOSS(kind, name) {LossKind::kind, name},
-#include "runtime/model/model_ops.def"
-#undef LOSS
-  };
-  return table;
-}
-
-const std::vector<NamedKind<OptimizerKind>>& optimizer_table() {
-  static const std::vector<NamedKind<OptimizerKind>> table = {
-#define OPTIMIZER(kind, name) {OptimizerKind::kind, name},
-#include "runtime/model/model_ops.def"
-#undef OPTIMIZER
-  };
-  return table;
-}
-
-const std::vector<NamedKind<MetricKind>>& metric_table() {
-  static const std::vector<NamedKind<MetricKind>> table = {
-#define METRIC(kind, name) {MetricKind::kind, name},
-#include "runtime/model/model_ops.def"
-#undef METRIC
-  };
-  return table;
-}
-
-template <class Kind>
-std::vector<Kind> kinds_of(const std::vector<NamedKind<Kind>>& table) {
+std::vector<Kind> kinds_of() {
   std::vector<Kind> out;
-  for (const auto& row : table) out.push_back(row.kind);
+  for (const EnumSpelling<Kind>& row : enum_spellings<Kind>()) out.push_back(row.value);
   return out;
-}
-
-template <class Kind>
-std::optional<Kind> kind_named(const std::vector<NamedKind<Kind>>& table, std::string_view name) {
-  for (const auto& row : table)
-    if (name == row.name) return row.kind;
-  return std::nullopt;
 }
 
 }  // namespace
 
 const std::vector<LossKind>& all_loss_kinds() {
-  static const std::vector<LossKind> kinds = kinds_of(loss_table());
+  static const std::vector<LossKind> kinds = kinds_of<LossKind>();
   return kinds;
 }
-const char* loss_kind_name(LossKind k) { return loss_table().at(static_cast<size_t>(k)).name; }
-std::optional<LossKind> loss_kind_from_name(std::string_view name) { return kind_named(loss_table(), name); }
+const char* loss_kind_name(LossKind k) { return enum_text(k); }
+std::optional<LossKind> loss_kind_from_name(std::string_view name) { return enum_from_text<LossKind>(name); }
 
 const std::vector<OptimizerKind>& all_optimizer_kinds() {
-  static const std::vector<OptimizerKind> kinds = kinds_of(optimizer_table());
+  static const std::vector<OptimizerKind> kinds = kinds_of<OptimizerKind>();
   return kinds;
 }
-const char* optimizer_kind_name(OptimizerKind k) { return optimizer_table().at(static_cast<size_t>(k)).name; }
+const char* optimizer_kind_name(OptimizerKind k) { return enum_text(k); }
 std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name) {
-  return kind_named(optimizer_table(), name);
+  return enum_from_text<OptimizerKind>(name);
+}
+
+const std::vector<ScheduleKind>& all_schedule_kinds() {
+  static const std::vector<ScheduleKind> kinds = kinds_of<ScheduleKind>();
+  return kinds;
+}
+const char* schedule_kind_name(ScheduleKind k) { return enum_text(k); }
+std::optional<ScheduleKind> schedule_kind_from_name(std::string_view name) {
+  return enum_from_text<ScheduleKind>(name);
 }
 
 const std::vector<MetricKind>& all_metric_kinds() {
-  static const std::vector<MetricKind> kinds = kinds_of(metric_table());
+  static const std::vector<MetricKind> kinds = kinds_of<MetricKind>();
   return kinds;
 }
-const char* metric_kind_name(MetricKind k) { return metric_table().at(static_cast<size_t>(k)).name; }
-std::optional<MetricKind> metric_kind_from_name(std::string_view name) { return kind_named(metric_table(), name); }
+const char* metric_kind_name(MetricKind k) { return enum_text(k); }
+std::optional<MetricKind> metric_kind_from_name(std::string_view name) { return enum_from_text<MetricKind>(name); }
 
 const char* value_role_name(ValueRole r) {
   switch (r) {
@@ -139,33 +116,15 @@ const char* init_name(Init i) {
   return "?";
 }
 
-const Value* GraphNode::attr(const std::string& name) const {
-  auto it = attrs.find(name);
-  return it == attrs.end() ? nullptr : &it->second;
+void GraphNode::wrong_attrs(const char* wanted) const {
+  throw std::logic_error(fmt::format("{} node{}{} holds {}, not {}", model_op_name(op), layer.empty() ? "" : " of layer ",
+                                     layer, attrs_name(attrs), wanted));
 }
 
-static const Value& need(const GraphNode& n, const std::string& name) {
-  const Value* v = n.attr(name);
-  if (!v) throw std::logic_error(fmt::format("{} node has no attribute `{}`", model_op_name(n.op), name));
-  return *v;
+void remap_forward_links(std::vector<GraphNode>& nodes, const std::vector<int>& new_index) {
+  for (GraphNode& n : nodes)
+    if (n.forward >= 0) n.forward = n.forward < static_cast<int>(new_index.size()) ? new_index[n.forward] : -1;
 }
-
-int64_t GraphNode::attr_int(const std::string& name) const {
-  const Value& v = need(*this, name);
-  return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i;
-}
-
-double GraphNode::attr_number(const std::string& name) const { return need(*this, name).as_double(); }
-
-std::vector<int64_t> GraphNode::attr_ints(const std::string& name) const {
-  const Value& v = need(*this, name);
-  if (v.kind != Value::List) return {v.i};
-  std::vector<int64_t> out;
-  for (const Value& x : v.items) out.push_back(x.i);
-  return out;
-}
-
-std::string GraphNode::attr_symbol(const std::string& name) const { return need(*this, name).s; }
 
 int ModelGraph::add_value(GraphValue v) {
   values.push_back(std::move(v));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/core/tensor.h"
+#include "runtime/model/model_attrs.h"
 #include "runtime/plan/expr_function.h"
 #include "runtime/plan/gpu_kernel.h"
 #include "runtime/plan/native_kernel.h"
@@ -27,12 +28,31 @@
 namespace pipec {
 
 enum class ModelOp {
-#define X(name, text, category, inputs, outputs, keras) name,
+#define OP(name, text, category, inputs, outputs, keras, attrs, flops, forward, reads) name,
 #include "runtime/model/model_ops.def"
-#undef X
+#undef OP
 };
 
 enum class OpCategory { Forward, Loss, Backward, Update };
+
+struct ModelGraph;
+struct GraphNode;
+
+/// What a backward node's input is, in terms of the forward node it belongs to (model_ops.def's reads).
+struct ForwardValue {
+  enum Source { Input, Output, Adjoint };
+  Source source;
+  int index;  // the forward's input or output (for Adjoint: the output whose adjoint it is)
+  bool operator==(const ForwardValue&) const = default;
+};
+namespace forward_values {
+constexpr ForwardValue In(int k) { return {ForwardValue::Input, k}; }
+constexpr ForwardValue Out(int k) { return {ForwardValue::Output, k}; }
+constexpr ForwardValue Dy(int k) { return {ForwardValue::Adjoint, k}; }
+}  // namespace forward_values
+
+/// A node's FLOPs (runtime/model/model_flops.h): per example, or per step for the Update kinds.
+using FlopsRule = int64_t (*)(const ModelGraph& g, const GraphNode& n);
 
 struct ModelOpInfo {
   ModelOp op;
@@ -41,6 +61,10 @@ struct ModelOpInfo {
   int inputs;         // -1: variable
   int outputs;        // -1: variable
   const char* keras;  // Forward kinds with weights: the prefix Keras names the layer by; "" otherwise
+  size_t attrs;       // the position in ModelAttrs of the struct its nodes hold
+  FlopsRule flops;
+  std::vector<ModelOp> forward;       // a Backward kind: the forward kinds it belongs to
+  std::vector<ForwardValue> reads;    // a Backward kind: each input, in terms of its forward node
 };
 
 /// Every op of model_ops.def, in table order.
@@ -54,37 +78,27 @@ std::optional<ModelOp> parse_model_op(std::string_view name);
 /// What a layer builtin (a call in a model body, by its name) lowers to, from model_ops.def: a node of its
 /// own Forward kind, or an expr node of one expression-IR op. nullopt: a builtin the table does not know.
 struct LayerLowering {
-  std::optional<ModelOp> node;  // an X row of category Forward spelled like the builtin (never Expr)
+  std::optional<ModelOp> node;  // an OP row of category Forward spelled like the builtin (never Expr)
   std::optional<OpKind> expr;   // an EXPR_LAYER row
 };
 std::optional<LayerLowering> layer_lowering(std::string_view builtin);
 
-/// The losses of model_ops.def: a loss node's `kind`, and the loss builtins.
-enum class LossKind {
-#define LOSS(kind, name) kind,
-#include "runtime/model/model_ops.def"
-#undef LOSS
-};
+/// The losses of model_ops.def (model_attrs.h's LossKind): LossAttrs' kind, and the loss builtins.
 const std::vector<LossKind>& all_loss_kinds();
 const char* loss_kind_name(LossKind k);
 std::optional<LossKind> loss_kind_from_name(std::string_view name);
 
-/// The optimizers of model_ops.def: an optimizer_step node's `kind`, and the optimizer builtins.
-enum class OptimizerKind {
-#define OPTIMIZER(kind, name) kind,
-#include "runtime/model/model_ops.def"
-#undef OPTIMIZER
-};
+/// The optimizers of model_ops.def: OptimizerAttrs' kind, and the optimizer builtins.
 const std::vector<OptimizerKind>& all_optimizer_kinds();
 const char* optimizer_kind_name(OptimizerKind k);
 std::optional<OptimizerKind> optimizer_kind_from_name(std::string_view name);
 
+/// The learning-rate schedules of model_ops.def: ScheduleAttrs' kind, and the schedule builtins.
+const std::vector<ScheduleKind>& all_schedule_kinds();
+const char* schedule_kind_name(ScheduleKind k);
+std::optional<ScheduleKind> schedule_kind_from_name(std::string_view name);
+
 /// The metrics of model_ops.def: what a train block's `metrics` list may name.
-enum class MetricKind {
-#define METRIC(kind, name) kind,
-#include "runtime/model/model_ops.def"
-#undef METRIC
-};
 const std::vector<MetricKind>& all_metric_kinds();
 const char* metric_kind_name(MetricKind k);
 std::optional<MetricKind> metric_kind_from_name(std::string_view name);
@@ -127,7 +141,8 @@ struct GraphNode {
   ModelOp op = ModelOp::Expr;
   std::vector<int> inputs;
   std::vector<int> outputs;
-  std::map<std::string, Value> attrs;
+  /// The struct model_ops.def gives the kind (model_attrs.def), typed: `n.attrs_as<Conv2dAttrs>().padding`.
+  ModelAttrs attrs;
   std::shared_ptr<const ExprFunction> fn;  // Expr: its params are the inputs in order, its results the outputs
   /// Expr: fn compiled per example, the batch as rows (compiler/codegen/llvm/jit.h's
   /// attach_step_kernels), when the JIT is on; the fast executor calls it, the reference never does.
@@ -141,12 +156,24 @@ struct GraphNode {
   /// The phase it runs in: its kind's category, except for expr nodes, which serve every phase (an
   /// expr node made by the gradient pass is Backward).
   OpCategory phase = OpCategory::Forward;
+  /// A node made by the gradient pass: the forward (or loss) node whose gradient it computes, by its index
+  /// in ModelGraph::nodes; -1 for the others. Passes that move nodes keep it (remap_forward_links).
+  int forward = -1;
 
-  const Value* attr(const std::string& name) const;
-  int64_t attr_int(const std::string& name) const;    // throws std::logic_error when absent
-  double attr_number(const std::string& name) const;  // an Int or Float attribute
-  std::vector<int64_t> attr_ints(const std::string& name) const;
-  std::string attr_symbol(const std::string& name) const;
+  /// The attributes as struct A: a std::logic_error naming the node when it holds another.
+  template <class A>
+  const A& attrs_as() const {
+    if (const A* a = std::get_if<A>(&attrs)) return *a;
+    wrong_attrs(A::kName);
+  }
+  template <class A>
+  A& attrs_as() {
+    if (A* a = std::get_if<A>(&attrs)) return *a;
+    wrong_attrs(A::kName);
+  }
+
+ private:
+  [[noreturn]] void wrong_attrs(const char* wanted) const;
 };
 
 struct ModelGraph {
@@ -157,9 +184,8 @@ struct ModelGraph {
   std::vector<int> inputs;                // the model's inputs, in declaration order
   std::vector<std::string> input_fields;  // the data fields feeding them (train programs)
   int output = -1;                        // the model's output (what a trained model predicts)
-  /// The train block's `precision` (fp32, mixed_bf16, mixed_fp16); the mixed_precision step pass
-  /// inserts the rounding it implies.
-  std::string precision = "fp32";
+  /// The train block's `precision`; the mixed_precision step pass inserts the rounding it implies.
+  Precision precision = Precision::Fp32;
 
   // A training step (compiler/train/build_step.cpp):
   int target = -1;  // the loss target, fed from `target_field`
@@ -177,6 +203,10 @@ struct ModelGraph {
   /// The value's full shape for `rows` examples per batch: [rows, ...] when batched.
   Shape full_shape(int value, int64_t rows) const;
 };
+
+/// After a pass removed or inserted nodes: each node's `forward` moved to that node's new index
+/// (`new_index[old]`, -1 for a removed node).
+void remap_forward_links(std::vector<GraphNode>& nodes, const std::vector<int>& new_index);
 
 /// Floating-point operations of one node for a batch of `rows` examples (a multiply-add counts two,
 /// other element-wise work one per element; the optimizer step counts per step, not per example).

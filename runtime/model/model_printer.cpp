@@ -34,9 +34,18 @@ std::string attr_text(const Value& v) {
   return s;
 }
 
+// An expr node's one instruction's attributes (the expression IR's, by name).
 std::string attrs_text(const std::map<std::string, Value>& attrs) {
   std::string out;
   for (const auto& [name, v] : attrs) out += fmt::format(" {}={}", name, attr_text(v));
+  return out;
+}
+
+// A node's typed attributes (model_attrs.def), sorted by name.
+std::string attrs_text(const ModelAttrs& attrs) {
+  std::string out;
+  for (const auto& [name, text] : attr_texts(attrs))
+    out += fmt::format(" {}={}", name, text.size() > 60 ? text.substr(0, 57) + "...]" : text);
   return out;
 }
 

@@ -1,10 +1,62 @@
 // Invariants of the model IR, checked after lowering and after the gradient pass (a graph that fails
 // them is a compiler bug, reported as an internal error with the graph printed).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "runtime/model/model_graph.h"
 
 namespace pipec {
+
+namespace {
+
+// Whether `v` is `of` itself or `of` after a mixed-precision round node.
+bool is_or_rounds(const ModelGraph& g, const std::vector<int>& producer, int v, int of) {
+  if (v == of) return true;
+  const int p = v >= 0 && v < static_cast<int>(producer.size()) ? producer[v] : -1;
+  return p >= 0 && g.nodes[p].op == ModelOp::Round && g.nodes[p].inputs.at(0) == of;
+}
+
+// A backward node made by the gradient pass names its forward node, one of its kind's forward kinds
+// earlier in the graph, and reads what model_ops.def says: the forward's inputs and outputs (or their
+// rounded copies under mixed precision) and gradients for the adjoints.
+template <class Err>
+void verify_forward_link(const ModelGraph& g, int i, const std::vector<int>& producer, const Err& err) {
+  const GraphNode& n = g.nodes[i];
+  const ModelOpInfo& info = model_op_info(n.op);
+  if (n.forward < 0) {
+    if (!info.forward.empty()) err("names no forward node (the gradient pass links every backward node)");
+    return;
+  }
+  if (n.forward >= i) {
+    err(fmt::format("names node {} as its forward node, which does not come before it", n.forward));
+    return;
+  }
+  const GraphNode& fw = g.nodes[n.forward];
+  if (n.op == ModelOp::Expr) {
+    if (fw.op != ModelOp::Expr || n.phase != OpCategory::Backward)
+      err(fmt::format("is an expr node linked to a {} node", model_op_name(fw.op)));
+    return;
+  }
+  if (std::find(info.forward.begin(), info.forward.end(), fw.op) == info.forward.end()) {
+    err(fmt::format("names a {} node as its forward node", model_op_name(fw.op)));
+    return;
+  }
+  for (size_t k = 0; k < info.reads.size() && k < n.inputs.size(); ++k) {
+    const ForwardValue r = info.reads[k];
+    const int v = n.inputs[k];
+    const std::vector<int>& side = r.source == ForwardValue::Input ? fw.inputs : fw.outputs;
+    if (r.source == ForwardValue::Adjoint) {
+      if (v < 0 || v >= static_cast<int>(g.values.size()) || g.values[v].role != ValueRole::Gradient)
+        err(fmt::format("input {} should be the adjoint of its forward's output {}", k, r.index));
+    } else if (r.index >= static_cast<int>(side.size()) || !is_or_rounds(g, producer, v, side[r.index])) {
+      err(fmt::format("input {} should be its forward's {} {}", k, r.source == ForwardValue::Input ? "input" : "output",
+                      r.index));
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> verify_model_graph(const ModelGraph& g) {
   std::vector<std::string> errs;
@@ -20,6 +72,9 @@ std::vector<std::string> verify_model_graph(const ModelGraph& g) {
     const ModelOpInfo& info = model_op_info(n.op);
     auto err = [&](const std::string& m) { errs.push_back(fmt::format("node {} {}: {}", i, info.name, m)); };
     if (!runs_in_any_phase(n.op) && n.phase != info.category) err("runs in another phase than its kind's");
+    if (n.attrs.index() != info.attrs)
+      err(fmt::format("holds {}; its kind's attributes are {}", attrs_name(n.attrs), attrs_name(info.attrs)));
+    verify_forward_link(g, static_cast<int>(i), producer, err);
     if (info.inputs >= 0 && static_cast<int>(n.inputs.size()) != info.inputs)
       err(fmt::format("takes {} inputs, has {}", info.inputs, n.inputs.size()));
     if (info.outputs >= 0 && static_cast<int>(n.outputs.size()) != info.outputs)

@@ -16,10 +16,9 @@ bool planned(const GraphValue& v) { return v.role != ValueRole::Param && v.role 
 int optimizer_slots(const ModelGraph& g) {
   for (const GraphNode& n : g.nodes) {
     if (n.op != ModelOp::OptimizerStep) continue;
-    std::optional<OptimizerKind> kind = optimizer_kind_from_name(n.attr_symbol("kind"));
-    if (!kind) throw std::logic_error("optimizer_step of an unknown optimizer " + n.attr_symbol("kind"));
-    switch (*kind) {
-      case OptimizerKind::Sgd: return n.attr("momentum") && n.attr_number("momentum") != 0 ? 1 : 0;  // the velocity
+    const OptimizerAttrs& a = n.attrs_as<OptimizerAttrs>();
+    switch (a.kind) {
+      case OptimizerKind::Sgd: return a.momentum.value_or(0) != 0 ? 1 : 0;  // the velocity
       case OptimizerKind::Adam:
       case OptimizerKind::AdamW: return 2;  // m and v
     }

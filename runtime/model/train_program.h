@@ -26,7 +26,7 @@ struct TrainProgram {
   ModelGraph step;                // forward, loss, backward and update nodes
   std::optional<int64_t> steps;   // the block's `steps`
   std::optional<int64_t> epochs;  // the block's `epochs`
-  std::string precision = "fp32";
+  Precision precision = Precision::Fp32;
   std::string strategy = "single";
   SpecLoc strategy_loc;             // where the strategy entry is written (invalid when absent)
   std::string loss_text;            // "mse(score)", for messages

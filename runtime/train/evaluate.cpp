@@ -91,9 +91,10 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
   const GraphNode* loss_node = nullptr;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Loss) loss_node = &n;
-  std::optional<LossKind> loss_kind = loss_node ? loss_kind_from_name(loss_node->attr_symbol("kind")) : std::nullopt;
-  if (!loss_kind) throw std::logic_error("evaluation: the inference graph has no loss node of a known loss");
-  const bool class_labels = loss_node && loss_node->attr("sparse") && loss_node->attr("sparse")->b;
+  if (!loss_node) throw std::logic_error("evaluation: the inference graph has no loss node");
+  const LossAttrs& loss = loss_node->attrs_as<LossAttrs>();
+  const LossKind loss_kind = loss.kind;
+  const bool class_labels = loss.sparse.value_or(false);
 
   EvalResult r;
   r.step = step;
@@ -118,7 +119,7 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
       loss_sum += loss * static_cast<double>(n);
       const Tensor output = ex_->host_value(g.output);
       for (size_t m = 0; m < sums.size(); ++m)
-        sums[m] += metric_sum(t_.eval->metrics[m], *loss_kind, class_labels, output, target);
+        sums[m] += metric_sum(t_.eval->metrics[m], loss_kind, class_labels, output, target);
       r.examples += n;
     }
   }

@@ -12,12 +12,17 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
+#include <optional>
+
+#include "runtime/model/model_attrs.h"
 
 namespace pipec {
 
 struct LrSchedule {
-  std::string kind = "constant";  // constant, cosine_decay, linear_warmup, exponential_decay
+  /// A schedule node attribute's settings (an absent setting keeps its default here).
+  static LrSchedule from_attrs(const ScheduleAttrs& a, double initial);
+
+  std::optional<ScheduleKind> kind;  // none: constant (model_ops.def's SCHEDULE rows)
   double initial = 1e-3;
   double decay_steps = 0;
   double alpha = 0;

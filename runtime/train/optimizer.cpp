@@ -8,36 +8,20 @@
 
 namespace pipec {
 
-OptimizerConfig OptimizerConfig::from_node(const GraphNode& n) {
+OptimizerConfig OptimizerConfig::from_node(const GraphNode& n) { return from_attrs(n.attrs_as<OptimizerAttrs>()); }
+
+OptimizerConfig OptimizerConfig::from_attrs(const OptimizerAttrs& a) {
   OptimizerConfig c;
-  const std::string kind = n.attr_symbol("kind");
-  std::optional<OptimizerKind> k = optimizer_kind_from_name(kind);
-  if (!k) throw std::logic_error("optimizer_step of an unknown optimizer " + kind);
-  c.kind = *k;
-  auto get = [&](const char* name, double& out) {
-    if (const Value* v = n.attr(name)) out = v->as_double();
-  };
-  get("lr", c.lr);
-  get("beta1", c.beta1);
-  get("beta2", c.beta2);
-  get("eps", c.eps);
-  get("weight_decay", c.weight_decay);
-  get("momentum", c.momentum);
-  get("global_clipnorm", c.global_clipnorm);
-  LrSchedule& s = c.schedule;
-  s.initial = c.lr;
-  if (n.attr("schedule")) {
-    s.kind = n.attr_symbol("schedule");
-    get("schedule_initial", s.initial);
-    get("schedule_decay_steps", s.decay_steps);
-    get("schedule_alpha", s.alpha);
-    get("schedule_warmup_steps", s.warmup_steps);
-    get("schedule_decay_rate", s.decay_rate);
-    if (n.attr("schedule_warmup_target")) {
-      s.has_warmup_target = true;
-      get("schedule_warmup_target", s.warmup_target);
-    }
-  }
+  c.kind = a.kind;
+  c.lr = a.lr.value_or(c.lr);
+  c.beta1 = a.beta1.value_or(c.beta1);
+  c.beta2 = a.beta2.value_or(c.beta2);
+  c.eps = a.eps.value_or(c.eps);
+  c.weight_decay = a.weight_decay.value_or(c.weight_decay);
+  c.momentum = a.momentum.value_or(c.momentum);
+  c.global_clipnorm = a.global_clipnorm.value_or(c.global_clipnorm);
+  c.schedule.initial = c.lr;
+  if (a.schedule) c.schedule = LrSchedule::from_attrs(*a.schedule, c.lr);
   return c;
 }
 

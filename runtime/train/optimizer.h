@@ -39,8 +39,9 @@ struct OptimizerConfig {
   double global_clipnorm = 0;  // 0: no clipping
   LrSchedule schedule;         // schedule.initial is `lr` when lr is a number
 
-  /// The settings of an optimizer_step node (a `kind` that is not an optimizer is a std::logic_error).
+  /// The settings of an optimizer_step node (its OptimizerAttrs; an absent setting keeps its default).
   static OptimizerConfig from_node(const GraphNode& n);
+  static OptimizerConfig from_attrs(const OptimizerAttrs& a);
 };
 
 /// The optimizer's state beside the weights: Adam's moments (m, v) or SGD's velocity (m), and the

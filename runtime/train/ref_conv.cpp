@@ -12,6 +12,49 @@ int64_t pad_before(bool same, int64_t in, int64_t out, int64_t window, int64_t s
   return total / 2;
 }
 
+Window2d conv_window(const Conv2dAttrs& a, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows) {
+  Window2d w;
+  w.batch = rows;
+  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
+  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
+  w.k_h = kernel[0], w.k_w = kernel[1];
+  w.stride_h = a.strides[0], w.stride_w = a.strides[1];
+  w.dil_h = a.dilation[0], w.dil_w = a.dilation[1];
+  const bool same = a.padding == Padding::Same;
+  w.pad_top = pad_before(same, w.in_h, w.out_h, (w.k_h - 1) * w.dil_h + 1, w.stride_h);
+  w.pad_left = pad_before(same, w.in_w, w.out_w, (w.k_w - 1) * w.dil_w + 1, w.stride_w);
+  return w;
+}
+
+Window2d transpose_window(const Conv2dTransposeAttrs& a, const Shape& x, const Shape& y, const Shape& kernel,
+                          int64_t rows) {
+  Window2d w;
+  w.batch = rows;
+  w.in_h = y[0], w.in_w = y[1], w.in_c = y[2];
+  w.out_h = x[0], w.out_w = x[1], w.out_c = x[2];
+  w.k_h = kernel[0], w.k_w = kernel[1];
+  w.stride_h = a.strides[0], w.stride_w = a.strides[1];
+  const bool same = a.padding == Padding::Same;
+  w.pad_top = pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
+  w.pad_left = pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
+  return w;
+}
+
+Window2d pool_window(const Pool2dAttrs* a, const Shape& x, const Shape& y, int64_t rows) {
+  Window2d w;
+  w.batch = rows;
+  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
+  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
+  if (a) {
+    w.k_h = a->size[0], w.k_w = a->size[1];
+    w.stride_h = a->strides[0], w.stride_w = a->strides[1];
+    const bool same = a->padding == Padding::Same;
+    w.pad_top = pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
+    w.pad_left = pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
+  }
+  return w;
+}
+
 namespace {
 
 // The input row/column a window position reads, or -1 when it falls in the padding.

@@ -27,6 +27,17 @@ struct Window2d {
 /// in total, the odd one at the end; `valid` pads nothing.
 int64_t pad_before(bool same, int64_t in, int64_t out, int64_t window, int64_t stride);
 
+/// The geometry of a conv2d (or of its backward nodes) from its attributes: x [h, w, c] -> y [oh, ow,
+/// filters], kernel HWIO, for `rows` examples.
+Window2d conv_window(const Conv2dAttrs& a, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows);
+/// conv2d_transpose is the backward-data pass of a conv2d from its output [oh, ow, filters] to its input
+/// [h, w, in]: the kernel [kh, kw, filters, in] is that conv2d's HWIO kernel, and the window goes from y
+/// to x.
+Window2d transpose_window(const Conv2dTransposeAttrs& a, const Shape& x, const Shape& y, const Shape& kernel,
+                          int64_t rows);
+/// A pool's window (x [h, w, c] -> y [oh, ow, c]); without attributes (upsampling) only the images.
+Window2d pool_window(const Pool2dAttrs* a, const Shape& x, const Shape& y, int64_t rows);
+
 // Convolution, kernel [k_h, k_w, in_c, out_c]. bias may be null.
 template <class T>
 void conv2d(const Window2d& g, const T* x, const T* kernel, const T* bias, T* y);

@@ -41,57 +41,6 @@ int64_t product(const Shape& s, size_t from, size_t to) {
   return n;
 }
 
-// The conv geometry of a conv2d (or of its backward nodes): x [h, w, c] -> y [oh, ow, filters].
-ref::Window2d conv_window(const GraphNode& n, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
-  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
-  w.k_h = kernel[0], w.k_w = kernel[1];
-  auto strides = n.attr_ints("strides");
-  w.stride_h = strides[0], w.stride_w = strides[1];
-  if (n.attr("dilation")) {
-    auto d = n.attr_ints("dilation");
-    w.dil_h = d[0], w.dil_w = d[1];
-  }
-  bool same = n.attr_symbol("padding") == "same";
-  w.pad_top = ref::pad_before(same, w.in_h, w.out_h, (w.k_h - 1) * w.dil_h + 1, w.stride_h);
-  w.pad_left = ref::pad_before(same, w.in_w, w.out_w, (w.k_w - 1) * w.dil_w + 1, w.stride_w);
-  return w;
-}
-
-// conv2d_transpose is the backward-data pass of a conv2d from its output [oh, ow, filters] to its input
-// [h, w, in]: the kernel [kh, kw, filters, in] is that conv2d's HWIO kernel.
-ref::Window2d transpose_window(const GraphNode& n, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = y[0], w.in_w = y[1], w.in_c = y[2];
-  w.out_h = x[0], w.out_w = x[1], w.out_c = x[2];
-  w.k_h = kernel[0], w.k_w = kernel[1];
-  auto strides = n.attr_ints("strides");
-  w.stride_h = strides[0], w.stride_w = strides[1];
-  bool same = n.attr_symbol("padding") == "same";
-  w.pad_top = ref::pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
-  w.pad_left = ref::pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
-  return w;
-}
-
-ref::Window2d pool_window(const GraphNode& n, const Shape& x, const Shape& y, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
-  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
-  if (n.attr("size") && n.op != ModelOp::Upsample2d && n.op != ModelOp::Upsample2dBackward) {
-    auto size = n.attr_ints("size"), strides = n.attr_ints("strides");
-    w.k_h = size[0], w.k_w = size[1];
-    w.stride_h = strides[0], w.stride_w = strides[1];
-    bool same = n.attr_symbol("padding") == "same";
-    w.pad_top = ref::pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
-    w.pad_left = ref::pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
-  }
-  return w;
-}
-
 }  // namespace
 
 template <class T>
@@ -123,14 +72,21 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
   const ModelGraph& g = s.graph();
   // A layer with a fused activation (compiler/train/passes/fuse_activation.cpp): the layer, then the
   // activation in place, as two loops.
-  if (const Value* act = n.attr("activation")) {
-    if (act->s != "relu") throw std::logic_error("reference executor: fused activation " + act->s);
+  if (const std::optional<Activation> act = fused_activation(n.attrs)) {
     GraphNode plain = n;
-    plain.attrs.erase("activation");
+    std::visit(
+        [](auto& a) {
+          if constexpr (requires { a.activation; }) a.activation.reset();
+        },
+        plain.attrs);
     run_reference_node(s, plain, rows, step, loops);
     T* y = s.data(n.outputs[0]);
     const int64_t count = shape_num_elements(g.full_shape(n.outputs[0], rows));
-    for (int64_t i = 0; i < count; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+    switch (*act) {
+      case Activation::Relu:
+        for (int64_t i = 0; i < count; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+        return;
+    }
     return;
   }
   // Outputs that are not views of the flat buffers get a tensor of their own.
@@ -139,6 +95,10 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
   auto count = [&](int id) { return shape_num_elements(g.full_shape(id, rows)); };
   auto in = [&](size_t k) { return s.data(n.inputs.at(k)); };
   auto out = [&](size_t k) { return s.data(n.outputs.at(k)); };
+  auto conv = [&]() -> const Conv2dAttrs& { return n.attrs_as<Conv2dAttrs>(); };
+  auto transpose = [&]() -> const Conv2dTransposeAttrs& { return n.attrs_as<Conv2dTransposeAttrs>(); };
+  auto pool = [&]() -> const Pool2dAttrs& { return n.attrs_as<Pool2dAttrs>(); };
+  auto bilinear = [&] { return n.attrs_as<Upsample2dAttrs>().method == Interpolation::Bilinear; };
   switch (n.op) {
     case ModelOp::Expr: {
       Chunk c;
@@ -170,30 +130,33 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::Conv2d:
-      ref::conv2d<T>(conv_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0), in(1),
-                     in(2), out(0));
+      ref::conv2d<T>(ref::conv_window(conv(), shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows), in(0),
+                     in(1), in(2), out(0));
       return;
     case ModelOp::Conv2dBackwardInput:
-      ref::conv2d_backward_input<T>(conv_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows),
-                                    in(0), in(1), out(0));
+      ref::conv2d_backward_input<T>(
+          ref::conv_window(conv(), shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1),
+          out(0));
       return;
     case ModelOp::Conv2dBackwardKernel:
-      ref::conv2d_backward_kernel<T>(conv_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows),
-                                     in(0), in(1), out(0));
+      ref::conv2d_backward_kernel<T>(
+          ref::conv_window(conv(), shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(0), in(1),
+          out(0));
       return;
     case ModelOp::Conv2dTranspose: {
-      auto w = transpose_window(n, shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows);
+      auto w = ref::transpose_window(transpose(), shape(n.inputs[0]), shape(n.outputs[0]), shape(n.inputs[1]), rows);
       ref::conv2d_backward_input<T>(w, in(0), in(1), out(0));
       ref::add_bias<T>(count(n.outputs[0]) / shape(n.outputs[0]).back(), shape(n.outputs[0]).back(), in(2), out(0));
       return;
     }
     case ModelOp::Conv2dTransposeBackwardInput:  // dy [oh, ow, filters], kernel -> dx [h, w, in]
-      ref::conv2d<T>(transpose_window(n, shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0),
-                     in(1), nullptr, out(0));
+      ref::conv2d<T>(ref::transpose_window(transpose(), shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows),
+                     in(0), in(1), nullptr, out(0));
       return;
     case ModelOp::Conv2dTransposeBackwardKernel:  // x, dy -> dkernel
       ref::conv2d_backward_kernel<T>(
-          transpose_window(n, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1), in(0), out(0));
+          ref::transpose_window(transpose(), shape(n.inputs[0]), shape(n.inputs[1]), shape(n.outputs[0]), rows), in(1),
+          in(0), out(0));
       return;
     case ModelOp::Dense: {
       const Shape& k = shape(n.inputs[1]);
@@ -216,16 +179,18 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::MaxPool2d:
-      ref::max_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      ref::max_pool2d<T>(ref::pool_window(&pool(), shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
       return;
     case ModelOp::MaxPool2dBackward:
-      ref::max_pool2d_backward<T>(pool_window(n, shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1), out(0));
+      ref::max_pool2d_backward<T>(ref::pool_window(&pool(), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0), in(1),
+                                  out(0));
       return;
     case ModelOp::AvgPool2d:
-      ref::avg_pool2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
+      ref::avg_pool2d<T>(ref::pool_window(&pool(), shape(n.inputs[0]), shape(n.outputs[0]), rows), in(0), out(0));
       return;
     case ModelOp::AvgPool2dBackward:
-      ref::avg_pool2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows), in(0), out(0));
+      ref::avg_pool2d_backward<T>(ref::pool_window(&pool(), shape(n.outputs[0]), shape(n.inputs[0]), rows), in(0),
+                                  out(0));
       return;
     case ModelOp::GlobalAvgPool: {
       const Shape& x = shape(n.inputs[0]);
@@ -248,72 +213,77 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::Upsample2d:
-      ref::upsample2d<T>(pool_window(n, shape(n.inputs[0]), shape(n.outputs[0]), rows),
-                         n.attr_symbol("method") == "bilinear", in(0), out(0));
+      ref::upsample2d<T>(ref::pool_window(nullptr, shape(n.inputs[0]), shape(n.outputs[0]), rows), bilinear(), in(0),
+                         out(0));
       return;
     case ModelOp::Upsample2dBackward:
-      ref::upsample2d_backward<T>(pool_window(n, shape(n.outputs[0]), shape(n.inputs[0]), rows),
-                                  n.attr_symbol("method") == "bilinear", in(0), out(0));
+      ref::upsample2d_backward<T>(ref::pool_window(nullptr, shape(n.outputs[0]), shape(n.inputs[0]), rows), bilinear(),
+                                  in(0), out(0));
       return;
-    case ModelOp::LeakyRelu: ref::leaky_relu<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), out(0)); return;
+    case ModelOp::LeakyRelu:
+      ref::leaky_relu<T>(count(n.inputs[0]), n.attrs_as<LeakyReluAttrs>().alpha, in(0), out(0));
+      return;
     case ModelOp::LeakyReluBackward:
-      ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attr_number("alpha"), in(0), in(1), out(0));
+      ref::leaky_relu_backward<T>(count(n.inputs[0]), n.attrs_as<LeakyReluAttrs>().alpha, in(0), in(1), out(0));
       return;
     case ModelOp::Gelu: ref::gelu<T>(count(n.inputs[0]), in(0), out(0)); return;
     case ModelOp::GeluBackward: ref::gelu_backward<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Softmax:
     case ModelOp::SoftmaxBackward: {
       Shape full = g.full_shape(n.inputs[0], rows);
-      size_t axis = static_cast<size_t>(n.attr_int("axis")) + 1;
+      size_t axis = static_cast<size_t>(n.attrs_as<SoftmaxAttrs>().axis) + 1;
       int64_t outer = product(full, 0, axis), len = full[axis], inner = product(full, axis + 1, full.size());
       if (n.op == ModelOp::Softmax) ref::softmax<T>(outer, len, inner, in(0), out(0));
       else ref::softmax_backward<T>(outer, len, inner, in(0), in(1), out(0));
       return;
     }
-    case ModelOp::BatchNorm:
-    case ModelOp::LayerNorm: {
-      int64_t c = shape(n.inputs[0]).back();
-      int64_t r = count(n.inputs[0]) / c;
-      double eps = n.attr_number("epsilon");
-      if (n.op == ModelOp::BatchNorm && n.attr("inference") && n.attr("inference")->b)
-        ref::batch_norm_inference<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
-      else if (n.op == ModelOp::BatchNorm) ref::batch_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
-      else ref::layer_norm<T>(r, c, eps, in(0), in(1), in(2), out(0), out(1), out(2));
+    case ModelOp::BatchNorm: {
+      const BatchNormAttrs& a = n.attrs_as<BatchNormAttrs>();
+      const int64_t c = shape(n.inputs[0]).back(), r = count(n.inputs[0]) / c;
+      if (a.inference)
+        ref::batch_norm_inference<T>(r, c, a.epsilon, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      else ref::batch_norm<T>(r, c, a.epsilon, in(0), in(1), in(2), out(0), out(1), out(2));
       return;
     }
-    case ModelOp::BatchNormBackward:
+    case ModelOp::LayerNorm: {
+      const int64_t c = shape(n.inputs[0]).back(), r = count(n.inputs[0]) / c;
+      ref::layer_norm<T>(r, c, n.attrs_as<LayerNormAttrs>().epsilon, in(0), in(1), in(2), out(0), out(1), out(2));
+      return;
+    }
+    // The forward node's epsilon travels in the attributes the gradient rule copied.
+    case ModelOp::BatchNormBackward: {
+      const int64_t c = shape(n.inputs[0]).back(), r = count(n.inputs[0]) / c;
+      ref::batch_norm_backward<T>(r, c, n.attrs_as<BatchNormAttrs>().epsilon, in(0), in(1), in(2), in(3), in(4), out(0),
+                                  out(1), out(2));
+      return;
+    }
     case ModelOp::LayerNormBackward: {
-      int64_t c = shape(n.inputs[0]).back();
-      int64_t r = count(n.inputs[0]) / c;
-      // The forward node's epsilon travels in the attributes the gradient rule copied.
-      double eps = n.attr_number("epsilon");
-      if (n.op == ModelOp::BatchNormBackward)
-        ref::batch_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
-      else ref::layer_norm_backward<T>(r, c, eps, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2));
+      const int64_t c = shape(n.inputs[0]).back(), r = count(n.inputs[0]) / c;
+      ref::layer_norm_backward<T>(r, c, n.attrs_as<LayerNormAttrs>().epsilon, in(0), in(1), in(2), in(3), in(4), out(0),
+                                  out(1), out(2));
       return;
     }
     case ModelOp::Dropout: {
+      const DropoutAttrs& a = n.attrs_as<DropoutAttrs>();
       int64_t per = g.values[n.inputs[0]].elements_per_example();
-      if (n.attr("inference") && n.attr("inference")->b) {  // evaluation: everything kept, nothing scaled
+      if (a.inference) {  // evaluation: everything kept, nothing scaled
         std::fill(out(1), out(1) + rows * per, T(1));
         std::copy(in(0), in(0) + rows * per, out(0));
         return;
       }
-      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), s.seed(), static_cast<uint64_t>(n.attr_int("stream")),
-                           step, out(1));
+      ref::dropout_mask<T>(rows, per, a.rate, s.seed(), static_cast<uint64_t>(a.stream), step, out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;
     }
     case ModelOp::DropoutBackward: ref::multiply<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
+      const LossAttrs& a = n.attrs_as<LossAttrs>();
       ref::LossSpec spec;
-      std::optional<LossKind> kind = loss_kind_from_name(n.attr_symbol("kind"));
-      if (!kind) throw std::logic_error("a loss node of an unknown loss " + n.attr_symbol("kind"));
-      spec.kind = *kind;
-      spec.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
-      spec.sparse = n.attr("sparse") && n.attr("sparse")->b;
-      if (n.attr("delta")) spec.delta = n.attr_number("delta");
+      spec.kind = a.kind;
+      spec.from_logits = a.from_logits;
+      spec.sparse = a.sparse.value_or(false);
+      spec.delta = a.delta.value_or(spec.delta);
       spec.batch = rows;
       spec.per_example = g.values[n.inputs[0]].elements_per_example();
       spec.classes = shape(n.inputs[0]).empty() ? 1 : shape(n.inputs[0]).back();
@@ -322,7 +292,7 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
         *out(0) = static_cast<T>(s.loss());
       } else {
         ref::loss_backward<T>(spec, in(0), in(1), out(0));
-        if (n.attr("loss_scale") && s.loss_scale()) {  // mixed_fp16: the backward pass starts from loss * scale
+        if (a.loss_scale && s.loss_scale()) {  // mixed_fp16: the backward pass starts from loss * scale
           const T scale = static_cast<T>(s.loss_scale()->scale);
           T* d = out(0);
           for (int64_t i = 0, e = count(n.outputs[0]); i < e; ++i) d[i] *= scale;
@@ -331,7 +301,7 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::MovingAverage: {
-      const T m = static_cast<T>(n.attr_number("momentum"));
+      const T m = static_cast<T>(n.attrs_as<MovingAverageAttrs>().momentum);
       T* state = in(0);
       const T* stat = in(1);
       int64_t c = g.values[n.inputs[0]].elements_per_example();
@@ -340,13 +310,13 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
     }
     case ModelOp::OptimizerStep:
       // mixed_fp16: unscale the gradients, or skip the step when one of them (or the loss) is not finite.
-      if (n.attr("loss_scale") && s.loss_scale() && !s.loss_scale()->unscale_or_skip(s.loss(), s.buffers().grads))
+      if (loss_scaled(n.attrs) && s.loss_scale() && !s.loss_scale()->unscale_or_skip(s.loss(), s.buffers().grads))
         return;
       optimizer_step<T>(OptimizerConfig::from_node(n), s.buffers().params, s.buffers().grads, s.optimizer_slots(),
                         loops.threads, loops.compiled_update ? n.native.get() : nullptr);
       return;
     case ModelOp::Round: {  // mixed precision's casts, emulated: to bf16 or f16 (nearest even) and back
-      const bool bf16 = n.attr_symbol("dtype") == "bf16";
+      const bool bf16 = n.attrs_as<RoundAttrs>().dtype == Float16::BF16;
       const T* x = in(0);
       T* y = out(0);
       // Element by element, so split over the loops' threads like the optimizer's update.

@@ -44,7 +44,7 @@ StepState<T>::StepState(const ModelGraph& g, uint64_t seed, std::string owner)
   last_use_ = value_last_uses(g);
   first_write_ = value_first_writes(g);
   for (const GraphNode& n : g.nodes)
-    if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
+    if (n.op == ModelOp::OptimizerStep && loss_scaled(n.attrs)) loss_scale_.emplace();
 }
 
 template <class T>

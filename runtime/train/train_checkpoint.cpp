@@ -75,7 +75,7 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
   w.write_string(train_name);
   w.write_string(g.name);
   w.write_string(optimizer_kind_name(kind));
-  w.write_string(g.precision);
+  w.write_string(enum_text(g.precision));
   w.write_u64(state.seed);
   w.write_i64(state.step);
   w.write_i64(slots.iterations);
@@ -132,9 +132,9 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
                               written_by, optimizer, optimizer_kind_name(kind)));
   // The loss scale and the rounding belong to the precision: resuming in another would not continue the run.
   const std::string precision = r.read_string();
-  if (precision != g.precision)
+  if (enum_from_text<Precision>(precision) != g.precision)
     throw r.error(fmt::format("the checkpoint of {} was written with precision {}; this spec trains in {}", written_by,
-                              precision, g.precision));
+                              precision, enum_text(g.precision)));
   TrainCheckpointState s;
   s.seed = r.read_u64();
   if (s.seed != seed)

@@ -96,12 +96,6 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got[at] << ", the reference " << want[at];
 }
 
-Value ints(std::vector<int64_t> v) {
-  std::vector<Value> items;
-  for (int64_t i : v) items.push_back(Value::make_int(i));
-  return Value::make_list(items);
-}
-
 std::vector<float> last_axis_first(const std::vector<float>& v, const Shape& s) {
   std::vector<float> out(v.size());
   for (int64_t i = 0; i < s[0]; ++i)
@@ -170,9 +164,10 @@ TEST(GpuLibraries, CudnnConvolutionsMatchTheReference) {
     auto node = [&](ModelOp op, std::vector<int> in, std::vector<int> out) {
       GraphNode n;
       n.op = op, n.inputs = in, n.outputs = out, n.layer = c.name;
-      n.attrs["strides"] = ints({c.stride, c.stride});
-      n.attrs["padding"] = Value::make_symbol(c.same ? "same" : "valid");
-      if (!c.transpose) n.attrs["dilation"] = ints({c.dilation, c.dilation});
+      const Padding padding = c.same ? Padding::Same : Padding::Valid;
+      if (c.transpose) n.attrs = Conv2dTransposeAttrs{{c.kh, c.kw}, cout, {c.stride, c.stride}, padding, std::nullopt};
+      else
+        n.attrs = Conv2dAttrs{{c.kh, c.kw}, cout, {c.stride, c.stride}, padding, {c.dilation, c.dilation}, std::nullopt};
       return n;
     };
     GraphNode nodes[3] = {

@@ -80,21 +80,21 @@ Batch make_batch(const ModelGraph& g, int64_t rows, uint64_t key) {
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Loss) loss = &n;
   const Shape s = g.full_shape(g.target, rows);
-  const std::string kind = loss ? loss->attr_symbol("kind") : "mse";
-  const bool sparse = loss && loss->attr("sparse") && loss->attr("sparse")->b;
+  const LossKind kind = loss ? loss->attrs_as<LossAttrs>().kind : LossKind::Mse;
+  const bool sparse = loss && loss->attrs_as<LossAttrs>().sparse.value_or(false);
   Tensor u = random_tensor(s, key * 10 + 9, 0, 1);
   float* t = u.data<float>();
   if (sparse) {
     const int64_t classes = g.values[loss->inputs[0]].shape.back();
     for (int64_t i = 0; i < u.num_elements(); ++i) t[i] = std::floor(t[i] * static_cast<float>(classes));
-  } else if (kind == "cross_entropy") {
+  } else if (kind == LossKind::CrossEntropy) {
     const int64_t c = s.back();
     for (int64_t r = 0; r < u.num_elements() / c; ++r) {
       float sum = 0;
       for (int64_t j = 0; j < c; ++j) sum += t[r * c + j];
       for (int64_t j = 0; j < c; ++j) t[r * c + j] /= sum;
     }
-  } else if (kind == "binary_cross_entropy") {
+  } else if (kind == LossKind::BinaryCrossEntropy) {
     for (int64_t i = 0; i < u.num_elements(); ++i) t[i] = t[i] < 0.5f ? 0.0f : 1.0f;
   } else {
     for (int64_t i = 0; i < u.num_elements(); ++i) t[i] -= 0.5f;
@@ -215,7 +215,7 @@ TEST(GpuTraining, CasesCoverEveryKindAndLoss) {
     TrainProgram t = compile_program(c.spec);
     for (const GraphNode& n : t.step.nodes) {
       kinds.insert(n.op);
-      if (n.op == ModelOp::Loss) losses.insert(n.attr_symbol("kind"));
+      if (n.op == ModelOp::Loss) losses.insert(loss_kind_name(n.attrs_as<LossAttrs>().kind));
     }
   }
   for (const ModelOpInfo& info : all_model_ops()) EXPECT_TRUE(kinds.count(info.op)) << info.name << " is in no case";
@@ -237,7 +237,7 @@ TEST(GpuTraining, EveryKindAgreesWithReferenceStepByStep) {
     TrainProgram t = compile_program(c.spec);
     const ModelGraph& g = t.step;
     ASSERT_FALSE(g.nodes.empty());
-    const bool bf16 = g.precision == "mixed_bf16", fp16 = g.precision == "mixed_fp16";
+    const bool bf16 = g.precision == Precision::MixedBf16, fp16 = g.precision == Precision::MixedFp16;
     const Tolerance loss_tol = bf16 ? Tolerance{2e-3, 1e-6} : fp16 ? Tolerance{5e-4, 1e-6} : Tolerance{1e-5, 1e-7};
     const Tolerance grad_tol = bf16 || fp16 ? Tolerance{1e-2, 1e-5} : Tolerance{1e-4, 3e-6};
     const Tolerance weight_tol = bf16 || fp16 ? Tolerance{1e-2, 1e-5}

@@ -291,7 +291,7 @@ TEST(GpuStepKernelsDevice, OptimizerEqualsTheHostBuild) {
   configs[2].c.kind = OptimizerKind::AdamW;
   configs[2].c.weight_decay = 0.004;
   configs[2].c.global_clipnorm = 1e6;
-  configs[2].c.schedule.kind = "exponential_decay";
+  configs[2].c.schedule.kind = ScheduleKind::ExponentialDecay;
   configs[2].c.schedule.decay_steps = 2;
   configs[2].c.schedule.decay_rate = 0.5;
   configs[3] = {"adam, mixed_fp16", {}, true};

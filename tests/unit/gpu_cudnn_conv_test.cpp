@@ -271,12 +271,6 @@ TEST(CudnnConv, WorkspaceAndAlignmentAreChecked) {
 // Every conv node kind of the step graph through conv_node_call, against the reference executor's
 // kernels (windows built as runtime/train/reference_executor.cpp builds them).
 
-Value ints(std::vector<int64_t> v) {
-  std::vector<Value> items;
-  for (int64_t i : v) items.push_back(Value::make_int(i));
-  return Value::make_list(items);
-}
-
 // HWIO / HWOI [a, b, c, d] <-> KRSC [d, a, b, c]: the last axis first, and back.
 std::vector<float> last_axis_first(const std::vector<float>& v, const Shape& s) {
   std::vector<float> out(v.size());
@@ -360,9 +354,9 @@ TEST(CudnnConv, EveryConvNodeKindMatchesTheReferenceOnRandomGeometries) {
       n.inputs = in;
       n.outputs = out;
       n.layer = transpose ? "conv2d_transpose" : "conv2d";
-      n.attrs["strides"] = ints({sh, sw});
-      n.attrs["padding"] = Value::make_symbol(same ? "same" : "valid");
-      if (!transpose) n.attrs["dilation"] = ints({dh, dw});
+      const Padding padding = same ? Padding::Same : Padding::Valid;
+      if (transpose) n.attrs = Conv2dTransposeAttrs{{kh, kw}, cout, {sh, sw}, padding, std::nullopt};
+      else n.attrs = Conv2dAttrs{{kh, kw}, cout, {sh, sw}, padding, {dh, dw}, std::nullopt};
       return n;
     };
     std::vector<GraphNode> nodes =

@@ -91,7 +91,7 @@ class Builder {
     return id;
   }
   int value(Shape s, bool batched = true) { return add(s, batched, ValueRole::Activation); }
-  void node(ModelOp op, std::vector<int> ins, std::vector<int> outs, std::map<std::string, Value> attrs = {}) {
+  void node(ModelOp op, std::vector<int> ins, std::vector<int> outs, ModelAttrs attrs = {}) {
     GraphNode n;
     n.op = op;
     n.inputs = std::move(ins);
@@ -118,8 +118,6 @@ class Builder {
   Case c_;
 };
 
-inline Value ints(int64_t a, int64_t b) { return Value::make_list({Value::make_int(a), Value::make_int(b)}); }
-inline Value sym(const std::string& s) { return Value::make_symbol(s); }
 
 class Random {
  public:
@@ -152,8 +150,13 @@ inline Case conv_case(ModelOp op, Random& r) {
     oh = h * sh + (same ? 0 : std::max<int64_t>(kh - sh, 0));
     ow = w * sw + (same ? 0 : std::max<int64_t>(kw - sw, 0));
   }
-  std::map<std::string, Value> attrs = {{"strides", ints(sh, sw)}, {"padding", sym(same ? "same" : "valid")}};
-  if (!transpose) attrs["dilation"] = ints(dh, dw);
+  const Padding padding = same ? Padding::Same : Padding::Valid;
+  // The attributes of the layer (a fused relu only on the forward kinds, as the step passes make it).
+  auto attrs = [&](bool fused) -> ModelAttrs {
+    const std::optional<Activation> act = fused && relu ? std::optional(Activation::Relu) : std::nullopt;
+    if (transpose) return Conv2dTransposeAttrs{{kh, kw}, co, {sh, sw}, padding, act};
+    return Conv2dAttrs{{kh, kw}, co, {sh, sw}, padding, {dh, dw}, act};
+  };
   Builder g(fmt::format("{} x [{}, {}, {}, {}] kernel {}x{} -> {} strides {}x{} dilation {}x{} {}{}", model_op_name(op),
                         b, h, w, ci, kh, kw, co, sh, sw, dh, dw, same ? "same" : "valid", relu ? " relu" : ""),
             b);
@@ -163,19 +166,18 @@ inline Case conv_case(ModelOp op, Random& r) {
     case ModelOp::Conv2d:
     case ModelOp::Conv2dTranspose: {
       int x = g.input(xs), k = g.param(kernel), bias = g.param({co});
-      if (relu) attrs["activation"] = sym("relu");
-      g.node(op, {x, k, bias}, {g.value(ys)}, attrs);
+      g.node(op, {x, k, bias}, {g.value(ys)}, attrs(true));
       break;
     }
     case ModelOp::Conv2dBackwardInput:
     case ModelOp::Conv2dTransposeBackwardInput: {
       int dy = g.input(ys), k = g.param(kernel);
-      g.node(op, {dy, k}, {g.value(xs)}, attrs);
+      g.node(op, {dy, k}, {g.value(xs)}, attrs(false));
       break;
     }
     default: {  // the kernel gradients
       int x = g.input(xs), dy = g.input(ys);
-      g.node(op, {x, dy}, {g.value(kernel, false)}, attrs);
+      g.node(op, {x, dy}, {g.value(kernel, false)}, attrs(false));
       break;
     }
   }
@@ -192,19 +194,18 @@ inline Case dense_case(ModelOp op, Random& r, bool many_rows) {
   switch (op) {
     case ModelOp::Dense: {
       int x = g.input(with(in)), k = g.param({in, out}), bias = g.param({out});
-      std::map<std::string, Value> attrs = {{"units", Value::make_int(out)}};
-      if (relu) attrs["activation"] = sym("relu");
-      g.node(op, {x, k, bias}, {g.value(with(out))}, attrs);
+      g.node(op, {x, k, bias}, {g.value(with(out))},
+             DenseAttrs{out, relu ? std::optional(Activation::Relu) : std::nullopt});
       break;
     }
     case ModelOp::DenseBackwardInput: {
       int dy = g.input(with(out)), k = g.param({in, out});
-      g.node(op, {dy, k}, {g.value(with(in))});
+      g.node(op, {dy, k}, {g.value(with(in))}, DenseAttrs{out, std::nullopt});
       break;
     }
     case ModelOp::DenseBackwardKernel: {
       int x = g.input(with(in)), dy = g.input(with(out));
-      g.node(op, {x, dy}, {g.value({in, out}, false)});
+      g.node(op, {x, dy}, {g.value({in, out}, false)}, DenseAttrs{out, std::nullopt});
       break;
     }
     default: {  // bias_backward
@@ -222,8 +223,7 @@ inline Case pool_case(ModelOp op, Random& r) {
   const bool same = r.coin();
   const int64_t h = r.pick(kh, 9), w = r.pick(kw, 9);
   const int64_t oh = conv_out(same, h, kh, sh), ow = conv_out(same, w, kw, sw);
-  std::map<std::string, Value> attrs = {
-      {"size", ints(kh, kw)}, {"strides", ints(sh, sw)}, {"padding", sym(same ? "same" : "valid")}};
+  const Pool2dAttrs attrs{{kh, kw}, {sh, sw}, same ? Padding::Same : Padding::Valid};
   Builder g(fmt::format("{} [{}, {}, {}, {}] size {}x{} strides {}x{} {}", model_op_name(op), b, h, w, c, kh, kw, sh,
                         sw, same ? "same" : "valid"),
             b);
@@ -231,8 +231,6 @@ inline Case pool_case(ModelOp op, Random& r) {
   switch (op) {
     case ModelOp::MaxPool2d:
     case ModelOp::AvgPool2d:
-      // A fused relu on a kind whose kernel has no flag for it (the reference applies it to any node).
-      if (r.pick(0, 2) == 0) attrs["activation"] = sym("relu");
       g.node(op, {g.input(xs, Dist::Coarse)}, {g.value(ys)}, attrs);
       break;
     case ModelOp::MaxPool2dBackward: {
@@ -265,9 +263,10 @@ inline Case global_pool_case(ModelOp op, Random& r) {
 inline Case upsample_case(ModelOp op, Random& r) {
   const int64_t b = r.pick(1, 2), h = r.pick(1, 6), w = r.pick(1, 6), c = r.pick(1, 3), sh = r.pick(1, 4),
                 sw = r.pick(1, 4);
-  const std::string method = r.coin() ? "bilinear" : "nearest";
-  Builder g(fmt::format("{} [{}, {}, {}, {}] size {}x{} {}", model_op_name(op), b, h, w, c, sh, sw, method), b);
-  std::map<std::string, Value> attrs = {{"size", ints(sh, sw)}, {"method", sym(method)}};
+  const Interpolation method = r.coin() ? Interpolation::Bilinear : Interpolation::Nearest;
+  Builder g(fmt::format("{} [{}, {}, {}, {}] size {}x{} {}", model_op_name(op), b, h, w, c, sh, sw, enum_text(method)),
+            b);
+  const Upsample2dAttrs attrs{{sh, sw}, method};
   const Shape xs = {h, w, c}, ys = {h * sh, w * sw, c};
   if (op == ModelOp::Upsample2d) g.node(op, {g.input(xs)}, {g.value(ys)}, attrs);
   else g.node(op, {g.input(ys)}, {g.value(xs)}, attrs);
@@ -284,10 +283,11 @@ inline Case activation_case(ModelOp op, Random& r) {
   const int64_t b = r.pick(1, 3);
   const Shape s = random_shape(r, r.pick(1, 3));
   Builder g(fmt::format("{} [{}, {}]", model_op_name(op), b, shape_to_string(s)), b);
-  std::map<std::string, Value> attrs;
-  if (op == ModelOp::LeakyRelu || op == ModelOp::LeakyReluBackward) attrs["alpha"] = Value::make_float(r.real(0, 0.5));
+  ModelAttrs attrs;
+  if (op == ModelOp::LeakyRelu || op == ModelOp::LeakyReluBackward) attrs = LeakyReluAttrs{r.real(0, 0.5)};
   if (op == ModelOp::Softmax || op == ModelOp::SoftmaxBackward)
-    attrs["axis"] = Value::make_int(r.pick(0, static_cast<int64_t>(s.size()) - 1));
+    attrs = SoftmaxAttrs{r.pick(0, static_cast<int64_t>(s.size()) - 1)};
+  if (op == ModelOp::DropoutBackward) attrs = DropoutAttrs{0.5, 0, Flag{}};
   const bool backward = op == ModelOp::LeakyReluBackward || op == ModelOp::GeluBackward ||
                         op == ModelOp::SoftmaxBackward || op == ModelOp::DropoutBackward;
   if (backward) {
@@ -308,15 +308,16 @@ inline Case norm_case(ModelOp op, Random& r, bool many_rows) {
   else xs = {r.pick(1, 4), r.pick(1, 4), c};
   const bool inference = op == ModelOp::BatchNorm && !many_rows && r.coin();
   Builder g(fmt::format("{} [{}, {}]{}", model_op_name(op), b, shape_to_string(xs), inference ? " inference" : ""), b);
-  std::map<std::string, Value> attrs = {{"epsilon", Value::make_float(r.coin() ? 1e-3 : 1e-5)}};
+  const double epsilon = r.coin() ? 1e-3 : 1e-5;
+  const bool batch = op == ModelOp::BatchNorm || op == ModelOp::BatchNormBackward;
+  const ModelAttrs attrs =
+      batch ? ModelAttrs(BatchNormAttrs{epsilon, 0.99, Flag{inference}}) : ModelAttrs(LayerNormAttrs{epsilon});
   const Shape row_shape(xs.begin(), xs.end() - 1);  // layer_norm's statistics: one per row
   switch (op) {
     case ModelOp::BatchNorm: {
       int x = g.input(xs, many_rows ? Dist::Offset : Dist::Uniform);
       int mm = g.input({c}, Dist::Uniform, false), mv = g.input({c}, Dist::Positive, false);
       int gamma = g.param({c}), beta = g.param({c});
-      attrs["momentum"] = Value::make_float(0.99);
-      if (inference) attrs["inference"] = Value::make_bool(true);
       g.node(op, {x, gamma, beta, mm, mv}, {g.value(xs), g.value({c}, false), g.value({c}, false)}, attrs);
       break;
     }
@@ -348,9 +349,7 @@ inline Case dropout_case(Random& r) {
   const double rate = r.real(0.05, 0.7);
   Builder g(fmt::format("dropout [{}, {}] rate {:.3f}{}", b, shape_to_string(s), rate, inference ? " inference" : ""),
             b);
-  std::map<std::string, Value> attrs = {{"rate", Value::make_float(rate)}, {"stream", Value::make_int(r.pick(0, 5))}};
-  if (inference) attrs["inference"] = Value::make_bool(true);
-  g.node(ModelOp::Dropout, {g.input(s)}, {g.value(s), g.value(s)}, attrs);
+  g.node(ModelOp::Dropout, {g.input(s)}, {g.value(s), g.value(s)}, DropoutAttrs{rate, r.pick(0, 5), Flag{inference}});
   return g.done(r.rng);
 }
 
@@ -375,16 +374,15 @@ inline Case loss_case(ModelOp op, LossKind kind, Random& r) {
   Builder g(fmt::format("{} {} pred [{}, {}]{}{}{}", model_op_name(op), loss_kind_name(kind), b, shape_to_string(ps),
                         from_logits ? " from logits" : "", sparse ? " sparse" : "", scaled ? " loss-scaled" : ""),
             b);
-  std::map<std::string, Value> attrs = {{"kind", sym(loss_kind_name(kind))},
-                                        {"from_logits", Value::make_bool(from_logits)}};
-  if (ce) attrs["sparse"] = Value::make_bool(sparse);
-  if (kind == LossKind::Huber) attrs["delta"] = Value::make_float(delta);
-  if (scaled) attrs["loss_scale"] = sym("dynamic");
+  LossAttrs attrs{kind, from_logits, std::nullopt, std::nullopt, std::nullopt};
+  if (ce) attrs.sparse = sparse;
+  if (kind == LossKind::Huber) attrs.delta = delta;
+  if (scaled) attrs.loss_scale = LossScaling::Dynamic;
   int p = g.input(ps, pd), t = g.target(ts, td, classes);
   if (op == ModelOp::Loss) g.node(op, {p, t}, {g.value({}, false)}, attrs);
   else g.node(op, {p, t}, {g.value(ps)}, attrs);
   if (scaled)  // the reference scales the loss gradient when the step has a loss-scaled optimizer
-    g.node(ModelOp::OptimizerStep, {}, {}, {{"kind", sym("sgd")}, {"loss_scale", sym("dynamic")}});
+    g.node(ModelOp::OptimizerStep, {}, {}, OptimizerAttrs{.kind = OptimizerKind::Sgd, .loss_scale = LossScaling::Dynamic});
   return g.done(r.rng);
 }
 
@@ -444,17 +442,17 @@ inline std::vector<Case> cases_for(ModelOp op, Random& r) {
         const int64_t c = r.pick(1, 8);
         Builder g(fmt::format("moving_average [{}]", c), 1);
         int state = g.state({c}), stat = g.input({c}, Dist::Uniform, false);
-        g.node(op, {state, stat}, {}, {{"momentum", Value::make_float(r.real(0.5, 0.999))}});
+        g.node(op, {state, stat}, {}, MovingAverageAttrs{r.real(0.5, 0.999)});
         return g.done(r.rng);
       });
       break;
     case ModelOp::Round:
-      for (const char* dtype : {"bf16", "f16"})
+      for (Float16 dtype : {Float16::BF16, Float16::F16})
         repeat(2, [&] {
           const int64_t b = r.pick(1, 3);
           const Shape s = {r.pick(16, 64)};
-          Builder g(fmt::format("round to {} [{}, {}]", dtype, b, s[0]), b);
-          g.node(op, {g.input(s, Dist::Magnitudes)}, {g.value(s)}, {{"dtype", sym(dtype)}});
+          Builder g(fmt::format("round to {} [{}, {}]", enum_text(dtype), b, s[0]), b);
+          g.node(op, {g.input(s, Dist::Magnitudes)}, {g.value(s)}, RoundAttrs{dtype});
           return g.done(r.rng);
         });
       break;

@@ -201,23 +201,15 @@ TEST(GpuStepKernels, RefusesWhatItDoesNotCompute) {
       EXPECT_NE(std::string(e.what()).find(model_op_name(n.op)), std::string::npos) << e.what();
     }
   };
-  Case tanh = conv_case(ModelOp::Conv2d, r);
-  tanh.g.nodes[0].attrs["activation"] = sym("tanh");
-  expect_refused(tanh, "fused activation tanh");
-  Case full = pool_case(ModelOp::MaxPool2d, r);
-  full.g.nodes[0].attrs["padding"] = sym("full");
-  expect_refused(full, "padding full");
-  Case area = upsample_case(ModelOp::Upsample2d, r);
-  area.g.nodes[0].attrs["method"] = sym("area");
-  expect_refused(area, "upsampling method area");
-  Case f8 = cases_for(ModelOp::Round, r).front();
-  f8.g.nodes[0].attrs["dtype"] = sym("f8");
-  expect_refused(f8, "rounding to f8");
+  // Attributes are typed (model_attrs.def): a node holding another kind's struct is refused by name.
+  Case swapped = conv_case(ModelOp::Conv2d, r);
+  swapped.g.nodes[0].attrs = Pool2dAttrs{{2, 2}, {2, 2}, Padding::Valid};
+  expect_refused(swapped, "holds Pool2dAttrs, not Conv2dAttrs");
   Case dropout = dropout_case(r);
-  dropout.g.nodes[0].attrs.erase("inference");
+  dropout.g.nodes[0].attrs_as<DropoutAttrs>().inference = Flag{};
   expect_refused(dropout, "step counter");
   Case scaled = loss_case(ModelOp::LossBackward, LossKind::Mse, r);
-  scaled.g.nodes[0].attrs["loss_scale"] = sym("dynamic");
+  scaled.g.nodes[0].attrs_as<LossAttrs>().loss_scale = LossScaling::Dynamic;
   expect_refused(scaled, "loss scale");
   Case opt = loss_case(ModelOp::Loss, LossKind::Mse, r);
   opt.g.nodes[0].op = ModelOp::OptimizerStep;
@@ -298,7 +290,8 @@ TEST(GpuStepKernels, EveryNodeOfCompiledStepsAgreesInPlace) {
     EXPECT_EQ(checker.checked, nodes);
     EXPECT_GE(nodes.size(), 25u);
     EXPECT_GT(nodes[ModelOp::Conv2dTransposeBackwardKernel], 0);
-    EXPECT_TRUE(std::any_of(g.nodes.begin(), g.nodes.end(), [](const GraphNode& n) { return n.attr("activation"); }))
+    EXPECT_TRUE(std::any_of(g.nodes.begin(), g.nodes.end(),
+                            [](const GraphNode& n) { return fused_activation(n.attrs).has_value(); }))
         << "no fused relu in the step";
     EXPECT_EQ(nodes[ModelOp::Round] > 0, std::string(precision) != "fp32");
   }

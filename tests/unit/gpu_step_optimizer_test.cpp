@@ -139,13 +139,13 @@ std::vector<Named> optimizer_configs() {
     c.global_clipnorm = 2;
   });
   add("adam, cosine_decay", [](OptimizerConfig& c) {
-    c.schedule.kind = "cosine_decay";
+    c.schedule.kind = ScheduleKind::CosineDecay;
     c.schedule.decay_steps = 3;
     c.schedule.alpha = 0.1;
   });
   add("adam, cosine_decay with warm-up", [](OptimizerConfig& c) {
     c.lr = 1e-4;
-    c.schedule.kind = "cosine_decay";
+    c.schedule.kind = ScheduleKind::CosineDecay;
     c.schedule.decay_steps = 4;
     c.schedule.has_warmup_target = true;
     c.schedule.warmup_target = 1e-3;
@@ -154,14 +154,14 @@ std::vector<Named> optimizer_configs() {
   add("sgd, linear_warmup", [](OptimizerConfig& c) {
     c.kind = OptimizerKind::Sgd;
     c.lr = 0;
-    c.schedule.kind = "linear_warmup";
+    c.schedule.kind = ScheduleKind::LinearWarmup;
     c.schedule.warmup_target = 0.1;
     c.schedule.warmup_steps = 3;
   });
   add("adamw, exponential_decay", [](OptimizerConfig& c) {
     c.kind = OptimizerKind::AdamW;
     c.weight_decay = 0.004;
-    c.schedule.kind = "exponential_decay";
+    c.schedule.kind = ScheduleKind::ExponentialDecay;
     c.schedule.decay_steps = 2;
     c.schedule.decay_rate = 0.5;
   });
@@ -274,7 +274,7 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
     n.op = ModelOp::Dropout;
     n.inputs = {xi};
     n.outputs = {yi, mi};
-    n.attrs = {{"rate", Value::make_float(rate)}, {"stream", Value::make_int(static_cast<int64_t>(stream))}};
+    n.attrs = DropoutAttrs{rate, static_cast<int64_t>(stream), Flag{}};
     g.add_node(n);
     std::vector<float> in = random_floats(static_cast<size_t>(rows * per), rng, 1), y(in.size()), mask(in.size());
     uint64_t step_on_device = step;

@@ -102,11 +102,11 @@ train t = {{ data = data, model = net(x), loss = {}(y), optimizer = {}() }}
       for (const GraphNode& n : t.step.nodes) {
         if (n.op == ModelOp::Loss) {
           ++losses;
-          EXPECT_EQ(n.attr_symbol("kind"), loss_name);
+          EXPECT_EQ(n.attrs_as<LossAttrs>().kind, loss);
         }
         if (n.op == ModelOp::OptimizerStep) {
           ++steps;
-          EXPECT_EQ(n.attr_symbol("kind"), optimizer_name);
+          EXPECT_EQ(n.attrs_as<OptimizerAttrs>().kind, optimizer);
         }
       }
       EXPECT_EQ(losses, 1) << loss_name;

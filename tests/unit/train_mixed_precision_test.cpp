@@ -52,7 +52,7 @@ const GraphNode* producer(const ModelGraph& g, int v) {
 
 bool rounded(const ModelGraph& g, int v, const std::string& dtype) {
   const GraphNode* p = producer(g, v);
-  return p && p->op == ModelOp::Round && p->attr_symbol("dtype") == dtype;
+  return p && p->op == ModelOp::Round && enum_text(p->attrs_as<RoundAttrs>().dtype) == dtype;
 }
 
 int count_rounds(const ModelGraph& g) {
@@ -102,15 +102,15 @@ TEST(MixedPrecision, RoundsWhereAGpuCasts) {
     SCOPED_TRACE(precision);
     const std::string dtype = std::string(precision) == "mixed_bf16" ? "bf16" : "f16";
     ModelGraph g = testing::compile_train(chess_spec(precision)).step;
-    EXPECT_EQ(g.precision, precision);
+    EXPECT_EQ(enum_text(g.precision), std::string(precision));
     expect_casts_where_a_gpu_casts(g, dtype);
     // The relus stay fused: a fused layer's output is rounded once, after the activation.
     int fused = 0;
-    for (const GraphNode& n : g.nodes) fused += n.attr("activation") != nullptr;
+    for (const GraphNode& n : g.nodes) fused += fused_activation(n.attrs).has_value();
     EXPECT_EQ(fused, 3);
     // Only fp16 scales the loss.
     int scaled = 0;
-    for (const GraphNode& n : g.nodes) scaled += n.attr("loss_scale") != nullptr;
+    for (const GraphNode& n : g.nodes) scaled += loss_scaled(n.attrs);
     EXPECT_EQ(scaled, dtype == "f16" ? 2 : 0);
     // -O0 rounds too: the policy is what the step computes, not an optimization.
     ModelGraph o0 = compile_at(chess_spec(precision), 0);

@@ -15,7 +15,7 @@ namespace {
 
 LrSchedule cosine(double initial, double decay_steps, double alpha = 0) {
   LrSchedule s;
-  s.kind = "cosine_decay";
+  s.kind = ScheduleKind::CosineDecay;
   s.initial = initial;
   s.decay_steps = decay_steps;
   s.alpha = alpha;
@@ -64,7 +64,7 @@ TEST(TrainSchedule, CosineDecayWithWarmupRisesLinearlyThenDecaysFromTheTarget) {
 
 TEST(TrainSchedule, LinearWarmupAndExponentialDecay) {
   LrSchedule w;
-  w.kind = "linear_warmup";
+  w.kind = ScheduleKind::LinearWarmup;
   w.initial = 0;
   w.warmup_target = 0.01;
   w.warmup_steps = 5;
@@ -73,7 +73,7 @@ TEST(TrainSchedule, LinearWarmupAndExponentialDecay) {
   EXPECT_NEAR(w.at(5), 0.01, 1e-15);
   EXPECT_NEAR(w.at(9), 0.01, 1e-15);
   LrSchedule e;
-  e.kind = "exponential_decay";
+  e.kind = ScheduleKind::ExponentialDecay;
   e.initial = 0.1;
   e.decay_steps = 10;
   e.decay_rate = 0.5;
@@ -86,7 +86,7 @@ TEST(TrainSchedule, SgdUsesTheLearningRateOfTheStepCountBeforeTheStep) {
   // the second 0.25, the third 0.5.
   OptimizerConfig c;
   c.kind = OptimizerKind::Sgd;
-  c.schedule.kind = "linear_warmup";
+  c.schedule.kind = ScheduleKind::LinearWarmup;
   c.schedule.initial = 0;
   c.schedule.warmup_target = 0.5;
   c.schedule.warmup_steps = 2;
@@ -153,7 +153,7 @@ TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
   OptimizerConfig c = optimizer_of(t);
   EXPECT_EQ(c.kind, OptimizerKind::Sgd);
   EXPECT_EQ(c.global_clipnorm, 2.0);
-  EXPECT_EQ(c.schedule.kind, "cosine_decay");
+  EXPECT_EQ(c.schedule.kind, ScheduleKind::CosineDecay);
   EXPECT_TRUE(c.schedule.has_warmup_target);
   EXPECT_NEAR(c.schedule.at(0), 0.5, 1e-15);
   EXPECT_NEAR(c.schedule.at(5), 0.75, 1e-15);

@@ -26,7 +26,7 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps
 
 int count_op(const ModelGraph& g, ModelOp op, bool fused) {
   int n = 0;
-  for (const GraphNode& node : g.nodes) n += node.op == op && (node.attr("activation") != nullptr) == fused;
+  for (const GraphNode& node : g.nodes) n += node.op == op && fused_activation(node.attrs).has_value() == fused;
   return n;
 }
 

@@ -46,7 +46,7 @@ int fuse_activation(ModelGraph& g) {
   for (size_t f = 0; f < g.nodes.size(); ++f) {
     GraphNode& layer = g.nodes[f];
     if (layer.op != ModelOp::Conv2d && layer.op != ModelOp::Conv2dTranspose && layer.op != ModelOp::Dense) continue;
-    if (layer.attr("activation")) continue;
+    if (fused_activation(layer.attrs)) continue;
     const int h = layer.outputs[0];
     if (h == g.output || readers[h].size() != 2) continue;
     int relu = -1, vjp = -1;
@@ -57,14 +57,23 @@ int fuse_activation(ModelGraph& g) {
     if (relu < 0 || vjp < 0 || g.nodes[vjp].layer != g.nodes[relu].layer) continue;
     const int y = g.nodes[relu].outputs[0];
     layer.outputs[0] = y;
-    layer.attrs["activation"] = Value::make_symbol("relu");
+    std::visit(
+        [](auto& a) {
+          if constexpr (requires { a.activation; }) a.activation = Activation::Relu;
+        },
+        layer.attrs);
     g.nodes[vjp].inputs[0] = y;
     removed[relu] = true;
     ++rewrites;
   }
   std::vector<GraphNode> kept;
+  std::vector<int> new_index(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
+    if (!removed[i]) {
+      new_index[i] = static_cast<int>(kept.size());
+      kept.push_back(std::move(g.nodes[i]));
+    }
+  remap_forward_links(kept, new_index);
   g.nodes = std::move(kept);
   return rewrites;
 }

@@ -21,6 +21,7 @@
 // (runtime/train/loss_scale.h). The loss_backward and optimizer_step nodes carry `loss_scale = dynamic`.
 //
 // Unlike the other passes this one changes what the step computes, so it runs at every -O level.
+#include <optional>
 #include <set>
 
 #include "compiler/train/passes/step_passes.h"
@@ -35,16 +36,19 @@ bool keeps_f32_params(ModelOp op) {
          op == ModelOp::LayerNormBackward;
 }
 
-const char* compute_dtype(const std::string& precision) {
-  if (precision == "mixed_bf16") return "bf16";
-  if (precision == "mixed_fp16") return "f16";
-  return nullptr;
+std::optional<Float16> compute_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return std::nullopt;
+    case Precision::MixedBf16: return Float16::BF16;
+    case Precision::MixedFp16: return Float16::F16;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 int mixed_precision(ModelGraph& g) {
-  const char* dtype = compute_dtype(g.precision);
+  const std::optional<Float16> dtype = compute_dtype(g.precision);
   if (!dtype) return 0;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Round) return 0;  // already applied
@@ -56,7 +60,7 @@ int mixed_precision(ModelGraph& g) {
     r.op = ModelOp::Round;
     r.inputs = {from};
     r.outputs = {to};
-    r.attrs["dtype"] = Value::make_symbol(dtype);
+    r.attrs = RoundAttrs{.dtype = *dtype};
     r.phase = phase;
     if (of) {
       r.layer = of->layer;
@@ -92,13 +96,17 @@ int mixed_precision(ModelGraph& g) {
     round_node(v, replacement[v], OpCategory::Forward, nullptr);
   }
 
-  for (GraphNode& n : g.nodes) {
+  std::vector<int> new_index(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    GraphNode& n = g.nodes[i];
     for (int& v : n.inputs) {
       const bool param = g.values[v].role == ValueRole::Param;
       if (replacement[v] >= 0 && !(param && keeps_f32_params(n.op))) v = replacement[v];
     }
-    if (dtype == std::string("f16") && (n.op == ModelOp::LossBackward || n.op == ModelOp::OptimizerStep))
-      n.attrs["loss_scale"] = Value::make_symbol("dynamic");
+    if (*dtype == Float16::F16) {
+      if (n.op == ModelOp::LossBackward) n.attrs_as<LossAttrs>().loss_scale = LossScaling::Dynamic;
+      if (n.op == ModelOp::OptimizerStep) n.attrs_as<OptimizerAttrs>().loss_scale = LossScaling::Dynamic;
+    }
     // Which outputs are stored in the compute type.
     std::vector<size_t> rounded;
     for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -115,9 +123,11 @@ int mixed_precision(ModelGraph& g) {
     }
     const OpCategory phase = n.phase;
     GraphNode copy = n;
+    new_index[i] = static_cast<int>(out.size());
     out.push_back(std::move(n));
     for (const auto& c : casts) round_node(c.first, c.second, phase, &copy);
   }
+  remap_forward_links(out, new_index);
   g.nodes = std::move(out);
   return rewrites;
 }

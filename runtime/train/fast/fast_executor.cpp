@@ -44,16 +44,21 @@ struct NodeOps {
   std::unique_ptr<train::EltwiseOp> eltwise;
 };
 
-train::Padding padding_of(const GraphNode& n) {
-  return n.attr_symbol("padding") == "same" ? train::Padding::Same : train::Padding::Valid;
+train::Padding padding_of(Padding p) {
+  switch (p) {
+    case Padding::Valid: return train::Padding::Valid;
+    case Padding::Same: return train::Padding::Same;
+  }
+  throw std::logic_error("fast executor: a padding without a oneDNN form");
 }
 
 // The activation a step pass fused into a layer (compiler/train/passes/fuse_activation.cpp).
-train::Activation fused_activation(const GraphNode& n) {
-  const Value* a = n.attr("activation");
+train::Activation activation_of(const std::optional<Activation>& a) {
   if (!a) return train::Activation::none();
-  if (a->s == "relu") return train::Activation::relu();
-  throw std::logic_error("fast executor: fused activation " + a->s);
+  switch (*a) {
+    case Activation::Relu: return train::Activation::relu();
+  }
+  throw std::logic_error("fast executor: a fused activation without a oneDNN form");
 }
 
 bool weighted(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
@@ -83,16 +88,26 @@ bool has_onednn_op(ModelOp op) {
   }
 }
 
-ModelOp backward_kernel_of(ModelOp op) {
-  return op == ModelOp::Conv2d  ? ModelOp::Conv2dBackwardKernel
-         : op == ModelOp::Dense ? ModelOp::DenseBackwardKernel
-                                : ModelOp::Conv2dTransposeBackwardKernel;
+// Which part of a weighted layer's backward group a backward node is.
+enum class GroupPart { None, Input, Kernel, Bias };
+
+GroupPart group_part(ModelOp op) {
+  switch (op) {
+    case ModelOp::Conv2dBackwardInput:
+    case ModelOp::Conv2dTransposeBackwardInput:
+    case ModelOp::DenseBackwardInput: return GroupPart::Input;
+    case ModelOp::Conv2dBackwardKernel:
+    case ModelOp::Conv2dTransposeBackwardKernel:
+    case ModelOp::DenseBackwardKernel: return GroupPart::Kernel;
+    case ModelOp::BiasBackward: return GroupPart::Bias;
+    default: return GroupPart::None;
+  }
 }
 
-ModelOp backward_input_of(ModelOp op) {
-  return op == ModelOp::Conv2d  ? ModelOp::Conv2dBackwardInput
-         : op == ModelOp::Dense ? ModelOp::DenseBackwardInput
-                                : ModelOp::Conv2dTransposeBackwardInput;
+// Backward kinds that read what their forward's oneDNN op kept (max positions, batch statistics): the
+// forward's op runs them.
+bool reuses_forward_op(ModelOp op) {
+  return op == ModelOp::MaxPool2dBackward || op == ModelOp::GlobalMaxPoolBackward || op == ModelOp::BatchNormBackward;
 }
 
 }  // namespace
@@ -121,58 +136,47 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
   const int n = static_cast<int>(g.nodes.size());
   k.group_of.assign(n, -1);
   k.forward_of.assign(n, -1);
-  auto find = [&](auto pred) {
-    for (int i = 0; i < n; ++i)
-      if (pred(g.nodes[i])) return i;
-    return -1;
-  };
-  for (int f = 0; f < n; ++f) {
-    const GraphNode& fw = g.nodes[f];
-    if (weighted(fw.op)) {
-      WeightedGroup grp;
-      grp.forward = f;
-      grp.backward_kernel = find([&](const GraphNode& b) {
-        return b.op == backward_kernel_of(fw.op) && b.inputs[0] == fw.inputs[0] && b.layer == fw.layer;
-      });
-      if (grp.backward_kernel < 0) continue;  // no weight gradient: the backward nodes run on their own
-      const int dy = g.nodes[grp.backward_kernel].inputs[1];
-      grp.backward_input = find([&](const GraphNode& b) {
-        return b.op == backward_input_of(fw.op) && b.inputs[0] == dy && b.inputs[1] == fw.inputs[1];
-      });
-      // By dy and layer: under mixed precision the bias is read through a round node and its gradient
-      // is rounded after, so neither value is the parameter's own.
-      grp.bias_backward = find([&](const GraphNode& b) {
-        return b.op == ModelOp::BiasBackward && b.inputs[0] == dy && b.layer == fw.layer;
-      });
-      grp.first = grp.backward_kernel;
-      for (int b : {grp.backward_input, grp.bias_backward})
-        if (b >= 0 && b < grp.first) grp.first = b;
-      // The group's kernel call reads the kernel again; under mixed precision that is a rounded copy,
-      // which lives only until its last reader in the graph: keep it until the call.
-      last_use[fw.inputs[1]] = std::max(last_use[fw.inputs[1]], grp.first);
-      const int id = static_cast<int>(k.groups.size());
-      for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
-        if (b >= 0) {
-          k.group_of[b] = id;
-          // The group's call writes every output of its nodes at the first of them: their places in
-          // the arena are taken from then on.
-          for (int o : g.nodes[b].outputs) first_write[o] = std::min(first_write[o], grp.first);
-        }
-      k.groups.push_back(grp);
-    } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::GlobalMaxPool || fw.op == ModelOp::BatchNorm) {
-      // Their backward reads what the forward kept (max positions, batch statistics): found by the
-      // values they share, so it is this forward's op that runs it.
-      int b = -1;
-      if (fw.op == ModelOp::BatchNorm) {
-        b = find(
-            [&](const GraphNode& x) { return x.op == ModelOp::BatchNormBackward && x.inputs[3] == fw.outputs[1]; });
-      } else {
-        const ModelOp backward =
-            fw.op == ModelOp::MaxPool2d ? ModelOp::MaxPool2dBackward : ModelOp::GlobalMaxPoolBackward;
-        b = find([&](const GraphNode& x) { return x.op == backward && x.inputs[0] == fw.inputs[0]; });
+  // The gradient pass links every backward node to its forward node (GraphNode::forward): a weighted
+  // layer's backward-data, backward-weights and bias gradient nodes form its group.
+  std::vector<int> group_at(n, -1);  // per forward node: its group
+  for (int b = 0; b < n; ++b) {
+    const GraphNode& bw = g.nodes[b];
+    const int f = bw.forward;
+    if (f < 0) continue;
+    if (weighted(g.nodes[f].op) && group_part(bw.op) != GroupPart::None) {
+      if (group_at[f] < 0) {
+        group_at[f] = static_cast<int>(k.groups.size());
+        k.groups.push_back(WeightedGroup{f});
       }
-      if (b >= 0) k.forward_of[b] = f;
+      WeightedGroup& grp = k.groups[group_at[f]];
+      switch (group_part(bw.op)) {
+        case GroupPart::Input: grp.backward_input = b; break;
+        case GroupPart::Kernel: grp.backward_kernel = b; break;
+        case GroupPart::Bias: grp.bias_backward = b; break;
+        case GroupPart::None: break;
+      }
+    } else if (reuses_forward_op(bw.op)) {
+      k.forward_of[b] = f;
     }
+  }
+  // A group without a weight gradient is no group: its backward nodes run on their own.
+  std::erase_if(k.groups, [](const WeightedGroup& grp) { return grp.backward_kernel < 0; });
+  for (size_t id = 0; id < k.groups.size(); ++id) {
+    WeightedGroup& grp = k.groups[id];
+    const GraphNode& fw = g.nodes[grp.forward];
+    grp.first = grp.backward_kernel;
+    for (int b : {grp.backward_input, grp.bias_backward})
+      if (b >= 0 && b < grp.first) grp.first = b;
+    // The group's kernel call reads the kernel again; under mixed precision that is a rounded copy,
+    // which lives only until its last reader in the graph: keep it until the call.
+    last_use[fw.inputs[1]] = std::max(last_use[fw.inputs[1]], grp.first);
+    for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
+      if (b >= 0) {
+        k.group_of[b] = static_cast<int>(id);
+        // The group's call writes every output of its nodes at the first of them: their places in
+        // the arena are taken from then on.
+        for (int o : g.nodes[b].outputs) first_write[o] = std::min(first_write[o], grp.first);
+      }
   }
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
@@ -310,20 +314,17 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       train::DenseDesc d;
       d.in = w[0], d.out = w[1];
       d.rows = count(fw.inputs[0]) / d.in;
-      d.activation = fused_activation(fw);
+      d.activation = activation_of(fw.attrs_as<DenseAttrs>().activation);
       o.dense = std::make_unique<train::DenseOp>(k.cpu, d);
     } else if (fw.op == ModelOp::Conv2d) {
       train::Conv2dDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
+      const Conv2dAttrs& a = fw.attrs_as<Conv2dAttrs>();
       d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[3];
-      auto s = fw.attr_ints("strides");
-      d.stride_h = s[0], d.stride_w = s[1];
-      if (fw.attr("dilation")) {
-        auto dl = fw.attr_ints("dilation");
-        d.dilation_h = dl[0], d.dilation_w = dl[1];
-      }
-      d.padding = padding_of(fw);
-      d.activation = fused_activation(fw);
+      d.stride_h = a.strides[0], d.stride_w = a.strides[1];
+      d.dilation_h = a.dilation[0], d.dilation_w = a.dilation[1];
+      d.padding = padding_of(a.padding);
+      d.activation = activation_of(a.activation);
       o.conv = std::make_unique<train::Conv2dOp>(k.cpu, d);
       if (o.conv->out_h() != y[0] || o.conv->out_w() != y[1])
         throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
@@ -331,11 +332,11 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     } else {
       train::Conv2dTransposeDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
+      const Conv2dTransposeAttrs& a = fw.attrs_as<Conv2dTransposeAttrs>();
       d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[2];
-      auto s = fw.attr_ints("strides");
-      d.stride_h = s[0], d.stride_w = s[1];
-      d.padding = padding_of(fw);
-      d.activation = fused_activation(fw);
+      d.stride_h = a.strides[0], d.stride_w = a.strides[1];
+      d.padding = padding_of(a.padding);
+      d.activation = activation_of(a.activation);
       o.conv_transpose = std::make_unique<train::Conv2dTransposeOp>(k.cpu, d);
       if (o.conv_transpose->out_h() != y[0] || o.conv_transpose->out_w() != y[1])
         throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
@@ -359,9 +360,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
           nd.op == ModelOp::GlobalAvgPoolBackward) {
         d.size_h = x[0], d.size_w = x[1];
       } else {
-        auto size = nd.attr_ints("size"), strides = nd.attr_ints("strides");
-        d.size_h = size[0], d.size_w = size[1], d.stride_h = strides[0], d.stride_w = strides[1];
-        d.padding = padding_of(nd);
+        const Pool2dAttrs& a = nd.attrs_as<Pool2dAttrs>();
+        d.size_h = a.size[0], d.size_w = a.size[1], d.stride_h = a.strides[0], d.stride_w = a.strides[1];
+        d.padding = padding_of(a.padding);
       }
       o.pool = std::make_unique<train::Pool2dOp>(k.cpu, d);
     }
@@ -376,7 +377,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       const Shape& y = shape(backward_node ? nd.inputs[0] : nd.outputs[0]);
       train::Upsample2dDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.channels = x[2], d.out_h = y[0], d.out_w = y[1];
-      d.bilinear = nd.attr_symbol("method") == "bilinear";
+      d.bilinear = nd.attrs_as<Upsample2dAttrs>().method == Interpolation::Bilinear;
       o.upsample = std::make_unique<train::Upsample2dOp>(k.cpu, d);
     }
     return *o.upsample;
@@ -386,7 +387,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     if (!o.softmax) {
       const GraphNode& nd = g_.nodes[f];
       const Shape full = g_.full_shape(nd.inputs[0], rows);
-      const size_t axis = static_cast<size_t>(nd.attr_int("axis")) + 1;
+      const size_t axis = static_cast<size_t>(nd.attrs_as<SoftmaxAttrs>().axis) + 1;
       train::SoftmaxDesc d;
       d.outer = 1, d.inner = 1;
       for (size_t i = 0; i < axis; ++i) d.outer *= full[i];
@@ -403,7 +404,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       train::LayerNormDesc d;
       d.features = shape(nd.inputs[0]).back();
       d.rows = count(nd.inputs[0]) / d.features;
-      d.epsilon = static_cast<float>(nd.attr_number("epsilon"));
+      d.epsilon = static_cast<float>(nd.attrs_as<LayerNormAttrs>().epsilon);
       o.layer_norm = std::make_unique<train::LayerNormOp>(k.cpu, d);
     }
     return *o.layer_norm;
@@ -415,8 +416,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       train::BatchNormDesc d;
       d.channels = shape(fw.inputs[0]).back();
       d.batch = count(fw.inputs[0]) / d.channels;
-      d.epsilon = static_cast<float>(fw.attr_number("epsilon"));
-      d.momentum = static_cast<float>(fw.attr_number("momentum"));
+      const BatchNormAttrs& a = fw.attrs_as<BatchNormAttrs>();
+      d.epsilon = static_cast<float>(a.epsilon);
+      d.momentum = static_cast<float>(a.momentum);
       o.batch_norm = std::make_unique<train::BatchNormOp>(k.cpu, d);
     }
     return *o.batch_norm;
@@ -534,7 +536,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       allocate_outputs(n, rows);
       const bool leaky = n.op == ModelOp::LeakyRelu || n.op == ModelOp::LeakyReluBackward;
       train::EltwiseOp& op =
-          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attr_number("alpha")))
+          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attrs_as<LeakyReluAttrs>().alpha))
                            : train::Activation::gelu());
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));

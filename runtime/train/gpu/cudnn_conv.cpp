@@ -122,16 +122,18 @@ ConvNodeCall conv_node_call(const ModelGraph& g, const GraphNode& n, int64_t row
           fmt::format("conv_node_call: `{}` of layer `{}` is not a convolution node", model_op_name(n.op), n.layer));
   }
   const Shape& ks = shape(kernel);
-  auto strides = n.attr_ints("strides");
-  int64_t dh = 1, dw = 1;
-  // The reference executor's conv2d_transpose has no dilation (Keras' Conv2DTranspose with dilation
-  // is not a layer pipec has).
-  if (!transpose && n.attr("dilation")) {
-    auto d = n.attr_ints("dilation");
-    dh = d[0], dw = d[1];
+  // conv2d_transpose has no dilation (Keras' Conv2DTranspose with dilation is not a layer pipec has).
+  Pair strides, dilation = {1, 1};
+  Padding padding;
+  if (transpose) {
+    const Conv2dTransposeAttrs& a = n.attrs_as<Conv2dTransposeAttrs>();
+    strides = a.strides, padding = a.padding;
+  } else {
+    const Conv2dAttrs& a = n.attrs_as<Conv2dAttrs>();
+    strides = a.strides, dilation = a.dilation, padding = a.padding;
   }
-  call.geometry = tensorflow_conv_geometry(rows, shape(x), shape(y), ks.at(0), ks.at(1), strides.at(0), strides.at(1),
-                                           dh, dw, n.attr_symbol("padding") == "same");
+  call.geometry = tensorflow_conv_geometry(rows, shape(x), shape(y), ks.at(0), ks.at(1), strides[0], strides[1],
+                                           dilation[0], dilation[1], padding == Padding::Same);
   if (ks.size() != 4 || ks[2] != call.geometry.c || ks[3] != call.geometry.k)
     throw std::logic_error(fmt::format("conv_node_call: layer `{}`'s kernel [{}] does not join x [{}] and y [{}]",
                                        n.layer, fmt::join(ks, ", "), fmt::join(shape(x), ", "),

@@ -55,7 +55,7 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
   const GraphNode* opt = nullptr;
   for (const GraphNode& n : g.nodes) {
     if (n.op == ModelOp::OptimizerStep) opt = &n;
-    if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
+    if (n.op == ModelOp::OptimizerStep && loss_scaled(n.attrs)) loss_scale_.emplace();
   }
   if (opt) d.optimizer = std::make_unique<GpuOptimizer>(*device_, *opt, static_cast<int64_t>(host_.params.size()));
   d.step_counter = DeviceBlock(*device_, sizeof(uint64_t));

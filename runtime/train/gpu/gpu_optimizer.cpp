@@ -7,7 +7,7 @@
 namespace pipec::gpu {
 
 GpuOptimizer::GpuOptimizer(StepDevice& device, const GraphNode& node, int64_t n)
-    : d_(device), config_(OptimizerConfig::from_node(node)), n_(n), dynamic_scale_(node.attr("loss_scale") != nullptr) {
+    : d_(device), config_(OptimizerConfig::from_node(node)), n_(n), dynamic_scale_(loss_scaled(node.attrs)) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float);
   m_ = DeviceBlock(d_, bytes);
   v_ = DeviceBlock(d_, bytes);

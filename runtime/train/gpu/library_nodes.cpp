@@ -129,12 +129,14 @@ bool LibraryNodes::run_conv(const NodeOperands& o) {
   if (writes_filter) launch_krsc_to_hwio(d_.step_kernels(), filter, keras_kernel, k[0], k[1], k[2], k[3]);
   // The forward kinds' bias (input 2) and fused relu.
   if (n.op == ModelOp::Conv2d || n.op == ModelOp::Conv2dTranspose) {
-    const Value* act = n.attr("activation");
-    if (act && act->s != "relu") throw std::logic_error("gpu executor: fused activation " + act->s);
+    const std::optional<Activation> act = fused_activation(n.attrs);
     long long items = shape_num_elements(g.full_shape(n.outputs[0], o.rows));
     DevPtr y = o.outputs.at(0), bias = o.inputs.at(2);
     long long channels = g.values[n.outputs[0]].shape.back();
-    int relu = act ? 1 : 0;
+    int relu = 0;
+    if (act) switch (*act) {
+        case Activation::Relu: relu = 1; break;
+      }
     void* params[] = {&items, &y, &bias, &channels, &relu};
     d_.step_kernels().launch("bias_add", items, params);
   }
@@ -153,11 +155,13 @@ bool LibraryNodes::run_dense(const NodeOperands& o) {
     case ModelOp::Dense: {
       const Shape& k = g.values[n.inputs[1]].shape;
       s = {count(n.inputs[0]) / k[0], k[0], k[1]};
-      const Value* act = n.attr("activation");
-      if (act && act->s != "relu") throw std::logic_error("gpu executor: fused activation " + act->s);
-      const DenseCall c = act ? DenseCall::ForwardRelu : DenseCall::Forward;
+      bool relu = false;
+      if (const std::optional<Activation> act = n.attrs_as<DenseAttrs>().activation) switch (*act) {
+          case Activation::Relu: relu = true; break;
+        }
+      const DenseCall c = relu ? DenseCall::ForwardRelu : DenseCall::Forward;
       const DeviceWorkspace ws = workspace(lt.workspace_bytes(c, s, n.layer));
-      lt.forward(s, act != nullptr, o.inputs[0], o.inputs[1], o.inputs[2], o.outputs[0], ws, n.layer);
+      lt.forward(s, relu, o.inputs[0], o.inputs[1], o.inputs[2], o.outputs[0], ws, n.layer);
       break;
     }
     case ModelOp::DenseBackwardInput: {  // dy, kernel -> dx

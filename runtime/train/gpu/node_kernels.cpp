@@ -106,61 +106,15 @@ void launch(KernelLauncher& l, const char* name, int64_t items, std::vector<Arg>
                                      n.layer.empty() ? "" : " of layer ", n.layer, what));
 }
 
-bool same_padding(const GraphNode& n) {
-  const std::string p = n.attr_symbol("padding");
-  if (p != "same" && p != "valid") unsupported(n, "padding " + p);
-  return p == "same";
-}
-
-// A conv2d (or its backward nodes): x [h, w, c] -> y [oh, ow, filters], kernel HWIO.
+// The geometry is the reference executor's (ref::conv_window, transpose_window, pool_window).
 ref::Window2d conv_window(const GraphNode& n, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
-  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
-  w.k_h = kernel[0], w.k_w = kernel[1];
-  auto strides = n.attr_ints("strides");
-  w.stride_h = strides[0], w.stride_w = strides[1];
-  if (n.attr("dilation")) {
-    auto d = n.attr_ints("dilation");
-    w.dil_h = d[0], w.dil_w = d[1];
-  }
-  const bool same = same_padding(n);
-  w.pad_top = ref::pad_before(same, w.in_h, w.out_h, (w.k_h - 1) * w.dil_h + 1, w.stride_h);
-  w.pad_left = ref::pad_before(same, w.in_w, w.out_w, (w.k_w - 1) * w.dil_w + 1, w.stride_w);
-  return w;
+  return ref::conv_window(n.attrs_as<Conv2dAttrs>(), x, y, kernel, rows);
 }
-
-// conv2d_transpose is the backward-data pass of a conv2d from its output [oh, ow, filters] to its input
-// [h, w, in]: the kernel [kh, kw, filters, in] is that conv2d's HWIO kernel.
 ref::Window2d transpose_window(const GraphNode& n, const Shape& x, const Shape& y, const Shape& kernel, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = y[0], w.in_w = y[1], w.in_c = y[2];
-  w.out_h = x[0], w.out_w = x[1], w.out_c = x[2];
-  w.k_h = kernel[0], w.k_w = kernel[1];
-  auto strides = n.attr_ints("strides");
-  w.stride_h = strides[0], w.stride_w = strides[1];
-  const bool same = same_padding(n);
-  w.pad_top = ref::pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
-  w.pad_left = ref::pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
-  return w;
+  return ref::transpose_window(n.attrs_as<Conv2dTransposeAttrs>(), x, y, kernel, rows);
 }
-
 ref::Window2d pool_window(const GraphNode& n, const Shape& x, const Shape& y, int64_t rows) {
-  ref::Window2d w;
-  w.batch = rows;
-  w.in_h = x[0], w.in_w = x[1], w.in_c = x[2];
-  w.out_h = y[0], w.out_w = y[1], w.out_c = y[2];
-  if (n.attr("size") && n.op != ModelOp::Upsample2d && n.op != ModelOp::Upsample2dBackward) {
-    auto size = n.attr_ints("size"), strides = n.attr_ints("strides");
-    w.k_h = size[0], w.k_w = size[1];
-    w.stride_h = strides[0], w.stride_w = strides[1];
-    const bool same = same_padding(n);
-    w.pad_top = ref::pad_before(same, w.in_h, w.out_h, w.k_h, w.stride_h);
-    w.pad_left = ref::pad_before(same, w.in_w, w.out_w, w.k_w, w.stride_w);
-  }
-  return w;
+  return ref::pool_window(&n.attrs_as<Pool2dAttrs>(), x, y, rows);
 }
 
 std::vector<Arg> conv_geometry(const ref::Window2d& w) {
@@ -237,24 +191,22 @@ struct LossGeometry {
 LossGeometry loss_geometry(const NodeShapes& s) {
   const GraphNode& n = s.n;
   LossGeometry l;
-  const std::string name = n.attr_symbol("kind");
-  std::optional<LossKind> kind = loss_kind_from_name(name);
-  if (!kind) unsupported(n, "loss " + name);
-  switch (*kind) {  // kernels/loss.cuh's codes
+  const LossAttrs& a = n.attrs_as<LossAttrs>();
+  switch (a.kind) {  // kernels/loss.cuh's codes
     case LossKind::Mse: l.kind = 0; break;
     case LossKind::Mae: l.kind = 1; break;
     case LossKind::CrossEntropy: l.kind = 2; break;
     case LossKind::BinaryCrossEntropy: l.kind = 3; break;
     case LossKind::Huber: l.kind = 4; break;
   }
-  l.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
-  l.sparse = n.attr("sparse") && n.attr("sparse")->b;
-  if (l.sparse && *kind != LossKind::CrossEntropy) unsupported(n, "sparse targets for " + name);
-  if (n.attr("delta")) l.delta = n.attr_number("delta");
+  l.from_logits = a.from_logits;
+  l.sparse = a.sparse.value_or(false);
+  if (l.sparse && a.kind != LossKind::CrossEntropy) unsupported(n, fmt::format("sparse targets for {}", enum_text(a.kind)));
+  l.delta = a.delta.value_or(l.delta);
   const int64_t per_example = s.g.values.at(static_cast<size_t>(n.inputs.at(0))).elements_per_example();
   l.classes = s.in_shape(0).empty() ? 1 : s.in_shape(0).back();
   l.positions =
-      *kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1)) : s.rows * per_example;
+      a.kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1)) : s.rows * per_example;
   return l;
 }
 
@@ -283,7 +235,7 @@ ScratchPlan scratch_plan(const NodeShapes& s) {
       break;
     }
     case ModelOp::BatchNorm: {
-      if (n.attr("inference") && n.attr("inference")->b) break;
+      if (n.attrs_as<BatchNormAttrs>().inference) break;
       const int64_t c = s.in_shape(0).back(), r = s.count(n.inputs[0]) / c;
       const int64_t blocks = (r + kStatisticsBlock - 1) / kStatisticsBlock;
       p.add(blocks * c);  // block means
@@ -332,8 +284,6 @@ struct NodeLaunch : NodeShapes {
     run("sum_blocks", elements, {P(partial), I64(blocks), P(dst)});
   }
 };
-
-bool flag(const GraphNode& n, const char* name) { return n.attr(name) && n.attr(name)->b; }
 
 // Kernels with a relu flag apply a fused activation themselves; the others get relu_inplace after.
 bool fuses_relu(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
@@ -452,29 +402,35 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::Upsample2d:
     case ModelOp::Upsample2dBackward: {
-      const std::string method = n.attr_symbol("method");
-      if (method != "nearest" && method != "bilinear") unsupported(n, "upsampling method " + method);
       const bool forward = n.op == ModelOp::Upsample2d;
       // x is the small image, y the upsampled one (the backward node's output is dx, its input dy).
-      auto w = forward ? pool_window(n, k.in_shape(0), k.out_shape(0), rows)
-                       : pool_window(n, k.out_shape(0), k.in_shape(0), rows);
-      const std::string name = "upsample2d_" + method + (forward ? "_forward" : "_backward");
-      k.run(name.c_str(), k.out_count(0),
+      auto w = forward ? ref::pool_window(nullptr, k.in_shape(0), k.out_shape(0), rows)
+                       : ref::pool_window(nullptr, k.out_shape(0), k.in_shape(0), rows);
+      const char* name = nullptr;
+      switch (n.attrs_as<Upsample2dAttrs>().method) {
+        case Interpolation::Nearest: name = forward ? "upsample2d_nearest_forward" : "upsample2d_nearest_backward"; break;
+        case Interpolation::Bilinear:
+          name = forward ? "upsample2d_bilinear_forward" : "upsample2d_bilinear_backward";
+          break;
+      }
+      if (!name) unsupported(n, "an interpolation without a kernel");
+      k.run(name, k.out_count(0),
             {P(k.in(0)), P(k.out(0)), I64(w.in_h), I64(w.in_w), I64(w.in_c), I64(w.out_h), I64(w.out_w)});
       return;
     }
     case ModelOp::LeakyRelu:
-      k.run("leaky_relu_forward", k.in_count(0), {P(k.in(0)), P(k.out(0)), F64(n.attr_number("alpha"))});
+      k.run("leaky_relu_forward", k.in_count(0), {P(k.in(0)), P(k.out(0)), F64(n.attrs_as<LeakyReluAttrs>().alpha)});
       return;
     case ModelOp::LeakyReluBackward:
-      k.run("leaky_relu_backward", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0)), F64(n.attr_number("alpha"))});
+      k.run("leaky_relu_backward", k.in_count(0),
+            {P(k.in(0)), P(k.in(1)), P(k.out(0)), F64(n.attrs_as<LeakyReluAttrs>().alpha)});
       return;
     case ModelOp::Gelu: k.run("gelu_forward", k.in_count(0), {P(k.in(0)), P(k.out(0))}); return;
     case ModelOp::GeluBackward: k.run("gelu_backward", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0))}); return;
     case ModelOp::Softmax:
     case ModelOp::SoftmaxBackward: {
       const Shape full = k.g.full_shape(n.inputs[0], rows);
-      const int64_t axis = n.attr_int("axis") + 1;
+      const int64_t axis = n.attrs_as<SoftmaxAttrs>().axis + 1;
       if (axis < 1 || axis >= static_cast<int64_t>(full.size())) unsupported(n, fmt::format("axis {}", axis - 1));
       int64_t outer = 1, inner = 1;
       for (int64_t i = 0; i < axis; ++i) outer *= full[static_cast<size_t>(i)];
@@ -487,8 +443,9 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::BatchNorm: {
       const int64_t c = k.in_shape(0).back(), norm_rows = k.in_count(0) / c;
-      const double eps = n.attr_number("epsilon");
-      if (flag(n, "inference")) {  // the moving statistics normalize, and are the statistics it reports
+      const BatchNormAttrs& a = n.attrs_as<BatchNormAttrs>();
+      const double eps = a.epsilon;
+      if (a.inference) {  // the moving statistics normalize, and are the statistics it reports
         k.run("batch_norm_inference_apply", k.in_count(0),
               {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.out(0)), I64(c), F64(eps)});
         k.run("copy", c, {P(k.in(3)), P(k.out(1))});
@@ -507,7 +464,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::BatchNormBackward: {
       const int64_t c = k.in_shape(0).back(), norm_rows = k.in_count(0) / c;
-      const double eps = n.attr_number("epsilon");
+      const double eps = n.attrs_as<BatchNormAttrs>().epsilon;
       const RowBlocks b = row_blocks(norm_rows, c);
       k.run("batch_norm_backward_partial", b.blocks * c,
             {P(k.in(0)), P(k.in(1)), P(k.in(3)), P(k.in(4)), P(k.area(0)), I64(norm_rows), I64(c),
@@ -520,7 +477,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::LayerNorm: {
       const int64_t c = k.in_shape(0).back(), norm_rows = k.in_count(0) / c;
-      const double eps = n.attr_number("epsilon");
+      const double eps = n.attrs_as<LayerNormAttrs>().epsilon;
       k.run("layer_norm_statistics", norm_rows, {P(k.in(0)), P(k.area(0)), P(k.out(1)), P(k.out(2)), I64(c)});
       k.run("layer_norm_apply", k.in_count(0),
             {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.area(0)), P(k.out(0)), I64(c), F64(eps)});
@@ -528,7 +485,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::LayerNormBackward: {
       const int64_t c = k.in_shape(0).back(), norm_rows = k.in_count(0) / c;
-      const double eps = n.attr_number("epsilon");
+      const double eps = n.attrs_as<LayerNormAttrs>().epsilon;
       k.run("layer_norm_backward_row_sums", norm_rows,
             {P(k.in(0)), P(k.in(1)), P(k.in(2)), P(k.in(3)), P(k.in(4)), P(k.area(0)), I64(c), F64(eps)});
       k.run("layer_norm_backward_dx", k.in_count(0),
@@ -543,14 +500,15 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::Dropout: {
       const int64_t per = k.g.values.at(static_cast<size_t>(n.inputs[0])).elements_per_example();
-      if (flag(n, "inference")) {  // evaluation: everything kept, nothing scaled
+      const DropoutAttrs& a = n.attrs_as<DropoutAttrs>();
+      if (a.inference) {  // evaluation: everything kept, nothing scaled
         k.run("fill", rows * per, {P(k.out(1)), F32(1.0f)});
         k.run("copy", rows * per, {P(k.in(0)), P(k.out(0))});
         return;
       }
       if (!k.o.step_counter) unsupported(n, "no device step counter (NodeOperands::step_counter)");
-      const double rate = n.attr_number("rate");
-      const uint64_t stream = ref::kDropoutStreamBase + static_cast<uint64_t>(n.attr_int("stream"));
+      const double rate = a.rate;
+      const uint64_t stream = ref::kDropoutStreamBase + static_cast<uint64_t>(a.stream);
       k.run("dropout_forward", rows * ((per + 3) / 4),
             {P(k.in(0)), P(k.out(0)), P(k.out(1)), I64(per), F64(rate), F32(static_cast<float>(1.0 / (1.0 - rate))),
              U64(k.o.seed), U64(stream), P(k.o.step_counter)});
@@ -570,8 +528,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
         return;
       }
       DevPtr loss_scale = 0;
-      if (const Value* ls = n.attr("loss_scale")) {  // mixed_fp16: the backward pass starts from loss * scale
-        if (ls->s != "dynamic") unsupported(n, "loss_scale " + ls->s);
+      if (n.attrs_as<LossAttrs>().loss_scale) {  // mixed_fp16: the backward pass starts from loss * scale
         if (!k.o.loss_scale) unsupported(n, "no device loss scale (NodeOperands::loss_scale)");
         loss_scale = k.o.loss_scale;
       }
@@ -582,15 +539,16 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::MovingAverage: {
       const int64_t c = k.g.values.at(static_cast<size_t>(n.inputs[0])).elements_per_example();
-      k.run("moving_average", c, {P(k.in(0)), P(k.in(1)), F32(static_cast<float>(n.attr_number("momentum")))});
+      k.run("moving_average", c,
+            {P(k.in(0)), P(k.in(1)), F32(static_cast<float>(n.attrs_as<MovingAverageAttrs>().momentum))});
       return;
     }
-    case ModelOp::Round: {
-      const std::string dtype = n.attr_symbol("dtype");
-      if (dtype != "bf16" && dtype != "f16") unsupported(n, "rounding to " + dtype);
-      k.run(dtype == "bf16" ? "round_bf16" : "round_f16", k.in_count(0), {P(k.in(0)), P(k.out(0))});
-      return;
-    }
+    case ModelOp::Round:
+      switch (n.attrs_as<RoundAttrs>().dtype) {
+        case Float16::BF16: k.run("round_bf16", k.in_count(0), {P(k.in(0)), P(k.out(0))}); return;
+        case Float16::F16: k.run("round_f16", k.in_count(0), {P(k.in(0)), P(k.out(0))}); return;
+      }
+      break;
   }
   unsupported(n, "a kind the step kernels do not know");
 }
@@ -614,10 +572,9 @@ void launch_node(KernelLauncher& launcher, const NodeOperands& o) {
   // A fused activation (compiler/train/passes/fuse_activation.cpp): relu after the layer, as the
   // reference's second loop (by the layer's kernel itself where it has the flag).
   bool relu = false;
-  if (const Value* act = n.attr("activation")) {
-    if (act->s != "relu") unsupported(n, "fused activation " + act->s);
-    relu = true;
-  }
+  if (const std::optional<Activation> act = fused_activation(n.attrs)) switch (*act) {
+      case Activation::Relu: relu = true; break;
+    }
   NodeLaunch k(launcher, o);
   if (!k.scratch.offsets.empty() && !o.scratch) unsupported(n, "no scratch (node_scratch_bytes)");
   launch_kind(k, relu && fuses_relu(n.op));
