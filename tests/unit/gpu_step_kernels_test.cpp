@@ -223,7 +223,7 @@ TEST(GpuStepKernels, AClassLabelOutOfRangeMakesTheLossNaN) {
   int p = b.input({3}), t = b.target({}, Dist::Labels, 3);
   int loss = b.value({}, false), grad = b.value({3});
   b.node(ModelOp::Loss, {p, t}, {loss},
-         {{"kind", sym("cross_entropy")}, {"from_logits", Value::make_bool(true)}, {"sparse", Value::make_bool(true)}});
+         LossAttrs{LossKind::CrossEntropy, /*from_logits=*/true, /*sparse=*/true, {}, {}});
   std::mt19937_64 rng(1);
   Case c = b.done(rng);
   GraphNode backward = c.g.nodes[0];

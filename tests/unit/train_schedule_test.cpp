@@ -162,7 +162,7 @@ TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
       std::string(kSpec) +
       "train t = { data = p, model = net(x), loss = mse(y), optimizer = adam(linear_warmup(0.01, 4)) }\n");
   OptimizerConfig w = optimizer_of(r);
-  EXPECT_EQ(w.schedule.kind, "linear_warmup");
+  EXPECT_EQ(w.schedule.kind, ScheduleKind::LinearWarmup);
   EXPECT_EQ(w.global_clipnorm, 0.0);
   EXPECT_NEAR(w.schedule.at(2), 0.005, 1e-15);
   // A plain number is the constant schedule.

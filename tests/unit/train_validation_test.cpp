@@ -68,9 +68,14 @@ TEST(TrainValidation, InferenceModeUsesMovingStatisticsAndKeepsEverything) {
   }
   // The step graph of the same block trains with the batch's statistics: batch_norm there has no
   // inference attribute.
-  for (const GraphNode& n : t.step.nodes)
-    if (n.op == ModelOp::BatchNorm) EXPECT_FALSE(n.attrs_as<BatchNormAttrs>().inference);
-    else if (n.op == ModelOp::Dropout) EXPECT_FALSE(n.attrs_as<DropoutAttrs>().inference);
+  for (const GraphNode& n : t.step.nodes) {
+    if (n.op == ModelOp::BatchNorm) {
+      EXPECT_FALSE(n.attrs_as<BatchNormAttrs>().inference);
+    }
+    if (n.op == ModelOp::Dropout) {
+      EXPECT_FALSE(n.attrs_as<DropoutAttrs>().inference);
+    }
+  }
   // Same parameters by name and offset: the evaluator copies the training buffers as they are.
   ASSERT_EQ(g.params.size(), t.step.params.size());
   for (size_t i = 0; i < g.params.size(); ++i) {

@@ -285,9 +285,6 @@ struct NodeLaunch : NodeShapes {
   }
 };
 
-// Kernels with a relu flag apply a fused activation themselves; the others get relu_inplace after.
-bool fuses_relu(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
-
 void launch_kind(const NodeLaunch& k, bool relu) {
   const GraphNode& n = k.n;
   const int64_t rows = k.rows;
@@ -569,16 +566,15 @@ void launch_node(KernelLauncher& launcher, const NodeOperands& o) {
     if (!p) unsupported(n, "an input without a device buffer");
   for (DevPtr p : o.outputs)
     if (!p) unsupported(n, "an output without a device buffer");
-  // A fused activation (compiler/train/passes/fuse_activation.cpp): relu after the layer, as the
-  // reference's second loop (by the layer's kernel itself where it has the flag).
+  // A fused activation (compiler/train/passes/fuse_activation.cpp): only the weighted layers' attributes
+  // have one (model_attrs.def), and their kernels apply it themselves (their relu flag).
   bool relu = false;
   if (const std::optional<Activation> act = fused_activation(n.attrs)) switch (*act) {
       case Activation::Relu: relu = true; break;
     }
   NodeLaunch k(launcher, o);
   if (!k.scratch.offsets.empty() && !o.scratch) unsupported(n, "no scratch (node_scratch_bytes)");
-  launch_kind(k, relu && fuses_relu(n.op));
-  if (relu && !fuses_relu(n.op)) k.run("relu_inplace", k.out_count(0), {P(k.out(0))});
+  launch_kind(k, relu);
 }
 
 // ---- the optimizer ----

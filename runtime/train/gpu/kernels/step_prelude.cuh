@@ -102,10 +102,6 @@ PIPEC_KERNEL void fill(long long items, float* y, float value) { SK_FOR_ITEMS(i,
 
 PIPEC_KERNEL void copy(long long items, const float* x, float* y) { SK_FOR_ITEMS(i, items) y[i] = x[i]; }
 
-// A layer's fused activation (`activation = relu`) where its kernel has no flag for it: in place, as
-// the reference's second loop.
-PIPEC_KERNEL void relu_inplace(long long items, float* y) { SK_FOR_ITEMS(i, items) y[i] = y[i] > 0.0f ? y[i] : 0.0f; }
-
 // The bias (and fused relu) of a layer whose product a library computed (cuDNN, cuBLASLt without an
 // epilogue): y[r, c] += bias[c], then relu when `relu`. Item: one y element.
 PIPEC_KERNEL void bias_add(long long items, float* y, const float* bias, long long channels, int relu) {
