@@ -8,20 +8,23 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/reference_executor.h"
 #include "runtime/train/weights_file.h"
+#include "tests/difftest/gen_types.h"
 #include "tests/train_difftest/case_data.h"
 
 namespace pipec::train_difftest {
 
 Bounds bounds_for(const std::string& precision) {
   // docs/design.md, "Differential testing of training", says where each figure comes from.
-  if (precision == "mixed_bf16") return Bounds{2e-2, 5e-2, 5e-2, 5e-3, 5e-2, 5e-2, 0.5};
-  if (precision == "mixed_fp16") return Bounds{4e-3, 1e-2, 1e-2, 1e-3, 1e-2, 1e-2, 0.5};
-  return Bounds{2e-5, 5e-5, 2e-4, 2e-5, 5e-5, 2e-3, 0.2};
+  //                          delta        K  loss  output grad  floor state  trajectory: loss, weights
+  if (precision == "mixed_bf16") return {1.0 / (1 << 8), 4, 4e-3, 2e-2, 2e-2, 2e-3, 2e-2, 2e-2, 0.1};
+  if (precision == "mixed_fp16") return {1.0 / (1 << 11), 4, 1e-3, 4e-3, 4e-3, 4e-4, 4e-3, 4e-3, 0.1};
+  return {1.0 / (1 << 20), 4, 1e-5, 2e-5, 1e-4, 1e-5, 2e-5, 1e-3, 0.05};
 }
 
 namespace {
@@ -42,7 +45,7 @@ State state_of(ReferenceExecutor<float>& ex) {
   return s;
 }
 
-// Through the executor interface's host copies: what a checkpoint restore does.
+// Through the executor's host copies, as a checkpoint is restored.
 void set_state(ReferenceExecutor<float>& ex, const State& s) {
   ex.buffers().params = s.params;
   ex.buffers().states = s.states;
@@ -67,9 +70,99 @@ Batch batch_of(const ModelGraph& g, const std::map<std::string, Tensor>& data, i
   return b;
 }
 
+// The noise twin: the reference executor with every node's f32 outputs moved by a rounding-level
+// amount after the node runs (x += delta * u * max(|x|, rms of the tensor), u uniform in [-1, 1]):
+// the fast executor's situation, whose kernels round each node's result differently (in another order,
+// in f32 sums, by Winograd's transforms) from the same inputs; the rms term stands for the rounding of
+// a sum that cancels, which is relative to its terms, not to its result. Exact zeros stay zero (a relu's,
+// a dropped unit's: every executor gives those exactly), and mixed precision's round nodes are left as
+// they are, so that 16-bit values stay 16-bit: what the moved inputs flip there is the noise.
+class NoiseTwin : public ReferenceExecutor<float> {
+ public:
+  NoiseTwin(const ModelGraph& g, uint64_t seed, double delta)
+      : ReferenceExecutor<float>(g, seed), delta_(delta), rng_(seed * 0x94D049BB133111EBull + 3) {}
+
+ protected:
+  void run_node(const GraphNode& n, int64_t rows, uint64_t step) override {
+    ReferenceExecutor<float>::run_node(n, rows, step);
+    if (n.op == ModelOp::Round) return;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int id = n.outputs[k];
+      const GraphValue& v = g_.values[static_cast<size_t>(id)];
+      if (v.dtype != DType::F32 || v.role == ValueRole::Param || v.role == ValueRole::State) continue;
+      const int64_t count = v.grad_of >= 0 ? g_.values[static_cast<size_t>(v.grad_of)].elements_per_example()
+                                           : shape_num_elements(g_.full_shape(id, rows));
+      float* x = data(id);
+      double sum = 0;
+      for (int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]) * x[i];
+      const double typical = count ? std::sqrt(sum / static_cast<double>(count)) : 0;
+      if (!std::isfinite(typical)) continue;
+      for (int64_t i = 0; i < count; ++i)
+        if (x[i] != 0)
+          x[i] = static_cast<float>(x[i] + delta_ * rng_.real(-1, 1) *
+                                               std::max(std::fabs(static_cast<double>(x[i])), typical));
+    }
+  }
+
+ private:
+  double delta_;
+  difftest::Rng rng_;
+};
+
+// The results of one step on one executor.
+struct StepResults {
+  double loss = 0;
+  std::vector<float> output, grads, states_after;
+  State after;  // everything after the update
+};
+
+// One step from the executor's current state: the loss (before the backward pass, as the training
+// loop reads it), the output, the gradients after the backward pass, the state after the update.
+StepResults take_step(ReferenceExecutor<float>& ex, const ModelGraph& g, const Batch& b, uint64_t step,
+                      const Perturbation* p = nullptr) {
+  using Kind = Perturbation::Kind;
+  StepResults r;
+  r.loss = ex.run(b.inputs, &b.target, step, OpCategory::Loss);
+  if (p && p->kind == Kind::Loss) r.loss *= 1 + p->amount;
+  const Tensor& y = ex.value(g.output);
+  r.output.assign(y.data<float>(), y.data<float>() + y.num_elements());
+  ex.resume(step, OpCategory::Backward);
+  if (p && p->kind == Kind::Gradient && step == 0) {
+    const GraphValue& v = g.values[static_cast<size_t>(g.params.at(0))];
+    float* d = ex.buffers().grads.data() + v.offset;
+    for (int64_t i = 0; i < v.elements_per_example(); ++i) d[i] *= static_cast<float>(1 + p->amount);
+  }
+  r.grads = ex.buffers().grads;
+  ex.resume(step, OpCategory::Update);
+  if (p && p->kind == Kind::Update && step == 0) {
+    float& w = ex.buffers().params.at(0);
+    w = std::nextafter(w, w < 0 ? -INFINITY : INFINITY);
+  }
+  r.after = state_of(ex);
+  r.states_after = r.after.states;
+  return r;
+}
+
+bool all_finite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
 double max_abs(const float* p, int64_t n) {
   double m = 0;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(p[i])));
+  return m;
+}
+
+// The largest |a - b| over n elements; 0 when either is not finite somewhere (no measure of noise).
+double max_distance(const float* a, const float* b, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    if (!std::isfinite(d)) return 0;
+    m = std::max(m, d);
+  }
   return m;
 }
 
@@ -83,9 +176,31 @@ std::string index_text(int64_t i, const Shape& shape) {
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
+// What a failed check was about, for the f64 triage.
+struct Subject {
+  enum class Kind { None, Loss, Output, Gradient, State } kind = Kind::None;
+  int value = -1;      // the parameter or state value
+  int64_t index = -1;  // the element
+};
+
+// A bound: its fixed part plus K times the noise twin's distance.
+struct Bound {
+  double fixed = 0, noise = 0, factor = 0;
+  double total() const { return fixed + factor * noise; }
+  std::string text(const std::string& fixed_text) const {
+    return fmt::format("{:.3g} ({} + {:g} x {:.3g}, the noise twin's distance)", total(), fixed_text, factor, noise);
+  }
+};
+
 class Checker {
  public:
-  Checker(CaseOutcome& out) : out_(out) {}
+  explicit Checker(CaseOutcome& out) : out_(out) {}
+
+  /// What the next checks are about (kept from the first failure on).
+  void about(Subject::Kind kind, int value = -1) {
+    if (out_.ok) subject_ = {kind, value, -1};
+  }
+  const Subject& subject() const { return subject_; }
 
   /// Notes measured / bound for `check`; on the first failure, `what()` describes it.
   template <class F>
@@ -101,16 +216,17 @@ class Checker {
 
   /// Every element of `got` within `bound` of `want`.
   void tensors(const std::string& check, const std::string& label, const float* got, const float* want, int64_t n,
-               const Shape& shape, double bound, const std::string& bound_text) {
+               const Shape& shape, const Bound& bound, const std::string& fixed_text) {
     double worst = 0;
-    int64_t at = -1;
+    int64_t at = 0;
     for (int64_t i = 0; i < n; ++i) {
       const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
       if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d, at = i;
     }
-    note(check, worst, bound, [&] {
+    if (out_.ok) subject_.index = at;
+    note(check, worst, bound.total(), [&] {
       return fmt::format("{}: |fast - reference| is {:.3g} at {} (fast {:.9g}, reference {:.9g}); the bound is {}",
-                         label, worst, index_text(at, shape), got[at], want[at], bound_text);
+                         label, worst, index_text(at, shape), got[at], want[at], bound.text(fixed_text));
     });
   }
 
@@ -118,6 +234,7 @@ class Checker {
 
  private:
   CaseOutcome& out_;
+  Subject subject_;
 };
 
 bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -149,16 +266,57 @@ double rms(const std::vector<double>& v) {
   return v.empty() ? 0 : std::sqrt(s / static_cast<double>(v.size()));
 }
 
+// The failed check's quantity on the reference executor in f64 from the same state, and each f32
+// executor's distance from it: whether the fast executor is wrong, or the quantity is ill-conditioned
+// (both far from it).
+std::string triage_in_f64(const ModelGraph& g, const CaseSettings& s, const Batch& batch, size_t step,
+                          const State& before, const Subject& subject, const StepResults& ref,
+                          const StepResults& fast) {
+  const ModelGraph g64 = with_float_dtype(g, DType::F64);
+  ReferenceExecutor<double> r(g64, s.seed);
+  r.buffers().params.assign(before.params.begin(), before.params.end());
+  r.buffers().states.assign(before.states.begin(), before.states.end());
+  if (LossScale* ls = r.loss_scale()) *ls = *before.loss_scale;
+  const double loss = r.run(batch.inputs, &batch.target, step, OpCategory::Loss);
+  auto line = [](const std::string& what, double exact, double ref_value, double fast_value) {
+    return fmt::format("in f64 {} is {:.9g}: the reference is {:.3g} from it, the fast executor {:.3g}", what, exact,
+                       std::fabs(ref_value - exact), std::fabs(fast_value - exact));
+  };
+  const size_t index = static_cast<size_t>(std::max<int64_t>(subject.index, 0));
+  switch (subject.kind) {
+    case Subject::Kind::Loss: return line("the loss", loss, ref.loss, fast.loss);
+    case Subject::Kind::Output:
+      return line(fmt::format("the output's element {}", index), r.value(g64.output).data<double>()[index],
+                  ref.output.at(index), fast.output.at(index));
+    case Subject::Kind::Gradient: {
+      r.resume(step, OpCategory::Backward);
+      const GraphValue& v = g.values[static_cast<size_t>(subject.value)];
+      const size_t i = static_cast<size_t>(v.offset) + index;
+      return line(fmt::format("the gradient of `{}` {}", v.name, index_text(subject.index, v.shape)),
+                  r.buffers().grads.at(i), ref.grads.at(i), fast.grads.at(i));
+    }
+    case Subject::Kind::State: {
+      r.resume(step, OpCategory::Update);
+      const GraphValue& v = g.values[static_cast<size_t>(subject.value)];
+      const size_t i = static_cast<size_t>(v.offset) + index;
+      return line(fmt::format("`{}` {} after the step", v.name, index_text(subject.index, v.shape)),
+                  r.buffers().states.at(i), ref.states_after.at(i), fast.states_after.at(i));
+    }
+    case Subject::Kind::None: break;
+  }
+  return "";
+}
+
 }  // namespace
 
 CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, Tensor>& data,
                              const std::string& init_path, const CaseSettings& s, const Bounds& b,
-                             const Perturbation& perturb) {
-  using Kind = Perturbation::Kind;
+                             const Perturbation& perturb_fast) {
   const ModelGraph& g = t.step;
   CaseOutcome out;
   Checker check(out);
   ReferenceExecutor<float> ref(g, s.seed);
+  NoiseTwin twin(g, s.seed, b.noise_delta);
   FastExecutor fast(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
   load_weights(g, init_path, ref.buffers());
   load_weights(g, init_path, fast.buffers());
@@ -170,76 +328,68 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   const OptimizerConfig config = OptimizerConfig::from_node(*optimizer);
   const bool scaled = optimizer->attr("loss_scale") != nullptr;
 
-  // The reference's run: the state before each step, its loss, output and gradients.
+  // The reference's steps, each with its state before, and the noise twin's step from that state.
   struct RefStep {
     State before;
-    double loss = 0;
-    std::vector<float> output, grads;
+    StepResults ref, noise;
   };
   std::vector<RefStep> steps;
-  State ref_final;
   for (int64_t k = 0; k < s.steps; ++k) {
-    Batch batch = batch_of(g, data, k, s.batch);
+    const Batch batch = batch_of(g, data, k, s.batch);
     RefStep st;
     st.before = state_of(ref);
-    st.loss = ref.run(batch.inputs, &batch.target, static_cast<uint64_t>(k), OpCategory::Loss);
+    st.ref = take_step(ref, g, batch, static_cast<uint64_t>(k));
     // `pipec run` stops at a loss that is not finite, except under mixed_fp16, which skips the step.
-    if (!std::isfinite(st.loss) && !scaled) {
+    if (!std::isfinite(st.ref.loss) && !scaled) {
       out.stopped_nonfinite = true;
       break;
     }
-    const Tensor& y = ref.value(g.output);
-    st.output.assign(y.data<float>(), y.data<float>() + y.num_elements());
-    ref.resume(static_cast<uint64_t>(k), OpCategory::Backward);
-    st.grads = ref.buffers().grads;
-    ref.resume(static_cast<uint64_t>(k), OpCategory::Update);
+    set_state(twin, st.before);
+    st.noise = take_step(twin, g, batch, static_cast<uint64_t>(k));
     steps.push_back(std::move(st));
   }
-  ref_final = state_of(ref);
+  const State ref_final = state_of(ref);
+  const double K = b.noise_factor;
 
   // 1. Step by step, each from the reference's state before it.
+  size_t failed_step = steps.size();
+  StepResults fast_results;
   for (size_t k = 0; k < steps.size() && check.ok(); ++k) {
-    const RefStep& want = steps[k];
-    const State& after = k + 1 < steps.size() ? steps[k + 1].before : ref_final;
+    failed_step = k;
+    const RefStep& st = steps[k];
+    const StepResults& want = st.ref;
+    const StepResults& noise = st.noise;
     const std::string at = fmt::format("step {}", k + 1);
-    Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
-    set_state(fast, want.before);
-    double loss = fast.run(batch.inputs, &batch.target, k, OpCategory::Loss);
-    if (perturb.kind == Kind::Loss) loss *= 1 + perturb.amount;
+    const Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
+    set_state(fast, st.before);
+    fast_results = take_step(fast, g, batch, k, &perturb_fast);
+    const StepResults& got = fast_results;
     ++out.steps_compared;
-    if (std::isfinite(want.loss) != std::isfinite(loss)) {
+    // The loss and the output.
+    check.about(Subject::Kind::Loss);
+    if (std::isfinite(want.loss) != std::isfinite(got.loss)) {
       check.note("loss", INFINITY, 0, [&] {
-        return fmt::format("{}: the loss is {} on the fast executor, {} on the reference", at, loss, want.loss);
+        return fmt::format("{}: the loss is {} on the fast executor, {} on the reference", at, got.loss, want.loss);
       });
       break;
     }
+    const bool noise_finite = std::isfinite(noise.loss) && all_finite(noise.grads);
     if (std::isfinite(want.loss)) {
-      const double bound = b.loss_rtol * std::fabs(want.loss);
-      check.note("loss", std::fabs(loss - want.loss), bound, [&] {
-        return fmt::format(
-            "{}: the loss is {:.9g} on the fast executor, {:.9g} on the reference; the bound is {:.3g} "
-            "({:g} of it)",
-            at, loss, want.loss, bound, b.loss_rtol);
+      const Bound bound{b.loss_rtol * std::fabs(want.loss), noise_finite ? std::fabs(noise.loss - want.loss) : 0, K};
+      check.note("loss", std::fabs(got.loss - want.loss), bound.total(), [&] {
+        return fmt::format("{}: the loss is {:.9g} on the fast executor, {:.9g} on the reference; the bound is {}", at,
+                           got.loss, want.loss, bound.text(fmt::format("{:g} of it", b.loss_rtol)));
       });
-      const Tensor& y = fast.value(g.output);
-      const double scale = std::max(max_abs(want.output.data(), static_cast<int64_t>(want.output.size())),
-                                    max_abs(y.data<float>(), y.num_elements()));
-      check.tensors(
-          "output", at + ", the model's output", y.data<float>(), want.output.data(), y.num_elements(), y.shape(),
-          b.output_rtol * scale,
-          fmt::format("{:.3g} ({:g} of its largest magnitude, {:.3g})", b.output_rtol * scale, b.output_rtol, scale));
+      check.about(Subject::Kind::Output, g.output);
+      const int64_t n = static_cast<int64_t>(want.output.size());
+      const double scale = std::max(max_abs(want.output.data(), n), max_abs(got.output.data(), n));
+      const Bound ob{b.output_rtol * scale, max_distance(noise.output.data(), want.output.data(), n), K};
+      check.tensors("output", at + ", the model's output", got.output.data(), want.output.data(), n,
+                    g.full_shape(g.output, s.batch), ob,
+                    fmt::format("{:g} of its largest magnitude {:.3g}", b.output_rtol, scale));
     }
-    fast.resume(k, OpCategory::Backward);
-    if (perturb.kind == Kind::Gradient && k == 0) {
-      const GraphValue& v = g.values[static_cast<size_t>(g.params.at(0))];
-      float* p = fast.buffers().grads.data() + v.offset;
-      for (int64_t i = 0; i < v.elements_per_example(); ++i) p[i] *= static_cast<float>(1 + perturb.amount);
-    }
-    const std::vector<float> grads = fast.buffers().grads;
-    // A mixed_fp16 step whose gradients overflow is skipped by both: only that decision is compared.
-    bool finite_grads = true;
-    for (float x : want.grads) finite_grads = finite_grads && std::isfinite(x);
-    if (finite_grads && std::isfinite(want.loss)) {
+    // The gradients: not compared on a mixed_fp16 step whose gradients overflow (both skip it).
+    if (std::isfinite(want.loss) && all_finite(want.grads)) {
       double largest = 0;
       for (int p : g.params) {
         const GraphValue& v = g.values[static_cast<size_t>(p)];
@@ -248,110 +398,121 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       for (int p : g.params) {
         const GraphValue& v = g.values[static_cast<size_t>(p)];
         const int64_t n = v.elements_per_example();
-        const double own = std::max(max_abs(want.grads.data() + v.offset, n), max_abs(grads.data() + v.offset, n));
-        const double bound = b.grad_rtol * own + b.grad_floor * largest;
-        check.tensors("gradient", fmt::format("{}, the gradient of `{}`", at, v.name), grads.data() + v.offset,
-                      want.grads.data() + v.offset, n, v.shape, bound,
-                      fmt::format("{:.3g} ({:g} of its largest magnitude {:.3g} + {:g} of the step's largest gradient "
-                                  "element {:.3g})",
-                                  bound, b.grad_rtol, own, b.grad_floor, largest));
+        const float* w = want.grads.data() + v.offset;
+        const double own = std::max(max_abs(w, n), max_abs(got.grads.data() + v.offset, n));
+        const Bound gb{b.grad_rtol * own + b.grad_floor * largest,
+                       noise_finite ? max_distance(noise.grads.data() + v.offset, w, n) : 0, K};
+        check.about(Subject::Kind::Gradient, p);
+        check.tensors("gradient", fmt::format("{}, the gradient of `{}`", at, v.name), got.grads.data() + v.offset, w,
+                      n, v.shape, gb,
+                      fmt::format("{:g} of its largest magnitude {:.3g} + {:g} of the step's largest gradient element "
+                                  "{:.3g}",
+                                  b.grad_rtol, own, b.grad_floor, largest));
       }
     }
-    fast.resume(k, OpCategory::Update);
-    if (perturb.kind == Kind::Update && k == 0) {
-      float& w = fast.buffers().params.at(0);
-      w = std::nextafter(w, w < 0 ? -INFINITY : INFINITY);
+    // Moving statistics, from the batch statistics of the forward pass.
+    for (int sv : g.states) {
+      const GraphValue& v = g.values[static_cast<size_t>(sv)];
+      const int64_t n = v.elements_per_example();
+      const float* w = want.states_after.data() + v.offset;
+      const double scale = std::max(max_abs(w, n), max_abs(got.states_after.data() + v.offset, n));
+      const Bound sb{b.state_rtol * scale, noise_finite ? max_distance(noise.states_after.data() + v.offset, w, n) : 0,
+                     K};
+      check.about(Subject::Kind::State, sv);
+      check.tensors("state", fmt::format("{}, `{}` after the step", at, v.name), got.states_after.data() + v.offset, w,
+                    n, v.shape, sb, fmt::format("{:g} of its largest magnitude {:.3g}", b.state_rtol, scale));
     }
     if (!check.ok()) break;
-    // The update: what the reference's optimizer loop makes of the fast executor's gradients.
-    State expect = want.before;
-    std::vector<float> g_expect = grads;
+    // The update: what the reference's optimizer loop makes of the fast executor's own gradients.
+    check.about(Subject::Kind::None);
+    State expect = st.before;
+    std::vector<float> g_expect = got.grads;
     bool stepped = true;
-    if (scaled && expect.loss_scale) stepped = expect.loss_scale->unscale_or_skip(loss, g_expect);
+    if (scaled && expect.loss_scale) stepped = expect.loss_scale->unscale_or_skip(got.loss, g_expect);
     if (stepped) optimizer_step<float>(config, expect.params, g_expect, expect.slots);
-    const FlatBuffers<float>& fb = fast.buffers();
-    const OptimizerSlots<float>& fs = fast.optimizer_slots();
-    auto update_check = [&](const char* what, bool same, const std::string& detail) {
-      check.note("update", same ? 0 : 1, 0, [&] {
+    const State& after = got.after;
+    auto update_failed = [&](const char* what, const std::string& detail) {
+      check.note("update", 1, 0, [&] {
         return fmt::format(
-            "{}: the update is not the optimizer's update from the fast executor's own gradients: {} "
-            "({})",
-            at, what, detail);
+            "{}: the update is not the optimizer's update from the fast executor's own gradients: {} ({})", at, what,
+            detail);
       });
     };
-    if (!bit_equal(fb.params, expect.params)) {
+    if (!bit_equal(after.params, expect.params)) {
       size_t i = 0;
-      while (i < fb.params.size() && std::memcmp(&fb.params[i], &expect.params[i], sizeof(float)) == 0) ++i;
-      update_check("the weights differ", false,
-                   fmt::format("{}: {:.9g}, expected {:.9g}", param_at(g, i), fb.params[i], expect.params[i]));
+      while (i < after.params.size() && std::memcmp(&after.params[i], &expect.params[i], sizeof(float)) == 0) ++i;
+      update_failed("the weights differ",
+                    fmt::format("{}: {:.9g}, expected {:.9g}", param_at(g, i), after.params[i], expect.params[i]));
     }
-    if (!bit_equal(fs.m, expect.slots.m))
-      update_check("the first slot differs", false, first_difference(fs.m, expect.slots.m));
-    if (!bit_equal(fs.v, expect.slots.v))
-      update_check("the second slot differs", false, first_difference(fs.v, expect.slots.v));
-    if (fs.iterations != expect.slots.iterations)
-      update_check("the step count differs", false,
-                   fmt::format("{}, expected {}", fs.iterations, expect.slots.iterations));
-    if (const LossScale* ls = fast.loss_scale()) {
-      const LossScale& e = *expect.loss_scale;
-      if (ls->scale != e.scale || ls->good_steps != e.good_steps || ls->skipped != e.skipped)
-        update_check("the loss scale differs", false,
-                     fmt::format("scale {} after {} good steps, expected {} after {}", ls->scale, ls->good_steps,
-                                 e.scale, e.good_steps));
+    if (!bit_equal(after.slots.m, expect.slots.m))
+      update_failed("the first slot differs", first_difference(after.slots.m, expect.slots.m));
+    if (!bit_equal(after.slots.v, expect.slots.v))
+      update_failed("the second slot differs", first_difference(after.slots.v, expect.slots.v));
+    if (after.slots.iterations != expect.slots.iterations)
+      update_failed("the step count differs",
+                    fmt::format("{}, expected {}", after.slots.iterations, expect.slots.iterations));
+    if (after.loss_scale) {
+      const LossScale &ls = *after.loss_scale, &e = *expect.loss_scale;
+      if (ls.scale != e.scale || ls.good_steps != e.good_steps || ls.skipped != e.skipped)
+        update_failed("the loss scale differs", fmt::format("scale {} after {} good steps, expected {} after {}",
+                                                            ls.scale, ls.good_steps, e.scale, e.good_steps));
       // Both skip the same steps.
-      if (ls->last_skipped != after.loss_scale->last_skipped)
+      const bool ref_skipped = want.after.loss_scale->last_skipped;
+      if (ls.last_skipped != ref_skipped)
         check.note("loss", INFINITY, 0, [&] {
           return fmt::format("{}: the fast executor {} the step, the reference {}", at,
-                             ls->last_skipped ? "skipped" : "took",
-                             after.loss_scale->last_skipped ? "skipped it" : "took it");
+                             ls.last_skipped ? "skipped" : "took", ref_skipped ? "skipped it" : "took it");
         });
-    }
-    // Moving statistics, from the batch statistics of the forward pass.
-    for (int st : g.states) {
-      const GraphValue& v = g.values[static_cast<size_t>(st)];
-      const int64_t n = v.elements_per_example();
-      const double scale =
-          std::max(max_abs(after.states.data() + v.offset, n), max_abs(fb.states.data() + v.offset, n));
-      check.tensors("state", fmt::format("{}, `{}` after the step", at, v.name), fb.states.data() + v.offset,
-                    after.states.data() + v.offset, n, v.shape, b.state_rtol * scale,
-                    fmt::format("{:.3g} ({:g} of its largest magnitude)", b.state_rtol * scale, b.state_rtol));
     }
   }
   out.fast_description = fast.description();
-  if (!check.ok()) return out;
-
-  // 2. The trajectory: the fast executor trains every step from the initial weights on its own.
-  set_state(fast, initial);
-  std::vector<double> loss_errors;
-  for (size_t k = 0; k < steps.size(); ++k) {
-    Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
-    const double loss = fast.run(batch.inputs, &batch.target, k, OpCategory::Loss);
-    if (std::isfinite(steps[k].loss) && std::isfinite(loss))
-      loss_errors.push_back((loss - steps[k].loss) / std::max(std::fabs(steps[k].loss), 1e-30));
-    else if (std::isfinite(steps[k].loss) != std::isfinite(loss)) loss_errors.push_back(INFINITY);
-    fast.resume(k, OpCategory::Update);
+  if (!check.ok()) {
+    if (failed_step < steps.size() && check.subject().kind != Subject::Kind::None)
+      out.triage = triage_in_f64(g, s, batch_of(g, data, static_cast<int64_t>(failed_step), s.batch), failed_step,
+                                 steps[failed_step].before, check.subject(), steps[failed_step].ref, fast_results);
+    return out;
   }
-  const double loss_rms = rms(loss_errors);
-  check.note("trajectory loss", loss_rms, b.trajectory_loss, [&] {
+
+  // 2. The trajectory: the fast executor trains every step from the initial weights on its own, and so
+  // does the noise twin.
+  set_state(fast, initial);
+  set_state(twin, initial);
+  std::vector<double> fast_loss, twin_loss;
+  auto loss_error = [](double got, double want) {
+    if (!std::isfinite(want)) return 0.0;
+    return std::isfinite(got) ? (got - want) / std::max(std::fabs(want), 1e-30) : INFINITY;
+  };
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
+    fast_loss.push_back(loss_error(take_step(fast, g, batch, k).loss, steps[k].ref.loss));
+    twin_loss.push_back(loss_error(take_step(twin, g, batch, k).loss, steps[k].ref.loss));
+  }
+  const double twin_loss_rms = std::isfinite(rms(twin_loss)) ? rms(twin_loss) : 0;
+  const Bound lb{b.trajectory_loss, twin_loss_rms, K};
+  check.note("trajectory loss", rms(fast_loss), lb.total(), [&] {
     return fmt::format(
         "over {} steps from the initial weights, the RMS of the losses' relative differences is {:.3g}; "
-        "the bound is {:g}",
-        steps.size(), loss_rms, b.trajectory_loss);
+        "the bound is {}",
+        steps.size(), rms(fast_loss), lb.text(fmt::format("{:g}", b.trajectory_loss)));
   });
-  std::vector<double> apart, moved;
-  const std::vector<float>& w = fast.buffers().params;
-  for (size_t i = 0; i < w.size(); ++i) {
-    apart.push_back(static_cast<double>(w[i]) - ref_final.params[i]);
-    moved.push_back(static_cast<double>(ref_final.params[i]) - initial.params[i]);
-  }
+  // The final weights, relative to how far the reference moved them.
+  auto apart = [&](const std::vector<float>& w) {
+    std::vector<double> d(w.size());
+    for (size_t i = 0; i < w.size(); ++i) d[i] = static_cast<double>(w[i]) - ref_final.params[i];
+    return rms(d);
+  };
+  std::vector<double> moved(initial.params.size());
+  for (size_t i = 0; i < moved.size(); ++i) moved[i] = static_cast<double>(ref_final.params[i]) - initial.params[i];
   const double moved_rms = rms(moved);
   if (moved_rms > 0) {
-    const double ratio = rms(apart) / moved_rms;
-    check.note("trajectory weights", ratio, b.trajectory_weights, [&] {
+    const double ratio = apart(fast.buffers().params) / moved_rms;
+    const double twin_ratio = apart(twin.buffers().params) / moved_rms;
+    const Bound wb{b.trajectory_weights, std::isfinite(twin_ratio) ? twin_ratio : 0, K};
+    check.note("trajectory weights", ratio, wb.total(), [&] {
       return fmt::format(
-          "after {} steps from the initial weights, RMS(fast - reference) is {:.3g} of RMS(reference - "
-          "initial) = {:.3g}; the bound is {:g}",
-          steps.size(), ratio, moved_rms, b.trajectory_weights);
+          "after {} steps from the initial weights, RMS(fast - reference) is {:.3g} of RMS(reference - initial) = "
+          "{:.3g}; the bound is {}",
+          steps.size(), ratio, moved_rms, wb.text(fmt::format("{:g}", b.trajectory_weights)));
     });
   }
   return out;

@@ -7,16 +7,24 @@
 //    executor is set to that state and takes the same step; then
 //      - its loss and the model's output are within a forward bound of the reference's,
 //      - each parameter's gradient is within a gradient bound of the reference's,
-//      - its moving statistics are within the forward bound of the reference's after the step,
+//      - its moving statistics after the step are within a forward bound of the reference's,
 //      - its update is the optimizer's update from its own gradients, bit for bit: the weights, the
 //        slots, the step count and the loss scale are what the reference's optimizer loop computes
 //        from the state before the step and the fast executor's gradients.
 //    A rounding-level difference cannot grow within one step, so these bounds are tight, and a wrong
-//    gradient cannot hide behind Adam's normalization (which maps a small gradient error to a large
-//    weight error when eps is tiny, and to a small one when it is not).
+//    gradient cannot hide behind Adam's normalization (which turns a gradient error into a large weight
+//    error when eps is tiny, and into a small one when it is not).
 // 2. The whole trajectory: the fast executor trains all the steps on its own from the initial weights;
-//    its losses are within an RMS bound of the reference's, and so are its final weights, relative to
-//    how far training moved them.
+//    the RMS of its losses' relative differences from the reference's, and the RMS of its final
+//    weights' differences relative to how far training moved them, are within looser bounds.
+//
+// Each bound is a fixed part plus the quantity's own sensitivity to rounding: the *noise twin*, a
+// second reference executor that takes the same step (or trajectory) from the state with every weight,
+// state and input multiplied by (1 + e), e uniform in [-delta, delta] (delta per precision: a few ulp
+// of f32, a fraction of an ulp of bf16 or fp16). An ill-conditioned quantity (a sum that cancels, a
+// gradient through a saturated sigmoid, a loss of a 16-bit prediction that equals its target) moves
+// there too and gets a bound to match; a well-conditioned one keeps the fixed part, which a wrong
+// kernel exceeds.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +38,11 @@
 
 namespace pipec::train_difftest {
 
-/// The bounds of one precision (docs/design.md gives the reasons for each figure).
+/// The bounds of one precision (docs/design.md gives the reasons for each figure). Every check allows
+/// its fixed part plus `noise_factor` times how far the noise twin's value is from the reference's.
 struct Bounds {
+  double noise_delta;   // the noise twin's relative perturbation of weights, states and inputs
+  double noise_factor;  // K: the fast executor may be K times as far from the reference as the twin
   // One step from the same state.
   double loss_rtol;    // |loss_fast - loss_ref| <= loss_rtol * |loss_ref|
   double output_rtol;  // every output element within output_rtol x the output's largest magnitude
@@ -53,6 +64,9 @@ struct CaseOutcome {
   int64_t steps_compared = 0;    // one by one; fewer than the case's steps when the reference's loss stops
                                  // being finite (fp32, mixed_bf16: where `pipec run` would stop)
   bool stopped_nonfinite = false;
+  /// When a step's check failed: the same step on the reference executor in f64 (the graph made f64 by
+  /// with_float_dtype, from the same state), and how far each f32 executor is from it there.
+  std::string triage;
   /// Per check, the largest (measured / bound) seen: 1 is the bound, above fails.
   std::map<std::string, double> worst;
 };

@@ -93,14 +93,14 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
               const std::string& note = "") {
   ++t.cases;
   const auto compare_start = std::chrono::steady_clock::now();
-  auto keep = [&](const std::string& found, const std::string& fast) {
+  auto keep = [&](const std::string& found, const std::string& fast, const std::string& f64 = "") {
     if (keep_as.empty()) return;
     std::error_code ec;
     fs::create_directories(keep_as.parent_path(), ec);
     fs::remove_all(keep_as, ec);
     fs::copy(dir, keep_as, fs::copy_options::recursive, ec);
     // The case as kept: what it found, and on which machine.
-    write_case_json(keep_as, s, {{"isa", train::CpuKernels::isa()}, {"fast", fast}, {"found", found}});
+    write_case_json(keep_as, s, {{"isa", train::CpuKernels::isa()}, {"fast", fast}, {"found", found}, {"f64", f64}});
   };
   if (!program) {
     ++t.check_failures;
@@ -141,8 +141,9 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
   t.failed.push_back(fmt::format("{}: {}", label, r.failure));
   std::cout << fmt::format("MISMATCH {} ({}):\n  {}\n  fast executor: {}\n", label, what, r.failure,
                            r.fast_description);
+  if (!r.triage.empty()) std::cout << "  " << r.triage << "\n";
   if (!note.empty()) std::cout << "  (the case's note: " << note << ")\n";
-  keep(r.failure, r.fast_description);
+  keep(r.failure, r.fast_description, r.triage);
   const fs::path shown = keep_as.empty() ? dir : keep_as;
   std::cout << fmt::format(
       "  reproducer kept in {0}\n  replay: train_difftest --case {0}\n  by hand: cd {0} && {1}\n"
@@ -186,7 +187,8 @@ train t = { data = data, model = net(x), loss = mse(target), optimizer = adam(lr
   for (const auto& [perturb, what] : cases) {
     CaseOutcome r = compare_training(*p, data, init, c.settings, bounds_for(p->precision), perturb);
     if (r.ok != (perturb.kind == Kind::None))
-      return fmt::format("self-check: with {} the comparison {}{}", what, r.ok ? "passed" : "failed: ", r.failure);
+      return fmt::format("self-check: with {} the comparison {}{} (measured / bound:{})", what,
+                         r.ok ? "passed" : "failed: ", r.failure, join_worst(r.worst));
   }
   return "";
 }
