@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -70,42 +71,85 @@ Batch batch_of(const ModelGraph& g, const std::map<std::string, Tensor>& data, i
   return b;
 }
 
-// The noise twin: the reference executor with every node's f32 outputs moved by a rounding-level
-// amount after the node runs (x += delta * u * max(|x|, rms of the tensor), u uniform in [-1, 1]):
-// the fast executor's situation, whose kernels round each node's result differently (in another order,
-// in f32 sums, by Winograd's transforms) from the same inputs; the rms term stands for the rounding of
-// a sum that cancels, which is relative to its terms, not to its result. Exact zeros stay zero (a relu's,
-// a dropped unit's: every executor gives those exactly), and mixed precision's round nodes are left as
-// they are, so that 16-bit values stay 16-bit: what the moved inputs flip there is the noise.
+// The noise twins: the reference executor with every node's f32 outputs moved a little after the node
+// runs, so that how far each checked value moves shows how far rounding alone can move it.
+//
+// The random twin moves each value by x += delta * u * max(|x|, rms of the tensor), u uniform in
+// [-1, 1]: the fast executor's situation, whose kernels round each node's result differently (in another
+// order, in f32 sums, by Winograd's transforms) from the same inputs; the rms term stands for the
+// rounding of a sum that cancels, which is relative to its terms, not to its result.
+//
+// It leaves exact zeros (a relu's, a dropped unit's: every executor gives those exactly), batch
+// statistics and dropout masks, and mixed precision's round nodes as they are, so that 16-bit values stay 16-bit: what
+// the moved inputs flip there is the noise.
+//
+// The tie twin moves only the input of a max pool, and there only values that occur more than once:
+// the k-th copy of a value goes k - 1 ulp up, so that of values tied exactly (rows that a strided
+// conv2d_transpose left constant) the last wins where the reference's loops take the first. A max's
+// gradient jumps at a tie: the fast executor's rounding decides it there, and the tie twin shows what
+// the other decision gives.
 class NoiseTwin : public ReferenceExecutor<float> {
  public:
-  NoiseTwin(const ModelGraph& g, uint64_t seed, double delta)
-      : ReferenceExecutor<float>(g, seed), delta_(delta), rng_(seed * 0x94D049BB133111EBull + 3) {}
+  enum class Kind { Random, Ties };
+  NoiseTwin(const ModelGraph& g, uint64_t seed, double delta, Kind kind)
+      : ReferenceExecutor<float>(g, seed), delta_(delta), kind_(kind), rng_(seed * 0x94D049BB133111EBull + 3) {}
 
  protected:
   void run_node(const GraphNode& n, int64_t rows, uint64_t step) override {
+    if (kind_ == Kind::Ties) {
+      // Ties matter where a max picks one of them: the input of a max pool, before its forward pass
+      // (the backward pass, which finds the maximum again, reads the same tensor).
+      if (n.op == ModelOp::MaxPool2d || n.op == ModelOp::GlobalMaxPool)
+        break_ties(data(n.inputs[0]), shape_num_elements(g_.full_shape(n.inputs[0], rows)));
+      ReferenceExecutor<float>::run_node(n, rows, step);
+      return;
+    }
     ReferenceExecutor<float>::run_node(n, rows, step);
     if (n.op == ModelOp::Round) return;
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
+    // A normalization's batch statistics and dropout's mask are the node's own bookkeeping, not a
+    // rounded result (a variance moved below zero would be no variance at all): only their first output.
+    const bool first_only = n.op == ModelOp::BatchNorm || n.op == ModelOp::LayerNorm || n.op == ModelOp::Dropout;
+    for (size_t k = 0; k < (first_only ? 1 : n.outputs.size()); ++k) {
       const int id = n.outputs[k];
       const GraphValue& v = g_.values[static_cast<size_t>(id)];
       if (v.dtype != DType::F32 || v.role == ValueRole::Param || v.role == ValueRole::State) continue;
       const int64_t count = v.grad_of >= 0 ? g_.values[static_cast<size_t>(v.grad_of)].elements_per_example()
                                            : shape_num_elements(g_.full_shape(id, rows));
-      float* x = data(id);
-      double sum = 0;
-      for (int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]) * x[i];
-      const double typical = count ? std::sqrt(sum / static_cast<double>(count)) : 0;
-      if (!std::isfinite(typical)) continue;
-      for (int64_t i = 0; i < count; ++i)
-        if (x[i] != 0)
-          x[i] = static_cast<float>(x[i] + delta_ * rng_.real(-1, 1) *
-                                               std::max(std::fabs(static_cast<double>(x[i])), typical));
+      // gelu's kernels evaluate 1 + erf(x / sqrt(2)) in f32 (oneDNN's as TensorFlow's), which cancels
+      // for x below 0: their error is an ulp of x (of dy backward), not of the result.
+      const float* scale = n.op == ModelOp::Gelu           ? data(n.inputs[0])
+                           : n.op == ModelOp::GeluBackward ? data(n.inputs[1])
+                                                           : nullptr;
+      move_randomly(data(id), count, scale);
     }
   }
 
  private:
+  // Each element by delta * u * the largest of its magnitude, the tensor's rms and |scale[i]|.
+  void move_randomly(float* x, int64_t count, const float* scale) {
+    double sum = 0;
+    for (int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]) * x[i];
+    const double typical = count ? std::sqrt(sum / static_cast<double>(count)) : 0;
+    if (!std::isfinite(typical)) return;
+    for (int64_t i = 0; i < count; ++i) {
+      if (x[i] == 0) continue;
+      double size = std::max(std::fabs(static_cast<double>(x[i])), typical);
+      if (scale) size = std::max(size, std::fabs(static_cast<double>(scale[i])));
+      x[i] = static_cast<float>(x[i] + delta_ * rng_.real(-1, 1) * size);
+    }
+  }
+
+  static void break_ties(float* x, int64_t count) {
+    std::unordered_map<float, int> seen;
+    for (int64_t i = 0; i < count; ++i) {
+      if (x[i] == 0 || !std::isfinite(x[i])) continue;
+      const int copies = seen[x[i]]++;
+      for (int k = 0; k < copies; ++k) x[i] = std::nextafter(x[i], INFINITY);
+    }
+  }
+
   double delta_;
+  Kind kind_;
   difftest::Rng rng_;
 };
 
@@ -143,8 +187,43 @@ StepResults take_step(ReferenceExecutor<float>& ex, const ModelGraph& g, const B
   return r;
 }
 
-bool all_finite(const std::vector<float>& v) {
-  for (float x : v)
+// One step on the reference executor in f64 (the graph made f64 by with_float_dtype) from `before`: the
+// exact values the f32 executors round, up to f64's own rounding.
+struct ExactStep {
+  double loss = 0;
+  std::vector<double> output, grads, states_after;
+  std::vector<double> params_after;
+};
+
+void set_state(ReferenceExecutor<double>& ex, const State& s) {
+  auto wide = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  ex.buffers().params = wide(s.params);
+  ex.buffers().states = wide(s.states);
+  OptimizerSlots<double>& o = ex.optimizer_slots();
+  o.m = wide(s.slots.m);
+  o.v = wide(s.slots.v);
+  o.iterations = s.slots.iterations;
+  o.last_lr = s.slots.last_lr;
+  o.last_grad_norm = s.slots.last_grad_norm;
+  if (LossScale* ls = ex.loss_scale()) *ls = *s.loss_scale;
+}
+
+ExactStep take_exact_step(ReferenceExecutor<double>& ex, const ModelGraph& g, const Batch& b, uint64_t step) {
+  ExactStep r;
+  r.loss = ex.run(b.inputs, &b.target, step, OpCategory::Loss);
+  const Tensor& y = ex.value(g.output);
+  r.output.assign(y.data<double>(), y.data<double>() + y.num_elements());
+  ex.resume(step, OpCategory::Backward);
+  r.grads = ex.buffers().grads;
+  ex.resume(step, OpCategory::Update);
+  r.states_after = ex.buffers().states;
+  r.params_after = ex.buffers().params;
+  return r;
+}
+
+template <class T>
+bool all_finite(const std::vector<T>& v) {
+  for (T x : v)
     if (!std::isfinite(x)) return false;
   return true;
 }
@@ -156,7 +235,8 @@ double max_abs(const float* p, int64_t n) {
 }
 
 // The largest |a - b| over n elements; 0 when either is not finite somewhere (no measure of noise).
-double max_distance(const float* a, const float* b, int64_t n) {
+template <class A, class B>
+double max_distance(const A* a, const B* b, int64_t n) {
   double m = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
@@ -188,7 +268,8 @@ struct Bound {
   double fixed = 0, noise = 0, factor = 0;
   double total() const { return fixed + factor * noise; }
   std::string text(const std::string& fixed_text) const {
-    return fmt::format("{:.3g} ({} + {:g} x {:.3g}, the noise twin's distance)", total(), fixed_text, factor, noise);
+    return fmt::format("{:.3g} ({} + {:g} x {:.3g}, the witnesses' largest distance)", total(), fixed_text, factor,
+                       noise);
   }
 };
 
@@ -266,41 +347,31 @@ double rms(const std::vector<double>& v) {
   return v.empty() ? 0 : std::sqrt(s / static_cast<double>(v.size()));
 }
 
-// The failed check's quantity on the reference executor in f64 from the same state, and each f32
-// executor's distance from it: whether the fast executor is wrong, or the quantity is ill-conditioned
-// (both far from it).
-std::string triage_in_f64(const ModelGraph& g, const CaseSettings& s, const Batch& batch, size_t step,
-                          const State& before, const Subject& subject, const StepResults& ref,
+// The failed check's quantity in f64 (the exact step of the reference pass), and each f32 executor's
+// distance from it: whether the fast executor is wrong, or the quantity is ill-conditioned (both far).
+std::string triage_in_f64(const ModelGraph& g, const Subject& subject, const ExactStep& exact, const StepResults& ref,
                           const StepResults& fast) {
-  const ModelGraph g64 = with_float_dtype(g, DType::F64);
-  ReferenceExecutor<double> r(g64, s.seed);
-  r.buffers().params.assign(before.params.begin(), before.params.end());
-  r.buffers().states.assign(before.states.begin(), before.states.end());
-  if (LossScale* ls = r.loss_scale()) *ls = *before.loss_scale;
-  const double loss = r.run(batch.inputs, &batch.target, step, OpCategory::Loss);
-  auto line = [](const std::string& what, double exact, double ref_value, double fast_value) {
-    return fmt::format("in f64 {} is {:.9g}: the reference is {:.3g} from it, the fast executor {:.3g}", what, exact,
-                       std::fabs(ref_value - exact), std::fabs(fast_value - exact));
+  auto line = [](const std::string& what, double value, double ref_value, double fast_value) {
+    return fmt::format("in f64 {} is {:.9g}: the reference is {:.3g} from it, the fast executor {:.3g}", what, value,
+                       std::fabs(ref_value - value), std::fabs(fast_value - value));
   };
   const size_t index = static_cast<size_t>(std::max<int64_t>(subject.index, 0));
   switch (subject.kind) {
-    case Subject::Kind::Loss: return line("the loss", loss, ref.loss, fast.loss);
+    case Subject::Kind::Loss: return line("the loss", exact.loss, ref.loss, fast.loss);
     case Subject::Kind::Output:
-      return line(fmt::format("the output's element {}", index), r.value(g64.output).data<double>()[index],
-                  ref.output.at(index), fast.output.at(index));
+      return line(fmt::format("the output's element {}", index), exact.output.at(index), ref.output.at(index),
+                  fast.output.at(index));
     case Subject::Kind::Gradient: {
-      r.resume(step, OpCategory::Backward);
       const GraphValue& v = g.values[static_cast<size_t>(subject.value)];
       const size_t i = static_cast<size_t>(v.offset) + index;
-      return line(fmt::format("the gradient of `{}` {}", v.name, index_text(subject.index, v.shape)),
-                  r.buffers().grads.at(i), ref.grads.at(i), fast.grads.at(i));
+      return line(fmt::format("the gradient of `{}` {}", v.name, index_text(subject.index, v.shape)), exact.grads.at(i),
+                  ref.grads.at(i), fast.grads.at(i));
     }
     case Subject::Kind::State: {
-      r.resume(step, OpCategory::Update);
       const GraphValue& v = g.values[static_cast<size_t>(subject.value)];
       const size_t i = static_cast<size_t>(v.offset) + index;
       return line(fmt::format("`{}` {} after the step", v.name, index_text(subject.index, v.shape)),
-                  r.buffers().states.at(i), ref.states_after.at(i), fast.states_after.at(i));
+                  exact.states_after.at(i), ref.states_after.at(i), fast.states_after.at(i));
     }
     case Subject::Kind::None: break;
   }
@@ -316,7 +387,11 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   CaseOutcome out;
   Checker check(out);
   ReferenceExecutor<float> ref(g, s.seed);
-  NoiseTwin twin(g, s.seed, b.noise_delta);
+  NoiseTwin random_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Random),
+      tie_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Ties);
+  NoiseTwin* twins[] = {&random_twin, &tie_twin};
+  const ModelGraph g64 = with_float_dtype(g, DType::F64);
+  ReferenceExecutor<double> exact(g64, s.seed);
   FastExecutor fast(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
   load_weights(g, init_path, ref.buffers());
   load_weights(g, init_path, fast.buffers());
@@ -331,7 +406,9 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   // The reference's steps, each with its state before, and the noise twin's step from that state.
   struct RefStep {
     State before;
-    StepResults ref, noise;
+    StepResults ref;
+    std::vector<StepResults> noise;  // of each twin
+    ExactStep exact;
   };
   std::vector<RefStep> steps;
   for (int64_t k = 0; k < s.steps; ++k) {
@@ -344,8 +421,12 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       out.stopped_nonfinite = true;
       break;
     }
-    set_state(twin, st.before);
-    st.noise = take_step(twin, g, batch, static_cast<uint64_t>(k));
+    for (NoiseTwin* twin : twins) {
+      set_state(*twin, st.before);
+      st.noise.push_back(take_step(*twin, g, batch, static_cast<uint64_t>(k)));
+    }
+    set_state(exact, st.before);
+    st.exact = take_exact_step(exact, g64, batch, static_cast<uint64_t>(k));
     steps.push_back(std::move(st));
   }
   const State ref_final = state_of(ref);
@@ -358,7 +439,6 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
     failed_step = k;
     const RefStep& st = steps[k];
     const StepResults& want = st.ref;
-    const StepResults& noise = st.noise;
     const std::string at = fmt::format("step {}", k + 1);
     const Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
     set_state(fast, st.before);
@@ -373,9 +453,17 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       });
       break;
     }
-    const bool noise_finite = std::isfinite(noise.loss) && all_finite(noise.grads);
+    // The largest distance of a witness's value from the reference's: the twins' and the exact step's
+    // (a value that is not finite there, an fp16 gradient that overflowed, measures nothing).
+    auto noise = [&](auto distance) {
+      double d = 0;
+      for (const StepResults& n : st.noise) d = std::max(d, distance(n));
+      return std::max(d, distance(st.exact));
+    };
     if (std::isfinite(want.loss)) {
-      const Bound bound{b.loss_rtol * std::fabs(want.loss), noise_finite ? std::fabs(noise.loss - want.loss) : 0, K};
+      const Bound bound{
+          b.loss_rtol * std::fabs(want.loss),
+          noise([&](const auto& n) { return std::isfinite(n.loss) ? std::fabs(n.loss - want.loss) : 0.0; }), K};
       check.note("loss", std::fabs(got.loss - want.loss), bound.total(), [&] {
         return fmt::format("{}: the loss is {:.9g} on the fast executor, {:.9g} on the reference; the bound is {}", at,
                            got.loss, want.loss, bound.text(fmt::format("{:g} of it", b.loss_rtol)));
@@ -383,7 +471,8 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       check.about(Subject::Kind::Output, g.output);
       const int64_t n = static_cast<int64_t>(want.output.size());
       const double scale = std::max(max_abs(want.output.data(), n), max_abs(got.output.data(), n));
-      const Bound ob{b.output_rtol * scale, max_distance(noise.output.data(), want.output.data(), n), K};
+      const Bound ob{b.output_rtol * scale,
+                     noise([&](const auto& r) { return max_distance(r.output.data(), want.output.data(), n); }), K};
       check.tensors("output", at + ", the model's output", got.output.data(), want.output.data(), n,
                     g.full_shape(g.output, s.batch), ob,
                     fmt::format("{:g} of its largest magnitude {:.3g}", b.output_rtol, scale));
@@ -401,7 +490,7 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
         const float* w = want.grads.data() + v.offset;
         const double own = std::max(max_abs(w, n), max_abs(got.grads.data() + v.offset, n));
         const Bound gb{b.grad_rtol * own + b.grad_floor * largest,
-                       noise_finite ? max_distance(noise.grads.data() + v.offset, w, n) : 0, K};
+                       noise([&](const auto& r) { return max_distance(r.grads.data() + v.offset, w, n); }), K};
         check.about(Subject::Kind::Gradient, p);
         check.tensors("gradient", fmt::format("{}, the gradient of `{}`", at, v.name), got.grads.data() + v.offset, w,
                       n, v.shape, gb,
@@ -416,8 +505,8 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       const int64_t n = v.elements_per_example();
       const float* w = want.states_after.data() + v.offset;
       const double scale = std::max(max_abs(w, n), max_abs(got.states_after.data() + v.offset, n));
-      const Bound sb{b.state_rtol * scale, noise_finite ? max_distance(noise.states_after.data() + v.offset, w, n) : 0,
-                     K};
+      const Bound sb{b.state_rtol * scale,
+                     noise([&](const auto& r) { return max_distance(r.states_after.data() + v.offset, w, n); }), K};
       check.about(Subject::Kind::State, sv);
       check.tensors("state", fmt::format("{}, `{}` after the step", at, v.name), got.states_after.data() + v.offset, w,
                     n, v.shape, sb, fmt::format("{:g} of its largest magnitude {:.3g}", b.state_rtol, scale));
@@ -468,16 +557,17 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   out.fast_description = fast.description();
   if (!check.ok()) {
     if (failed_step < steps.size() && check.subject().kind != Subject::Kind::None)
-      out.triage = triage_in_f64(g, s, batch_of(g, data, static_cast<int64_t>(failed_step), s.batch), failed_step,
-                                 steps[failed_step].before, check.subject(), steps[failed_step].ref, fast_results);
+      out.triage = triage_in_f64(g, check.subject(), steps[failed_step].exact, steps[failed_step].ref, fast_results);
     return out;
   }
 
   // 2. The trajectory: the fast executor trains every step from the initial weights on its own, and so
-  // does the noise twin.
+  // do the noise twins.
   set_state(fast, initial);
-  set_state(twin, initial);
-  std::vector<double> fast_loss, twin_loss;
+  for (NoiseTwin* twin : twins) set_state(*twin, initial);
+  set_state(exact, initial);
+  std::vector<double> fast_loss;
+  std::vector<std::vector<double>> twin_loss(3);  // the twins', then the exact run's
   auto loss_error = [](double got, double want) {
     if (!std::isfinite(want)) return 0.0;
     return std::isfinite(got) ? (got - want) / std::max(std::fabs(want), 1e-30) : INFINITY;
@@ -485,9 +575,14 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   for (size_t k = 0; k < steps.size(); ++k) {
     const Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
     fast_loss.push_back(loss_error(take_step(fast, g, batch, k).loss, steps[k].ref.loss));
-    twin_loss.push_back(loss_error(take_step(twin, g, batch, k).loss, steps[k].ref.loss));
+    for (size_t t = 0; t < 2; ++t)
+      twin_loss[t].push_back(loss_error(take_step(*twins[t], g, batch, k).loss, steps[k].ref.loss));
+    twin_loss[2].push_back(loss_error(take_exact_step(exact, g64, batch, k).loss, steps[k].ref.loss));
   }
-  const double twin_loss_rms = std::isfinite(rms(twin_loss)) ? rms(twin_loss) : 0;
+  // A twin whose run stopped being finite measures nothing.
+  auto finite_or_0 = [](double x) { return std::isfinite(x) ? x : 0.0; };
+  double twin_loss_rms = 0;
+  for (const std::vector<double>& l : twin_loss) twin_loss_rms = std::max(twin_loss_rms, finite_or_0(rms(l)));
   const Bound lb{b.trajectory_loss, twin_loss_rms, K};
   check.note("trajectory loss", rms(fast_loss), lb.total(), [&] {
     return fmt::format(
@@ -496,7 +591,7 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
         steps.size(), rms(fast_loss), lb.text(fmt::format("{:g}", b.trajectory_loss)));
   });
   // The final weights, relative to how far the reference moved them.
-  auto apart = [&](const std::vector<float>& w) {
+  auto apart = [&](const auto& w) {
     std::vector<double> d(w.size());
     for (size_t i = 0; i < w.size(); ++i) d[i] = static_cast<double>(w[i]) - ref_final.params[i];
     return rms(d);
@@ -506,8 +601,10 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   const double moved_rms = rms(moved);
   if (moved_rms > 0) {
     const double ratio = apart(fast.buffers().params) / moved_rms;
-    const double twin_ratio = apart(twin.buffers().params) / moved_rms;
-    const Bound wb{b.trajectory_weights, std::isfinite(twin_ratio) ? twin_ratio : 0, K};
+    const double twin_ratio = std::max({finite_or_0(apart(random_twin.buffers().params) / moved_rms),
+                                        finite_or_0(apart(tie_twin.buffers().params) / moved_rms),
+                                        finite_or_0(apart(exact.buffers().params) / moved_rms)});
+    const Bound wb{b.trajectory_weights, twin_ratio, K};
     check.note("trajectory weights", ratio, wb.total(), [&] {
       return fmt::format(
           "after {} steps from the initial weights, RMS(fast - reference) is {:.3g} of RMS(reference - initial) = "

@@ -56,12 +56,15 @@ struct Tally {
 };
 
 // The train block compiled as `pipec run` compiles it: the step graph with its expr nodes on the JIT.
-std::optional<TrainProgram> compile_case(const fs::path& spec, std::string& error) {
+// `kernel_cache`: the run's own folder for the JIT's kernel cache.
+std::optional<TrainProgram> compile_case(const fs::path& spec, const fs::path& kernel_cache, std::string& error) {
   CompileRequest req;
   req.path = spec.string();
   req.target = CompileTarget::Train;
   req.options.cpu_kernels = CpuKernels::Jit;
-  req.options.jit.use_cache = false;  // every case is new: nothing to reuse, and no disk to fill
+  // Kernels of the same loop nest (an activation's gradient on one shape, an optimizer's update) recur
+  // across cases: compiled once per run, in the run's own folder (not the user's cache).
+  req.options.jit.cache_dir = kernel_cache.string();
   req.options.data_dir = spec.parent_path().string();
   CompileResult r = compile(req);
   if (!r.ok()) {
@@ -175,7 +178,7 @@ train t = { data = data, model = net(x), loss = mse(target), optimizer = adam(lr
   std::map<std::string, Tensor> data = draw_data(c);
   write_case_folder(dir, c.spec, c.settings, data);
   std::string error;
-  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", error);
+  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", work / "kernel-cache", error);
   if (!p) return "the self-check's spec does not compile: " + error;
   const std::string init = (dir / "init.safetensors").string();
   save_weights(p->step, init, draw_initial_weights(p->step, 1), p->name);
@@ -200,7 +203,7 @@ bool run_generated(uint64_t seed, const Options& o, Tally& t, const fs::path& wo
   write_case_folder(dir, c.spec, c.settings, data);
   // The initial weights need the compiled graph's parameter names and shapes.
   std::string error;
-  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", error);
+  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", work / "kernel-cache", error);
   if (p) save_weights(p->step, (dir / "init.safetensors").string(), draw_initial_weights(p->step, seed), p->name);
   const bool ok = run_case(fmt::format("seed {}", seed), dir, c.settings, data, p, error, o, t,
                            o.keep / fmt::format("seed-{}", seed));
@@ -209,7 +212,7 @@ bool run_generated(uint64_t seed, const Options& o, Tally& t, const fs::path& wo
   return ok;
 }
 
-bool replay(const fs::path& dir, const Options& o, Tally& t, bool keep) {
+bool replay(const fs::path& dir, const Options& o, Tally& t, bool keep, const fs::path& work) {
   CaseFolder c;
   try {
     c = read_case_folder(dir);
@@ -221,7 +224,7 @@ bool replay(const fs::path& dir, const Options& o, Tally& t, bool keep) {
     return false;
   }
   std::string error;
-  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", error);
+  std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", work / "kernel-cache", error);
   return run_case(dir.string(), dir, c.settings, c.data, p, error, o, t, keep ? o.keep / dir.filename() : fs::path(),
                   c.note);
 }
@@ -277,13 +280,13 @@ int main(int argc, char** argv) {
     const int64_t count = o.one_seed ? 1 : o.cases;
     for (int64_t i = 0; i < count; ++i) ok = run_generated(first + static_cast<uint64_t>(i), o, t, work) && ok;
   }
-  for (const fs::path& d : o.case_dirs) ok = replay(d, o, t, false) && ok;
+  for (const fs::path& d : o.case_dirs) ok = replay(d, o, t, false, work) && ok;
   if (o.replay_regressions && fs::is_directory(o.regressions)) {
     std::vector<fs::path> dirs;
     for (const auto& e : fs::directory_iterator(o.regressions))
       if (e.is_directory()) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
-    for (const fs::path& d : dirs) ok = replay(d, o, t, true) && ok;
+    for (const fs::path& d : dirs) ok = replay(d, o, t, true, work) && ok;
     std::cout << fmt::format("train_difftest: {} regression case{} replayed from {}\n", dirs.size(),
                              dirs.size() == 1 ? "" : "s", o.regressions.string());
   }
