@@ -1,24 +1,21 @@
 #include "runtime/train/dnnl/conv2d_transpose.h"
 
-#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "runtime/train/dnnl/reached_region.h"
 #include "runtime/train/dnnl/weighted_layer.h"
 
 namespace pipec::train {
 
-// oneDNN 2.6 takes a negative right padding (kernel < stride: TensorFlow's last output rows or columns get
-// no window), but its 1x1 backward-weights kernel then writes past a buffer of its own and the kernel
-// gradient comes out wrong (tests/train_difftest found it; valgrind shows the write). So the primitives
-// cover only the rows and columns that windows reach, with no negative padding, and the op fills in the
-// rest: the bias alone, activated, forward; their dy only in the bias gradient, backward.
 struct Conv2dTransposeOp::State {
   std::unique_ptr<WeightedLayer> layer;
-  int64_t covered_h = 0, covered_w = 0;  // the output rows and columns windows reach
-  bool uncovered = false;                // some are not: y and dy go through the buffers below
-  std::vector<float> y, dy;              // [batch, covered_h, covered_w, filters]
+  // The output's rows and columns the windows reach (reached_region.h): all of them unless the kernel
+  // is smaller than the stride (TensorFlow's last rows or columns then get no window), when y and dy
+  // go through the buffers below. The primitives never see a negative padding.
+  ImageCorner reached;
+  std::vector<float> y, dy;
 };
 
 std::string Conv2dTransposeDesc::to_string() const {
@@ -40,18 +37,21 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   rows_ = transpose_dim(d.height, d.kernel_h, d.stride_h, d.padding);
   cols_ = transpose_dim(d.width, d.kernel_w, d.stride_w, d.padding);
   State& st = *state_;
-  st.covered_h = rows_.out + std::min<int64_t>(rows_.pad_after, 0);
-  st.covered_w = cols_.out + std::min<int64_t>(cols_.pad_after, 0);
-  st.uncovered = st.covered_h < rows_.out || st.covered_w < cols_.out;
-  if (st.uncovered) {
-    st.y.resize(static_cast<size_t>(d.batch * st.covered_h * st.covered_w * d.filters));
+  st.reached = {d.batch,
+                rows_.out,
+                cols_.out,
+                d.filters,
+                rows_.out + std::min<int64_t>(rows_.pad_after, 0),
+                cols_.out + std::min<int64_t>(cols_.pad_after, 0)};
+  if (!st.reached.whole()) {
+    st.y.resize(static_cast<size_t>(st.reached.part_elements()));
     st.dy.resize(st.y.size());
   }
 
   const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
-  const Dims y_dims{d.batch, d.filters, st.covered_h, st.covered_w};
+  const Dims y_dims{d.batch, d.filters, st.reached.part_h, st.reached.part_w};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const Dims strides{d.stride_h, d.stride_w};
   const Dims dilates{0, 0};
@@ -96,40 +96,20 @@ Conv2dTransposeOp::Conv2dTransposeOp(Conv2dTransposeOp&&) noexcept = default;
 
 void Conv2dTransposeOp::forward(const float* x, const float* w, const float* b, float* y) {
   State& st = *state_;
-  if (!st.uncovered) return st.layer->forward(x, w, b, y);
+  if (st.reached.whole()) return st.layer->forward(x, w, b, y);
   st.layer->forward(x, w, b, st.y.data());
-  const int64_t f = desc_.filters;
-  for (int64_t n = 0; n < desc_.batch; ++n)
-    for (int64_t oy = 0; oy < rows_.out; ++oy)
-      for (int64_t ox = 0; ox < cols_.out; ++ox) {
-        float* out = y + ((n * rows_.out + oy) * cols_.out + ox) * f;
-        if (oy < st.covered_h && ox < st.covered_w) {
-          const float* in = st.y.data() + ((n * st.covered_h + oy) * st.covered_w + ox) * f;
-          std::copy(in, in + f, out);
-        } else {
-          for (int64_t c = 0; c < f; ++c) out[c] = desc_.activation.apply(b ? b[c] : 0.0f);
-        }
-      }
+  st.reached.put(st.y.data(), y, [&](int64_t c) { return desc_.activation.apply(b ? b[c] : 0.0f); });
 }
 
 void Conv2dTransposeOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   State& st = *state_;
-  if (!st.uncovered) return st.layer->backward(x, w, dy, dx, dw, db);
-  const int64_t f = desc_.filters;
-  std::vector<double> uncovered_sum(static_cast<size_t>(f), 0.0);
-  for (int64_t n = 0; n < desc_.batch; ++n)
-    for (int64_t oy = 0; oy < rows_.out; ++oy)
-      for (int64_t ox = 0; ox < cols_.out; ++ox) {
-        const float* in = dy + ((n * rows_.out + oy) * cols_.out + ox) * f;
-        if (oy < st.covered_h && ox < st.covered_w) {
-          std::copy(in, in + f, st.dy.data() + ((n * st.covered_h + oy) * st.covered_w + ox) * f);
-        } else {
-          for (int64_t c = 0; c < f; ++c) uncovered_sum[static_cast<size_t>(c)] += in[c];
-        }
-      }
+  if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
+  st.reached.take(dy, st.dy.data());
   st.layer->backward(x, w, st.dy.data(), dx, dw, db);
-  if (db)
-    for (int64_t c = 0; c < f; ++c) db[c] = static_cast<float>(db[c] + uncovered_sum[static_cast<size_t>(c)]);
+  if (!db) return;
+  std::vector<double> outside(static_cast<size_t>(desc_.filters), 0.0);
+  st.reached.add_outside(dy, outside);
+  for (int64_t c = 0; c < desc_.filters; ++c) db[c] = static_cast<float>(db[c] + outside[static_cast<size_t>(c)]);
 }
 
 std::string Conv2dTransposeOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
