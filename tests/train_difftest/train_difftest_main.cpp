@@ -87,6 +87,15 @@ std::string join_worst(const std::map<std::string, double>& w) {
   return s;
 }
 
+// Which algorithm the conv2d layers got, from the fast executor's description (after the steps).
+std::string conv_algorithms(const CaseOutcome& r) {
+  const std::string& d = r.fast_description;
+  if (d.find("conv2d by Winograd") != std::string::npos) return " (Winograd)";
+  if (d.find("conv2d layers by Winograd") != std::string::npos) return " (Winograd and direct)";
+  if (d.find("conv2d direct") != std::string::npos) return " (direct)";
+  return "";
+}
+
 // Compiles and compares the case in `dir` (spec.pipe, init.safetensors, data); `label` names it.
 // Returns false on a mismatch, after reporting it; `keep_as` receives a copy of the folder then.
 // `program` is the case compiled, or nullopt with `error` saying why not.
@@ -130,8 +139,8 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
     w = std::max(w, ratio);
   }
   const std::string what =
-      fmt::format("{}, {}, {}, {} thread{}, conv {}", precision, program->loss_text, program->optimizer_text, s.threads,
-                  s.threads == 1 ? "" : "s", s.direct_conv ? "direct" : "auto");
+      fmt::format("{}, {}, {}, {} thread{}, conv {}{}", precision, program->loss_text, program->optimizer_text,
+                  s.threads, s.threads == 1 ? "" : "s", s.direct_conv ? "direct" : "auto", conv_algorithms(r));
   if (o.verbose) {
     const auto end = std::chrono::steady_clock::now();
     std::cout << fmt::format("{}: {} ({}; {} steps compared{}; compared in {:.2f} s){}\n", label,
