@@ -14,6 +14,7 @@
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/reference_executor.h"
+#include "runtime/train/step_state.h"
 #include "runtime/train/weights_file.h"
 #include "tests/difftest/gen_types.h"
 #include "tests/train_difftest/case_data.h"
@@ -37,7 +38,10 @@ struct State {
   std::optional<LossScale> loss_scale;
 };
 
-State state_of(ReferenceExecutor<float>& ex) {
+// Through the executor interface's host copies, as a checkpoint is saved and restored (a device
+// executor copies them from and to its own).
+State state_of(StepExecutor& ex) {
+  ex.sync_to_host();
   State s;
   s.params = ex.buffers().params;
   s.states = ex.buffers().states;
@@ -46,12 +50,12 @@ State state_of(ReferenceExecutor<float>& ex) {
   return s;
 }
 
-// Through the executor's host copies, as a checkpoint is restored.
-void set_state(ReferenceExecutor<float>& ex, const State& s) {
+void set_state(StepExecutor& ex, const State& s) {
   ex.buffers().params = s.params;
   ex.buffers().states = s.states;
   ex.optimizer_slots() = s.slots;
   if (LossScale* ls = ex.loss_scale()) *ls = *s.loss_scale;
+  ex.sync_to_device();
 }
 
 struct Batch {
@@ -88,33 +92,53 @@ Batch batch_of(const ModelGraph& g, const std::map<std::string, Tensor>& data, i
 // conv2d_transpose left constant) the last wins where the reference's loops take the first. A max's
 // gradient jumps at a tie: the fast executor's rounding decides it there, and the tie twin shows what
 // the other decision gives.
-class NoiseTwin : public ReferenceExecutor<float> {
+class NoiseTwin final : public StepExecutor {
  public:
   enum class Kind { Random, Ties };
   NoiseTwin(const ModelGraph& g, uint64_t seed, double delta, Kind kind)
-      : ReferenceExecutor<float>(g, seed), delta_(delta), kind_(kind), rng_(seed * 0x94D049BB133111EBull + 3) {}
+      : state_(g, seed, "noise twin"), delta_(delta), kind_(kind), rng_(seed * 0x94D049BB133111EBull + 3) {}
 
- protected:
-  void run_node(const GraphNode& n, int64_t rows, uint64_t step) override {
+  std::string description() const override { return "the reference executor, each node's outputs moved"; }
+  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
+             PhaseSeconds* seconds = nullptr) override {
+    return state_.run(inputs, target, step, last, seconds, runner());
+  }
+  double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr) override {
+    return state_.resume(step, last, seconds, runner());
+  }
+  FlatBuffers<float>& buffers() override { return state_.buffers(); }
+  OptimizerSlots<float>& optimizer_slots() override { return state_.optimizer_slots(); }
+  LossScale* loss_scale() override { return state_.loss_scale(); }
+  Tensor host_value(int id) override { return state_.value(id); }
+  const StepArena& arena() const override { return state_.arena(); }
+
+ private:
+  StepState<float>::NodeRunner runner() {
+    return [this](const GraphNode& n, int64_t rows, uint64_t step) { run_node(n, rows, step); };
+  }
+  float* data(int id) { return state_.data(id); }
+
+  void run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+    const ModelGraph& g = state_.graph();
     if (kind_ == Kind::Ties) {
       // Ties matter where a max picks one of them: the input of a max pool, before its forward pass
       // (the backward pass, which finds the maximum again, reads the same tensor).
       if (n.op == ModelOp::MaxPool2d || n.op == ModelOp::GlobalMaxPool)
-        break_ties(data(n.inputs[0]), shape_num_elements(g_.full_shape(n.inputs[0], rows)));
-      ReferenceExecutor<float>::run_node(n, rows, step);
+        break_ties(data(n.inputs[0]), shape_num_elements(g.full_shape(n.inputs[0], rows)));
+      run_reference_node(state_, n, rows, step);
       return;
     }
-    ReferenceExecutor<float>::run_node(n, rows, step);
+    run_reference_node(state_, n, rows, step);
     if (n.op == ModelOp::Round) return;
     // A normalization's batch statistics and dropout's mask are the node's own bookkeeping, not a
     // rounded result (a variance moved below zero would be no variance at all): only their first output.
     const bool first_only = n.op == ModelOp::BatchNorm || n.op == ModelOp::LayerNorm || n.op == ModelOp::Dropout;
     for (size_t k = 0; k < (first_only ? 1 : n.outputs.size()); ++k) {
       const int id = n.outputs[k];
-      const GraphValue& v = g_.values[static_cast<size_t>(id)];
+      const GraphValue& v = g.values[static_cast<size_t>(id)];
       if (v.dtype != DType::F32 || v.role == ValueRole::Param || v.role == ValueRole::State) continue;
-      const int64_t count = v.grad_of >= 0 ? g_.values[static_cast<size_t>(v.grad_of)].elements_per_example()
-                                           : shape_num_elements(g_.full_shape(id, rows));
+      const int64_t count = v.grad_of >= 0 ? g.values[static_cast<size_t>(v.grad_of)].elements_per_example()
+                                           : shape_num_elements(g.full_shape(id, rows));
       // gelu's kernels evaluate 1 + erf(x / sqrt(2)) in f32 (oneDNN's as TensorFlow's), which cancels
       // for x below 0: their error is an ulp of x (of dy backward), not of the result.
       const float* scale = n.op == ModelOp::Gelu           ? data(n.inputs[0])
@@ -124,7 +148,6 @@ class NoiseTwin : public ReferenceExecutor<float> {
     }
   }
 
- private:
   // Each element by delta * u * the largest of its magnitude, the tensor's rms and |scale[i]|.
   void move_randomly(float* x, int64_t count, const float* scale) {
     double sum = 0;
@@ -148,6 +171,7 @@ class NoiseTwin : public ReferenceExecutor<float> {
     }
   }
 
+  StepState<float> state_;
   double delta_;
   Kind kind_;
   difftest::Rng rng_;
@@ -162,27 +186,29 @@ struct StepResults {
 
 // One step from the executor's current state: the loss (before the backward pass, as the training
 // loop reads it), the output, the gradients after the backward pass, the state after the update.
-StepResults take_step(ReferenceExecutor<float>& ex, const ModelGraph& g, const Batch& b, uint64_t step,
+StepResults take_step(StepExecutor& ex, const ModelGraph& g, const Batch& b, uint64_t step,
                       const Perturbation* p = nullptr) {
   using Kind = Perturbation::Kind;
   StepResults r;
   r.loss = ex.run(b.inputs, &b.target, step, OpCategory::Loss);
   if (p && p->kind == Kind::Loss) r.loss *= 1 + p->amount;
-  const Tensor& y = ex.value(g.output);
+  const Tensor y = ex.host_value(g.output);
   r.output.assign(y.data<float>(), y.data<float>() + y.num_elements());
   ex.resume(step, OpCategory::Backward);
+  ex.sync_to_host();
   if (p && p->kind == Kind::Gradient && step == 0) {
     const GraphValue& v = g.values[static_cast<size_t>(g.params.at(0))];
     float* d = ex.buffers().grads.data() + v.offset;
     for (int64_t i = 0; i < v.elements_per_example(); ++i) d[i] *= static_cast<float>(1 + p->amount);
+    ex.sync_to_device();
   }
   r.grads = ex.buffers().grads;
   ex.resume(step, OpCategory::Update);
+  r.after = state_of(ex);
   if (p && p->kind == Kind::Update && step == 0) {
-    float& w = ex.buffers().params.at(0);
+    float& w = r.after.params.at(0);
     w = std::nextafter(w, w < 0 ? -INFINITY : INFINITY);
   }
-  r.after = state_of(ex);
   r.states_after = r.after.states;
   return r;
 }
