@@ -338,9 +338,11 @@ Type Checker::report_chained_comparison(BinaryExpr& e) {
   flatten_chain(e, operands, ops);
   // The operands still get checked: their own errors are reported, and the editor shows their types.
   for (Expr* x : operands) check(*x);
-  const std::string& text = diags().sources().file(e.range.file).text();
+  const std::string* text = e.range.valid() ? &diags().sources().file(e.range.file).text() : nullptr;
   auto spelled = [&](const Expr& x) {
-    std::string s = text.substr(x.range.begin, x.range.end - x.range.begin);
+    std::string s = text && x.range.file == e.range.file && x.range.end <= text->size()
+                        ? text->substr(x.range.begin, x.range.end - x.range.begin)
+                        : std::string("...");
     // An operand that binds no tighter than a comparison was in parentheses (`(a && b) < c < d`).
     bool loose = x.kind == ExprKind::Pipe || x.kind == ExprKind::Lambda ||
                  (x.kind == ExprKind::Binary &&
@@ -349,14 +351,16 @@ Type Checker::report_chained_comparison(BinaryExpr& e) {
   };
   std::string both, nested = spelled(*operands[0]);
   for (size_t i = 0; i < ops.size(); ++i) {
-    std::string link = fmt::format("{} {} {}", spelled(*operands[i]), binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
+    std::string link =
+        fmt::format("{} {} {}", spelled(*operands[i]), binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
     both += (i ? " && " : "") + link;
-    nested = fmt::format("{} {} {}", i ? "(" + nested + ")" : nested, binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
+    nested =
+        fmt::format("{} {} {}", i ? "(" + nested + ")" : nested, binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
   }
   std::string first = fmt::format("{} {} {}", spelled(*operands[0]), binary_op_spelling(ops[0]), spelled(*operands[1]));
-  auto& diag = diags().report(
-      DiagKind::chained_comparison, e.range,
-      fmt::format("comparisons do not chain: this would compare the bool `{}` with `{}`", first, spelled(*operands[2])));
+  auto& diag = diags().report(DiagKind::chained_comparison, e.range,
+                              fmt::format("comparisons do not chain: this would compare the bool `{}` with `{}`", first,
+                                          spelled(*operands[2])));
   diag.help = fmt::format("to test each comparison, write `{}`; to compare the bool, write `{}`", both, nested);
   diag.replacement = both;
   return Type::error();

@@ -219,6 +219,17 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
     case 5: return bin("%", arith);
     case 6: {
       static const char* cmp[] = {"==", "!=", "<", "<=", ">", ">="};
+      if (rng_.chance(0.3)) {
+        // A comparison of a comparison, with the parentheses the checker requires (`a < b < c` is a
+        // chain it refuses): the bool meets a number, a bool or a literal.
+        const int64_t k = rng_.range(0, 2);
+        const std::string c = k == 0             ? scalar_leaf().text
+                              : k == 1           ? literal_int()
+                              : rng_.chance(0.5) ? "true"
+                                                 : "false";
+        return GExpr{fmt::format("(({} {} {}) {} {})", a.text, cmp[rng_.range(0, 5)], b.text, cmp[rng_.range(0, 5)], c),
+                     {DType::Bool, rs}};
+      }
       return bin(cmp[rng_.range(0, 5)], DType::Bool);
     }
     case 7:
@@ -468,7 +479,7 @@ ExprGenerator::MixOperand ExprGenerator::mix_operand(const std::string& zero) {
   static const std::vector<std::string> ints = {"0", "1", "2", "3", "-1", "-3", "255", "256", "-129", "1000", "65535"};
   static const std::vector<std::string> floats = {"0.5", "-0.5", "2.5", "0.1", "-7.25", "1000.5", "70000.5", "-0.0"};
   const int64_t literal = rng_.range(0, 5);  // 0, 1: a bool; 2: a float; else an integer
-  const std::string v = literal < 2 ? (rng_.chance(0.5) ? "true" : "false")
+  const std::string v = literal < 2    ? (rng_.chance(0.5) ? "true" : "false")
                         : literal == 2 ? rng_.pick(floats)
                                        : rng_.pick(ints);
   if (rng_.chance(0.4)) {

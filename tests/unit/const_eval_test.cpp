@@ -24,7 +24,9 @@ int64_t fold_int(BinaryOp op, int64_t a, int64_t b, DType dt = DType::I64) {
   return r.value ? r.value->i : 0;
 }
 
-FoldError fold_error(BinaryOp op, int64_t a, int64_t b) { return fold_binary(op, I(a), I(b), DType::I64, DType::I64).error; }
+FoldError fold_error(BinaryOp op, int64_t a, int64_t b) {
+  return fold_binary(op, I(a), I(b), DType::I64, DType::I64).error;
+}
 
 TEST(ConstEval, FloorDivisionRoundsTowardNegativeInfinity) {
   EXPECT_EQ(fold_int(BinaryOp::FloorDiv, 7, 2), 3);
@@ -215,7 +217,8 @@ TEST(ConstEval, HalfPrecisionResultsAreRoundedAsTheRuntimeRoundsThem) {
   EXPECT_TRUE(std::isinf(convert_value(F(100000.0), DType::F16).f));
   EXPECT_EQ(convert_value(F(1.001), DType::BF16).f, 1.0);
   EXPECT_EQ(convert_value(I(2049), DType::F16).f, 2048.0);
-  auto p = fold_binary(BinaryOp::Mul, convert_value(F(0.1), DType::F16), convert_value(I(3), DType::F16), DType::F16, DType::F16);
+  auto p = fold_binary(BinaryOp::Mul, convert_value(F(0.1), DType::F16), convert_value(I(3), DType::F16), DType::F16,
+                       DType::F16);
   ASSERT_TRUE(p.value);
   EXPECT_EQ(p.value->f, 0.2998046875);
   // u64 constants keep their bits in the i64: 2^64 - 1 is not -1.
