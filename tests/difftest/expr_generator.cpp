@@ -478,15 +478,15 @@ GExpr ExprGenerator::any(int depth) {
 ExprGenerator::MixOperand ExprGenerator::mix_operand(const std::string& zero) {
   static const std::vector<std::string> ints = {"0", "1", "2", "3", "-1", "-3", "255", "256", "-129", "1000", "65535"};
   static const std::vector<std::string> floats = {"0.5", "-0.5", "2.5", "0.1", "-7.25", "1000.5", "70000.5", "-0.0"};
-  const int64_t literal = rng_.range(0, 5);  // 0, 1: a bool; 2: a float; else an integer
+  const int64_t literal = rng_.range(0, 5);  // 0, 1: a bool; 2: a float; 3, 4, 5: an integer
   const std::string v = literal < 2    ? (rng_.chance(0.5) ? "true" : "false")
                         : literal == 2 ? rng_.pick(floats)
                                        : rng_.pick(ints);
-  if (rng_.chance(0.4)) {
+  if (rng_.chance(0.5)) {
     const DType t = literal < 2 ? DType::Bool : literal == 2 ? DType::F64 : DType::I64;
     return {v, v, t, true};
   }
-  const DType t = rng_.chance(0.3) ? DType::Bool : rng_.pick(all_numeric_dtypes());
+  const DType t = rng_.chance(0.4) ? DType::Bool : rng_.pick(all_numeric_dtypes());
   std::string computed;
   if (literal < 2) computed = fmt::format("{}({} {} 0)", name(t), zero, v == "true" ? "==" : "!=");
   // `v - zero`, not `zero + v`: -0.0 - 0.0 is -0.0, but 0.0 + -0.0 is 0.0.

@@ -199,7 +199,7 @@ class SpecBuilder {
     // Bool-and-number mixes folded from constants and computed at run time, as a pair of scalar fields
     // (a batched body's fields keep the batch dimension, so only unbatched maps get them).
     if (!batched && rng_.chance(0.5)) {
-      for (int64_t i = rng_.range(1, 2); i > 0; --i) {
+      for (int64_t i = rng_.range(1, 3); i > 0; --i) {
         const GTwins t = g.mix_twins();
         const std::string base = fmt::format("mix{}", next_field_++);
         out.push_back({base + kFoldedSuffix, t.type});

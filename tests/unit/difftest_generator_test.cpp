@@ -78,10 +78,10 @@ TEST(DifftestGenerator, DrawsMixesOfBoolsAndNumbersButNoChainedComparisons) {
         if (is_comparison(b.op) && (comparison(*b.lhs) || comparison(*b.rhs))) ++n.comparison_of_comparison;
       });
   }
-  EXPECT_GE(n.twins, 50);
-  EXPECT_GE(n.weak_with_bool, 20);
-  EXPECT_GE(n.bool_with_number, 100);
-  EXPECT_GE(n.comparison_of_comparison, 20);
+  EXPECT_GE(n.twins, 150);
+  EXPECT_GE(n.weak_with_bool, 100);
+  EXPECT_GE(n.bool_with_number, 200);
+  EXPECT_GE(n.comparison_of_comparison, 25);
   std::cout << "[ counts ] over 200 seeds: " << n.twins << " twin pairs, " << n.weak_with_bool
             << " literals beside a bool, " << n.bool_with_number << " bools beside a number, "
             << n.comparison_of_comparison << " comparisons of comparisons\n";
