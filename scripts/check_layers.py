@@ -29,7 +29,9 @@ LAYERS = [
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
     ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
-    ["runtime/train/fast"],               # the fast training executor: the step graph on runtime/train/dnnl
+    ["runtime/train/gpu/kernels"],        # the GPU step kernels' source (portable CUDA, also host C++)
+    # The fast training executor (the step graph on runtime/train/dnnl); the GPU executor and its launches.
+    ["runtime/train/fast", "runtime/train/gpu"],
     ["runtime/capi"],                     # the C ABI of built libraries
     # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics

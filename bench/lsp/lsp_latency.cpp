@@ -1,7 +1,12 @@
 // Language server latency: didChange -> publishDiagnostics on a generated 1,000-line spec, plus hover,
 // `r.` and `| ` completion, and the peak resident memory.
 //
-//   lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec]
+//   lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec] [--spec FILE.pipe]...
+//
+// With --spec (repeatable) it measures each file instead of the generated spec: didOpen, then `--edits`
+// didChange messages that alternately add and remove a trailing comment (a keystroke that changes
+// nothing the checker sees, so each one costs a whole analysis: the check and, for a train block, its
+// step graph), each to its publishDiagnostics. The file's own path is its URI, so its imports resolve.
 //
 // By default the server runs in this process (the time of handling one didChange message, which
 // re-checks the whole buffer and writes the publishDiagnostics notification). With --binary it starts
@@ -18,6 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "compiler/lsp/json.h"
+#include "compiler/lsp/positions.h"
 #include "compiler/lsp/server.h"
 #include "compiler/lsp/transport.h"
 
@@ -209,21 +217,92 @@ bool is_diagnostics(JsonView m, int version) {
   return m["method"].as_string() == "textDocument/publishDiagnostics" && m["params"]["version"].as_int() == version;
 }
 
+Json did_change_uri(const std::string& uri, const std::string& text, int version) {
+  return note("textDocument/didChange",
+              Json::object({{"textDocument", Json::object({{"uri", uri}, {"version", version}})},
+                            {"contentChanges", Json::array({Json::object({{"text", text}})})}}));
+}
+
+// --spec: didOpen and `edits` keystrokes on each file, one line of figures per file.
+int measure_files(const std::vector<std::string>& files, int edits, const std::string& binary) {
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::cerr << "lsp_latency: cannot read " << file << "\n";
+      return 2;
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    std::string text = buf.str();
+    std::string edited = text + (text.empty() || text.back() == '\n' ? "" : "\n") + "#\n";
+    std::string uri = pipec::lsp::path_to_uri(std::filesystem::absolute(file).lexically_normal().string());
+
+    std::unique_ptr<Endpoint> ep;
+    Child* child = nullptr;
+    if (binary.empty()) {
+      ep = std::make_unique<InProcess>();
+    } else {
+      auto c = std::make_unique<Child>(binary);
+      child = c.get();
+      ep = std::move(c);
+    }
+    ep->send(req(1, "initialize", Json::object({{"capabilities", Json::object()}})));
+    if (!ep->wait_for([](JsonView m) { return m["id"].as_int(-1) == 1; })) return 1;
+    ep->send(note("initialized", Json::object()));
+    auto t0 = Clock::now();
+    ep->send(note(
+        "textDocument/didOpen",
+        Json::object(
+            {{"textDocument", Json::object({{"uri", uri}, {"languageId", "pipe"}, {"version", 1}, {"text", text}})}})));
+    size_t diagnostics = 0;
+    if (!ep->wait_for([&](JsonView m) {
+          if (!is_diagnostics(m, 1)) return false;
+          diagnostics = m["params"]["diagnostics"].size();
+          return true;
+        }))
+      return 1;
+    double open_ms = since_ms(t0);
+    Stats change, change_cpu;
+    for (int version = 2; version < edits + 2; ++version) {
+      auto t = Clock::now();
+      double cpu = process_cpu_ms();
+      ep->send(did_change_uri(uri, version % 2 ? text : edited, version));
+      if (!ep->wait_for([&](JsonView m) { return is_diagnostics(m, version); })) return 1;
+      change.add(since_ms(t));
+      change_cpu.add(process_cpu_ms() - cpu);
+    }
+    ep->send(req(9999, "shutdown", Json()));
+    ep->wait_for([](JsonView m) { return m["id"].as_int(-1) == 9999; });
+    ep->send(note("exit", Json::object()));
+    if (child) {
+      double cpu_ms = 0;
+      child->finish(cpu_ms);
+    }
+    std::printf("%s: %zu diagnostics, didOpen %.2f ms\n", file.c_str(), diagnostics, open_ms);
+    std::cout << "  didChange -> publishDiagnostics: " << change.summary() << "\n";
+    if (!child) std::cout << "  CPU time per didChange:        " << change_cpu.summary() << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int lines = 1000, edits = 30;
   std::string binary;
+  std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--lines" && i + 1 < argc) lines = std::atoi(argv[++i]);
+    else if (a == "--spec" && i + 1 < argc) files.push_back(argv[++i]);
     else if (a == "--edits" && i + 1 < argc) edits = std::atoi(argv[++i]);
     else if (a == "--binary" && i + 1 < argc) binary = argv[++i];
     else {
-      std::cerr << "usage: lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec]\n";
+      std::cerr << "usage: lsp_latency [--lines N] [--edits N] [--binary PATH/TO/pipec] [--spec FILE.pipe]...\n";
       return 2;
     }
   }
+  if (!files.empty()) return measure_files(files, edits, binary);
   int blocks = 0;
   std::string spec = generate_spec(lines, blocks);
   std::string broken = replace_first(spec, "batch(SIZE_0)", "batch(0)");

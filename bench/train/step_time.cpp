@@ -1,10 +1,12 @@
-// The fast executor's training step alone on a spec's model: compiles SPEC's train block (as `pipec
-// check` does: no data is read; then its expr nodes and update by the JIT, as `pipec run` does), feeds
-// it random batches of the block's batch size, and times whole steps (forward, loss, backward, update).
+// An executor's training step alone on a spec's model (the fast executor's unless --executor names
+// another): compiles SPEC's train block (as `pipec check` does: no data is read; then its expr nodes and
+// update by the JIT, as `pipec run` does), feeds it random batches of the block's batch size, and times
+// whole steps (forward, loss, backward, update).
 // The peer of bench/train/torch_models.py for the seeds whose data is not on the machine (deblur,
 // segmentation).
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
+//                                    [--executor fast|reference]
 //
 // Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`.
 #include <sys/resource.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/reference_executor.h"
 
 namespace {
 
@@ -40,8 +44,9 @@ pipec::Tensor random_f32(const pipec::Shape& shape, uint64_t key, double lo, dou
 
 int main(int argc, char** argv) {
   using namespace pipec;
-  std::string spec, train;
+  std::string spec, train, executor = "fast";
   int steps = 3, warmup = 1, threads = 0;
+  bool usage = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -49,11 +54,15 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--executor") executor = next();
     else if (spec.empty() && a[0] != '-') spec = a;
-    else {
-      std::fprintf(stderr, "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]\n", argv[0]);
-      return 2;
-    }
+    else usage = true;
+  }
+  if (usage || (executor != "fast" && executor != "reference")) {
+    std::fprintf(stderr,
+                 "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference]\n",
+                 argv[0]);
+    return 2;
   }
   CompileRequest request;
   request.path = spec;
@@ -81,12 +90,14 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < target.num_elements(); ++i)
         p[i] = static_cast<float>(static_cast<int64_t>(p[i] * classes));
     }
-  FastExecutor ex(g, 0, FastExecutorOptions{threads});
+  std::unique_ptr<StepExecutor> ex;
+  if (executor == "fast") ex = std::make_unique<FastExecutor>(g, 0, FastExecutorOptions{threads});
+  else ex = std::make_unique<ReferenceExecutor<float>>(g, 0);
   std::vector<double> wall, cpu;
   for (int s = 0; s < warmup + steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();
     double c0 = cpu_seconds();
-    ex.run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
+    ex->run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
     if (s < warmup) continue;
     wall.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(1e3 * (cpu_seconds() - c0));
@@ -97,7 +108,7 @@ int main(int argc, char** argv) {
   };
   std::printf("%s, train %s, batch %lld: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms); %s\n",
               spec.c_str(), t->name.c_str(), static_cast<long long>(rows), median(wall), steps,
-              *std::min_element(wall.begin(), wall.end()), median(cpu), ex.description().c_str());
+              *std::min_element(wall.begin(), wall.end()), median(cpu), ex->description().c_str());
   std::printf("RESULT %.3f %.3f %.3f\n", median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu));
   return 0;
 }

@@ -117,11 +117,21 @@ CompileResult compile(const CompileRequest& request) {
     CompiledPipeline& out = r.pipelines.emplace_back();
     if (!compile_pipeline(*r.program, *d, o, out, r.error)) {
       r.status = CompileStatus::InternalError;
+      r.error_decl = d;
       return r;
     }
   }
   if (target == CompileTarget::EveryPipeline) compile_train_graphs(r, o.passes.opt_level);
   return r;
+}
+
+CompileRequest check_request(const std::string& path, const CheckOptions& options, std::optional<std::string> text) {
+  CompileRequest request;
+  request.path = path;
+  request.text = std::move(text);
+  request.target = CompileTarget::CheckOnly;
+  request.options.check = options;
+  return request;
 }
 
 CompileResult compile_text(const std::string& path, const std::string& text, const std::string& pipeline,

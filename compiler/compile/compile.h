@@ -8,8 +8,8 @@
 // above (with the repeat its length needs) and its model lowered -> the gradient pass -> the
 // training-step graph -> its verifier (compile_train.cpp).
 //
-// Every `pipec` command, the difftest, the benches and the test helpers go through compile(), so the
-// verifier runs at the same points for all of them and a new step is added in one place.
+// Every `pipec` command, the language server, the difftest, the benches and the test helpers go through
+// compile(), so the verifier runs at the same points for all of them and a new step is added in one place.
 #pragma once
 
 #include <functional>
@@ -114,6 +114,10 @@ struct CompileResult {
   std::unique_ptr<Program> program;  // always set; its diagnostics are in program->diags
   CompileStatus status = CompileStatus::Ok;
   std::string error;  // what went wrong, for every status but Ok and SpecErrors
+  /// The declaration (in `program`) whose step failed, when `error` is about one: the pipeline whose
+  /// plan does not verify, the train block whose step graph does not. The language server shows
+  /// `error` on its name.
+  const Decl* error_decl = nullptr;
   /// Train: one, the data pipeline (its decl is the pipeline the block names, or the block itself when
   /// its data is written inline).
   std::vector<CompiledPipeline> pipelines;
@@ -126,6 +130,13 @@ struct CompileResult {
 /// Runs the steps for `request`. Stops at the first step that fails and says which in `status`; never
 /// throws for a problem of the spec.
 CompileResult compile(const CompileRequest& request);
+
+/// What `pipec check` compiles for one spec: CheckOnly with the checker's `options` and the default
+/// passes. `text`, when given, is the spec's contents (an editor's unsaved buffer) instead of reading
+/// `path`. The language server compiles every buffer with it too, so the editor shows what `pipec check`
+/// reports.
+CompileRequest check_request(const std::string& path, const CheckOptions& options = {},
+                             std::optional<std::string> text = std::nullopt);
 
 /// `compile` for specs written in tests and tools: the text of `path`, the pipeline `name`, default
 /// options but the ones given.

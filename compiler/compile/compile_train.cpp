@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda/attach_step_gpu_kernels.h"
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/finish_plan.h"
 #include "compiler/lower/lower.h"
@@ -51,6 +52,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());
+    r.error_decl = &block;
     return false;
   }
   if (!t) {
@@ -58,6 +60,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
     if (!r.program->diags.has_errors()) {
       r.status = CompileStatus::InternalError;
       r.error = fmt::format("internal error: train `{}` was not compiled and no diagnostic says why", block.name);
+      r.error_decl = &block;
     }
     return false;
   }
@@ -92,6 +95,8 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     train.step_jit = codegen::attach_step_kernels(train.program.step, request.options.jit);
     if (train.program.eval) codegen::attach_step_kernels(train.program.eval->graph, request.options.jit);
   }
+  // The same chains printed as CUDA kernels, for the GPU executor (NVRTC compiles them when it runs).
+  if (request.options.passes.opt_level > 0) cuda_codegen::attach_step_gpu_kernels(train.program.step);
   const TrainProgram& t = train.program;
 
   // The data: the pipeline the block names, or its inline dataset lowered as `<block>.data`.
@@ -106,6 +111,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   } catch (const std::exception& e) {
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: lowering the data of train `{}` failed: {}", t.name, e.what());
+    r.error_decl = block;
     return;
   }
   try {
@@ -118,6 +124,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   append_data_repeat(out.plan, train.length);
   if (!finish_plan(*data_decl, request.options, out, r.error)) {
     r.status = CompileStatus::InternalError;
+    r.error_decl = data_decl;
     return;
   }
 
@@ -137,9 +144,13 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
   } catch (const std::exception& e) {
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: lowering the validation data of train `{}` failed: {}", t.name, e.what());
+    r.error_decl = block;
     return;
   }
-  if (!finish_plan(*validation_decl, request.options, val, r.error)) r.status = CompileStatus::InternalError;
+  if (!finish_plan(*validation_decl, request.options, val, r.error)) {
+    r.status = CompileStatus::InternalError;
+    r.error_decl = validation_decl;
+  }
 }
 
 }  // namespace pipec

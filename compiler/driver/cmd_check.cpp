@@ -21,11 +21,7 @@ int cmd_check(const Args& args) {
 
   int rc = 0;
   for (const auto& f : files) {
-    CompileRequest request;
-    request.path = f;
-    request.target = CompileTarget::CheckOnly;
-    request.options.check = flags.check_options();
-    CompileResult result = compile(request);
+    CompileResult result = compile(check_request(f, flags.check_options()));
     if (auto code = report_compile(result, "check", flags, !flags.quiet)) rc = std::max(rc, *code);
   }
   return rc;

@@ -227,8 +227,8 @@ int cmd_run(const Args& args) {
       ->type_name("FILE");
   app->add_flag("--no-jit", a.no_jit, "run map/filter bodies on the interpreter instead of compiling them with LLVM");
   app->add_option("--device", a.device,
-                  "where the maps after to(gpu) run: the GPU when there is one (auto), always the CPU,\n"
-                  "or the GPU with an error (exit code 3) when there is none")
+                  "where the maps after to(gpu) run, and where a train block trains: the GPU when there is a\n"
+                  "usable one (auto), always the CPU, or the GPU with an error (exit code 3) when there is none")
       ->type_name("auto|cpu|gpu")
       ->check(one_of({"auto", "cpu", "gpu"}))
       ->capture_default_str();
@@ -276,6 +276,7 @@ int cmd_run(const Args& args) {
   // -O0 runs the reference of everything: the lowered plan on the interpreter, training on the reference
   // executor (unless --executor says otherwise).
   if (request.options.passes.opt_level == 0 && !train_flags.executor->count()) t.executor = "reference";
+  t.executor_given = train_flags.executor->count() > 0 || request.options.passes.opt_level == 0;
 
   auto given = [](const std::vector<CLI::Option*>& opts) {
     return std::any_of(opts.begin(), opts.end(), [](const CLI::Option* o) { return o->count() > 0; });

@@ -17,13 +17,13 @@
 
 #include "compiler/driver/run_args.h"
 #include "compiler/driver/run_report.h"
+#include "compiler/driver/train_device.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
-#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/strategy.h"
 #include "runtime/train/train_checkpoint.h"
 #include "runtime/train/train_loop.h"
@@ -46,10 +46,10 @@ std::string eval_text(const EvalResult& e) {
 }
 
 // The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
-std::string precision_text(const TrainProgram& t, const TrainProgress& p) {
+std::string precision_text(const TrainProgram& t, const TrainProgress& p, bool on_gpu) {
   std::string line =
-      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the CPU", t.precision,
-                  t.precision == "mixed_bf16" ? "bf16" : "fp16");
+      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", t.precision,
+                  t.precision == "mixed_bf16" ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
   if (p.loss_scale)
     line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
                         p.skipped_steps == 1 ? "" : "s");
@@ -122,7 +122,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << "  executor    " << s.executor << "\n";
   out << "  threads     " << s.thread_split << "\n";
   out << "  input pipeline:\n" << pipeline.text;
-  if (t.precision != "fp32") out << precision_text(t, p);
+  if (t.precision != "fp32") out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
   if (t.strategy != "single")
     out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
@@ -219,6 +219,10 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                    ->check(one_of({"fast", "reference"}))
                    ->capture_default_str()
                    ->group(group);
+  f.allow_tf32 = app.add_flag("--allow-tf32", into.allow_tf32,
+                              "on a GPU, let fp32 convolutions and matmuls use TF32 tensor cores: faster, about\n"
+                              "3 decimal digits less exact (fp32 stays fp32 without it)")
+                     ->group(group);
   f.conv = app.add_option("--conv", into.conv,
                           "conv2d's algorithm on the fast executor: auto takes Winograd's F(4x4, 3x3) where oneDNN\n"
                           "has it (3x3 windows at stride 1, AVX-512), about twice as fast, within ~1e-6 of direct")
@@ -264,14 +268,20 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     pipeline = pipeline_report(run, p, all_passes, a.explain_autotune);
   };
   if (t.eval && compiled.pipelines.size() > 1) to.validation = &compiled.pipelines.at(1).plan;
-  if (ta.executor == "fast") {
-    FastExecutorOptions fo;
-    fo.threads = a.threads;
-    fo.direct_conv = ta.conv == "direct";
-    to.make_executor = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<ReferenceExecutor<float>> {
-      return std::make_unique<FastExecutor>(g, seed, fo);
-    };
+  TrainDeviceRequest dr;
+  dr.device = a.device;
+  dr.executor = ta.executor;
+  dr.executor_given = ta.executor_given;
+  dr.direct_conv = ta.conv == "direct";
+  dr.allow_tf32 = ta.allow_tf32;
+  dr.threads = a.threads;
+  TrainDeviceChoice device = choose_train_device(dr);
+  if (!device.error.empty()) {
+    std::cerr << "pipec run: error: " << device.error << "\n";
+    return device.exit_code;
   }
+  if (!device.note.empty() && !quiet) std::cerr << device.note << "\n";
+  to.make_executor = device.make;
   // mirrored / multi_worker: one CPU replica, said once, before the first step.
   if (t.strategy != "single") {
     std::string no_gpu;
@@ -299,6 +309,8 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
       j["loss_scale"] = p.loss_scale.value_or(1);
       j["examples_per_second"] = p.elapsed > 0 ? static_cast<double>(p.examples) / p.elapsed : 0.0;
       j["input_wait_seconds"] = p.input_wait;
+      j["examples"] = p.examples;  // since the run started (or resumed)
+      j["seconds"] = p.elapsed;    // likewise: with `examples`, the rate between any two steps
       metrics << j.dump() << "\n" << std::flush;
     }
     auto now = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@ using Args = std::vector<std::string>;
 
 int cmd_build(const Args& args);    // compiler/driver/cmd_build.cpp
 int cmd_check(const Args& args);    // compiler/driver/cmd_check.cpp
+int cmd_doctor(const Args& args);   // compiler/driver/cmd_doctor.cpp
 int cmd_explain(const Args& args);  // compiler/driver/cmd_explain.cpp
 int cmd_fmt(const Args& args);      // compiler/driver/cmd_fmt.cpp
 int cmd_lsp(const Args& args);      // compiler/driver/cmd_lsp.cpp

@@ -44,6 +44,8 @@ struct TrainArgs {
   std::string metrics;            // --metrics: one JSON line per step
   std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
   std::string conv = "auto";      // --conv: the fast executor's conv2d algorithm, auto (Winograd) or direct
+  bool executor_given = false;    // --executor on the command line (or -O0, which picks the reference)
+  bool allow_tf32 = false;        // --allow-tf32: TF32 tensor cores for fp32 on a GPU
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -56,8 +58,11 @@ struct TrainFlags {
   CLI::Option* metrics = nullptr;
   CLI::Option* executor = nullptr;
   CLI::Option* conv = nullptr;
+  CLI::Option* allow_tf32 = nullptr;
 
-  std::vector<CLI::Option*> all() const { return {block, steps, epochs, init, save, metrics, executor, conv}; }
+  std::vector<CLI::Option*> all() const {
+    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32};
+  }
 };
 
 /// `--auto-value KIND=N`: the kind and N, false when it is not one (N >= 0 for read_ahead, >= 1 for the

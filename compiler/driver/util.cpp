@@ -15,6 +15,7 @@ const std::vector<Command>& command_list() {
       {"fmt", "fmt FILE...", "format specs canonically (-w to rewrite, --check to verify)", cmd_fmt},
       {"run", "run SPEC", "train a train block, or run a pipeline (progress, summary, --output for NumPy files)",
        cmd_run},
+      {"doctor", "doctor", "check the GPU path: driver, GPUs, and the CUDA libraries found or missing", cmd_doctor},
       {"lsp", "lsp", "run the language server on stdin/stdout", cmd_lsp},
   };
   return commands;

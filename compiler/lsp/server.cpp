@@ -267,8 +267,11 @@ void Server::recheck(Document& doc) {
     if (parsed) doc.last_good = std::move(doc.program);
   }
   doc.program.reset();
+  doc.failure.reset();
   try {
-    doc.program = check_text(doc.path, doc.text);
+    CompiledDocument compiled = compile_document(doc.path, doc.text);
+    doc.program = std::move(compiled.program);
+    doc.failure = std::move(compiled.failure);
   } catch (const std::exception& e) {
     std::cerr << "pipec lsp: checking " << doc.path << " failed: " << e.what() << "\n";
   }
@@ -323,21 +326,31 @@ void Server::publish_diagnostics(const Document& doc) {
       } else if (r.file == 0) {
         r = {main_file, 0, 0};
       }
+      // Notes with a place become related information; the others and the help follow the message, in
+      // the order `pipec check` prints them.
+      Json related = Json::array();
+      for (const DiagNote& n : d.notes) {
+        if (n.range.valid())
+          related.push_back(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
+        else message += "\nnote: " + n.message;
+      }
       if (!d.help.empty()) message += "\nhelp: " + d.help;
       Json diag = Json::object({{"range", range_json(doc, r)},
                                 {"severity", severity_code(d.severity)},
                                 {"code", std::string(diag_kind_info(d.kind).name)},
                                 {"source", "pipec"},
                                 {"message", message}});
-      Json related = Json::array();
-      for (const DiagNote& n : d.notes) {
-        if (n.range.valid())
-          related.push_back(Json::object({{"location", location(doc, n.range)}, {"message", n.message}}));
-        else diag["message"] = diag["message"].get<std::string>() + "\nnote: " + n.message;
-      }
       if (!related.empty()) diag["relatedInformation"] = related;
       list.push_back(std::move(diag));
     }
+  }
+  if (doc.failure) {
+    // `pipec check` prints it after the diagnostics, with no place; the editor needs one.
+    list.push_back(Json::object({{"range", range_json(doc, doc.failure->range)},
+                                 {"severity", severity_code(Severity::Error)},
+                                 {"code", "internal_error"},
+                                 {"source", "pipec"},
+                                 {"message", doc.failure->message}}));
   }
   notify("textDocument/publishDiagnostics",
          Json::object({{"uri", doc.uri}, {"version", doc.version}, {"diagnostics", std::move(list)}}));

@@ -1,7 +1,8 @@
 // The pipec language server: LSP 3.17 over a byte stream (stdin/stdout for `pipec lsp`).
 //
 // Single-threaded and synchronous: each message is handled completely before the next is read, and
-// every open document is re-checked with check_text() on open and on change, which then publishes its
+// every open document is compiled on open and on change as `pipec check` compiles a spec
+// (compile_document.h: the checker, then each train block's step graph), which then publishes its
 // diagnostics. Features: hover, completion, signature help, definition, references, document symbols,
 // formatting and semantic tokens (see compiler/lsp/analysis.h). Messages are nlohmann-json values (json.h). Malformed
 // input never crashes the server: bad framing and invalid JSON get a ParseError response, unknown
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/lsp/compile_document.h"
 #include "compiler/lsp/json.h"
 #include "compiler/lsp/positions.h"
 #include "compiler/sema/program.h"
@@ -54,6 +56,8 @@ class Server {
     int64_t version = 0;
     LineIndex index;  // over `text`
     std::unique_ptr<Program> program;
+    /// A failure of the compilation beyond the program's diagnostics (an internal error).
+    std::optional<CompileFailure> failure;
     /// The last checked version without syntax errors (completion falls back on it while typing).
     std::unique_ptr<Program> last_good;
   };

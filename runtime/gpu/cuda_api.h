@@ -41,6 +41,7 @@ using PFN_cuDeviceGetCount = CUresult (*)(int* count);
 using PFN_cuDeviceGet = CUresult (*)(CUdevice* device, int ordinal);
 using PFN_cuDeviceGetName = CUresult (*)(char* name, int len, CUdevice dev);
 using PFN_cuDeviceGetAttribute = CUresult (*)(int* value, int attrib, CUdevice dev);
+using PFN_cuDeviceTotalMem = CUresult (*)(size_t* bytes, CUdevice dev);  // cuDeviceTotalMem_v2
 using PFN_cuDevicePrimaryCtxRetain = CUresult (*)(CUcontext* ctx, CUdevice dev);
 using PFN_cuDevicePrimaryCtxRelease = CUresult (*)(CUdevice dev);  // cuDevicePrimaryCtxRelease_v2
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
@@ -63,6 +64,8 @@ using PFN_cuEventDestroy = CUresult (*)(CUevent e);  // cuEventDestroy_v2
 using PFN_cuEventRecord = CUresult (*)(CUevent e, CUstream s);
 using PFN_cuEventSynchronize = CUresult (*)(CUevent e);
 using PFN_cuEventElapsedTime = CUresult (*)(float* ms, CUevent start, CUevent end);
+using PFN_cuMemsetD8Async = CUresult (*)(CUdeviceptr dst, unsigned char value, size_t count, CUstream s);
+using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);  // cuMemGetInfo_v2
 using PFN_cuLaunchKernel = CUresult (*)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                         unsigned bz, unsigned shared_bytes, CUstream s, void** params, void** extra);
 

@@ -102,4 +102,12 @@ std::vector<std::string> existing_library_files(const std::vector<std::string>& 
   return out;
 }
 
+std::vector<std::string> cuda_library_candidates(const char* override_env, const std::vector<std::string>& names) {
+  if (std::string v = env(override_env); !v.empty()) return {v};
+  std::vector<std::string> out = names;
+  // Only files that exist, so the reason stays short when none opens.
+  for (const std::string& path : existing_library_files(cuda_library_dirs(), names)) out.push_back(path);
+  return out;
+}
+
 }  // namespace pipec::gpu

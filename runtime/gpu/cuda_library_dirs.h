@@ -1,4 +1,4 @@
-// Where CUDA's user-space libraries (NVRTC now; cuBLAS, cuDNN and NCCL for training later) may be on a
+// Where CUDA's user-space libraries (NVRTC, cuDNN, cuBLASLt, NCCL) may be on a
 // machine: a toolkit install, or the pip wheels that PyTorch and JAX bring (nvidia/<package>/lib in a
 // Python site-packages). Machines that run models often have only the wheels, so both are searched.
 #pragma once
@@ -30,5 +30,10 @@ std::vector<std::string> nvidia_wheel_library_dirs(const std::vector<std::string
 /// so that a loader tries only real files and its error stays short.
 std::vector<std::string> existing_library_files(const std::vector<std::string>& dirs,
                                                 const std::vector<std::string>& names);
+
+/// What a loader of one of CUDA's user-space libraries tries, in order: $`override_env` alone when it
+/// is set (tests point it at a missing file), else each of `names` on the loader's own search path,
+/// then the existing files of existing_library_files(cuda_library_dirs(), names).
+std::vector<std::string> cuda_library_candidates(const char* override_env, const std::vector<std::string>& names);
 
 }  // namespace pipec::gpu

@@ -25,6 +25,20 @@ void CudaDriver::check(CUresult r, const char* what) const {
 
 void CudaDriver::make_current() const { check(cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
 
+std::vector<std::string> cuda_driver_candidates() {
+  if (const char* v = std::getenv("PIPEC_CUDA_LIBRARY"); v && *v) return {v};
+  // The driver comes with the kernel module, so the loader's own search path is the right place;
+  // the toolkit folders only hold the stub, which is never opened. Containers often mount the
+  // driver's libraries in a folder of their own without adding it to the loader's cache, so the
+  // usual mount points come after.
+  std::vector<std::string> candidates = {"libcuda.so.1", "libcuda.so"};
+  for (const std::string& path : existing_library_files({"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
+                                                         "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib"},
+                                                        {"libcuda.so.1"}))
+    candidates.push_back(path);
+  return candidates;
+}
+
 namespace {
 
 template <class F>
@@ -35,28 +49,13 @@ bool resolve(const SharedLibrary& lib, F& slot, const char* name, std::string& m
 }
 
 std::unique_ptr<CudaDriver> open_driver(std::string& why) {
-  std::vector<std::string> candidates;
-  if (const char* v = std::getenv("PIPEC_CUDA_LIBRARY"); v && *v) {
-    candidates.push_back(v);
-  } else {
-    // The driver comes with the kernel module, so the loader's own search path is the right place;
-    // the toolkit folders only hold the stub, which is never opened. Containers often mount the
-    // driver's libraries in a folder of their own without adding it to the loader's cache, so the
-    // usual mount points come after.
-    candidates = {"libcuda.so.1", "libcuda.so"};
-    for (const std::string& path :
-         existing_library_files({"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu",
-                                 "/usr/lib64", "/usr/lib/wsl/lib"},
-                                {"libcuda.so.1"}))
-      candidates.push_back(path);
-  }
-  SharedLibrary lib = open_first_library(candidates, why);
+  SharedLibrary lib = open_first_library(cuda_driver_candidates(), why);
   if (!lib.handle) {
     why = "the CUDA driver library (libcuda.so.1) is not installed: " + why;
     return nullptr;
   }
   auto d = std::make_unique<CudaDriver>();
-  d->library = lib.path;
+  d->library = lib.file;
   std::string missing;
   resolve(lib, d->cuInit, "cuInit", missing);
   resolve(lib, d->cuGetErrorString, "cuGetErrorString", missing);
@@ -65,6 +64,7 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
   resolve(lib, d->cuDeviceGet, "cuDeviceGet", missing);
   resolve(lib, d->cuDeviceGetName, "cuDeviceGetName", missing);
   resolve(lib, d->cuDeviceGetAttribute, "cuDeviceGetAttribute", missing);
+  resolve(lib, d->cuDeviceTotalMem, "cuDeviceTotalMem_v2", missing);
   resolve(lib, d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
   resolve(lib, d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", missing);
   resolve(lib, d->cuCtxSetCurrent, "cuCtxSetCurrent", missing);
@@ -88,6 +88,8 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
   resolve(lib, d->cuEventSynchronize, "cuEventSynchronize", missing);
   resolve(lib, d->cuEventElapsedTime, "cuEventElapsedTime", missing);
   resolve(lib, d->cuLaunchKernel, "cuLaunchKernel", missing);
+  resolve(lib, d->cuMemsetD8Async, "cuMemsetD8Async", missing);
+  resolve(lib, d->cuMemGetInfo, "cuMemGetInfo_v2", missing);
   if (!missing.empty()) {
     why = fmt::format("{} lacks driver functions pipec needs ({}); the driver is too old", lib.path, missing);
     return nullptr;
@@ -118,6 +120,7 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
       (r = d->cuDeviceGetAttribute(&d->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->device)) !=
           CUDA_SUCCESS ||
       (r = d->cuDeviceGetName(name, sizeof name - 1, d->device)) != CUDA_SUCCESS ||
+      (r = d->cuDeviceTotalMem(&d->total_memory, d->device)) != CUDA_SUCCESS ||
       (r = d->cuDevicePrimaryCtxRetain(&d->context, d->device)) != CUDA_SUCCESS) {
     why = fmt::format("GPU 0 could not be opened: {}", d->error_string(r));
     return nullptr;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/gpu/cuda_api.h"
 
@@ -15,6 +16,7 @@ struct CudaDriver {
   cuda::PFN_cuDeviceGet cuDeviceGet = nullptr;
   cuda::PFN_cuDeviceGetName cuDeviceGetName = nullptr;
   cuda::PFN_cuDeviceGetAttribute cuDeviceGetAttribute = nullptr;
+  cuda::PFN_cuDeviceTotalMem cuDeviceTotalMem = nullptr;
   cuda::PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain = nullptr;
   cuda::PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease = nullptr;
   cuda::PFN_cuCtxSetCurrent cuCtxSetCurrent = nullptr;
@@ -38,13 +40,16 @@ struct CudaDriver {
   cuda::PFN_cuEventSynchronize cuEventSynchronize = nullptr;
   cuda::PFN_cuEventElapsedTime cuEventElapsedTime = nullptr;
   cuda::PFN_cuLaunchKernel cuLaunchKernel = nullptr;
+  cuda::PFN_cuMemsetD8Async cuMemsetD8Async = nullptr;
+  cuda::PFN_cuMemGetInfo cuMemGetInfo = nullptr;
 
-  std::string library;        // the path dlopen accepted
+  std::string library;        // the file dlopen opened (absolute when a bare name was resolved)
   cuda::CUdevice device = 0;  // device 0 (one GPU per process for now)
   cuda::CUcontext context = nullptr;
   std::string device_name;
   int arch = 0;  // compute capability as major * 10 + minor (90 on an H100)
   int multiprocessors = 0;
+  size_t total_memory = 0;  // bytes
 
   /// "CUDA_ERROR_...: text" for a result code.
   std::string error_string(cuda::CUresult r) const;
@@ -58,5 +63,9 @@ struct CudaDriver {
 /// GPU, with `why` saying why in one sentence (no libcuda, the stub library, no device, init failed).
 /// $PIPEC_CUDA_LIBRARY names the library to open instead of searching (tests point it at a missing file).
 const CudaDriver* cuda_driver(std::string* why = nullptr);
+
+/// The files cuda_driver() tries, in order: $PIPEC_CUDA_LIBRARY alone when set, else libcuda.so.1 on the
+/// loader's path and the usual driver mounts (never the toolkit's stub folder).
+std::vector<std::string> cuda_driver_candidates();
 
 }  // namespace pipec::gpu

@@ -1,6 +1,5 @@
 #include "runtime/gpu/nvrtc_loader.h"
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -37,16 +36,10 @@ const Nvrtc* Nvrtc::get(std::string* why) {
   static std::unique_ptr<Nvrtc> instance;
   static std::string reason;
   std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char* v = std::getenv("PIPEC_NVRTC_LIBRARY"); v && *v) {
-      candidates.push_back(v);
-    } else {
-      const std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
-      candidates = names;
-      // Only files that exist, so the reason stays short when none opens. A wheel's libnvrtc finds
-      // its libnvrtc-builtins beside itself through its $ORIGIN runpath, like the toolkit's.
-      for (const std::string& path : existing_library_files(cuda_library_dirs(), names)) candidates.push_back(path);
-    }
+    // A wheel's libnvrtc finds its libnvrtc-builtins beside itself through its $ORIGIN runpath, like
+    // the toolkit's.
+    std::vector<std::string> candidates = cuda_library_candidates(
+        "PIPEC_NVRTC_LIBRARY", {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"});
     SharedLibrary lib = open_first_library(candidates, reason);
     if (!lib.handle) {
       reason = "NVRTC (libnvrtc.so from the CUDA toolkit, or the nvidia-cuda-nvrtc wheel) is not installed: " + reason;
@@ -69,7 +62,7 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     }
     instance.reset(new Nvrtc());
     instance->api_ = api.release();
-    instance->library_ = lib.path;
+    instance->library_ = lib.file;
   });
   if (!instance && why) *why = reason;
   return instance.get();

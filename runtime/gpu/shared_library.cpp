@@ -1,6 +1,7 @@
 #include "runtime/gpu/shared_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 namespace pipec::gpu {
 
@@ -15,6 +16,9 @@ SharedLibrary open_first_library(const std::vector<std::string>& candidates, std
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       lib.handle = h;
       lib.path = c;
+      lib.file = c;
+      struct link_map* map = nullptr;
+      if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0]) lib.file = map->l_name;
       return lib;
     }
     const char* e = dlerror();

@@ -21,6 +21,7 @@
 
 #include "runtime/core/tensor.h"
 #include "runtime/plan/expr_function.h"
+#include "runtime/plan/gpu_kernel.h"
 #include "runtime/plan/native_kernel.h"
 
 namespace pipec {
@@ -131,6 +132,10 @@ struct GraphNode {
   /// Expr: fn compiled per example, the batch as rows (compiler/codegen/llvm/jit.h's
   /// attach_step_kernels), when the JIT is on; the fast executor calls it, the reference never does.
   std::shared_ptr<const NativeKernel> native;
+  /// Expr: fn printed as a CUDA kernel (runtime/plan/gpu_kernel.h's ABI, the batch as rows) by
+  /// compiler/codegen/cuda's attach_step_gpu_kernels; the GPU executor compiles it with NVRTC. Its
+  /// `unsupported` says why a node has none (the GPU executor then computes that node on the host).
+  std::shared_ptr<const GpuKernel> gpu;
   std::string layer;  // the layer it computes or differentiates ("conv2d_1"), or empty
   SpecLoc loc;
   /// The phase it runs in: its kind's category, except for expr nodes, which serve every phase (an

@@ -73,13 +73,17 @@ double metric_sum(MetricKind metric, LossKind loss, bool class_labels, const Ten
   return sum;
 }
 
-Evaluator::Evaluator(const TrainProgram& t, const Plan& validation, const RunOptions& options, uint64_t seed)
-    : t_(t), plan_(validation), options_(options), ex_(t.eval.value().graph, seed) {}
+Evaluator::Evaluator(const TrainProgram& t, const Plan& validation, const RunOptions& options,
+                     std::unique_ptr<StepExecutor> executor)
+    : t_(t), plan_(validation), options_(options), ex_(std::move(executor)) {
+  if (!t.eval || !ex_) throw std::logic_error("evaluation: a train block without validation, or no executor");
+}
 
 EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
   const ModelGraph& g = t_.eval->graph;
-  ex_.buffers().params = weights.params;
-  ex_.buffers().states = weights.states;
+  ex_->buffers().params = weights.params;
+  ex_->buffers().states = weights.states;
+  ex_->sync_to_device();
   const ElementInfo& element = plan_.stages.back().element;
   std::vector<size_t> input_columns;
   for (const std::string& f : g.input_fields) input_columns.push_back(field_index(element, f));
@@ -106,13 +110,13 @@ EvalResult Evaluator::run(const FlatBuffers<float>& weights, int64_t step) {
       const int64_t n = target.shape().empty() ? 1 : target.shape()[0];
       double loss = 0;
       try {
-        loss = ex_.run(inputs, &target, static_cast<uint64_t>(step), OpCategory::Loss);
+        loss = ex_->run(inputs, &target, static_cast<uint64_t>(step), OpCategory::Loss);
       } catch (const std::exception& e) {
         throw std::runtime_error(
             fmt::format("evaluation after step {}, validation example {}: {}", step, r.examples, e.what()));
       }
       loss_sum += loss * static_cast<double>(n);
-      const Tensor& output = ex_.value(g.output);
+      const Tensor output = ex_->host_value(g.output);
       for (size_t m = 0; m < sums.size(); ++m)
         sums[m] += metric_sum(t_.eval->metrics[m], *loss_kind, class_labels, output, target);
       r.examples += n;

@@ -1,9 +1,11 @@
 // Evaluation on the `validation` pipeline: the model in inference mode (batch_norm with its moving
 // statistics, dropout off) over every batch of the validation data, with the training weights of the
 // moment; the loss and each metric averaged over the examples, as Keras' evaluate() reports them.
+// It runs on an executor of its own (the inference graph's), made by the caller.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,7 +13,7 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/step_executor.h"
 
 namespace pipec {
 
@@ -30,17 +32,20 @@ double metric_sum(MetricKind metric, LossKind loss, bool class_labels, const Ten
 
 class Evaluator {
  public:
-  /// `validation` is the optimized plan of the validation pipeline; `t.eval` must be set.
-  Evaluator(const TrainProgram& t, const Plan& validation, const RunOptions& options, uint64_t seed);
+  /// `validation` is the optimized plan of the validation pipeline; `t.eval` must be set, and `executor`
+  /// runs its graph (t.eval->graph).
+  Evaluator(const TrainProgram& t, const Plan& validation, const RunOptions& options,
+            std::unique_ptr<StepExecutor> executor);
 
-  /// One pass over the validation data with these weights (parameters and moving statistics).
+  /// One pass over the validation data with these weights (parameters and moving statistics), which
+  /// are the host copies of the training executor's buffers (current after its sync_to_host()).
   EvalResult run(const FlatBuffers<float>& weights, int64_t step);
 
  private:
   const TrainProgram& t_;
   const Plan& plan_;
   RunOptions options_;
-  ReferenceExecutor<float> ex_;
+  std::unique_ptr<StepExecutor> ex_;
 };
 
 }  // namespace pipec

@@ -1,9 +1,7 @@
 #include "runtime/train/reference_executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <new>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,8 +10,6 @@
 #include "runtime/core/half.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
-#include "runtime/trace/trace.h"
-#include "runtime/train/initializers.h"
 #include "runtime/train/ref_kernels.h"
 #include "runtime/train/round_16bit.h"
 
@@ -38,22 +34,6 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
 }
 
 namespace {
-
-// The trace's name of an executor phase (the update is the optimizer's).
-trace::StepPhase trace_phase(OpCategory c) {
-  switch (c) {
-    case OpCategory::Forward: return trace::StepPhase::Forward;
-    case OpCategory::Loss: return trace::StepPhase::Loss;
-    case OpCategory::Backward: return trace::StepPhase::Backward;
-    case OpCategory::Update: return trace::StepPhase::Optimizer;
-  }
-  return trace::StepPhase::Forward;
-}
-
-template <class T>
-constexpr DType dtype_of() {
-  return std::is_same_v<T, float> ? DType::F32 : DType::F64;
-}
 
 int64_t product(const Shape& s, size_t from, size_t to) {
   int64_t n = 1;
@@ -115,95 +95,22 @@ ref::Window2d pool_window(const GraphNode& n, const Shape& x, const Shape& y, in
 }  // namespace
 
 template <class T>
-ReferenceExecutor<T>::ReferenceExecutor(const ModelGraph& g, uint64_t seed) : g_(g), seed_(seed) {
-  initialize_parameters<T>(g, seed, buf_.params, buf_.states);
-  buf_.grads.assign(buf_.params.size(), T(0));
-  // A value's tensor is freed after the last node that reads it, so a step holds what is live, not
-  // every activation and gradient at once. The output and the loss stay for the caller.
-  last_use_ = value_last_uses(g);
-  first_write_ = value_first_writes(g);
-  for (const GraphNode& n : g.nodes)
-    if (n.op == ModelOp::OptimizerStep && n.attr("loss_scale")) loss_scale_.emplace();
-}
-
-template <class T>
-T* ReferenceExecutor<T>::data(int id) {
-  const GraphValue& v = g_.values[id];
-  if (v.role == ValueRole::Param) return buf_.params.data() + v.offset;
-  if (v.role == ValueRole::State) return buf_.states.data() + v.offset;
-  if (v.grad_of >= 0) return buf_.grads.data() + g_.values[v.grad_of].offset;
-  Tensor& t = values_.at(id);
-  if (!t.defined()) throw std::logic_error(fmt::format("reference executor: %{} is read before it is computed", id));
-  return t.data<T>();
-}
+ReferenceExecutor<T>::ReferenceExecutor(const ModelGraph& g, uint64_t seed) : state_(g, seed, "reference executor") {}
 
 template <class T>
 double ReferenceExecutor<T>::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step,
                                  OpCategory last, PhaseSeconds* seconds) {
-  if (inputs.size() != g_.inputs.size())
-    throw std::logic_error(fmt::format("reference executor: {} inputs for {}", inputs.size(), g_.inputs.size()));
-  int64_t rows = !inputs.empty() ? inputs[0].shape().at(0) : target ? target->shape().at(0) : 1;
-  values_.assign(g_.values.size(), Tensor());
-  done_ = -1;
-  auto feed = [&](int id, const Tensor& t, DType dtype) {
-    Tensor x = t.dtype() == dtype ? t : cast_tensor(t, dtype);
-    Shape want = g_.full_shape(id, rows);
-    if (x.shape() != want) {
-      if (x.num_elements() != shape_num_elements(want))
-        throw std::runtime_error(fmt::format("`{}` is {} per batch, the model needs {}", g_.values[id].name,
-                                             shape_to_string(x.shape()), shape_to_string(want)));
-      x = x.reshaped(want);
-    }
-    values_[id] = x;
-  };
-  for (size_t k = 0; k < inputs.size(); ++k) feed(g_.inputs[k], inputs[k], g_.values[g_.inputs[k]].dtype);
-  if (target && g_.target >= 0) feed(g_.target, *target, dtype_of<T>());
-  std::fill(buf_.grads.begin(), buf_.grads.end(), T(0));
-  loss_ = 0;
-  rows_ = rows;
-  prepare_arena(rows);
-  run_phases(-1, last, step, seconds);
-  return loss_;
+  return state_.run(inputs, target, step, last, seconds, node_runner());
 }
 
 template <class T>
 double ReferenceExecutor<T>::resume(uint64_t step, OpCategory last, PhaseSeconds* seconds) {
-  if (done_ < 0) throw std::logic_error("reference executor: resume before run");
-  run_phases(done_, last, step, seconds);
-  return loss_;
+  return state_.resume(step, last, seconds, node_runner());
 }
 
 template <class T>
-void ReferenceExecutor<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds) {
-  // With a trace, each run of nodes of one phase is a span ("forward", "loss", "backward", "optimizer").
-  int span_phase = -1;
-  int64_t span_start = 0, span_end = 0;
-  auto close_span = [&] {
-    if (span_phase >= 0)
-      trace::phase_span(trace_phase(static_cast<OpCategory>(span_phase)), span_start, span_end - span_start);
-  };
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const GraphNode& n = g_.nodes[i];
-    int phase = static_cast<int>(n.phase);
-    if (phase <= after || phase > static_cast<int>(last)) continue;
-    auto start = std::chrono::steady_clock::now();
-    run_node(n, rows_, step);
-    for (int v : n.inputs)
-      if (last_use_[v] == static_cast<int>(i)) values_[v] = Tensor();
-    const auto end = std::chrono::steady_clock::now();
-    if (seconds) (*seconds)[phase] += std::chrono::duration<double>(end - start).count();
-    if (trace::enabled()) {
-      const int64_t s_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
-      if (phase != span_phase) {
-        close_span();
-        span_phase = phase;
-        span_start = s_ns;
-      }
-      span_end = std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
-    }
-  }
-  close_span();
-  done_ = std::max(done_, static_cast<int>(last));
+typename StepState<T>::NodeRunner ReferenceExecutor<T>::node_runner() {
+  return [this](const GraphNode& n, int64_t rows, uint64_t step) { run_reference_node(state_, n, rows, step); };
 }
 
 template <class T>
@@ -212,56 +119,26 @@ std::string ReferenceExecutor<T>::description() const {
 }
 
 template <class T>
-void ReferenceExecutor<T>::prepare_arena(int64_t rows) {
-  if (arena_block_ && rows <= arena_.rows) return;  // a plan for more rows serves fewer
-  arena_block_.reset();                             // the old block first: the peak is the new one
-  arena_ = plan_step_arena(g_, rows, first_write_, last_use_);
-  constexpr std::align_val_t kAlign{64};
-  auto* block =
-      static_cast<uint8_t*>(::operator new[](static_cast<size_t>(std::max<int64_t>(arena_.bytes, 1)), kAlign));
-  arena_block_ = std::shared_ptr<uint8_t[]>(block, [](uint8_t* p) { ::operator delete[](p, std::align_val_t{64}); });
-}
-
-template <class T>
-Tensor ReferenceExecutor<T>::arena_tensor(int id, int64_t rows) {
-  const GraphValue& v = g_.values.at(static_cast<size_t>(id));
-  const int64_t offset = arena_.offset.at(static_cast<size_t>(id));
-  if (offset < 0 || rows > arena_.rows)
-    throw std::logic_error(fmt::format("reference executor: %{} has no place in the step's arena", id));
-  // A view: the block outlives it (the aliasing shared_ptr holds the block).
-  return Tensor::adopt(v.dtype, g_.full_shape(id, rows),
-                       std::shared_ptr<uint8_t[]>(arena_block_, arena_block_.get() + offset));
-}
-
-template <class T>
-void ReferenceExecutor<T>::allocate_outputs(const GraphNode& n, int64_t rows) {
-  for (int o : n.outputs) {
-    const GraphValue& v = g_.values[o];
-    if (v.grad_of < 0 && v.role != ValueRole::Param && v.role != ValueRole::State && n.op != ModelOp::Expr)
-      values_[o] = arena_tensor(o, rows);
-  }
-}
-
-template <class T>
-void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint64_t step, const ReferenceLoops& loops) {
+  const ModelGraph& g = s.graph();
   // A layer with a fused activation (compiler/train/passes/fuse_activation.cpp): the layer, then the
   // activation in place, as two loops.
   if (const Value* act = n.attr("activation")) {
     if (act->s != "relu") throw std::logic_error("reference executor: fused activation " + act->s);
     GraphNode plain = n;
     plain.attrs.erase("activation");
-    ReferenceExecutor<T>::run_node(plain, rows, step);
-    T* y = data(n.outputs[0]);
-    const int64_t count = shape_num_elements(g_.full_shape(n.outputs[0], rows));
+    run_reference_node(s, plain, rows, step, loops);
+    T* y = s.data(n.outputs[0]);
+    const int64_t count = shape_num_elements(g.full_shape(n.outputs[0], rows));
     for (int64_t i = 0; i < count; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
     return;
   }
   // Outputs that are not views of the flat buffers get a tensor of their own.
-  allocate_outputs(n, rows);
-  auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
-  auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
-  auto in = [&](size_t k) { return data(n.inputs.at(k)); };
-  auto out = [&](size_t k) { return data(n.outputs.at(k)); };
+  s.allocate_outputs(n, rows);
+  auto shape = [&](int id) -> const Shape& { return g.values[id].shape; };
+  auto count = [&](int id) { return shape_num_elements(g.full_shape(id, rows)); };
+  auto in = [&](size_t k) { return s.data(n.inputs.at(k)); };
+  auto out = [&](size_t k) { return s.data(n.outputs.at(k)); };
   switch (n.op) {
     case ModelOp::Expr: {
       Chunk c;
@@ -271,24 +148,24 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
         if (op_has(i.op, OpFlag::Input)) fields.push_back(i.attrs.at("field").s);
       for (int v : n.inputs) {
         Column col;
-        col.dense = values_.at(v);
+        col.dense = s.value(v);
         c.columns.push_back(col);
       }
       EvalContext ctx;
-      ctx.seed = seed_;
+      ctx.seed = s.seed();
       std::vector<Column> results = run_function(*n.fn, fields, c, ctx);
       // Into the outputs' places in the arena: the interpreter's results may be views of its inputs,
       // whose places later values take.
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         const int o = n.outputs[k];
         const Tensor& t = results[k].dense;
-        Tensor place = arena_tensor(o, rows);
+        Tensor place = s.arena_tensor(o, rows);
         if (t.dtype() != place.dtype() || t.num_elements() != place.num_elements())
           throw std::logic_error(fmt::format("reference executor: expr node gives {} {} for %{} ({} {})",
                                              dtype_name(t.dtype()), shape_to_string(t.shape()), o,
                                              dtype_name(place.dtype()), shape_to_string(place.shape())));
         std::memcpy(place.raw(), t.raw(), place.byte_size());
-        values_[o] = place;
+        s.value(o) = place;
       }
       return;
     }
@@ -386,7 +263,7 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
     case ModelOp::GeluBackward: ref::gelu_backward<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Softmax:
     case ModelOp::SoftmaxBackward: {
-      Shape full = g_.full_shape(n.inputs[0], rows);
+      Shape full = g.full_shape(n.inputs[0], rows);
       size_t axis = static_cast<size_t>(n.attr_int("axis")) + 1;
       int64_t outer = product(full, 0, axis), len = full[axis], inner = product(full, axis + 1, full.size());
       if (n.op == ModelOp::Softmax) ref::softmax<T>(outer, len, inner, in(0), out(0));
@@ -416,37 +293,37 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       return;
     }
     case ModelOp::Dropout: {
-      int64_t per = g_.values[n.inputs[0]].elements_per_example();
+      int64_t per = g.values[n.inputs[0]].elements_per_example();
       if (n.attr("inference") && n.attr("inference")->b) {  // evaluation: everything kept, nothing scaled
         std::fill(out(1), out(1) + rows * per, T(1));
         std::copy(in(0), in(0) + rows * per, out(0));
         return;
       }
-      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), seed_, static_cast<uint64_t>(n.attr_int("stream")), step,
-                           out(1));
+      ref::dropout_mask<T>(rows, per, n.attr_number("rate"), s.seed(), static_cast<uint64_t>(n.attr_int("stream")),
+                           step, out(1));
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;
     }
     case ModelOp::DropoutBackward: ref::multiply<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
-      ref::LossSpec s;
+      ref::LossSpec spec;
       std::optional<LossKind> kind = loss_kind_from_name(n.attr_symbol("kind"));
       if (!kind) throw std::logic_error("a loss node of an unknown loss " + n.attr_symbol("kind"));
-      s.kind = *kind;
-      s.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
-      s.sparse = n.attr("sparse") && n.attr("sparse")->b;
-      if (n.attr("delta")) s.delta = n.attr_number("delta");
-      s.batch = rows;
-      s.per_example = g_.values[n.inputs[0]].elements_per_example();
-      s.classes = shape(n.inputs[0]).empty() ? 1 : shape(n.inputs[0]).back();
+      spec.kind = *kind;
+      spec.from_logits = n.attr("from_logits") && n.attr("from_logits")->b;
+      spec.sparse = n.attr("sparse") && n.attr("sparse")->b;
+      if (n.attr("delta")) spec.delta = n.attr_number("delta");
+      spec.batch = rows;
+      spec.per_example = g.values[n.inputs[0]].elements_per_example();
+      spec.classes = shape(n.inputs[0]).empty() ? 1 : shape(n.inputs[0]).back();
       if (n.op == ModelOp::Loss) {
-        loss_ = ref::loss<T>(s, in(0), in(1));
-        *out(0) = static_cast<T>(loss_);
+        s.set_loss(ref::loss<T>(spec, in(0), in(1)));
+        *out(0) = static_cast<T>(s.loss());
       } else {
-        ref::loss_backward<T>(s, in(0), in(1), out(0));
-        if (n.attr("loss_scale") && loss_scale_) {  // mixed_fp16: the backward pass starts from loss * scale
-          const T scale = static_cast<T>(loss_scale_->scale);
+        ref::loss_backward<T>(spec, in(0), in(1), out(0));
+        if (n.attr("loss_scale") && s.loss_scale()) {  // mixed_fp16: the backward pass starts from loss * scale
+          const T scale = static_cast<T>(s.loss_scale()->scale);
           T* d = out(0);
           for (int64_t i = 0, e = count(n.outputs[0]); i < e; ++i) d[i] *= scale;
         }
@@ -457,22 +334,23 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
       const T m = static_cast<T>(n.attr_number("momentum"));
       T* state = in(0);
       const T* stat = in(1);
-      int64_t c = g_.values[n.inputs[0]].elements_per_example();
+      int64_t c = g.values[n.inputs[0]].elements_per_example();
       for (int64_t i = 0; i < c; ++i) state[i] = state[i] * m + stat[i] * (T(1) - m);
       return;
     }
     case ModelOp::OptimizerStep:
       // mixed_fp16: unscale the gradients, or skip the step when one of them (or the loss) is not finite.
-      if (n.attr("loss_scale") && loss_scale_ && !loss_scale_->unscale_or_skip(loss_, buf_.grads)) return;
-      optimizer_step<T>(OptimizerConfig::from_node(n), buf_.params, buf_.grads, slots_, loop_threads(),
-                        optimizer_kernel(n));
+      if (n.attr("loss_scale") && s.loss_scale() && !s.loss_scale()->unscale_or_skip(s.loss(), s.buffers().grads))
+        return;
+      optimizer_step<T>(OptimizerConfig::from_node(n), s.buffers().params, s.buffers().grads, s.optimizer_slots(),
+                        loops.threads, loops.compiled_update ? n.native.get() : nullptr);
       return;
     case ModelOp::Round: {  // mixed precision's casts, emulated: to bf16 or f16 (nearest even) and back
       const bool bf16 = n.attr_symbol("dtype") == "bf16";
       const T* x = in(0);
       T* y = out(0);
-      // Element by element, so split over loop_threads() like the optimizer's update.
-      run_split(loop_threads(), count(n.inputs[0]), [&](int64_t begin, int64_t end) {
+      // Element by element, so split over the loops' threads like the optimizer's update.
+      run_split(loops.threads, count(n.inputs[0]), [&](int64_t begin, int64_t end) {
         if constexpr (std::is_same_v<T, float>) {
           if (bf16) round_to_bf16(x + begin, y + begin, end - begin);
           else round_to_f16(x + begin, y + begin, end - begin);
@@ -489,7 +367,11 @@ void ReferenceExecutor<T>::run_node(const GraphNode& n, int64_t rows, uint64_t s
   }
 }
 
+template void run_reference_node<float>(StepState<float>&, const GraphNode&, int64_t, uint64_t, const ReferenceLoops&);
+template void run_reference_node<double>(StepState<double>&, const GraphNode&, int64_t, uint64_t,
+                                         const ReferenceLoops&);
 template class ReferenceExecutor<float>;
 template class ReferenceExecutor<double>;
+static_assert(!std::is_abstract_v<ReferenceExecutor<float>>, "the float reference executor is a whole StepExecutor");
 
 }  // namespace pipec

@@ -4,9 +4,13 @@
 // tests talk to this interface only; no executor derives from another.
 //
 // Where the state lives: an executor may keep the parameters, gradients, optimizer slots and computed
-// values on a device. buffers() and optimizer_slots() are host copies: current after sync_to_host(), and
-// a change made to them (weights loaded with --init, a checkpoint restored) reaches the step after
-// sync_to_device(). CPU executors compute in those host buffers, so both calls cost nothing there.
+// values on a device. buffers() and optimizer_slots() are host copies: current after construction and
+// after sync_to_host(), and a change made to them (weights loaded with --init, a checkpoint restored)
+// reaches the step after sync_to_device(). The small figures the loop reports each step are current
+// after each step without a sync: loss_scale(), and optimizer_slots().iterations and .last_lr (the
+// schedule's rate is the host's to compute). CPU executors compute in the host buffers, so both calls
+// cost nothing there. The training loop (runtime/train/train_loop.h) keeps to this: TrainLoop.*
+// (tests/unit/train_loop_sync_test.cpp) runs it on an executor that syncs only when told.
 #pragma once
 
 #include <array>

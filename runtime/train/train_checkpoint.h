@@ -33,7 +33,7 @@
 #include "runtime/core/chunk.h"
 #include "runtime/exec/checkpoint_io.h"
 #include "runtime/model/model_graph.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/step_executor.h"
 
 namespace pipec {
 

@@ -1,6 +1,12 @@
-// The training loop: batches from the data pipeline into the step graph on an executor (the reference
-// one unless the caller passes another), for a fixed number of steps or epochs, with progress, timing,
-// NaN checks and weights in and out.
+// The training loop: batches from the data pipeline into the step graph on a StepExecutor (the
+// reference one unless the caller makes another), for a fixed number of steps or epochs, with progress,
+// timing, NaN checks and weights in and out. The data flows one way: the run is restored (the
+// executor's initial weights, --init's, or a checkpoint's state), then each step takes its batch, runs,
+// is checked, and may be followed by a checkpoint and an evaluation; the end saves.
+//
+// The executor may keep its state on a device: the loop calls sync_to_device() after it wrote weights
+// or a checkpoint's state into the executor's host copies, and sync_to_host() before it reads them (a
+// checkpoint, an evaluation, --save).
 //
 // How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
 // data plan).
@@ -19,7 +25,7 @@
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/train/evaluate.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/step_executor.h"
 #include "runtime/train/train_length.h"
 #include "runtime/train/weights_file.h"
 
@@ -40,7 +46,7 @@ struct TrainOptions {
   std::string spec_dir;
   const CancellationToken* cancel = nullptr;
   TrainLength length;
-  std::string init_path;  // start from these weights (safetensors)
+  std::string init_path;  // start from these weights (safetensors); not with `resume`
   std::string save_path;  // write the weights here at the end
   /// A training checkpoint folder (runtime/train/train_checkpoint.h): saved every `checkpoint_every`
   /// steps (counted from step 0, so a resumed run keeps the cadence; 0: only at the end) and after the
@@ -60,7 +66,8 @@ struct TrainOptions {
   std::function<void(const PipelineRun&, const TrainProgress&)> inspect_pipeline;
   /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
   /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
-  std::function<std::unique_ptr<ReferenceExecutor<float>>(const ModelGraph&, uint64_t seed)> make_executor;
+  /// Evaluation runs on the reference executor either way.
+  std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make_executor;
 };
 
 struct TrainProgress {

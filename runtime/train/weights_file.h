@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runtime/model/model_graph.h"
-#include "runtime/train/reference_executor.h"
 #include "runtime/train/safetensors.h"
+#include "runtime/train/step_executor.h"
 
 namespace pipec {
 

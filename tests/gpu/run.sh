@@ -67,62 +67,8 @@ step() {
   return $rc
 }
 
-find_binaries() {
-  if [ -z "${PIPEC_BIN_DIR:-}" ] && [ ! -x dist/pipec-bundle/pipec ] && [ -f dist/pipec-bundle.tar.xz ]; then
-    # The bundle travels compressed (scripts/bundle.sh: 164 MiB unpacked, the device tool carries 64).
-    echo "== unpacking dist/pipec-bundle.tar.xz"
-    tar -xJf dist/pipec-bundle.tar.xz -C dist 2>/dev/null ||
-      "${PIPEC_PYTHON:-python3}" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-        dist/pipec-bundle.tar.xz dist || { echo "run.sh: cannot unpack dist/pipec-bundle.tar.xz"; return 1; }
-  fi
-  if [ -n "${PIPEC_BIN_DIR:-}" ]; then
-    bin=$PIPEC_BIN_DIR
-  elif [ -x dist/pipec-bundle/pipec ]; then
-    bin=dist/pipec-bundle
-  elif [ -x build/pipec ] && [ -x build/tests/gpu_tests ] && [ -x build/bench/gpu_bench ]; then
-    bin=build
-  elif command -v cmake >/dev/null && command -v ninja >/dev/null; then
-    echo "== building pipec, gpu_tests and gpu_bench in build-gpu/"
-    cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || return 1
-    cmake --build build-gpu --target pipec gpu_tests gpu_bench -j"$(nproc)" || return 1
-    bin=build-gpu
-  else
-    echo "run.sh: no binaries: set PIPEC_BIN_DIR, carry dist/pipec-bundle (scripts/bundle.sh), or install cmake and ninja"
-    return 1
-  fi
-  [ -d "$bin" ] || { echo "run.sh: $bin is not a folder"; return 1; }
-  bin=$(cd "$bin" && pwd)
-  pipec=$bin/pipec
-  gpu_tests=$bin/gpu_tests; [ -x "$gpu_tests" ] || gpu_tests=$bin/tests/gpu_tests
-  gpu_bench=$bin/gpu_bench; [ -x "$gpu_bench" ] || gpu_bench=$bin/bench/gpu_bench
-  for b in "$pipec" "$gpu_tests" "$gpu_bench"; do
-    [ -f "$b" ] && [ ! -x "$b" ] && chmod +x "$b"  # a copy that lost its modes on the way
-    [ -x "$b" ] || { echo "run.sh: $b is missing"; return 1; }
-  done
-  if ! "$pipec" --version >/dev/null; then
-    echo "run.sh: $pipec does not start here (above: the loader's reason; the bundle needs glibc >= 2.36)"
-    return 1
-  fi
-  [ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if [ -z "${PIPEC_STDLIB:-}" ]; then
-    if [ -d "$bin/stdlib" ]; then export PIPEC_STDLIB=$bin/stdlib; else export PIPEC_STDLIB=$root/stdlib; fi
-  fi
-  return 0
-}
-
-# NVIDIA's pip wheels (PyTorch brings NVRTC, cuBLAS, cuDNN, NCCL): every nvidia/*/lib folder of the
-# Python on the PATH, for the loaders to search first.
-wheel_library_dirs() {
-  "${PIPEC_PYTHON:-python3}" - <<'EOF' 2>/dev/null
-import glob, os
-try:
-    import nvidia
-    roots = list(nvidia.__path__)
-except Exception:
-    roots = []
-print(":".join(d for r in roots for d in sorted(glob.glob(os.path.join(r, "*", "lib"))) if os.path.isdir(d)))
-EOF
-}
+# find_binaries and wheel_library_dirs: tests/gpu/common.sh (bench/train/gpu/run.sh uses them too).
+source tests/gpu/common.sh
 
 versions() {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -143,7 +89,12 @@ versions() {
   timeout 60 "${PIPEC_PYTHON:-python3}" -c 'import sys; print("python", sys.version.split()[0])
 try:
     import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
-except Exception as e: print("torch: not importable:", e)' 2>&1
+except Exception as e: print("torch: not importable:", e)
+try:
+    from importlib import metadata
+    print("nvidia wheels:", ", ".join(sorted(f"{d.metadata['Name']} {d.version}" for d in metadata.distributions()
+                                             if (d.metadata["Name"] or "").lower().startswith("nvidia"))))
+except Exception as e: print("nvidia wheels: unknown:", e)' 2>&1
   echo "-- ldd (nothing may be missing or come from the checkout, except the binaries' own lib/):"
   local bad=0 b lib
   for b in "$pipec" "$gpu_tests" "$gpu_bench"; do
@@ -308,6 +259,98 @@ training_reference() {
   record "torch step cpu" info "${r:--}"
 }
 
+# A copy of the example's spec beside it (so its relative data paths hold) whose train block trains in
+# precision P: the block's own precision line replaced, or one added after its loss.
+spec_with_precision() {
+  local spec=$1 p=$2 out
+  out=$(dirname "$spec")/.gpu_check_$p.pipe
+  if grep -q '^ *precision = ' "$spec"; then
+    sed -E "s/^( *precision = )[a-z0-9_]+/\1$p/" "$spec" >"$out"
+  else
+    sed -E "s/^( *loss = .*)$/\1\n  precision = $p/" "$spec" >"$out"
+  fi
+  echo "$out"
+}
+
+# train NAME SPEC STEPS PRECISION BOUND: `pipec run` trains SPEC for STEPS steps on the GPU and on the CPU
+# (the fast executor) from the same seed and data; every step's loss compared within BOUND relative.
+train_e2e() {
+  local name=$1 spec=$2 steps=$3 precision=$4 bound=$5 log=$out/e2e.log
+  local s g=$scratch/train-$name-gpu.jsonl c=$scratch/train-$name-cpu.jsonl
+  s=$(spec_with_precision "$spec" "$precision")
+  local dev=gpu
+  [ $mode = dry ] && dev=auto
+  step "train $name --device $dev" 150 "$log" "$pipec" run "$s" --steps "$steps" --device $dev --metrics "$g" -q
+  local rc=$?
+  if [ $rc != 0 ]; then
+    record "train $name" FAIL "--device $dev: $(rc_text $rc)"
+    rm -f "$s"; return
+  fi
+  step "train $name --device cpu" 200 "$log" "$pipec" run "$s" --steps "$steps" --device cpu --metrics "$c" -q
+  rc=$?
+  rm -f "$s"
+  if [ $rc != 0 ]; then record "train $name" FAIL "--device cpu: $(rc_text $rc)"; return; fi
+  local cmp
+  cmp=$("${PIPEC_PYTHON:-python3}" tests/gpu/compare_losses.py "$g" "$c" "$bound" 2>&1)
+  rc=$?
+  echo "== train $name: $cmp" | tee -a "$log"
+  record "train $name" "$([ $rc = 0 ] && echo ok || echo FAIL)" "--device $dev vs cpu: $cmp"
+}
+
+# kill -9 in the middle of a GPU training run with checkpoints, --resume, and the weights at the end
+# bit-equal (cmp) to those of a run that was never interrupted.
+train_resume() {
+  local log=$out/e2e.log dir=$scratch/resume spec
+  local dev=gpu
+  [ $mode = dry ] && dev=auto
+  spec=$(spec_with_precision examples/chess/chess.pipe mixed_bf16)
+  rm -rf "$dir"; mkdir -p "$dir"
+  step "resume: whole run" 60 "$log" "$pipec" run "$spec" --steps 30 --device $dev --save "$dir/whole.safetensors" -q
+  "$pipec" run "$spec" --steps 30 --device $dev --checkpoint "$dir/ckpt" --checkpoint-every 5 \
+    --metrics "$dir/m.jsonl" --save "$dir/resumed.safetensors" -q >>"$log" 2>&1 &
+  local pid=$! waited=0
+  while [ "$(wc -l <"$dir/m.jsonl" 2>/dev/null || echo 0)" -lt 12 ] && kill -0 $pid 2>/dev/null && [ $waited -lt 600 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  local killed_at
+  killed_at=$(wc -l <"$dir/m.jsonl" 2>/dev/null || echo 0)
+  step "resume: --resume" 60 "$log" "$pipec" run "$spec" --steps 30 --device $dev --checkpoint "$dir/ckpt" \
+    --checkpoint-every 5 --resume --save "$dir/resumed.safetensors" -q
+  local rc=$?
+  rm -f "$spec"
+  if [ $rc = 0 ] && cmp -s "$dir/whole.safetensors" "$dir/resumed.safetensors"; then
+    record "train resume" ok "killed (-9) after step $killed_at of 30, resumed: weights bit-equal to an uninterrupted run"
+  else
+    record "train resume" FAIL "killed after step $killed_at: resume $(rc_text $rc), weights $(cmp "$dir/whole.safetensors" "$dir/resumed.safetensors" 2>&1 | head -1)"
+  fi
+}
+
+# GPU training: `pipec doctor`, the examples trained on the GPU against the CPU, resume after kill -9.
+# (gpu_tests' GpuTraining.* compare every step kind with the reference executor.)
+gpu_training() {
+  [ -n "${PIPEC_GPU_SKIP_TRAINING:-}" ] && return
+  if "$pipec" doctor --help >/dev/null 2>&1; then
+    step "pipec doctor" 30 "$out/versions.txt" "$pipec" doctor
+    record doctor "$([ $? = 0 ] && echo ok || echo FAIL)" "$(grep -m1 -i 'cudnn' "$out/versions.txt" | cut -c1-120)"
+  fi
+  # Chess (batch 512) and segmentation (batch 3 of 512x512) for 20 steps per precision, deblur for 2.
+  # Bounds: fp32 1e-4 (rounding over 20 Adam steps), mixed 2e-2 (a 16-bit rounding flipped by an ulp of
+  # f32 moves a value by 2^-8 in bf16; docs/design.md's trajectory bounds).
+  local p b
+  for p in fp32 mixed_bf16 mixed_fp16; do
+    b=1e-4; [ $p != fp32 ] && b=2e-2
+    train_e2e "chess $p" examples/chess/chess.pipe 20 $p $b
+  done
+  for p in fp32 mixed_bf16 mixed_fp16; do
+    b=1e-4; [ $p != fp32 ] && b=2e-2
+    train_e2e "segmentation $p" examples/segmentation/segmentation.pipe 20 $p $b
+  done
+  train_e2e "deblur mixed_bf16" examples/deblur/deblur.pipe 2 mixed_bf16 2e-2
+  train_resume
+}
+
 main() {
   echo "== pipec GPU checks, $(date -u '+%H:%M:%S UTC'), time limit ${limit}s, results in $out"
   if ! find_binaries; then
@@ -342,8 +385,13 @@ main() {
   make_data segmentation 'examples/segmentation/data/camvid/image/*.png'
 
   mkdir -p "$scratch/failures"
+  # PIPEC_GPU_ONLY=training: the GPU training checks alone (gpu_tests' training suite, doctor, the
+  # examples trained on the GPU, resume), without the maps' tests, benchmark and throughput.
+  local only=${PIPEC_GPU_ONLY:-}
+  local filter=""
+  [ "$only" = training ] && filter="--gtest_filter=GpuTraining.*"
   PIPEC_GPU_KEEP_DIR=$scratch/failures PIPEC_GPU_RANDOM_SEEDS=${PIPEC_GPU_RANDOM_SEEDS:-200} \
-    step "gpu_tests" 200 "$out/gpu_tests.log" "$gpu_tests"
+    step "gpu_tests" 200 "$out/gpu_tests.log" "$gpu_tests" $filter
   local tests_rc=$?
   local passed failed skipped
   passed=$(grep -c '^\[       OK \]' "$out/gpu_tests.log")
@@ -359,8 +407,13 @@ main() {
     tar -C "$scratch" -czf "$out/failures.tar.gz" failures && echo "== failing random cases: $out/failures.tar.gz"
   fi
 
+  : >"$out/e2e.log"
+  gpu_training
+
   local h2d="" exe="" d2d="" ker="" lim=""
-  if [ $mode = gpu ]; then
+  if [ "$only" = training ]; then
+    echo "== PIPEC_GPU_ONLY=training: the maps' benchmark, end to end and throughput not run"
+  elif [ $mode = gpu ]; then
     step "bench/gpu" 90 "$out/gpu_bench.log" "$gpu_bench" --spec examples/chess/chess.pipe
     local bench_rc=$?
     val() { awk -v k="$1" '$1 == k { print $2 }' "$out/gpu_bench.log"; }
@@ -372,38 +425,40 @@ main() {
     record bench "no GPU" "not run"
   fi
 
-  : >"$out/e2e.log"
-  e2e chess bench/gpu/chess_gpu.pipe "${PIPEC_GPU_E2E_CHESS:-16}"
-  e2e deblur examples/deblur/deblur.pipe "${PIPEC_GPU_E2E_DEBLUR:-4}"
-  e2e segmentation examples/segmentation/segmentation.pipe "${PIPEC_GPU_E2E_SEGMENTATION:-2}"
+  local gpu_eps="" cpu_eps=""
+  if [ "$only" != training ]; then
+    e2e chess bench/gpu/chess_gpu.pipe "${PIPEC_GPU_E2E_CHESS:-16}"
+    e2e deblur examples/deblur/deblur.pipe "${PIPEC_GPU_E2E_DEBLUR:-4}"
+    e2e segmentation examples/segmentation/segmentation.pipe "${PIPEC_GPU_E2E_SEGMENTATION:-2}"
 
-  # Throughput: many batches, no output written. A dry run takes a few, to check the step itself.
-  local take=${PIPEC_GPU_TAKE:-2000}
-  [ $mode = dry ] && take=${PIPEC_GPU_TAKE:-50}
-  local gdev=gpu
-  [ $mode = dry ] && gdev=auto
-  # All cores, then 2 threads (a GPU machine's few cores per GPU): examples/s and the CPU seconds the
-  # run used per million examples (user + system, from bash's `time`), GPU against CPU.
-  local gpu_eps cpu_eps threads
-  for threads in $(printf '%s\n' "$(nproc)" 2 | awk '!seen[$0]++'); do
-    local tag=$threads
-    for dev in $gdev cpu; do
-      step "throughput --device $dev --threads $threads" 90 "$out/e2e.log" bash -c \
-        'TIMEFORMAT="cpu_seconds %U %S"; time "$@"' _ "$pipec" run bench/gpu/chess_gpu.pipe --take "$take" \
-        --device $dev --threads "$threads" --stats-json "$scratch/tp-$dev-$tag.json"
-      awk '/^cpu_seconds/ { print $2 + $3 }' "$out/e2e.log" | tail -1 >"$scratch/tp-$dev-$tag.cpu"
+    # Throughput: many batches, no output written. A dry run takes a few, to check the step itself.
+    local take=${PIPEC_GPU_TAKE:-2000}
+    [ $mode = dry ] && take=${PIPEC_GPU_TAKE:-50}
+    local gdev=gpu
+    [ $mode = dry ] && gdev=auto
+    # All cores, then 2 threads (a GPU machine's few cores per GPU): examples/s and the CPU seconds the
+    # run used per million examples (user + system, from bash's `time`), GPU against CPU.
+    local threads
+    for threads in $(printf '%s\n' "$(nproc)" 2 | awk '!seen[$0]++'); do
+      local tag=$threads
+      for dev in $gdev cpu; do
+        step "throughput --device $dev --threads $threads" 90 "$out/e2e.log" bash -c \
+          'TIMEFORMAT="cpu_seconds %U %S"; time "$@"' _ "$pipec" run bench/gpu/chess_gpu.pipe --take "$take" \
+          --device $dev --threads "$threads" --stats-json "$scratch/tp-$dev-$tag.json"
+        awk '/^cpu_seconds/ { print $2 + $3 }' "$out/e2e.log" | tail -1 >"$scratch/tp-$dev-$tag.cpu"
+      done
+      local g c gc cc
+      g=$(eps "$scratch/tp-$gdev-$tag.json"); c=$(eps "$scratch/tp-cpu-$tag.json")
+      gc=$(cat "$scratch/tp-$gdev-$tag.cpu"); cc=$(cat "$scratch/tp-cpu-$tag.cpu")
+      per_m() { awk -v s="$1" -v e="$2" -v n="$take" 'BEGIN { if (s == "" || e == "") print "-"; else printf "%.2f", s / (n * 512 / 1e6) }'; }
+      record "throughput $threads threads" "$([ -n "$g" ] && [ -n "$c" ] && echo ok || echo FAIL)" \
+        "$take batches of 512: --device $gdev $(printf '%.0f' "${g:-0}") ex/s ($(per_m "$gc" "$g") CPU-s per 1M), cpu $(printf '%.0f' "${c:-0}") ex/s ($(per_m "$cc" "$c") CPU-s per 1M), ratio $(ratio "$g" "$c"); $(map_devices "$scratch/tp-$gdev-$tag.json")"
+      if [ "$threads" = "$(nproc)" ]; then gpu_eps=$g; cpu_eps=$c; fi
     done
-    local g c gc cc
-    g=$(eps "$scratch/tp-$gdev-$tag.json"); c=$(eps "$scratch/tp-cpu-$tag.json")
-    gc=$(cat "$scratch/tp-$gdev-$tag.cpu"); cc=$(cat "$scratch/tp-cpu-$tag.cpu")
-    per_m() { awk -v s="$1" -v e="$2" -v n="$take" 'BEGIN { if (s == "" || e == "") print "-"; else printf "%.2f", s / (n * 512 / 1e6) }'; }
-    record "throughput $threads threads" "$([ -n "$g" ] && [ -n "$c" ] && echo ok || echo FAIL)" \
-      "$take batches of 512: --device $gdev $(printf '%.0f' "${g:-0}") ex/s ($(per_m "$gc" "$g") CPU-s per 1M), cpu $(printf '%.0f' "${c:-0}") ex/s ($(per_m "$cc" "$c") CPU-s per 1M), ratio $(ratio "$g" "$c"); $(map_devices "$scratch/tp-$gdev-$tag.json")"
-    if [ "$threads" = "$(nproc)" ]; then gpu_eps=$g; cpu_eps=$c; fi
-  done
 
-  gpu_trace_check
-  training_reference
+    gpu_trace_check
+    training_reference
+  fi
 
   local r1 r2 r3
   r1=$(ratio "$exe" "$h2d"); r2=$(ratio "$ker" "$d2d"); r3=$(ratio "$gpu_eps" "$cpu_eps")

@@ -112,6 +112,34 @@ TEST(Compile, KernelsOnlyAboveO0) {
   CompileResult unwritable = compile(req);
   EXPECT_EQ(unwritable.status, CompileStatus::InternalError);
   EXPECT_NE(unwritable.error.find("code generation failed"), std::string::npos) << unwritable.error;
+  EXPECT_EQ(unwritable.error_decl, unwritable.program->global("a"));  // where the language server shows it
+}
+
+// `pipec check` and the language server compile with it: the check and the train blocks' step graphs,
+// never a kernel (the editor compiles on every keystroke).
+TEST(Compile, CheckRequestIsTheCheckWithoutKernels) {
+  CheckOptions quiet;
+  quiet.warnings = false;
+  CompileRequest buffer = check_request("spec.pipe", quiet, std::string(kTwo));
+  EXPECT_EQ(buffer.target, CompileTarget::CheckOnly);
+  EXPECT_EQ(buffer.path, "spec.pipe");
+  EXPECT_EQ(buffer.text, std::optional<std::string>(kTwo));
+  EXPECT_FALSE(buffer.options.check.warnings);
+  EXPECT_EQ(buffer.options.cpu_kernels, CpuKernels::None);
+  EXPECT_EQ(buffer.options.device, DevicePolicy::Cpu);
+  EXPECT_FALSE(check_request("spec.pipe").text);  // read from the file
+
+  const std::string train =
+      "source s = tfrecord(\"data/*.tfrecord\") { x: f32[4], y: f32[2] }\n"
+      "pipeline p = s | batch(8, drop_remainder = true)\n"
+      "model net(x: f32[4]) -> f32[2] { x | dense(2) }\n"
+      "train fit = { data = p, model = net(x), loss = mse(y), optimizer = adam() }\n";
+  CompileResult r = compile(check_request("spec.pipe", {}, train));
+  ASSERT_TRUE(r.ok()) << testing::compile_problems(r);
+  ASSERT_EQ(r.trains.size(), 1u);
+  EXPECT_EQ(r.trains[0].decl, r.program->global("fit"));
+  EXPECT_TRUE(r.pipelines.empty());
+  EXPECT_EQ(r.error_decl, nullptr);
 }
 
 TEST(Compile, GpuKernelsUnlessTheDeviceIsTheCpu) {

@@ -189,7 +189,7 @@ TEST(FastExecutor, ScheduleAndClipnormAgreeWithReference) {
       Batch b = make_batch(g, rows, static_cast<uint64_t>(s));
       ref.run(b.inputs, &b.target, s, OpCategory::Update);
       fast.run(b.inputs, &b.target, s, OpCategory::Update);
-      for (ReferenceExecutor<float>* ex : {&ref, static_cast<ReferenceExecutor<float>*>(&fast)}) {
+      for (StepExecutor* ex : {static_cast<StepExecutor*>(&ref), static_cast<StepExecutor*>(&fast)}) {
         const OptimizerSlots<float>& slots = ex->optimizer_slots();
         EXPECT_EQ(slots.iterations, s + 1);
         EXPECT_EQ(slots.last_lr, c.schedule.at(s));
@@ -377,14 +377,6 @@ void expect_valid_arena(const ModelGraph& g, const StepArena& a, const std::vect
     }
 }
 
-// The lifetimes the fast executor plans its arena with (a layer's backward group writes its nodes'
-// outputs at the first of them, before their own turn).
-struct LifetimeProbe : FastExecutor {
-  using FastExecutor::FastExecutor;
-  const std::vector<int>& first_writes() const { return first_write_; }
-  const std::vector<int>& last_uses() const { return last_use_; }
-};
-
 TEST(StepArena, ValuesAliveTogetherNeverShareBytesAndTheBlockIsNearThePeak) {
   for (const char* spec : {kChessSpec, kEveryLayerSpec}) {
     TrainProgram t = testing::compile_train_jit(spec);
@@ -405,8 +397,9 @@ TEST(StepArena, ValuesAliveTogetherNeverShareBytesAndTheBlockIsNearThePeak) {
     EXPECT_LT(plan.bytes, every_value);
     EXPECT_EQ(m.arena_bytes, plan.bytes);
 
-    // The fast executor's own plan, made at its first step, under its lifetimes.
-    LifetimeProbe fast(g, 0);
+    // The fast executor's own plan, made at its first step, under its lifetimes (a layer's backward
+    // group writes its nodes' outputs at the first of them, before their own turn).
+    FastExecutor fast(g, 0);
     Batch b = make_batch(g, rows, 1);
     fast.run(b.inputs, &b.target, 0, OpCategory::Update);
     ASSERT_EQ(fast.arena().rows, rows);

@@ -171,7 +171,7 @@ TEST(TrainSchedule, TheCompiledStepCarriesTheScheduleAndTheClipnorm) {
   EXPECT_EQ(optimizer_of(k).schedule.at(1000), 0.02);
 }
 
-// The fast executor splits the optimizer's loops over its threads (ReferenceExecutor::loop_threads):
+// The fast executor splits the optimizer's loops over its threads (ReferenceLoops::threads):
 // any split, in any order, gives the weights, moments and global norm of one loop bit for bit, for
 // every optimizer with weight decay and clipping on (the norm is summed over fixed blocks, so it does
 // not depend on the split either).

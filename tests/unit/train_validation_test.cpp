@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "runtime/train/evaluate.h"
+#include "runtime/train/reference_executor.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 

@@ -114,8 +114,10 @@ struct FastExecutor::Kernels {
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
-    : ReferenceExecutor<float>(g, seed), options_(options), kernels_(std::make_unique<Kernels>(options)) {
+    : g_(g), state_(g, seed, "fast executor"), options_(options), kernels_(std::make_unique<Kernels>(options)) {
   Kernels& k = *kernels_;
+  std::vector<int>& last_use = state_.last_uses();
+  std::vector<int>& first_write = state_.first_writes();
   const int n = static_cast<int>(g.nodes.size());
   k.group_of.assign(n, -1);
   k.forward_of.assign(n, -1);
@@ -147,14 +149,14 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
         if (b >= 0 && b < grp.first) grp.first = b;
       // The group's kernel call reads the kernel again; under mixed precision that is a rounded copy,
       // which lives only until its last reader in the graph: keep it until the call.
-      last_use_[fw.inputs[1]] = std::max(last_use_[fw.inputs[1]], grp.first);
+      last_use[fw.inputs[1]] = std::max(last_use[fw.inputs[1]], grp.first);
       const int id = static_cast<int>(k.groups.size());
       for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
         if (b >= 0) {
           k.group_of[b] = id;
           // The group's call writes every output of its nodes at the first of them: their places in
           // the arena are taken from then on.
-          for (int o : g.nodes[b].outputs) first_write_[o] = std::min(first_write_[o], grp.first);
+          for (int o : g.nodes[b].outputs) first_write[o] = std::min(first_write[o], grp.first);
         }
       k.groups.push_back(grp);
     } else if (fw.op == ModelOp::MaxPool2d || fw.op == ModelOp::GlobalMaxPool || fw.op == ModelOp::BatchNorm) {
@@ -220,7 +222,22 @@ std::string FastExecutor::description() const {
       waits ? waits : "active (the default)");
 }
 
-ParallelFor FastExecutor::loop_threads() const { return train::parallel_for(kernels_->cpu.threads()); }
+double FastExecutor::run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
+                         PhaseSeconds* seconds) {
+  return state_.run(inputs, target, step, last, seconds, node_runner());
+}
+
+double FastExecutor::resume(uint64_t step, OpCategory last, PhaseSeconds* seconds) {
+  return state_.resume(step, last, seconds, node_runner());
+}
+
+ReferenceLoops FastExecutor::reference_loops() const {
+  return ReferenceLoops{train::parallel_for(kernels_->cpu.threads()), true};
+}
+
+StepState<float>::NodeRunner FastExecutor::node_runner() {
+  return [this](const GraphNode& n, int64_t rows, uint64_t step) { run_node(n, rows, step); };
+}
 
 // An expr node's compiled kernel (GraphNode::native), the batch as rows: every input a dense f32
 // value of the node's per-example size, every output allocated as the reference allocates it. False
@@ -230,7 +247,7 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   // Each value's bytes per row, for the parts below; false when one is not the dense f32 tensor the
   // kernel was compiled for.
   auto row_bytes = [&](int id, int64_t& bytes) {
-    const Tensor& t = values_.at(static_cast<size_t>(id));
+    const Tensor& t = state_.value(id);
     const int64_t n = shape_num_elements(g_.full_shape(id, rows));
     bytes = n / rows * static_cast<int64_t>(sizeof(float));
     return t.dtype() == DType::F32 && t.num_elements() == n;
@@ -241,7 +258,7 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return false;
     const int id = n.inputs[static_cast<size_t>(fi)];
     if (!row_bytes(id, in_row.emplace_back())) return false;
-    inputs.push_back(values_.at(static_cast<size_t>(id)).raw());
+    inputs.push_back(state_.value(id).raw());
   }
   // The outputs get their places in the arena here: allocate_outputs leaves an expr node's outputs to
   // the interpreter's path.
@@ -251,7 +268,7 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     const GraphValue& v = g_.values[static_cast<size_t>(id)];
     if (v.dtype != DType::F32 || v.grad_of >= 0 || v.role == ValueRole::Param || v.role == ValueRole::State)
       return false;
-    values_[static_cast<size_t>(id)] = arena_tensor(id, rows);
+    state_.value(id) = state_.arena_tensor(id, rows);
     if (!row_bytes(id, out_row.emplace_back())) return false;
     outputs.push_back(data(id));
   }
@@ -263,7 +280,7 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     std::vector<void*> out(outputs.size());
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<const uint8_t*>(inputs[i]) + begin * in_row[i];
     for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<uint8_t*>(outputs[j]) + begin * out_row[j];
-    PipecKernelArgs args{in.data(), out.data(), end - begin, begin, 0, seed_};
+    PipecKernelArgs args{in.data(), out.data(), end - begin, begin, 0, state_.seed()};
     if (k.fn(&args) != 0) ok = false;
   });
   return ok;
@@ -531,9 +548,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
         }
         ++k.expr_fallbacks;
       }
-      ReferenceExecutor<float>::run_node(n, rows, step);
+      run_reference_node(state_, n, rows, step, reference_loops());
       return;
-    default: ReferenceExecutor<float>::run_node(n, rows, step); return;
+    default: run_reference_node(state_, n, rows, step, reference_loops()); return;
   }
 }
 

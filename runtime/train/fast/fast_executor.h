@@ -1,8 +1,10 @@
 // The fast CPU executor of a training-step graph: the layers on the oneDNN kernels of runtime/train/dnnl
 // (conv2d, conv2d_transpose, dense, pools, global pools, batch_norm, layer_norm, upsample2d, softmax,
 // leaky_relu, gelu), expr nodes on their JIT-compiled kernels, the optimizer's loop over the flat
-// buffers split over its threads, everything else (the loss, dropout) as the reference executor runs
-// it. `pipec run` trains on it unless -O0 or `--executor reference` asks for the reference.
+// buffers split over its threads, everything else (the loss, dropout) with the reference executor's
+// run_reference_node. It owns its StepState (the buffers, the arena, the walk over the schedule) as the
+// reference does, and derives from neither. `pipec run` trains on it unless -O0 or `--executor
+// reference` asks for the reference.
 //
 // Each layer node gets its kernel op once per batch size (a last short batch makes a second set); the
 // kernel library caches primitives by shape, so equal layers share them. Activations and gradients stay
@@ -27,12 +29,29 @@ struct FastExecutorOptions {
   bool direct_conv = false;
 };
 
-class FastExecutor : public ReferenceExecutor<float> {
+class FastExecutor final : public StepExecutor {
  public:
+  /// `g` must outlive the executor. Parameters start as the reference's do from the same seed.
   FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options = {});
   ~FastExecutor() override;
 
   std::string description() const override;
+  double run(const std::vector<Tensor>& inputs, const Tensor* target, uint64_t step, OpCategory last,
+             PhaseSeconds* seconds = nullptr) override;
+  double resume(uint64_t step, OpCategory last, PhaseSeconds* seconds = nullptr) override;
+  /// The buffers and slots the steps compute in (no other copy: syncing costs nothing).
+  FlatBuffers<float>& buffers() override { return state_.buffers(); }
+  OptimizerSlots<float>& optimizer_slots() override { return state_.optimizer_slots(); }
+  LossScale* loss_scale() override { return state_.loss_scale(); }
+  Tensor host_value(int id) override { return state_.value(id); }
+  const StepArena& arena() const override { return state_.arena(); }
+
+  /// A value computed by the last run and still held (as ReferenceExecutor::value).
+  const Tensor& value(int id) const { return state_.value(id); }
+  /// The lifetimes its arena is planned with (StepState::first_writes, ::last_uses): a layer's backward
+  /// group writes its nodes' outputs at the first of them, and reads the layer's kernel until then.
+  const std::vector<int>& first_writes() const { return state_.first_writes(); }
+  const std::vector<int>& last_uses() const { return state_.last_uses(); }
   /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
   int kernel_nodes() const;
   /// Runs of expr nodes on their compiled kernels, and runs of compiled expr nodes that fell back to the
@@ -45,15 +64,18 @@ class FastExecutor : public ReferenceExecutor<float> {
 
   struct Kernels;
 
- protected:
-  void run_node(const GraphNode& n, int64_t rows, uint64_t step) override;
-  ParallelFor loop_threads() const override;
-  const NativeKernel* optimizer_kernel(const GraphNode& n) const override { return n.native.get(); }
-
  private:
+  void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  StepState<float>::NodeRunner node_runner();
+  /// How the reference's loops run for the kinds left to them: the optimizer's update and the rounding
+  /// over this executor's threads, the update compiled.
+  ReferenceLoops reference_loops() const;
   bool run_expr_kernel(const GraphNode& n, int64_t rows);
+  float* data(int id) { return state_.data(id); }
+  void allocate_outputs(const GraphNode& n, int64_t rows) { state_.allocate_outputs(n, rows); }
 
- private:
+  const ModelGraph& g_;
+  StepState<float> state_;
   FastExecutorOptions options_;
   std::unique_ptr<Kernels> kernels_;
 };

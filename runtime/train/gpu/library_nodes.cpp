@@ -1,0 +1,183 @@
+#include "runtime/train/gpu/library_nodes.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include <fmt/format.h>
+
+#include "runtime/train/gpu/cublaslt_dense.h"
+#include "runtime/train/gpu/cudnn_conv.h"
+#include "runtime/train/gpu/node_kernels.h"
+
+namespace pipec::gpu {
+
+struct LibraryNodes::Impl {
+  // Each library is told how aligned the pointers of a call are (it picks kernels by it): 16 bytes for
+  // the arena's values and most parameters, 4 for a parameter whose offset in the flat buffer is not a
+  // multiple of four floats. One wrapper per alignment, made when a call first needs it.
+  std::unique_ptr<CudnnConv> conv, conv_unaligned;
+  std::unique_ptr<CublasLtDense> dense, dense_unaligned;
+  LibraryCallOptions options;
+  DeviceBlock workspace;
+  DeviceBlock krsc[2];  // a kernel's KRSC copy, and a kernel gradient's KRSC result
+};
+
+LibraryNodes::LibraryNodes(StepDevice& device, bool allow_tf32) : d_(device), impl_(std::make_unique<Impl>()) {
+  LibraryCallOptions& options = impl_->options;
+  options.allow_tf32 = allow_tf32;
+  const GpuLibraries& libs = device.libraries();
+  auto stream = static_cast<cuda::CUstream>(device.stream());
+  if (libs.cudnn) impl_->conv = std::make_unique<CudnnConv>(*libs.cudnn, stream, options);
+  if (libs.cublaslt) impl_->dense = std::make_unique<CublasLtDense>(*libs.cublaslt, stream, options);
+}
+
+LibraryNodes::~LibraryNodes() = default;
+
+std::string LibraryNodes::describe() const {
+  const GpuLibraries& libs = d_.libraries();
+  std::string conv = impl_->conv
+                         ? fmt::format("conv2d on cuDNN{}", libs.cudnn_version.empty() ? "" : " " + libs.cudnn_version)
+                         : fmt::format("conv2d on pipec's kernels (no cuDNN: {})", libs.cudnn_missing);
+  std::string dense = impl_->dense ? fmt::format("dense on cuBLASLt{}",
+                                                 libs.cublaslt_version.empty() ? "" : " " + libs.cublaslt_version)
+                                   : fmt::format("dense on pipec's kernels (no cuBLASLt: {})", libs.cublaslt_missing);
+  return conv + ", " + dense;
+}
+
+namespace {
+
+bool aligned16(std::initializer_list<DevPtr> ptrs) {
+  for (DevPtr p : ptrs)
+    if (p % 16 != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+CudnnConv& LibraryNodes::conv_for(bool aligned) {
+  if (aligned) return *impl_->conv;
+  if (!impl_->conv_unaligned) {
+    LibraryCallOptions o = impl_->options;
+    o.alignment = 4;
+    impl_->conv_unaligned =
+        std::make_unique<CudnnConv>(*d_.libraries().cudnn, static_cast<cuda::CUstream>(d_.stream()), o);
+  }
+  return *impl_->conv_unaligned;
+}
+
+CublasLtDense& LibraryNodes::dense_for(bool aligned) {
+  if (aligned) return *impl_->dense;
+  if (!impl_->dense_unaligned) {
+    LibraryCallOptions o = impl_->options;
+    o.alignment = 4;
+    impl_->dense_unaligned =
+        std::make_unique<CublasLtDense>(*d_.libraries().cublaslt, static_cast<cuda::CUstream>(d_.stream()), o);
+  }
+  return *impl_->dense_unaligned;
+}
+
+DeviceWorkspace LibraryNodes::workspace(size_t bytes) {
+  if (impl_->workspace.bytes() < bytes) impl_->workspace = DeviceBlock(d_, bytes);
+  return DeviceWorkspace{impl_->workspace.ptr(), impl_->workspace.bytes()};
+}
+
+DevPtr LibraryNodes::krsc(int slot, size_t bytes) {
+  DeviceBlock& b = impl_->krsc[slot];
+  if (b.bytes() < bytes) b = DeviceBlock(d_, bytes);
+  return b.ptr();
+}
+
+bool LibraryNodes::run(const NodeOperands& o) {
+  switch (o.node->op) {
+    case ModelOp::Conv2d:
+    case ModelOp::Conv2dBackwardInput:
+    case ModelOp::Conv2dBackwardKernel:
+    case ModelOp::Conv2dTranspose:
+    case ModelOp::Conv2dTransposeBackwardInput:
+    case ModelOp::Conv2dTransposeBackwardKernel: return impl_->conv && run_conv(o);
+    case ModelOp::Dense:
+    case ModelOp::DenseBackwardInput:
+    case ModelOp::DenseBackwardKernel: return impl_->dense && run_dense(o);
+    default: return false;
+  }
+}
+
+bool LibraryNodes::run_conv(const NodeOperands& o) {
+  const ModelGraph& g = *o.graph;
+  const GraphNode& n = *o.node;
+  const ConvNodeCall call = conv_node_call(g, n, o.rows);
+  auto operand = [&](NodeOperand which) {
+    switch (which) {
+      case NodeOperand::Input0: return o.inputs.at(0);
+      case NodeOperand::Input1: return o.inputs.at(1);
+      case NodeOperand::Output0: return o.outputs.at(0);
+    }
+    return DevPtr{0};
+  };
+  // The Keras kernel [kh, kw, a, b] (HWIO, or HWOI for the transpose) is KRSC [b, kh, kw, a]: the
+  // last axis moved first. Its shape is the kernel operand's (an input, or the gradient output).
+  const bool writes_filter = call.kind == ConvKind::BackwardFilter;
+  const int kernel_value = writes_filter ? n.outputs.at(0) : n.inputs.at(1);
+  const Shape& k = g.values.at(static_cast<size_t>(kernel_value)).shape;
+  const size_t kernel_bytes = static_cast<size_t>(shape_num_elements(k)) * sizeof(float);
+  const DevPtr keras_kernel = operand(call.filter);
+  const DevPtr filter = krsc(writes_filter ? 1 : 0, kernel_bytes);
+  if (!writes_filter) launch_hwio_to_krsc(d_.step_kernels(), keras_kernel, filter, k[0], k[1], k[2], k[3]);
+  CudnnConv& conv = conv_for(aligned16({operand(call.x), filter, operand(call.y)}));
+  const DeviceWorkspace ws = workspace(conv.workspace_bytes(call.kind, call.geometry, n.layer));
+  conv.run(call.kind, call.geometry, operand(call.x), filter, operand(call.y), ws, n.layer);
+  if (writes_filter) launch_krsc_to_hwio(d_.step_kernels(), filter, keras_kernel, k[0], k[1], k[2], k[3]);
+  // The forward kinds' bias (input 2) and fused relu.
+  if (n.op == ModelOp::Conv2d || n.op == ModelOp::Conv2dTranspose) {
+    const Value* act = n.attr("activation");
+    if (act && act->s != "relu") throw std::logic_error("gpu executor: fused activation " + act->s);
+    long long items = shape_num_elements(g.full_shape(n.outputs[0], o.rows));
+    DevPtr y = o.outputs.at(0), bias = o.inputs.at(2);
+    long long channels = g.values[n.outputs[0]].shape.back();
+    int relu = act ? 1 : 0;
+    void* params[] = {&items, &y, &bias, &channels, &relu};
+    d_.step_kernels().launch("bias_add", items, params);
+  }
+  ++conv_calls_;
+  return true;
+}
+
+bool LibraryNodes::run_dense(const NodeOperands& o) {
+  const ModelGraph& g = *o.graph;
+  const GraphNode& n = *o.node;
+  auto count = [&](int v) { return shape_num_elements(g.full_shape(v, o.rows)); };
+  DenseShape s;
+  CublasLtDense& lt = dense_for(std::all_of(o.inputs.begin(), o.inputs.end(), [](DevPtr p) { return p % 16 == 0; }) &&
+                                std::all_of(o.outputs.begin(), o.outputs.end(), [](DevPtr p) { return p % 16 == 0; }));
+  switch (n.op) {
+    case ModelOp::Dense: {
+      const Shape& k = g.values[n.inputs[1]].shape;
+      s = {count(n.inputs[0]) / k[0], k[0], k[1]};
+      const Value* act = n.attr("activation");
+      if (act && act->s != "relu") throw std::logic_error("gpu executor: fused activation " + act->s);
+      const DenseCall c = act ? DenseCall::ForwardRelu : DenseCall::Forward;
+      const DeviceWorkspace ws = workspace(lt.workspace_bytes(c, s, n.layer));
+      lt.forward(s, act != nullptr, o.inputs[0], o.inputs[1], o.inputs[2], o.outputs[0], ws, n.layer);
+      break;
+    }
+    case ModelOp::DenseBackwardInput: {  // dy, kernel -> dx
+      const Shape& k = g.values[n.inputs[1]].shape;
+      s = {count(n.inputs[0]) / k[1], k[0], k[1]};
+      const DeviceWorkspace ws = workspace(lt.workspace_bytes(DenseCall::BackwardInput, s, n.layer));
+      lt.backward_input(s, o.inputs[0], o.inputs[1], o.outputs[0], ws, n.layer);
+      break;
+    }
+    case ModelOp::DenseBackwardKernel: {  // x, dy -> dkernel
+      const Shape& k = g.values[n.outputs[0]].shape;
+      s = {count(n.inputs[0]) / k[0], k[0], k[1]};
+      const DeviceWorkspace ws = workspace(lt.workspace_bytes(DenseCall::BackwardKernel, s, n.layer));
+      lt.backward_kernel(s, o.inputs[0], o.inputs[1], o.outputs[0], ws, n.layer);
+      break;
+    }
+    default: return false;
+  }
+  ++dense_calls_;
+  return true;
+}
+
+}  // namespace pipec::gpu

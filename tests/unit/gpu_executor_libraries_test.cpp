@@ -1,0 +1,125 @@
+// The GPU executor's library path (runtime/train/gpu/library_nodes.h: conv2d and conv2d_transpose on
+// cuDNN, dense on cuBLASLt, the KRSC copies of Keras' kernels and the gradients moved back, bias and
+// fused relu after cuDNN, cuBLASLt's epilogues) on the host emulation, with the recording fakes of the
+// two libraries (tests/unit/cuda_library_fakes.h), which compute what their descriptors describe on host
+// pointers: every conv and dense node of a step goes through the calls a GPU makes, and the step must
+// still equal the reference executor's. On a GPU, tests/gpu/gpu_train_test.cpp runs the real libraries.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/train/gpu/gpu_executor.h"
+#include "runtime/train/gpu/host_step_device.h"
+#include "runtime/train/reference_executor.h"
+#include "tests/unit/cuda_library_fakes.h"
+#include "tests/unit/train_util.h"
+
+namespace pipec {
+namespace {
+
+const char* kChess = R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
+pipeline data = s | batch(16, drop_remainder = true)
+model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
+  x = board | conv2d(16, 3, padding = same) | relu | conv2d(16, 3, padding = same) | relu
+  x = concat([flatten(x), flags])
+  x | dense(32) | relu | dense(1) | tanh
+}
+train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = sgd(lr = 0.05), steps = 2 }
+)";
+
+// Strided, valid and dilated convolutions, a transposed one with `same` padding at stride 2 (the odd pad
+// at the end), batch_norm between: every conv node kind with asymmetric pads.
+const char* kConvKinds = R"(source s = tfrecord("x.tfrecord") { image: f32[9, 9, 3], y: f32[4] }
+pipeline data = s | batch(4, drop_remainder = true)
+model m(image: f32[9, 9, 3]) -> f32[4] {
+  a = image | conv2d(6, 3, strides = 2, padding = same) | batch_norm | relu
+  b = a | conv2d_transpose(5, 3, strides = 2, padding = same) | conv2d(4, 3, padding = valid, dilation = 2)
+  flatten(b) | dense(4)
+}
+train t = { data = data, model = m(image), loss = mse(y), optimizer = sgd(lr = 0.05, momentum = 0.9), steps = 2 }
+)";
+
+void expect_close(const std::string& what, const float* got, const float* want, int64_t n, double rtol, double atol) {
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(got[i]))});
+  const double limit = atol + rtol * scale;
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (!(std::fabs(double(got[i]) - double(want[i])) <= limit) && reported++ < 3)
+      ADD_FAILURE() << what << "[" << i << "]: gpu " << got[i] << ", reference " << want[i] << " (limit " << limit
+                    << ")";
+}
+
+// Two steps from the same initial weights: each step's loss within 1e-5 relative and the gradients of the
+// first within 1e-4 of each tensor's largest element (the fakes sum in f64 in their own order, the
+// reference in f64 in its order, both rounded to f32 at the end: a few ulp); the weights after SGD within
+// 1e-5 relative.
+void run_case(const char* spec, int64_t rows, int expected_conv_nodes_per_step) {
+  TrainProgram t = testing::compile_train(spec);
+  const ModelGraph& g = t.step;
+  ASSERT_FALSE(g.nodes.empty());
+  testing::FakeCudnn cudnn;
+  testing::FakeCublasLt cublaslt;
+  gpu::GpuLibraries libs;
+  libs.cudnn = &cudnn.api();
+  libs.cublaslt = &cublaslt.api();
+  libs.cudnn_version = "fake";
+  libs.cublaslt_version = "fake";
+  ReferenceExecutor<float> ref(g, 4);
+  gpu::GpuExecutor gpu(g, 4, gpu::make_host_emulation_device(libs));
+  int dense_nodes = 0;
+  for (const GraphNode& n : g.nodes)
+    dense_nodes +=
+        n.op == ModelOp::Dense || n.op == ModelOp::DenseBackwardInput || n.op == ModelOp::DenseBackwardKernel;
+  for (int s = 0; s < 2; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s + 1));
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], rows), 40 + 10 * s + k));
+    Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, rows), 90 + s, -0.5, 0.5);
+    const size_t execs_before = std::count_if(cudnn.calls.begin(), cudnn.calls.end(), [](const testing::CudnnCall& c) {
+      return c.fn == "cudnnBackendExecute";
+    });
+    const size_t matmuls_before = cublaslt.matmuls.size();
+    const float lr = static_cast<float>(ref.run(inputs, &target, s, OpCategory::Backward));
+    const float lg = static_cast<float>(gpu.run(inputs, &target, s, OpCategory::Backward));
+    expect_close("loss", &lg, &lr, 1, 1e-5, 1e-7);
+    gpu.sync_to_host();
+    if (s == 0)
+      for (int p : g.params) {
+        const GraphValue& v = g.values[p];
+        expect_close("gradient of " + v.name, gpu.buffers().grads.data() + v.offset,
+                     ref.buffers().grads.data() + v.offset, v.elements_per_example(), 1e-4, 1e-6);
+      }
+    ref.resume(s, OpCategory::Update);
+    gpu.resume(s, OpCategory::Update);
+    gpu.sync_to_host();
+    for (int p : g.params) {
+      const GraphValue& v = g.values[p];
+      expect_close("after the step, " + v.name, gpu.buffers().params.data() + v.offset,
+                   ref.buffers().params.data() + v.offset, v.elements_per_example(), 1e-5, 1e-7);
+    }
+    // Every conv node and every dense node of the step went to its library.
+    const size_t execs = std::count_if(cudnn.calls.begin(), cudnn.calls.end(),
+                                       [](const testing::CudnnCall& c) { return c.fn == "cudnnBackendExecute"; });
+    EXPECT_EQ(static_cast<int>(execs - execs_before), expected_conv_nodes_per_step);
+    EXPECT_EQ(static_cast<int>(cublaslt.matmuls.size() - matmuls_before), dense_nodes);
+  }
+  EXPECT_NE(gpu.description().find("conv2d on cuDNN fake, dense on cuBLASLt fake"), std::string::npos)
+      << gpu.description();
+}
+
+TEST(GpuExecutorLibraries, ChessNetOnCudnnAndCublasLtEqualsTheReference) {
+  // conv1: forward and kernel gradient (its input needs none); conv2: forward, input and kernel gradients.
+  run_case(kChess, 16, 5);
+}
+
+TEST(GpuExecutorLibraries, EveryConvKindWithOddPadsEqualsTheReference) {
+  // conv2d (stride 2, same): forward, kernel gradient; conv2d_transpose: forward, input and kernel
+  // gradients; the dilated conv2d: forward, input and kernel gradients.
+  run_case(kConvKinds, 4, 8);
+}
+
+}  // namespace
+}  // namespace pipec
