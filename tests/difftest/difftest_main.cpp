@@ -102,6 +102,16 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
     if (o.verbose) std::cout << fmt::format("{}: the reference run failed: {}\n", label, ref.error);
   }
   bool ok = true;
+  // A mix folded from constants must hold what the same mix computes at run time (twin fields).
+  if (auto m = compare_twins(ref)) {
+    ++t.mismatches;
+    ok = false;
+    std::error_code ec;
+    fs::create_directories(keep_as.parent_path(), ec);
+    fs::remove_all(keep_as, ec);
+    fs::copy(req.spec.parent_path(), keep_as, fs::copy_options::recursive, ec);
+    report_mismatch(label + " (twin fields)", reference_variant(), *m, req.spec, keep_as);
+  }
   for (const Variant& v : variants.enabled) {
     // Slow variants run on every n-th generated case (the first included) and on every example.
     if (!every_variant && (case_index - 1) % v.every != 0) continue;
