@@ -49,8 +49,9 @@ main() {
   case "$mode" in
     asan)
       dir=build-asan
-      # The difftest with 15 random pipelines instead of 200 (tests/difftest/CMakeLists.txt).
-      flags=(-DPIPEC_SANITIZE=ON -DPIPEC_SANITIZE_THREAD=OFF -DPIPEC_DIFFTEST_SEEDS=15)
+      # The difftest with 15 random pipelines instead of 200 (tests/difftest/CMakeLists.txt), the
+      # training difftest with 10 random cases instead of 100 (tests/train_difftest/CMakeLists.txt).
+      flags=(-DPIPEC_SANITIZE=ON -DPIPEC_SANITIZE_THREAD=OFF -DPIPEC_DIFFTEST_SEEDS=15 -DPIPEC_TRAIN_DIFFTEST_CASES=10)
       targets=(all)
       ;;
     tsan)
