@@ -22,7 +22,7 @@ tsan_single_thread='^(Sema|TrainTrajectory|GpuStep[A-Za-z]*|Fmt[A-Za-z]*|Lsp[A-Z
 # And these, which run oneDNN's OpenMP threads in the test process itself (Debian's libgomp is not built
 # with TSan, so every parallel region is reported: the reason train_kernel_tests is left out), or measure
 # resident memory (TSan's shadow memory multiplies it).
-tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$)'
+tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$|CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$)'
 tsan_unit_exclude="$tsan_single_thread|$tsan_openmp_or_rss"
 
 main() {
