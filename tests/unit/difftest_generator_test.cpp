@@ -16,6 +16,15 @@
 namespace pipec {
 namespace {
 
+// A generated case through the checker, as `pipec check` sees it.
+CompileResult check_case(const std::string& spec) {
+  CompileRequest req;
+  req.path = "case.pipe";
+  req.text = spec;
+  req.target = CompileTarget::CheckOnly;
+  return compile(req);
+}
+
 TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   // x[..., i64((i64(r.s) % 6) - 3)] and x[((i64(r.s) % 13) - 6):...] as the generator writes them.
   const std::regex run_time_index(R"(\[(:, )*(i64|i32|i8|u8|u64)\(\(?i64\()");
@@ -27,11 +36,7 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
     if (!index && !slice) continue;
     indices += index;
     slices += slice;
-    CompileRequest req;
-    req.path = "case.pipe";
-    req.text = c.spec;
-    req.target = CompileTarget::CheckOnly;
-    CompileResult r = compile(req);
+    CompileResult r = check_case(c.spec);
     std::ostringstream diags;
     r.program->diags.print(diags, false);
     EXPECT_FALSE(r.program->diags.has_errors()) << "seed " << seed << ":\n" << c.spec << diags.str();
@@ -53,11 +58,7 @@ TEST(DifftestGenerator, DrawsMixesOfBoolsAndNumbersButNoChainedComparisons) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     for (size_t at = c.spec.find(folded); at != std::string::npos; at = c.spec.find(folded, at + 1)) ++n.twins;
-    CompileRequest req;
-    req.path = "case.pipe";
-    req.text = c.spec;
-    req.target = CompileTarget::CheckOnly;
-    CompileResult r = compile(req);
+    CompileResult r = check_case(c.spec);
     std::ostringstream diags;
     r.program->diags.print(diags, false);
     // A chain of comparisons would be `chained_comparison`: the generator parenthesizes every operator.
