@@ -60,8 +60,15 @@ int expr_prec(const Expr& e) {
   }
 }
 
+// A comparison written in parentheses as an operand of another keeps them: `(a < b) == c` compares a
+// bool, while `a < b == c` is a chain the checker refuses (and stays one, so the error is not hidden).
+bool parenthesized_comparison(const Expr& e) {
+  return e.kind == ExprKind::Binary && is_comparison(e.as<BinaryExpr>()->op) && e.as<BinaryExpr>()->parenthesized;
+}
+
 bool binary_operand_parens(const Expr& child, BinaryOp op, bool rhs) {
   if (child.kind == ExprKind::Pipe || child.kind == ExprKind::Lambda) return true;
+  if (is_comparison(op) && parenthesized_comparison(child)) return true;
   int cp = expr_prec(child);
   int p = binary_op_precedence(op);
   if (cp != p) return cp < p;
@@ -705,7 +712,8 @@ class Formatter {
       int prec = binary_op_precedence(e.as<BinaryExpr>()->op);
       std::vector<const BinaryExpr*> ops;
       const Expr* cur = &e;
-      while (cur->kind == ExprKind::Binary && binary_op_precedence(cur->as<BinaryExpr>()->op) == prec) {
+      while (cur->kind == ExprKind::Binary && binary_op_precedence(cur->as<BinaryExpr>()->op) == prec &&
+             (cur == &e || !parenthesized_comparison(*cur))) {
         ops.push_back(cur->as<BinaryExpr>());
         cur = cur->as<BinaryExpr>()->lhs.get();
       }

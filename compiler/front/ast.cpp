@@ -63,6 +63,8 @@ int binary_op_precedence(BinaryOp op) {
   return 0;
 }
 
+bool is_comparison(BinaryOp op) { return binary_op_precedence(op) == binary_op_precedence(BinaryOp::Eq); }
+
 const char* decl_kind_name(DeclKind k) {
   switch (k) {
     case DeclKind::Import: return "import";

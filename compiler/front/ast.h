@@ -87,6 +87,8 @@ const char* unary_op_spelling(UnaryOp op);
 const char* binary_op_spelling(BinaryOp op);
 /// Binding strength used by the formatter to decide where parentheses are needed (higher binds tighter).
 int binary_op_precedence(BinaryOp op);
+/// `==` `!=` `<` `<=` `>` `>=`: they give bool and do not chain.
+bool is_comparison(BinaryOp op);
 
 struct Expr {
   explicit Expr(ExprKind k) : kind(k) {}
@@ -223,6 +225,9 @@ struct BinaryExpr : Expr {
   BinaryOp op = BinaryOp::Add;
   SourceRange op_range;
   ExprPtr lhs, rhs;
+  // Written inside parentheses, which the tree otherwise drops: `(a < b) == c` compares a bool, while
+  // `a < b == c` is a chain of comparisons, which the checker refuses (`chained_comparison`).
+  bool parenthesized = false;
 };
 
 /// `lhs | rhs`: apply stage, layer or function `rhs` to `lhs`.

@@ -467,6 +467,7 @@ class Builder {
     // LPAREN expr RPAREN  # parenExpr
     if (auto* c = dynamic_cast<P::ParenExprContext*>(ctx)) {
       ExprPtr inner = expr(c->expr());
+      if (inner->kind == ExprKind::Binary) inner->as<BinaryExpr>()->parenthesized = true;
       return inner;
     }
     // name  # nameRef

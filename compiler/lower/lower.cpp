@@ -228,10 +228,7 @@ class FunctionLowering {
     const Type& lt = b.lhs->type;
     const Type& rt = b.rhs->type;
     auto p = promote(lt.dtype, lt.weak, rt.dtype, rt.weak);
-    DType operand_dtype = p ? p->dtype : b.type.dtype;
-    // True division computes in the result's float type; arithmetic on bools computes as i64.
-    if (b.op == BinaryOp::Div || (operand_dtype == DType::Bool && b.type.dtype != DType::Bool))
-      operand_dtype = b.type.dtype;
+    DType operand_dtype = binary_operand_dtype(b.op, p ? p->dtype : b.type.dtype, b.type.dtype);
     int x = operand(*b.lhs, operand_dtype);
     int y = operand(*b.rhs, operand_dtype);
     return emit(binary_op_kind(b.op), {x, y}, {}, b.type, b.range);

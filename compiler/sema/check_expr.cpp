@@ -310,12 +310,65 @@ Type Checker::check_unary(UnaryExpr& e) {
   return r;
 }
 
-static bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt ||
-         op == BinaryOp::Ge;
+namespace {
+
+bool unparenthesized_comparison(const Expr& e) {
+  return e.kind == ExprKind::Binary && is_comparison(e.as<BinaryExpr>()->op) && !e.as<BinaryExpr>()->parenthesized;
+}
+
+// The operands and operators of a chain of comparisons written without parentheses, left to right:
+// `a < b <= c` (parsed as `(a < b) <= c`) gives a, b, c and <, <=.
+void flatten_chain(BinaryExpr& e, std::vector<Expr*>& operands, std::vector<BinaryOp>& ops) {
+  for (int side = 0; side < 2; ++side) {
+    Expr& x = side == 0 ? *e.lhs : *e.rhs;
+    if (side == 1) ops.push_back(e.op);
+    if (unparenthesized_comparison(x)) flatten_chain(*x.as<BinaryExpr>(), operands, ops);
+    else operands.push_back(&x);
+  }
+}
+
+}  // namespace
+
+// `a < b < c` means `(a < b) < c` in the grammar, a bool compared with c: almost always a mistake (in
+// math and Python it means both comparisons), and a silent one, since a bool compares with a number
+// (§6.3). Refused, as Rust and Swift do; `(a < b) < c` says the bool is meant.
+Type Checker::report_chained_comparison(BinaryExpr& e) {
+  std::vector<Expr*> operands;
+  std::vector<BinaryOp> ops;
+  flatten_chain(e, operands, ops);
+  // The operands still get checked: their own errors are reported, and the editor shows their types.
+  for (Expr* x : operands) check(*x);
+  const std::string* text = e.range.valid() ? &diags().sources().file(e.range.file).text() : nullptr;
+  auto spelled = [&](const Expr& x) {
+    std::string s = text && x.range.file == e.range.file && x.range.end <= text->size()
+                        ? text->substr(x.range.begin, x.range.end - x.range.begin)
+                        : std::string("...");
+    // An operand that binds no tighter than a comparison was in parentheses (`(a && b) < c < d`).
+    bool loose = x.kind == ExprKind::Pipe || x.kind == ExprKind::Lambda ||
+                 (x.kind == ExprKind::Binary &&
+                  binary_op_precedence(x.as<BinaryExpr>()->op) <= binary_op_precedence(BinaryOp::Eq));
+    return loose ? "(" + s + ")" : s;
+  };
+  std::string both, nested = spelled(*operands[0]);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::string link =
+        fmt::format("{} {} {}", spelled(*operands[i]), binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
+    both += (i ? " && " : "") + link;
+    nested =
+        fmt::format("{} {} {}", i ? "(" + nested + ")" : nested, binary_op_spelling(ops[i]), spelled(*operands[i + 1]));
+  }
+  std::string first = fmt::format("{} {} {}", spelled(*operands[0]), binary_op_spelling(ops[0]), spelled(*operands[1]));
+  auto& diag = diags().report(DiagKind::chained_comparison, e.range,
+                              fmt::format("comparisons do not chain: this would compare the bool `{}` with `{}`", first,
+                                          spelled(*operands[2])));
+  diag.help = fmt::format("to test each comparison, write `{}`; to compare the bool, write `{}`", both, nested);
+  diag.replacement = both;
+  return Type::error();
 }
 
 Type Checker::check_binary(BinaryExpr& e) {
+  if (is_comparison(e.op) && (unparenthesized_comparison(*e.lhs) || unparenthesized_comparison(*e.rhs)))
+    return report_chained_comparison(e);
   Type a = check(*e.lhs);
   Type b = check(*e.rhs);
   if (a.is_error() || b.is_error()) return Type::error();
@@ -364,7 +417,10 @@ Type Checker::check_binary(BinaryExpr& e) {
         return Type::error();
       }
       break;
-    case BinaryOp::Div: result = true_division_dtype(p->dtype); break;
+    case BinaryOp::Div:
+      // Weak results are i64, f64 or bool: `true / 2` is a weak f64 like `1 / 2`.
+      result = p->weak ? DType::F64 : true_division_dtype(p->dtype);
+      break;
     default:
       if (is_comparison(e.op)) result = DType::Bool;
       else if (p->dtype == DType::Bool) result = DType::I64;  // true + true is arithmetic on integers
@@ -373,7 +429,8 @@ Type Checker::check_binary(BinaryExpr& e) {
   Type r = Type::tensor(result, *shape);
   r.weak = p->weak;
   if (e.lhs->constant && e.rhs->constant) {
-    FoldResult f = fold_binary(e.op, *e.lhs->constant, *e.rhs->constant, result);
+    FoldResult f =
+        fold_binary(e.op, *e.lhs->constant, *e.rhs->constant, binary_operand_dtype(e.op, p->dtype, result), result);
     if (f.error == FoldError::DivisionByZero) {
       diags().report(DiagKind::division_by_zero, e.rhs->range, fmt::format("integer `{}` by zero", op));
       return Type::error();

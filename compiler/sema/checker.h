@@ -65,6 +65,7 @@ class Checker {
   Type check_index(IndexExpr& e);
   Type check_unary(UnaryExpr& e);
   Type check_binary(BinaryExpr& e);
+  Type report_chained_comparison(BinaryExpr& e);
   Type check_list(ListExpr& e);
   Type check_record(RecordExpr& e);
   Type check_block(BlockExpr& e);

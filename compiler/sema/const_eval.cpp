@@ -85,34 +85,23 @@ FoldResult fold_unary(UnaryOp op, const Value& v, DType result) {
   return {std::nullopt, FoldError::NotFoldable};
 }
 
-FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result) {
-  if (!is_scalar(a) || !is_scalar(b)) return {std::nullopt, FoldError::NotFoldable};
-  double x = a.as_double(), y = b.as_double();
-  // Integers compare exactly (as doubles, 2**53 + 1 would equal 2**53).
-  if (a.kind != Value::Float && b.kind != Value::Float) {
-    int64_t p = convert_value(a, DType::I64).i, q = convert_value(b, DType::I64).i;
+FoldResult fold_binary(BinaryOp op, const Value& a_in, const Value& b_in, DType operands, DType result) {
+  if (!is_scalar(a_in) || !is_scalar(b_in)) return {std::nullopt, FoldError::NotFoldable};
+  // Both operands first become the dtype the run time computes in (lowering casts them the same way):
+  // `bool(1) == 2` compares true with true, `u8(200) < 300` compares 200 with 300 wrapped to u8, and
+  // `f32(0.1) == 0.1` compares two f32 values.
+  const Value a = convert_value(a_in, operands), b = convert_value(b_in, operands);
+  if (is_float(operands)) {
+    const double x = a.f, y = b.f;  // exactly the operands' values: f16, bf16 and f32 fit in a double
     switch (op) {
-      case BinaryOp::Eq: return {Value::make_bool(p == q)};
-      case BinaryOp::Ne: return {Value::make_bool(p != q)};
-      case BinaryOp::Lt: return {Value::make_bool(p < q)};
-      case BinaryOp::Le: return {Value::make_bool(p <= q)};
-      case BinaryOp::Gt: return {Value::make_bool(p > q)};
-      case BinaryOp::Ge: return {Value::make_bool(p >= q)};
+      case BinaryOp::Eq: return {Value::make_bool(x == y)};
+      case BinaryOp::Ne: return {Value::make_bool(x != y)};
+      case BinaryOp::Lt: return {Value::make_bool(x < y)};
+      case BinaryOp::Le: return {Value::make_bool(x <= y)};
+      case BinaryOp::Gt: return {Value::make_bool(x > y)};
+      case BinaryOp::Ge: return {Value::make_bool(x >= y)};
       default: break;
     }
-  }
-  switch (op) {
-    case BinaryOp::Eq: return {Value::make_bool(x == y)};
-    case BinaryOp::Ne: return {Value::make_bool(x != y)};
-    case BinaryOp::Lt: return {Value::make_bool(x < y)};
-    case BinaryOp::Le: return {Value::make_bool(x <= y)};
-    case BinaryOp::Gt: return {Value::make_bool(x > y)};
-    case BinaryOp::Ge: return {Value::make_bool(x >= y)};
-    case BinaryOp::And: return {Value::make_bool(x != 0 && y != 0)};
-    case BinaryOp::Or: return {Value::make_bool(x != 0 || y != 0)};
-    default: break;
-  }
-  if (is_float(result)) {
     double r = 0;
     switch (op) {
       case BinaryOp::Add: r = x + y; break;
@@ -126,21 +115,42 @@ FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result
     }
     return {convert_value(Value::make_float(r, DType::F64), result)};
   }
-  int64_t p = convert_value(a, DType::I64).i, q = convert_value(b, DType::I64).i;
+  // Integers and bools, exactly (as doubles, 2**53 + 1 would equal 2**53). A u64 keeps its bits in the
+  // i64, so it compares, divides and shifts as unsigned.
+  const bool u64 = operands == DType::U64;
+  const int64_t p = a.kind == Value::Bool ? a.b : a.i, q = b.kind == Value::Bool ? b.b : b.i;
+  const uint64_t up = static_cast<uint64_t>(p), uq = static_cast<uint64_t>(q);
+  switch (op) {
+    case BinaryOp::Eq: return {Value::make_bool(p == q)};
+    case BinaryOp::Ne: return {Value::make_bool(p != q)};
+    case BinaryOp::Lt: return {Value::make_bool(u64 ? up < uq : p < q)};
+    case BinaryOp::Le: return {Value::make_bool(u64 ? up <= uq : p <= q)};
+    case BinaryOp::Gt: return {Value::make_bool(u64 ? up > uq : p > q)};
+    case BinaryOp::Ge: return {Value::make_bool(u64 ? up >= uq : p >= q)};
+    case BinaryOp::And: return {Value::make_bool(p != 0 && q != 0)};
+    case BinaryOp::Or: return {Value::make_bool(p != 0 || q != 0)};
+    default: break;
+  }
+  // Only i64 reports overflow (§2.2); narrower integers and u64 wrap, as at run time.
+  const bool checked = result == DType::I64;
   int64_t r = 0;
   switch (op) {
     case BinaryOp::Add:
-      if (__builtin_add_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      if (__builtin_add_overflow(p, q, &r) && checked) return {std::nullopt, FoldError::Overflow};
       break;
     case BinaryOp::Sub:
-      if (__builtin_sub_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      if (__builtin_sub_overflow(p, q, &r) && checked) return {std::nullopt, FoldError::Overflow};
       break;
     case BinaryOp::Mul:
-      if (__builtin_mul_overflow(p, q, &r)) return {std::nullopt, FoldError::Overflow};
+      if (__builtin_mul_overflow(p, q, &r) && checked) return {std::nullopt, FoldError::Overflow};
       break;
     case BinaryOp::FloorDiv:
     case BinaryOp::Mod: {
       if (q == 0) return {std::nullopt, FoldError::DivisionByZero};
+      if (u64) {
+        r = static_cast<int64_t>(op == BinaryOp::FloorDiv ? up / uq : up % uq);
+        break;
+      }
       if (p == std::numeric_limits<int64_t>::min() && q == -1) return {std::nullopt, FoldError::Overflow};
       // Python semantics: floor division, the remainder takes the divisor's sign.
       int64_t d = p / q, m = p % q;
@@ -152,26 +162,33 @@ FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result
       break;
     }
     case BinaryOp::Pow: {
-      if (q < 0) return {std::nullopt, FoldError::NotFoldable};
-      // 0, 1 and -1 never overflow, whatever the exponent; any other base overflows within 64 steps.
-      if (p == 0 || p == 1) r = (p == 0 && q > 0) ? 0 : 1;
+      if (q < 0 && !u64) return {std::nullopt, FoldError::NotFoldable};
+      // 0, 1 and -1 never overflow, whatever the exponent; any other base overflows i64 within 64 steps.
+      if (p == 0 || p == 1) r = (p == 0 && q != 0) ? 0 : 1;
       else if (p == -1) r = q % 2 ? -1 : 1;
-      else {
+      else if (checked) {
         r = 1;
         for (int64_t k = 0; k < q; ++k)
           if (__builtin_mul_overflow(r, p, &r)) return {std::nullopt, FoldError::Overflow};
+      } else {
+        uint64_t w = 1, base = up;  // wraps, by squaring (a u64 exponent may be huge)
+        for (uint64_t e = uq; e; e >>= 1, base *= base)
+          if (e & 1) w *= base;
+        r = static_cast<int64_t>(w);
       }
       break;
     }
     case BinaryOp::BitAnd: r = p & q; break;
     case BinaryOp::BitXor: r = p ^ q; break;
     case BinaryOp::Shl:
-      r = (q < 0 || q > 63) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << q);
+      r = (uq > 63) ? 0 : static_cast<int64_t>(up << q);
       // For i64, bits shifted out (or into the sign) are an overflow like any other.
-      if (result == DType::I64 && p != 0 && q >= 0 && (q > 63 || (r >> q) != p))
-        return {std::nullopt, FoldError::Overflow};
+      if (checked && p != 0 && q >= 0 && (q > 63 || (r >> q) != p)) return {std::nullopt, FoldError::Overflow};
       break;
-    case BinaryOp::Shr: r = (q < 0 || q > 63) ? (p < 0 ? -1 : 0) : p >> q; break;
+    case BinaryOp::Shr:
+      if (u64) r = uq > 63 ? 0 : static_cast<int64_t>(up >> uq);
+      else r = (q < 0 || q > 63) ? (p < 0 ? -1 : 0) : p >> q;
+      break;
     default: return {std::nullopt, FoldError::NotFoldable};
   }
   if (result == DType::Bool) return {Value::make_bool(r != 0)};  // `&` and `^` of bools
@@ -191,7 +208,7 @@ FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DT
         return {narrow(v < 0 ? -v : v, result)};
       }
       r = std::fabs(x);
-    } else if (name == "sign") r = x > 0 ? 1 : x < 0 ? -1 : 0;
+    } else if (name == "sign") r = x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x;  // NaN stays NaN, as at run time
     else if (name == "tanh") r = std::tanh(x);
     else if (name == "exp") r = std::exp(x);
     else if (name == "log") r = std::log(x);
@@ -207,9 +224,20 @@ FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DT
     return {convert_value(Value::make_float(r, DType::F64), result)};
   }
   if (args.size() == 2 && (name == "max" || name == "min")) {
-    bool take_a =
-        name == "max" ? args[0].as_double() >= args[1].as_double() : args[0].as_double() <= args[1].as_double();
-    return {convert_value(take_a ? args[0] : args[1], result)};
+    // In the result's dtype, as the run-time kernel computes it (runtime/ops/elementwise_binary.cpp):
+    // a NaN on either side wins, and of two equal values (0.0 and -0.0) the second.
+    const Value a = convert_value(args[0], result), b = convert_value(args[1], result);
+    const bool max = name == "max";
+    bool take_a;
+    if (is_float(result)) take_a = (max ? a.f > b.f : a.f < b.f) || a.f != a.f;
+    else if (result == DType::U64) {
+      const auto x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
+      take_a = max ? x > y : x < y;
+    } else {
+      const int64_t x = a.kind == Value::Bool ? a.b : a.i, y = b.kind == Value::Bool ? b.b : b.i;
+      take_a = max ? x > y : x < y;
+    }
+    return {take_a ? a : b};
   }
   return {std::nullopt, FoldError::NotFoldable};
 }

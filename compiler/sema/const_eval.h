@@ -18,9 +18,10 @@ struct FoldResult {
 
 /// Folds `op v` to a value of dtype `result`.
 FoldResult fold_unary(UnaryOp op, const Value& v, DType result);
-/// Folds `a op b` to a value of dtype `result` (comparisons give Bool). Integer overflow of i64
-/// and division by zero are reported, not wrapped.
-FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType result);
+/// Folds `a op b` to a value of dtype `result` (comparisons give Bool), after converting both operands
+/// to `operands`, the dtype the run time computes in (binary_operand_dtype in promotion.h). Integer
+/// overflow of i64 and division by zero are reported, not wrapped.
+FoldResult fold_binary(BinaryOp op, const Value& a, const Value& b, DType operands, DType result);
 /// Folds a scalar math function (abs, sign, tanh, exp, log, sqrt, min, max, ...) or a cast.
 FoldResult fold_call(const std::string& name, const std::vector<Value>& args, DType result);
 

@@ -45,7 +45,10 @@ std::optional<Promoted> promote(DType a, bool a_weak, DType b, bool b_weak) {
   }
   if (a_weak && b_weak) {
     if (is_float(a) || is_float(b)) return Promoted{DType::F64, true};
-    if (a == DType::Bool && b == DType::Bool) return Promoted{DType::Bool, true};
+    // An integer literal meeting a bool becomes a bool, as it does with a bool tensor: `(1 < 2) == 2`
+    // folds to what `(x < 2) == 2` computes (a comparison of bools), and a constant never means
+    // something else than the same expression computed at run time.
+    if (a == DType::Bool || b == DType::Bool) return Promoted{DType::Bool, true};
     return Promoted{DType::I64, true};
   }
   if (a_weak || b_weak) {
@@ -95,6 +98,12 @@ DType true_division_dtype(DType promoted) {
   if (is_float(promoted)) return promoted;
   if (promoted == DType::I64 || promoted == DType::U64) return DType::F64;
   return DType::F32;
+}
+
+DType binary_operand_dtype(BinaryOp op, DType promoted, DType result) {
+  if (op == BinaryOp::Div) return result;
+  if (promoted == DType::Bool && result != DType::Bool) return result;
+  return promoted;
 }
 
 }  // namespace pipec

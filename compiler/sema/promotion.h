@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/front/ast.h"
 #include "runtime/plan/type.h"
 
 namespace pipec {
@@ -30,5 +31,11 @@ ShapeFit fit_shape(const std::vector<int64_t>& declared, const std::vector<int64
 
 /// The dtype of `a / b` (true division): floats stay, integers divide as f32, f64 when either is 64-bit.
 DType true_division_dtype(DType promoted);
+
+/// The dtype both operands of `a op b` are converted to before `op` computes, given their promoted
+/// dtype and the result's: the promoted one, except that true division computes in its float result
+/// and arithmetic on bools in i64 (`(x > 0) + 5` adds 5, not true). Lowering's casts and constant
+/// folding both follow it, so a folded constant is what the run time computes.
+DType binary_operand_dtype(BinaryOp op, DType promoted, DType result);
 
 }  // namespace pipec

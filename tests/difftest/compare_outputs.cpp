@@ -216,4 +216,27 @@ std::optional<Mismatch> compare_outputs(const RunOutput& ref, const RunOutput& g
   return std::nullopt;
 }
 
+std::optional<Mismatch> compare_twins(const RunOutput& out) {
+  if (!out.ok) return std::nullopt;
+  const std::string folded = kFoldedSuffix, computed = kComputedSuffix;
+  for (size_t e = 0; e < out.elements.size(); ++e) {
+    const Element& fields = out.elements[e];
+    for (const auto& [name, value] : fields) {
+      if (name.size() <= folded.size() || name.compare(name.size() - folded.size(), folded.size(), folded) != 0)
+        continue;
+      const std::string base = name.substr(0, name.size() - folded.size());
+      for (const auto& [other, twin] : fields) {
+        if (other != base + computed) continue;
+        if (auto d = compare_tensors(value, twin, Tolerance::Exact)) {
+          d->element = static_cast<int64_t>(e);
+          d->field = base;
+          d->what = "folded " + d->what + " computed";
+          return d;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace pipec::difftest

@@ -45,6 +45,16 @@ struct Mismatch {
 /// The first difference between `ref` and `got`, or nullopt when they agree under `tol`.
 std::optional<Mismatch> compare_outputs(const RunOutput& ref, const RunOutput& got, Tolerance tol);
 
+/// Twin fields: `mix3_folded` holds a bool-and-number mix computed from constants (folded by the
+/// checker), `mix3_computed` the same mix of the same values computed at run time (the generator's
+/// mix_twins).
+inline constexpr const char* kFoldedSuffix = "_folded";
+inline constexpr const char* kComputedSuffix = "_computed";
+
+/// The first element of `out` whose twin fields differ (bit for bit, any NaN equal to any NaN), or
+/// nullopt when every pair agrees; `field` names the pair without its suffix.
+std::optional<Mismatch> compare_twins(const RunOutput& out);
+
 /// One value of dtype `dt` at `p`, readable (floats also as bits).
 std::string scalar_text(DType dt, const uint8_t* p);
 

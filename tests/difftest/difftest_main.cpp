@@ -92,6 +92,14 @@ void report_mismatch(const std::string& label, const Variant& v, const Mismatch&
   for (std::string line; std::getline(lines, line);) std::cout << "  | " << line << "\n";
 }
 
+// Keeps a mismatching case's folder (spec and data) as keep_as, replacing an older copy.
+void keep_case(const fs::path& case_dir, const fs::path& keep_as) {
+  std::error_code ec;
+  fs::create_directories(keep_as.parent_path(), ec);
+  fs::remove_all(keep_as, ec);
+  fs::copy(case_dir, keep_as, fs::copy_options::recursive, ec);
+}
+
 // Runs every variant on one spec and compares it with the reference. Returns false on a mismatch.
 bool compare_case(const std::string& label, const RunRequest& req, const VariantSet& variants, const HarnessOptions& o,
                   Tally& t, const fs::path& keep_as, bool every_variant = false) {
@@ -102,6 +110,13 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
     if (o.verbose) std::cout << fmt::format("{}: the reference run failed: {}\n", label, ref.error);
   }
   bool ok = true;
+  // A mix folded from constants must hold what the same mix computes at run time (twin fields).
+  if (auto m = compare_twins(ref)) {
+    ++t.mismatches;
+    ok = false;
+    keep_case(req.spec.parent_path(), keep_as);
+    report_mismatch(label + " (twin fields)", reference_variant(), *m, req.spec, keep_as);
+  }
   for (const Variant& v : variants.enabled) {
     // Slow variants run on every n-th generated case (the first included) and on every example.
     if (!every_variant && (case_index - 1) % v.every != 0) continue;
@@ -116,10 +131,7 @@ bool compare_case(const std::string& label, const RunRequest& req, const Variant
     if (auto m = compare_outputs(ref, got, v.tolerance)) {
       ++t.mismatches;
       ok = false;
-      std::error_code ec;
-      fs::create_directories(keep_as.parent_path(), ec);
-      fs::remove_all(keep_as, ec);
-      fs::copy(req.spec.parent_path(), keep_as, fs::copy_options::recursive, ec);
+      keep_case(req.spec.parent_path(), keep_as);
       report_mismatch(label, v, *m, req.spec, keep_as);
     }
   }

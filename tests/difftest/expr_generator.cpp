@@ -183,24 +183,29 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
   } else if (form < 8) {
     b = scalar_leaf();
   } else {
-    // A weak literal adopts the other operand's dtype (a float literal with integers gives f32).
+    // A weak literal adopts the other operand's dtype (a float literal with integers gives f32); an
+    // integer literal meeting a bool becomes a bool (`(x > 0) == 2` compares with true), but bool
+    // arithmetic computes in i64 with the literal's value (`(x > 0) + 2` is 2 or 3).
     weak = true;
-    bool fl = rng_.chance(0.4);
-    b = {fl ? literal_float() : literal_int(), {fl ? DType::F64 : DType::I64, {}}, true};
-  }
-  if (weak && a.type.dtype == DType::Bool) {
-    // A weak number meeting a bool takes the bool's dtype, which `&&` and friends then refuse.
-    b = scalar_leaf();
-    weak = false;
+    int64_t k = rng_.range(0, 9);
+    if (k < 2) b = {rng_.chance(0.5) ? "true" : "false", {DType::Bool, {}}, true};
+    else if (k < 5) b = {literal_float(), {DType::F64, {}}, true};
+    else b = {literal_int(), {DType::I64, {}}, true};
   }
   if (a.constant && b.constant) {
     b = random_op(b.type.shape);
     weak = false;
   }
-  if (rng_.chance(0.5) && !weak) std::swap(a, b);
-  auto p = promote(a.type.dtype, false, b.type.dtype, weak);
-  if (!p) return a;
+  bool a_weak = false, b_weak = weak;
+  if (rng_.chance(0.5)) {
+    std::swap(a, b);
+    std::swap(a_weak, b_weak);
+  }
+  auto p = promote(a.type.dtype, a_weak, b.type.dtype, b_weak);
+  if (!p) return a_weak ? b : a;
   DType pd = p->dtype;
+  // `&&` and `||` take bools only: a number literal that becomes a bool beside one is still refused.
+  const bool both_bool = a.type.dtype == DType::Bool && b.type.dtype == DType::Bool;
   std::vector<int64_t> rs = a.type.shape.size() >= b.type.shape.size() ? a.type.shape : b.type.shape;
   auto bin = [&](const char* op, DType r) { return GExpr{fmt::format("({} {} {})", a.text, op, b.text), {r, rs}}; };
   auto call = [&](const char* fn, DType r) { return GExpr{fmt::format("{}({}, {})", fn, a.text, b.text), {r, rs}}; };
@@ -214,6 +219,17 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
     case 5: return bin("%", arith);
     case 6: {
       static const char* cmp[] = {"==", "!=", "<", "<=", ">", ">="};
+      if (rng_.chance(0.3)) {
+        // A comparison of a comparison, with the parentheses the checker requires (`a < b < c` is a
+        // chain it refuses): the bool meets a number, a bool or a literal.
+        const int64_t k = rng_.range(0, 2);
+        const std::string c = k == 0             ? scalar_leaf().text
+                              : k == 1           ? literal_int()
+                              : rng_.chance(0.5) ? "true"
+                                                 : "false";
+        return GExpr{fmt::format("(({} {} {}) {} {})", a.text, cmp[rng_.range(0, 5)], b.text, cmp[rng_.range(0, 5)], c),
+                     {DType::Bool, rs}};
+      }
       return bin(cmp[rng_.range(0, 5)], DType::Bool);
     }
     case 7:
@@ -224,7 +240,8 @@ GExpr ExprGenerator::binary(const std::vector<int64_t>& shape, int depth) {
       if (pd == DType::Bool) return bin("!=", DType::Bool);
       return call("min", pd);
     case 9:
-      if (pd == DType::Bool) return bin(rng_.chance(0.5) ? "&&" : "||", DType::Bool);
+      if (both_bool) return bin(rng_.chance(0.5) ? "&&" : "||", DType::Bool);
+      if (pd == DType::Bool) return bin(rng_.chance(0.5) ? "<" : ">=", DType::Bool);
       return call(rng_.chance(0.5) ? "max" : "min", pd);
     case 10:
       if (is_integer(pd) || pd == DType::Bool) return call(rng_.chance(0.5) ? "bit_or" : "bit_xor", pd);
@@ -453,6 +470,75 @@ GExpr ExprGenerator::any(int depth) {
   }
   if (rng_.chance(0.3)) e = unary(e);
   return e;
+}
+
+// An operand of a mix: a weak literal (the same text in both twins) or a typed constant, `u8(256)`,
+// whose twin computes the same value from a run-time zero, `u8(256 - z)`. The values cross the
+// dtypes' ranges (256 wraps in u8, 70000.5 saturates in i16) and the bools' (2 becomes true).
+ExprGenerator::MixOperand ExprGenerator::mix_operand(const std::string& zero) {
+  static const std::vector<std::string> ints = {"0", "1", "2", "3", "-1", "-3", "255", "256", "-129", "1000", "65535"};
+  static const std::vector<std::string> floats = {"0.5", "-0.5", "2.5", "0.1", "-7.25", "1000.5", "70000.5", "-0.0"};
+  const int64_t literal = rng_.range(0, 5);  // 0, 1: a bool; 2: a float; 3, 4, 5: an integer
+  const std::string v = literal < 2    ? (rng_.chance(0.5) ? "true" : "false")
+                        : literal == 2 ? rng_.pick(floats)
+                                       : rng_.pick(ints);
+  if (rng_.chance(0.5)) {
+    const DType t = literal < 2 ? DType::Bool : literal == 2 ? DType::F64 : DType::I64;
+    return {v, v, t, true};
+  }
+  const DType t = rng_.chance(0.4) ? DType::Bool : rng_.pick(all_numeric_dtypes());
+  std::string computed;
+  if (literal < 2) computed = fmt::format("{}({} {} 0)", name(t), zero, v == "true" ? "==" : "!=");
+  // `v - zero`, not `zero + v`: -0.0 - 0.0 is -0.0, but 0.0 + -0.0 is 0.0.
+  else if (literal == 2) computed = fmt::format("{}({} - f64({}))", name(t), v, zero);
+  else computed = fmt::format("{}({} - {})", name(t), v, zero);
+  return {name(t) + "(" + v + ")", computed, t, false};
+}
+
+GTwins ExprGenerator::mix_twins() {
+  // Zero, but not a constant: the checker cannot fold what is made from it.
+  const std::string zero = fmt::format("(i64({}) * 0)", runtime_scalar());
+  for (;;) {
+    MixOperand a = mix_operand(zero), b = mix_operand(zero);
+    if (a.dtype != DType::Bool && b.dtype != DType::Bool) continue;  // a bool meets a number or a bool
+    if (a.weak && b.weak) {
+      // Two literals exist only as constants. Their computed twin turns a bool literal into a bool
+      // computed at run time: an integer literal meets a bool the same way then (it becomes a bool in
+      // comparisons and bit ops), but a float literal would make the run-time side f32, not f64.
+      if (a.dtype == DType::F64 || b.dtype == DType::F64) continue;
+      MixOperand& x = a.dtype == DType::Bool ? a : b;
+      x.computed = fmt::format("({} {} 0)", zero, x.folded == "true" ? "==" : "!=");
+    }
+    auto p = promote(a.dtype, a.weak, b.dtype, b.weak);
+    if (!p) continue;
+    const DType pd = p->dtype;
+    const DType arith = pd == DType::Bool ? DType::I64 : pd;
+    struct Op {
+      const char* text;
+      bool call;
+      DType result;
+    };
+    std::vector<Op> ops = {{"==", false, DType::Bool}, {"!=", false, DType::Bool}, {"<", false, DType::Bool},
+                           {"<=", false, DType::Bool}, {">", false, DType::Bool},  {">=", false, DType::Bool},
+                           {"+", false, arith},        {"-", false, arith},        {"*", false, arith},
+                           {"max", true, pd},          {"min", true, pd}};
+    if (is_integer(pd) || pd == DType::Bool) {
+      ops.push_back({"&", false, pd});
+      ops.push_back({"^", false, pd});
+    }
+    if (a.dtype == DType::Bool && b.dtype == DType::Bool) {
+      ops.push_back({"&&", false, DType::Bool});
+      ops.push_back({"||", false, DType::Bool});
+    }
+    const Op& op = rng_.pick(ops);
+    auto write = [&](const std::string& x, const std::string& y) {
+      std::string e = op.call ? fmt::format("{}({}, {})", op.text, x, y) : fmt::format("({} {} {})", x, op.text, y);
+      // bf16 cannot be written to .npy: such a field is converted (exactly) to f32.
+      return op.result == DType::BF16 ? "f32(" + e + ")" : e;
+    };
+    DType result = op.result == DType::BF16 ? DType::F32 : op.result;
+    return {write(a.folded, b.folded), write(a.computed, b.computed), {result, {}}};
+  }
 }
 
 GExpr ExprGenerator::predicate(int depth) {

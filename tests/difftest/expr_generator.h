@@ -19,6 +19,16 @@ struct GExpr {
   bool constant = false;
 };
 
+/// One bool-and-number mix (docs/language.md §6.3) written twice: `folded` from constants, which the
+/// checker folds (compiler/sema/const_eval.cpp), and `computed` from the same values computed at run
+/// time, with the same weak literals. The harness checks that the two give the same bits, so the
+/// constant folder agrees with the interpreter, and through the variants with the JIT and the CUDA
+/// printer.
+struct GTwins {
+  std::string folded, computed;
+  GType type;
+};
+
 /// A name visible in a body: `r.field` or a block binding.
 struct GBinding {
   std::string ref;
@@ -40,6 +50,8 @@ class ExprGenerator {
   GExpr shaped(const std::vector<int64_t>& shape, int depth);
   /// A scalar bool (a filter predicate).
   GExpr predicate(int depth);
+  /// A scalar mix of a bool or a number with another, folded and computed (not in a batched body).
+  GTwins mix_twins();
 
  private:
   GExpr leaf(const std::vector<int64_t>& shape);
@@ -55,6 +67,12 @@ class ExprGenerator {
   GExpr cast(GExpr x, DType to);
   std::string literal_int();
   std::string literal_float();
+  struct MixOperand {
+    std::string folded, computed;
+    DType dtype;
+    bool weak;
+  };
+  MixOperand mix_operand(const std::string& zero);
 
   Rng& rng_;
   std::vector<GBinding> env_;

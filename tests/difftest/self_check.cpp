@@ -58,6 +58,13 @@ std::string comparator_self_check() {
       {"failed run", shorter, failed, Tolerance::Ulp, true},
       {"both failed", failed, failed, Tolerance::Exact, false},
   };
+  // Twin fields: a pair that differs is reported, one that agrees (NaN with NaN) is not.
+  RunOutput twins = one<float>(DType::F32, {nan});
+  twins.elements[0].front().first = std::string("m") + kFoldedSuffix;
+  twins.elements[0].emplace_back(std::string("m") + kComputedSuffix, twins.elements[0].front().second);
+  if (compare_twins(twins)) return "comparator self-check failed: equal twin fields reported";
+  twins.elements[0].back().second = one<float>(DType::F32, {0.f}).elements[0][0].second;
+  if (!compare_twins(twins)) return "comparator self-check failed: differing twin fields not reported";
   for (const Case& c : cases) {
     bool differ = compare_outputs(c.a, c.b, c.tol).has_value();
     if (differ != c.differ)

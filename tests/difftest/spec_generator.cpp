@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <span>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "runtime/io/example_writer.h"
 #include "runtime/io/npy.h"
 #include "runtime/io/tfrecord_writer.h"
+#include "tests/difftest/compare_outputs.h"
 #include "tests/difftest/expr_generator.h"
 
 namespace pipec::difftest {
@@ -18,6 +20,14 @@ namespace pipec::difftest {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The part of a twin field's name before its suffix, or "" for another field.
+std::string twin_base(const std::string& field) {
+  for (std::string_view suffix : {kFoldedSuffix, kComputedSuffix})
+    if (field.size() > suffix.size() && field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return field.substr(0, field.size() - suffix.size());
+  return "";
+}
 
 // One field of the element as the generator tracks it.
 struct Field {
@@ -170,9 +180,14 @@ class SpecBuilder {
       locals_.push_back(n);
     }
     std::vector<Field> out;
-    // Keep some fields as they are, and add one to three new ones.
-    for (const Field& f : fields_)
-      if (rng_.chance(0.3)) out.push_back(f);
+    // Keep some fields as they are (a pair of twins together, so the harness can compare them), and
+    // add one to three new ones.
+    std::map<std::string, bool> kept_twins;
+    for (const Field& f : fields_) {
+      const std::string twin = twin_base(f.name);
+      bool keep = twin.empty() ? rng_.chance(0.3) : kept_twins.try_emplace(twin, rng_.chance(0.5)).first->second;
+      if (keep) out.push_back(f);
+    }
     int64_t fresh = rng_.range(1, 3);
     for (int64_t i = 0; i < fresh; ++i) {
       GExpr e = g.any(rng_.range(1, 4));
@@ -180,6 +195,19 @@ class SpecBuilder {
       // Fields of a batched map keep the batch's leading dimension (every shape in scope has it).
       out.push_back({fmt::format("x{}", next_field_++), e.type});
       field_texts_.push_back(e.text);
+    }
+    // Bool-and-number mixes folded from constants and computed at run time, as a pair of scalar fields
+    // (a batched body's fields keep the batch dimension, so only unbatched maps get them).
+    if (!batched && rng_.chance(0.5)) {
+      for (int64_t i = rng_.range(1, 3); i > 0; --i) {
+        const GTwins t = g.mix_twins();
+        const std::string base = fmt::format("mix{}", next_field_++);
+        out.push_back({base + kFoldedSuffix, t.type});
+        field_texts_.push_back(t.folded);
+        out.push_back({base + kComputedSuffix, t.type});
+        field_texts_.push_back(t.computed);
+        fresh += 2;
+      }
     }
     text += "      { ";
     size_t k = 0;

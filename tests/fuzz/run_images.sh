@@ -14,8 +14,12 @@ jobs="${PIPEC_JOBS:-2}"
 CC="${CC:-clang-14}"
 CXX="${CXX:-clang++-14}"
 command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (scripts/setup.sh)" >&2; exit 2; }
+# -O1 (libFuzzer's documentation builds with -O1) and line tables only: a fifth less compile time than -O2 -g,
+# and the same flags in both fuzz scripts, which share build-fuzz/ (other flags would rebuild it all).
+fuzz_opt="-O1 -gline-tables-only -DNDEBUG"
 mkdir -p "$build"
 CC="$CC" CXX="$CXX" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$fuzz_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$fuzz_opt" \
   -DPIPEC_FUZZ=ON -DPIPEC_BUILD_TESTS=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 2; }
 cmake --build "$build" --target fuzz_images -j "$jobs" || { echo "fuzz: fuzz_images did not build" >&2; exit 2; }
 

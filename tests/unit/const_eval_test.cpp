@@ -18,13 +18,15 @@ Value I(int64_t v, DType dt = DType::I64) { return Value::make_int(v, dt); }
 Value F(double v, DType dt = DType::F64) { return Value::make_float(v, dt); }
 
 int64_t fold_int(BinaryOp op, int64_t a, int64_t b, DType dt = DType::I64) {
-  FoldResult r = fold_binary(op, I(a), I(b), dt);
+  FoldResult r = fold_binary(op, I(a), I(b), dt, dt);
   EXPECT_EQ(r.error, FoldError::None) << a << " " << binary_op_spelling(op) << " " << b;
   EXPECT_TRUE(r.value.has_value());
   return r.value ? r.value->i : 0;
 }
 
-FoldError fold_error(BinaryOp op, int64_t a, int64_t b) { return fold_binary(op, I(a), I(b), DType::I64).error; }
+FoldError fold_error(BinaryOp op, int64_t a, int64_t b) {
+  return fold_binary(op, I(a), I(b), DType::I64, DType::I64).error;
+}
 
 TEST(ConstEval, FloorDivisionRoundsTowardNegativeInfinity) {
   EXPECT_EQ(fold_int(BinaryOp::FloorDiv, 7, 2), 3);
@@ -48,29 +50,29 @@ TEST(ConstEval, ModuloTakesTheDivisorsSign) {
 }
 
 TEST(ConstEval, FloatFloorDivisionAndModulo) {
-  auto fd = fold_binary(BinaryOp::FloorDiv, F(-7.5), F(2), DType::F64);
+  auto fd = fold_binary(BinaryOp::FloorDiv, F(-7.5), F(2), DType::F64, DType::F64);
   EXPECT_DOUBLE_EQ(fd.value->f, -4.0);
-  auto m = fold_binary(BinaryOp::Mod, F(-7.5), F(2), DType::F64);
+  auto m = fold_binary(BinaryOp::Mod, F(-7.5), F(2), DType::F64, DType::F64);
   EXPECT_DOUBLE_EQ(m.value->f, 0.5);
-  auto m2 = fold_binary(BinaryOp::Mod, F(7.5), F(-2), DType::F64);
+  auto m2 = fold_binary(BinaryOp::Mod, F(7.5), F(-2), DType::F64, DType::F64);
   EXPECT_DOUBLE_EQ(m2.value->f, -0.5);
 }
 
 TEST(ConstEval, IntegerDivisionByZeroIsReported) {
   EXPECT_EQ(fold_error(BinaryOp::FloorDiv, 1, 0), FoldError::DivisionByZero);
   EXPECT_EQ(fold_error(BinaryOp::Mod, 5, 0), FoldError::DivisionByZero);
-  EXPECT_EQ(fold_binary(BinaryOp::FloorDiv, I(1, DType::U8), I(0, DType::U8), DType::U8).error,
+  EXPECT_EQ(fold_binary(BinaryOp::FloorDiv, I(1, DType::U8), I(0, DType::U8), DType::U8, DType::U8).error,
             FoldError::DivisionByZero);
 }
 
 TEST(ConstEval, FloatDivisionByZeroFollowsIeee) {
-  auto r = fold_binary(BinaryOp::Div, F(1), F(0), DType::F64);
+  auto r = fold_binary(BinaryOp::Div, F(1), F(0), DType::F64, DType::F64);
   EXPECT_EQ(r.error, FoldError::None);
   EXPECT_TRUE(std::isinf(r.value->f));
-  auto n = fold_binary(BinaryOp::Div, F(0), F(0), DType::F64);
+  auto n = fold_binary(BinaryOp::Div, F(0), F(0), DType::F64, DType::F64);
   EXPECT_TRUE(std::isnan(n.value->f));
   // `7 / 0` between integers is true division: an f64 infinity, not an error.
-  auto t = fold_binary(BinaryOp::Div, I(7), I(0), DType::F64);
+  auto t = fold_binary(BinaryOp::Div, I(7), I(0), DType::F64, DType::F64);
   EXPECT_EQ(t.error, FoldError::None);
   EXPECT_TRUE(std::isinf(t.value->f));
 }
@@ -104,11 +106,11 @@ TEST(ConstEval, PowerOfTrivialBasesDoesNotLoop) {
 }
 
 TEST(ConstEval, NarrowTypesWrapLikeTheRuntime) {
-  auto r = fold_binary(BinaryOp::Add, I(200, DType::U8), I(100, DType::U8), DType::U8);
+  auto r = fold_binary(BinaryOp::Add, I(200, DType::U8), I(100, DType::U8), DType::U8, DType::U8);
   EXPECT_EQ(r.error, FoldError::None);
   EXPECT_EQ(r.value->i, 44);
   EXPECT_EQ(r.value->dtype, DType::U8);
-  auto s = fold_binary(BinaryOp::Add, I(127, DType::I8), I(1, DType::I8), DType::I8);
+  auto s = fold_binary(BinaryOp::Add, I(127, DType::I8), I(1, DType::I8), DType::I8, DType::I8);
   EXPECT_EQ(s.value->i, -128);
 }
 
@@ -127,9 +129,9 @@ TEST(ConstEval, Shifts) {
   EXPECT_EQ(fold_error(BinaryOp::Shl, 3, 62), FoldError::Overflow);
   EXPECT_EQ(fold_error(BinaryOp::Shl, 1, 64), FoldError::Overflow);
   // A narrow type wraps.
-  auto u = fold_binary(BinaryOp::Shl, I(1, DType::U8), I(9, DType::U8), DType::U8);
+  auto u = fold_binary(BinaryOp::Shl, I(1, DType::U8), I(9, DType::U8), DType::U8, DType::U8);
   EXPECT_EQ(u.value->i, 0);
-  auto v = fold_binary(BinaryOp::Shl, I(3, DType::U8), I(7, DType::U8), DType::U8);
+  auto v = fold_binary(BinaryOp::Shl, I(3, DType::U8), I(7, DType::U8), DType::U8, DType::U8);
   EXPECT_EQ(v.value->i, 128);
 }
 
@@ -138,7 +140,7 @@ TEST(ConstEval, BitOps) {
   EXPECT_EQ(fold_int(BinaryOp::BitXor, 6, 3), 5);
   EXPECT_EQ(fold_unary(UnaryOp::BitNot, I(0), DType::I64).value->i, -1);
   EXPECT_EQ(fold_unary(UnaryOp::BitNot, I(0, DType::U8), DType::U8).value->i, 255);
-  auto b = fold_binary(BinaryOp::BitXor, Value::make_bool(true), Value::make_bool(false), DType::Bool);
+  auto b = fold_binary(BinaryOp::BitXor, Value::make_bool(true), Value::make_bool(false), DType::Bool, DType::Bool);
   ASSERT_TRUE(b.value);
   EXPECT_EQ(b.value->kind, Value::Bool);
   EXPECT_TRUE(b.value->b);
@@ -146,21 +148,65 @@ TEST(ConstEval, BitOps) {
 
 TEST(ConstEval, ComparisonsOfLargeIntegersAreExact) {
   int64_t big = (int64_t(1) << 53) + 1;
-  auto eq = fold_binary(BinaryOp::Eq, I(big), I(big - 1), DType::Bool);
+  auto eq = fold_binary(BinaryOp::Eq, I(big), I(big - 1), DType::I64, DType::Bool);
   EXPECT_FALSE(eq.value->b);
-  auto lt = fold_binary(BinaryOp::Lt, I(big - 1), I(big), DType::Bool);
+  auto lt = fold_binary(BinaryOp::Lt, I(big - 1), I(big), DType::I64, DType::Bool);
   EXPECT_TRUE(lt.value->b);
-  auto mixed = fold_binary(BinaryOp::Lt, I(1), F(1.5), DType::Bool);
+  auto mixed = fold_binary(BinaryOp::Lt, I(1), F(1.5), DType::F64, DType::Bool);
   EXPECT_TRUE(mixed.value->b);
-  auto logic = fold_binary(BinaryOp::And, Value::make_bool(true), Value::make_bool(false), DType::Bool);
+  auto logic = fold_binary(BinaryOp::And, Value::make_bool(true), Value::make_bool(false), DType::Bool, DType::Bool);
   EXPECT_FALSE(logic.value->b);
 }
 
+// Both operands are converted to the dtype the run time computes in before the operator applies, so a
+// folded constant is the value the same expression computes at run time.
+TEST(ConstEval, OperandsAreConvertedToTheComputeDtypeFirst) {
+  const Value t = Value::make_bool(true);
+  // bool(1) == 2: 2 becomes true (a bool compared with an integer literal, docs/language.md §6.3).
+  EXPECT_TRUE(fold_binary(BinaryOp::Eq, t, I(2), DType::Bool, DType::Bool).value->b);
+  EXPECT_FALSE(fold_binary(BinaryOp::Lt, t, I(3), DType::Bool, DType::Bool).value->b);  // true < true
+  EXPECT_TRUE(fold_binary(BinaryOp::BitAnd, t, I(2), DType::Bool, DType::Bool).value->b);
+  // Bool arithmetic computes in i64 with the literal's value.
+  EXPECT_EQ(fold_binary(BinaryOp::Add, t, I(2), DType::I64, DType::I64).value->i, 3);
+  // u8(200) < 300: 300 is 44 in u8.
+  EXPECT_FALSE(fold_binary(BinaryOp::Lt, I(200, DType::U8), I(300), DType::U8, DType::Bool).value->b);
+  // f32(0.1) == 0.1 compares two f32 values.
+  EXPECT_TRUE(fold_binary(BinaryOp::Eq, convert_value(F(0.1), DType::F32), F(0.1), DType::F32, DType::Bool).value->b);
+}
+
+TEST(ConstEval, U64ComparesDividesAndShiftsUnsignedAndWraps) {
+  const Value max = I(-1, DType::U64);  // 2^64 - 1, its bits in the i64
+  EXPECT_TRUE(fold_binary(BinaryOp::Gt, max, I(1, DType::U64), DType::U64, DType::Bool).value->b);
+  EXPECT_EQ(fold_binary(BinaryOp::FloorDiv, max, I(2, DType::U64), DType::U64, DType::U64).value->i,
+            static_cast<int64_t>(~uint64_t{0} / 2));
+  EXPECT_EQ(fold_binary(BinaryOp::Shr, max, I(60, DType::U64), DType::U64, DType::U64).value->i, 15);
+  auto wrapped = fold_binary(BinaryOp::Mul, I(int64_t{1} << 62, DType::U64), I(4, DType::U64), DType::U64, DType::U64);
+  EXPECT_EQ(wrapped.error, FoldError::None);
+  EXPECT_EQ(wrapped.value->i, 0);
+  // A narrow integer's power wraps too; only i64 reports overflow.
+  EXPECT_EQ(fold_binary(BinaryOp::Pow, I(3, DType::I32), I(50, DType::I32), DType::I32, DType::I32).error,
+            FoldError::None);
+  EXPECT_EQ(fold_error(BinaryOp::Pow, 3, 50), FoldError::Overflow);
+}
+
+TEST(ConstEval, MaxAndMinFollowTheRunTimeKernel) {
+  const double nan = std::nan("");
+  // A NaN on either side wins.
+  EXPECT_TRUE(std::isnan(fold_call("max", {F(nan), F(1)}, DType::F64).value->f));
+  EXPECT_TRUE(std::isnan(fold_call("min", {F(1), F(nan)}, DType::F64).value->f));
+  // Of two equal values, the second: max(-0.0, 0.0) is 0.0.
+  EXPECT_FALSE(std::signbit(fold_call("max", {F(-0.0), F(0.0)}, DType::F64).value->f));
+  // In the result's dtype: max(u8(200), 300) compares 200 with 44.
+  EXPECT_EQ(fold_call("max", {I(200, DType::U8), I(300)}, DType::U8).value->i, 200);
+  EXPECT_TRUE(fold_call("max", {Value::make_bool(false), I(2)}, DType::Bool).value->b);
+  EXPECT_TRUE(std::isnan(fold_call("sign", {F(nan)}, DType::F64).value->f));
+}
+
 TEST(ConstEval, FloatResultsAreRoundedToTheirDtype) {
-  auto r = fold_binary(BinaryOp::Div, F(1), F(3), DType::F32);
+  auto r = fold_binary(BinaryOp::Div, F(1), F(3), DType::F32, DType::F32);
   EXPECT_EQ(r.value->dtype, DType::F32);
   EXPECT_EQ(r.value->f, static_cast<double>(1.0f / 3.0f));
-  auto p = fold_binary(BinaryOp::Pow, F(2), F(0.5), DType::F64);
+  auto p = fold_binary(BinaryOp::Pow, F(2), F(0.5), DType::F64, DType::F64);
   EXPECT_DOUBLE_EQ(p.value->f, std::sqrt(2.0));
 }
 
@@ -171,7 +217,8 @@ TEST(ConstEval, HalfPrecisionResultsAreRoundedAsTheRuntimeRoundsThem) {
   EXPECT_TRUE(std::isinf(convert_value(F(100000.0), DType::F16).f));
   EXPECT_EQ(convert_value(F(1.001), DType::BF16).f, 1.0);
   EXPECT_EQ(convert_value(I(2049), DType::F16).f, 2048.0);
-  auto p = fold_binary(BinaryOp::Mul, convert_value(F(0.1), DType::F16), convert_value(I(3), DType::F16), DType::F16);
+  auto p = fold_binary(BinaryOp::Mul, convert_value(F(0.1), DType::F16), convert_value(I(3), DType::F16), DType::F16,
+                       DType::F16);
   ASSERT_TRUE(p.value);
   EXPECT_EQ(p.value->f, 0.2998046875);
   // u64 constants keep their bits in the i64: 2^64 - 1 is not -1.

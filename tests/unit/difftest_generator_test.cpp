@@ -1,15 +1,29 @@
 // The difftest generator draws indices and slice bounds computed at run time (tests/difftest/
-// expr_generator.cpp, shape ops 11 and 12), and the specs holding them pass the checker, so the
-// difftest compares them across every variant (interpreter, JIT, built library, chunkings).
+// expr_generator.cpp, shape ops 11 and 12), and mixes of bools and numbers (weak literals meeting bools,
+// comparisons of comparisons, twin fields folded and computed), and the specs holding them pass the
+// checker, so the difftest compares them across every variant (interpreter, JIT, built library,
+// chunkings) and the CUDA tests run them on the same seeds.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <regex>
 
 #include "compiler/compile/compile.h"
+#include "compiler/front/ast_query.h"
+#include "tests/difftest/compare_outputs.h"
 #include "tests/difftest/spec_generator.h"
 
 namespace pipec {
 namespace {
+
+// A generated case through the checker, as `pipec check` sees it.
+CompileResult check_case(const std::string& spec) {
+  CompileRequest req;
+  req.path = "case.pipe";
+  req.text = spec;
+  req.target = CompileTarget::CheckOnly;
+  return compile(req);
+}
 
 TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   // x[..., i64((i64(r.s) % 6) - 3)] and x[((i64(r.s) % 13) - 6):...] as the generator writes them.
@@ -22,17 +36,56 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
     if (!index && !slice) continue;
     indices += index;
     slices += slice;
-    CompileRequest req;
-    req.path = "case.pipe";
-    req.text = c.spec;
-    req.target = CompileTarget::CheckOnly;
-    CompileResult r = compile(req);
+    CompileResult r = check_case(c.spec);
     std::ostringstream diags;
     r.program->diags.print(diags, false);
     EXPECT_FALSE(r.program->diags.has_errors()) << "seed " << seed << ":\n" << c.spec << diags.str();
   }
   EXPECT_GE(indices, 10);
   EXPECT_GE(slices, 10);
+}
+
+bool is_literal(const Expr& e) {
+  return e.kind == ExprKind::IntLit || e.kind == ExprKind::FloatLit || e.kind == ExprKind::BoolLit ||
+         (e.kind == ExprKind::Unary && is_literal(*e.as<UnaryExpr>()->operand));
+}
+
+TEST(DifftestGenerator, DrawsMixesOfBoolsAndNumbersButNoChainedComparisons) {
+  struct Counts {
+    int twins = 0, weak_with_bool = 0, bool_with_number = 0, comparison_of_comparison = 0;
+  } n;
+  const std::string folded = std::string(difftest::kFoldedSuffix) + ": ";
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const difftest::GeneratedCase c = difftest::generate_case(seed);
+    for (size_t at = c.spec.find(folded); at != std::string::npos; at = c.spec.find(folded, at + 1)) ++n.twins;
+    CompileResult r = check_case(c.spec);
+    std::ostringstream diags;
+    r.program->diags.print(diags, false);
+    // A chain of comparisons would be `chained_comparison`: the generator parenthesizes every operator.
+    ASSERT_FALSE(r.program->diags.has_errors()) << "seed " << seed << ":\n" << c.spec << diags.str();
+    for (const auto& d : r.program->main().decls)
+      walk_exprs(*d, [&](const Expr& e) {
+        if (e.kind != ExprKind::Binary) return;
+        const auto& b = *e.as<BinaryExpr>();
+        const Type &lt = b.lhs->type, &rt = b.rhs->type;
+        if (!lt.is_tensor() || !rt.is_tensor()) return;
+        const bool lb = lt.dtype == DType::Bool, rb = rt.dtype == DType::Bool;
+        if (lb != rb && lt.dtype != DType::Bytes && rt.dtype != DType::Bytes) ++n.bool_with_number;
+        if ((lb && !is_literal(*b.lhs) && is_literal(*b.rhs)) || (rb && !is_literal(*b.rhs) && is_literal(*b.lhs)))
+          ++n.weak_with_bool;
+        auto comparison = [](const Expr& x) {
+          return x.kind == ExprKind::Binary && is_comparison(x.as<BinaryExpr>()->op);
+        };
+        if (is_comparison(b.op) && (comparison(*b.lhs) || comparison(*b.rhs))) ++n.comparison_of_comparison;
+      });
+  }
+  EXPECT_GE(n.twins, 150);
+  EXPECT_GE(n.weak_with_bool, 100);
+  EXPECT_GE(n.bool_with_number, 200);
+  EXPECT_GE(n.comparison_of_comparison, 25);
+  std::cout << "[ counts ] over 200 seeds: " << n.twins << " twin pairs, " << n.weak_with_bool
+            << " literals beside a bool, " << n.bool_with_number << " bools beside a number, "
+            << n.comparison_of_comparison << " comparisons of comparisons\n";
 }
 
 }  // namespace

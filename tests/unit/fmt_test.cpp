@@ -197,13 +197,23 @@ class Dumper {
         expr(*e.as<UnaryExpr>()->operand);
         out_ += ")";
         return;
-      case ExprKind::Binary:
-        out_ += std::string("(") + binary_op_spelling(e.as<BinaryExpr>()->op) + " ";
-        expr(*e.as<BinaryExpr>()->lhs);
+      case ExprKind::Binary: {
+        const auto* b = e.as<BinaryExpr>();
+        out_ += std::string("(") + binary_op_spelling(b->op) + " ";
+        // A comparison in parentheses under another is a different program than a chain of them.
+        auto operand = [&](const Expr& x) {
+          const bool kept = is_comparison(b->op) && x.kind == ExprKind::Binary &&
+                            is_comparison(x.as<BinaryExpr>()->op) && x.as<BinaryExpr>()->parenthesized;
+          if (kept) out_ += "(parens ";
+          expr(x);
+          if (kept) out_ += ")";
+        };
+        operand(*b->lhs);
         out_ += " ";
-        expr(*e.as<BinaryExpr>()->rhs);
+        operand(*b->rhs);
         out_ += ")";
         return;
+      }
       case ExprKind::Pipe:
         out_ += "(| ";
         expr(*e.as<PipeExpr>()->lhs);
@@ -465,7 +475,13 @@ TEST(FmtExpr, ParenthesesOnlyWherePrecedenceNeedsThem) {
   EXPECT_EQ(fmt_expr("(-x)**2"), "(-x) ** 2");
   EXPECT_EQ(fmt_expr("-x*2"), "-x * 2");
   EXPECT_EQ(fmt_expr("-(x*2)"), "-(x * 2)");
-  EXPECT_EQ(fmt_expr("(a<b)==(c<d)"), "a < b == (c < d)");
+  // A comparison of comparisons keeps its parentheses; a chain, which the checker refuses, stays one.
+  EXPECT_EQ(fmt_expr("(a<b)==(c<d)"), "(a < b) == (c < d)");
+  EXPECT_EQ(fmt_expr("(a<b)<c"), "(a < b) < c");
+  EXPECT_EQ(fmt_expr("a<b<c"), "a < b < c");
+  EXPECT_EQ(fmt_expr("a==b!=(c>=d)<=e"), "a == b != (c >= d) <= e");
+  EXPECT_EQ(fmt_expr("(a<b)&&c"), "a < b && c");
+  EXPECT_EQ(fmt_expr("((a<b))==c"), "(a < b) == c");
   EXPECT_EQ(fmt_expr("a&&(b||c)"), "a && (b || c)");
   EXPECT_EQ(fmt_expr("(a&&b)||c"), "a && b || c");
   EXPECT_EQ(fmt_expr("(1<<4)+1"), "(1 << 4) + 1");

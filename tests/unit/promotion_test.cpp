@@ -69,7 +69,23 @@ TEST(Promotion, TwoWeakLiteralsStayWeak) {
   auto bools = promote(DType::Bool, true, DType::Bool, true);
   EXPECT_EQ(bools->dtype, DType::Bool);
   EXPECT_TRUE(bools->weak);
-  EXPECT_EQ(promote(DType::Bool, true, DType::I64, true)->dtype, DType::I64);
+  // An integer literal meeting a bool becomes a bool, whether the bool is a tensor or a constant:
+  // `(1 < 2) == 2` compares as `(x < 2) == 2` does.
+  auto bool_int = promote(DType::Bool, true, DType::I64, true);
+  EXPECT_EQ(bool_int->dtype, DType::Bool);
+  EXPECT_TRUE(bool_int->weak);
+  EXPECT_EQ(promote(DType::Bool, false, DType::I64, true)->dtype, DType::Bool);
+  EXPECT_EQ(promote(DType::Bool, true, DType::F64, true)->dtype, DType::F64);
+}
+
+TEST(Promotion, OperandsComputeInThePromotedDtypeExceptDivisionAndBoolArithmetic) {
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::Lt, DType::Bool, DType::Bool), DType::Bool);
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::Lt, DType::U8, DType::Bool), DType::U8);
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::BitAnd, DType::Bool, DType::Bool), DType::Bool);
+  // `(x > 0) + 5` adds 5, not true; `i32 / i32` divides in f32.
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::Add, DType::Bool, DType::I64), DType::I64);
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::Div, DType::I32, DType::F32), DType::F32);
+  EXPECT_EQ(binary_operand_dtype(BinaryOp::Mul, DType::F16, DType::F16), DType::F16);
 }
 
 TEST(Promotion, SameSignednessTakesTheWider) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "runtime/core/philox.h"
 #include "runtime/model/step_arena.h"
 #include "runtime/model/step_memory.h"
 #include "runtime/train/fast/fast_executor.h"
@@ -373,6 +374,69 @@ void expect_valid_arena(const ModelGraph& g, const StepArena& a, const std::vect
         EXPECT_TRUE(x.hi <= y.lo || y.hi <= x.lo)
             << "%" << x.id << " [nodes " << x.from << ".." << x.to << ", bytes " << x.lo << ".." << x.hi << ") and %"
             << y.id << " [nodes " << y.from << ".." << y.to << ", bytes " << y.lo << ".." << y.hi << ") overlap";
+      }
+    }
+}
+
+// conv2d + relu + mae + Adam with a large eps, started from weights pipec's initializer would not give
+// (glorot draws, nonzero biases): the case in which the fast executor was seen to move the conv kernel
+// and bias away from the reference (by 1e-3 relative after three steps, dense agreeing) on an AVX-512
+// machine. mae's gradient is sign(y - t) / n, and with eps = 1e-3 Adam's step follows the gradient's
+// size, so a wrong conv gradient shows in the weights. Each of the 20 steps starts both executors from
+// the reference's state (as tests/train_difftest does): the conv's gradients within 1e-4 of their
+// largest element (sums of 32 x 64 products, rounded in f32 by oneDNN and f64 by the reference: about
+// 1e-6 measured), the weights after the step within 1e-3 of a step's size (lr): rounding in a gradient
+// moves Adam's step by far less. Winograd (where oneDNN has it) and direct, 1 and 2 threads.
+TEST(FastExecutor, ConvReluMaeAdamLargeEpsFromForeignWeightsAgreesStepByStep) {
+  const char* spec = R"(source s = tfrecord("x.tfrecord") { x: f32[8, 8, 3], y: f32[1] }
+pipeline data = s | batch(32, drop_remainder = true)
+model net(x: f32[8, 8, 3]) -> f32[1] {
+  x | conv2d(8, 3, padding = same) | relu | flatten | dense(1)
+}
+train t = { data = data, model = net(x), loss = mae(y), optimizer = adam(lr = 0.01, beta1 = 0.8, beta2 = 0.99, eps = 1e-3), steps = 20 }
+)";
+  TrainProgram t = testing::compile_train_jit(spec);
+  ASSERT_FALSE(t.step.nodes.empty());
+  const ModelGraph& g = t.step;
+  // Glorot-uniform kernels (fans with the receptive field, as Keras draws them) and biases in +-0.2.
+  std::vector<float> init(static_cast<size_t>(g.param_elements()));
+  RandomStream r(77, 1, 0);
+  for (int p : g.params) {
+    const GraphValue& v = g.values[p];
+    double limit = 0.2;
+    if (v.shape.size() >= 2) {
+      double receptive = 1;
+      for (size_t i = 0; i + 2 < v.shape.size(); ++i) receptive *= static_cast<double>(v.shape[i]);
+      limit = std::sqrt(6 / (receptive * static_cast<double>(v.shape[v.shape.size() - 2] + v.shape.back())));
+    }
+    for (int64_t i = 0; i < v.elements_per_example(); ++i)
+      init[static_cast<size_t>(v.offset + i)] = static_cast<float>(limit * (2 * r.uniform_double() - 1));
+  }
+  for (int threads : {1, 2})
+    for (bool direct : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} thread(s), conv {}", threads, direct ? "direct" : "auto"));
+      ReferenceExecutor<float> ref(g, 5);
+      FastExecutor fast(g, 5, FastExecutorOptions{threads, direct});
+      ref.buffers().params = init;
+      for (int s = 0; s < 20 && !HasFailure(); ++s) {
+        SCOPED_TRACE("step " + std::to_string(s + 1));
+        fast.buffers().params = ref.buffers().params;
+        fast.optimizer_slots() = ref.optimizer_slots();
+        Batch b = make_batch(g, 32, static_cast<uint64_t>(s));
+        ref.run(b.inputs, &b.target, s, OpCategory::Backward);
+        fast.run(b.inputs, &b.target, s, OpCategory::Backward);
+        for (int p : g.params) {
+          const GraphValue& v = g.values[p];
+          expect_close("gradient of " + v.name, fast.buffers().grads.data() + v.offset,
+                       ref.buffers().grads.data() + v.offset, v.elements_per_example(), {1e-4, 1e-9});
+        }
+        ref.resume(s, OpCategory::Update);
+        fast.resume(s, OpCategory::Update);
+        for (int p : g.params) {
+          const GraphValue& v = g.values[p];
+          expect_close("after the step, " + v.name, fast.buffers().params.data() + v.offset,
+                       ref.buffers().params.data() + v.offset, v.elements_per_example(), {0, 1e-3 * 0.01});
+        }
       }
     }
 }

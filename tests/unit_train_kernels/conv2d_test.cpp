@@ -164,3 +164,49 @@ TEST(Conv2d, ChessLayersUseOptimizedKernelsNotTheReference) {
 
 }  // namespace
 }  // namespace pipec::train
+
+namespace pipec::train {
+namespace {
+
+// A stride can leave the input's last rows or columns without a window (valid padding on 4 rows with a
+// 1x1 kernel and stride 2 reads rows 0 and 2). oneDNN 2.6's strided 1x1 kernels then wrote past a buffer
+// of their own (valgrind saw it), and on 2 threads gave a wrong kernel gradient on some calls (found by
+// tests/train_difftest, seed 34: conv2d(3, 1, strides = [2, 1]) on 4x4x3). Conv2dOp now gives oneDNN the
+// rows and columns the windows reach only: every one of many calls matches the f64 loops, and the
+// others get a zero input gradient.
+TEST(Conv2d, StrideLeavingRowsUnreachedGivesTheSameGradientsOnEveryCall) {
+  const std::vector<naive::Conv> shapes = {
+      {1, 4, 4, 3, 3, 1, 1, 2, 1},  // the difftest's case
+      {2, 4, 6, 3, 8, 1, 1, 2, 2},
+      {2, 6, 6, 2, 3, 3, 3, 2, 2},
+      {2, 4, 4, 3, 3, 1, 1, 2, 2, 1, 1, true},  // same padding: ceil(4 / 2) windows of 1 reach rows 0, 2
+      {1, 7, 5, 1, 2, 2, 2, 1, 1, 2, 2},        // dilation 2: a 3x3 window on 7 rows reaches all of them
+  };
+  for (int threads : {1, 2})
+    for (const naive::Conv& p : shapes) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << p.n << "x" << p.h << "x" << p.w << "x" << p.c
+                                        << " -> " << p.f << ", kernel " << p.kh << "x" << p.kw << ", stride " << p.sh
+                                        << "x" << p.sw << (p.same ? " same" : " valid"));
+      CpuKernels kernels(CpuKernelOptions{threads, ActivationLayout::Nhwc, ConvAlgorithm::Direct});
+      Conv2dOp op(kernels, desc_of(p, true));
+      const naive::Pad r = p.rows(), q = p.cols();
+      auto x = random_data(p.n * p.h * p.w * p.c, 51);
+      auto w = random_data(p.kh * p.kw * p.c * p.f, 52);
+      auto b = random_data(p.f, 53);
+      std::vector<float> y(p.n * r.out * q.out * p.f, NAN);
+      op.forward(x.data(), w.data(), b.data(), y.data());
+      test::expect_within_bound(y, naive::conv2d(p, x.d, w.d, &b.d), "y");
+      auto dy = random_data(y.size(), 54);
+      const naive::ConvGrads g = naive::conv2d_backward(p, x.d, w.d, dy.d);
+      for (int call = 0; call < 20 && !::testing::Test::HasFailure(); ++call) {
+        std::vector<float> dx(x.size(), NAN), dw(w.size(), NAN), db(p.f, NAN);
+        op.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+        test::expect_within_bound(dx, g.dx, "dx");
+        test::expect_within_bound(dw, g.dw, "dw");
+        test::expect_within_bound(db, g.db, "db");
+      }
+    }
+}
+
+}  // namespace
+}  // namespace pipec::train

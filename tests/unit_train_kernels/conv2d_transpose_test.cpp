@@ -75,3 +75,72 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dTransposeTest,
 
 }  // namespace
 }  // namespace pipec::train
+
+namespace pipec::train {
+namespace {
+
+// A kernel smaller than its stride leaves TensorFlow's last output rows (or columns) without a window.
+// Given to oneDNN 2.6 as a negative right padding, its 1x1 backward-weights kernel wrote past a buffer
+// of its own (valgrind saw it), and on 2 threads about half the calls gave a wrong kernel gradient,
+// changing from call to call (found by tests/train_difftest, seed 584). Conv2dTransposeOp now runs the
+// primitives on the rows windows reach only: every one of many calls matches the f64 loops.
+TEST(Conv2dTranspose, KernelSmallerThanStrideGivesTheSameGradientsOnEveryCall) {
+  const std::vector<naive::Transpose> shapes = {
+      {6, 4, 4, 1, 3, 1, 1, 2, 1, false},  // the difftest's case: 4x4x1 -> 8x4x3, k1, stride [2, 1]
+      {6, 4, 4, 1, 3, 1, 1, 2, 2, false}, {6, 4, 4, 3, 8, 1, 1, 2, 1, false},
+      {2, 4, 4, 1, 3, 1, 1, 2, 1, true},  {6, 4, 4, 1, 3, 1, 2, 3, 1, false},
+  };
+  for (int threads : {1, 2})
+    for (const naive::Transpose& p : shapes) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << p.n << "x" << p.h << "x" << p.w << "x" << p.c
+                                        << " -> " << p.f << ", kernel " << p.kh << "x" << p.kw << ", stride " << p.sh
+                                        << "x" << p.sw << (p.same ? " same" : " valid"));
+      CpuKernels kernels(CpuKernelOptions{threads, ActivationLayout::Nhwc, ConvAlgorithm::Direct});
+      Conv2dTransposeOp op(kernels, desc_of(p, true));
+      const naive::Pad r = p.rows(), q = p.cols();
+      auto x = random_data(p.n * p.h * p.w * p.c, 31);
+      auto w = random_data(p.kh * p.kw * p.f * p.c, 32);
+      auto b = random_data(p.f, 33);
+      std::vector<float> y(p.n * r.out * q.out * p.f, NAN);
+      op.forward(x.data(), w.data(), b.data(), y.data());
+      test::expect_within_bound(y, naive::conv2d_transpose(p, x.d, w.d, &b.d), "y");
+      auto dy = random_data(y.size(), 34);
+      const naive::ConvGrads g = naive::conv2d_transpose_backward(p, x.d, w.d, dy.d);
+      for (int call = 0; call < 20 && !::testing::Test::HasFailure(); ++call) {
+        std::vector<float> dx(x.size(), NAN), dw(w.size(), NAN), db(p.f, NAN);
+        op.backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+        test::expect_within_bound(dx, g.dx, "dx");
+        test::expect_within_bound(dw, g.dw, "dw");
+        test::expect_within_bound(db, g.db, "db");
+      }
+    }
+}
+
+// The rows and columns no window covers hold the bias alone, through the fused activation, as every
+// other output does (the same bound as Conv2d.FusedActivationsApplyAfterTheBias).
+TEST(Conv2dTranspose, FusedActivationsReachTheRowsNoWindowCovers) {
+  const naive::Transpose p{2, 3, 4, 2, 5, 1, 2, 3, 2, false};  // rows: kernel 1 < stride 3
+  auto x = random_data(p.n * p.h * p.w * p.c, 41, -2, 2);
+  auto w = random_data(p.kh * p.kw * p.f * p.c, 42);
+  auto b = random_data(p.f, 43);
+  const naive::Result z = naive::conv2d_transpose(p, x.d, w.d, &b.d);
+  for (Activation act : {Activation::none(), Activation::relu(), Activation::leaky_relu(0.2f), Activation::tanh(),
+                         Activation::sigmoid(), Activation::gelu(), Activation::gelu_tanh()}) {
+    CpuKernels kernels;
+    Conv2dTransposeDesc d = desc_of(p, true);
+    d.activation = act;
+    Conv2dTransposeOp op(kernels, d);
+    std::vector<float> y(z.value.size(), NAN);
+    op.forward(x.data(), w.data(), b.data(), y.data());
+    naive::Vec want(y.size()), tol(y.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      want[i] = naive::activation(int(act.kind), act.alpha, z.value[i]);
+      tol[i] =
+          1.13 * test::gamma_bound(z.terms + 2) * z.magnitude[i] + 8 * test::kUnitRoundoff * (std::abs(want[i]) + 1e-3);
+    }
+    test::expect_within(y, want, tol, "conv2d_transpose + " + act.name());
+  }
+}
+
+}  // namespace
+}  // namespace pipec::train

@@ -25,6 +25,9 @@ struct Activation {
   /// without keeping the pre-activation: gelu cannot.
   bool derivative_from_output() const;
   std::string name() const;
+  /// The activation of one value (where a kernel computes no post-op: conv2d_transpose's output rows
+  /// that no window reaches hold the bias alone, activated).
+  float apply(float x) const;
 };
 
 }  // namespace pipec::train

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/train/dnnl/reached_region.h"
 #include "runtime/train/dnnl/weighted_layer.h"
 
 namespace pipec::train {
@@ -19,6 +20,10 @@ bool winograd_candidate(const Conv2dDesc& d, ConvAlgorithm algorithm) {
 
 struct Conv2dOp::State {
   std::unique_ptr<WeightedLayer> layer;
+  // The input's rows and columns the windows reach (reached_region.h): all of them but for a stride
+  // that leaves the last ones out, when x and dx go through the buffers below.
+  ImageCorner reached;
+  std::vector<float> x, dx;
 };
 
 std::string Conv2dDesc::to_string() const {
@@ -44,7 +49,18 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     fail(what, "the output is empty: the window is larger than the input with valid padding");
 
   const int threads = kernels.threads();
-  const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
+  State& st = *state_;
+  st.reached = {d.batch,
+                d.height,
+                d.width,
+                d.in_channels,
+                reached_rows(d.height, rows_.out, d.stride_h, (d.kernel_h - 1) * d.dilation_h + 1, rows_.pad_before),
+                reached_rows(d.width, cols_.out, d.stride_w, (d.kernel_w - 1) * d.dilation_w + 1, cols_.pad_before)};
+  if (!st.reached.whole()) {
+    st.x.resize(static_cast<size_t>(st.reached.part_elements()));
+    st.dx.resize(st.x.size());
+  }
+  const Dims x_dims{d.batch, d.in_channels, st.reached.part_h, st.reached.part_w};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
   const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
@@ -98,10 +114,19 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
 Conv2dOp::~Conv2dOp() = default;
 Conv2dOp::Conv2dOp(Conv2dOp&&) noexcept = default;
 
-void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) { state_->layer->forward(x, w, b, y); }
+void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) {
+  State& st = *state_;
+  if (st.reached.whole()) return st.layer->forward(x, w, b, y);
+  st.reached.take(x, st.x.data());
+  st.layer->forward(st.x.data(), w, b, y);
+}
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
-  state_->layer->backward(x, w, dy, dx, dw, db);
+  State& st = *state_;
+  if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
+  st.reached.take(x, st.x.data());
+  st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
+  if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
 }
 
 std::string Conv2dOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }

@@ -1,13 +1,21 @@
 #include "runtime/train/dnnl/conv2d_transpose.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
+#include "runtime/train/dnnl/reached_region.h"
 #include "runtime/train/dnnl/weighted_layer.h"
 
 namespace pipec::train {
 
 struct Conv2dTransposeOp::State {
   std::unique_ptr<WeightedLayer> layer;
+  // The output's rows and columns the windows reach (reached_region.h): all of them unless the kernel
+  // is smaller than the stride (TensorFlow's last rows or columns then get no window), when y and dy
+  // go through the buffers below. The primitives never see a negative padding.
+  ImageCorner reached;
+  std::vector<float> y, dy;
 };
 
 std::string Conv2dTransposeDesc::to_string() const {
@@ -28,18 +36,27 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   if (d.stride_h < 1 || d.stride_w < 1) fail(what, "strides must be at least 1");
   rows_ = transpose_dim(d.height, d.kernel_h, d.stride_h, d.padding);
   cols_ = transpose_dim(d.width, d.kernel_w, d.stride_w, d.padding);
+  State& st = *state_;
+  st.reached = {d.batch,
+                rows_.out,
+                cols_.out,
+                d.filters,
+                rows_.out + std::min<int64_t>(rows_.pad_after, 0),
+                cols_.out + std::min<int64_t>(cols_.pad_after, 0)};
+  if (!st.reached.whole()) {
+    st.y.resize(static_cast<size_t>(st.reached.part_elements()));
+    st.dy.resize(st.y.size());
+  }
 
   const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
-  const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
+  const Dims y_dims{d.batch, d.filters, st.reached.part_h, st.reached.part_w};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const Dims strides{d.stride_h, d.stride_w};
   const Dims dilates{0, 0};
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
-  // Negative when kernel < stride: the last output rows get no window, as in TensorFlow (oneDNN 2.6
-  // accepts a negative right padding and writes zeros there; the tests check it).
-  const Dims pad_r{rows_.pad_after, cols_.pad_after};
+  const Dims pad_r{std::max<int64_t>(rows_.pad_after, 0), std::max<int64_t>(cols_.pad_after, 0)};
   const std::string key = fmt::format("conv2d_transpose {} {} threads {} layout {}", what, d.bias, threads,
                                       int(kernels.options().activation_layout));
 
@@ -78,11 +95,21 @@ Conv2dTransposeOp::~Conv2dTransposeOp() = default;
 Conv2dTransposeOp::Conv2dTransposeOp(Conv2dTransposeOp&&) noexcept = default;
 
 void Conv2dTransposeOp::forward(const float* x, const float* w, const float* b, float* y) {
-  state_->layer->forward(x, w, b, y);
+  State& st = *state_;
+  if (st.reached.whole()) return st.layer->forward(x, w, b, y);
+  st.layer->forward(x, w, b, st.y.data());
+  st.reached.put(st.y.data(), y, [&](int64_t c) { return desc_.activation.apply(b ? b[c] : 0.0f); });
 }
 
 void Conv2dTransposeOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
-  state_->layer->backward(x, w, dy, dx, dw, db);
+  State& st = *state_;
+  if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
+  st.reached.take(dy, st.dy.data());
+  st.layer->backward(x, w, st.dy.data(), dx, dw, db);
+  if (!db) return;
+  std::vector<double> outside(static_cast<size_t>(desc_.filters), 0.0);
+  st.reached.add_outside(dy, outside);
+  for (int64_t c = 0; c < desc_.filters; ++c) db[c] = static_cast<float>(db[c] + outside[static_cast<size_t>(c)]);
 }
 
 std::string Conv2dTransposeOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
