@@ -47,9 +47,9 @@ std::string eval_text(const EvalResult& e) {
 
 // The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
 std::string precision_text(const TrainProgram& t, const TrainProgress& p, bool on_gpu) {
-  std::string line =
-      fmt::format("  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", enum_text(t.precision),
-                  t.precision == Precision::MixedBf16 ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
+  std::string line = fmt::format(
+      "  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", enum_text(t.precision),
+      t.precision == Precision::MixedBf16 ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
   if (p.loss_scale)
     line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
                         p.skipped_steps == 1 ? "" : "s");

@@ -42,8 +42,8 @@ void GradientContext::emit(ModelOp op, std::vector<int> outputs) {
   for (ForwardValue v : info.reads) {
     n.inputs.push_back(resolve(v));
     if (n.inputs.back() < 0)
-      throw std::logic_error(fmt::format("gradient rule of {}: {} reads an adjoint nothing gives", model_op_name(node.op),
-                                         info.name));
+      throw std::logic_error(
+          fmt::format("gradient rule of {}: {} reads an adjoint nothing gives", model_op_name(node.op), info.name));
   }
   n.outputs = std::move(outputs);
   // The forward node's attributes when the kind shares its struct (conv2d's window, batch_norm's epsilon);

@@ -502,7 +502,8 @@ class ModelLowering {
         int64_t filters = number_of(arg_value(lc, "filters"));
         const Pair strides = pair(arg_value(lc, "strides"));
         const Padding padding = option<Padding>(lc, "padding");
-        if (transpose) n.attrs = Conv2dTransposeAttrs{.kernel = k, .filters = filters, .strides = strides, .padding = padding};
+        if (transpose)
+          n.attrs = Conv2dTransposeAttrs{.kernel = k, .filters = filters, .strides = strides, .padding = padding};
         else
           n.attrs = Conv2dAttrs{.kernel = k,
                                 .filters = filters,

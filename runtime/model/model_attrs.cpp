@@ -55,7 +55,8 @@ const std::vector<EnumSpelling<MetricKind>>& enum_spellings<MetricKind>() {
     static const std::vector<EnumSpelling<type>> table = {
 #define VALUE(name, text) {E::name, text},
 #define END_ENUM \
-  };             \
+  }              \
+  ;              \
   return table;  \
   }
 #include "runtime/model/model_attrs.def"
@@ -109,7 +110,7 @@ struct Printer {
     if (v) put(name, "true");
   }
   template <class E>
-    requires std::is_enum_v<E>
+  requires std::is_enum_v<E>
   void operator()(const char* name, E v) const {
     if (!prefix.empty() && std::string_view(name) == "kind") return;  // printed under the struct's name
     put(name, enum_text(v));
@@ -120,7 +121,9 @@ struct Printer {
   }
   // A nested struct (an optimizer's schedule): `name=<kind>`, then `name_<field>=...`.
   template <class A>
-    requires requires(const A& a) { for_each_attr(a, [](const char*, const auto&) {}); }
+  requires requires(const A& a) {
+    for_each_attr(a, [](const char*, const auto&) {});
+  }
   void operator()(const char* name, const A& nested) const {
     put(name, enum_text(nested.kind));
     for_each_attr(nested, Printer{out, prefix + name + "_"});

@@ -54,7 +54,9 @@ enum class MetricKind {
 
 #define ENUM(type) enum class type {
 #define VALUE(name, text) name,
-#define END_ENUM };
+#define END_ENUM \
+  }              \
+  ;
 #include "runtime/model/model_attrs.def"
 #undef ENUM
 #undef VALUE
@@ -112,10 +114,10 @@ template <class F>
 void for_each_attr(NoAttrs&, F&&) {}
 
 #define FIELD(type, name) type name{};
-#define ATTRS(name, ...)                       \
-  struct name {                                \
-    static constexpr const char* kName = #name; \
-    __VA_ARGS__                                \
+#define ATTRS(name, ...)                          \
+  struct name {                                   \
+    static constexpr const char* kName = #name;   \
+    __VA_ARGS__                                   \
     bool operator==(const name&) const = default; \
   };
 #include "runtime/model/model_attrs.def"
@@ -125,14 +127,14 @@ void for_each_attr(NoAttrs&, F&&) {}
 // for_each_attr(a, f): f("name", a.name) for every field of `a`, in declaration order (a mutable `a`
 // gives mutable fields: lowering sets an optimizer's settings by its builtin's parameter names).
 #define FIELD(type, name) f(#name, a.name);
-#define ATTRS(name, ...)                       \
-  template <class F>                           \
-  void for_each_attr(const name& a, F&& f) {   \
-    __VA_ARGS__                                \
-  }                                            \
-  template <class F>                           \
-  void for_each_attr(name& a, F&& f) {         \
-    __VA_ARGS__                                \
+#define ATTRS(name, ...)                     \
+  template <class F>                         \
+  void for_each_attr(const name& a, F&& f) { \
+    __VA_ARGS__                              \
+  }                                          \
+  template <class F>                         \
+  void for_each_attr(name& a, F&& f) {       \
+    __VA_ARGS__                              \
   }
 #include "runtime/model/model_attrs.def"
 #undef FIELD

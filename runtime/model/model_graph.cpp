@@ -15,9 +15,17 @@ const std::vector<ModelOpInfo>& all_model_ops() {
 #define PIPEC_LIST(...) \
   { __VA_ARGS__ }
   static const std::vector<ModelOpInfo> ops = {
-#define OP(name, text, category, inputs, outputs, keras, attrs, flops, forward, reads)                       \
-  {ModelOp::name, text,   OpCategory::category, inputs, outputs, keras, attrs_index<attrs>(), &flops_rules::flops, \
-   PIPEC_LIST forward, PIPEC_LIST reads},
+#define OP(name, text, category, inputs, outputs, keras, attrs, flops, forward, reads) \
+  {ModelOp::name,                                                                      \
+   text,                                                                               \
+   OpCategory::category,                                                               \
+   inputs,                                                                             \
+   outputs,                                                                            \
+   keras,                                                                              \
+   attrs_index<attrs>(),                                                               \
+   &flops_rules::flops,                                                                \
+   PIPEC_LIST forward,                                                                 \
+   PIPEC_LIST reads},
 #include "runtime/model/model_ops.def"
 #undef OP
   };
@@ -117,8 +125,8 @@ const char* init_name(Init i) {
 }
 
 void GraphNode::wrong_attrs(const char* wanted) const {
-  throw std::logic_error(fmt::format("{} node{}{} holds {}, not {}", model_op_name(op), layer.empty() ? "" : " of layer ",
-                                     layer, attrs_name(attrs), wanted));
+  throw std::logic_error(fmt::format("{} node{}{} holds {}, not {}", model_op_name(op),
+                                     layer.empty() ? "" : " of layer ", layer, attrs_name(attrs), wanted));
 }
 
 void remap_forward_links(std::vector<GraphNode>& nodes, const std::vector<int>& new_index) {

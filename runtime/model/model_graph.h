@@ -63,8 +63,8 @@ struct ModelOpInfo {
   const char* keras;  // Forward kinds with weights: the prefix Keras names the layer by; "" otherwise
   size_t attrs;       // the position in ModelAttrs of the struct its nodes hold
   FlopsRule flops;
-  std::vector<ModelOp> forward;       // a Backward kind: the forward kinds it belongs to
-  std::vector<ForwardValue> reads;    // a Backward kind: each input, in terms of its forward node
+  std::vector<ModelOp> forward;     // a Backward kind: the forward kinds it belongs to
+  std::vector<ForwardValue> reads;  // a Backward kind: each input, in terms of its forward node
 };
 
 /// Every op of model_ops.def, in table order.

@@ -14,7 +14,8 @@ std::string print_train_program(const TrainProgram& t) {
   if (length.empty()) length = "one epoch";
   std::string precision = enum_text(t.precision);
   // What a mixed precision does on the CPU (the mixed_precision step pass; docs/language.md, "Precision").
-  if (t.precision == Precision::MixedBf16) precision += " (rounded to bf16 where a GPU casts, computed in f32 on the CPU)";
+  if (t.precision == Precision::MixedBf16)
+    precision += " (rounded to bf16 where a GPU casts, computed in f32 on the CPU)";
   if (t.precision == Precision::MixedFp16)
     precision += " (rounded to fp16 where a GPU casts, computed in f32 on the CPU; dynamic loss scale from 32768)";
   out += fmt::format("  {}, precision {}, strategy {}\n", length, precision, t.strategy);

@@ -150,8 +150,9 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::Conv2dTransposeBackwardInput:  // dy [oh, ow, filters], kernel -> dx [h, w, in]
-      ref::conv2d<T>(ref::transpose_window(transpose(), shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows),
-                     in(0), in(1), nullptr, out(0));
+      ref::conv2d<T>(
+          ref::transpose_window(transpose(), shape(n.outputs[0]), shape(n.inputs[0]), shape(n.inputs[1]), rows), in(0),
+          in(1), nullptr, out(0));
       return;
     case ModelOp::Conv2dTransposeBackwardKernel:  // x, dy -> dkernel
       ref::conv2d_backward_kernel<T>(

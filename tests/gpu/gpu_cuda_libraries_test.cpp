@@ -167,7 +167,8 @@ TEST(GpuLibraries, CudnnConvolutionsMatchTheReference) {
       const Padding padding = c.same ? Padding::Same : Padding::Valid;
       if (c.transpose) n.attrs = Conv2dTransposeAttrs{{c.kh, c.kw}, cout, {c.stride, c.stride}, padding, std::nullopt};
       else
-        n.attrs = Conv2dAttrs{{c.kh, c.kw}, cout, {c.stride, c.stride}, padding, {c.dilation, c.dilation}, std::nullopt};
+        n.attrs =
+            Conv2dAttrs{{c.kh, c.kw}, cout, {c.stride, c.stride}, padding, {c.dilation, c.dilation}, std::nullopt};
       return n;
     };
     GraphNode nodes[3] = {

@@ -21,11 +21,14 @@
 
 namespace pipec::train_difftest {
 
-Bounds bounds_for(const std::string& precision) {
+Bounds bounds_for(Precision precision) {
   // docs/design.md, "Differential testing of training", says where each figure comes from.
   //                          delta        K  loss  output grad  floor state  trajectory: loss, weights
-  if (precision == "mixed_bf16") return {1.0 / (1 << 8), 4, 4e-3, 2e-2, 2e-2, 2e-3, 2e-2, 2e-2, 0.1};
-  if (precision == "mixed_fp16") return {1.0 / (1 << 11), 4, 1e-3, 4e-3, 4e-3, 4e-4, 4e-3, 4e-3, 0.1};
+  switch (precision) {
+    case Precision::MixedBf16: return {1.0 / (1 << 8), 4, 4e-3, 2e-2, 2e-2, 2e-3, 2e-2, 2e-2, 0.1};
+    case Precision::MixedFp16: return {1.0 / (1 << 11), 4, 1e-3, 4e-3, 4e-3, 4e-4, 4e-3, 4e-3, 0.1};
+    case Precision::Fp32: break;
+  }
   return {1.0 / (1 << 20), 4, 1e-5, 2e-5, 1e-4, 1e-5, 2e-5, 1e-3, 0.05};
 }
 
@@ -427,7 +430,7 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
     if (n.op == ModelOp::OptimizerStep) optimizer = &n;
   if (!optimizer) throw std::logic_error("the step graph has no optimizer_step node");
   const OptimizerConfig config = OptimizerConfig::from_node(*optimizer);
-  const bool scaled = optimizer->attr("loss_scale") != nullptr;
+  const bool scaled = optimizer->attrs_as<OptimizerAttrs>().loss_scale.has_value();
 
   // The reference's steps, each with its state before, and the noise twin's step from that state.
   struct RefStep {

@@ -55,7 +55,7 @@ struct Bounds {
 };
 
 /// The bounds for a train block's precision (fp32, mixed_bf16, mixed_fp16).
-Bounds bounds_for(const std::string& precision);
+Bounds bounds_for(Precision precision);
 
 struct CaseOutcome {
   bool ok = true;

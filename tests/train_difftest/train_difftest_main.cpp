@@ -123,11 +123,11 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
     keep("the spec does not compile: " + error, "");
     return false;
   }
-  const std::string precision = program->precision;
+  const std::string precision = enum_text(program->precision);
   ++t.per_precision[precision];
   CaseOutcome r;
   try {
-    r = compare_training(*program, data, (dir / "init.safetensors").string(), s, bounds_for(precision));
+    r = compare_training(*program, data, (dir / "init.safetensors").string(), s, bounds_for(program->precision));
   } catch (const std::exception& e) {
     r.ok = false;
     r.failure = std::string("an executor threw: ") + e.what();

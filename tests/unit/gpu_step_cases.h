@@ -118,7 +118,6 @@ class Builder {
   Case c_;
 };
 
-
 class Random {
  public:
   explicit Random(uint64_t seed) : rng(seed) {}
@@ -230,9 +229,7 @@ inline Case pool_case(ModelOp op, Random& r) {
   const Shape xs = {h, w, c}, ys = {oh, ow, c};
   switch (op) {
     case ModelOp::MaxPool2d:
-    case ModelOp::AvgPool2d:
-      g.node(op, {g.input(xs, Dist::Coarse)}, {g.value(ys)}, attrs);
-      break;
+    case ModelOp::AvgPool2d: g.node(op, {g.input(xs, Dist::Coarse)}, {g.value(ys)}, attrs); break;
     case ModelOp::MaxPool2dBackward: {
       int x = g.input(xs, Dist::Coarse), dy = g.input(ys);
       g.node(op, {x, dy}, {g.value(xs)}, attrs);
@@ -382,7 +379,8 @@ inline Case loss_case(ModelOp op, LossKind kind, Random& r) {
   if (op == ModelOp::Loss) g.node(op, {p, t}, {g.value({}, false)}, attrs);
   else g.node(op, {p, t}, {g.value(ps)}, attrs);
   if (scaled)  // the reference scales the loss gradient when the step has a loss-scaled optimizer
-    g.node(ModelOp::OptimizerStep, {}, {}, OptimizerAttrs{.kind = OptimizerKind::Sgd, .loss_scale = LossScaling::Dynamic});
+    g.node(ModelOp::OptimizerStep, {}, {},
+           OptimizerAttrs{.kind = OptimizerKind::Sgd, .loss_scale = LossScaling::Dynamic});
   return g.done(r.rng);
 }
 

@@ -290,9 +290,9 @@ TEST(GpuStepKernels, EveryNodeOfCompiledStepsAgreesInPlace) {
     EXPECT_EQ(checker.checked, nodes);
     EXPECT_GE(nodes.size(), 25u);
     EXPECT_GT(nodes[ModelOp::Conv2dTransposeBackwardKernel], 0);
-    EXPECT_TRUE(std::any_of(g.nodes.begin(), g.nodes.end(),
-                            [](const GraphNode& n) { return fused_activation(n.attrs).has_value(); }))
-        << "no fused relu in the step";
+    EXPECT_TRUE(std::any_of(g.nodes.begin(), g.nodes.end(), [](const GraphNode& n) {
+      return fused_activation(n.attrs).has_value();
+    })) << "no fused relu in the step";
     EXPECT_EQ(nodes[ModelOp::Round] > 0, std::string(precision) != "fp32");
   }
 }

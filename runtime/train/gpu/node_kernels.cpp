@@ -201,12 +201,13 @@ LossGeometry loss_geometry(const NodeShapes& s) {
   }
   l.from_logits = a.from_logits;
   l.sparse = a.sparse.value_or(false);
-  if (l.sparse && a.kind != LossKind::CrossEntropy) unsupported(n, fmt::format("sparse targets for {}", enum_text(a.kind)));
+  if (l.sparse && a.kind != LossKind::CrossEntropy)
+    unsupported(n, fmt::format("sparse targets for {}", enum_text(a.kind)));
   l.delta = a.delta.value_or(l.delta);
   const int64_t per_example = s.g.values.at(static_cast<size_t>(n.inputs.at(0))).elements_per_example();
   l.classes = s.in_shape(0).empty() ? 1 : s.in_shape(0).back();
-  l.positions =
-      a.kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1)) : s.rows * per_example;
+  l.positions = a.kind == LossKind::CrossEntropy ? s.rows * (per_example / std::max<int64_t>(l.classes, 1))
+                                                 : s.rows * per_example;
   return l;
 }
 
@@ -405,7 +406,9 @@ void launch_kind(const NodeLaunch& k, bool relu) {
                        : ref::pool_window(nullptr, k.out_shape(0), k.in_shape(0), rows);
       const char* name = nullptr;
       switch (n.attrs_as<Upsample2dAttrs>().method) {
-        case Interpolation::Nearest: name = forward ? "upsample2d_nearest_forward" : "upsample2d_nearest_backward"; break;
+        case Interpolation::Nearest:
+          name = forward ? "upsample2d_nearest_forward" : "upsample2d_nearest_backward";
+          break;
         case Interpolation::Bilinear:
           name = forward ? "upsample2d_bilinear_forward" : "upsample2d_bilinear_backward";
           break;
