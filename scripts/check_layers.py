@@ -25,6 +25,8 @@ LAYERS = [
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
     ["runtime/gpu"],                      # CUDA driver / NVRTC loading, device buffers, the GPU executor
+    ["runtime/dist"],                     # collectives behind one interface: threads, Open MPI (a plugin), NCCL
+    ["runtime/dist/mpi"],                 # libpipec_mpi.so: the plugin built against the machine's MPI
     ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
