@@ -140,7 +140,7 @@ struct FastExecutor::Kernels {
   int kernel_nodes = 0;
   int jit_nodes = 0;  // expr nodes with a compiled kernel
   int64_t expr_kernel_runs = 0, expr_fallbacks = 0;
-  std::vector<bool> on_kernel;  // per node: oneDNN or a compiled kernel
+  std::vector<bool> on_kernel;             // per node: oneDNN or a compiled kernel
   std::map<ModelOp, int64_t> kernel_runs;  // per kind: runs on oneDNN or compiled code
 };
 
@@ -551,6 +551,15 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       // The moving statistics are the step's moving_average nodes' work: the kernel only normalizes and
       // hands the batch statistics to the graph's values.
       train::BatchNormOp& op = batch_norm_op(index);
+      if (n.attrs_as<BatchNormAttrs>().inference) {
+        // Keras' training=False: the moving statistics normalize, and are the statistics it reports.
+        const int64_t c = shape(n.inputs[0]).back();
+        op.forward_inference(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.inputs[3]), ptr(n.inputs[4]),
+                             ptr(n.outputs[0]));
+        std::copy_n(ptr(n.inputs[3]), c, ptr(n.outputs[1]));
+        std::copy_n(ptr(n.inputs[4]), c, ptr(n.outputs[2]));
+        break;
+      }
       op.forward_training(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.outputs[0]), nullptr, nullptr);
       std::vector<float> mean = op.batch_mean(), variance = op.batch_variance();
       std::copy(mean.begin(), mean.end(), ptr(n.outputs[1]));

@@ -50,9 +50,12 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
   initialize_parameters<float>(g, seed, host_.params, host_.states);
   host_.grads.assign(host_.params.size(), 0.0f);
   Impl& d = *impl_;
-  d.params = DeviceBlock(*device_, host_.params.size() * sizeof(float));
-  d.grads = DeviceBlock(*device_, host_.params.size() * sizeof(float));
-  d.states = DeviceBlock(*device_, host_.states.size() * sizeof(float));
+  // At least one float each: a model without parameters (or states) still hands the optimizer's kernels
+  // device addresses. The copies to and from the host move the host's sizes.
+  auto floats = [](size_t n) { return std::max<size_t>(n, 1) * sizeof(float); };
+  d.params = DeviceBlock(*device_, floats(host_.params.size()));
+  d.grads = DeviceBlock(*device_, floats(host_.params.size()));
+  d.states = DeviceBlock(*device_, floats(host_.states.size()));
   const GraphNode* opt = nullptr;
   for (const GraphNode& n : g.nodes) {
     if (n.op == ModelOp::OptimizerStep) opt = &n;
@@ -306,17 +309,17 @@ void GpuExecutor::run_optimizer(const GraphNode&) {
 
 void GpuExecutor::sync_to_host() {
   Impl& d = *impl_;
-  device_->download(host_.params.data(), d.params.ptr(), d.params.bytes());
-  device_->download(host_.grads.data(), d.grads.ptr(), d.grads.bytes());
-  device_->download(host_.states.data(), d.states.ptr(), d.states.bytes());
+  device_->download(host_.params.data(), d.params.ptr(), host_.params.size() * sizeof(float));
+  device_->download(host_.grads.data(), d.grads.ptr(), host_.grads.size() * sizeof(float));
+  device_->download(host_.states.data(), d.states.ptr(), host_.states.size() * sizeof(float));
   if (d.optimizer) d.optimizer->download_slots(slots_);
   if (d.optimizer && loss_scale_) d.optimizer->read_loss_scale(*loss_scale_);
 }
 
 void GpuExecutor::sync_to_device() {
   Impl& d = *impl_;
-  device_->upload(d.params.ptr(), host_.params.data(), d.params.bytes());
-  device_->upload(d.states.ptr(), host_.states.data(), d.states.bytes());
+  device_->upload(d.params.ptr(), host_.params.data(), host_.params.size() * sizeof(float));
+  device_->upload(d.states.ptr(), host_.states.data(), host_.states.size() * sizeof(float));
   if (d.optimizer) d.optimizer->upload_slots(slots_);
   if (d.optimizer && loss_scale_) d.optimizer->write_loss_scale(*loss_scale_);
 }
