@@ -30,7 +30,7 @@ BatchNormOp::BatchNormOp(CpuKernels& kernels, const BatchNormDesc& d) : desc_(d)
   OpContext ctx(kernels, what);
   const memory::desc data = f32_desc(data_dims, memory::format_tag::nhwc);
   const memory::desc channel = f32_desc({d.channels}, memory::format_tag::x);
-  auto prims = ctx.primitives<NormalizationPrimitives>(what, [&] {
+  auto prims = ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
     auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
@@ -43,7 +43,7 @@ BatchNormOp::BatchNormOp(CpuKernels& kernels, const BatchNormDesc& d) : desc_(d)
     // The backward is made with the training forward as its hint.
     batch_normalization_backward::primitive_desc bwd(
         batch_normalization_backward::desc(prop_kind::backward, data, data, d.epsilon, flags), e, train);
-    return make_normalization<batch_normalization_forward, batch_normalization_backward>(infer, bwd);
+    return make_forward_backward<batch_normalization_forward, batch_normalization_backward>(infer, bwd);
   });
   state_->layer =
       std::make_unique<NormalizationLayer>(std::move(ctx), prims, NormalizationLayouts{data, channel, channel});

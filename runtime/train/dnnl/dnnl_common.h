@@ -92,6 +92,27 @@ struct PrimitiveArg {
   bool bind = false;
 };
 
+/// A forward and a backward primitive of one shape, as most ops have (pools, norms, softmax,
+/// resampling): the cache's value, shared by every op of that shape.
+struct ForwardBackward {
+  dnnl::primitive forward, backward;
+  memory::desc workspace;  // what the forward leaves for the backward (max pooling); empty when nothing
+  std::string impl_forward, impl_backward;
+};
+
+/// Makes the pair from oneDNN primitive descriptors of one family.
+template <class Fwd, class Bwd>
+std::shared_ptr<ForwardBackward> make_forward_backward(const typename Fwd::primitive_desc& fwd,
+                                                       const typename Bwd::primitive_desc& bwd) {
+  auto p = std::make_shared<ForwardBackward>();
+  p->forward = Fwd(fwd);
+  p->backward = Bwd(bwd);
+  p->workspace = fwd.workspace_desc();
+  p->impl_forward = fwd.impl_info_str();
+  p->impl_backward = bwd.impl_info_str();
+  return p;
+}
+
 /// What every op does around oneDNN, in one place: it knows the op's name (for errors), the thread count
 /// the op was made with, and the kernels' engine and stream. Each op's state holds one; the op's
 /// primitives are made through primitives() and every forward or backward is one run() (or call()).

@@ -25,7 +25,7 @@ LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d)
   const memory::desc data = f32_desc({d.rows, d.features}, memory::format_tag::ab);
   const memory::desc stats = f32_desc({d.rows}, memory::format_tag::a);
   const memory::desc feature = f32_desc({d.features}, memory::format_tag::x);
-  auto prims = ctx.primitives<NormalizationPrimitives>(what, [&] {
+  auto prims = ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
     auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
@@ -33,7 +33,7 @@ LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d)
         layer_normalization_forward::desc(prop_kind::forward_training, data, stats, d.epsilon, flags), e);
     layer_normalization_backward::primitive_desc bwd(
         layer_normalization_backward::desc(prop_kind::backward, data, data, stats, d.epsilon, flags), e, fwd);
-    return make_normalization<layer_normalization_forward, layer_normalization_backward>(fwd, bwd);
+    return make_forward_backward<layer_normalization_forward, layer_normalization_backward>(fwd, bwd);
   });
   state_->layer =
       std::make_unique<NormalizationLayer>(std::move(ctx), prims, NormalizationLayouts{data, feature, stats});

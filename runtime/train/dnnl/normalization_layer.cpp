@@ -4,7 +4,7 @@
 
 namespace pipec::train {
 
-NormalizationLayer::NormalizationLayer(OpContext ctx, std::shared_ptr<NormalizationPrimitives> prims,
+NormalizationLayer::NormalizationLayer(OpContext ctx, std::shared_ptr<ForwardBackward> prims,
                                        const NormalizationLayouts& layouts)
     : ctx_(std::move(ctx)), prims_(std::move(prims)) {
   ctx_.prepare([&] {

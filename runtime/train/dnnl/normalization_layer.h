@@ -12,35 +12,17 @@
 
 namespace pipec::train {
 
-/// The two primitives of one normalization shape, shared by every op with that shape (the cache's value).
-/// `forward` writes the statistics (a training forward) or reads them (a global-statistics one).
-struct NormalizationPrimitives {
-  dnnl::primitive forward, backward;
-  std::string impl_forward, impl_backward;
-};
-
-/// Makes the set from oneDNN primitive descriptors of one family (batch or layer normalization).
-template <class Fwd, class Bwd>
-std::shared_ptr<NormalizationPrimitives> make_normalization(const typename Fwd::primitive_desc& fwd,
-                                                            const typename Bwd::primitive_desc& bwd) {
-  auto p = std::make_shared<NormalizationPrimitives>();
-  p->forward = Fwd(fwd);
-  p->backward = Bwd(bwd);
-  p->impl_forward = fwd.impl_info_str();
-  p->impl_backward = bwd.impl_info_str();
-  return p;
-}
-
 /// The layouts of one layer: x, y and their gradients; gamma, beta and theirs; the mean and variance.
 struct NormalizationLayouts {
   memory::desc data, parameters, statistics;
 };
 
-/// One layer instance: the shared primitives, the memories its calls bind, and its own statistics.
+/// One layer instance: the shared primitives (a forward that writes the statistics, as a training
+/// forward does, or reads them, as a global-statistics one does; a backward that reads them), the
+/// memories its calls bind, and its own statistics.
 class NormalizationLayer {
  public:
-  NormalizationLayer(OpContext ctx, std::shared_ptr<NormalizationPrimitives> prims,
-                     const NormalizationLayouts& layouts);
+  NormalizationLayer(OpContext ctx, std::shared_ptr<ForwardBackward> prims, const NormalizationLayouts& layouts);
 
   /// y from x with the statistics at mean and variance, or the layer's own when those are null (the
   /// forward primitive writes them or reads them, as it was made).
@@ -54,11 +36,11 @@ class NormalizationLayer {
   float* own_mean() const { return static_cast<float*>(own_mean_.get_data_handle()); }
   float* own_variance() const { return static_cast<float*>(own_variance_.get_data_handle()); }
   const OpContext& context() const { return ctx_; }
-  const NormalizationPrimitives& primitives() const { return *prims_; }
+  const ForwardBackward& primitives() const { return *prims_; }
 
  private:
   OpContext ctx_;
-  std::shared_ptr<NormalizationPrimitives> prims_;
+  std::shared_ptr<ForwardBackward> prims_;
   memory x_, y_, dy_, dx_, gamma_, beta_, dgamma_, dbeta_;  // the caller's (bound per call)
   memory own_mean_, own_variance_;                          // owned
   memory their_mean_, their_variance_;                      // the caller's statistics (bound per call)

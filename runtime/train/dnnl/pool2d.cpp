@@ -6,22 +6,10 @@
 
 namespace pipec::train {
 
-namespace {
-
-struct PoolPrimitives {
-  dnnl::pooling_forward forward;
-  dnnl::pooling_backward backward;
-  memory::desc workspace;
-  bool has_workspace = false;
-  std::string impl_forward, impl_backward;
-};
-
-}  // namespace
-
 struct Pool2dOp::State {
   explicit State(OpContext c) : ctx(std::move(c)) {}
   OpContext ctx;
-  std::shared_ptr<PoolPrimitives> prims;
+  std::shared_ptr<ForwardBackward> prims;
   memory x, y;       // the caller's buffers (bound per call)
   memory workspace;  // owned (max pooling); empty when the primitive has none
 };
@@ -49,7 +37,7 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d) {
   State& st = *state_;
   // Memory-bound: the primitive works on the caller's NHWC directly (no reorders).
   const memory::desc x = f32_desc(x_dims, memory::format_tag::nhwc), y = f32_desc(y_dims, memory::format_tag::nhwc);
-  st.prims = st.ctx.primitives<PoolPrimitives>(what, [&] {
+  st.prims = st.ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = st.ctx.engine();
     algorithm alg = d.kind == PoolKind::Max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
@@ -58,19 +46,12 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d) {
     pooling_forward::primitive_desc fwd(
         pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r), e);
     pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r), e, fwd);
-    auto p = std::make_shared<PoolPrimitives>();
-    p->forward = pooling_forward(fwd);
-    p->backward = pooling_backward(bwd);
-    p->workspace = fwd.workspace_desc();
-    p->has_workspace = p->workspace.get_size() > 0;
-    p->impl_forward = fwd.impl_info_str();
-    p->impl_backward = bwd.impl_info_str();
-    return p;
+    return make_forward_backward<pooling_forward, pooling_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
     st.x = st.ctx.caller_memory(x);
     st.y = st.ctx.caller_memory(y);
-    if (st.prims->has_workspace) st.workspace = memory(st.prims->workspace, st.ctx.engine());
+    if (st.prims->workspace.get_size() > 0) st.workspace = memory(st.prims->workspace, st.ctx.engine());
   });
 }
 

@@ -6,20 +6,10 @@
 
 namespace pipec::train {
 
-namespace {
-
-struct SoftmaxPrimitives {
-  dnnl::softmax_forward forward;
-  dnnl::softmax_backward backward;
-  std::string impl_forward, impl_backward;
-};
-
-}  // namespace
-
 struct SoftmaxOp::State {
   explicit State(OpContext c) : ctx(std::move(c)) {}
   OpContext ctx;
-  std::shared_ptr<SoftmaxPrimitives> prims;
+  std::shared_ptr<ForwardBackward> prims;
   memory x, y, dy, dx;  // the caller's buffers (bound per call)
 };
 
@@ -33,17 +23,12 @@ SoftmaxOp::SoftmaxOp(CpuKernels& kernels, const SoftmaxDesc& d) : desc_(d) {
   state_ = std::make_unique<State>(OpContext(kernels, what));
   State& st = *state_;
   const memory::desc data = f32_desc(dims, memory::format_tag::abc);
-  st.prims = st.ctx.primitives<SoftmaxPrimitives>(what, [&] {
+  st.prims = st.ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = st.ctx.engine();
     softmax_forward::primitive_desc fwd(softmax_forward::desc(prop_kind::forward_training, data, 1), e);
     softmax_backward::primitive_desc bwd(softmax_backward::desc(data, data, 1), e, fwd);
-    auto p = std::make_shared<SoftmaxPrimitives>();
-    p->forward = softmax_forward(fwd);
-    p->backward = softmax_backward(bwd);
-    p->impl_forward = fwd.impl_info_str();
-    p->impl_backward = bwd.impl_info_str();
-    return p;
+    return make_forward_backward<softmax_forward, softmax_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
     for (memory* m : {&st.x, &st.y, &st.dy, &st.dx}) *m = st.ctx.caller_memory(data);

@@ -6,20 +6,10 @@
 
 namespace pipec::train {
 
-namespace {
-
-struct ResamplePrimitives {
-  dnnl::resampling_forward forward;
-  dnnl::resampling_backward backward;
-  std::string impl_forward, impl_backward;
-};
-
-}  // namespace
-
 struct Upsample2dOp::State {
   explicit State(OpContext c) : ctx(std::move(c)) {}
   OpContext ctx;
-  std::shared_ptr<ResamplePrimitives> prims;
+  std::shared_ptr<ForwardBackward> prims;
   memory x, y;  // the caller's buffers (bound per call)
 };
 
@@ -41,18 +31,13 @@ Upsample2dOp::Upsample2dOp(CpuKernels& kernels, const Upsample2dDesc& d) : desc_
   // 0.5, rounded (nearest: for whole factors o / size) or interpolated with the edges clamped (linear),
   // which is TensorFlow's half-pixel resize.
   const memory::desc x = f32_desc(x_dims, memory::format_tag::nhwc), y = f32_desc(y_dims, memory::format_tag::nhwc);
-  st.prims = st.ctx.primitives<ResamplePrimitives>(what, [&] {
+  st.prims = st.ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = st.ctx.engine();
     const algorithm alg = d.bilinear ? algorithm::resampling_linear : algorithm::resampling_nearest;
     resampling_forward::primitive_desc fwd(resampling_forward::desc(prop_kind::forward_training, alg, x, y), e);
     resampling_backward::primitive_desc bwd(resampling_backward::desc(alg, x, y), e, fwd);
-    auto p = std::make_shared<ResamplePrimitives>();
-    p->forward = resampling_forward(fwd);
-    p->backward = resampling_backward(bwd);
-    p->impl_forward = fwd.impl_info_str();
-    p->impl_backward = bwd.impl_info_str();
-    return p;
+    return make_forward_backward<resampling_forward, resampling_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
     st.x = st.ctx.caller_memory(x);
