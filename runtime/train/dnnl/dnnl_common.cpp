@@ -53,22 +53,13 @@ void OpContext::prepare(const std::function<void()>& body) const {
 
 memory OpContext::caller_memory(const memory::desc& desc) const { return memory(desc, engine(), DNNL_MEMORY_NONE); }
 
-void OpContext::call(const std::function<void(dnnl::stream&)>& body) const {
-  ThreadScope scope(threads_);
-  dnnl::stream& s = kernels_->impl().stream;
-  with_errors(what_, [&] {
-    body(s);
-    s.wait();
-  });
-}
-
 void OpContext::run(const dnnl::primitive& primitive, std::initializer_list<PrimitiveArg> args) const {
   call([&](dnnl::stream& s) {
     std::unordered_map<int, memory> bound;
     for (const PrimitiveArg& a : args) {
-      if (!a.mem) continue;
-      if (a.bind) a.mem.set_data_handle(a.data);
-      bound.emplace(a.arg, a.mem);
+      if (!*a.mem) continue;
+      if (a.bind) a.mem->set_data_handle(a.data);
+      bound.emplace(a.arg, *a.mem);
     }
     primitive.execute(s, bound);
   });

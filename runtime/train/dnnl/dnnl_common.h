@@ -80,14 +80,14 @@ using Dims = memory::dims;
 /// One argument of a primitive call: oneDNN's argument id and the op's memory for it. With a buffer,
 /// the memory (made without one) is pointed at the caller's buffer first; without, it is used as it is
 /// (an owned buffer: a workspace, statistics). An empty memory leaves the argument out (a workspace the
-/// primitive has not).
+/// primitive has not). Lives for one run() only: it points at the memory, which outlives the call.
 struct PrimitiveArg {
-  PrimitiveArg(int arg, memory m) : arg(arg), mem(std::move(m)) {}
-  PrimitiveArg(int arg, memory m, const float* data)
-      : arg(arg), mem(std::move(m)), data(const_cast<float*>(data)), bind(true) {}
+  PrimitiveArg(int arg, const memory& m) : arg(arg), mem(&m) {}
+  PrimitiveArg(int arg, const memory& m, const float* data)
+      : arg(arg), mem(&m), data(const_cast<float*>(data)), bind(true) {}
 
   int arg;
-  memory mem;
+  const memory* mem;
   float* data = nullptr;
   bool bind = false;
 };
@@ -143,7 +143,15 @@ class OpContext {
 
   /// One call of the op: body(stream) on the op's threads, a oneDNN error naming the op, and the stream
   /// waited for before returning (the caller reads the outputs next).
-  void call(const std::function<void(dnnl::stream&)>& body) const;
+  template <class Body>
+  void call(const Body& body) const {
+    ThreadScope scope(threads_);
+    dnnl::stream& s = kernels_->impl().stream;
+    with_errors(what_, [&] {
+      body(s);
+      s.wait();
+    });
+  }
   /// The common call: binds each argument's buffer, executes `primitive` and waits.
   void run(const dnnl::primitive& primitive, std::initializer_list<PrimitiveArg> args) const;
 
