@@ -114,7 +114,7 @@ enum class ValueRole {
 
 const char* value_role_name(ValueRole r);
 
-/// How a parameter or state tensor starts (Keras' defaults; runtime/train/initializers.h draws them).
+/// How a parameter or state tensor starts (Keras' defaults; runtime/train/math/initializers.h draws them).
 enum class Init { None, GlorotUniform, Zeros, Ones };
 
 const char* init_name(Init i);

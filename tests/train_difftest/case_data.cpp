@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/io/npy.h"
-#include "runtime/train/weights_file.h"
+#include "runtime/train/persist/weights_file.h"
 #include "tests/difftest/gen_types.h"
 
 namespace pipec::train_difftest {

@@ -8,7 +8,7 @@
 // or a checkpoint's state into the executor's host copies, and sync_to_host() before it reads them (a
 // checkpoint, an evaluation, --save).
 //
-// How long it runs: runtime/train/train_length.h (compile() appends the repeat the length needs to the
+// How long it runs: runtime/train/loop/train_length.h (compile() appends the repeat the length needs to the
 // data plan).
 #pragma once
 
@@ -24,10 +24,10 @@
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
-#include "runtime/train/evaluate.h"
+#include "runtime/train/loop/evaluate.h"
+#include "runtime/train/loop/train_length.h"
+#include "runtime/train/persist/weights_file.h"
 #include "runtime/train/step_executor.h"
-#include "runtime/train/train_length.h"
-#include "runtime/train/weights_file.h"
 
 namespace pipec {
 
@@ -48,7 +48,7 @@ struct TrainOptions {
   TrainLength length;
   std::string init_path;  // start from these weights (safetensors); not with `resume`
   std::string save_path;  // write the weights here at the end
-  /// A training checkpoint folder (runtime/train/train_checkpoint.h): saved every `checkpoint_every`
+  /// A training checkpoint folder (runtime/train/persist/train_checkpoint.h): saved every `checkpoint_every`
   /// steps (counted from step 0, so a resumed run keeps the cadence; 0: only at the end) and after the
   /// last step; `resume` starts from it instead of from the initial weights.
   std::string checkpoint_dir;
@@ -56,7 +56,7 @@ struct TrainOptions {
   bool resume = false;
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
   /// The data pipeline's run options (runtime/exec/pipeline_run.h): its memory budget (0: half of
-  /// RAM), whether its `auto` parameters and the thread split (runtime/train/thread_split.h) are tuned,
+  /// RAM), whether its `auto` parameters and the thread split (runtime/train/loop/thread_split.h) are tuned,
   /// and `auto` values fixed instead.
   uint64_t memory_budget = 0;
   bool autotune = true;
@@ -97,7 +97,7 @@ struct TrainSummary {
   std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps and after the last step
   std::string executor;           // the executor's description
   int threads = 1;                // the data pipeline's pool workers
-  int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/thread_split.h)
+  int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/loop/thread_split.h)
   int thread_split_changes = 0;
   std::string thread_split;  // what the split is and why, in a sentence
 };

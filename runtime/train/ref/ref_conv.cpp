@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::ref {
 

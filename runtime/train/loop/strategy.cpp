@@ -1,4 +1,4 @@
-#include "runtime/train/strategy.h"
+#include "runtime/train/loop/strategy.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/train/thread_split.h"
+#include "runtime/train/loop/thread_split.h"
 
 #include <algorithm>
 

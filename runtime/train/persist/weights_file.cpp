@@ -1,4 +1,4 @@
-#include "runtime/train/weights_file.h"
+#include "runtime/train/persist/weights_file.h"
 
 #include <algorithm>
 #include <set>

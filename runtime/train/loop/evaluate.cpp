@@ -1,4 +1,4 @@
-#include "runtime/train/evaluate.h"
+#include "runtime/train/loop/evaluate.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/kernel.h"
-#include "runtime/train/batch_view.h"
+#include "runtime/train/loop/batch_view.h"
 
 namespace pipec {
 

@@ -13,8 +13,8 @@
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
 #include "runtime/model/step_arena.h"
-#include "runtime/train/loss_scale.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/loss_scale.h"
+#include "runtime/train/math/optimizer.h"
 #include "runtime/train/step_executor.h"
 #include "runtime/train/step_state.h"
 

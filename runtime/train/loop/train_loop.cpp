@@ -1,4 +1,4 @@
-#include "runtime/train/train_loop.h"
+#include "runtime/train/loop/train_loop.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,11 +12,11 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/model/step_memory.h"
 #include "runtime/trace/trace.h"
-#include "runtime/train/batch_view.h"
-#include "runtime/train/reference_executor.h"
-#include "runtime/train/safetensors.h"
-#include "runtime/train/thread_split.h"
-#include "runtime/train/train_checkpoint.h"
+#include "runtime/train/loop/batch_view.h"
+#include "runtime/train/loop/thread_split.h"
+#include "runtime/train/persist/safetensors.h"
+#include "runtime/train/persist/train_checkpoint.h"
+#include "runtime/train/reference/reference_executor.h"
 
 namespace pipec {
 

@@ -1,4 +1,4 @@
-#include "runtime/train/lr_schedule.h"
+#include "runtime/train/math/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

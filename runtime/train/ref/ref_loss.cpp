@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::ref {
 

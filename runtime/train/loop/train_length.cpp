@@ -1,4 +1,4 @@
-#include "runtime/train/train_length.h"
+#include "runtime/train/loop/train_length.h"
 
 #include <fmt/format.h>
 

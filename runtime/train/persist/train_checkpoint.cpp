@@ -1,11 +1,11 @@
-#include "runtime/train/train_checkpoint.h"
+#include "runtime/train/persist/train_checkpoint.h"
 
 #include <fmt/format.h>
 
 #include "runtime/core/le_codec.h"
 #include "runtime/exec/iterator.h"
-#include "runtime/train/safetensors.h"
-#include "runtime/train/weights_file.h"
+#include "runtime/train/persist/safetensors.h"
+#include "runtime/train/persist/weights_file.h"
 
 namespace pipec {
 

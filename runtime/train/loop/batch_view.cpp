@@ -1,4 +1,4 @@
-#include "runtime/train/batch_view.h"
+#include "runtime/train/loop/batch_view.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "runtime/train/round_16bit.h"
+#include "runtime/train/math/round_16bit.h"
 
 #include "runtime/core/half.h"
 

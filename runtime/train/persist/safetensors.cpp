@@ -1,4 +1,4 @@
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
 
 #include <unistd.h>
 #include <algorithm>

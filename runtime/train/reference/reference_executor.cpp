@@ -1,4 +1,4 @@
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include "runtime/core/half.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
-#include "runtime/train/ref_kernels.h"
-#include "runtime/train/round_16bit.h"
+#include "runtime/train/math/round_16bit.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec {
 

@@ -1,5 +1,5 @@
 // Weights in and out of safetensors files: `pipec run --init` and `--save`, and the tensors of a training
-// checkpoint (runtime/train/train_checkpoint.h). A tensor is named as `pipec explain` shows it, and a
+// checkpoint (runtime/train/persist/train_checkpoint.h). A tensor is named as `pipec explain` shows it, and a
 // file whose tensors do not fit the model is refused with every mismatch listed.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/model/model_graph.h"
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
 #include "runtime/train/step_executor.h"
 
 namespace pipec {

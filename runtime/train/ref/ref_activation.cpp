@@ -5,7 +5,7 @@
 
 #include "runtime/core/philox.h"
 #include "runtime/ops/batch_statistics.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::ref {
 

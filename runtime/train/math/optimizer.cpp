@@ -1,4 +1,4 @@
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/optimizer.h"
 
 #include <algorithm>
 #include <atomic>

@@ -8,7 +8,7 @@
 //          lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
 //          m += (g - m) * (1 - beta1);  v += (g^2 - v) * (1 - beta2)
 //          w -= lr_t * m / (sqrt(v) + eps)
-// lr follows the schedule (runtime/train/lr_schedule.h) at the step count before the step. With
+// lr follows the schedule (runtime/train/math/lr_schedule.h) at the step count before the step. With
 // global_clipnorm > 0 the gradients are first scaled as Keras' `global_clipnorm` scales them
 // (tf.clip_by_global_norm): g *= clipnorm / max(norm, clipnorm), norm = sqrt(sum of every g^2).
 // PyTorch differs in two visible ways: its Adam adds eps to the bias-corrected sqrt(v_hat), and its
@@ -24,7 +24,7 @@
 #include "runtime/core/parallel_for.h"
 #include "runtime/model/model_graph.h"
 #include "runtime/plan/native_kernel.h"
-#include "runtime/train/lr_schedule.h"
+#include "runtime/train/math/lr_schedule.h"
 
 namespace pipec {
 

@@ -1,4 +1,4 @@
-#include "runtime/train/initializers.h"
+#include "runtime/train/math/initializers.h"
 
 #include <cmath>
 
