@@ -258,7 +258,7 @@ TEST(GpuStepKernels, AnEmbeddingIdOutOfRangeMakesItsRowNaN) {
   Builder b("embedding with a bad id", 2);
   const int ids = b.ids({2}, 3);
   const int table = b.param({3, 2});
-  const int y = b.value({2, 2});
+  const int y = b.value({2, 2}), dtable = b.value({3, 2}, false);
   b.node(ModelOp::Embedding, {ids, table}, {y}, EmbeddingAttrs{3, 2});
   std::mt19937_64 rng(1);
   Case c = b.done(rng);
@@ -281,6 +281,8 @@ TEST(GpuStepKernels, AnEmbeddingIdOutOfRangeMakesItsRowNaN) {
   EXPECT_TRUE(std::isnan(out[6]) && std::isnan(out[7]));
   GraphNode backward = c.g.nodes[0];
   backward.op = ModelOp::EmbeddingBackward;
+  backward.inputs = {ids, y};  // ids, dy
+  backward.outputs = {dtable};
   std::vector<double> scratch(gpu::node_scratch_bytes(c.g, backward, 2) / sizeof(double) + 1);
   o.node = &backward;
   o.inputs = {dev(id.data()), dev(dy.data())};

@@ -51,8 +51,14 @@ GradCase with_ids(GradCase c, int64_t n) {
 
 std::string spec_of(const GradCase& c) {
   std::string target = c.target.empty() ? c.output : c.target;
-  return "source s = tfrecord(\"unused.tfrecord\") { x: " + c.input + ", y: " + target + " }\n" +
-         "pipeline data = s | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output +
+  // A tf.Example field is f32 or i64: another integer type (embedding ids) is an i64 field cast by a map.
+  const bool cast = c.input.rfind("f32", 0) != 0 && c.input.rfind("i64", 0) != 0;
+  const std::string dtype = c.input.substr(0, c.input.find('['));
+  const std::string field = cast ? "i64" + c.input.substr(dtype.size()) : c.input;
+  const std::string map = cast ? " | map(e => { x: " + dtype + "(e.x), y: e.y })" : "";
+  return "source s = tfrecord(\"unused.tfrecord\") { x: " + field + ", y: " + target + " }\n" +
+         "pipeline data = s" + map + " | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " +
+         c.output +
          " {\n" + c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss +
          "(y), optimizer = sgd() }\n";
 }
@@ -264,7 +270,7 @@ TEST(TrainGradients, Embedding) {
   check_gradients(with_ids({"i64", "x | embedding(4, 3) | tanh | dense(2)", "f32[2]"}, 4));
   check_gradients(with_ids({"u8[2, 3]", "x | embedding(9, 2) | flatten | dense(2)", "f32[2]"}, 9));
   check_gradients(
-      with_ids({"i32[4]", "e = x | embedding(5, 3)\n  (e * e + e) | flatten | dense(2)", "f32[2]"}, 5));
+      with_ids({"i32[4]", "e = x | embedding(5, 3)\n  y = e * e + e\n  y | flatten | dense(2)", "f32[2]"}, 5));
 }
 
 TEST(TrainGradients, AddAndConcat) {
