@@ -57,9 +57,9 @@ void embedding_backward(int64_t positions, int64_t input_dim, int64_t output_dim
   });
 }
 
-#define PIPEC_INSTANTIATE(T)                                                                                     \
+#define PIPEC_INSTANTIATE(T)                                                                                       \
   template void embedding<T>(int64_t, int64_t, int64_t, const int64_t*, const T*, T*, const std::string&, int64_t, \
-                             const ParallelFor&);                                                               \
+                             const ParallelFor&);                                                                  \
   template void embedding_backward<T>(int64_t, int64_t, int64_t, const int64_t*, const T*, T*, const std::string&, \
                                       int64_t, const ParallelFor&);
 PIPEC_INSTANTIATE(float)

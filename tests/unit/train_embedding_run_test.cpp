@@ -51,8 +51,8 @@ TEST(TrainEmbeddingRun, LearnsAFunctionOfTheIdsAndSavesKerasNames) {
   for (const char* executor : {"fast", "reference"}) {
     SCOPED_TRACE(executor);
     const fs::path json = d / (std::string(executor) + ".json"), weights = d / (std::string(executor) + ".st");
-    auto r = run_pipec({"run", (d / "e.pipe").string(), "--executor", executor, "--stats-json", json.string(),
-                        "--save", weights.string(), "-q"});
+    auto r = run_pipec({"run", (d / "e.pipe").string(), "--executor", executor, "--stats-json", json.string(), "--save",
+                        weights.string(), "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<double> losses = losses_of(json);
     ASSERT_EQ(losses.size(), 256u);  // 64 batches an epoch, 4 epochs

@@ -56,11 +56,9 @@ std::string spec_of(const GradCase& c) {
   const std::string dtype = c.input.substr(0, c.input.find('['));
   const std::string field = cast ? "i64" + c.input.substr(dtype.size()) : c.input;
   const std::string map = cast ? " | map(e => { x: " + dtype + "(e.x), y: e.y })" : "";
-  return "source s = tfrecord(\"unused.tfrecord\") { x: " + field + ", y: " + target + " }\n" +
-         "pipeline data = s" + map + " | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " +
-         c.output +
-         " {\n" + c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss +
-         "(y), optimizer = sgd() }\n";
+  return "source s = tfrecord(\"unused.tfrecord\") { x: " + field + ", y: " + target + " }\n" + "pipeline data = s" +
+         map + " | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output + " {\n" +
+         c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss + "(y), optimizer = sgd() }\n";
 }
 
 Tensor make_target(const ModelGraph& g, Target kind, int64_t rows) {
@@ -104,7 +102,8 @@ void check_gradients(const GradCase& c) {
     if (is_integer(g.values[g.inputs[k]].dtype)) {
       RandomStream r(5, 7 + k, 0, 0);
       double* d = inputs.back().data<double>();
-      for (int64_t i = 0; i < inputs.back().num_elements(); ++i) d[i] = static_cast<double>(r.uniform_int(0, c.ids - 1));
+      for (int64_t i = 0; i < inputs.back().num_elements(); ++i)
+        d[i] = static_cast<double>(r.uniform_int(0, c.ids - 1));
     }
   }
   Tensor target = make_target(g, c.kind, rows);

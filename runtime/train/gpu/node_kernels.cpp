@@ -526,8 +526,7 @@ void launch_kind(const NodeLaunch& k, bool relu) {
     }
     case ModelOp::EmbeddingBackward: {
       const EmbeddingAttrs& a = n.attrs_as<EmbeddingAttrs>();
-      k.run("embedding_sort_ids", 1,
-            {P(k.in(0)), I64(k.in_count(0)), I64(a.input_dim), P(k.area(0)), P(k.area(1))});
+      k.run("embedding_sort_ids", 1, {P(k.in(0)), I64(k.in_count(0)), I64(a.input_dim), P(k.area(0)), P(k.area(1))});
       k.run("embedding_backward", k.out_count(0),
             {P(k.in(1)), P(k.area(0)), P(k.area(1)), P(k.out(0)), I64(a.output_dim)});
       return;
