@@ -25,10 +25,19 @@ LAYERS = [
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
     ["runtime/gpu"],                      # CUDA driver / NVRTC loading, device buffers, the GPU executor
+    ["runtime/dist"],                     # collectives behind one interface: threads, Open MPI (a plugin), NCCL
+    ["runtime/dist/mpi"],                 # libpipec_mpi.so: the plugin built against the machine's MPI
     ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
-    ["runtime/train"],                    # training: reference executor, initializers, optimizers, safetensors, the loop
+    # Training, by job: the reference kernels (plain loops) and the step math (optimizers, schedules, loss
+    # scale, initializers, 16-bit rounding); the executor interface and the CPU executors' shared state;
+    # the reference executor and persistence (safetensors, weights files, checkpoints); the loop (training
+    # loop, evaluation, thread split, strategies).
+    ["runtime/train/ref", "runtime/train/math"],
+    ["runtime/train"],
+    ["runtime/train/reference", "runtime/train/persist"],
+    ["runtime/train/loop"],
     ["runtime/train/gpu/kernels"],        # the GPU step kernels' source (portable CUDA, also host C++)
     # The fast training executor (the step graph on runtime/train/dnnl); the GPU executor and its launches.
     ["runtime/train/fast", "runtime/train/gpu"],

@@ -94,7 +94,10 @@ main() {
     # And the test that bounds pipec's peak memory while it saves a checkpoint per element: ASan keeps
     # up to 256 MB of freed memory in its quarantine, so each save's buffers stay resident (471 MB
     # against a 250 MB bound once, in a run where it had passed before).
-    ctest --output-on-failure -j "$jobs" \
+    # And the `mpi` label: the runs under mpirun (tests/dist, docs/design.md's data-parallel section).
+    # MPI's own libraries are not instrumented and its launcher forks a process per rank; the
+    # communicator's logic runs here anyway, over a fake MPI (runtime_tests' MpiCommunicator.*).
+    ctest --output-on-failure -j "$jobs" -LE '^mpi$' \
       -E '^gpu_training_emulated$|NvrtcCompiles|^CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$' "$@"
   else
     local status=0

@@ -14,6 +14,8 @@ packages=(
   python3 python3-numpy                 # python3-numpy: the C ABI test reads batches through DLPack
   libdnnl-dev                           # oneDNN 2.6 (OpenMP threading): the CPU training kernels
   python3-dev python3-venv              # the Python module (python/): its headers, and the venv below
+  openmpi-bin libopenmpi-dev            # Open MPI 4.1: multi_worker() under mpirun (libpipec_mpi.so is built against it)
+  iproute2                              # `ip netns`: the two-host MPI test over a veth pair
 )
 
 missing=()

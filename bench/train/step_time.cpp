@@ -22,7 +22,7 @@
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/train/fast/fast_executor.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 
 namespace {
 

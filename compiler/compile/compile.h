@@ -24,7 +24,7 @@
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
-#include "runtime/train/train_length.h"
+#include "runtime/train/loop/train_length.h"
 
 namespace pipec {
 

@@ -2,7 +2,7 @@
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
 // the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
 // from that plan, with a progress line, a summary of where the time went, --stats-json and training
-// checkpoints (--checkpoint DIR, --resume: runtime/train/train_checkpoint.h).
+// checkpoints (--checkpoint DIR, --resume: runtime/train/persist/train_checkpoint.h).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -24,9 +24,9 @@
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
-#include "runtime/train/strategy.h"
-#include "runtime/train/train_checkpoint.h"
-#include "runtime/train/train_loop.h"
+#include "runtime/train/loop/strategy.h"
+#include "runtime/train/loop/train_loop.h"
+#include "runtime/train/persist/train_checkpoint.h"
 
 namespace pipec {
 

@@ -21,7 +21,7 @@ struct RunArgs {
   std::string stats_json;
   bool no_jit = false;
   std::string device = "auto";
-  std::string checkpoint;          // a pipeline run: DIR/state.ckpt; a training run: runtime/train/train_checkpoint.h
+  std::string checkpoint;  // a pipeline run: DIR/state.ckpt; a training run: runtime/train/persist/train_checkpoint.h
   int64_t checkpoint_every = 100;  // output elements, or training steps
   bool resume = false;
   std::string memory_budget;  // "" = half of the machine's memory

@@ -81,6 +81,7 @@ std::unique_ptr<CudaDriver> open_driver(std::string& why) {
   resolve(lib, d->cuStreamCreate, "cuStreamCreate", missing);
   resolve(lib, d->cuStreamDestroy, "cuStreamDestroy_v2", missing);
   resolve(lib, d->cuStreamSynchronize, "cuStreamSynchronize", missing);
+  resolve(lib, d->cuStreamQuery, "cuStreamQuery", missing);
   resolve(lib, d->cuStreamWaitEvent, "cuStreamWaitEvent", missing);
   resolve(lib, d->cuEventCreate, "cuEventCreate", missing);
   resolve(lib, d->cuEventDestroy, "cuEventDestroy_v2", missing);

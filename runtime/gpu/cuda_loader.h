@@ -33,6 +33,7 @@ struct CudaDriver {
   cuda::PFN_cuStreamCreate cuStreamCreate = nullptr;
   cuda::PFN_cuStreamDestroy cuStreamDestroy = nullptr;
   cuda::PFN_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  cuda::PFN_cuStreamQuery cuStreamQuery = nullptr;
   cuda::PFN_cuStreamWaitEvent cuStreamWaitEvent = nullptr;
   cuda::PFN_cuEventCreate cuEventCreate = nullptr;
   cuda::PFN_cuEventDestroy cuEventDestroy = nullptr;

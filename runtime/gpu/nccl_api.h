@@ -1,5 +1,6 @@
-// The few NCCL declarations pipec uses (nccl.h): the version for `pipec doctor` now, and what one
-// all-reduce over the gradient buffer needs when data-parallel training on GPUs comes. Written out here
+// The few NCCL declarations pipec uses (nccl.h): the version for `pipec doctor`, and what the NCCL
+// communicator (runtime/dist/nccl_communicator.h) needs: a communicator from a unique id, the
+// all-reduce of a device buffer, and abort when a rank fails or stops answering. Written out here
 // so that the project builds without NCCL's header and opens the library with dlopen at run time;
 // tests/cuda_headers/cuda_api_check.cpp `static_assert`s every constant, signature and the unique id's
 // size against the real nccl.h where it is installed.
@@ -42,6 +43,7 @@ using PFN_ncclGetErrorString = const char* (*)(ncclResult_t result);
 using PFN_ncclGetUniqueId = ncclResult_t (*)(ncclUniqueId* id);
 using PFN_ncclCommInitRank = ncclResult_t (*)(ncclComm_t* comm, int ranks, ncclUniqueId id, int rank);
 using PFN_ncclCommDestroy = ncclResult_t (*)(ncclComm_t comm);
+using PFN_ncclCommAbort = ncclResult_t (*)(ncclComm_t comm);
 using PFN_ncclCommGetAsyncError = ncclResult_t (*)(ncclComm_t comm, ncclResult_t* error);
 using PFN_ncclAllReduce = ncclResult_t (*)(const void* send, void* receive, size_t count, ncclDataType_t type,
                                            ncclRedOp_t op, ncclComm_t comm, cuda::CUstream stream);
@@ -52,6 +54,7 @@ using PFN_ncclAllReduce = ncclResult_t (*)(const void* send, void* receive, size
   X(ncclGetUniqueId)            \
   X(ncclCommInitRank)           \
   X(ncclCommDestroy)            \
+  X(ncclCommAbort)              \
   X(ncclCommGetAsyncError)      \
   X(ncclAllReduce)
 

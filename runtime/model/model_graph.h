@@ -114,7 +114,7 @@ enum class ValueRole {
 
 const char* value_role_name(ValueRole r);
 
-/// How a parameter or state tensor starts (Keras' defaults; runtime/train/initializers.h draws them).
+/// How a parameter or state tensor starts (Keras' defaults; runtime/train/math/initializers.h draws them).
 /// Uniform is Keras' RandomUniform with its default bounds, [-kUniformInitLimit, kUniformInitLimit)
 /// (Embedding's `embeddings_initializer = "uniform"`).
 enum class Init { None, GlorotUniform, Uniform, Zeros, Ones };

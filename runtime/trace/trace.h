@@ -19,7 +19,7 @@
 //   trace::phase_span(trace::StepPhase::Backward, start_ns, dur_ns);  // a phase timed by its runner
 //
 // Without a trace these cost one relaxed load each: a trainer keeps its own phase times for its
-// summary (runtime/train/train_loop.h).
+// summary (runtime/train/loop/train_loop.h).
 #pragma once
 
 #include <atomic>

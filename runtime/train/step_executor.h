@@ -9,7 +9,7 @@
 // reaches the step after sync_to_device(). The small figures the loop reports each step are current
 // after each step without a sync: loss_scale(), and optimizer_slots().iterations and .last_lr (the
 // schedule's rate is the host's to compute). CPU executors compute in the host buffers, so both calls
-// cost nothing there. The training loop (runtime/train/train_loop.h) keeps to this: TrainLoop.*
+// cost nothing there. The training loop (runtime/train/loop/train_loop.h) keeps to this: TrainLoop.*
 // (tests/unit/train_loop_sync_test.cpp) runs it on an executor that syncs only when told.
 #pragma once
 
@@ -21,8 +21,8 @@
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
 #include "runtime/model/step_arena.h"
-#include "runtime/train/loss_scale.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/loss_scale.h"
+#include "runtime/train/math/optimizer.h"
 
 namespace pipec {
 

@@ -10,7 +10,7 @@
 
 #include "runtime/ops/kernel.h"
 #include "runtime/trace/trace.h"
-#include "runtime/train/initializers.h"
+#include "runtime/train/math/initializers.h"
 
 namespace pipec {
 

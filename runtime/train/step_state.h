@@ -3,7 +3,7 @@
 // step's computed values in the block its arena plans; feeding a batch's inputs; and the walk over the
 // schedule, phase by phase, that runs each node with the executor's own code and frees each value after
 // its last reader. How a node is computed is the executor's: run_reference_node
-// (runtime/train/reference_executor.h) for the reference, its kernels for the fast executor.
+// (runtime/train/reference/reference_executor.h) for the reference, its kernels for the fast executor.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
 #include "runtime/model/step_arena.h"
-#include "runtime/train/loss_scale.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/loss_scale.h"
+#include "runtime/train/math/optimizer.h"
 #include "runtime/train/step_executor.h"
 
 namespace pipec {

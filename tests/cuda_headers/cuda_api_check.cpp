@@ -145,6 +145,7 @@ PIPEC_CHECK_DRIVER(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2)
 PIPEC_CHECK_DRIVER(cuStreamCreate, cuStreamCreate)
 PIPEC_CHECK_DRIVER(cuStreamDestroy, cuStreamDestroy_v2)
 PIPEC_CHECK_DRIVER(cuStreamSynchronize, cuStreamSynchronize)
+PIPEC_CHECK_DRIVER(cuStreamQuery, cuStreamQuery)
 PIPEC_CHECK_DRIVER(cuStreamWaitEvent, cuStreamWaitEvent)
 PIPEC_CHECK_DRIVER(cuEventCreate, cuEventCreate)
 PIPEC_CHECK_DRIVER(cuEventDestroy, cuEventDestroy_v2)
@@ -161,11 +162,12 @@ PIPEC_CHECK_DRIVER(nvrtcGetPTXSize, nvrtcGetPTXSize)
 PIPEC_CHECK_DRIVER(nvrtcGetPTX, nvrtcGetPTX)
 PIPEC_CHECK_DRIVER(nvrtcGetProgramLogSize, nvrtcGetProgramLogSize)
 PIPEC_CHECK_DRIVER(nvrtcGetProgramLog, nvrtcGetProgramLog)
-constexpr int kDriverFunctions = 40;
+constexpr int kDriverFunctions = 41;
 
 static_assert(pipec::cuda::CUDA_SUCCESS == ::CUDA_SUCCESS);
 static_assert(pipec::cuda::CUDA_ERROR_NO_DEVICE == ::CUDA_ERROR_NO_DEVICE);
 static_assert(pipec::cuda::CUDA_ERROR_STUB_LIBRARY == ::CUDA_ERROR_STUB_LIBRARY);
+static_assert(pipec::cuda::CUDA_ERROR_NOT_READY == ::CUDA_ERROR_NOT_READY);
 static_assert(pipec::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
               ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 static_assert(pipec::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
@@ -179,7 +181,7 @@ static_assert(pipec::cuda::NVRTC_SUCCESS == ::NVRTC_SUCCESS);
 constexpr unsigned kOurPortable = pipec::cuda::CU_MEMHOSTALLOC_PORTABLE;
 #pragma pop_macro("CU_MEMHOSTALLOC_PORTABLE")
 static_assert(kOurPortable == CU_MEMHOSTALLOC_PORTABLE);
-constexpr int kDriverConstants = 10;
+constexpr int kDriverConstants = 11;
 
 }  // namespace
 

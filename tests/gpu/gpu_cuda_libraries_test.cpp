@@ -17,7 +17,7 @@
 #include "runtime/gpu/gpu_inventory.h"
 #include "runtime/train/gpu/cublaslt_dense.h"
 #include "runtime/train/gpu/cudnn_conv.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
 namespace {
@@ -177,7 +177,7 @@ TEST(GpuLibraries, CudnnConvolutionsMatchTheReference) {
         node(c.transpose ? ModelOp::Conv2dTransposeBackwardKernel : ModelOp::Conv2dBackwardKernel, {vx, vdy}, {vdk})};
     auto xs = random_values(rng, count(c.x, c.rows)), ks = random_values(rng, count(kernel, 1)),
          dys = random_values(rng, count(c.y, c.rows));
-    // The reference, windows as runtime/train/reference_executor.cpp builds them.
+    // The reference, windows as runtime/train/reference/reference_executor.cpp builds them.
     ref::Window2d w;
     const Shape& in = c.transpose ? c.y : c.x;
     const Shape& out = c.transpose ? c.x : c.y;

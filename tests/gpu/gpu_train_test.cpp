@@ -20,7 +20,7 @@
 #include "runtime/train/gpu/cuda_step_device.h"
 #include "runtime/train/gpu/gpu_executor.h"
 #include "runtime/train/gpu/host_step_device.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/gpu/gpu_harness.h"
 
 namespace pipec {

@@ -11,7 +11,7 @@
 
 #include "runtime/io/npy.h"
 #include "runtime/ops/kernel.h"
-#include "runtime/train/weights_file.h"
+#include "runtime/train/persist/weights_file.h"
 #include "tests/difftest/gen_types.h"
 
 namespace pipec::train_difftest {

@@ -12,10 +12,10 @@
 #include <fmt/ranges.h>
 
 #include "runtime/train/fast/fast_executor.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/math/optimizer.h"
+#include "runtime/train/persist/weights_file.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "runtime/train/step_state.h"
-#include "runtime/train/weights_file.h"
 #include "tests/difftest/gen_types.h"
 #include "tests/train_difftest/case_data.h"
 

@@ -25,7 +25,7 @@
 #include "compiler/compile/compile.h"
 #include "compiler/driver/openmp_waits.h"
 #include "runtime/train/dnnl/cpu_kernels.h"
-#include "runtime/train/weights_file.h"
+#include "runtime/train/persist/weights_file.h"
 #include "tests/train_difftest/case_data.h"
 #include "tests/train_difftest/model_generator.h"
 #include "tests/train_difftest/step_compare.h"

@@ -10,7 +10,7 @@
 #include "cuda_library_fakes.h"
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/train/gpu/cublaslt_dense.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
 namespace {

@@ -10,7 +10,7 @@
 #include "cuda_library_fakes.h"
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/train/gpu/cudnn_conv.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
 namespace {
@@ -269,7 +269,7 @@ TEST(CudnnConv, WorkspaceAndAlignmentAreChecked) {
 
 // ---------------------------------------------------------------------------------------------------
 // Every conv node kind of the step graph through conv_node_call, against the reference executor's
-// kernels (windows built as runtime/train/reference_executor.cpp builds them).
+// kernels (windows built as runtime/train/reference/reference_executor.cpp builds them).
 
 // HWIO / HWOI [a, b, c, d] <-> KRSC [d, a, b, c]: the last axis first, and back.
 std::vector<float> last_axis_first(const std::vector<float>& v, const Shape& s) {

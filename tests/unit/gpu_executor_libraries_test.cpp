@@ -11,7 +11,7 @@
 
 #include "runtime/train/gpu/gpu_executor.h"
 #include "runtime/train/gpu/host_step_device.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cuda_library_fakes.h"
 #include "tests/unit/train_util.h"
 

@@ -26,7 +26,7 @@
 
 #include "runtime/train/gpu/host_step_kernels.h"
 #include "runtime/train/gpu/node_kernels.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "runtime/train/step_state.h"
 #include "tests/unit/gpu_step_cases.h"
 #include "tests/unit/train_util.h"

@@ -19,8 +19,8 @@
 #include "runtime/train/gpu/host_step_kernels.h"
 #include "runtime/train/gpu/node_kernels.h"
 #include "runtime/train/gpu/step_kernel_source.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/math/optimizer.h"
+#include "runtime/train/ref/ref_kernels.h"
 #include "tests/unit/cuda_host_util.h"
 
 namespace pipec {

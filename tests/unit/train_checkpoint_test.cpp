@@ -1,4 +1,4 @@
-// Training checkpoints (runtime/train/train_checkpoint.h, `pipec run --checkpoint DIR`): a run killed
+// Training checkpoints (runtime/train/persist/train_checkpoint.h, `pipec run --checkpoint DIR`): a run killed
 // with SIGKILL and resumed ends with the weights of an uninterrupted run bit for bit, on both executors;
 // a save killed half-way leaves the previous checkpoint usable; a missing, truncated, damaged or foreign
 // checkpoint is refused with the file and the problem named.
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/exec/iterator.h"
-#include "runtime/train/train_checkpoint.h"
+#include "runtime/train/persist/train_checkpoint.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 

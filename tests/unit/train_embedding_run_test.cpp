@@ -5,7 +5,7 @@
 
 #include <regex>
 
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
 #include "tests/unit/cli_util.h"
 
 namespace pipec {

@@ -15,8 +15,8 @@
 #include "runtime/model/step_arena.h"
 #include "runtime/model/step_memory.h"
 #include "runtime/train/fast/fast_executor.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/safetensors.h"
+#include "runtime/train/math/optimizer.h"
+#include "runtime/train/persist/safetensors.h"
 #include "tests/unit/train_util.h"
 
 namespace pipec {

@@ -13,7 +13,7 @@
 #include "compiler/sema/builtins.h"
 #include "compiler/train/expr_gradients.h"
 #include "compiler/train/gradients.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/train_util.h"
 
 namespace pipec {

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "runtime/train/reference_executor.h"
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/train_util.h"
 
 namespace pipec {

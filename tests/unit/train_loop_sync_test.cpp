@@ -1,4 +1,4 @@
-// The training loop (runtime/train/train_loop.h) on an executor that keeps its state apart from its host
+// The training loop (runtime/train/loop/train_loop.h) on an executor that keeps its state apart from its host
 // copies, as a GPU executor keeps it on the device: the loop must call sync_to_device() after it wrote
 // --init weights or a checkpoint's state into the host copies, and sync_to_host() before a checkpoint,
 // an evaluation and --save read them. Each run is compared with the same run on the reference executor
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "compiler/compile/compile.h"
-#include "runtime/train/evaluate.h"
-#include "runtime/train/reference_executor.h"
-#include "runtime/train/train_checkpoint.h"
-#include "runtime/train/train_loop.h"
+#include "runtime/train/loop/evaluate.h"
+#include "runtime/train/loop/train_loop.h"
+#include "runtime/train/persist/train_checkpoint.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
 
 namespace pipec {

@@ -1,4 +1,4 @@
-// `precision = mixed_bf16 | mixed_fp16` (compiler/train/passes/mixed_precision.cpp, runtime/train/loss_scale.h):
+// `precision = mixed_bf16 | mixed_fp16` (compiler/train/passes/mixed_precision.cpp, runtime/train/math/loss_scale.h):
 // where the step graph rounds, that -O0 rounds too, dynamic loss scaling on an fp16 overflow (the scale
 // halves and the step is skipped; it doubles after 2000 finite steps), the chess net within stated
 // bounds of fp32, the two executors agreeing, and what `pipec run` prints.
@@ -15,7 +15,7 @@
 #include "compiler/train/passes/step_passes.h"
 #include "runtime/core/half.h"
 #include "runtime/train/fast/fast_executor.h"
-#include "runtime/train/round_16bit.h"
+#include "runtime/train/math/round_16bit.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 

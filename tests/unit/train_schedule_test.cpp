@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "runtime/train/lr_schedule.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/lr_schedule.h"
+#include "runtime/train/math/optimizer.h"
 #include "tests/unit/train_util.h"
 
 using namespace pipec;

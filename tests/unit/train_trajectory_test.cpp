@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/train/reference_executor.h"
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/train_formula.h"
 #include "tests/unit/train_util.h"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <regex>
 
-#include "runtime/train/evaluate.h"
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/loop/evaluate.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "runtime/train/initializers.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/math/initializers.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "runtime/train/safetensors.h"
+#include "runtime/train/persist/safetensors.h"
 #include "tests/unit_runtime/io_test_util.h"
 
 namespace pipec {

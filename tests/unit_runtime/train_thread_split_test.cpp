@@ -1,8 +1,8 @@
 // The split of a training run's pool workers between its input pipeline and the trainer's compute
-// (runtime/train/thread_split.h): a pipeline that keeps ahead gives workers to the compute down to
+// (runtime/train/loop/thread_split.h): a pipeline that keeps ahead gives workers to the compute down to
 // one; a model that waits for input gets them back; between the two thresholds nothing moves; and
 // each state has its sentence with the measured share.
-#include "runtime/train/thread_split.h"
+#include "runtime/train/loop/thread_split.h"
 
 #include <gtest/gtest.h>
 

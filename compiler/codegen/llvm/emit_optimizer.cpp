@@ -50,7 +50,7 @@ llvm::Function* emit_optimizer_kernel(const OptimizerConfig& c, llvm::Module& mo
   i->addIncoming(b.getInt64(0), entry);
   b.CreateCondBr(b.CreateICmpSLT(i, rows), loop, done);
 
-  // The element: as runtime/train/optimizer.cpp writes it, operation for operation.
+  // The element: as runtime/train/math/optimizer.cpp writes it, operation for operation.
   b.SetInsertPoint(loop);
   auto at = [&](Value* p) { return b.CreateGEP(f32, p, i); };
   Value* gi = b.CreateLoad(f32, at(g));

@@ -48,7 +48,7 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts = {});
 /// with the batch as rows, and attaches them as GraphNode::native for the fast executor. The report's
 /// `stage` is the node's index. Nodes that cannot be compiled (a random op, a dtype other than f32, an
 /// op the loop nests do not lower) stay on the interpreter. The optimizer_step node gets its update as
-/// one generated loop over the flat buffers (emit_optimizer.h; the ABI is runtime/train/optimizer.h's).
+/// one generated loop over the flat buffers (emit_optimizer.h; the ABI is runtime/train/math/optimizer.h's).
 JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts = {});
 
 /// The unoptimized LLVM IR of every compilable map/filter kernel (`pipec explain --llvm`).

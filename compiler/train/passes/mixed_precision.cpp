@@ -18,7 +18,7 @@
 // mixed_fp16 also scales the loss, as Keras' LossScaleOptimizer: the loss gradient is multiplied by the
 // loss scale before the backward pass (so small gradients survive f16), and the optimizer step unscales
 // the gradients, or skips the step and halves the scale when one is not finite
-// (runtime/train/loss_scale.h). The loss_backward and optimizer_step nodes carry `loss_scale = dynamic`.
+// (runtime/train/math/loss_scale.h). The loss_backward and optimizer_step nodes carry `loss_scale = dynamic`.
 //
 // Unlike the other passes this one changes what the step computes, so it runs at every -O level.
 #include <optional>

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/reference_executor.h"
+#include "runtime/train/reference/reference_executor.h"
 
 namespace pipec {
 

@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "runtime/gpu/gpu_error.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
 

@@ -67,7 +67,7 @@ const char* conv_kind_name(ConvKind k);  // "forward", "backward_data", "backwar
 ///   conv2d_backward_input            backward_data    dx = out0, filter = in1, dy = in0
 ///   conv2d_backward_kernel           backward_filter  x = in0, dfilter = out0, dy = in1
 /// conv2d_transpose is the backward-data pass of the convolution C from its output space back to its
-/// input space (runtime/train/reference_executor.cpp): C's x is the transpose's y, C's y its x, and
+/// input space (runtime/train/reference/reference_executor.cpp): C's x is the transpose's y, C's y its x, and
 /// its HWOI kernel in KRSC is C's filter.
 ///   conv2d_transpose                 backward_data    dx = out0, filter = in1, dy = in0
 ///   conv2d_transpose_backward_input  forward          x = in0, filter = in1, y = out0

@@ -14,7 +14,7 @@
 #include "runtime/train/gpu/gpu_optimizer.h"
 #include "runtime/train/gpu/library_nodes.h"
 #include "runtime/train/gpu/node_kernels.h"
-#include "runtime/train/initializers.h"
+#include "runtime/train/math/initializers.h"
 
 namespace pipec::gpu {
 

@@ -9,8 +9,8 @@
 
 #include "runtime/model/model_graph.h"
 #include "runtime/train/gpu/step_device.h"
-#include "runtime/train/loss_scale.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/loss_scale.h"
+#include "runtime/train/math/optimizer.h"
 
 namespace pipec::gpu {
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/batch_statistics.h"
-#include "runtime/train/ref_kernels.h"
+#include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
 

@@ -1,6 +1,6 @@
 // The step graph's nodes as launches of the step kernels (runtime/train/gpu/kernels/): every kind of
 // model_ops.def but `expr` (element-wise work, printed from its loop nests by the executor) computed as
-// the reference executor computes it (runtime/train/reference_executor.cpp: the same attributes,
+// the reference executor computes it (runtime/train/reference/reference_executor.cpp: the same attributes,
 // geometry, fused relu, inference modes, losses, loss scaling, dropout's Philox stream), and the
 // optimizer's update with mixed_fp16's dynamic loss scaling decided on the device.
 //
@@ -17,8 +17,8 @@
 
 #include "runtime/model/model_graph.h"
 #include "runtime/train/gpu/kernel_launcher.h"
-#include "runtime/train/loss_scale.h"
-#include "runtime/train/optimizer.h"
+#include "runtime/train/math/loss_scale.h"
+#include "runtime/train/math/optimizer.h"
 
 namespace pipec::gpu {
 

@@ -1,5 +1,5 @@
 // ---- activations and softmax ----
-// runtime/train/ref_activation.cpp's formulas in the same f64 arithmetic: equal to the reference bit
+// runtime/train/ref/ref_activation.cpp's formulas in the same f64 arithmetic: equal to the reference bit
 // for bit on the host; on a GPU gelu (erf, exp) and softmax (exp) round CUDA's f64 functions (within 2
 // ulp of the double result) to f32, so they differ from the CPU's in the last f32 bit at most.
 

@@ -1,6 +1,6 @@
 // ---- conv2d, conv2d_transpose and dense: direct kernels ----
 // The always-available path (cuDNN and cuBLASLt are the fast one) and the one tested on the host. Every
-// sum is in f64 from 0 in the reference's order (runtime/train/ref_conv.cpp), one output element per
+// sum is in f64 from 0 in the reference's order (runtime/train/ref/ref_conv.cpp), one output element per
 // item, so the forward and input-gradient kernels equal the reference bit for bit. The kernel gradients
 // and bias gradients are sums over every example and pixel: their first kernel sums fixed blocks of
 // rows per output element into f64 partials, sum_blocks adds the blocks in order (one block: the

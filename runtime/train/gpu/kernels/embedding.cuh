@@ -14,7 +14,7 @@ PIPEC_KERNEL void embedding_forward(long long items, const long long* ids, const
 // Backward without atomics, so that the sums do not depend on the grid: the positions are sorted by id
 // (a counting sort, stable, by one thread: start[v] is where id v's positions begin in `order`,
 // start[input_dim] the number of valid ids), then each element of the table's gradient sums dy over its
-// id's positions in position order, in f64 from 0: runtime/train/ref_embedding.cpp's sum, bit for bit.
+// id's positions in position order, in f64 from 0: runtime/train/ref/ref_embedding.cpp's sum, bit for bit.
 // Ids out of range are left out (the forward pass has made the loss NaN already).
 PIPEC_KERNEL void embedding_sort_ids(long long items, const long long* ids, long long positions, long long input_dim,
                                      long long* start, long long* order) {

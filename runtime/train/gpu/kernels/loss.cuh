@@ -1,5 +1,5 @@
 // ---- losses ----
-// runtime/train/ref_loss.cpp's formulas in f64 (Keras' losses: the mean over every position; the
+// runtime/train/ref/ref_loss.cpp's formulas in f64 (Keras' losses: the mean over every position; the
 // cross-entropies from logits in log-softmax / softplus form, from probabilities clipped to
 // [1e-7, 1 - 1e-7]). The loss is a reduction: loss_partial sums the positions of fixed blocks in f64
 // (item: block), loss_combine adds the blocks in order and scales (one block: the reference's loop bit

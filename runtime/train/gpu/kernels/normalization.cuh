@@ -1,5 +1,5 @@
 // ---- batch_norm, layer_norm, moving averages ----
-// runtime/train/ref_activation.cpp's normalization in f64, split into kernels that each have independent
+// runtime/train/ref/ref_activation.cpp's normalization in f64, split into kernels that each have independent
 // items:
 //   batch_norm's statistics exactly as runtime/ops/batch_statistics.cpp computes them on the CPU: each
 //   block of `block_rows` (kStatisticsBlock) rows' mean and sum of squared deviations per channel

@@ -1,5 +1,5 @@
 // ---- the optimizer's update and mixed_fp16's dynamic loss scaling ----
-// runtime/train/optimizer.cpp's loop over the flat buffers, one element per item, in f32 with the same
+// runtime/train/math/optimizer.cpp's loop over the flat buffers, one element per item, in f32 with the same
 // operations in the same order: with fused multiply-add off (NVRTC --fmad=false, the host build
 // -ffp-contract=off) the weights and slots are the CPU's bit for bit. The scalars that change every
 // step are read from device arrays the host fills (step_scalars) or the device computes (the clip scale,
@@ -14,7 +14,7 @@
 #define SK_STATUS_CLIP_SCALE 1  // clipnorm / norm when the norm is above it, else 1
 #define SK_STATUS_SKIP 2        // 1 when mixed_fp16 skips this step's update, else 0
 #define SK_STATUS_INVERSE 3     // 1 / loss scale (as an f32) of this step
-// loss scale state (double[4], runtime/train/loss_scale.h's LossScale on the device):
+// loss scale state (double[4], runtime/train/math/loss_scale.h's LossScale on the device):
 #define SK_LS_SCALE 0
 #define SK_LS_GOOD_STEPS 1
 #define SK_LS_SKIPPED 2

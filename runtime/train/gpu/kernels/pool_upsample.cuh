@@ -1,6 +1,6 @@
 // ---- pools and upsampling ----
 // One output element per item (the input gradients: one dx element per item, gathering the windows
-// that read it in the reference's order), f64 sums, so each kernel equals runtime/train/ref_pool.cpp
+// that read it in the reference's order), f64 sums, so each kernel equals runtime/train/ref/ref_pool.cpp
 // bit for bit. Padding is neither a maximum nor part of an average (TensorFlow's rules).
 #define SK_POOL_GEOMETRY                                                                                 \
   long long batch, long long in_h, long long in_w, long long channels, long long out_h, long long out_w, \
