@@ -63,31 +63,6 @@ train::Activation activation_of(const std::optional<Activation>& a) {
 
 bool weighted(ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Conv2dTranspose || op == ModelOp::Dense; }
 
-// The node kinds run_node gives a oneDNN op of their own (besides the weighted groups and the backward
-// nodes that reuse their forward's op).
-bool has_onednn_op(ModelOp op) {
-  switch (op) {
-    case ModelOp::MaxPool2d:
-    case ModelOp::AvgPool2d:
-    case ModelOp::AvgPool2dBackward:
-    case ModelOp::GlobalAvgPool:
-    case ModelOp::GlobalAvgPoolBackward:
-    case ModelOp::GlobalMaxPool:
-    case ModelOp::BatchNorm:
-    case ModelOp::LayerNorm:
-    case ModelOp::LayerNormBackward:
-    case ModelOp::Upsample2d:
-    case ModelOp::Upsample2dBackward:
-    case ModelOp::Softmax:
-    case ModelOp::SoftmaxBackward:
-    case ModelOp::LeakyRelu:
-    case ModelOp::LeakyReluBackward:
-    case ModelOp::Gelu:
-    case ModelOp::GeluBackward: return true;
-    default: return false;
-  }
-}
-
 // Which part of a weighted layer's backward group a backward node is.
 enum class GroupPart { None, Input, Kernel, Bias };
 
@@ -104,13 +79,55 @@ GroupPart group_part(ModelOp op) {
   }
 }
 
-// Backward kinds that read what their forward's oneDNN op kept (max positions, batch statistics): the
-// forward's op runs them.
-bool reuses_forward_op(ModelOp op) {
-  return op == ModelOp::MaxPool2dBackward || op == ModelOp::GlobalMaxPoolBackward || op == ModelOp::BatchNormBackward;
-}
-
 }  // namespace
+
+// The claim. An exhaustive switch: a kind added to model_ops.def does not compile until it is decided
+// here, and a kind claimed here must have its kernel in run_node (model_op_coverage_test runs each).
+FastKernel fast_kernel_of(ModelOp op) {
+  switch (op) {
+    case ModelOp::Conv2d:
+    case ModelOp::Conv2dTranspose:
+    case ModelOp::Dense:
+    case ModelOp::MaxPool2d:
+    case ModelOp::AvgPool2d:
+    case ModelOp::AvgPool2dBackward:
+    case ModelOp::GlobalAvgPool:
+    case ModelOp::GlobalAvgPoolBackward:
+    case ModelOp::GlobalMaxPool:
+    case ModelOp::BatchNorm:
+    case ModelOp::LayerNorm:
+    case ModelOp::LayerNormBackward:
+    case ModelOp::Upsample2d:
+    case ModelOp::Upsample2dBackward:
+    case ModelOp::Softmax:
+    case ModelOp::SoftmaxBackward:
+    case ModelOp::LeakyRelu:
+    case ModelOp::LeakyReluBackward:
+    case ModelOp::Gelu:
+    case ModelOp::GeluBackward: return FastKernel::OneDnn;
+    case ModelOp::Conv2dBackwardInput:
+    case ModelOp::Conv2dBackwardKernel:
+    case ModelOp::Conv2dTransposeBackwardInput:
+    case ModelOp::Conv2dTransposeBackwardKernel:
+    case ModelOp::DenseBackwardInput:
+    case ModelOp::DenseBackwardKernel:
+    case ModelOp::BiasBackward:
+    case ModelOp::MaxPool2dBackward:
+    case ModelOp::GlobalMaxPoolBackward:
+    case ModelOp::BatchNormBackward: return FastKernel::WithForward;
+    case ModelOp::Expr:
+    case ModelOp::OptimizerStep: return FastKernel::Jit;
+    case ModelOp::Dropout:
+    case ModelOp::DropoutBackward:
+    case ModelOp::Loss:
+    case ModelOp::LossBackward:
+    case ModelOp::MovingAverage:
+    case ModelOp::Round:
+    case ModelOp::Embedding:  // a row copy and a scatter-add: the reference's loops, split over the threads
+    case ModelOp::EmbeddingBackward: return FastKernel::Reference;
+  }
+  throw std::logic_error("fast executor: a node kind outside model_ops.def");
+}
 
 struct FastExecutor::Kernels {
   explicit Kernels(const FastExecutorOptions& o)
@@ -125,7 +142,8 @@ struct FastExecutor::Kernels {
   int kernel_nodes = 0;
   int jit_nodes = 0;  // expr nodes with a compiled kernel
   int64_t expr_kernel_runs = 0, expr_fallbacks = 0;
-  std::vector<bool> on_kernel;  // per node: oneDNN or a compiled kernel
+  std::vector<bool> on_kernel;             // per node: oneDNN or a compiled kernel
+  std::map<ModelOp, int64_t> kernel_runs;  // per kind: runs on oneDNN or compiled code
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
@@ -137,13 +155,15 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
   k.group_of.assign(n, -1);
   k.forward_of.assign(n, -1);
   // The gradient pass links every backward node to its forward node (GraphNode::forward): a weighted
-  // layer's backward-data, backward-weights and bias gradient nodes form its group.
+  // layer's backward-data, backward-weights and bias gradient nodes form its group; the other kinds
+  // claimed WithForward reuse their forward's op.
   std::vector<int> group_at(n, -1);  // per forward node: its group
   for (int b = 0; b < n; ++b) {
     const GraphNode& bw = g.nodes[b];
     const int f = bw.forward;
-    if (f < 0) continue;
-    if (weighted(g.nodes[f].op) && group_part(bw.op) != GroupPart::None) {
+    if (f < 0 || fast_kernel_of(bw.op) != FastKernel::WithForward) continue;
+    if (group_part(bw.op) != GroupPart::None) {
+      if (!weighted(g.nodes[f].op)) continue;
       if (group_at[f] < 0) {
         group_at[f] = static_cast<int>(k.groups.size());
         k.groups.push_back(WeightedGroup{f});
@@ -155,7 +175,7 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
         case GroupPart::Bias: grp.bias_backward = b; break;
         case GroupPart::None: break;
       }
-    } else if (reuses_forward_op(bw.op)) {
+    } else {
       k.forward_of[b] = f;
     }
   }
@@ -180,10 +200,11 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
   }
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
-    bool on_kernel = weighted(op) || k.group_of[i] >= 0 || k.forward_of[i] >= 0 || has_onednn_op(op);
+    const FastKernel how = fast_kernel_of(op);
+    bool on_kernel = how == FastKernel::OneDnn || k.group_of[i] >= 0 || k.forward_of[i] >= 0;
     k.kernel_nodes += on_kernel;
     // Expr nodes and the optimizer's update with a compiled kernel run generated code.
-    const bool jit = (op == ModelOp::Expr || op == ModelOp::OptimizerStep) && g.nodes[i].native;
+    const bool jit = how == FastKernel::Jit && g.nodes[i].native;
     k.on_kernel.push_back(on_kernel || jit);
     k.jit_nodes += jit;
   }
@@ -192,6 +213,10 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
 FastExecutor::~FastExecutor() = default;
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+int64_t FastExecutor::kernel_runs(ModelOp op) const {
+  auto it = kernels_->kernel_runs.find(op);
+  return it == kernels_->kernel_runs.end() ? 0 : it->second;
+}
 int64_t FastExecutor::expr_kernel_runs() const { return kernels_->expr_kernel_runs; }
 int64_t FastExecutor::expr_fallbacks() const { return kernels_->expr_fallbacks; }
 
@@ -454,6 +479,8 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     if (o.conv) o.conv->backward(x, w, dy, dx, dw, db);
     else if (o.dense) o.dense->backward(x, w, dy, dx, dw, db);
     else o.conv_transpose->backward(x, w, dy, dx, dw, db);
+    for (int b : {grp.backward_input, grp.backward_kernel, grp.bias_backward})
+      if (b >= 0) ++k.kernel_runs[g_.nodes[b].op];
     return;
   }
   if (k.forward_of[index] >= 0) {
@@ -465,8 +492,11 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       batch_norm_op(f).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.outputs[0]),
                                 ptr(n.outputs[1]), ptr(n.outputs[2]));
     }
+    ++k.kernel_runs[n.op];
     return;
   }
+  // The kinds claimed OneDnn (and Jit) on their own kernels: each case breaks to be counted; the
+  // others, and a Jit node without its compiled code, run on the reference's loops.
   switch (n.op) {
     case ModelOp::Conv2d:
     case ModelOp::Conv2dTranspose:
@@ -478,7 +508,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       if (o.conv) o.conv->forward(x, w, b, y);
       else if (o.dense) o.dense->forward(x, w, b, y);
       else o.conv_transpose->forward(x, w, b, y);
-      return;
+      break;
     }
     case ModelOp::MaxPool2d:
     case ModelOp::AvgPool2d:
@@ -486,48 +516,57 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     case ModelOp::GlobalMaxPool:
       allocate_outputs(n, rows);
       pool_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::AvgPool2dBackward:
     case ModelOp::GlobalAvgPoolBackward:  // dy -> dx: an average needs nothing of its forward
       allocate_outputs(n, rows);
       pool_op(index).backward(ptr(n.inputs[0]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::Upsample2d:
       allocate_outputs(n, rows);
       upsample_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::Upsample2dBackward:  // dy -> dx
       allocate_outputs(n, rows);
       upsample_op(index).backward(ptr(n.inputs[0]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::Softmax:
       allocate_outputs(n, rows);
       softmax_op(index).forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::SoftmaxBackward:  // y, dy -> dx
       allocate_outputs(n, rows);
       softmax_op(index).backward(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
-      return;
+      break;
     case ModelOp::LayerNorm:  // x, gamma, beta -> y, mean, variance
       allocate_outputs(n, rows);
       layer_norm_op(index).forward(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.outputs[0]),
                                    ptr(n.outputs[1]), ptr(n.outputs[2]));
-      return;
+      break;
     case ModelOp::LayerNormBackward:  // x, dy, gamma, mean, variance -> dx, dgamma, dbeta
       allocate_outputs(n, rows);
       layer_norm_op(index).backward(ptr(n.inputs[0]), ptr(n.inputs[2]), ptr(n.inputs[1]), ptr(n.inputs[3]),
                                     ptr(n.inputs[4]), ptr(n.outputs[0]), ptr(n.outputs[1]), ptr(n.outputs[2]));
-      return;
+      break;
     case ModelOp::BatchNorm: {
       allocate_outputs(n, rows);
       // The moving statistics are the step's moving_average nodes' work: the kernel only normalizes and
       // hands the batch statistics to the graph's values.
       train::BatchNormOp& op = batch_norm_op(index);
+      if (n.attrs_as<BatchNormAttrs>().inference) {
+        // Keras' training=False: the moving statistics normalize, and are the statistics it reports.
+        const int64_t c = shape(n.inputs[0]).back();
+        op.forward_inference(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.inputs[3]), ptr(n.inputs[4]),
+                             ptr(n.outputs[0]));
+        std::copy_n(ptr(n.inputs[3]), c, ptr(n.outputs[1]));
+        std::copy_n(ptr(n.inputs[4]), c, ptr(n.outputs[2]));
+        break;
+      }
       op.forward_training(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.inputs[2]), ptr(n.outputs[0]), nullptr, nullptr);
       std::vector<float> mean = op.batch_mean(), variance = op.batch_variance();
       std::copy(mean.begin(), mean.end(), ptr(n.outputs[1]));
       std::copy(variance.begin(), variance.end(), ptr(n.outputs[2]));
-      return;
+      break;
     }
     case ModelOp::LeakyRelu:
     case ModelOp::LeakyReluBackward:
@@ -540,20 +579,25 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
                            : train::Activation::gelu());
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
-      return;
+      break;
     }
     case ModelOp::Expr:
       if (n.native) {
         if (run_expr_kernel(n, rows)) {
           ++k.expr_kernel_runs;
-          return;
+          break;
         }
         ++k.expr_fallbacks;
       }
       run_reference_node(state_, n, rows, step, reference_loops());
       return;
+    case ModelOp::OptimizerStep:  // the reference's update with the compiled loop body (reference_loops)
+      run_reference_node(state_, n, rows, step, reference_loops());
+      if (!n.native) return;
+      break;
     default: run_reference_node(state_, n, rows, step, reference_loops()); return;
   }
+  ++k.kernel_runs[n.op];
 }
 
 }  // namespace pipec

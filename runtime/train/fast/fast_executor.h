@@ -22,6 +22,20 @@
 
 namespace pipec {
 
+/// How the fast executor computes a node kind: its claim, made in one place (fast_kernel_of). The
+/// executor decides by it which nodes go to its kernels, and tests/unit/model_op_coverage_test.cpp holds
+/// it to it: every kind claimed runs on the executor's own kernel and agrees with the reference.
+enum class FastKernel {
+  Reference,    // the reference executor's loops (run_reference_node), over this executor's threads
+  OneDnn,       // a oneDNN op of the node's own
+  WithForward,  // a oneDNN call of its forward node's op (GraphNode::forward): a weighted layer's backward
+                // group (one call computes all three), or a backward reading what its forward's op kept
+                // (max positions, batch statistics); the reference's loops for a node without that forward
+  Jit,          // its compiled kernel (GraphNode::native); the reference's loops for a node without one
+};
+FastKernel fast_kernel_of(ModelOp op);
+inline bool fast_executor_computes(ModelOp op) { return fast_kernel_of(op) != FastKernel::Reference; }
+
 struct FastExecutorOptions {
   /// oneDNN's OpenMP threads for each kernel call; 0: OpenMP's default (one per core).
   int threads = 0;
@@ -54,6 +68,9 @@ class FastExecutor final : public StepExecutor {
   const std::vector<int>& last_uses() const { return state_.last_uses(); }
   /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
   int kernel_nodes() const;
+  /// Runs of nodes of kind `op` on this executor's own kernels (oneDNN, or compiled code) so far: what
+  /// its claim (fast_kernel_of) promises, counted where the kernels are called.
+  int64_t kernel_runs(ModelOp op) const;
   /// Runs of expr nodes on their compiled kernels, and runs of compiled expr nodes that fell back to the
   /// interpreter (a value that is not the dense f32 tensor the kernel was compiled for).
   int64_t expr_kernel_runs() const;

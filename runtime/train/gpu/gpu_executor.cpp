@@ -11,6 +11,7 @@
 #include "runtime/core/chunk.h"
 #include "runtime/ops/interpreter.h"
 #include "runtime/ops/kernel.h"
+#include "runtime/train/gpu/gpu_kernel_claim.h"
 #include "runtime/train/gpu/gpu_optimizer.h"
 #include "runtime/train/gpu/library_nodes.h"
 #include "runtime/train/gpu/node_kernels.h"
@@ -40,7 +41,7 @@ struct GpuExecutor::Impl {
   // Per node index: whether an expr node runs its generated kernel (loaded on first use) or on the host.
   std::vector<int> expr_state;  // 0 not looked at yet, 1 device, 2 host
   std::vector<std::string> expr_why;
-  std::map<ModelOp, int64_t> launches;  // node runs per kind, for the description
+  std::map<ModelOp, int64_t> kernel_runs;  // per kind: node runs on the executor's own kernels
 };
 
 GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<StepDevice> device,
@@ -49,9 +50,12 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
   initialize_parameters<float>(g, seed, host_.params, host_.states);
   host_.grads.assign(host_.params.size(), 0.0f);
   Impl& d = *impl_;
-  d.params = DeviceBlock(*device_, host_.params.size() * sizeof(float));
-  d.grads = DeviceBlock(*device_, host_.params.size() * sizeof(float));
-  d.states = DeviceBlock(*device_, host_.states.size() * sizeof(float));
+  // At least one float each: a model without parameters (or states) still hands the optimizer's kernels
+  // device addresses. The copies to and from the host move the host's sizes.
+  auto floats = [](size_t n) { return std::max<size_t>(n, 1) * sizeof(float); };
+  d.params = DeviceBlock(*device_, floats(host_.params.size()));
+  d.grads = DeviceBlock(*device_, floats(host_.params.size()));
+  d.states = DeviceBlock(*device_, floats(host_.states.size()));
   const GraphNode* opt = nullptr;
   for (const GraphNode& n : g.nodes) {
     if (n.op == ModelOp::OptimizerStep) opt = &n;
@@ -186,19 +190,27 @@ void GpuExecutor::run_phases(int after, OpCategory last, uint64_t step, PhaseSec
       phase_open = phase;
       phase_start = std::chrono::steady_clock::now();
     }
-    if (n.op == ModelOp::Expr) run_expr(n, i);
-    else run_node(n, step);
-    ++impl_->launches[n.op];
+    switch (node_kernel_of(n.op)) {  // the executor's claim
+      case NodeKernel::Generated:
+        if (run_expr(n, i)) ++impl_->kernel_runs[n.op];
+        break;
+      case NodeKernel::Optimizer:
+        run_optimizer(n);
+        ++impl_->kernel_runs[n.op];
+        break;
+      case NodeKernel::StepKernels:
+      case NodeKernel::Cudnn:
+      case NodeKernel::CublasLt:
+        run_node(n, step);
+        ++impl_->kernel_runs[n.op];
+        break;
+    }
   }
   close_phase();
   done_ = std::max(done_, static_cast<int>(last));
 }
 
 void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
-  if (n.op == ModelOp::OptimizerStep) {
-    run_optimizer(n);
-    return;
-  }
   NodeOperands ops;
   ops.graph = &g_;
   ops.node = &n;
@@ -218,7 +230,7 @@ void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
   }
 }
 
-void GpuExecutor::run_expr(const GraphNode& n, size_t index) {
+bool GpuExecutor::run_expr(const GraphNode& n, size_t index) {
   Impl& d = *impl_;
   if (d.expr_state[index] == 0) {
     std::string why = "no generated kernel";
@@ -231,7 +243,7 @@ void GpuExecutor::run_expr(const GraphNode& n, size_t index) {
   if (d.expr_state[index] == 2) {
     run_expr_on_host(n);
     ++expr_host_runs_;
-    return;
+    return false;
   }
   // runtime/plan/gpu_kernel.h's ABI: the inputs (in the kernel's order), the outputs, rows, first_index,
   // epoch, seed. The kernel covers rows x elements of every result.
@@ -253,6 +265,12 @@ void GpuExecutor::run_expr(const GraphNode& n, size_t index) {
   params.push_back(&seed);
   device_->launch_generated(k.entry, items, params.data());
   ++expr_device_runs_;
+  return true;
+}
+
+int64_t GpuExecutor::kernel_runs(ModelOp op) const {
+  auto it = impl_->kernel_runs.find(op);
+  return it == impl_->kernel_runs.end() ? 0 : it->second;
 }
 
 void GpuExecutor::run_expr_on_host(const GraphNode& n) {
@@ -291,17 +309,17 @@ void GpuExecutor::run_optimizer(const GraphNode&) {
 
 void GpuExecutor::sync_to_host() {
   Impl& d = *impl_;
-  device_->download(host_.params.data(), d.params.ptr(), d.params.bytes());
-  device_->download(host_.grads.data(), d.grads.ptr(), d.grads.bytes());
-  device_->download(host_.states.data(), d.states.ptr(), d.states.bytes());
+  device_->download(host_.params.data(), d.params.ptr(), host_.params.size() * sizeof(float));
+  device_->download(host_.grads.data(), d.grads.ptr(), host_.grads.size() * sizeof(float));
+  device_->download(host_.states.data(), d.states.ptr(), host_.states.size() * sizeof(float));
   if (d.optimizer) d.optimizer->download_slots(slots_);
   if (d.optimizer && loss_scale_) d.optimizer->read_loss_scale(*loss_scale_);
 }
 
 void GpuExecutor::sync_to_device() {
   Impl& d = *impl_;
-  device_->upload(d.params.ptr(), host_.params.data(), d.params.bytes());
-  device_->upload(d.states.ptr(), host_.states.data(), d.states.bytes());
+  device_->upload(d.params.ptr(), host_.params.data(), host_.params.size() * sizeof(float));
+  device_->upload(d.states.ptr(), host_.states.data(), host_.states.size() * sizeof(float));
   if (d.optimizer) d.optimizer->upload_slots(slots_);
   if (d.optimizer && loss_scale_) d.optimizer->write_loss_scale(*loss_scale_);
 }

@@ -47,6 +47,10 @@ class GpuExecutor final : public StepExecutor {
   const StepArena& arena() const override { return arena_; }
 
   StepDevice& device() { return *device_; }
+  /// Runs of nodes of kind `op` on the executor's own kernels so far (its claim, gpu_kernel_claim.h):
+  /// step kernels, cuDNN, cuBLASLt, generated kernels, the optimizer's; expr nodes run on the host are not
+  /// counted.
+  int64_t kernel_runs(ModelOp op) const;
   /// Expr nodes that ran their generated kernel on the device, and runs on the host instead.
   int64_t expr_device_runs() const { return expr_device_runs_; }
   int64_t expr_host_runs() const { return expr_host_runs_; }
@@ -56,7 +60,7 @@ class GpuExecutor final : public StepExecutor {
   void prepare(int64_t rows);
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
   void run_node(const GraphNode& n, uint64_t step);
-  void run_expr(const GraphNode& n, size_t index);
+  bool run_expr(const GraphNode& n, size_t index);  // false: it ran on the host
   void run_expr_on_host(const GraphNode& n);
   void run_optimizer(const GraphNode& n);
   DevPtr address(int value) const;

@@ -7,6 +7,7 @@
 
 #include "runtime/train/gpu/cublaslt_dense.h"
 #include "runtime/train/gpu/cudnn_conv.h"
+#include "runtime/train/gpu/gpu_kernel_claim.h"
 #include "runtime/train/gpu/node_kernels.h"
 
 namespace pipec::gpu {
@@ -88,16 +89,9 @@ DevPtr LibraryNodes::krsc(int slot, size_t bytes) {
 }
 
 bool LibraryNodes::run(const NodeOperands& o) {
-  switch (o.node->op) {
-    case ModelOp::Conv2d:
-    case ModelOp::Conv2dBackwardInput:
-    case ModelOp::Conv2dBackwardKernel:
-    case ModelOp::Conv2dTranspose:
-    case ModelOp::Conv2dTransposeBackwardInput:
-    case ModelOp::Conv2dTransposeBackwardKernel: return impl_->conv && run_conv(o);
-    case ModelOp::Dense:
-    case ModelOp::DenseBackwardInput:
-    case ModelOp::DenseBackwardKernel: return impl_->dense && run_dense(o);
+  switch (node_kernel_of(o.node->op)) {  // the executor's claim
+    case NodeKernel::Cudnn: return impl_->conv && run_conv(o);
+    case NodeKernel::CublasLt: return impl_->dense && run_dense(o);
     default: return false;
   }
 }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/batch_statistics.h"
+#include "runtime/train/gpu/gpu_kernel_claim.h"
 #include "runtime/train/ref/ref_kernels.h"
 
 namespace pipec::gpu {
@@ -592,6 +593,14 @@ void launch_node(KernelLauncher& launcher, const NodeOperands& o) {
   if (const std::optional<Activation> act = fused_activation(n.attrs)) switch (*act) {
       case Activation::Relu: relu = true; break;
     }
+  // The executor's claim (gpu_kernel_claim.h) gives expr and optimizer_step kernels of their own.
+  switch (node_kernel_of(n.op)) {
+    case NodeKernel::Generated: unsupported(n, "expr nodes are the executor's (printed from their loop nests)");
+    case NodeKernel::Optimizer: unsupported(n, "the optimizer runs through launch_optimizer_step");
+    case NodeKernel::StepKernels:
+    case NodeKernel::Cudnn:
+    case NodeKernel::CublasLt: break;
+  }
   NodeLaunch k(launcher, o);
   if (!k.scratch.offsets.empty() && !o.scratch) unsupported(n, "no scratch (node_scratch_bytes)");
   launch_kind(k, relu);

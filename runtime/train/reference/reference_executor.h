@@ -23,6 +23,11 @@ namespace pipec {
 /// A copy of `g` whose f32 values and expr instructions are `dtype` instead (f64 for gradient checks).
 ModelGraph with_float_dtype(const ModelGraph& g, DType dtype);
 
+/// The reference executor's claim: it computes every kind of model_ops.def (run_reference_node's switch
+/// has a case for each, which -Wswitch keeps so), and is the oracle the other executors' claims
+/// (fast_kernel_of, gpu::node_kernel_of) are checked against in tests/unit/model_op_coverage_test.cpp.
+constexpr bool reference_executor_computes(ModelOp) { return true; }
+
 /// How run_reference_node runs the loops over whole buffers (the optimizer's update, mixed precision's
 /// rounding). The reference runs them as one loop (the oracle runs on one thread, and never runs
 /// generated code); the fast executor over its threads, with the optimizer_step node's compiled update.
