@@ -142,6 +142,28 @@ Type rule_axis_activation(CallContext& ctx) {
   return *t;
 }
 
+// embedding: integer ids of any shape -> f32 [..., output_dim]. Keras casts float ids to int32, dropping
+// any fraction; pipec asks for an integer type, so that a float activation (a layer's output, a
+// normalized feature) is never read as ids by mistake.
+Type rule_embedding(CallContext& ctx) {
+  auto t = ctx.tensor("x");
+  auto input_dim = ctx.const_int("input_dim", 1);
+  auto output_dim = ctx.const_int("output_dim", 1);
+  if (!t) return Type::error();
+  if (!is_integer(t->dtype)) {
+    auto& diag = ctx.error(DiagKind::layer_shape_mismatch, ctx.arg("x").range,
+                           fmt::format("embedding takes integer ids, not {}", type_to_string(*t)));
+    diag.help = is_float(t->dtype)
+                    ? "ids come from a model input of an integer type (`tokens: i32[16]`); a float value is no id"
+                    : "ids come from a model input of an integer type (`tokens: i32[16]`)";
+    return Type::error();
+  }
+  if (!input_dim || !output_dim) return Type::error();
+  auto shape = t->shape;
+  shape.push_back(*output_dim);
+  return Type::tensor(DType::F32, shape);
+}
+
 }  // namespace
 
 void register_layer_builtins(std::vector<Builtin>& out) {
@@ -246,6 +268,11 @@ void register_layer_builtins(std::vector<Builtin>& out) {
                         if (!number_in(ctx, "rate", 0, 1, true, "[0, 1)")) return Type::error();
                         return same_shape(ctx);
                       }));
+  out.push_back(layer("embedding", {req("input_dim"), req("output_dim")},
+                      "Looks each integer id of x (any shape) up in a learned table [input_dim, output_dim]: [...] -> "
+                      "[..., output_dim] (Keras' Embedding). Ids must be in [0, input_dim); x must have an integer "
+                      "type (declare the model input so: `tokens: i32[16]`).",
+                      rule_embedding));
   out.push_back(
       layer("add", {req("y")},
             "Element-wise sum of two equally shaped activations, for residual connections: x | add(y), or add(x, y).",

@@ -134,6 +134,10 @@ void rule_softmax(GradientContext& c) { input_gradient_rule(c, ModelOp::SoftmaxB
 void rule_batch_norm(GradientContext& c) { norm_rule(c, ModelOp::BatchNormBackward); }
 void rule_layer_norm(GradientContext& c) { norm_rule(c, ModelOp::LayerNormBackward); }
 void rule_dropout(GradientContext& c) { input_gradient_rule(c, ModelOp::DropoutBackward); }
+// Only the table gets a gradient (the rows of dy added into the rows of their ids): integer ids have none.
+void rule_embedding(GradientContext& c) {
+  if (c.wants[1]) c.emit(ModelOp::EmbeddingBackward, {c.grads[1] = c.gradient_value(c.node.inputs[1])});
+}
 // The loss is where the sweep starts: its rule needs no adjoint (d loss / d loss = 1).
 void rule_loss(GradientContext& c) { input_gradient_rule(c, ModelOp::LossBackward); }
 
@@ -156,6 +160,7 @@ GradientRule gradient_rule(ModelOp op) {
     case ModelOp::BatchNorm: return rule_batch_norm;
     case ModelOp::LayerNorm: return rule_layer_norm;
     case ModelOp::Dropout: return rule_dropout;
+    case ModelOp::Embedding: return rule_embedding;
     case ModelOp::Loss: return rule_loss;
     default: return nullptr;  // backward and update kinds are not differentiated
   }

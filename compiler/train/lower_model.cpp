@@ -399,6 +399,13 @@ class ModelLowering {
                      Type::tensor(DType::F32, g_.values[v].shape), range);
   }
 
+  // Integer ids as i64 (embedding's); the checker lets only integer types through.
+  int as_i64(int v, SourceRange range) {
+    if (g_.values[v].dtype == DType::I64) return v;
+    return expr_node(OpKind::Cast, {v}, {{"dtype", Value::make_symbol("i64")}},
+                     Type::tensor(DType::I64, g_.values[v].shape), range);
+  }
+
   // ---- layers ----------------------------------------------------------------------------------------
 
   Value arg_value(const LayerCall& lc, const std::string& name) const {
@@ -488,10 +495,11 @@ class ModelLowering {
     if (how->expr) return lower_expr_layer(lc, *how->expr);
     int x = value_of(*lc.args[0]);
     if (!ok_) return -1;
-    x = as_f32(x, range);
-    const Shape in_shape = g_.values[x].shape;
     GraphNode n;
     n.op = *how->node;
+    // embedding reads integer ids, as i64 (every integer type's ids fit); every other layer a float input.
+    x = n.op == ModelOp::Embedding ? as_i64(x, range) : as_f32(x, range);
+    const Shape in_shape = g_.values[x].shape;
     LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}, {}};
     std::vector<int> ins = {x};
     switch (n.op) {
@@ -564,6 +572,14 @@ class ModelLowering {
       case ModelOp::Dropout:
         n.attrs = DropoutAttrs{.rate = arg_value(lc, "rate").as_double(), .stream = dropout_streams_++};
         break;
+      case ModelOp::Embedding: {
+        const int64_t input_dim = number_of(arg_value(lc, "input_dim"));
+        const int64_t output_dim = number_of(arg_value(lc, "output_dim"));
+        n.attrs = EmbeddingAttrs{.input_dim = input_dim, .output_dim = output_dim};
+        // Keras' Embedding: `embeddings` [input_dim, output_dim], RandomUniform(-0.05, 0.05).
+        ins.push_back(new_param(rec, "embeddings", {input_dim, output_dim}, Init::Uniform));
+        break;
+      }
       default:  // layer_lowering gives Forward kinds only, and never Expr
         throw std::logic_error(
             fmt::format("lowering: layer {} lowers to {}, which is no layer", name, model_op_name(n.op)));

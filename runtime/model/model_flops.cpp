@@ -92,6 +92,8 @@ int64_t upsample2d(const ModelGraph& g, const GraphNode& n) {
   return n.attrs_as<Upsample2dAttrs>().method == Interpolation::Bilinear ? 8 * std::max(in, out) : out;
 }
 
+int64_t embedding_backward(const ModelGraph& g, const GraphNode& n) { return input_elements(g, n, 1); }
+
 int64_t optimizer_step(const ModelGraph& g, const GraphNode&) { return 12 * g.param_elements(); }
 
 }  // namespace flops_rules

@@ -45,6 +45,9 @@ int64_t pool2d_backward(const ModelGraph& g, const GraphNode& n);
 /// upsample2d and its backward: one per upsampled element (nearest), 8 per element of the larger image
 /// (bilinear).
 int64_t upsample2d(const ModelGraph& g, const GraphNode& n);
+/// One add per element of dy (the rows added into the embeddings' gradient); the forward lookup is
+/// data movement (`none`).
+int64_t embedding_backward(const ModelGraph& g, const GraphNode& n);
 /// 12 per parameter, per step.
 int64_t optimizer_step(const ModelGraph& g, const GraphNode& n);
 

@@ -118,6 +118,7 @@ const char* init_name(Init i) {
   switch (i) {
     case Init::None: return "none";
     case Init::GlorotUniform: return "glorot_uniform";
+    case Init::Uniform: return "uniform";
     case Init::Zeros: return "zeros";
     case Init::Ones: return "ones";
   }

@@ -115,7 +115,10 @@ enum class ValueRole {
 const char* value_role_name(ValueRole r);
 
 /// How a parameter or state tensor starts (Keras' defaults; runtime/train/math/initializers.h draws them).
-enum class Init { None, GlorotUniform, Zeros, Ones };
+/// Uniform is Keras' RandomUniform with its default bounds, [-kUniformInitLimit, kUniformInitLimit)
+/// (Embedding's `embeddings_initializer = "uniform"`).
+enum class Init { None, GlorotUniform, Uniform, Zeros, Ones };
+constexpr double kUniformInitLimit = 0.05;
 
 const char* init_name(Init i);
 

@@ -120,6 +120,7 @@ std::string print_model_graph(const ModelGraph& g) {
       const GraphValue& v = g.values[p];
       std::string init = init_name(v.init);
       if (v.init == Init::GlorotUniform) init += fmt::format("(fan_in={}, fan_out={})", v.fan_in, v.fan_out);
+      if (v.init == Init::Uniform) init += fmt::format("(-{0}, {0})", kUniformInitLimit);
       out += fmt::format("    %{} {}: {}  {}  at {}\n", p, v.name, value_type(v), init, thousands(v.offset));
     }
   };

@@ -20,7 +20,7 @@ tests/unit/train_keras_test.cpp compiles the spec, loads the weights and compare
 trajectory fixtures in fixtures/train_steps/ (whole models over 20 steps) are described below, at
 make_trajectories; `--steps-only` regenerates only them, `--mixed-only` only the mixed-precision ones. The
 layers are named as pipec names its layers (a statement `h = x | dense(4)` names its one layer `h`), so
-the names line up without a table.
+the names line up without a table. `--only CASE...` (re)makes just those cases of fixtures/train/.
 """
 import os
 
@@ -38,18 +38,26 @@ from train_formula import formula_batch, formula_target, formula_values, sampled
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "fixtures", "train")
 BATCH = 4
+ONLY = set()  # `--only CASE...`: (re)make just these cases of fixtures/train/, leaving the other files as they are
 
 
 def shape_text(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def input_fields(inputs):
+    """inputs as (field, shape, pipec dtype, ids' upper bound or None): a pair (field, shape) is an f32
+    input drawn uniform in [-1, 1), a tuple (field, shape, dtype, n) integer ids drawn from [0, n)."""
+    return [(i[0], i[1], "f32", None) if len(i) == 2 else tuple(i) for i in inputs]
+
+
 def spec_of(inputs, target, body, output, loss, optimizer):
-    fields = ", ".join(f"{n}: f32{shape_text(s)}" for n, s in inputs)
+    inputs = input_fields(inputs)
+    fields = ", ".join(f"{n}: {dt}{shape_text(s)}" for n, s, dt, _ in inputs)
     tdtype, tshape = target
     tfield = f"y: {tdtype}{shape_text(tshape) if tshape else ''}"
-    params = ", ".join(f"{n}: f32{shape_text(s)}" for n, s in inputs)
-    args = ", ".join(n for n, _ in inputs)
+    params = fields
+    args = ", ".join(n for n, *_ in inputs)
     return (f'source s = tfrecord("unused.tfrecord") {{ {fields}, {tfield} }}\n'
             f"pipeline data = s | batch({BATCH}, drop_remainder = true)\n"
             f"model net({params}) -> f32{shape_text(output)} {{\n  {body}\n}}\n"
@@ -85,12 +93,16 @@ def keras_optimizer(text):
 
 def make_case(name, description, inputs, target, body, output, build, loss="mse", optimizer="sgd(lr = 0.1)", steps=1,
               rtol=2e-5, atol=2e-6, seed=0):
-    """inputs: [(field, per-example shape)]; target: (pipec dtype, per-example shape) or "labels:<classes>";
+    """inputs: see input_fields; target: (pipec dtype, per-example shape) or "labels:<classes>";
     build: keras inputs dict -> output tensor, with layers named as pipec names them."""
+    if ONLY and name not in ONLY:
+        return
+    fields = input_fields(inputs)
     rng = np.random.default_rng(seed)
-    keras_inputs = {n: keras.Input(shape=s, batch_size=BATCH, name=n) for n, s in inputs}
+    keras_inputs = {n: keras.Input(shape=s, batch_size=BATCH, name=n, dtype="float32" if dt == "f32" else {"i32": "int32", "i64": "int64"}[dt])
+                    for n, s, dt, _ in fields}
     out = build(keras_inputs)
-    model = keras.Model(inputs=[keras_inputs[n] for n, _ in inputs], outputs=out)
+    model = keras.Model(inputs=[keras_inputs[n] for n, *_ in fields], outputs=out)
     # Weights: every variable drawn afresh (so the case does not depend on either initializer), except
     # that variances stay positive.
     for layer in model.layers:
@@ -102,7 +114,8 @@ def make_case(name, description, inputs, target, body, output, build, loss="mse"
             new.append(v)
         if new:
             layer.set_weights(new)
-    batch = {n: rng.uniform(-1, 1, (BATCH,) + tuple(s)).astype(np.float32) for n, s in inputs}
+    batch = {n: rng.uniform(-1, 1, (BATCH,) + tuple(s)).astype(np.float32) if dt == "f32" else
+             rng.integers(0, ids, (BATCH,) + tuple(s)).astype({"i32": np.int32, "i64": np.int64}[dt]) for n, s, dt, ids in fields}
     loss_name = loss
     if isinstance(target, str) and target.startswith("labels:"):
         classes = int(target.split(":")[1])
@@ -121,11 +134,11 @@ def make_case(name, description, inputs, target, body, output, build, loss="mse"
             y = rng.uniform(-1, 1, (BATCH,) + tuple(tshape)).astype(np.float32)
     keras_y = y.reshape((BATCH,) + tuple(output)) if loss_name in ("mse", "mae", "huber", "binary_cross_entropy") else y
     loss_fn = keras_loss(loss_name)
-    xs = [tf.constant(batch[n]) for n, _ in inputs]
+    xs = [tf.constant(batch[n]) for n, *_ in fields]
 
     tensors = {}
-    for n, _ in inputs:
-        tensors[f"input:{n}"] = batch[n]
+    for n, *_ in fields:
+        tensors[f"input:{n}"] = batch[n].astype(np.float32)  # ids too, as the target's labels
     tensors["target"] = y.astype(np.float32)  # class labels too: pipec reads float tensors from safetensors
     names = {}
     for layer in model.layers:
@@ -144,12 +157,17 @@ def make_case(name, description, inputs, target, body, output, build, loss="mse"
     tensors["expect:output"] = np.array(pred.numpy(), dtype=np.float32)
     tensors["expect:loss"] = np.array(value.numpy(), dtype=np.float32).reshape(())
     for w, g in zip(model.trainable_variables, grads):
-        tensors[f"expect:grad:{names[id(w)]}"] = np.array(g.numpy(), dtype=np.float32)
+        # An embedding's gradient comes as IndexedSlices (rows and their ids): made dense, repeated ids add up.
+        tensors[f"expect:grad:{names[id(w)]}"] = np.array(tf.convert_to_tensor(g).numpy(), dtype=np.float32)
     opt = keras_optimizer(optimizer)
     for _ in range(steps):
         with tf.GradientTape() as tape:
             value = loss_fn(keras_y, model(xs, training=True))
         grads = tape.gradient(value, model.trainable_variables)
+        # Dense gradients, as Keras' JAX and PyTorch backends give them: with the TensorFlow backend an
+        # embedding's gradient stays IndexedSlices, whose repeated ids Adam squares one by one (its second
+        # moment gets 1^2 + 2^2 where the gradient is 1 + 2 = 3), which neither of the others does.
+        grads = [tf.convert_to_tensor(g) for g in grads]
         opt.apply_gradients(zip(grads, model.trainable_variables))
     for layer in model.layers:
         for w in layer.weights:
@@ -172,7 +190,7 @@ def seq(*layers):
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
-        if f.endswith(".safetensors"):
+        if f.endswith(".safetensors") and not ONLY:
             os.remove(os.path.join(OUT, f))
     keras.utils.set_random_seed(0)
     img = [("x", (6, 6, 2))]
@@ -251,6 +269,15 @@ def main():
               optimizer="adam(lr = 0.01, eps = 0.1)", steps=3, rtol=1e-4, atol=1e-5)
     make_case("adamw", "adamw (decoupled weight decay on every weight, biases included), 3 steps", vec, r, body, [2], head,
               optimizer="adamw(lr = 0.01, weight_decay = 0.1)", steps=3, rtol=1e-4, atol=1e-5)
+    # Ids (i64: a tf.Example field's integer type) of rank 1 and 2, each drawn from [0, input_dim) so that
+    # ids repeat within the batch (their rows of the gradient add up) and some rows are never looked up.
+    make_case("embedding", "embedding: ids of rank 1 and 2, repeated ids, unused rows; adam, 3 steps",
+              [("tokens", (5,), "i64", 30), ("grid", (2, 3), "i64", 7)], r,
+              "concat([tokens | embedding(30, 3) | flatten, grid | embedding(7, 2) | flatten]) | dense(2)", [2],
+              lambda i: L.Dense(2, name="dense")(L.Concatenate()([
+                  L.Flatten()(L.Embedding(30, 3, name="embedding")(i["tokens"])),
+                  L.Flatten()(L.Embedding(7, 2, name="embedding_1")(i["grid"]))])),
+              optimizer="adam(lr = 0.01)", steps=3, rtol=1e-4, atol=1e-5)
     make_case("chess_small", "the chess net's shape, smaller: conv, concat of flatten and flags, dense, tanh, mse, adam",
               [("board", (4, 4, 3)), ("flags", (5,))], ("f32", [1]),
               "x = board | conv2d(8, 3, padding = same) | relu | conv2d(8, 3, padding = same) | relu\n"
@@ -429,6 +456,9 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["--steps-only"]:
         make_trajectories()
+    elif sys.argv[1:2] == ["--only"]:
+        ONLY.update(sys.argv[2:])
+        main()
     elif sys.argv[1:] == ["--mixed-only"]:
         make_trajectories(mixed_only=True)
     else:

@@ -70,12 +70,19 @@ struct Batch {
   Tensor target;
 };
 
-// Inputs in [-1, 1); targets as the loss wants them: class labels, one-hot-like probabilities (rows that sum
-// to 1), {0, 1} for binary_cross_entropy, else values in [-0.5, 0.5).
+// Float inputs in [-1, 1), integer inputs (embedding ids) in [0, kIds); targets as the loss wants them:
+// class labels, one-hot-like probabilities (rows that sum to 1), {0, 1} for binary_cross_entropy, else
+// values in [-0.5, 0.5).
+constexpr int64_t kIds = 4;  // the cases' embedding tables have at least this many rows
 Batch make_batch(const ModelGraph& g, int64_t rows, uint64_t key) {
   Batch b;
-  for (size_t k = 0; k < g.inputs.size(); ++k)
-    b.inputs.push_back(random_tensor(g.full_shape(g.inputs[k], rows), key * 10 + k, -1, 1));
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const bool ids = is_integer(g.values[g.inputs[k]].dtype);
+    b.inputs.push_back(random_tensor(g.full_shape(g.inputs[k], rows), key * 10 + k, ids ? 0 : -1, ids ? kIds : 1));
+    if (ids)
+      for (int64_t i = 0; i < b.inputs.back().num_elements(); ++i)
+        b.inputs.back().data<float>()[i] = std::floor(b.inputs.back().data<float>()[i]);
+  }
   const GraphNode* loss = nullptr;
   for (const GraphNode& n : g.nodes)
     if (n.op == ModelOp::Loss) loss = &n;
@@ -165,6 +172,15 @@ model m(image: f32[6, 6, 3]) -> f32[3] {
 train t = { data = data, model = m(image), loss = cross_entropy(label), optimizer = sgd(lr = 0.1), steps = 2 }
 )";
 
+// Two embedding tables (ids of rank 1 and 2, i32 and i64) into a dense head; adam.
+const char* kEmbedding = R"(source s = tfrecord("x.tfrecord") { tokens: i64[6], grid: i64[2, 2], y: f32[2] }
+pipeline data = s | map(e => { tokens: i32(e.tokens), grid: e.grid, y: e.y }) | batch(8, drop_remainder = true)
+model m(tokens: i32[6], grid: i64[2, 2]) -> f32[2] {
+  concat([tokens | embedding(5, 3) | flatten, grid | embedding(4, 2) | flatten]) | dense(2)
+}
+train t = { data = data, model = m(tokens, grid), loss = mse(y), optimizer = adam(lr = 1e-2), steps = 2 }
+)";
+
 // One small net per remaining loss: probabilities for cross_entropy, sigmoid outputs for
 // binary_cross_entropy, mae and huber on a linear output; adamw with a schedule and clipping.
 std::string loss_spec(const std::string& loss, const std::string& last, const std::string& optimizer) {
@@ -184,6 +200,7 @@ std::vector<Case> cases() {
       {"chess fp32", chess(""), 32, true},
       {"every layer", kEveryLayer, 6, false},
       {"inner softmax, bilinear", kInnerSoftmax, 4, false},
+      {"embedding", kEmbedding, 8, true},
       {"cross_entropy on probabilities", loss_spec("cross_entropy", " | softmax", "sgd(lr = 0.1)"), 8, false},
       {"binary_cross_entropy", loss_spec("binary_cross_entropy", " | sigmoid", "sgd(lr = 0.1, momentum = 0.5)"), 8,
        false},

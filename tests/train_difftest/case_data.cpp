@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/io/npy.h"
+#include "runtime/ops/kernel.h"
 #include "runtime/train/persist/weights_file.h"
 #include "tests/difftest/gen_types.h"
 
@@ -86,6 +87,12 @@ std::map<std::string, Tensor> draw_data(const TrainCase& c) {
   for (const DataField& f : c.inputs) {
     Shape s = f.shape;
     s.insert(s.begin(), rows);
+    if (f.ids > 0) {  // embedding ids, drawn as i64 and stored in the field's integer type
+      Tensor ids = Tensor::empty(DType::I64, s);
+      for (int64_t i = 0; i < ids.num_elements(); ++i) ids.data<int64_t>()[i] = r.range(0, f.ids - 1);
+      out[f.name] = f.dtype == DType::I64 ? ids : cast_tensor(ids, f.dtype);
+      continue;
+    }
     Tensor t = Tensor::empty(DType::F32, s);
     for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(r.real(-f.scale, f.scale));
     out[f.name] = t;

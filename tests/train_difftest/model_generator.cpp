@@ -295,10 +295,32 @@ TrainCase generate_train_case(uint64_t seed) {
   BodyWriter body(r, layers);
   std::vector<std::string> blocks;  // model declarations used as layers
 
-  // Inputs: one image, one vector, or two of them joined by concat.
-  const int input_kind = static_cast<int>(r.range(0, 4));  // 0, 1: image; 2: vector; 3: image + vector; 4: two images
+  // Inputs: one image, one vector, two of them joined by concat, or integer ids into an embedding.
+  // 0, 1: image; 2: vector; 3: image + vector; 4: two images; 5: ids (+ a vector half of the time)
+  const int input_kind = static_cast<int>(r.range(0, 5));
   std::vector<BodyWriter::Value> ins;
-  if (input_kind <= 2) {
+  std::optional<BodyWriter::Value> embedded;  // kind 5: the ids' embedding, where the net starts
+  if (input_kind == 5) {
+    // Ids of rank 0 (-> a vector [d]), 1 (-> [n, d], flattened) or 2 (-> an image [h, w, d]), drawn from a
+    // table of 1 to 12 rows, so that they repeat and some rows are never read.
+    static const std::vector<DType> id_types = {DType::I32, DType::I64, DType::U8};
+    const int rank = static_cast<int>(r.range(0, 2));
+    const Shape ids = rank == 0 ? Shape{} : rank == 1 ? Shape{r.range(1, 8)} : Shape{r.range(1, 6), r.range(1, 6)};
+    const int64_t rows = r.range(1, 12), width = r.range(1, kMaxChannels);
+    ins.push_back({"x", ids});
+    DataField f{"x", r.pick(id_types), ids, 1};
+    f.ids = rows;
+    c.inputs.push_back(f);
+    Shape s = ids;
+    s.push_back(width);
+    std::string text = fmt::format("x | embedding({}, {})", rows, width);
+    if (rank == 1) {
+      text += " | flatten";
+      s = {ids[0] * width};
+    }
+    embedded = body.assign(text, s);
+    if (r.chance(0.5)) ins.push_back({"y", draw_input(r, false)});
+  } else if (input_kind <= 2) {
     ins.push_back({"x", draw_input(r, input_kind != 2)});
   } else if (input_kind == 3) {
     ins.push_back({"x", draw_input(r, true)});
@@ -309,9 +331,11 @@ TrainCase generate_train_case(uint64_t seed) {
     ins.push_back({"x", a});
     ins.push_back({"y", b});
   }
-  for (const BodyWriter::Value& v : ins) c.inputs.push_back({v.name, DType::F32, v.shape, log_uniform(r, 0.1, 3)});
+  for (size_t i = c.inputs.size(); i < ins.size(); ++i)  // the float inputs (after the ids, if any)
+    c.inputs.push_back({ins[i].name, DType::F32, ins[i].shape, log_uniform(r, 0.1, 3)});
 
-  BodyWriter::Value cur = body.chain(ins[0], static_cast<int>(r.range(1, 3)), false);
+  BodyWriter::Value cur = embedded ? body.chain(*embedded, static_cast<int>(r.range(0, 2)), false)
+                                   : body.chain(ins[0], static_cast<int>(r.range(1, 3)), false);
   if (ins.size() == 2) {
     BodyWriter::Value other = body.chain(ins[1], static_cast<int>(r.range(0, 2)), false);
     // Joined along the last axis: two images of one size, or else two vectors.
@@ -462,7 +486,7 @@ TrainCase generate_train_case(uint64_t seed) {
   for (const std::string& b : blocks) spec += b;
   std::vector<std::string> params, names;
   for (const DataField& f : c.inputs) {
-    params.push_back(f.name + ": " + type_of(f.shape));
+    params.push_back(f.name + ": " + field_type(f));
     names.push_back(f.name);
   }
   spec += fmt::format("model net({}) -> {} {{\n", fmt::join(params, ", "), type_of(out));

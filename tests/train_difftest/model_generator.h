@@ -5,7 +5,8 @@
 // The draws cover the whole space with no bias toward a known case: every layer kind (conv2d,
 // conv2d_transpose, dense, both window pools, both global pools, upsample2d nearest and bilinear, relu,
 // leaky_relu, gelu, tanh, sigmoid, softmax over any axis, batch_norm, layer_norm, dropout, add,
-// flatten, concat of two inputs or two branches, blocks with `times`) with random sizes, strides,
+// flatten, concat of two inputs or two branches, blocks with `times`, embedding of integer ids of rank
+// 0 to 2 and of the integer types i32, i64 and u8) with random sizes, strides,
 // dilations and paddings; every loss with each kind of target it takes (values, probabilities in [0, 1],
 // one-hot rows, probability rows, integer class labels); every optimizer with random settings (eps
 // log-uniform in [1e-8, 1e-2], beta1, beta2, momentum, weight decay, global_clipnorm) and a constant
@@ -39,9 +40,10 @@ bool target_kind_from_name(const std::string& name, TargetKind& out);
 /// One field of the data: `data/<name>.npy` holds every batch's rows of it.
 struct DataField {
   std::string name;
-  DType dtype = DType::F32;  // f32, or i64 for class labels
+  DType dtype = DType::F32;  // f32; i64 for class labels; i32, i64 or u8 for embedding ids
   Shape shape;               // per example
-  double scale = 1;          // inputs: drawn uniformly in [-scale, scale]
+  double scale = 1;          // float inputs: drawn uniformly in [-scale, scale]
+  int64_t ids = 0;           // integer inputs (embedding ids): drawn uniformly from [0, ids)
 };
 
 /// How a case runs, besides its spec (case.json in a case folder).

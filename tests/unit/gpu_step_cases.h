@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "runtime/core/tensor.h"
 #include "runtime/model/model_graph.h"
+#include "runtime/ops/kernel.h"
 
 namespace pipec::step_cases {
 
@@ -29,7 +31,7 @@ enum class Dist {
   Probability,  // (0, 1), a few exactly 0 or 1 (the clipped cross-entropies' edges)
   OneHot,       // one 1 per class vector, else 0
   Simplex,      // positive, summing to one per class vector
-  Labels,       // class indices 0 .. classes - 1
+  Labels,       // class indices (embedding ids) 0 .. classes - 1
   Magnitudes,   // +-[2^-30, 2^20): the 16-bit roundings' subnormals, overflow and ties
 };
 
@@ -55,6 +57,13 @@ class Builder {
     c_.g.inputs.push_back(id);
     c_.g.input_fields.push_back(c_.g.values[id].name);
     c_.dists.push_back(d);
+    return id;
+  }
+  // Embedding ids in [0, n): an i64 value, as lowering makes the ids (drawn as labels of n classes).
+  int ids(Shape s, int64_t n) {
+    const int id = input(std::move(s), Dist::Labels);
+    c_.g.values[id].dtype = DType::I64;
+    c_.classes = n;
     return id;
   }
   int target(Shape s, Dist d, int64_t classes = 1) {
@@ -384,6 +393,23 @@ inline Case loss_case(ModelOp op, LossKind kind, Random& r) {
   return g.done(r.rng);
 }
 
+// embedding and its gradient: ids of rank 0 to 2 per example (repeated and, with a table larger than
+// the batch's ids, rows no id names), or many positions (the backward pass's sort over more ids).
+inline Case embedding_case(ModelOp op, Random& r, bool many_positions) {
+  const int64_t b = r.pick(1, 3), input_dim = r.pick(1, 12), output_dim = r.pick(1, 6);
+  const Shape ids_shape = many_positions ? Shape{r.pick(40, 80)} : random_shape(r, r.pick(0, 2));
+  Shape ys = ids_shape;
+  ys.push_back(output_dim);
+  Builder g(fmt::format("{} ids [{}, {}] table [{}, {}]", model_op_name(op), b, shape_to_string(ids_shape), input_dim,
+                        output_dim),
+            b);
+  const EmbeddingAttrs attrs{input_dim, output_dim};
+  const int ids = g.ids(ids_shape, input_dim);
+  if (op == ModelOp::Embedding) g.node(op, {ids, g.param({input_dim, output_dim})}, {g.value(ys)}, attrs);
+  else g.node(op, {ids, g.input(ys)}, {g.value({input_dim, output_dim}, false)}, attrs);
+  return g.done(r.rng);
+}
+
 // Every kind's random cases; a kind without cases fails (the coverage test reads this).
 inline std::vector<Case> cases_for(ModelOp op, Random& r) {
   std::vector<Case> cases;
@@ -431,6 +457,11 @@ inline std::vector<Case> cases_for(ModelOp op, Random& r) {
       repeat(2, [&] { return norm_case(op, r, true); });
       break;
     case ModelOp::Dropout: repeat(8, [&] { return dropout_case(r); }); break;
+    case ModelOp::Embedding:
+    case ModelOp::EmbeddingBackward:
+      repeat(8, [&] { return embedding_case(op, r, false); });
+      repeat(2, [&] { return embedding_case(op, r, true); });
+      break;
     case ModelOp::Loss:
     case ModelOp::LossBackward:
       for (LossKind kind : all_loss_kinds()) repeat(6, [&] { return loss_case(op, kind, r); });
@@ -502,14 +533,23 @@ inline Tensor draw(Dist d, const Shape& shape, int64_t classes, std::mt19937_64&
   return t;
 }
 
-// Every input of the case's node as host data: the fed values drawn from their distributions, the
-// parameters and states uniform in [-1, 1).
+// A value's bytes as the kernels read them, in a float buffer (the buffers the tests hand the kernels
+// are float vectors): f32 as it is, another dtype (embedding's i64 ids) converted and its bytes copied.
+inline std::vector<float> value_bytes(const Tensor& t, DType dtype) {
+  const Tensor x = t.dtype() == dtype ? t : cast_tensor(t, dtype);
+  std::vector<float> out((x.byte_size() + sizeof(float) - 1) / sizeof(float));
+  std::memcpy(out.data(), x.raw(), x.byte_size());
+  return out;
+}
+
+// Every input of the case's node as host data: the fed values drawn from their distributions (in their
+// values' dtypes), the parameters and states uniform in [-1, 1).
 inline std::vector<std::vector<float>> node_inputs(const Case& c) {
   std::mt19937_64 rng(c.seed);
   std::map<int, std::vector<float>> fed;
   for (size_t k = 0; k < c.g.inputs.size(); ++k) {
     Tensor t = draw(c.dists[k], c.g.full_shape(c.g.inputs[k], c.rows), c.classes, rng);
-    fed[c.g.inputs[k]].assign(t.data<float>(), t.data<float>() + t.num_elements());
+    fed[c.g.inputs[k]] = value_bytes(t, c.g.values[c.g.inputs[k]].dtype);
   }
   if (c.g.target >= 0) {
     Tensor t = draw(c.target_dist, c.g.full_shape(c.g.target, c.rows), c.classes, rng);

@@ -97,7 +97,10 @@ class KernelChecker {
     const ModelGraph& g = s_.graph();
     auto count = [&](int v) { return shape_num_elements(g.full_shape(v, rows)); };
     std::vector<std::vector<float>> ins, outs;
-    for (int v : n.inputs) ins.emplace_back(s_.data(v), s_.data(v) + count(v));
+    for (int v : n.inputs) {
+      if (g.values[v].dtype == DType::F32) ins.emplace_back(s_.data(v), s_.data(v) + count(v));
+      else ins.push_back(value_bytes(s_.value(v), g.values[v].dtype));  // embedding's i64 ids
+    }
     // NaN where nothing is written: an element a kernel leaves out cannot pass.
     for (int v : n.outputs) outs.emplace_back(count(v), std::nanf(""));
     std::vector<double> scratch(gpu::node_scratch_bytes(g, n, rows) / sizeof(double) + 1);
@@ -246,6 +249,61 @@ TEST(GpuStepKernels, AClassLabelOutOfRangeMakesTheLossNaN) {
   gpu::launch_node(launcher, o);
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(std::isnan(dpred[i])) << i;  // example 0's label is fine
   for (int i = 3; i < 6; ++i) EXPECT_TRUE(std::isnan(dpred[i])) << i;
+}
+
+// An embedding id that names no row: the reference stops naming the layer and the id; the forward kernel
+// makes that position's row NaN (so the loss is NaN, which stops the run) and the backward kernel leaves
+// the id out, the other rows' gradients being what they are.
+TEST(GpuStepKernels, AnEmbeddingIdOutOfRangeMakesItsRowNaN) {
+  Builder b("embedding with a bad id", 2);
+  const int ids = b.ids({2}, 3);
+  const int table = b.param({3, 2});
+  const int y = b.value({2, 2}), dtable = b.value({3, 2}, false);
+  b.node(ModelOp::Embedding, {ids, table}, {y}, EmbeddingAttrs{3, 2});
+  std::mt19937_64 rng(1);
+  Case c = b.done(rng);
+  c.g.nodes[0].layer = "tokens";
+  std::vector<int64_t> id = {1, 3, 2, -1};  // example 0: 1, 3 (bad); example 1: 2, -1 (bad)
+  std::vector<float> w = {10, 11, 20, 21, 30, 31}, out(8), dy = {1, 2, 3, 4, 5, 6, 7, 8}, dw(6);
+  gpu::HostKernelLauncher launcher;
+  gpu::NodeOperands o;
+  o.graph = &c.g;
+  o.node = &c.g.nodes[0];
+  o.rows = 2;
+  o.inputs = {dev(id.data()), dev(w.data())};
+  o.outputs = {dev(out.data())};
+  gpu::launch_node(launcher, o);
+  EXPECT_EQ(out[0], 20);
+  EXPECT_EQ(out[1], 21);
+  EXPECT_TRUE(std::isnan(out[2]) && std::isnan(out[3]));
+  EXPECT_EQ(out[4], 30);
+  EXPECT_EQ(out[5], 31);
+  EXPECT_TRUE(std::isnan(out[6]) && std::isnan(out[7]));
+  GraphNode backward = c.g.nodes[0];
+  backward.op = ModelOp::EmbeddingBackward;
+  backward.inputs = {ids, y};  // ids, dy
+  backward.outputs = {dtable};
+  std::vector<double> scratch(gpu::node_scratch_bytes(c.g, backward, 2) / sizeof(double) + 1);
+  o.node = &backward;
+  o.inputs = {dev(id.data()), dev(dy.data())};
+  o.outputs = {dev(dw.data())};
+  o.scratch = dev(scratch.data());
+  gpu::launch_node(launcher, o);
+  EXPECT_EQ(dw, (std::vector<float>{0, 0, 1, 2, 5, 6}));
+  // The reference names the layer, the example and the id.
+  StepState<float> s(c.g, 1, "test");
+  Tensor fed = Tensor::empty(DType::F32, {2, 2});
+  for (int i = 0; i < 4; ++i) fed.data<float>()[i] = static_cast<float>(id[static_cast<size_t>(i)]);
+  try {
+    s.run({fed}, nullptr, 0, OpCategory::Forward, nullptr,
+          [&](const GraphNode& n, int64_t rows, uint64_t step) { run_reference_node(s, n, rows, step); });
+    ADD_FAILURE() << "the reference ran a bad id";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("embedding layer `tokens`: example 0 of the batch has id 3 (position 1 of "
+                                         "the example), not one of 0..2 (input_dim = 3)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // ---- whole compiled steps, every node in place ----

@@ -40,14 +40,25 @@ struct GradCase {
   std::string loss;
   std::string target;  // the type of y (default: the output's)
   Target kind;
+  int64_t ids = 0;  // inputs of an integer type: drawn from [0, ids) (embedding ids)
 };
+
+// A case whose integer input holds embedding ids below `n`.
+GradCase with_ids(GradCase c, int64_t n) {
+  c.ids = n;
+  return c;
+}
 
 std::string spec_of(const GradCase& c) {
   std::string target = c.target.empty() ? c.output : c.target;
-  return "source s = tfrecord(\"unused.tfrecord\") { x: " + c.input + ", y: " + target + " }\n" +
-         "pipeline data = s | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output +
-         " {\n" + c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss +
-         "(y), optimizer = sgd() }\n";
+  // A tf.Example field is f32 or i64: another integer type (embedding ids) is an i64 field cast by a map.
+  const bool cast = c.input.rfind("f32", 0) != 0 && c.input.rfind("i64", 0) != 0;
+  const std::string dtype = c.input.substr(0, c.input.find('['));
+  const std::string field = cast ? "i64" + c.input.substr(dtype.size()) : c.input;
+  const std::string map = cast ? " | map(e => { x: " + dtype + "(e.x), y: e.y })" : "";
+  return "source s = tfrecord(\"unused.tfrecord\") { x: " + field + ", y: " + target + " }\n" + "pipeline data = s" +
+         map + " | batch(3, drop_remainder = true)\n" + "model net(x: " + c.input + ") -> " + c.output + " {\n" +
+         c.body + "\n}\n" + "train t = { data = data, model = net(x), loss = " + c.loss + "(y), optimizer = sgd() }\n";
 }
 
 Tensor make_target(const ModelGraph& g, Target kind, int64_t rows) {
@@ -86,8 +97,15 @@ void check_gradients(const GradCase& c) {
   const int64_t rows = 3;
   ReferenceExecutor<double> ex(g, 7);
   std::vector<Tensor> inputs;
-  for (size_t k = 0; k < g.inputs.size(); ++k)
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
     inputs.push_back(random_tensor(DType::F64, g.full_shape(g.inputs[k], rows), 10 + k));
+    if (is_integer(g.values[g.inputs[k]].dtype)) {
+      RandomStream r(5, 7 + k, 0, 0);
+      double* d = inputs.back().data<double>();
+      for (int64_t i = 0; i < inputs.back().num_elements(); ++i)
+        d[i] = static_cast<double>(r.uniform_int(0, c.ids - 1));
+    }
+  }
   Tensor target = make_target(g, c.kind, rows);
   ex.run(inputs, &target, 0, OpCategory::Backward);
   std::vector<double> grads = ex.buffers().grads;
@@ -241,6 +259,17 @@ TEST(TrainGradients, Activations) {
     SCOPED_TRACE(act);
     check_gradients(after_dense(act));
   }
+}
+
+// The table's gradient: rows of repeated ids add up, rows no id names get none; scalar ids per example,
+// ids of rank 2, and a table read twice (two embedding layers on one input would be two tables; one
+// layer's output used twice sums two adjoints into one backward node).
+TEST(TrainGradients, Embedding) {
+  check_gradients(with_ids({"i32[5]", "x | embedding(6, 3) | flatten | dense(2)", "f32[2]"}, 6));
+  check_gradients(with_ids({"i64", "x | embedding(4, 3) | tanh | dense(2)", "f32[2]"}, 4));
+  check_gradients(with_ids({"u8[2, 3]", "x | embedding(9, 2) | flatten | dense(2)", "f32[2]"}, 9));
+  check_gradients(
+      with_ids({"i32[4]", "e = x | embedding(5, 3)\n  y = e * e + e\n  y | flatten | dense(2)", "f32[2]"}, 5));
 }
 
 TEST(TrainGradients, AddAndConcat) {

@@ -55,7 +55,7 @@ syn keyword pipeOp one_hot_colors
 " Model layers
 syn keyword pipeLayer conv2d conv2d_transpose max_pool2d avg_pool2d upsample2d global_avg_pool
 syn keyword pipeLayer global_max_pool dense flatten concat relu leaky_relu tanh sigmoid gelu softmax
-syn keyword pipeLayer batch_norm layer_norm dropout add
+syn keyword pipeLayer batch_norm layer_norm dropout embedding add
 
 " Losses, optimizers and strategies
 syn keyword pipeTrain mse mae cross_entropy binary_cross_entropy huber adam adamw sgd single

@@ -122,7 +122,9 @@ FastKernel fast_kernel_of(ModelOp op) {
     case ModelOp::Loss:
     case ModelOp::LossBackward:
     case ModelOp::MovingAverage:
-    case ModelOp::Round: return FastKernel::Reference;
+    case ModelOp::Round:
+    case ModelOp::Embedding:  // a row copy and a scatter-add: the reference's loops, split over the threads
+    case ModelOp::EmbeddingBackward: return FastKernel::Reference;
   }
   throw std::logic_error("fast executor: a node kind outside model_ops.def");
 }

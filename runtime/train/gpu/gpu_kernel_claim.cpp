@@ -45,7 +45,9 @@ NodeKernel node_kernel_of(ModelOp op) {
     case ModelOp::DropoutBackward:
     case ModelOp::LossBackward:
     case ModelOp::MovingAverage:
-    case ModelOp::Round: return NodeKernel::StepKernels;
+    case ModelOp::Round:
+    case ModelOp::Embedding:
+    case ModelOp::EmbeddingBackward: return NodeKernel::StepKernels;
   }
   throw std::logic_error("gpu executor: a node kind outside model_ops.def");
 }

@@ -25,6 +25,7 @@ namespace pipec::gpu::host_kernels {
 #include "runtime/train/gpu/kernels/loss.cuh"
 #include "runtime/train/gpu/kernels/optimizer.cuh"
 #include "runtime/train/gpu/kernels/round_layout.cuh"
+#include "runtime/train/gpu/kernels/embedding.cuh"
 // clang-format on
 }  // namespace pipec::gpu::host_kernels
 

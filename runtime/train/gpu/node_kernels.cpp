@@ -263,6 +263,10 @@ ScratchPlan scratch_plan(const NodeShapes& s) {
       break;
     }
     case ModelOp::Loss: p.add(row_blocks(loss_geometry(s).positions, 1).blocks); break;
+    case ModelOp::EmbeddingBackward:  // the counting sort's i64 starts per id and positions in id order
+      p.add(n.attrs_as<EmbeddingAttrs>().input_dim + 1);
+      p.add(s.count(n.inputs[0]));
+      break;
     default: break;
   }
   return p;
@@ -513,6 +517,19 @@ void launch_kind(const NodeLaunch& k, bool relu) {
       k.run("dropout_forward", rows * ((per + 3) / 4),
             {P(k.in(0)), P(k.out(0)), P(k.out(1)), I64(per), F64(rate), F32(static_cast<float>(1.0 / (1.0 - rate))),
              U64(k.o.seed), U64(stream), P(k.o.step_counter)});
+      return;
+    }
+    case ModelOp::Embedding: {
+      const EmbeddingAttrs& a = n.attrs_as<EmbeddingAttrs>();
+      k.run("embedding_forward", k.out_count(0),
+            {P(k.in(0)), P(k.in(1)), P(k.out(0)), I64(a.input_dim), I64(a.output_dim)});
+      return;
+    }
+    case ModelOp::EmbeddingBackward: {
+      const EmbeddingAttrs& a = n.attrs_as<EmbeddingAttrs>();
+      k.run("embedding_sort_ids", 1, {P(k.in(0)), I64(k.in_count(0)), I64(a.input_dim), P(k.area(0)), P(k.area(1))});
+      k.run("embedding_backward", k.out_count(0),
+            {P(k.in(1)), P(k.area(0)), P(k.area(1)), P(k.out(0)), I64(a.output_dim)});
       return;
     }
     case ModelOp::DropoutBackward: k.run("multiply", k.in_count(0), {P(k.in(0)), P(k.in(1)), P(k.out(0))}); return;

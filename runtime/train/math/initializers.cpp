@@ -28,8 +28,10 @@ void fill(const GraphValue& v, uint64_t seed, T* out) {
     case Init::Ones:
       for (int64_t i = 0; i < n; ++i) out[i] = T(1);
       return;
-    case Init::GlorotUniform: {
-      const double limit = std::sqrt(6.0 / static_cast<double>(v.fan_in + v.fan_out));
+    case Init::GlorotUniform:
+    case Init::Uniform: {
+      const double limit =
+          v.init == Init::Uniform ? kUniformInitLimit : std::sqrt(6.0 / static_cast<double>(v.fan_in + v.fan_out));
       RandomStream r(seed, kInitStreamBase ^ fnv1a64(v.name), 0, 0);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>((2.0 * r.uniform_float() - 1.0) * limit);
       return;

@@ -1,5 +1,6 @@
 // Initial weights as Keras draws them by default: glorot_uniform kernels (uniform in [-limit, limit),
-// limit = sqrt(6 / (fan_in + fan_out)), the fans including the receptive field), zero biases,
+// limit = sqrt(6 / (fan_in + fan_out)), the fans including the receptive field), embedding tables
+// uniform in [-0.05, 0.05) (Keras' RandomUniform default), zero biases,
 // batch_norm's and layer_norm's gamma 1 and beta 0, moving mean 0 and moving variance 1.
 //
 // Random draws come from Philox, keyed by the run seed and the parameter's name: parameter `name` draws

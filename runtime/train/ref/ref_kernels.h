@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/core/parallel_for.h"
 #include "runtime/model/model_graph.h"
 
 namespace pipec::ref {
@@ -131,6 +132,20 @@ void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed
                   T* mask);
 template <class T>
 void multiply(int64_t n, const T* a, const T* b, T* out);
+
+/// embedding over `positions` ids: y[p, :] = table[ids[p], :], a table of input_dim rows of output_dim.
+/// Throws std::runtime_error naming `layer`, the example and the id when an id is not in [0, input_dim).
+/// The positions are split over `parallel` (each writes its own row).
+template <class T>
+void embedding(int64_t positions, int64_t input_dim, int64_t output_dim, const int64_t* ids, const T* table, T* y,
+               const std::string& layer, int64_t positions_per_example, const ParallelFor& parallel = nullptr);
+/// Its gradient: dtable[v, :] = the sum of dy[p, :] over the positions p whose id is v (f64 sums in
+/// position order, so any split of the columns over `parallel` gives the same bits), 0 for the rows no
+/// id names. Ids are checked as the forward checks them.
+template <class T>
+void embedding_backward(int64_t positions, int64_t input_dim, int64_t output_dim, const int64_t* ids, const T* dy,
+                        T* dtable, const std::string& layer, int64_t positions_per_example,
+                        const ParallelFor& parallel = nullptr);
 
 /// The losses of model_ops.def's `loss`: the mean over the batch (and over the last axis, as Keras),
 /// and the gradient of that mean with respect to the prediction.

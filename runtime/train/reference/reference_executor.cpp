@@ -277,6 +277,22 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       return;
     }
     case ModelOp::DropoutBackward: ref::multiply<T>(count(n.inputs[0]), in(0), in(1), out(0)); return;
+    case ModelOp::Embedding:
+    case ModelOp::EmbeddingBackward: {  // ids (i64: lowering casts them), then the table or dy
+      const Tensor& ids = s.value(n.inputs[0]);
+      if (ids.dtype() != DType::I64)
+        throw std::logic_error(fmt::format("reference executor: {} node reads {} ids, not i64", model_op_name(n.op),
+                                           dtype_name(ids.dtype())));
+      const EmbeddingAttrs& a = n.attrs_as<EmbeddingAttrs>();
+      const int64_t positions = count(n.inputs[0]), per = g.values[n.inputs[0]].elements_per_example();
+      if (n.op == ModelOp::Embedding)
+        ref::embedding<T>(positions, a.input_dim, a.output_dim, ids.data<int64_t>(), in(1), out(0), n.layer, per,
+                          loops.threads);
+      else
+        ref::embedding_backward<T>(positions, a.input_dim, a.output_dim, ids.data<int64_t>(), in(1), out(0), n.layer,
+                                   per, loops.threads);
+      return;
+    }
     case ModelOp::Loss:
     case ModelOp::LossBackward: {
       const LossAttrs& a = n.attrs_as<LossAttrs>();
