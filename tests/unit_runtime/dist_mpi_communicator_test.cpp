@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -23,7 +24,9 @@ namespace pipec {
 namespace {
 
 // ---- the fake MPI: one world at a time, ranks are threads (thread_local rank) ------------------------
+struct FakeRequest;
 struct FakeWorld {
+  ~FakeWorld();
   int size = 1;
   std::mutex m;
   std::map<std::tuple<int, int, int>, std::deque<std::string>> mailbox;  // (from, to, tag) -> messages
@@ -31,6 +34,9 @@ struct FakeWorld {
   std::map<uint64_t, std::vector<float>> allreduce_result;
   int iallreduce_calls = 0;
   std::vector<int> aborted;
+  // Requests not completed yet: a communicator that gives up on a peer (the watchdog, abort) leaves
+  // its requests pending, as it would with MPI, whose job then ends; the world frees them when it goes.
+  std::set<FakeRequest*> pending;
 };
 FakeWorld* g_world = nullptr;
 thread_local int t_rank = 0;
@@ -43,6 +49,17 @@ struct FakeRequest {
   int peer, tag;
   uint64_t seq;
 };
+FakeWorld::~FakeWorld() {
+  for (FakeRequest* r : pending) delete r;
+}
+
+// A new request, pending until fake_test finds it done.
+void* new_request(FakeRequest r) {
+  auto* p = new FakeRequest(r);
+  std::lock_guard<std::mutex> l(g_world->m);
+  g_world->pending.insert(p);
+  return p;
+}
 
 int fake_init(int* rank, int* size) {
   *rank = t_rank;
@@ -67,11 +84,11 @@ int fake_isend(const void* data, int32_t bytes, int peer, int tag, void** reques
     std::lock_guard<std::mutex> l(g_world->m);
     g_world->mailbox[{t_rank, peer, tag}].emplace_back(static_cast<const char*>(data), static_cast<size_t>(bytes));
   }
-  *request = new FakeRequest{FakeRequest::Send, nullptr, bytes, peer, tag, 0};
+  *request = new_request({FakeRequest::Send, nullptr, bytes, peer, tag, 0});
   return 0;
 }
 int fake_irecv(void* data, int32_t bytes, int peer, int tag, void** request) {
-  *request = new FakeRequest{FakeRequest::Recv, data, bytes, peer, tag, 0};
+  *request = new_request({FakeRequest::Recv, data, bytes, peer, tag, 0});
   return 0;
 }
 int fake_iallreduce(float* data, int32_t n, void** request) {
@@ -83,7 +100,7 @@ int fake_iallreduce(float* data, int32_t n, void** request) {
     posted.resize(g_world->size, {nullptr, 0});
     posted[t_rank] = {data, n};
   }
-  *request = new FakeRequest{FakeRequest::AllReduce, data, n, -1, 0, seq};
+  *request = new_request({FakeRequest::AllReduce, data, n, -1, 0, seq});
   return 0;
 }
 int fake_test(void* request, int* done) {
@@ -112,7 +129,10 @@ int fake_test(void* request, int* done) {
     std::memcpy(r->data, result.data(), result.size() * sizeof(float));
     *done = 1;
   }
-  if (*done) delete r;
+  if (*done) {
+    g_world->pending.erase(r);
+    delete r;
+  }
   return 0;
 }
 int fake_tag_ub() { return 32767; }
