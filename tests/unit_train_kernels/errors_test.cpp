@@ -84,6 +84,16 @@ TEST(TrainKernelErrors, MissingBuffersAreErrors) {
             "conv2d [3, 5, 7, 17] -> 4 kernel 2x2 valid: forward needs the bias");
   EXPECT_EQ(error_of([&] { op.backward(x.data(), w.data(), y.data(), nullptr, dw.data(), nullptr); }),
             "conv2d [3, 5, 7, 17] -> 4 kernel 2x2 valid: backward needs a bias gradient buffer");
+  // The norms' calls that take the caller's statistics need them (the layer's own are another call).
+  float v[1] = {1}, out[1], d1[1], d2[1];
+  BatchNormOp bn(k, BatchNormDesc{});
+  EXPECT_EQ(error_of([&] { bn.forward_inference(v, v, v, nullptr, v, out); }),
+            "batch_norm [1, 1, 1, 1] epsilon 0.001: forward_inference needs the moving mean and variance");
+  LayerNormOp ln(k, LayerNormDesc{});
+  EXPECT_EQ(error_of([&] { ln.forward(v, v, v, out, d1, nullptr); }),
+            "layer_norm [1, 1] epsilon 0.001: forward needs the buffers for the mean and variance");
+  EXPECT_EQ(error_of([&] { ln.backward(v, v, v, nullptr, v, out, d1, d2); }),
+            "layer_norm [1, 1] epsilon 0.001: backward needs the mean and variance");
 }
 
 TEST(TrainKernelErrors, GeluCannotBeDifferentiatedFromItsOutput) {

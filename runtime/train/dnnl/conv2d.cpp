@@ -48,7 +48,6 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   if (rows_.out < 1 || cols_.out < 1)
     fail(what, "the output is empty: the window is larger than the input with valid padding");
 
-  const int threads = kernels.threads();
   State& st = *state_;
   st.reached = {d.batch,
                 d.height,
@@ -68,47 +67,43 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   const Dims dilates{d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{rows_.pad_after, cols_.pad_after};
+  OpContext ctx(kernels, what);
   const std::string key =
-      fmt::format("conv2d {} {} {} threads {} layout {} {}", what, d.bias, d.activation.alpha, threads,
+      fmt::format("conv2d {} {} {} layout {} {}", what, d.bias, d.activation.alpha,
                   int(kernels.options().activation_layout), conv_algorithm_name(kernels.options().conv_algorithm));
-
-  std::shared_ptr<WeightedPrimitives> prims;
-  ThreadScope scope(threads);
-  with_errors(what, [&] {
-    prims = kernels.impl().cached<WeightedPrimitives>(key, [&] {
-      using namespace dnnl;
-      const dnnl::engine& e = kernels.impl().engine;
-      auto make = [&](algorithm alg, memory::format_tag act) {
-        memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-        memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-        memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
-        auto fwd_d =
-            convolution_forward::desc(prop_kind::forward_training, alg, x, w, b, y, strides, dilates, pad_l, pad_r);
-        convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
-        // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
-        // forward's blocked weights on backward-data selects oneDNN's reference kernel.
-        convolution_backward_data::primitive_desc bd(
-            convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), e, fwd);
-        convolution_backward_weights::primitive_desc bw(
-            convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), e, fwd);
-        return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
-                                                                                                           d.bias);
-      };
-      // Winograd works on oneDNN's blocked layouts only: the activations are reordered from NHWC around
-      // each call, which costs less than the multiplies it saves. oneDNN refuses the shapes (and CPUs) it
-      // has no Winograd kernel for; those take the direct algorithm.
-      if (winograd_candidate(d, kernels.options().conv_algorithm)) {
-        try {
-          return make(algorithm::convolution_winograd, memory::format_tag::any);
-        } catch (const dnnl::error&) {
-        }
+  std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
+    using namespace dnnl;
+    const dnnl::engine& e = ctx.engine();
+    auto make = [&](algorithm alg, memory::format_tag act) {
+      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
+      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
+      memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
+      auto fwd_d =
+          convolution_forward::desc(prop_kind::forward_training, alg, x, w, b, y, strides, dilates, pad_l, pad_r);
+      convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
+      // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
+      // forward's blocked weights on backward-data selects oneDNN's reference kernel.
+      convolution_backward_data::primitive_desc bd(
+          convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), e, fwd);
+      convolution_backward_weights::primitive_desc bw(
+          convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), e, fwd);
+      return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
+                                                                                                         d.bias);
+    };
+    // Winograd works on oneDNN's blocked layouts only: the activations are reordered from NHWC around
+    // each call, which costs less than the multiplies it saves. oneDNN refuses the shapes (and CPUs) it
+    // has no Winograd kernel for; those take the direct algorithm.
+    if (winograd_candidate(d, kernels.options().conv_algorithm)) {
+      try {
+        return make(algorithm::convolution_winograd, memory::format_tag::any);
+      } catch (const dnnl::error&) {
       }
-      return make(algorithm::convolution_direct, activation_tag(kernels, 4));
-    });
+    }
+    return make(algorithm::convolution_direct, activation_tag(kernels, 4));
   });
   UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), f32_desc(w_dims, memory::format_tag::hwio),
                    f32_desc(y_dims, memory::format_tag::nhwc)};
-  state_->layer = std::make_unique<WeightedLayer>(kernels, prims, user, d.filters, threads, what);
+  state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
 }
 
 Conv2dOp::~Conv2dOp() = default;

@@ -48,7 +48,6 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
     st.dy.resize(st.y.size());
   }
 
-  const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.in_channels, d.height, d.width};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
   const Dims y_dims{d.batch, d.filters, st.reached.part_h, st.reached.part_w};
@@ -57,38 +56,34 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   const Dims dilates{0, 0};
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{std::max<int64_t>(rows_.pad_after, 0), std::max<int64_t>(cols_.pad_after, 0)};
-  const std::string key = fmt::format("conv2d_transpose {} {} threads {} layout {}", what, d.bias, threads,
-                                      int(kernels.options().activation_layout));
-
-  std::shared_ptr<WeightedPrimitives> prims;
-  ThreadScope scope(threads);
-  with_errors(what, [&] {
-    prims = kernels.impl().cached<WeightedPrimitives>(key, [&] {
-      using namespace dnnl;
-      const dnnl::engine& e = kernels.impl().engine;
-      auto act = activation_tag(kernels, 4);
-      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-      memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
-      auto fwd_d = deconvolution_forward::desc(prop_kind::forward_training, algorithm::deconvolution_direct, x, w, b, y,
-                                               strides, dilates, pad_l, pad_r);
-      deconvolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
-      deconvolution_backward_data::primitive_desc bd(
-          deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r),
-          e, fwd);
-      deconvolution_backward_weights::primitive_desc bw(
-          deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l,
-                                               pad_r),
-          e, fwd);
-      return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(
-          fwd, bd, bw, d.bias);
-    });
+  OpContext ctx(kernels, what);
+  const std::string key =
+      fmt::format("conv2d_transpose {} {} layout {}", what, d.bias, int(kernels.options().activation_layout));
+  std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
+    using namespace dnnl;
+    const dnnl::engine& e = ctx.engine();
+    auto act = activation_tag(kernels, 4);
+    memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
+    memory::desc w = f32_desc(w_dims, memory::format_tag::any);
+    memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
+    auto fwd_d = deconvolution_forward::desc(prop_kind::forward_training, algorithm::deconvolution_direct, x, w, b, y,
+                                             strides, dilates, pad_l, pad_r);
+    deconvolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
+    deconvolution_backward_data::primitive_desc bd(
+        deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
+        fwd);
+    deconvolution_backward_weights::primitive_desc bw(
+        deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l,
+                                             pad_r),
+        e, fwd);
+    return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(
+        fwd, bd, bw, d.bias);
   });
   // HWOI: dims are (O, I, H, W); memory runs H, W, O, I.
   const int64_t O = d.filters, I = d.in_channels, KW = d.kernel_w;
   memory::desc w_user = f32_strided(w_dims, {I, 1, KW * O * I, O * I});
   UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), w_user, f32_desc(y_dims, memory::format_tag::nhwc)};
-  state_->layer = std::make_unique<WeightedLayer>(kernels, prims, user, d.filters, threads, what);
+  state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
 }
 
 Conv2dTransposeOp::~Conv2dTransposeOp() = default;

@@ -19,33 +19,28 @@ std::string DenseDesc::to_string() const {
 DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std::make_unique<State>()) {
   const std::string what = d.to_string();
   if (d.rows < 1 || d.in < 1 || d.out < 1) fail(what, "every size must be at least 1");
-  const int threads = kernels.threads();
   const Dims x_dims{d.rows, d.in}, w_dims{d.out, d.in}, y_dims{d.rows, d.out};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
-  const std::string key =
-      fmt::format("dense {} {} threads {} layout {}", what, d.bias, threads, int(kernels.options().activation_layout));
-  std::shared_ptr<WeightedPrimitives> prims;
-  ThreadScope scope(threads);
-  with_errors(what, [&] {
-    prims = kernels.impl().cached<WeightedPrimitives>(key, [&] {
-      using namespace dnnl;
-      const dnnl::engine& e = kernels.impl().engine;
-      auto act = activation_tag(kernels, 2);
-      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-      memory::desc b = d.bias ? f32_desc({d.out}, memory::format_tag::x) : memory::desc();
-      inner_product_forward::primitive_desc fwd(inner_product_forward::desc(prop_kind::forward_training, x, w, b, y),
-                                                activation_attr(d.activation), e);
-      inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), e, fwd);
-      inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y), e, fwd);
-      return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(
-          fwd, bd, bw, d.bias);
-    });
+  OpContext ctx(kernels, what);
+  const std::string key = fmt::format("dense {} {} layout {}", what, d.bias, int(kernels.options().activation_layout));
+  std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
+    using namespace dnnl;
+    const dnnl::engine& e = ctx.engine();
+    auto act = activation_tag(kernels, 2);
+    memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
+    memory::desc w = f32_desc(w_dims, memory::format_tag::any);
+    memory::desc b = d.bias ? f32_desc({d.out}, memory::format_tag::x) : memory::desc();
+    inner_product_forward::primitive_desc fwd(inner_product_forward::desc(prop_kind::forward_training, x, w, b, y),
+                                              activation_attr(d.activation), e);
+    inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), e, fwd);
+    inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y), e, fwd);
+    return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(
+        fwd, bd, bw, d.bias);
   });
   // Keras' [in, out] kernel is oneDNN's (out, in) weights stored input-major: tag io.
   UserLayouts user{f32_desc(x_dims, memory::format_tag::nc), f32_desc(w_dims, memory::format_tag::io),
                    f32_desc(y_dims, memory::format_tag::nc)};
-  state_->layer = std::make_unique<WeightedLayer>(kernels, prims, user, d.out, threads, what);
+  state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.out);
 }
 
 DenseOp::~DenseOp() = default;

@@ -43,6 +43,28 @@ void with_errors(const std::string& what, const std::function<void()>& body) {
   }
 }
 
+OpContext::OpContext(CpuKernels& kernels, std::string what)
+    : kernels_(&kernels), threads_(kernels.threads()), what_(std::move(what)) {}
+
+void OpContext::prepare(const std::function<void()>& body) const {
+  ThreadScope scope(threads_);
+  with_errors(what_, body);
+}
+
+memory OpContext::caller_memory(const memory::desc& desc) const { return memory(desc, engine(), DNNL_MEMORY_NONE); }
+
+void OpContext::run(const dnnl::primitive& primitive, std::initializer_list<PrimitiveArg> args) const {
+  call([&](dnnl::stream& s) {
+    std::unordered_map<int, memory> bound;
+    for (const PrimitiveArg& a : args) {
+      if (!*a.mem) continue;
+      if (a.bind) a.mem->set_data_handle(a.data);
+      bound.emplace(a.arg, *a.mem);
+    }
+    primitive.execute(s, bound);
+  });
+}
+
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }

@@ -1,6 +1,7 @@
 // Private to this folder: the oneDNN state behind CpuKernels and the helpers every op's .cpp shares
-// (user layouts as memory descriptors, staging between the caller's layout and a primitive's,
-// error wrapping, the thread count of a call). The only header of the project that includes dnnl.hpp.
+// (user layouts as memory descriptors, staging between the caller's layout and a primitive's, and
+// OpContext: an op's primitives made and run on its thread count with errors naming it). The only
+// header of the project that includes dnnl.hpp.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,8 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/train/dnnl/activation.h"
@@ -73,6 +76,90 @@ void with_errors(const std::string& what, const std::function<void()>& body);
 
 using dnnl::memory;
 using Dims = memory::dims;
+
+/// One argument of a primitive call: oneDNN's argument id and the op's memory for it. With a buffer,
+/// the memory (made without one) is pointed at the caller's buffer first; without, it is used as it is
+/// (an owned buffer: a workspace, statistics). An empty memory leaves the argument out (a workspace the
+/// primitive has not). Lives for one run() only: it points at the memory, which outlives the call.
+struct PrimitiveArg {
+  PrimitiveArg(int arg, const memory& m) : arg(arg), mem(&m) {}
+  PrimitiveArg(int arg, const memory& m, const float* data)
+      : arg(arg), mem(&m), data(const_cast<float*>(data)), bind(true) {}
+
+  int arg;
+  const memory* mem;
+  float* data = nullptr;
+  bool bind = false;
+};
+
+/// A forward and a backward primitive of one shape, as most ops have (pools, norms, softmax,
+/// resampling): the cache's value, shared by every op of that shape.
+struct ForwardBackward {
+  dnnl::primitive forward, backward;
+  memory::desc workspace;  // what the forward leaves for the backward (max pooling); empty when nothing
+  std::string impl_forward, impl_backward;
+};
+
+/// Makes the pair from oneDNN primitive descriptors of one family.
+template <class Fwd, class Bwd>
+std::shared_ptr<ForwardBackward> make_forward_backward(const typename Fwd::primitive_desc& fwd,
+                                                       const typename Bwd::primitive_desc& bwd) {
+  auto p = std::make_shared<ForwardBackward>();
+  p->forward = Fwd(fwd);
+  p->backward = Bwd(bwd);
+  p->workspace = fwd.workspace_desc();
+  p->impl_forward = fwd.impl_info_str();
+  p->impl_backward = bwd.impl_info_str();
+  return p;
+}
+
+/// What every op does around oneDNN, in one place: it knows the op's name (for errors), the thread count
+/// the op was made with, and the kernels' engine and stream. Each op's state holds one; the op's
+/// primitives are made through primitives() and every forward or backward is one run() (or call()).
+class OpContext {
+ public:
+  /// Takes the kernels' thread count now: an op keeps the count it was made with.
+  OpContext(CpuKernels& kernels, std::string what);
+
+  const std::string& what() const { return what_; }
+  int threads() const { return threads_; }
+  CpuKernels& kernels() const { return *kernels_; }
+  const dnnl::engine& engine() const { return kernels_->impl().engine; }
+
+  /// The primitive set cached under `key` and this op's thread count (equal ops share one), made by
+  /// `make` the first time: on the op's threads (oneDNN splits the work at creation), a oneDNN error
+  /// naming the op.
+  template <class T>
+  std::shared_ptr<T> primitives(const std::string& key, const std::function<std::shared_ptr<T>()>& make) const {
+    std::shared_ptr<T> made;
+    prepare([&] { made = kernels_->impl().cached<T>(key + " threads " + std::to_string(threads_), make); });
+    return made;
+  }
+
+  /// Construction work beside the primitives (memories, staging) on the op's threads, errors named.
+  void prepare(const std::function<void()>& body) const;
+  /// A memory of `desc` without a buffer: one of the caller's tensors, bound on each call.
+  memory caller_memory(const memory::desc& desc) const;
+
+  /// One call of the op: body(stream) on the op's threads, a oneDNN error naming the op, and the stream
+  /// waited for before returning (the caller reads the outputs next).
+  template <class Body>
+  void call(const Body& body) const {
+    ThreadScope scope(threads_);
+    dnnl::stream& s = kernels_->impl().stream;
+    with_errors(what_, [&] {
+      body(s);
+      s.wait();
+    });
+  }
+  /// The common call: binds each argument's buffer, executes `primitive` and waits.
+  void run(const dnnl::primitive& primitive, std::initializer_list<PrimitiveArg> args) const;
+
+ private:
+  CpuKernels* kernels_;
+  int threads_;
+  std::string what_;
+};
 
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag);
 memory::desc f32_strided(const Dims& dims, const Dims& strides);

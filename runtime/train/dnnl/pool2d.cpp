@@ -6,24 +6,12 @@
 
 namespace pipec::train {
 
-namespace {
-
-struct PoolPrimitives {
-  dnnl::pooling_forward forward;
-  dnnl::pooling_backward backward;
-  memory::desc workspace;
-  bool has_workspace = false;
-  std::string impl_forward, impl_backward;
-};
-
-}  // namespace
-
 struct Pool2dOp::State {
-  std::shared_ptr<PoolPrimitives> prims;
-  dnnl::stream* stream = nullptr;
-  int threads = 0;
-  std::string what;
-  memory x, y, workspace;  // the caller's buffers (handles set per call) and the owned workspace
+  explicit State(OpContext c) : ctx(std::move(c)) {}
+  OpContext ctx;
+  std::shared_ptr<ForwardBackward> prims;
+  memory x, y;       // the caller's buffers (bound per call)
+  memory workspace;  // owned (max pooling); empty when the primitive has none
 };
 
 std::string Pool2dDesc::to_string() const {
@@ -32,7 +20,7 @@ std::string Pool2dDesc::to_string() const {
                      size_w, stride_h, stride_w, padding_name(padding));
 }
 
-Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(std::make_unique<State>()) {
+Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d) {
   const std::string what = d.to_string();
   if (d.batch < 1 || d.height < 1 || d.width < 1 || d.channels < 1 || d.size_h < 1 || d.size_w < 1)
     fail(what, "every size must be at least 1");
@@ -42,41 +30,28 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d), state_(
   if (rows_.out < 1 || cols_.out < 1)
     fail(what, "the output is empty: the window is larger than the input with valid padding");
 
-  const int threads = kernels.threads();
   const Dims x_dims{d.batch, d.channels, d.height, d.width};
   const Dims y_dims{d.batch, d.channels, rows_.out, cols_.out};
   check_tensor_sizes(what, {{"input", x_dims}, {"output", y_dims}});
-  const std::string key = fmt::format("{} threads {}", what, threads);
+  state_ = std::make_unique<State>(OpContext(kernels, what));
   State& st = *state_;
-  st.stream = &kernels.impl().stream;
-  st.threads = threads;
-  st.what = what;
-  ThreadScope scope(threads);
-  with_errors(what, [&] {
-    st.prims = kernels.impl().cached<PoolPrimitives>(key, [&] {
-      using namespace dnnl;
-      const dnnl::engine& e = kernels.impl().engine;
-      // Memory-bound: the primitive works on the caller's NHWC directly (no reorders).
-      memory::desc x = f32_desc(x_dims, memory::format_tag::nhwc), y = f32_desc(y_dims, memory::format_tag::nhwc);
-      algorithm alg = d.kind == PoolKind::Max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
-      const Dims strides{d.stride_h, d.stride_w}, kernel{d.size_h, d.size_w};
-      const Dims pad_l{rows_.pad_before, cols_.pad_before}, pad_r{rows_.pad_after, cols_.pad_after};
-      pooling_forward::primitive_desc fwd(
-          pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r), e);
-      pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r), e, fwd);
-      auto p = std::make_shared<PoolPrimitives>();
-      p->forward = pooling_forward(fwd);
-      p->backward = pooling_backward(bwd);
-      p->workspace = fwd.workspace_desc();
-      p->has_workspace = p->workspace.get_size() > 0;
-      p->impl_forward = fwd.impl_info_str();
-      p->impl_backward = bwd.impl_info_str();
-      return p;
-    });
-    const dnnl::engine& e = kernels.impl().engine;
-    st.x = memory(f32_desc(x_dims, memory::format_tag::nhwc), e, DNNL_MEMORY_NONE);
-    st.y = memory(f32_desc(y_dims, memory::format_tag::nhwc), e, DNNL_MEMORY_NONE);
-    if (st.prims->has_workspace) st.workspace = memory(st.prims->workspace, e);
+  // Memory-bound: the primitive works on the caller's NHWC directly (no reorders).
+  const memory::desc x = f32_desc(x_dims, memory::format_tag::nhwc), y = f32_desc(y_dims, memory::format_tag::nhwc);
+  st.prims = st.ctx.primitives<ForwardBackward>(what, [&] {
+    using namespace dnnl;
+    const dnnl::engine& e = st.ctx.engine();
+    algorithm alg = d.kind == PoolKind::Max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
+    const Dims strides{d.stride_h, d.stride_w}, kernel{d.size_h, d.size_w};
+    const Dims pad_l{rows_.pad_before, cols_.pad_before}, pad_r{rows_.pad_after, cols_.pad_after};
+    pooling_forward::primitive_desc fwd(
+        pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r), e);
+    pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r), e, fwd);
+    return make_forward_backward<pooling_forward, pooling_backward>(fwd, bwd);
+  });
+  st.ctx.prepare([&] {
+    st.x = st.ctx.caller_memory(x);
+    st.y = st.ctx.caller_memory(y);
+    if (st.prims->workspace.get_size() > 0) st.workspace = memory(st.prims->workspace, st.ctx.engine());
   });
 }
 
@@ -85,30 +60,13 @@ Pool2dOp::Pool2dOp(Pool2dOp&&) noexcept = default;
 
 void Pool2dOp::forward(const float* x, float* y) {
   State& st = *state_;
-  ThreadScope threads(st.threads);
-  with_errors(st.what, [&] {
-    dnnl::stream& s = *st.stream;
-    st.x.set_data_handle(const_cast<float*>(x));
-    st.y.set_data_handle(y);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, st.x}, {DNNL_ARG_DST, st.y}};
-    if (st.prims->has_workspace) args[DNNL_ARG_WORKSPACE] = st.workspace;
-    st.prims->forward.execute(s, args);
-    s.wait();
-  });
+  st.ctx.run(st.prims->forward, {{DNNL_ARG_SRC, st.x, x}, {DNNL_ARG_DST, st.y, y}, {DNNL_ARG_WORKSPACE, st.workspace}});
 }
 
 void Pool2dOp::backward(const float* dy, float* dx) {
   State& st = *state_;
-  ThreadScope threads(st.threads);
-  with_errors(st.what, [&] {
-    dnnl::stream& s = *st.stream;
-    st.y.set_data_handle(const_cast<float*>(dy));
-    st.x.set_data_handle(dx);
-    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, st.y}, {DNNL_ARG_DIFF_SRC, st.x}};
-    if (st.prims->has_workspace) args[DNNL_ARG_WORKSPACE] = st.workspace;
-    st.prims->backward.execute(s, args);
-    s.wait();
-  });
+  st.ctx.run(st.prims->backward,
+             {{DNNL_ARG_DIFF_DST, st.y, dy}, {DNNL_ARG_DIFF_SRC, st.x, dx}, {DNNL_ARG_WORKSPACE, st.workspace}});
 }
 
 std::string Pool2dOp::implementation_forward() const { return state_->prims->impl_forward; }

@@ -2,18 +2,18 @@
 
 namespace pipec::train {
 
-WeightedLayer::WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
-                             int64_t bias_size, int threads, std::string what)
-    : kernels_(kernels), prims_(std::move(prims)), threads_(threads), what_(std::move(what)) {
-  const dnnl::engine& e = kernels_.impl().engine;
+WeightedLayer::WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
+                             int64_t bias_size)
+    : ctx_(std::move(ctx)), prims_(std::move(prims)) {
+  const dnnl::engine& e = ctx_.engine();
   const WeightedPrimitives& p = *prims_;
   memory::desc bias = f32_desc({bias_size}, memory::format_tag::x);
   // Activations in a primitive's own layout (Winograd's blocked ones) are staged in the kernels' two
   // shared buffers, except the forward's x, which the backward-weights call reuses when it wants the same
   // layout (one reorder fewer per step, for one x-sized buffer per layer). In backward(), dy stays in
   // slot 1 for both backward calls; dx is written back before x takes slot 0.
-  SharedStaging* shared = &kernels_.impl().staging;
-  with_errors(what_, [&] {
+  SharedStaging* shared = &ctx_.kernels().impl().staging;
+  ctx_.prepare([&] {
     x_fwd_.init(user.x, p.fwd_src, e);
     w_fwd_.init(user.w, p.fwd_weights, e);
     if (p.bias) b_fwd_.init(bias, p.fwd_bias, e);
@@ -29,36 +29,31 @@ WeightedLayer::WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimit
 }
 
 void WeightedLayer::forward(const float* x, const float* w, const float* b, float* y) {
-  if (prims_->bias && b == nullptr) fail(what_, "forward needs the bias");
-  ThreadScope threads(threads_);
-  dnnl::stream& s = kernels_.impl().stream;
-  with_errors(what_, [&] {
+  if (prims_->bias && b == nullptr) fail(ctx_.what(), "forward needs the bias");
+  ctx_.call([&](dnnl::stream& s) {
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, x_fwd_.input(x, s)},
-        {DNNL_ARG_WEIGHTS, w_fwd_.input_cached(w, kernels_.weights_generation(), s)},
+        {DNNL_ARG_WEIGHTS, w_fwd_.input_cached(w, ctx_.kernels().weights_generation(), s)},
         {DNNL_ARG_DST, y_fwd_.output(y)},
     };
     if (prims_->bias) args[DNNL_ARG_BIAS] = b_fwd_.input(b, s);
     prims_->forward.execute(s, args);
     y_fwd_.output_done(y, s);
-    s.wait();
   });
   last_forward_x_ = x;
 }
 
 void WeightedLayer::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   const WeightedPrimitives& p = *prims_;
-  if (p.bias && db == nullptr) fail(what_, "backward needs a bias gradient buffer");
-  if (dw == nullptr) fail(what_, "backward needs a weight gradient buffer");
-  ThreadScope threads(threads_);
-  dnnl::stream& s = kernels_.impl().stream;
-  with_errors(what_, [&] {
+  if (p.bias && db == nullptr) fail(ctx_.what(), "backward needs a bias gradient buffer");
+  if (dw == nullptr) fail(ctx_.what(), "backward needs a weight gradient buffer");
+  ctx_.call([&](dnnl::stream& s) {
     memory dy_for_bd;
     if (dx != nullptr) {
       dy_for_bd = dy_bd_.input(dy, s);
       // Backward-data may want the forward's weight layout (dense often does): then the forward's
       // reordered copy serves both.
-      const uint64_t generation = kernels_.weights_generation();
+      const uint64_t generation = ctx_.kernels().weights_generation();
       memory weights =
           p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s) : w_bd_.input_cached(w, generation, s);
       p.backward_data.execute(
@@ -76,7 +71,6 @@ void WeightedLayer::backward(const float* x, const float* w, const float* dy, fl
     p.backward_weights.execute(s, args);
     dw_bw_.output_done(dw, s);
     if (p.bias) db_bw_.output_done(db, s);
-    s.wait();
   });
 }
 

@@ -59,18 +59,15 @@ std::shared_ptr<WeightedPrimitives> make_weighted(const typename Fwd::primitive_
 /// activations), so two layers of one shape never overwrite each other's cached weights.
 class WeightedLayer {
  public:
-  WeightedLayer(CpuKernels& kernels, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
-                int64_t bias_size, int threads, std::string what);
+  WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user, int64_t bias_size);
 
   void forward(const float* x, const float* w, const float* b, float* y);
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
   const WeightedPrimitives& primitives() const { return *prims_; }
 
  private:
-  CpuKernels& kernels_;
+  OpContext ctx_;
   std::shared_ptr<WeightedPrimitives> prims_;
-  int threads_;
-  std::string what_;
   Staged x_fwd_, w_fwd_, b_fwd_, y_fwd_;
   Staged dy_bd_, w_bd_, dx_bd_;
   Staged x_bw_, dy_bw_, dw_bw_, db_bw_;
