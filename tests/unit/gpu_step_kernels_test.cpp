@@ -41,6 +41,15 @@ gpu::DevPtr dev(T* p) {
   return reinterpret_cast<gpu::DevPtr>(p);
 }
 
+// The operands of node `n` of graph `g` for `rows` examples; the buffers are the caller's to set.
+gpu::NodeOperands operands(const ModelGraph& g, const GraphNode& n, int64_t rows) {
+  gpu::NodeOperands o;
+  o.graph = &g;
+  o.node = &n;
+  o.rows = rows;
+  return o;
+}
+
 // Outputs that are sums over the rows (see the file comment); every other output must be bit-equal.
 bool summed_over_rows(ModelOp op, size_t output) {
   switch (op) {
@@ -107,10 +116,7 @@ class KernelChecker {
     uint64_t step_on_device = step;
     const LossScale* ls = s_.loss_scale();
     float loss_scale = ls ? static_cast<float>(ls->scale) : 0.0f;
-    gpu::NodeOperands o;
-    o.graph = &g;
-    o.node = &n;
-    o.rows = rows;
+    gpu::NodeOperands o = operands(g, n, rows);
     o.step = step;
     o.seed = s_.seed();
     o.step_counter = dev(&step_on_device);
@@ -182,10 +188,7 @@ TEST(GpuStepKernels, RefusesWhatItDoesNotCompute) {
     SCOPED_TRACE(c.what);
     const GraphNode& n = c.g.nodes.at(0);
     std::vector<std::vector<float>> buffers;
-    gpu::NodeOperands o;
-    o.graph = &c.g;
-    o.node = &n;
-    o.rows = c.rows;
+    gpu::NodeOperands o = operands(c.g, n, c.rows);
     std::vector<double> scratch(1 << 16);
     o.scratch = dev(scratch.data());
     for (int v : n.inputs) {
@@ -235,10 +238,7 @@ TEST(GpuStepKernels, AClassLabelOutOfRangeMakesTheLossNaN) {
   std::vector<float> pred = {0.5f, -1, 2, 1, 0, 0}, labels = {1, 3}, out(1), dpred(6);
   std::vector<double> scratch(gpu::node_scratch_bytes(c.g, c.g.nodes[0], 2) / sizeof(double) + 1);
   gpu::HostKernelLauncher launcher;
-  gpu::NodeOperands o;
-  o.graph = &c.g;
-  o.node = &c.g.nodes[0];
-  o.rows = 2;
+  gpu::NodeOperands o = operands(c.g, c.g.nodes[0], 2);
   o.inputs = {dev(pred.data()), dev(labels.data())};
   o.outputs = {dev(out.data())};
   o.scratch = dev(scratch.data());
@@ -266,10 +266,7 @@ TEST(GpuStepKernels, AnEmbeddingIdOutOfRangeMakesItsRowNaN) {
   std::vector<int64_t> id = {1, 3, 2, -1};  // example 0: 1, 3 (bad); example 1: 2, -1 (bad)
   std::vector<float> w = {10, 11, 20, 21, 30, 31}, out(8), dy = {1, 2, 3, 4, 5, 6, 7, 8}, dw(6);
   gpu::HostKernelLauncher launcher;
-  gpu::NodeOperands o;
-  o.graph = &c.g;
-  o.node = &c.g.nodes[0];
-  o.rows = 2;
+  gpu::NodeOperands o = operands(c.g, c.g.nodes[0], 2);
   o.inputs = {dev(id.data()), dev(w.data())};
   o.outputs = {dev(out.data())};
   gpu::launch_node(launcher, o);
