@@ -147,8 +147,82 @@ class NoiseTwin final : public StepExecutor {
       const float* scale = n.op == ModelOp::Gelu           ? data(n.inputs[0])
                            : n.op == ModelOp::GeluBackward ? data(n.inputs[1])
                                                            : nullptr;
+      if (n.op == ModelOp::SoftmaxBackward) scale = softmax_terms(n, rows).data();
+      if (is_normalization_backward(n)) scale = normalization_terms(n, rows)[k].data();
       move_randomly(data(id), count, scale);
     }
+  }
+
+  // softmax's backward pass is y * (dy - sum(y * dy)) over the axis, which cancels exactly where dy is
+  // the same along it (mae's gradient, the same sign everywhere): an f32 kernel's result there is
+  // rounding of terms y * dy, which may then be all the gradient there is. Each element's
+  // |y| * (|dy| + sum |y * dy|).
+  const std::vector<float>& softmax_terms(const GraphNode& n, int64_t rows) {
+    const ModelGraph& g = state_.graph();
+    const Shape full = g.full_shape(n.inputs[0], rows);
+    const size_t axis = static_cast<size_t>(n.attrs_as<SoftmaxAttrs>().axis) + 1;
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < full.size(); ++d) (d < axis ? outer : inner) *= d == axis ? 1 : full[d];
+    const int64_t len = full[axis];
+    const float *y = data(n.inputs[0]), *dy = data(n.inputs[1]);
+    terms_.assign(1, std::vector<float>(static_cast<size_t>(outer * len * inner)));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+        double sum = 0;
+        for (int64_t j = 0; j < len; ++j) sum += std::fabs(static_cast<double>(y[at(j)]) * dy[at(j)]);
+        for (int64_t j = 0; j < len; ++j)
+          terms_[0][static_cast<size_t>(at(j))] =
+              static_cast<float>(std::fabs(static_cast<double>(y[at(j)])) * (std::fabs(dy[at(j)]) + sum));
+      }
+    return terms_[0];
+  }
+
+  static bool is_normalization_backward(const GraphNode& n) {
+    return n.op == ModelOp::BatchNormBackward || n.op == ModelOp::LayerNormBackward;
+  }
+
+  // A normalization's backward pass subtracts the means of dy * gamma and of dy * gamma * xhat from
+  // dy * gamma, and its dgamma and dbeta sum over the statistics' other axis: results that cancel (a
+  // layer_norm's dx sums to zero over a row), which an f32 kernel rounds relative to the terms, not to
+  // the result. For each output, each element's sum of its terms' magnitudes.
+  const std::vector<std::vector<float>>& normalization_terms(const GraphNode& n, int64_t rows_in_batch) {
+    const ModelGraph& g = state_.graph();
+    const bool per_row = n.op == ModelOp::LayerNormBackward;  // else per channel
+    const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
+    const Shape shape = g.full_shape(n.inputs[0], rows_in_batch);
+    const int64_t channels = shape.back(), rows = shape_num_elements(shape) / channels;
+    const float *x = data(n.inputs[0]), *dy = data(n.inputs[1]), *gamma = data(n.inputs[2]),
+                *mean = data(n.inputs[3]), *variance = data(n.inputs[4]);
+    const int64_t groups = per_row ? rows : channels, group_size = per_row ? channels : rows;
+    std::vector<double> sum_gx(static_cast<size_t>(groups)), sum_gx_xhat(static_cast<size_t>(groups));
+    terms_.assign(3, {});
+    terms_[0].resize(static_cast<size_t>(rows * channels));
+    terms_[1].assign(static_cast<size_t>(channels), 0.0f);
+    terms_[2].assign(static_cast<size_t>(channels), 0.0f);
+    auto at = [&](int64_t r, int64_t c) { return static_cast<size_t>(per_row ? r : c); };
+    auto xhat = [&](int64_t r, int64_t c) {
+      const size_t s = at(r, c);
+      return (x[r * channels + c] - static_cast<double>(mean[s])) / std::sqrt(static_cast<double>(variance[s]) + eps);
+    };
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const double d = dy[r * channels + c], gx = std::fabs(d * gamma[c]), xh = std::fabs(xhat(r, c));
+        sum_gx[at(r, c)] += gx;
+        sum_gx_xhat[at(r, c)] += gx * xh;
+        terms_[1][static_cast<size_t>(c)] += static_cast<float>(std::fabs(d) * xh);
+        terms_[2][static_cast<size_t>(c)] += static_cast<float>(std::fabs(d));
+      }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t s = at(r, c);
+        const double inv = 1 / std::sqrt(static_cast<double>(variance[s]) + eps);
+        const double gx = std::fabs(static_cast<double>(dy[r * channels + c]) * gamma[c]);
+        terms_[0][static_cast<size_t>(r * channels + c)] = static_cast<float>(
+            inv / static_cast<double>(group_size) *
+            (static_cast<double>(group_size) * gx + sum_gx[s] + std::fabs(xhat(r, c)) * sum_gx_xhat[s]));
+      }
+    return terms_;
   }
 
   // Each element by delta * u * the largest of its magnitude, the tensor's rms and |scale[i]|.
@@ -178,6 +252,7 @@ class NoiseTwin final : public StepExecutor {
   double delta_;
   Kind kind_;
   difftest::Rng rng_;
+  std::vector<std::vector<float>> terms_;  // softmax_terms' or normalization_terms' result
 };
 
 // The results of one step on one executor.
@@ -330,6 +405,9 @@ class Checker {
     double worst = 0;
     int64_t at = 0;
     for (int64_t i = 0; i < n; ++i) {
+      // Where the reference is not finite, it overflowed there (the case ends at this step): the fast
+      // executor's value near the same overflow, or past it, is as good.
+      if (!std::isfinite(want[i])) continue;
       const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
       if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d, at = i;
     }
@@ -456,7 +534,15 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
     }
     set_state(exact, st.before);
     st.exact = take_exact_step(exact, g64, batch, static_cast<uint64_t>(k));
+    // A weight or a moving statistic that overflowed f32 on the reference: this step is compared where
+    // it is finite, and the case ends there, as at a loss that is not finite (what comes after compares
+    // one overflow with another).
+    const bool overflowed = !all_finite(st.ref.after.params) || !all_finite(st.ref.states_after);
     steps.push_back(std::move(st));
+    if (overflowed) {
+      out.stopped_nonfinite = true;
+      break;
+    }
   }
   const State ref_final = state_of(ref);
   const double K = b.noise_factor;

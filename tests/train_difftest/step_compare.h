@@ -18,13 +18,18 @@
 //    the RMS of its losses' relative differences from the reference's, and the RMS of its final
 //    weights' differences relative to how far training moved them, are within looser bounds.
 //
-// Each bound is a fixed part plus the quantity's own sensitivity to rounding: the *noise twin*, a
-// second reference executor that takes the same step (or trajectory) from the state with every weight,
-// state and input multiplied by (1 + e), e uniform in [-delta, delta] (delta per precision: a few ulp
-// of f32, a fraction of an ulp of bf16 or fp16). An ill-conditioned quantity (a sum that cancels, a
-// gradient through a saturated sigmoid, a loss of a 16-bit prediction that equals its target) moves
-// there too and gets a bound to match; a well-conditioned one keeps the fixed part, which a wrong
-// kernel exceeds.
+// Each bound is a fixed part plus K times the largest distance of three *witnesses* from the
+// reference: what the same step (or trajectory) gives where only rounding differs.
+//   - The random twin: the reference executor with each node's f32 outputs moved by delta * u * the
+//     element's scale (u uniform in [-1, 1]; the scale is the larger of the element and its tensor's
+//     rms, and for a result that cancels, the magnitude of the terms it sums: softmax's and the
+//     normalizations' backward passes, gelu's erf), as the fast executor's kernels round differently.
+//   - The tie twin: the reference with exact ties in a max pool's input broken the other way.
+//   - The exact step: the reference in f64 from the same state.
+// An ill-conditioned quantity (a sum that cancels, a gradient through a saturated sigmoid, a loss of a
+// 16-bit prediction that equals its target) moves there too and gets a bound to match; a
+// well-conditioned one keeps the fixed part, which a wrong kernel exceeds. Where the reference's loss,
+// weights or moving statistics stop being finite, the case ends at that step, as `pipec run` stops.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +67,8 @@ struct CaseOutcome {
   std::string failure;           // the first check that failed, with its figures
   std::string fast_description;  // the fast executor's description after the steps (ISA, conv algorithm)
   int64_t steps_compared = 0;    // one by one; fewer than the case's steps when the reference's loss stops
-                                 // being finite (fp32, mixed_bf16: where `pipec run` would stop)
+                                 // being finite (fp32, mixed_bf16: where `pipec run` would stop) or a weight
+                                 // or moving statistic overflows
   bool stopped_nonfinite = false;
   /// When a step's check failed: the same step on the reference executor in f64 (the graph made f64 by
   /// with_float_dtype, from the same state), and how far each f32 executor is from it there.

@@ -145,7 +145,7 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
     const auto end = std::chrono::steady_clock::now();
     std::cout << fmt::format("{}: {} ({}; {} steps compared{}; compared in {:.2f} s){}\n", label,
                              r.ok ? "agrees" : "MISMATCH", what, r.steps_compared,
-                             r.stopped_nonfinite ? ", the loss stopped being finite" : "",
+                             r.stopped_nonfinite ? ", the reference stopped being finite" : "",
                              std::chrono::duration<double>(end - compare_start).count(), join_worst(r.worst));
   }
   if (r.ok) return true;
@@ -305,8 +305,8 @@ int main(int argc, char** argv) {
   std::string precisions;
   for (const auto& [p, n] : t.per_precision) precisions += fmt::format(" {} {}", p, n);
   std::cout << fmt::format(
-      "train_difftest: {} cases in {:.1f} s ({}), {} with conv2d by Winograd, {} stopped early at a loss that is "
-      "not finite (as `pipec run` stops); {} failed ({} did not compile)\n",
+      "train_difftest: {} cases in {:.1f} s ({}), {} with conv2d by Winograd, {} stopped early where the reference "
+      "stopped being finite (a loss, as `pipec run` stops, or an overflowed weight or statistic); {} failed ({} did not compile)\n",
       t.cases, secs, precisions.empty() ? "none compiled" : precisions.substr(1), t.winograd, t.nonfinite, t.failures,
       t.check_failures);
   std::cout << "train_difftest: the largest measured / bound per check:\n";
