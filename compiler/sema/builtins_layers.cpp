@@ -1,4 +1,5 @@
-// Model layers. Shapes are per example (no batch dimension), channels last, as in the model's
+// Model layers: the type rules that compiler/sema/layers.def's rows name, and the builtins registered
+// from those rows. Shapes are per example (no batch dimension), channels last, as in the model's
 // declared inputs: conv2d takes [height, width, channels]. Output sizes follow TensorFlow/Keras, so a
 // model written here has the shapes its Keras twin has.
 #include <fmt/format.h>
@@ -8,11 +9,6 @@
 namespace pipec {
 
 namespace {
-
-Builtin layer(std::string name, std::vector<ParamSpec> params, std::string doc, TypeRule rule) {
-  params.insert(params.begin(), req("x"));
-  return Builtin{std::move(name), BuiltinKind::Layer, std::move(params), std::move(doc), std::move(rule)};
-}
 
 std::optional<Type> float_input(CallContext& ctx, int64_t rank, const char* shape_text, int64_t min_rank = 0) {
   auto t = ctx.tensor("x");
@@ -104,35 +100,58 @@ Type spatial(CallContext& ctx, Window kind) {
   return Type::tensor(t->dtype, {h, w, has_filters ? *filters : t->shape[2]});
 }
 
+// ---- the type rules layers.def names ----
+
+Type conv2d_shape(CallContext& ctx) { return spatial(ctx, Window::Conv); }
+Type conv2d_transpose_shape(CallContext& ctx) { return spatial(ctx, Window::ConvTranspose); }
+Type pool2d_shape(CallContext& ctx) { return spatial(ctx, Window::Pool); }
+
+Type upsample2d_shape(CallContext& ctx) {
+  auto t = float_input(ctx, 3, "[height, width, channels]");
+  auto size = pair_arg(ctx, "size", 2);
+  if (!t || !size) return Type::error();
+  auto up = [](int64_t d, int64_t s) { return d < 0 ? kUnknownDim : d * s; };
+  return Type::tensor(t->dtype, {up(t->shape[0], size->first), up(t->shape[1], size->second), t->shape[2]});
+}
+
+// [height, width, channels] -> [channels].
+Type global_pool_shape(CallContext& ctx) {
+  auto t = float_input(ctx, 3, "[height, width, channels]");
+  if (!t) return Type::error();
+  return Type::tensor(t->dtype, {t->shape[2]});
+}
+
+Type dense_shape(CallContext& ctx) {
+  auto t = float_input(ctx, -1, "[..., features]", 1);
+  auto units = ctx.const_int("units", 1);
+  if (!t || !units) return Type::error();
+  Type r = *t;
+  r.shape.back() = *units;
+  return r;
+}
+
+Type flatten_shape(CallContext& ctx) {
+  auto t = float_input(ctx, -1, "tensor");
+  if (!t) return Type::error();
+  return Type::tensor(t->dtype, {t->num_elements()});
+}
+
+// Element-wise: any float tensor, the shape unchanged.
 Type same_shape(CallContext& ctx) {
   auto t = float_input(ctx, -1, "tensor");
   if (!t) return Type::error();
   return *t;
 }
 
-// A constant float argument in [lo, hi) (hi excluded when `open_hi`), when given.
-bool number_in(CallContext& ctx, std::string_view name, double lo, double hi, bool open_hi, const char* range_text) {
-  if (!ctx.has(name)) return true;
-  auto v = ctx.const_number(name);
-  if (!v) return false;
-  if (*v < lo || *v > hi || (open_hi && *v == hi)) {
-    ctx.error(DiagKind::invalid_argument_value, ctx.arg(name).range,
-              fmt::format("`{}` of {} must be in {}, not {}", name, ctx.builtin.name, range_text, *v));
-    return false;
-  }
-  return true;
-}
-
-// Normalization over the last (feature) dimension, shape unchanged.
-Type rule_norm(CallContext& ctx) {
+// Over the last (feature) dimension (the normalizations), the shape unchanged.
+Type features_shape(CallContext& ctx) {
   auto t = float_input(ctx, -1, "[..., features]", 1);
-  bool ok = number_in(ctx, "epsilon", 0, 1, false, "[0, 1]");
-  if (ctx.builtin.name == "batch_norm") ok = number_in(ctx, "momentum", 0, 1, false, "[0, 1]") && ok;
-  if (!t || !ok) return Type::error();
+  if (!t) return Type::error();
   return *t;
 }
 
-Type rule_axis_activation(CallContext& ctx) {
+// Along `axis` (softmax), the shape unchanged.
+Type axis_shape(CallContext& ctx) {
   auto t = float_input(ctx, -1, "[..., features]", 1);
   if (!t) return Type::error();
   if (ctx.has("axis")) {
@@ -145,7 +164,7 @@ Type rule_axis_activation(CallContext& ctx) {
 // embedding: integer ids of any shape -> f32 [..., output_dim]. Keras casts float ids to int32, dropping
 // any fraction; pipec asks for an integer type, so that a float activation (a layer's output, a
 // normalized feature) is never read as ids by mistake.
-Type rule_embedding(CallContext& ctx) {
+Type embedding_shape(CallContext& ctx) {
   auto t = ctx.tensor("x");
   auto input_dim = ctx.const_int("input_dim", 1);
   auto output_dim = ctx.const_int("output_dim", 1);
@@ -164,70 +183,101 @@ Type rule_embedding(CallContext& ctx) {
   return Type::tensor(DType::F32, shape);
 }
 
+// add: two float activations of one shape.
+Type add_shape(CallContext& ctx) {
+  auto a = float_input(ctx, -1, "tensor");
+  auto b = ctx.tensor("y");
+  if (!a || !b) return Type::error();
+  if (a->shape != b->shape || !is_float(b->dtype)) {
+    ctx.error(DiagKind::layer_shape_mismatch, ctx.range,
+              fmt::format("add needs two float activations of one shape, not {} and {}", type_to_string(*a),
+                          type_to_string(*b)));
+    return Type::error();
+  }
+  return *a;
+}
+
+// ---- the arguments' own checks ----
+
+enum class RangeEnd { Closed, Open };
+struct NumberRange {
+  std::string name;
+  double lo, hi;
+  RangeEnd end;
+};
+
+// Each IN_RANGE argument, when given, is a constant number in its range.
+bool numbers_in_range(CallContext& ctx, const std::vector<NumberRange>& ranges) {
+  bool ok = true;
+  for (const NumberRange& r : ranges) {
+    if (!ctx.has(r.name)) continue;
+    auto v = ctx.const_number(r.name);
+    if (!v) {
+      ok = false;
+      continue;
+    }
+    const bool open = r.end == RangeEnd::Open;
+    if (*v < r.lo || *v > r.hi || (open && *v == r.hi)) {
+      ctx.error(DiagKind::invalid_argument_value, ctx.arg(r.name).range,
+                fmt::format("`{}` of {} must be in [{:g}, {:g}{}, not {}", r.name, ctx.builtin.name, r.lo, r.hi,
+                            open ? ")" : "]", *v));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// A layer builtin from its row: x first, then the row's arguments; the type rule checks the arguments'
+// ranges after the shape rule, so that a call with both kinds of mistakes hears of both.
+Builtin layer(std::string name, std::vector<ParamSpec> params, std::vector<NumberRange> ranges, std::string doc,
+              Type (*shape_rule)(CallContext&)) {
+  params.insert(params.begin(), req("x"));
+  TypeRule rule = [ranges = std::move(ranges), shape_rule](CallContext& ctx) {
+    Type t = shape_rule(ctx);
+    if (!numbers_in_range(ctx, ranges)) return Type::error();
+    return t;
+  };
+  return Builtin{std::move(name), BuiltinKind::Layer, std::move(params), std::move(doc), std::move(rule)};
+}
+
 }  // namespace
 
 void register_layer_builtins(std::vector<Builtin>& out) {
-  out.push_back(
-      layer("conv2d",
-            {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"}),
-             opt("dilation", "1")},
-            "2-D convolution (with bias) over [height, width, channels] -> [h', w', filters]. kernel, strides "
-            "and dilation are one integer or [height, width]; padding same gives ceil(in / stride), valid "
-            "ceil((in - window + 1) / stride), as in TensorFlow.",
-            [](CallContext& ctx) { return spatial(ctx, Window::Conv); }));
-  out.push_back(
-      layer("conv2d_transpose",
-            {req("filters"), req("kernel"), opt("strides", "1"), opt("padding", "valid", {"valid", "same"})},
-            "Transposed 2-D convolution (learned upsampling): [h, w, c] -> [h * stride, w * stride, filters] with "
-            "padding same, [h * stride + max(kernel - stride, 0), ...] with valid, as in Keras.",
-            [](CallContext& ctx) { return spatial(ctx, Window::ConvTranspose); }));
-  out.push_back(layer("max_pool2d", {req("size"), opt("strides", "size"), opt("padding", "valid", {"valid", "same"})},
-                      "Maximum over windows of [height, width, channels]; size and strides are one integer or "
-                      "[height, width], output sizes as conv2d's.",
-                      [](CallContext& ctx) { return spatial(ctx, Window::Pool); }));
-  out.push_back(layer("avg_pool2d", {req("size"), opt("strides", "size"), opt("padding", "valid", {"valid", "same"})},
-                      "Average over windows of [height, width, channels] (padding excluded from the average); output "
-                      "sizes as conv2d's.",
-                      [](CallContext& ctx) { return spatial(ctx, Window::Pool); }));
-  out.push_back(
-      layer("upsample2d", {opt("size", "2"), opt("method", "nearest", {"nearest", "bilinear"})},
-            "Repeats rows and columns `size` times ([height, width] or one integer): [h, w, c] -> "
-            "[h * size, w * size, c] (Keras' UpSampling2D).",
-            [](CallContext& ctx) -> Type {
-              auto t = float_input(ctx, 3, "[height, width, channels]");
-              auto size = pair_arg(ctx, "size", 2);
-              if (!t || !size) return Type::error();
-              auto up = [](int64_t d, int64_t s) { return d < 0 ? kUnknownDim : d * s; };
-              return Type::tensor(t->dtype, {up(t->shape[0], size->first), up(t->shape[1], size->second), t->shape[2]});
-            }));
-  out.push_back(layer("global_avg_pool", {}, "Averages [height, width, channels] over space: -> [channels].",
-                      [](CallContext& ctx) -> Type {
-                        auto t = float_input(ctx, 3, "[height, width, channels]");
-                        if (!t) return Type::error();
-                        return Type::tensor(t->dtype, {t->shape[2]});
-                      }));
-  out.push_back(layer("global_max_pool", {}, "Maximum of [height, width, channels] over space: -> [channels].",
-                      [](CallContext& ctx) -> Type {
-                        auto t = float_input(ctx, 3, "[height, width, channels]");
-                        if (!t) return Type::error();
-                        return Type::tensor(t->dtype, {t->shape[2]});
-                      }));
-  out.push_back(layer("dense", {req("units")},
-                      "Fully connected layer (with bias) on the last dimension: [..., n] -> [..., units].",
-                      [](CallContext& ctx) -> Type {
-                        auto t = float_input(ctx, -1, "[..., features]", 1);
-                        auto units = ctx.const_int("units", 1);
-                        if (!t || !units) return Type::error();
-                        Type r = *t;
-                        r.shape.back() = *units;
-                        return r;
-                      }));
-  out.push_back(layer("flatten", {}, "Flattens the input to one dimension: [d1, d2, ...] -> [d1 * d2 * ...].",
-                      [](CallContext& ctx) -> Type {
-                        auto t = float_input(ctx, -1, "tensor");
-                        if (!t) return Type::error();
-                        return Type::tensor(t->dtype, {t->num_elements()});
-                      }));
+  // An argument's ParamSpec, and its range when it has one.
+  struct Arg {
+    ParamSpec spec;
+    std::optional<NumberRange> range;
+  };
+  auto add = [&](const char* name, std::vector<Arg> args, const char* doc, Type (*shape_rule)(CallContext&)) {
+    std::vector<ParamSpec> params;
+    std::vector<NumberRange> ranges;
+    for (Arg& a : args) {
+      params.push_back(std::move(a.spec));
+      if (a.range) ranges.push_back(std::move(*a.range));
+    }
+    out.push_back(layer(name, std::move(params), std::move(ranges), doc, shape_rule));
+  };
+#define PIPEC_LIST(...) __VA_ARGS__
+#define REQ(name) \
+  Arg { req(#name), std::nullopt }
+#define OPT(name, default_text) \
+  Arg { opt(#name, default_text), std::nullopt }
+#define CHOICE(name, default_text, ...) \
+  Arg { opt(#name, default_text, {__VA_ARGS__}), std::nullopt }
+#define IN_RANGE(name, default_text, lo, hi, end)                                                 \
+  Arg {                                                                                           \
+    std::string_view(default_text).empty() ? req(#name) : opt(#name, default_text), NumberRange { \
+#name, lo, hi, RangeEnd::end                                                                \
+    }                                                                                             \
+  }
+#define LAYER(builtin, shape_rule, parts_rule, arguments, doc) add(#builtin, {PIPEC_LIST arguments}, doc, shape_rule);
+#include "compiler/sema/layers.def"
+#undef LAYER
+#undef IN_RANGE
+#undef CHOICE
+#undef OPT
+#undef REQ
+#undef PIPEC_LIST
   // concat in a model is the op of the same name (registered earlier), seen as a layer.
   for (const Builtin& b : out)
     if (b.kind == BuiltinKind::Op && b.name == "concat") {
@@ -236,58 +286,6 @@ void register_layer_builtins(std::vector<Builtin>& out) {
       out.push_back(c);
       break;
     }
-  out.push_back(layer("relu", {}, "max(x, 0), element-wise; the shape is unchanged.", same_shape));
-  out.push_back(layer("leaky_relu", {opt("alpha", "0.2")},
-                      "x where x > 0, alpha * x elsewhere (Keras' LeakyReLU); the shape is unchanged.",
-                      [](CallContext& ctx) -> Type {
-                        if (!number_in(ctx, "alpha", 0, 1, false, "[0, 1]")) return Type::error();
-                        return same_shape(ctx);
-                      }));
-  out.push_back(
-      layer("tanh", {}, "Hyperbolic tangent, element-wise, into (-1, 1); the shape is unchanged.", same_shape));
-  out.push_back(
-      layer("sigmoid", {}, "1 / (1 + exp(-x)), element-wise, into (0, 1); the shape is unchanged.", same_shape));
-  out.push_back(layer(
-      "gelu", {}, "Gaussian error linear unit, x * Phi(x) (exact, not the tanh approximation); the shape is unchanged.",
-      same_shape));
-  out.push_back(layer("softmax", {opt("axis", "-1")},
-                      "exp(x) / sum(exp(x)) along axis (the last by default): per-pixel class probabilities for "
-                      "[h, w, classes]; the shape is unchanged.",
-                      rule_axis_activation));
-  out.push_back(layer("batch_norm", {opt("momentum", "0.99"), opt("epsilon", "1e-3")},
-                      "Batch normalization over the last (channel) dimension: batch statistics while training, moving "
-                      "averages (updated with momentum) at inference; the shape is unchanged.",
-                      rule_norm));
-  out.push_back(layer("layer_norm", {opt("epsilon", "1e-3")},
-                      "Layer normalization over the last dimension of each example; the shape is unchanged.",
-                      rule_norm));
-  out.push_back(layer("dropout", {req("rate")},
-                      "Zeroes a `rate` fraction of activations while training (0 <= rate < 1) and "
-                      "scales the rest by 1 / (1 - rate); the shape is unchanged.",
-                      [](CallContext& ctx) -> Type {
-                        if (!number_in(ctx, "rate", 0, 1, true, "[0, 1)")) return Type::error();
-                        return same_shape(ctx);
-                      }));
-  out.push_back(layer("embedding", {req("input_dim"), req("output_dim")},
-                      "Looks each integer id of x (any shape) up in a learned table [input_dim, output_dim]: [...] -> "
-                      "[..., output_dim] (Keras' Embedding). Ids must be in [0, input_dim); x must have an integer "
-                      "type (declare the model input so: `tokens: i32[16]`).",
-                      rule_embedding));
-  out.push_back(
-      layer("add", {req("y")},
-            "Element-wise sum of two equally shaped activations, for residual connections: x | add(y), or add(x, y).",
-            [](CallContext& ctx) -> Type {
-              auto a = float_input(ctx, -1, "tensor");
-              auto b = ctx.tensor("y");
-              if (!a || !b) return Type::error();
-              if (a->shape != b->shape || !is_float(b->dtype)) {
-                ctx.error(DiagKind::layer_shape_mismatch, ctx.range,
-                          fmt::format("add needs two float activations of one shape, not {} and {}", type_to_string(*a),
-                                      type_to_string(*b)));
-                return Type::error();
-              }
-              return *a;
-            }));
 }
 
 }  // namespace pipec

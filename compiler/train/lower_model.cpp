@@ -14,11 +14,13 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "compiler/lower/lower.h"
 #include "compiler/sema/builtins.h"
+#include "compiler/train/layer_parts.h"
 
 namespace pipec {
 
@@ -408,19 +410,23 @@ class ModelLowering {
 
   // ---- layers ----------------------------------------------------------------------------------------
 
-  Value arg_value(const LayerCall& lc, const std::string& name) const {
-    for (size_t i = 0; i < lc.builtin->params.size(); ++i) {
-      if (lc.builtin->params[i].name != name) continue;
-      if (lc.args[i] && lc.args[i]->constant) return *lc.args[i]->constant;
-      return default_value(lc.builtin->params[i].default_text);
-    }
-    throw std::logic_error("lowering: layer " + lc.builtin->name + " has no parameter " + name);
+  bool has_param(const LayerCall& lc, const std::string& name) const {
+    for (const ParamSpec& p : lc.builtin->params)
+      if (p.name == name) return true;
+    return false;
   }
 
-  bool has_arg(const LayerCall& lc, const std::string& name) const {
-    for (size_t i = 0; i < lc.builtin->params.size(); ++i)
-      if (lc.builtin->params[i].name == name) return lc.args[i] != nullptr;
-    return false;
+  // The argument's value, or its default; a default naming another parameter (a pool's strides default
+  // to its size) is that one's.
+  Value argument_or_default(const LayerCall& lc, const std::string& name) const {
+    for (size_t i = 0; i < lc.builtin->params.size(); ++i) {
+      const ParamSpec& p = lc.builtin->params[i];
+      if (p.name != name) continue;
+      if (lc.args[i] && lc.args[i]->constant) return *lc.args[i]->constant;
+      if (has_param(lc, p.default_text)) return argument_or_default(lc, p.default_text);
+      return default_value(p.default_text);
+    }
+    throw std::logic_error("lowering: layer " + lc.builtin->name + " has no parameter " + name);
   }
 
   // One integer or [height, width].
@@ -431,14 +437,6 @@ class ModelLowering {
   }
 
   static int64_t number_of(const Value& v) { return v.kind == Value::Float ? static_cast<int64_t>(v.f) : v.i; }
-
-  // An option word of a closed set (the checker accepts only the set's words).
-  template <class E>
-  E option(const LayerCall& lc, const std::string& name) const {
-    const Value v = arg_value(lc, name);
-    if (std::optional<E> e = enum_from_text<E>(v.s)) return *e;
-    throw std::logic_error(fmt::format("lowering: layer {}'s {} is {}", lc.builtin->name, name, v.to_string()));
-  }
 
   int new_param(LayerRecord& rec, const std::string& suffix, Shape shape, Init init, int64_t fan_in = 0,
                 int64_t fan_out = 0, bool state = false) {
@@ -464,7 +462,7 @@ class ModelLowering {
       if (list && list->kind == ExprKind::List)
         for (const auto& item : list->as<ListExpr>()->items) values.push_back(value_of(*item));
       if (!ok_) return -1;
-      int64_t axis = number_of(arg_value(lc, "axis"));
+      int64_t axis = number_of(argument_or_default(lc, "axis"));
       if (axis < 0) axis += static_cast<int64_t>(result.shape.size());
       return expr_node(op, values, {{"axis", Value::make_int(axis)}}, result, whole.range);
     }
@@ -481,128 +479,91 @@ class ModelLowering {
     return expr_node(op, operands, std::move(attrs), result, whole.range);
   }
 
+  // A layer of a node kind of its own: the kind's attributes from the arguments, then the weights and
+  // outputs its parts rule (compiler/train/layer_parts.h) gives.
   int lower_layer(const LayerCall& lc) {
     const std::string& name = lc.builtin->name;
     const Expr& whole = *lc.whole;
     SourceRange range = whole.range;
-    const Type& result = whole.type;
     const std::optional<LayerLowering> how = layer_lowering(name);
-    if (!how) {
+    if (how && how->expr) return lower_expr_layer(lc, *how->expr);
+    const PartsRule parts_rule = layer_parts_rule(name);
+    if (!how || !parts_rule) {
       diags_.report(DiagKind::unsupported_in_model, range, fmt::format("layer `{}` cannot be trained yet", name));
       ok_ = false;
       return -1;
     }
-    if (how->expr) return lower_expr_layer(lc, *how->expr);
     int x = value_of(*lc.args[0]);
     if (!ok_) return -1;
     GraphNode n;
     n.op = *how->node;
-    // embedding reads integer ids, as i64 (every integer type's ids fit); every other layer a float input.
-    x = n.op == ModelOp::Embedding ? as_i64(x, range) : as_f32(x, range);
     const Shape in_shape = g_.values[x].shape;
+    n.attrs = attrs_from_arguments(lc, n.op, in_shape);
+    // Dropout's masks: each dropout layer draws from a random stream of its own, numbered in model order.
+    if (DropoutAttrs* d = std::get_if<DropoutAttrs>(&n.attrs)) d->stream = dropout_streams_++;
+    const LayerParts parts = parts_rule(n, in_shape);
+    x = parts.input == DType::I64 ? as_i64(x, range) : as_f32(x, range);
     LayerRecord rec{static_cast<int>(g_.nodes.size()), current_stmt_, model_op_info(n.op).keras, {}, {}};
-    std::vector<int> ins = {x};
-    switch (n.op) {
-      case ModelOp::Conv2d:
-      case ModelOp::Conv2dTranspose: {
-        const bool transpose = n.op == ModelOp::Conv2dTranspose;
-        const Pair k = pair(arg_value(lc, "kernel"));
-        int64_t filters = number_of(arg_value(lc, "filters"));
-        const Pair strides = pair(arg_value(lc, "strides"));
-        const Padding padding = option<Padding>(lc, "padding");
-        if (transpose)
-          n.attrs = Conv2dTransposeAttrs{.kernel = k, .filters = filters, .strides = strides, .padding = padding};
-        else
-          n.attrs = Conv2dAttrs{.kernel = k,
-                                .filters = filters,
-                                .strides = strides,
-                                .padding = padding,
-                                .dilation = pair(arg_value(lc, "dilation"))};
-        int64_t kh = k[0], kw = k[1], cin = in_shape.back();
-        // Keras' kernel layouts: conv2d [kh, kw, in, out], conv2d_transpose [kh, kw, out, in]; the fans of
-        // glorot_uniform are taken from the shape as written, with the receptive field kh * kw.
-        Shape kshape = transpose ? Shape{kh, kw, filters, cin} : Shape{kh, kw, cin, filters};
-        ins.push_back(new_param(rec, "kernel", kshape, Init::GlorotUniform, kh * kw * kshape[2], kh * kw * kshape[3]));
-        ins.push_back(new_param(rec, "bias", {filters}, Init::Zeros));
-        break;
-      }
-      case ModelOp::Dense: {
-        int64_t units = number_of(arg_value(lc, "units"));
-        n.attrs = DenseAttrs{.units = units};
-        ins.push_back(new_param(rec, "kernel", {in_shape.back(), units}, Init::GlorotUniform, in_shape.back(), units));
-        ins.push_back(new_param(rec, "bias", {units}, Init::Zeros));
-        break;
-      }
-      case ModelOp::MaxPool2d:
-      case ModelOp::AvgPool2d: {
-        const Pair size = pair(arg_value(lc, "size"));
-        n.attrs = Pool2dAttrs{.size = size,
-                              .strides = has_arg(lc, "strides") ? pair(arg_value(lc, "strides")) : size,
-                              .padding = option<Padding>(lc, "padding")};
-        break;
-      }
-      case ModelOp::GlobalAvgPool:
-      case ModelOp::GlobalMaxPool:
-      case ModelOp::Gelu: break;
-      case ModelOp::Upsample2d:
-        n.attrs = Upsample2dAttrs{.size = pair(arg_value(lc, "size")), .method = option<Interpolation>(lc, "method")};
-        break;
-      case ModelOp::LeakyRelu: n.attrs = LeakyReluAttrs{.alpha = arg_value(lc, "alpha").as_double()}; break;
-      case ModelOp::Softmax: {
-        int64_t axis = number_of(arg_value(lc, "axis"));
-        if (axis < 0) axis += static_cast<int64_t>(in_shape.size());
-        n.attrs = SoftmaxAttrs{.axis = axis};  // of one example
-        break;
-      }
-      case ModelOp::BatchNorm:
-      case ModelOp::LayerNorm: {
-        const bool batch = n.op == ModelOp::BatchNorm;
-        const double epsilon = arg_value(lc, "epsilon").as_double();
-        if (batch) n.attrs = BatchNormAttrs{.epsilon = epsilon, .momentum = arg_value(lc, "momentum").as_double()};
-        else n.attrs = LayerNormAttrs{.epsilon = epsilon};
-        int64_t c = in_shape.back();
-        ins.push_back(new_param(rec, "gamma", {c}, Init::Ones));
-        ins.push_back(new_param(rec, "beta", {c}, Init::Zeros));
-        if (batch) {
-          ins.push_back(new_param(rec, "moving_mean", {c}, Init::Zeros, 0, 0, true));
-          ins.push_back(new_param(rec, "moving_variance", {c}, Init::Ones, 0, 0, true));
-        }
-        break;
-      }
-      case ModelOp::Dropout:
-        n.attrs = DropoutAttrs{.rate = arg_value(lc, "rate").as_double(), .stream = dropout_streams_++};
-        break;
-      case ModelOp::Embedding: {
-        const int64_t input_dim = number_of(arg_value(lc, "input_dim"));
-        const int64_t output_dim = number_of(arg_value(lc, "output_dim"));
-        n.attrs = EmbeddingAttrs{.input_dim = input_dim, .output_dim = output_dim};
-        // Keras' Embedding: `embeddings` [input_dim, output_dim], RandomUniform(-0.05, 0.05).
-        ins.push_back(new_param(rec, "embeddings", {input_dim, output_dim}, Init::Uniform));
-        break;
-      }
-      default:  // layer_lowering gives Forward kinds only, and never Expr
-        throw std::logic_error(
-            fmt::format("lowering: layer {} lowers to {}, which is no layer", name, model_op_name(n.op)));
-    }
-    n.inputs = ins;
-    int y = new_value(Type::tensor(DType::F32, result.shape));
+    n.inputs = {x};
+    for (const WeightPart& w : parts.weights)
+      n.inputs.push_back(new_param(rec, w.name, w.shape, w.init, w.fan_in, w.fan_out, w.state));
+    const int y = new_value(Type::tensor(DType::F32, whole.type.shape));
     n.outputs.push_back(y);
-    if (n.op == ModelOp::BatchNorm) {
-      for (int k = 0; k < 2; ++k) {
-        GraphValue stat;
-        stat.shape = {in_shape.back()};
-        stat.batched = false;
-        n.outputs.push_back(g_.add_value(stat));
-      }
-    } else if (n.op == ModelOp::LayerNorm) {
-      Shape rows(in_shape.begin(), in_shape.end() - 1);
-      for (int k = 0; k < 2; ++k) n.outputs.push_back(new_value(Type::tensor(DType::F32, rows)));
-    } else if (n.op == ModelOp::Dropout) {
-      n.outputs.push_back(new_value(Type::tensor(DType::F32, in_shape)));
+    for (const OutputPart& o : parts.outputs) {
+      GraphValue v;
+      v.shape = o.shape;
+      v.batched = o.batched;
+      n.outputs.push_back(g_.add_value(v));
     }
     rec.node = add_node(std::move(n), range);
     if (!rec.prefix.empty()) layers_.push_back(rec);
     return y;
+  }
+
+  // The attributes of a node of kind `op`, each field from the layer's argument of the same name (its
+  // value, or its default; a default that names another argument is that argument's value). A field
+  // with no argument of its name keeps its default: lowering's own (dropout's stream) or a later pass's
+  // (a fused activation, the evaluation graph's inference flag).
+  ModelAttrs attrs_from_arguments(const LayerCall& lc, ModelOp op, const Shape& in_shape) const {
+    ModelAttrs attrs = default_attrs(op);
+    size_t used = 0;
+    std::visit(
+        [&](auto& a) {
+          for_each_attr(a, [&](const char* field_name, auto& field) {
+            const std::string field_text = field_name;
+            if (!has_param(lc, field_text)) return;
+            ++used;
+            const Value v = argument_or_default(lc, field_text);
+            using T = std::decay_t<decltype(field)>;
+            if constexpr (std::is_same_v<T, int64_t>) {
+              field = number_of(v);
+              // An axis of one example: negative counts from the end.
+              if (field_text == "axis" && field < 0) field += static_cast<int64_t>(in_shape.size());
+            } else if constexpr (std::is_same_v<T, double>) {
+              field = v.as_double();
+            } else if constexpr (std::is_same_v<T, Pair>) {
+              field = pair(v);
+            } else if constexpr (std::is_enum_v<T>) {
+              std::optional<T> e = enum_from_text<T>(v.s);
+              if (!e)
+                throw std::logic_error(
+                    fmt::format("lowering: layer {}'s {} is {}", lc.builtin->name, field_text, v.to_string()));
+              field = *e;
+            } else {
+              throw std::logic_error(
+                  fmt::format("lowering: layer {}'s argument {} fills an attribute of no argument type",
+                              lc.builtin->name, field_text));
+            }
+          });
+        },
+        attrs);
+    // Every argument after x (and add's y, an operand) is an attribute: one that were not would be lost.
+    size_t arguments = 0;
+    for (const ParamSpec& p : lc.builtin->params) arguments += p.name != "x" && p.name != "y";
+    if (used != arguments)
+      throw std::logic_error(fmt::format("lowering: {} of layer {}'s {} arguments are attributes of {}", used,
+                                         lc.builtin->name, arguments, attrs_name(attrs)));
+    return attrs;
   }
 
   // ---- blocks ----------------------------------------------------------------------------------------

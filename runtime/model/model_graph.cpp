@@ -2,6 +2,8 @@
 #include "runtime/model/model_graph.h"
 
 #include <stdexcept>
+#include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,14 @@ const std::vector<ModelOpInfo>& all_model_ops() {
 const ModelOpInfo& model_op_info(ModelOp op) { return all_model_ops().at(static_cast<size_t>(op)); }
 
 const char* model_op_name(ModelOp op) { return model_op_info(op).name; }
+
+ModelAttrs default_attrs(ModelOp op) {
+  const size_t index = model_op_info(op).attrs;
+  ModelAttrs out;
+  [&]<size_t... I>(std::index_sequence<I...>) { ((index == I ? (out.emplace<I>(), 0) : 0), ...); }
+  (std::make_index_sequence<std::variant_size_v<ModelAttrs>>());
+  return out;
+}
 
 bool runs_in_any_phase(ModelOp op) { return op == ModelOp::Expr || op == ModelOp::Round; }
 

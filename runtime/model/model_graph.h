@@ -71,6 +71,8 @@ struct ModelOpInfo {
 const std::vector<ModelOpInfo>& all_model_ops();
 const ModelOpInfo& model_op_info(ModelOp op);
 const char* model_op_name(ModelOp op);
+/// The attributes a node of kind `op` holds, each field at its default (lowering fills them).
+ModelAttrs default_attrs(ModelOp op);
 /// Kinds whose nodes run in whichever phase they serve (expr, round) rather than their kind's category.
 bool runs_in_any_phase(ModelOp op);
 std::optional<ModelOp> parse_model_op(std::string_view name);

@@ -192,8 +192,8 @@ class NoiseTwin final : public StepExecutor {
     const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
     const Shape shape = g.full_shape(n.inputs[0], rows_in_batch);
     const int64_t channels = shape.back(), rows = shape_num_elements(shape) / channels;
-    const float *x = data(n.inputs[0]), *dy = data(n.inputs[1]), *gamma = data(n.inputs[2]),
-                *mean = data(n.inputs[3]), *variance = data(n.inputs[4]);
+    const float *x = data(n.inputs[0]), *dy = data(n.inputs[1]), *gamma = data(n.inputs[2]), *mean = data(n.inputs[3]),
+                *variance = data(n.inputs[4]);
     const int64_t groups = per_row ? rows : channels, group_size = per_row ? channels : rows;
     std::vector<double> sum_gx(static_cast<size_t>(groups)), sum_gx_xhat(static_cast<size_t>(groups));
     terms_.assign(3, {});

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins.h"
 #include "compiler/sema/name_rules.h"
+#include "compiler/train/layer_parts.h"
 #include "runtime/model/model_graph.h"
 #include "tests/unit/train_util.h"
 
@@ -47,6 +49,91 @@ TEST(ModelTable, EveryLayerRowIsABuiltin) {
   EXPECT_FALSE(layer_lowering("expr").has_value());
   EXPECT_FALSE(layer_lowering("conv2d_backward_input").has_value());
   EXPECT_FALSE(layer_lowering("no_such_layer").has_value());
+}
+
+// compiler/sema/layers.def's rows are the layer builtins (concat, the op seen as a layer, aside), and each
+// row that lowers to a node kind of its own has a parts rule.
+TEST(ModelTable, LayerRowsAreTheLayerBuiltins) {
+  std::set<std::string> rows;
+#define LAYER(builtin, shape_rule, parts_rule, arguments, doc) EXPECT_TRUE(rows.insert(#builtin).second) << #builtin;
+#include "compiler/sema/layers.def"
+#undef LAYER
+  std::set<std::string> builtins = layer_builtins();
+  builtins.erase("concat");
+  EXPECT_EQ(rows, builtins);
+  for (const std::string& name : rows) {
+    std::optional<LayerLowering> how = layer_lowering(name);
+    ASSERT_TRUE(how.has_value()) << name;
+    if (how->node) {
+      EXPECT_NE(layer_parts_rule(name), nullptr) << name;
+    }
+  }
+  EXPECT_EQ(layer_parts_rule("no_such_layer"), nullptr);
+}
+
+// A node layer's arguments fill its attribute struct by name: every argument after x is a field of the
+// struct its kind holds (model_ops.def), and every field is an argument's or one that lowering or a pass
+// sets (dropout's random stream, a fused activation, the evaluation graph's inference flag).
+TEST(ModelTable, NodeLayerArgumentsAreTheirAttributes) {
+  const std::set<std::string> not_arguments = {"stream", "activation", "inference"};
+  int checked = 0;
+  for (const Builtin& b : all_builtins()) {
+    if (b.kind != BuiltinKind::Layer) continue;
+    std::optional<LayerLowering> how = layer_lowering(b.name);
+    if (!how || !how->node) continue;
+    std::set<std::string> arguments, fields;
+    for (const ParamSpec& p : b.params)
+      if (p.name != "x") arguments.insert(p.name);
+    std::visit([&](const auto& a) { for_each_attr(a, [&](const char* name, const auto&) { fields.insert(name); }); },
+               default_attrs(*how->node));
+    for (const std::string& a : arguments)
+      EXPECT_TRUE(fields.count(a)) << b.name << "'s argument " << a << " is no field of "
+                                   << attrs_name(default_attrs(*how->node));
+    for (const std::string& f : fields)
+      EXPECT_TRUE(arguments.count(f) || not_arguments.count(f))
+          << attrs_name(default_attrs(*how->node)) << "'s field " << f << " is no argument of " << b.name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
+}
+
+// The arguments reach the attributes: given values, defaults, a default naming another argument (a pool's
+// strides are its size) and an axis counted from the end.
+TEST(ModelTable, LayerArgumentsFillTheNodesAttributes) {
+  TrainProgram t = testing::compile_train(R"(source s = tfrecord("unused.tfrecord") { x: f32[8, 8, 2], y: f32[3] }
+pipeline data = s | batch(4)
+model net(x: f32[8, 8, 2]) -> f32[3] {
+  x | conv2d(4, [3, 1], padding = same, dilation = 2) | max_pool2d([2, 1]) | leaky_relu | dropout(0.25)
+    | global_avg_pool | dense(3) | softmax(axis = -1)
+}
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd() }
+)");
+  int seen = 0;
+  for (const GraphNode& n : t.step.nodes) {
+    if (n.op == ModelOp::Conv2d) {
+      const Conv2dAttrs& a = n.attrs_as<Conv2dAttrs>();
+      EXPECT_EQ(a.filters, 4);
+      EXPECT_EQ(a.kernel, (Pair{3, 1}));
+      EXPECT_EQ(a.strides, (Pair{1, 1}));
+      EXPECT_EQ(a.padding, Padding::Same);
+      EXPECT_EQ(a.dilation, (Pair{2, 2}));
+      ++seen;
+    } else if (n.op == ModelOp::MaxPool2d) {
+      EXPECT_EQ(n.attrs_as<Pool2dAttrs>().strides, (Pair{2, 1}));
+      EXPECT_EQ(n.attrs_as<Pool2dAttrs>().padding, Padding::Valid);
+      ++seen;
+    } else if (n.op == ModelOp::LeakyRelu) {
+      EXPECT_DOUBLE_EQ(n.attrs_as<LeakyReluAttrs>().alpha, 0.2);
+      ++seen;
+    } else if (n.op == ModelOp::Dropout) {
+      EXPECT_DOUBLE_EQ(n.attrs_as<DropoutAttrs>().rate, 0.25);
+      ++seen;
+    } else if (n.op == ModelOp::Softmax) {
+      EXPECT_EQ(n.attrs_as<SoftmaxAttrs>().axis, 0);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 5);
 }
 
 TEST(ModelTable, LossBuiltinsAreTheLossRows) {
