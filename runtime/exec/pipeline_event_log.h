@@ -18,8 +18,7 @@ namespace pipec {
 class PipelineEventLog {
  public:
   /// Makes DIR/pipeline and its event file. Throws DataError.
-  explicit PipelineEventLog(const std::string& logdir,
-                            double flush_seconds = EventFileWriter::kDefaultFlushSeconds);
+  explicit PipelineEventLog(const std::string& logdir, double flush_seconds = EventFileWriter::kDefaultFlushSeconds);
 
   /// One report of `run` after `elements` output elements of `examples` examples in `seconds`. Throws
   /// DataError.

@@ -37,8 +37,9 @@ EventFileWriter::EventFileWriter(const std::string& dir, double flush_seconds) :
   if (ec) throw DataError(DataError::Kind::Io, "cannot make the directory: " + ec.message(), {.file = dir});
   // events.out.tfevents.<seconds, 10 digits>.<host> is TensorFlow's name (TensorBoard lists any file whose
   // name holds "tfevents"); the pid, and a counter, keep two writers from ever sharing a file.
-  const std::string base = fmt::format("{}/events.out.tfevents.{:010d}.{}.{}", dir, static_cast<long long>(std::time(nullptr)),
-                                       host_name(), static_cast<long long>(::getpid()));
+  const std::string base =
+      fmt::format("{}/events.out.tfevents.{:010d}.{}.{}", dir, static_cast<long long>(std::time(nullptr)), host_name(),
+                  static_cast<long long>(::getpid()));
   for (int n = 0;; ++n) {
     path_ = n == 0 ? base : fmt::format("{}.{}", base, n);
     do fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
@@ -68,8 +69,7 @@ void EventFileWriter::add_scalars(int64_t step, const std::vector<tfevent::Scala
 void EventFileWriter::add_record(const std::string& event) {
   std::lock_guard<std::mutex> l(mu_);
   throw_if_failed();
-  if (stop_)
-    throw DataError(DataError::Kind::InvalidArgument, "write to a closed event file", {.file = path_});
+  if (stop_) throw DataError(DataError::Kind::InvalidArgument, "write to a closed event file", {.file = path_});
   tfrecord::append_record(pending_, event);
   ++records_;
 }

@@ -355,7 +355,7 @@ train t = {
   for (const auto& v : stats["validation"]) eval_steps.push_back(v["step"].get<int>());
   EXPECT_EQ(eval_steps, (std::vector<int>{5, 8, 10, 15, 16, 20, 24})) << stats["validation"].dump();
   std::regex line_re(
-      R"((?:^|\n)Epoch (\d+)/3  loss ([-0-9.e+]+)  val_loss ([-0-9.e+]+)  val_accuracy ([-0-9.e+]+)  ([0-9.]+) s\n)");
+      R"((?:^|\n)Epoch (\d+)/3  loss ([-0-9.e+]+)  val_loss ([-0-9.e+]+)  val_accuracy ([-0-9.e+]+)  ([0-9.]+) s(?=\n))");
   int epochs = 0;
   for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), line_re); it != std::sregex_iterator(); ++it) {
     const std::smatch& m = *it;
@@ -393,7 +393,8 @@ TEST(TrainRun, EpochLinesOfStepsPerEpochAndNoneWithoutEpochs) {
   write_file(d / "fit.pipe", kFitSpec);
   auto both = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "2", "--steps", "3"});
   ASSERT_EQ(both.exit_code, 0) << both.err;
-  EXPECT_TRUE(std::regex_search(both.err, std::regex(R"((^|\n)Epoch 1/2  loss [-0-9.e+]+  [0-9.]+ s\nEpoch 2/2  loss [-0-9.e+]+  [0-9.]+ s\n)")))
+  EXPECT_TRUE(std::regex_search(
+      both.err, std::regex(R"((^|\n)Epoch 1/2  loss [-0-9.e+]+  [0-9.]+ s\nEpoch 2/2  loss [-0-9.e+]+  [0-9.]+ s\n)")))
       << both.err;
   auto steps = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "3"});
   ASSERT_EQ(steps.exit_code, 0) << steps.err;
