@@ -21,7 +21,7 @@ LAYERS = [
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
     ["runtime/plan"],                     # the plan and expression IR, printer, verifier, serialization
     ["runtime/model"],                    # the model IR: layer table, model and training-step graphs
-    ["runtime/io"],                       # file formats: TFRecord, tf.Example, NumPy, CSV, compression
+    ["runtime/io"],                       # file formats: TFRecord, tf.Example, NumPy, CSV, compression, event files
     ["runtime/image"],                    # image codecs and transforms
     ["runtime/ops"],                      # the reference interpreter's kernels
     ["runtime/gpu"],                      # CUDA driver / NVRTC loading, device buffers, the GPU executor

@@ -31,16 +31,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The Python module's build and tests (python/, tests/python): a venv with nanobind, pytest and numpy from
-# PyPI, made from Debian's python3 (whose headers python3-dev installed). scripts/build.sh builds the
+# PyPI, made from Debian's python3 (whose headers python3-dev installed), and tensorboard, whose reader
+# checks `pipec run --logdir`'s event files (tests/train/tensorboard_test.py). scripts/build.sh builds the
 # module for it when it is there. PIPEC_VENV moves it.
 cd "$(dirname "$0")/.."
 venv=${PIPEC_VENV:-build/venv}
 # Under sudo, the venv (and build/) belong to the user who ran it, who builds there afterwards.
 as_user=()
 [ -n "${SUDO_USER:-}" ] && [ "$(id -u)" -eq 0 ] && as_user=(sudo -u "$SUDO_USER")
-if ! "$venv/bin/python" -c "import nanobind, pytest, numpy" 2>/dev/null; then
-  echo "setup: making the Python venv $venv (nanobind, pytest, numpy)"
+if ! "$venv/bin/python" -c "import nanobind, pytest, numpy, tensorboard" 2>/dev/null; then
+  echo "setup: making the Python venv $venv (nanobind, pytest, numpy, tensorboard)"
   "${as_user[@]}" mkdir -p "$(dirname "$venv")"
   "${as_user[@]}" /usr/bin/python3 -m venv "$venv"
-  "${as_user[@]}" "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy
+  "${as_user[@]}" "$venv/bin/pip" install -q --disable-pip-version-check "nanobind>=2.0" pytest numpy tensorboard
 fi

@@ -1,5 +1,6 @@
 // `pipec run SPEC`: compile a pipeline (compiler/compile) and run it, with a progress line, a summary of
-// where the time went (or as JSON), NumPy output for inspection, and iterator checkpoints. A spec with
+// where the time went (or as JSON), NumPy output for inspection, iterator checkpoints and TensorBoard
+// event files (--logdir: runtime/exec/pipeline_event_log.h). A spec with
 // a train block trains instead (compiler/driver/cmd_train.cpp) unless a pipeline flag asks for the
 // pipeline.
 #include <malloc.h>
@@ -26,6 +27,7 @@
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/spec_options.h"
 #include "runtime/core/buffer_pool.h"
+#include "runtime/exec/pipeline_event_log.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
@@ -260,7 +262,12 @@ int cmd_run(const Args& args) {
   app->add_option("--trace", a.trace,
                   "write Chrome trace events (Perfetto, chrome://tracing) to FILE; training: with each step's phases")
       ->type_name("FILE.json");
-  add_spec_flags(*app, flags, "no progress line and no summary");
+  app->add_option("--logdir", a.logdir,
+                  "write TensorBoard event files under DIR, as Keras' TensorBoard callback does: training in\n"
+                  "DIR/train and DIR/validation (loss, learning rate, loss scale, examples/s, input wait,\n"
+                  "each validation loss and metric), a pipeline in DIR/pipeline (examples/s, each stage's share)")
+      ->type_name("DIR");
+  add_spec_flags(*app, flags, "no progress line, no epoch lines and no summary");
   add_opt_flags(*app, request.options.passes);
   const TrainFlags train_flags = add_train_flags(*app, t);
   const std::vector<CLI::Option*> train_only = train_flags.all();
@@ -329,6 +336,15 @@ int cmd_run(const Args& args) {
     trace::start("pipec run " + fs::path(a.spec).filename().string());
     trace::set_thread_name("main (consumer)");
   }
+  std::optional<PipelineEventLog> events;
+  if (!a.logdir.empty()) {
+    try {
+      events.emplace(a.logdir);
+    } catch (const DataError& e) {
+      std::cerr << "pipec run: error: --logdir: " << e.what() << "\n";
+      return 2;
+    }
+  }
   try {
     PipelineRun run(plan, ro);
     fs::path ckpt = a.checkpoint.empty() ? fs::path() : fs::path(a.checkpoint) / "state.ckpt";
@@ -355,6 +371,21 @@ int cmd_run(const Args& args) {
     print_new_warnings();
     auto start = std::chrono::steady_clock::now();
     auto last_print = start;
+    // A report to TensorBoard about every second and at the end; a write that fails stops the file only.
+    auto last_event = start;
+    auto log_event = [&](bool at_end) {
+      auto now = std::chrono::steady_clock::now();
+      if (!events || (!at_end && now - last_event < std::chrono::seconds(1))) return;
+      last_event = now;
+      try {
+        events->report(run, sum.elements, sum.examples, std::chrono::duration<double>(now - start).count());
+        if (at_end) events->close();
+      } catch (const DataError& e) {
+        std::cerr << (tty ? "\r\033[K" : "") << "pipec run: warning: --logdir: " << e.what()
+                  << "; no more TensorBoard events are written\n";
+        events.reset();
+      }
+    };
     int64_t next_checkpoint = run.delivered() + a.checkpoint_every;
     Chunk c;
     std::optional<uint64_t> total;
@@ -374,6 +405,7 @@ int cmd_run(const Args& args) {
         run.save_checkpoint(ckpt);
         next_checkpoint = run.delivered() + a.checkpoint_every;
       }
+      log_event(false);
       auto now = std::chrono::steady_clock::now();
       if (tty && now - last_print > std::chrono::milliseconds(250)) {
         last_print = now;
@@ -389,6 +421,7 @@ int cmd_run(const Args& args) {
     }
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty) std::cerr << "\r\033[K";
+    log_event(true);
     print_new_warnings();
     if (!ckpt.empty()) run.save_checkpoint(ckpt);
     if (!write_run_trace(a.trace)) return 2;

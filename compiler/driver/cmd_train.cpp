@@ -2,14 +2,17 @@
 // the step graph and the plan of the block's data (compiler/compile/compile_train.cpp); this trains it on
 // the CPU with the fast executor (the reference one with -O0 or --executor reference), reading batches
 // from that plan, with a progress line, a summary of where the time went, --stats-json and training
-// checkpoints (--checkpoint DIR, --resume: runtime/train/persist/train_checkpoint.h).
+// checkpoints (--checkpoint DIR, --resume: runtime/train/persist/train_checkpoint.h), Keras-style epoch
+// lines and TensorBoard event files (--logdir: runtime/train/loop/train_event_log.h).
 #include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -22,9 +25,11 @@
 #include "runtime/exec/stage_stats.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/image/jpeg_index_cache.h"
+#include "runtime/io/errors.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
 #include "runtime/train/loop/strategy.h"
+#include "runtime/train/loop/train_event_log.h"
 #include "runtime/train/loop/train_loop.h"
 #include "runtime/train/persist/train_checkpoint.h"
 
@@ -68,6 +73,17 @@ std::string progress_line(const TrainProgress& p) {
   if (p.total_steps && done > 0) line += "  ETA " + format_duration(p.elapsed / done * (*p.total_steps - p.step));
   if (p.eval) line += fmt::format("  val {} (step {})", eval_text(*p.eval), format_thousands(p.eval->step));
   return line;
+}
+
+// Keras' line at the end of an epoch of model.fit(): "Epoch 3/15  loss 0.2143  val_loss 0.4801
+// val_accuracy 0.872  1.2 s".
+std::string epoch_line(const EpochEnd& e) {
+  std::string line = fmt::format("Epoch {}/{}  loss {:.4g}", e.epoch, e.epochs, e.loss);
+  if (e.eval) {
+    line += fmt::format("  val_loss {:.4g}", e.eval->loss);
+    for (const auto& [name, value] : e.eval->metrics) line += fmt::format("  val_{} {:.4g}", name, value);
+  }
+  return line + fmt::format("  {:.1f} s", e.seconds);
 }
 
 // What the data pipeline did while training: its memory, its bottleneck, the thread split with the
@@ -180,6 +196,24 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
       evals.push_back(x);
     }
     j["validation"] = evals;
+  }
+  if (!s.epochs.empty()) {
+    nlohmann::ordered_json epochs = nlohmann::ordered_json::array();
+    for (const EpochEnd& e : s.epochs) {
+      nlohmann::ordered_json x;
+      x["epoch"] = e.epoch;
+      x["steps"] = e.steps;
+      x["step"] = e.step;
+      x["loss"] = e.loss;
+      x["lr"] = e.lr;
+      x["seconds"] = e.seconds;
+      if (e.eval) {
+        x["val_loss"] = e.eval->loss;
+        for (const auto& [name, value] : e.eval->metrics) x["val_" + name] = value;
+      }
+      epochs.push_back(x);
+    }
+    j["epochs"] = epochs;
   }
   return j;
 }
@@ -299,7 +333,34 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
       return 2;
     }
   }
+  // --logdir: TensorBoard event files. A write that fails later (a full disk) stops the files, not the run.
+  std::optional<TrainEventLog> events;
+  if (!a.logdir.empty()) {
+    try {
+      events.emplace(a.logdir);
+    } catch (const DataError& e) {
+      std::cerr << "pipec run: error: --logdir: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  auto log_event = [&](const std::function<void(TrainEventLog&)>& write) {
+    if (!events) return;
+    try {
+      write(*events);
+    } catch (const DataError& e) {
+      std::cerr << (tty ? "\r\033[K" : "") << "pipec run: warning: --logdir: " << e.what()
+                << "; no more TensorBoard events are written\n";
+      events.reset();
+    }
+  };
+  to.on_evaluation = [&](const EvalResult& e) { log_event([&](TrainEventLog& l) { l.evaluation(e); }); };
+  to.on_epoch_end = [&](const EpochEnd& e) {
+    log_event([&](TrainEventLog& l) { l.epoch(e); });
+    // Above the progress line, which the next step draws again.
+    if (!quiet) std::cerr << (tty ? "\r\033[K" : "") << epoch_line(e) << "\n" << std::flush;
+  };
   auto on_step = [&](const TrainProgress& p) {
+    log_event([&](TrainEventLog& l) { l.step(p); });
     if (metrics.is_open()) {
       // One line per step, flushed, so that a reader following the file sees every step as it ends.
       nlohmann::ordered_json j;
@@ -328,6 +389,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   try {
     TrainSummary s = run_training(t, data, to, on_step);
     clear_line();
+    log_event([](TrainEventLog& l) { l.close(); });
     if (!write_run_trace(a.trace)) return 2;
     if (!quiet) print_summary(std::cerr, t, s, a, ta, pipeline);
     if (!a.stats_json.empty()) {

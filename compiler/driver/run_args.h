@@ -29,6 +29,7 @@ struct RunArgs {
   bool explain_autotune = false;
   std::vector<std::string> auto_values;  // KIND=N
   std::string trace;                     // --trace FILE.json
+  std::string logdir;                    // --logdir DIR: TensorBoard event files
   // A pipeline run only.
   std::string pipeline;
   int64_t take = -1;  // -1: every element

@@ -1,4 +1,5 @@
-// Just enough of the protocol buffers wire format to read and write tf.train.Example by hand.
+// Just enough of the protocol buffers wire format to read and write tf.train.Example (and TensorBoard's
+// Event, runtime/io/tf_event.h) by hand.
 //
 // A message is a sequence of (tag, value) pairs; tag = field_number << 3 | wire_type, and the wire
 // type says how to find the value's end (varint, 8 bytes, a varint length + bytes, or 4 bytes).
@@ -75,13 +76,17 @@ class WireReader {
     return v;
   }
 
+  uint64_t fixed64() {
+    if (end_ - p_ < 8) throw WireError{"fixed64 runs past the end of the message", p_};
+    uint64_t v = load_le64(p_);
+    p_ += 8;
+    return v;
+  }
+
   void skip(uint32_t wire_type) {
     switch (wire_type) {
       case kVarint: (void)varint(); return;
-      case kFixed64:
-        if (end_ - p_ < 8) throw WireError{"fixed64 runs past the end of the message", p_};
-        p_ += 8;
-        return;
+      case kFixed64: (void)fixed64(); return;
       case kLengthDelimited: (void)bytes(); return;
       case kFixed32: (void)fixed32(); return;
       case kStartGroup:
@@ -132,5 +137,7 @@ inline void put_varint(std::string& out, uint64_t v) {
 inline void put_tag(std::string& out, uint32_t field, WireType type) { put_varint(out, uint64_t(field) << 3 | type); }
 
 inline void put_fixed32(std::string& out, uint32_t v) { append_le32(out, v); }
+
+inline void put_fixed64(std::string& out, uint64_t v) { append_le64(out, v); }
 
 }  // namespace pipec::wire

@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "runtime/core/le_codec.h"
 #include "runtime/io/crc32c.h"
@@ -28,6 +30,16 @@ inline constexpr uint64_t kMaxRecordLength = uint64_t(1) << 48;
 inline void encode_header(char* out, uint64_t length) {
   store_le64(out, length);
   store_le32(out + 8, crc32c_masked(out, 8));
+}
+
+/// Appends `data` framed as one record (header, data, data CRC) to `out`: for writers that hand whole
+/// records to the OS in one write (runtime/io/event_file_writer.h).
+inline void append_record(std::string& out, std::string_view data) {
+  char header[kHeaderSize];
+  encode_header(header, data.size());
+  out.append(header, kHeaderSize);
+  out.append(data.data(), data.size());
+  append_le32(out, crc32c_masked(data.data(), data.size()));
 }
 
 }  // namespace pipec::tfrecord

@@ -10,6 +10,8 @@
 
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/train/dnnl/cpu_kernels.h"
 #include "tests/unit/cli_util.h"
 
@@ -321,6 +323,82 @@ TEST(TrainRun, ProgressLineOnATerminal) {
           R"(\rstep [0-9,]+/9,600  loss [0-9.e+-]+  [0-9,]+ ex/s  input [0-9.]+%  elapsed [0-9:]+  ETA [0-9:]+)")))
       << out;
   EXPECT_NE(out.find("train fit: 9,600 steps"), std::string::npos) << out;
+  // Each epoch's line replaces the progress line, which the next step draws again below it.
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\r\x1b\[KEpoch 1/150  loss [-0-9.e+]+  [0-9.]+ s\r?\n)"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(Epoch 150/150  loss [-0-9.e+]+  [0-9.]+ s\r?\n)"))) << out;
+}
+
+// A block that counts epochs prints Keras' line at the end of each: its mean loss, its evaluation (run at
+// every epoch's end, as fit() validates) and its time; --stats-json lists the same epochs.
+TEST(TrainRun, EpochLinesAsKerasPrintsThem) {
+  ScratchDir d;
+  write_file(d / "e.pipe", R"(pipeline data = range(256)
+  | map(r => { x = random_uniform([4], -1.0, 1.0, seed = 1); { x, label: i64(x[0] + x[1] > 0.0) } })
+  | shuffle(64, seed = 2)
+  | batch(32, drop_remainder = true)
+pipeline held_out = range(40)
+  | map(r => { x = random_uniform([4], -1.0, 1.0, seed = 2); { x, label: i64(x[0] + x[1] > 0.0) } })
+  | batch(16)
+model net(x: f32[4]) -> f32[2] { x | dense(8) | relu | dense(2) | softmax }
+train t = {
+  data = data, model = net(x), loss = cross_entropy(label), optimizer = adam(lr = 0.05), epochs = 3
+  validation = held_out, eval_every = 5, metrics = [accuracy]
+}
+)");
+  auto r = run_pipec({"run", (d / "e.pipe").string(), "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto stats = nlohmann::json::parse(read_all(d / "s.json"));
+  const auto& losses = stats["losses"];
+  ASSERT_EQ(losses.size(), 24u);  // 8 steps an epoch
+  // Evaluations every 5 steps and at each epoch's end (8, 16, 24).
+  std::vector<int> eval_steps;
+  for (const auto& v : stats["validation"]) eval_steps.push_back(v["step"].get<int>());
+  EXPECT_EQ(eval_steps, (std::vector<int>{5, 8, 10, 15, 16, 20, 24})) << stats["validation"].dump();
+  std::regex line_re(
+      R"((?:^|\n)Epoch (\d+)/3  loss ([-0-9.e+]+)  val_loss ([-0-9.e+]+)  val_accuracy ([-0-9.e+]+)  ([0-9.]+) s(?=\n))");
+  int epochs = 0;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), line_re); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    ++epochs;
+    EXPECT_EQ(std::stoi(m[1]), epochs) << r.err;
+    double mean = 0;
+    for (int s = 8 * (epochs - 1); s < 8 * epochs; ++s) mean += losses[s].get<double>();
+    mean /= 8;
+    EXPECT_NEAR(std::stod(m[2]), mean, 1e-3 * std::abs(mean)) << m.str();
+    const auto& v = stats["validation"][std::vector<size_t>{1, 4, 6}[static_cast<size_t>(epochs - 1)]];
+    EXPECT_NEAR(std::stod(m[3]), v["loss"].get<double>(), 1e-3 * v["loss"].get<double>()) << m.str();
+    EXPECT_NEAR(std::stod(m[4]), v["accuracy"].get<double>(), 1e-3) << m.str();
+    // The same epoch in --stats-json, figures exact.
+    const auto& e = stats["epochs"][static_cast<size_t>(epochs - 1)];
+    EXPECT_EQ(e["epoch"].get<int>(), epochs);
+    EXPECT_EQ(e["steps"].get<int>(), 8);
+    EXPECT_EQ(e["step"].get<int>(), 8 * epochs);
+    EXPECT_DOUBLE_EQ(e["loss"].get<double>(), mean);
+    EXPECT_EQ(e["val_loss"].get<double>(), v["loss"].get<double>());
+    EXPECT_NEAR(e["seconds"].get<double>(), std::stod(m[5]), 0.051);
+  }
+  EXPECT_EQ(epochs, 3) << r.err;
+  // Before the summary, which says the run's end.
+  EXPECT_LT(r.err.find("Epoch 3/3"), r.err.find("train t: 24 steps")) << r.err;
+  // -q: no epoch lines either.
+  auto quiet = run_pipec({"run", (d / "e.pipe").string(), "-q"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("Epoch "), std::string::npos) << quiet.err;
+}
+
+// --steps with --epochs: `steps` per epoch (Keras' steps_per_epoch); without validation, no val_ figures.
+// --steps alone counts no epochs: no epoch lines.
+TEST(TrainRun, EpochLinesOfStepsPerEpochAndNoneWithoutEpochs) {
+  ScratchDir d;
+  write_file(d / "fit.pipe", kFitSpec);
+  auto both = run_pipec({"run", (d / "fit.pipe").string(), "--epochs", "2", "--steps", "3"});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_TRUE(std::regex_search(
+      both.err, std::regex(R"((^|\n)Epoch 1/2  loss [-0-9.e+]+  [0-9.]+ s\nEpoch 2/2  loss [-0-9.e+]+  [0-9.]+ s\n)")))
+      << both.err;
+  auto steps = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "3"});
+  ASSERT_EQ(steps.exit_code, 0) << steps.err;
+  EXPECT_EQ(steps.err.find("Epoch "), std::string::npos) << steps.err;
 }
 
 TEST(TrainRun, EpochsOfDataThatNeverEndsIsAUsageError) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -137,6 +138,7 @@ class TrainingRun {
     int repeats = 0;
     for (const Stage& s : data.stages) repeats += s.kind == StageKind::Repeat || s.kind == StageKind::ShuffleRepeat;
     epochs_visible_ = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
+    epoch_ends_ = o.length.epochs && (o.length.steps_per_epoch > 0 || *o.length.epochs == 1 || epochs_visible_);
     p_.total_steps = o.length.steps;
   }
 
@@ -158,7 +160,10 @@ class TrainingRun {
   void train(const std::function<void(const TrainProgress&)>& progress) {
     while (true) {
       if (o_.cancel) o_.cancel->throw_if_cancelled();
-      if (p_.total_steps && p_.step >= *p_.total_steps) return;
+      if (p_.total_steps && p_.step >= *p_.total_steps) {
+        end_epoch();
+        return;
+      }
       // The step's span ends before a checkpoint, an evaluation and the progress callback.
       std::optional<trace::StepTimer> span;
       span.emplace(p_.step + 1);
@@ -168,10 +173,19 @@ class TrainingRun {
         const Pulled pulled = pull_chunk(*span, step_start, waited);
         if (pulled != Pulled::Rows) {
           span->discard();
-          if (pulled == Pulled::End) return;
+          if (pulled == Pulled::Empty) continue;
+          end_epoch();  // the data ended: so did its last pass
+          return;
+        }
+        // The first batch of the next pass over the data: the epoch before it ends first, outside a
+        // step (its evaluation is no step's time).
+        if (epochs_visible_ && epoch_steps_ > 0 && chunk_.epoch != epoch_index_) {
+          span->discard();
+          end_epoch();
           continue;
         }
       }
+      if (epoch_steps_ == 0) epoch_start_ = step_start;
       const Batch batch = next_batch();
       const double loss = step(batch);
       count_step(loss, batch);
@@ -182,6 +196,7 @@ class TrainingRun {
       span.reset();
       if (!o_.checkpoint_dir.empty() && o_.checkpoint_every > 0 && p_.step % o_.checkpoint_every == 0) checkpoint();
       if (evaluator_ && t_.eval->every > 0 && p_.step % t_.eval->every == 0) evaluate();
+      if (o_.length.steps_per_epoch > 0 && p_.step % o_.length.steps_per_epoch == 0) end_epoch();
       p_.elapsed = seconds_since_start();
       if (progress) progress(p_);
     }
@@ -325,6 +340,35 @@ class TrainingRun {
     p_.smoothed_loss = smoothed_loss(loss);
     p_.examples += b.target.shape().empty() ? 1 : b.target.shape()[0];
     p_.epoch = o_.length.steps_per_epoch > 0 ? (p_.step - 1) / o_.length.steps_per_epoch : chunk_.epoch;
+    // One epoch of one pass: the data's own repeats do not divide it.
+    epoch_index_ = o_.length.epochs == 1 ? 0 : p_.epoch;
+    ++epoch_steps_;
+    if (std::isfinite(loss)) {
+      epoch_loss_sum_ += loss;
+      ++epoch_finite_steps_;
+    }
+  }
+
+  // The epoch whose steps were counted since the last one ended, on a run that counts epochs: its
+  // evaluation (as Keras' fit() validates after every epoch) unless this step had one, then its EpochEnd.
+  void end_epoch() {
+    if (!epoch_ends_ || epoch_steps_ == 0) return;
+    if (evaluator_ && (sum_.evals.empty() || sum_.evals.back().step != p_.step)) evaluate();
+    EpochEnd e;
+    e.epoch = epoch_index_ + 1;
+    e.epochs = *o_.length.epochs;
+    e.steps = epoch_steps_;
+    e.step = p_.step;
+    e.loss = epoch_finite_steps_ ? epoch_loss_sum_ / static_cast<double>(epoch_finite_steps_)
+                                 : std::numeric_limits<double>::quiet_NaN();
+    e.lr = p_.lr;
+    if (evaluator_) e.eval = sum_.evals.back();
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
+    epoch_steps_ = 0;
+    epoch_loss_sum_ = 0;
+    epoch_finite_steps_ = 0;
+    sum_.epochs.push_back(e);
+    if (o_.on_epoch_end) o_.on_epoch_end(sum_.epochs.back());
   }
 
   // The executor's host copies, current for this step (one sync when a step has both a checkpoint and
@@ -363,6 +407,7 @@ class TrainingRun {
     sync_host_copies();
     sum_.evals.push_back(evaluator_->run(ex_.buffers(), p_.step));
     p_.eval = sum_.evals.back();
+    if (o_.on_evaluation) o_.on_evaluation(sum_.evals.back());
   }
 
   void save() {
@@ -381,6 +426,13 @@ class TrainingRun {
   std::vector<size_t> input_columns_;
   size_t target_column_ = 0;
   bool epochs_visible_ = false;
+  bool epoch_ends_ = false;  // the run counts epochs and their ends are known (EpochEnd)
+  // The epoch being trained: its index (0-based), the steps this run took of it, their losses and start.
+  int64_t epoch_index_ = 0;
+  int64_t epoch_steps_ = 0;
+  double epoch_loss_sum_ = 0;
+  int64_t epoch_finite_steps_ = 0;
+  std::chrono::steady_clock::time_point epoch_start_;
   std::optional<Evaluator> evaluator_;
   TrainSummary sum_;
   TrainProgress& p_ = sum_.last;

@@ -4,6 +4,10 @@
 // executor's initial weights, --init's, or a checkpoint's state), then each step takes its batch, runs,
 // is checked, and may be followed by a checkpoint and an evaluation; the end saves.
 //
+// A run whose length counts epochs (runtime/train/loop/train_length.h) also ends each epoch as Keras'
+// fit() does: an evaluation on the validation data, when the block has one, and an EpochEnd with the
+// epoch's mean loss for the caller's epoch line.
+//
 // The executor may keep its state on a device: the loop calls sync_to_device() after it wrote weights
 // or a checkpoint's state into the executor's host copies, and sync_to_host() before it reads them (a
 // checkpoint, an evaluation, --save).
@@ -33,6 +37,7 @@ namespace pipec {
 
 class PipelineRun;
 struct TrainProgress;
+struct EpochEnd;
 
 /// A training run stopped on bad data or a loss that is not finite; the message names the step.
 class TrainError : public std::runtime_error {
@@ -68,6 +73,25 @@ struct TrainOptions {
   /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
   /// Evaluation runs on the reference executor either way.
   std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make_executor;
+  /// Called after each evaluation on the validation data, with its result.
+  std::function<void(const EvalResult&)> on_evaluation;
+  /// Called when an epoch ends, on a run whose length counts epochs, after its evaluation.
+  std::function<void(const EpochEnd&)> on_epoch_end;
+};
+
+/// The end of one epoch (a pass over the data, or `steps` steps with both steps and epochs): on a run by
+/// `steps` per epoch, at each multiple of them; by epochs alone, where a pass over the data ends. A
+/// pipeline that also repeats inside itself hides where its passes end: such a run of several epochs
+/// has no EpochEnd (one of one epoch has its one).
+struct EpochEnd {
+  int64_t epoch = 0;               // 1, 2, ...
+  int64_t epochs = 0;              // the run's epochs
+  int64_t steps = 0;               // steps of the epoch this run took (fewer in the first after a resume)
+  int64_t step = 0;                // steps done when it ended
+  double loss = 0;                 // the mean of its steps' losses (Keras' epoch loss), NaN if none was finite
+  double lr = 0;                   // the learning rate of its last step
+  double seconds = 0;              // from its first step to its end, the evaluation included
+  std::optional<EvalResult> eval;  // the evaluation at its end, when the block has validation
 };
 
 struct TrainProgress {
@@ -94,7 +118,8 @@ struct TrainSummary {
   int64_t saved_tensors = 0;
   double saved_bytes = 0;
   int64_t checkpoints = 0;        // checkpoints saved
-  std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps and after the last step
+  std::vector<EvalResult> evals;  // every evaluation: each `eval_every` steps, each epoch's end, after the last step
+  std::vector<EpochEnd> epochs;   // every epoch that ended, on a run that counts epochs
   std::string executor;           // the executor's description
   int threads = 1;                // the data pipeline's pool workers
   int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/loop/thread_split.h)
