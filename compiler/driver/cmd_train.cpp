@@ -139,8 +139,8 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << "  threads     " << s.thread_split << "\n";
   out << "  input pipeline:\n" << pipeline.text;
   if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
-  if (t.strategy != "single")
-    out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", t.strategy);
+  if (t.strategy != StrategyKind::Single)
+    out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", strategy_kind_name(t.strategy));
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (p.resumed_from)
     out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(),
@@ -317,7 +317,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   if (!device.note.empty() && !quiet) std::cerr << device.note << "\n";
   to.make_executor = device.make;
   // mirrored / multi_worker: one CPU replica, said once, before the first step.
-  if (t.strategy != "single") {
+  if (t.strategy != StrategyKind::Single) {
     std::string no_gpu;
     if (!gpu::cuda_driver(&no_gpu)) no_gpu = no_gpu.empty() ? "no CUDA driver" : no_gpu;
     StrategyChoice choice = choose_strategy(t, no_gpu);

@@ -192,7 +192,10 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   if (const Expr* e = entry(train, "precision"); e && e->kind == ExprKind::Name)
     if (std::optional<Precision> p = enum_from_text<Precision>(e->as<NameExpr>()->name)) t.precision = *p;
   if (const CallExpr* s = as_call(entry(train, "strategy"))) {
-    t.strategy = callee_name(*s);
+    const std::optional<StrategyKind> kind = strategy_kind_from_name(callee_name(*s));
+    // The checker accepts only the strategy builtins, which ModelTable.* holds to the STRATEGY rows.
+    if (!kind) throw std::logic_error("lowering: strategy " + callee_name(*s) + " has no STRATEGY row");
+    t.strategy = *kind;
     t.strategy_loc = spec_location(program, s->range);
   }
   g.precision = t.precision;

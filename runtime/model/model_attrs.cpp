@@ -48,6 +48,16 @@ const std::vector<EnumSpelling<MetricKind>>& enum_spellings<MetricKind>() {
   return table;
 }
 
+template <>
+const std::vector<EnumSpelling<StrategyKind>>& enum_spellings<StrategyKind>() {
+  static const std::vector<EnumSpelling<StrategyKind>> table = {
+#define STRATEGY(kind, name) {StrategyKind::kind, name},
+#include "runtime/model/model_ops.def"
+#undef STRATEGY
+  };
+  return table;
+}
+
 #define ENUM(type)                                                \
   template <>                                                     \
   const std::vector<EnumSpelling<type>>& enum_spellings<type>() { \

@@ -52,6 +52,12 @@ enum class MetricKind {
 #undef METRIC
 };
 
+enum class StrategyKind {
+#define STRATEGY(kind, name) kind,
+#include "runtime/model/model_ops.def"
+#undef STRATEGY
+};
+
 #define ENUM(type) enum class type {
 #define VALUE(name, text) name,
 #define END_ENUM \
@@ -80,6 +86,7 @@ PIPEC_DECLARE_SPELLINGS(LossKind)
 PIPEC_DECLARE_SPELLINGS(OptimizerKind)
 PIPEC_DECLARE_SPELLINGS(ScheduleKind)
 PIPEC_DECLARE_SPELLINGS(MetricKind)
+PIPEC_DECLARE_SPELLINGS(StrategyKind)
 #define ENUM(type) PIPEC_DECLARE_SPELLINGS(type)
 #include "runtime/model/model_attrs.def"
 #undef ENUM

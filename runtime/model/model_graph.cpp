@@ -112,6 +112,15 @@ const std::vector<MetricKind>& all_metric_kinds() {
 const char* metric_kind_name(MetricKind k) { return enum_text(k); }
 std::optional<MetricKind> metric_kind_from_name(std::string_view name) { return enum_from_text<MetricKind>(name); }
 
+const std::vector<StrategyKind>& all_strategy_kinds() {
+  static const std::vector<StrategyKind> kinds = kinds_of<StrategyKind>();
+  return kinds;
+}
+const char* strategy_kind_name(StrategyKind k) { return enum_text(k); }
+std::optional<StrategyKind> strategy_kind_from_name(std::string_view name) {
+  return enum_from_text<StrategyKind>(name);
+}
+
 const char* value_role_name(ValueRole r) {
   switch (r) {
     case ValueRole::Input: return "input";

@@ -105,6 +105,11 @@ const std::vector<MetricKind>& all_metric_kinds();
 const char* metric_kind_name(MetricKind k);
 std::optional<MetricKind> metric_kind_from_name(std::string_view name);
 
+/// The distribution strategies of model_ops.def: TrainProgram::strategy, and the strategy builtins.
+const std::vector<StrategyKind>& all_strategy_kinds();
+const char* strategy_kind_name(StrategyKind k);
+std::optional<StrategyKind> strategy_kind_from_name(std::string_view name);
+
 enum class ValueRole {
   Input,       // a model input, fed from a field of the data
   Target,      // the loss target, fed from a field of the data

@@ -18,7 +18,7 @@ std::string print_train_program(const TrainProgram& t) {
     precision += " (rounded to bf16 where a GPU casts, computed in f32 on the CPU)";
   if (t.precision == Precision::MixedFp16)
     precision += " (rounded to fp16 where a GPU casts, computed in f32 on the CPU; dynamic loss scale from 32768)";
-  out += fmt::format("  {}, precision {}, strategy {}\n", length, precision, t.strategy);
+  out += fmt::format("  {}, precision {}, strategy {}\n", length, precision, strategy_kind_name(t.strategy));
   if (t.eval) {
     std::string metrics;
     for (MetricKind m : t.eval->metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(metric_kind_name(m));

@@ -27,7 +27,7 @@ struct TrainProgram {
   std::optional<int64_t> steps;   // the block's `steps`
   std::optional<int64_t> epochs;  // the block's `epochs`
   Precision precision = Precision::Fp32;
-  std::string strategy = "single";
+  StrategyKind strategy = StrategyKind::Single;
   SpecLoc strategy_loc;             // where the strategy entry is written (invalid when absent)
   std::string loss_text;            // "mse(score)", for messages
   std::string optimizer_text;       // "adam(lr = 0.001, ...)", with every setting

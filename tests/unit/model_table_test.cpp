@@ -160,6 +160,23 @@ TEST(ModelTable, OptimizerBuiltinsAreTheOptimizerRows) {
   EXPECT_FALSE(optimizer_kind_from_name("no_such_optimizer").has_value());
 }
 
+TEST(ModelTable, StrategyBuiltinsAreTheStrategyRows) {
+  std::set<std::string> rows;
+  for (StrategyKind kind : all_strategy_kinds()) {
+    const std::string name = strategy_kind_name(kind);
+    EXPECT_TRUE(rows.insert(name).second) << name << " is two STRATEGY rows";
+    EXPECT_EQ(strategy_kind_from_name(name), kind) << name;
+  }
+  EXPECT_EQ(rows, builtins_of(BuiltinKind::Strategy));
+  EXPECT_FALSE(strategy_kind_from_name("adam").has_value());
+  TrainProgram t = testing::compile_train(R"(source s = tfrecord("unused.tfrecord") { x: f32[4], y: f32[3] }
+pipeline data = s | batch(2)
+model net(x: f32[4]) -> f32[3] { x | dense(3) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), strategy = multi_worker() }
+)");
+  EXPECT_EQ(t.strategy, StrategyKind::MultiWorker);
+}
+
 TEST(ModelTable, MetricWordsAreTheMetricRows) {
   std::vector<std::string> rows;
   for (MetricKind kind : all_metric_kinds()) {

@@ -23,10 +23,11 @@ ModelGraph with_float_dtype(const ModelGraph& g, DType dtype) {
     if (!n.fn) continue;
     auto fn = std::make_shared<ExprFunction>(*n.fn);
     for (Instr& i : fn->body) {
+      // A cast's result type is the dtype it casts to: a cast to f32 becomes one to `dtype`.
+      if (i.op == OpKind::Cast && i.type.dtype == DType::F32)
+        i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
       if (i.type.dtype == DType::F32) i.type.dtype = dtype;
       if (i.op == OpKind::Const && i.attrs.at("value").dtype == DType::F32) i.attrs["value"].dtype = dtype;
-      if (i.op == OpKind::Cast && i.attrs.at("dtype").s == "f32")
-        i.attrs["dtype"] = Value::make_symbol(std::string(dtype_name(dtype)));
     }
     n.fn = fn;
   }
