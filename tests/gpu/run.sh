@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU checks in one call, on any Linux x86-64 machine with an NVIDIA GPU and its driver, with or
-# without our build dependencies (tests/gpu/README.md):
+# The GPU checks in one command, on any Linux x86-64 machine with an NVIDIA GPU and its driver, with or
+# without our build dependencies (tests/gpu/README.md): copy the repository there with the bundle
+# (dist/pipec-bundle.tar.xz from scripts/bundle.sh) and run `bash tests/gpu/run.sh`.
 #   0. versions: the GPU, the driver, NVRTC (and which libraries the loaders opened), the bundle's ldd;
 #   1. the examples' data, made with their make_data.pipe when absent;
 #   2. gpu_tests: the GPU-vs-interpreter differential tests (synthetic maps, random ops, every example
@@ -18,10 +19,10 @@
 # packages). NVRTC: the loader path, $CUDA_HOME, /usr/local/cuda, or NVIDIA's pip wheels (the folders
 # of Python's `nvidia` package are put in $PIPEC_CUDA_LIBRARY_PATH here; pipec also finds them itself).
 #
-# Results: $OUT (the device tool's folder), else $PIPEC_GPU_OUT, else out/gpu-check: summary.txt,
-# versions.txt, gpu_tests.log, gpu_bench.log, e2e.log, run.log (everything printed) and, when random
-# cases failed, failures.tar.gz (their spec.pipe and data), trace.json (a traced GPU run). At most 8
-# files, as the device tool returns 8.
+# Results: $OUT when set, else $PIPEC_GPU_OUT, else out/gpu-check: summary.txt, versions.txt,
+# gpu_tests.log, gpu_bench.log, e2e.log, run.log (everything printed) and, when random cases failed,
+# failures.tar.gz (their spec.pipe and data), trace.json (a traced GPU run): eight files at most, a
+# handful to copy back from the GPU machine.
 #
 # Time: the whole run stops within $PIPEC_GPU_TIME_LIMIT seconds (default 300); every step has its own
 # timeout, cut to the time left, so a hang costs one step, not the run.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU training against PyTorch on the same GPU, in one call (docs/performance.md, "Training on a GPU"):
+# GPU training against PyTorch on the same GPU, in one command (docs/performance.md, "Training on a GPU"):
 # for each model and precision, `pipec run SPEC --device gpu` (its data pipeline feeding it) and PyTorch's
 # whole training step (bench/train/torch_gpu.py: forward, loss, backward, Adam, fed from batches already
 # on the device), steady state after warm-up, start-up reported apart. fp32 rows run with TF32 off on
