@@ -150,6 +150,7 @@ class NoiseTwin final : public StepExecutor {
       if (n.op == ModelOp::SoftmaxBackward) scale = softmax_terms(n, rows).data();
       if (is_normalization_backward(n)) scale = normalization_terms(n, rows)[k].data();
       move_randomly(data(id), count, scale);
+      if (is_normalization_backward(n) && k == 0) move_by_shared_sums(n, rows);
     }
   }
 
@@ -176,6 +177,45 @@ class NoiseTwin final : public StepExecutor {
               static_cast<float>(std::fabs(static_cast<double>(y[at(j)])) * (std::fabs(dy[at(j)]) + sum));
       }
     return terms_[0];
+  }
+
+  // A normalization's dx subtracts two sums per group (a row, or a channel over the batch) from every
+  // element of the group: an f32 kernel's rounding of those sums moves every element of the group alike,
+  // and so adds up, not out, in anything that sums dx over the group (the bias gradient of the layer
+  // before). dx += delta * (u1 * inv / N * sum |dy gamma| + u2 * xhat * inv / N * sum |dy gamma xhat|),
+  // u1 and u2 drawn once per group.
+  void move_by_shared_sums(const GraphNode& n, int64_t rows_in_batch) {
+    const ModelGraph& g = state_.graph();
+    const bool per_row = n.op == ModelOp::LayerNormBackward;
+    const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
+    const Shape shape = g.full_shape(n.inputs[0], rows_in_batch);
+    const int64_t channels = shape.back(), rows = shape_num_elements(shape) / channels;
+    const float *x = data(n.inputs[0]), *dy = data(n.inputs[1]), *gamma = data(n.inputs[2]), *mean = data(n.inputs[3]),
+                *variance = data(n.inputs[4]);
+    float* dx = data(n.outputs[0]);
+    const int64_t groups = per_row ? rows : channels, group_size = per_row ? channels : rows;
+    auto group = [&](int64_t r, int64_t c) { return static_cast<size_t>(per_row ? r : c); };
+    auto inv = [&](size_t s) { return 1 / std::sqrt(static_cast<double>(variance[s]) + eps); };
+    std::vector<double> sum_gx(static_cast<size_t>(groups)), sum_gx_xhat(static_cast<size_t>(groups));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t s = group(r, c);
+        const double gx = std::fabs(static_cast<double>(dy[r * channels + c]) * gamma[c]);
+        sum_gx[s] += gx;
+        sum_gx_xhat[s] += gx * std::fabs((x[r * channels + c] - static_cast<double>(mean[s])) * inv(s));
+      }
+    std::vector<double> u1(static_cast<size_t>(groups)), u2(static_cast<size_t>(groups));
+    for (int64_t s = 0; s < groups; ++s)
+      u1[static_cast<size_t>(s)] = rng_.real(-1, 1), u2[static_cast<size_t>(s)] = rng_.real(-1, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t s = group(r, c);
+        const double xhat = (x[r * channels + c] - static_cast<double>(mean[s])) * inv(s);
+        const double scale = inv(s) / static_cast<double>(group_size);
+        float& d = dx[r * channels + c];
+        if (d == 0) continue;  // an exact zero (gamma 0, dy 0) stays one
+        d = static_cast<float>(d + delta_ * scale * (u1[s] * sum_gx[s] + u2[s] * xhat * sum_gx_xhat[s]));
+      }
   }
 
   static bool is_normalization_backward(const GraphNode& n) {
@@ -323,6 +363,15 @@ ExactStep take_exact_step(ReferenceExecutor<double>& ex, const ModelGraph& g, co
   r.states_after = ex.buffers().states;
   r.params_after = ex.buffers().params;
   return r;
+}
+
+// Whether a step's loss or (unscaled) gradients passed 2^64.
+bool blown_up(const StepResults& r, double loss_scale) {
+  constexpr double kLimit = 18446744073709551616.0;  // 2^64
+  if (std::isfinite(r.loss) && std::fabs(r.loss) > kLimit) return true;
+  for (float gr : r.grads)
+    if (std::isfinite(gr) && std::fabs(static_cast<double>(gr)) / loss_scale > kLimit) return true;
+  return false;
 }
 
 template <class T>
@@ -528,6 +577,14 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       out.stopped_nonfinite = true;
       break;
     }
+    // Past 2^64 (about the square root of f32's largest value) a square in an f32 kernel (a variance, a
+    // gradient norm for global_clipnorm, Adam's second moment) overflows where the reference's f64
+    // sums do not: the two no longer compute the same function in f32's range, and the case ends, as at
+    // a loss that is not finite.
+    if (blown_up(st.ref, st.before.loss_scale ? st.before.loss_scale->scale : 1.0)) {
+      out.stopped_nonfinite = true;
+      break;
+    }
     for (NoiseTwin* twin : twins) {
       set_state(*twin, st.before);
       st.noise.push_back(take_step(*twin, g, batch, static_cast<uint64_t>(k)));
@@ -714,7 +771,8 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   std::vector<double> moved(initial.params.size());
   for (size_t i = 0; i < moved.size(); ++i) moved[i] = static_cast<double>(ref_final.params[i]) - initial.params[i];
   const double moved_rms = rms(moved);
-  if (moved_rms > 0) {
+  // Weights that overflowed on the reference (the case ended there) have nothing to be compared with.
+  if (moved_rms > 0 && std::isfinite(moved_rms)) {
     const double ratio = apart(fast.buffers().params) / moved_rms;
     const double twin_ratio = std::max({finite_or_0(apart(random_twin.buffers().params) / moved_rms),
                                         finite_or_0(apart(tie_twin.buffers().params) / moved_rms),

@@ -306,7 +306,8 @@ int main(int argc, char** argv) {
   for (const auto& [p, n] : t.per_precision) precisions += fmt::format(" {} {}", p, n);
   std::cout << fmt::format(
       "train_difftest: {} cases in {:.1f} s ({}), {} with conv2d by Winograd, {} stopped early where the reference "
-      "stopped being finite (a loss, as `pipec run` stops, or an overflowed weight or statistic); {} failed ({} did "
+      "stopped being finite (a loss, as `pipec run` stops, an overflowed weight or statistic, a loss or gradient "
+      "past 2^64); {} failed ({} did "
       "not compile)\n",
       t.cases, secs, precisions.empty() ? "none compiled" : precisions.substr(1), t.winograd, t.nonfinite, t.failures,
       t.check_failures);
