@@ -6,19 +6,37 @@
 # beside the binaries and found through an $ORIGIN rpath; stdlib/ is copied in. libcuda and NVRTC are
 # opened with dlopen at run time: the driver's libcuda from the loader path, NVRTC from the loader path,
 # the CUDA toolkit or NVIDIA's pip wheels (PyTorch brings nvidia-cuda-nvrtc), so they are not shipped.
-# --with-nvrtc ships the toolkit's NVRTC too, for a machine that has neither; it is over 100 MiB, more
-# than the device tool carries (64 MiB with the repository), so the check below then only warns.
+# Then it packs the folder into dist/pipec-bundle.tar.xz, the one file to copy beside the repository to
+# the GPU machine, where tests/gpu/run.sh unpacks it.
 #
-#   nice -n 19 bash scripts/bundle.sh [--with-nvrtc]   # builds in build-bundle/ (CPU-heavy once; then
-#                                                      # incremental, and ccache serves the objects)
-# Then run the GPU checks with it: tests/gpu/README.md (the device tool carries dist/pipec-bundle).
+#   nice -n 19 bash scripts/bundle.sh [--with-nvrtc] [--max-size MB]
+#       # builds in build-bundle/ (CPU-heavy once; then incremental, and ccache serves the objects)
+#
+# --with-nvrtc ships the toolkit's NVRTC too (over 100 MiB), for a GPU machine that has neither the
+# toolkit nor NVIDIA's wheels. --max-size MB fails (or, with --with-nvrtc, warns) when the archive and
+# the repository's tracked files together pass MB MiB: for a copy that must stay under some size.
+# Then run the GPU checks with it: tests/gpu/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() {
+  echo "usage: bash scripts/bundle.sh [--with-nvrtc] [--max-size MB]   (the options: the comment at the top of scripts/bundle.sh)" >&2
+}
 with_nvrtc=0
-[ "${1:-}" = "--with-nvrtc" ] && with_nvrtc=1
+max_mib=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --with-nvrtc) with_nvrtc=1 ;;
+    --max-size)
+      [ $# -ge 2 ] && [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "bundle.sh: --max-size needs a size in MiB (a whole number)" >&2; exit 2; }
+      max_mib=$2
+      shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bundle.sh: unknown argument \`$1\`" >&2; usage; exit 2 ;;
+  esac
+  shift
+done
 jobs=${PIPEC_BUNDLE_JOBS:-2}
 out=dist/pipec-bundle
-carry_limit=$((64 * 1048576))
 
 if [ ! -f build-bundle/build.ninja ]; then
   # The same build type as scripts/build.sh, so the compiler cache built there serves this build too;
@@ -79,19 +97,18 @@ fi
 "$out/pipec" --version >/dev/null || { echo "bundle.sh: the bundled pipec does not start"; status=1; }
 "$out/gpu_tests" --gtest_list_tests >/dev/null || { echo "bundle.sh: the bundled gpu_tests does not start"; status=1; }
 
-# The device tool carries the repository's files and the bundle together, 64 MiB at most. Unpacked the
-# bundle is larger than that (three binaries with LLVM linked in, and oneDNN for training: 164 MiB), so
-# it travels as dist/pipec-bundle.tar.xz (41 MiB), which tests/gpu/run.sh unpacks.
+# Unpacked the bundle is large (three binaries with LLVM linked in, and oneDNN for training: 164 MiB),
+# so it travels as dist/pipec-bundle.tar.xz (41 MiB), which tests/gpu/run.sh unpacks.
 tar -C dist -cf - pipec-bundle | xz -T0 -6 >"$out.tar.xz.part" && mv "$out.tar.xz.part" "$out.tar.xz"
 bundle_bytes=$(stat -c %s "$out.tar.xz")
 repo_bytes=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 echo "bundle: $out, $(($(du -sb "$out" | cut -f1) / 1024)) KiB unpacked, $out.tar.xz $((bundle_bytes / 1024)) KiB ($(cd "$out" && du -b pipec gpu_tests gpu_bench lib/* | awk '{ printf "%s %d KiB; ", $2, $1 / 1024 }'))"
-echo "bundle + the repository's tracked files: $(((bundle_bytes + repo_bytes) / 1024)) KiB of the device tool's $((carry_limit / 1024)) KiB"
-if [ $((bundle_bytes + repo_bytes)) -gt "$carry_limit" ]; then
+echo "to copy to the GPU machine: $out.tar.xz and the repository's tracked files, $(((bundle_bytes + repo_bytes) / 1024)) KiB${max_mib:+ (at most $((max_mib * 1024)) KiB: --max-size $max_mib)}"
+if [ -n "$max_mib" ] && [ $((bundle_bytes + repo_bytes)) -gt $((max_mib * 1048576)) ]; then
   if [ "$with_nvrtc" = 1 ]; then
-    echo "bundle.sh: warning: with NVRTC the bundle is over the device tool's carry limit; copy it another way"
+    echo "bundle.sh: warning: with NVRTC the bundle and the repository pass --max-size $max_mib MiB"
   else
-    echo "bundle.sh: the bundle and the repository are over the device tool's 64 MiB carry limit"; status=1
+    echo "bundle.sh: the bundle and the repository pass --max-size $max_mib MiB"; status=1
   fi
 fi
 exit $status

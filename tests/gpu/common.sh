@@ -4,7 +4,7 @@
 
 find_binaries() {
   if [ -z "${PIPEC_BIN_DIR:-}" ] && [ ! -x dist/pipec-bundle/pipec ] && [ -f dist/pipec-bundle.tar.xz ]; then
-    # The bundle travels compressed (scripts/bundle.sh: 164 MiB unpacked, the device tool carries 64).
+    # The bundle travels compressed (scripts/bundle.sh: 164 MiB unpacked, 41 MiB as the archive).
     echo "== unpacking dist/pipec-bundle.tar.xz"
     tar -xJf dist/pipec-bundle.tar.xz -C dist 2>/dev/null ||
       "${PIPEC_PYTHON:-python3}" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
@@ -22,7 +22,7 @@ find_binaries() {
     cmake --build build-gpu --target pipec gpu_tests gpu_bench -j"$(nproc)" || return 1
     bin=build-gpu
   else
-    echo "run.sh: no binaries: set PIPEC_BIN_DIR, carry dist/pipec-bundle (scripts/bundle.sh), or install cmake and ninja"
+    echo "run.sh: no binaries: set PIPEC_BIN_DIR, copy dist/pipec-bundle.tar.xz here (scripts/bundle.sh), or install cmake and ninja"
     return 1
   fi
   [ -d "$bin" ] || { echo "run.sh: $bin is not a folder"; return 1; }

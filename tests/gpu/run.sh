@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU checks in one call, on any Linux x86-64 machine with an NVIDIA GPU and its driver, with or
-# without our build dependencies (tests/gpu/README.md):
+# The GPU checks in one command, on any Linux x86-64 machine with an NVIDIA GPU and its driver, with or
+# without our build dependencies (tests/gpu/README.md): copy the repository there with the bundle
+# (dist/pipec-bundle.tar.xz from scripts/bundle.sh) and run `bash tests/gpu/run.sh`.
 #   0. versions: the GPU, the driver, NVRTC (and which libraries the loaders opened), the bundle's ldd;
 #   1. the examples' data, made with their make_data.pipe when absent;
 #   2. gpu_tests: the GPU-vs-interpreter differential tests (synthetic maps, random ops, every example
@@ -18,10 +19,10 @@
 # packages). NVRTC: the loader path, $CUDA_HOME, /usr/local/cuda, or NVIDIA's pip wheels (the folders
 # of Python's `nvidia` package are put in $PIPEC_CUDA_LIBRARY_PATH here; pipec also finds them itself).
 #
-# Results: $OUT (the device tool's folder), else $PIPEC_GPU_OUT, else out/gpu-check: summary.txt,
-# versions.txt, gpu_tests.log, gpu_bench.log, e2e.log, run.log (everything printed) and, when random
-# cases failed, failures.tar.gz (their spec.pipe and data), trace.json (a traced GPU run). At most 8
-# files, as the device tool returns 8.
+# Results: $OUT when set, else $PIPEC_GPU_OUT, else out/gpu-check: summary.txt, versions.txt,
+# gpu_tests.log, gpu_bench.log, e2e.log, run.log (everything printed) and, when random cases failed,
+# failures.tar.gz (their spec.pipe and data), trace.json (a traced GPU run): eight files at most, a
+# handful to copy back from the GPU machine.
 #
 # Time: the whole run stops within $PIPEC_GPU_TIME_LIMIT seconds (default 300); every step has its own
 # timeout, cut to the time left, so a hang costs one step, not the run.
@@ -236,9 +237,11 @@ gpu_trace_check() {
 # training run is a FAIL.
 training_reference() {
   [ -n "${PIPEC_GPU_SKIP_TRAINING:-}" ] && return
-  local m=$scratch/train.jsonl
-  step "train chess (CPU)" 60 "$out/e2e.log" "$pipec" run examples/chess/chess.pipe --steps 20 --metrics "$m" -q
+  local m=$scratch/train.jsonl spec
+  spec=$(spec_with_precision examples/chess/chess.pipe mixed_bf16)  # the example's own precision
+  step "train chess (CPU)" 60 "$out/e2e.log" "$pipec" run "$spec" --steps 20 --metrics "$m" -q
   local rc=$? last warned
+  rm -f "$spec"
   last=$(tail -1 "$m" 2>/dev/null | tr -d '{}"' | cut -c1-120)
   warned=$(grep -m1 -o "warning: strategy .*" "$out/e2e.log" | cut -c1-120)
   record "train chess (CPU)" "$([ $rc = 0 ] && echo ok || echo FAIL)" "$(rc_text $rc); last step: ${last:--}; ${warned:-no warning}"
@@ -260,15 +263,17 @@ training_reference() {
 }
 
 # A copy of the example's spec beside it (so its relative data paths hold) whose train block trains in
-# precision P: the block's own precision line replaced, or one added after its loss.
+# precision P: the block's own precision line replaced, or one added after its loss. The copy leaves out
+# the block's validation: the evaluation after the last step runs on the CPU's reference executor, takes
+# seconds, and is not what these checks compare.
 spec_with_precision() {
   local spec=$1 p=$2 out
   out=$(dirname "$spec")/.gpu_check_$p.pipe
   if grep -q '^ *precision = ' "$spec"; then
-    sed -E "s/^( *precision = )[a-z0-9_]+/\1$p/" "$spec" >"$out"
+    sed -E "s/^( *precision = )[a-z0-9_]+/\1$p/" "$spec"
   else
-    sed -E "s/^( *loss = .*)$/\1\n  precision = $p/" "$spec" >"$out"
-  fi
+    sed -E "s/^( *loss = .*)$/\1\n  precision = $p/" "$spec"
+  fi | sed -e '/^ *validation = /d' -e '/^ *metrics = /d' >"$out"
   echo "$out"
 }
 

@@ -10,7 +10,7 @@ from conftest import CHESS_RECORDS, numpy_batch
 
 
 def test_compile_lists_pipelines_and_explains(chess_spec):
-    assert chess_spec.pipelines == ["train"]
+    assert chess_spec.pipelines == ["train", "held_out", "training_targets", "held_out_targets", "mean_baseline"]
     plan = chess_spec.explain("train")
     assert "tfrecord" in plan and "batch" in plan
 

@@ -19,8 +19,8 @@ def assert_same(a, b):
 
 
 def test_resume_continues_exactly(chess_spec):
-    # 4096 records, batches of 64: 64 batches an epoch; stop at 37 (mid-epoch, shuffle buffer full)
-    # and compare 40 more (across the epoch boundary).
+    # 3,584 records in the training files, batches of 64: 56 batches an epoch; stop at 37 (mid-epoch,
+    # shuffle buffer full) and compare 40 more (across the epoch boundary).
     with chess_spec.pipeline("train", threads=2, seed=5) as ds:
         take(ds, 37)
         state = ds.state()

@@ -157,7 +157,8 @@ TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
                               shell_quote((d / "data_home").string()));
   ASSERT_EQ(c.exit_code, 0) << c.out;
   EXPECT_NE(c.out.find("compiled kernels 1"), std::string::npos) << c.out;
-  // 3000 records make 5 batches of 512 an epoch; 8 batches cross into the second (repeat()).
+  // 3,000 records (2,625 in the seven training files) make 5 batches of 512 an epoch; 8 batches cross
+  // into the second (repeat()).
   expect_dumps_match(d / "dump", d / "npy", {"board", "flags", "score"}, 8);
 }
 

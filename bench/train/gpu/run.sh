@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU training against PyTorch on the same GPU, in one call (docs/performance.md, "Training on a GPU"):
+# GPU training against PyTorch on the same GPU, in one command (docs/performance.md, "Training on a GPU"):
 # for each model and precision, `pipec run SPEC --device gpu` (its data pipeline feeding it) and PyTorch's
 # whole training step (bench/train/torch_gpu.py: forward, loss, backward, Adam, fed from batches already
 # on the device), steady state after warm-up, start-up reported apart. fp32 rows run with TF32 off on
@@ -22,12 +22,13 @@ source tests/gpu/common.sh
 
 left() { echo $((limit - ($(date +%s) - start))); }
 
-# The example's spec with its train block's precision set (tests/gpu/run.sh does the same).
+# The example's spec with its train block's precision set and without its validation (the evaluation
+# after the last step runs on the CPU and is not what this times; tests/gpu/run.sh does the same).
 with_precision() {
   local spec=$1 p=$2 o
   o=$(dirname "$spec")/.bench_$p.pipe
-  if grep -q '^ *precision = ' "$spec"; then sed -E "s/^( *precision = )[a-z0-9_]+/\1$p/" "$spec" >"$o"
-  else sed -E "s/^( *loss = .*)$/\1\n  precision = $p/" "$spec" >"$o"; fi
+  if grep -q '^ *precision = ' "$spec"; then sed -E "s/^( *precision = )[a-z0-9_]+/\1$p/" "$spec"
+  else sed -E "s/^( *loss = .*)$/\1\n  precision = $p/" "$spec"; fi | sed -e '/^ *validation = /d' -e '/^ *metrics = /d' >"$o"
   echo "$o"
 }
 
