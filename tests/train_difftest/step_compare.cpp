@@ -149,6 +149,8 @@ class NoiseTwin final : public StepExecutor {
                                                            : nullptr;
       if (n.op == ModelOp::SoftmaxBackward) scale = softmax_terms(n, rows).data();
       if (is_normalization_backward(n)) scale = normalization_terms(n, rows)[k].data();
+      if ((n.op == ModelOp::BatchNorm || n.op == ModelOp::LayerNorm) && k == 0)
+        scale = normalization_forward_terms(n, rows).data();
       move_randomly(data(id), count, scale);
       if (is_normalization_backward(n) && k == 0) move_by_shared_sums(n, rows);
     }
@@ -202,7 +204,8 @@ class NoiseTwin final : public StepExecutor {
         const size_t s = group(r, c);
         const double gx = std::fabs(static_cast<double>(dy[r * channels + c]) * gamma[c]);
         sum_gx[s] += gx;
-        sum_gx_xhat[s] += gx * std::fabs((x[r * channels + c] - static_cast<double>(mean[s])) * inv(s));
+        // The magnitude of xhat's terms (normalization_terms says why).
+        sum_gx_xhat[s] += gx * (std::fabs(x[r * channels + c]) + std::fabs(static_cast<double>(mean[s]))) * inv(s);
       }
     std::vector<double> u1(static_cast<size_t>(groups)), u2(static_cast<size_t>(groups));
     for (int64_t s = 0; s < groups; ++s)
@@ -216,6 +219,32 @@ class NoiseTwin final : public StepExecutor {
         if (d == 0) continue;  // an exact zero (gamma 0, dy 0) stays one
         d = static_cast<float>(d + delta_ * scale * (u1[s] * sum_gx[s] + u2[s] * xhat * sum_gx_xhat[s]));
       }
+  }
+
+  // A normalization's y = gamma * (x - mean) * inv + beta, rounded relative to its terms: |gamma| * (|x| +
+  // |mean|) * inv + |beta| (normalization_terms says why x - mean counts so).
+  const std::vector<float>& normalization_forward_terms(const GraphNode& n, int64_t rows_in_batch) {
+    const ModelGraph& g = state_.graph();
+    const bool per_row = n.op == ModelOp::LayerNorm;
+    const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
+    const Shape shape = g.full_shape(n.inputs[0], rows_in_batch);
+    const int64_t channels = shape.back(), rows = shape_num_elements(shape) / channels;
+    const float *x = data(n.inputs[0]), *gamma = data(n.inputs[1]), *beta = data(n.inputs[2]);
+    // The statistics the node used: its own outputs while training, the moving ones in evaluation.
+    const bool moving = !per_row && n.attrs_as<BatchNormAttrs>().inference;
+    const float* mean = moving ? data(n.inputs[3]) : data(n.outputs[1]);
+    const float* variance = moving ? data(n.inputs[4]) : data(n.outputs[2]);
+    terms_.assign(1, std::vector<float>(static_cast<size_t>(rows * channels)));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t s = static_cast<size_t>(per_row ? r : c);
+        const double inv = 1 / std::sqrt(static_cast<double>(variance[s]) + eps);
+        terms_[0][static_cast<size_t>(r * channels + c)] =
+            static_cast<float>(std::fabs(static_cast<double>(gamma[c])) *
+                                   (std::fabs(x[r * channels + c]) + std::fabs(static_cast<double>(mean[s]))) * inv +
+                               std::fabs(static_cast<double>(beta[c])));
+      }
+    return terms_[0];
   }
 
   static bool is_normalization_backward(const GraphNode& n) {
@@ -241,13 +270,17 @@ class NoiseTwin final : public StepExecutor {
     terms_[1].assign(static_cast<size_t>(channels), 0.0f);
     terms_[2].assign(static_cast<size_t>(channels), 0.0f);
     auto at = [&](int64_t r, int64_t c) { return static_cast<size_t>(per_row ? r : c); };
-    auto xhat = [&](int64_t r, int64_t c) {
+    // xhat = (x - mean) * inv is rounded relative to x and the mean, not to their difference: where a
+    // channel's values sit close together far from zero (a saturated tanh before a batch_norm), xhat's
+    // rounding is |mean| * inv ulps, far above xhat's own.
+    auto xhat_terms = [&](int64_t r, int64_t c) {
       const size_t s = at(r, c);
-      return (x[r * channels + c] - static_cast<double>(mean[s])) / std::sqrt(static_cast<double>(variance[s]) + eps);
+      return (std::fabs(x[r * channels + c]) + std::fabs(static_cast<double>(mean[s]))) /
+             std::sqrt(static_cast<double>(variance[s]) + eps);
     };
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < channels; ++c) {
-        const double d = dy[r * channels + c], gx = std::fabs(d * gamma[c]), xh = std::fabs(xhat(r, c));
+        const double d = dy[r * channels + c], gx = std::fabs(d * gamma[c]), xh = xhat_terms(r, c);
         sum_gx[at(r, c)] += gx;
         sum_gx_xhat[at(r, c)] += gx * xh;
         terms_[1][static_cast<size_t>(c)] += static_cast<float>(std::fabs(d) * xh);
@@ -258,9 +291,9 @@ class NoiseTwin final : public StepExecutor {
         const size_t s = at(r, c);
         const double inv = 1 / std::sqrt(static_cast<double>(variance[s]) + eps);
         const double gx = std::fabs(static_cast<double>(dy[r * channels + c]) * gamma[c]);
-        terms_[0][static_cast<size_t>(r * channels + c)] = static_cast<float>(
-            inv / static_cast<double>(group_size) *
-            (static_cast<double>(group_size) * gx + sum_gx[s] + std::fabs(xhat(r, c)) * sum_gx_xhat[s]));
+        terms_[0][static_cast<size_t>(r * channels + c)] =
+            static_cast<float>(inv / static_cast<double>(group_size) *
+                               (static_cast<double>(group_size) * gx + sum_gx[s] + xhat_terms(r, c) * sum_gx_xhat[s]));
       }
     return terms_;
   }
