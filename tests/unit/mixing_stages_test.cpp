@@ -71,7 +71,7 @@ TEST(Concatenate, YieldsTheFirstDatasetThenTheNext) {
 // (a remainder batch, here a batch of 2 and one of 1) stay each element's own.
 TEST(Concatenate, MatchesFieldsByNameAndKeepsEachElementsShape) {
   EXPECT_EQ(run("concatenate(range(2) | map(r => { a: r.value, b: f32(r.value) }), "
-                "range(5, 6) | map(r => { b: 0.5, a: r.value }))"),
+                "range(5, 6) | map(r => { b: f32(0.5), a: r.value }))"),
             (Elements{"a=0 b=0", "a=1 b=1", "a=5 b=0.5"}));
   EXPECT_EQ(run("concatenate(range(4) | batch(2, drop_remainder = true), range(3) | batch(2))"),
             (Elements{"value=[0,1]", "value=[2,3]", "value=[0,1]", "value=[2]"}));
