@@ -227,7 +227,7 @@ std::optional<ElementInfo> agreeing_element(CallContext& ctx, const std::vector<
       const Field* g = nullptr;
       for (const Field& h : e.fields)
         if (h.name == f.name) g = &h;
-      if (!g) return differ(fmt::format("field `{}` is missing from the second", f.name));
+      if (!g) return differ(fmt::format("this one has no field `{}`", f.name));
       if (g->type->dtype != f.type->dtype || g->type->rank() != f.type->rank())
         return differ(
             fmt::format("field `{}` is {} and {}", f.name, type_to_string(*f.type), type_to_string(*g->type)));
