@@ -567,14 +567,21 @@ class PlanLowering {
         s.fn = fn;
         continue;
       }
-      if (stage_has(s.kind, StageFlag::MultiInput)) {  // zip: its datasets are its inputs
-        s.inputs.push_back(lower(*x));
-        continue;
-      }
+      if (stage_has(s.kind, StageFlag::MultiInput) && (x->type.kind == TypeKind::Dataset || x->kind == ExprKind::List))
+        continue;  // zip, concatenate, choose_from: their datasets are their inputs (below, in parameter order)
       if (x->constant) s.args.push_back({name, *x->constant});
       else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink)
         s.args.push_back({name, format_value(*x->as<CallExpr>())});
     }
+    // choose_from's inputs are its datasets, then its index pipeline, however the call orders them.
+    if (stage_has(s.kind, StageFlag::MultiInput))
+      for (const ParamSpec& p : b->params)
+        for (auto& [name, x] : bound) {
+          if (name != p.name) continue;
+          if (x->kind == ExprKind::List)
+            for (const auto& item : x->as<ListExpr>()->items) s.inputs.push_back(lower(*item));
+          else if (x->type.kind == TypeKind::Dataset) s.inputs.push_back(lower(*x));
+        }
     // Sources: the declaration's schema says what each record holds.
     const Decl* source_decl = b->kind == BuiltinKind::Source ? declaration_of(whole) : nullptr;
     if (source_decl) {

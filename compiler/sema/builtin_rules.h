@@ -10,6 +10,7 @@ ParamSpec req(std::string name);
 ParamSpec opt(std::string name, std::string default_text, std::vector<std::string> options = {});
 ParamSpec rest(std::string name);
 ParamSpec tensor_list(std::string name);
+ParamSpec dataset_list(std::string name);
 
 /// Element-wise result of two tensor arguments (promotion and broadcasting, with diagnostics).
 std::optional<Type> elementwise2(CallContext& ctx, std::string_view a, std::string_view b);

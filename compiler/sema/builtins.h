@@ -21,7 +21,7 @@ struct CallContext;  // defined in compiler/sema/call_context.h
 
 enum class BuiltinKind {
   Op,         // tensor op used inside map/filter/fn bodies: tanh, reshape, unpack_bits, decode_png...
-  Source,     // dataset source: tfrecord, files, range, csv, npy, zip, interleave, list_files
+  Source,     // dataset source: tfrecord, files, range, csv, npy, zip, concatenate, choose_from, list_files
   Stage,      // dataset stage after `|`: map, filter, batch, shuffle, ...
   Sink,       // write(...)
   Layer,      // model layer: conv2d, dense, relu, flatten, concat...
@@ -41,6 +41,7 @@ struct ParamSpec {
   std::vector<std::string> options;  // accepted bare words (padding = same|valid); empty = any value
   bool variadic = false;             // takes all remaining positional arguments (zip)
   bool tensor_list = false;          // a list literal whose items may differ in shape (concat)
+  bool dataset_list = false;         // a list literal of datasets, bound item by item into `rest` (choose_from)
 };
 
 /// The type rule: computes the result type from the bound arguments, reporting errors through `ctx`.

@@ -12,6 +12,11 @@ ParamSpec opt(std::string name, std::string default_text, std::vector<std::strin
   return ParamSpec{std::move(name), false, std::move(default_text), std::move(options), false};
 }
 ParamSpec rest(std::string name) { return ParamSpec{std::move(name), false, "", {}, true}; }
+ParamSpec dataset_list(std::string name) {
+  ParamSpec p = req(std::move(name));
+  p.dataset_list = true;
+  return p;
+}
 ParamSpec tensor_list(std::string name) {
   ParamSpec p = req(std::move(name));
   p.tensor_list = true;

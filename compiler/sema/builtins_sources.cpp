@@ -193,6 +193,105 @@ Type rule_zip(CallContext& ctx) {
   return dataset_of(std::move(out));
 }
 
+// The element of several datasets that yield one stream (concatenate, choose_from): every dataset must
+// have the same fields (in any order; the first's order is kept), with the same dtypes and ranks, and be
+// batched alike. A dimension the datasets disagree on becomes `?`, as tf.data gives the most specific
+// shape compatible with both. Reports against the first dataset that does not agree, naming both types.
+std::optional<ElementInfo> agreeing_element(CallContext& ctx, const std::vector<BoundArg>& items) {
+  const std::string& who = ctx.builtin.name;
+  std::optional<ElementInfo> out;
+  for (const BoundArg& a : items) {
+    if (a.type.is_error()) return std::nullopt;
+    if (a.type.kind != TypeKind::Dataset) {
+      ctx.error(DiagKind::not_a_dataset, a.range,
+                fmt::format("{} takes datasets, not {}", who, type_to_string(a.type)));
+      return std::nullopt;
+    }
+    const ElementInfo& e = *a.type.element;
+    if (!out) {
+      out = e;
+      continue;
+    }
+    auto differ = [&](const std::string& why) {
+      auto& d = ctx.error(DiagKind::type_mismatch, a.range,
+                          fmt::format("{}: the datasets' elements differ ({}): {} and {}", who, why,
+                                      element_to_string(*out), element_to_string(e)));
+      d.help =
+          "their elements must agree: the same field names, dtypes and ranks, batched alike (dimensions that "
+          "differ become `?`); make them agree with a map first";
+      return std::nullopt;
+    };
+    if (e.batch_rank != out->batch_rank) return differ("batched differently");
+    if (e.fields.size() != out->fields.size()) return differ("different fields");
+    for (Field& f : out->fields) {
+      const Field* g = nullptr;
+      for (const Field& h : e.fields)
+        if (h.name == f.name) g = &h;
+      if (!g) return differ(fmt::format("this one has no field `{}`", f.name));
+      if (g->type->dtype != f.type->dtype || g->type->rank() != f.type->rank())
+        return differ(
+            fmt::format("field `{}` is {} and {}", f.name, type_to_string(*f.type), type_to_string(*g->type)));
+      if (g->type->shape != f.type->shape) {
+        Type merged = *f.type;
+        for (size_t k = 0; k < merged.shape.size(); ++k)
+          if (merged.shape[k] != g->type->shape[k]) merged.shape[k] = kUnknownDim;
+        f.type = std::make_shared<const Type>(std::move(merged));
+      }
+    }
+  }
+  return out;
+}
+
+// concatenate(a, b, ...): tf.data's a.concatenate(b): every element of a, then every element of b.
+Type rule_concatenate(CallContext& ctx) {
+  const BoundArg& all = ctx.arg("datasets");
+  if (all.rest.size() < 2) {
+    ctx.error(DiagKind::missing_argument, ctx.range, "concatenate needs at least two datasets");
+    return Type::error();
+  }
+  std::optional<ElementInfo> out = agreeing_element(ctx, all.rest);
+  if (!out) return Type::error();
+  out->infinite = false;
+  out->on_gpu = false;
+  for (size_t i = 0; i < all.rest.size(); ++i) {
+    const ElementInfo& e = *all.rest[i].type.element;
+    out->on_gpu = out->on_gpu || e.on_gpu;
+    if (e.infinite && i + 1 < all.rest.size())
+      ctx.error(DiagKind::unreachable_stage, all.rest[i + 1].range,
+                "concatenate: the dataset before this one never ends, so this one is never read");
+    out->infinite = out->infinite || e.infinite;
+  }
+  return dataset_of(std::move(*out));
+}
+
+// choose_from([a, b, ...], index): tf.data's choose_from_datasets: element i comes from the dataset the
+// index pipeline's element i names.
+Type rule_choose_from(CallContext& ctx) {
+  const BoundArg& list = ctx.arg("datasets");
+  if (!list.present || list.type.is_error()) return Type::error();
+  if (list.rest.empty()) {
+    ctx.error(DiagKind::missing_argument, list.range, "choose_from needs a list of at least one dataset");
+    return Type::error();
+  }
+  std::optional<ElementInfo> out = agreeing_element(ctx, list.rest);
+  const ElementInfo* index = ctx.dataset("index");
+  if (ctx.has("stop_on_empty") && !ctx.const_bool("stop_on_empty")) return Type::error();
+  if (!out || !index) return Type::error();
+  if (index->batch_rank != 0 || index->fields.size() != 1 || index->fields[0].type->dtype != DType::I64 ||
+      index->fields[0].type->rank() != 0) {
+    auto& d = ctx.error(DiagKind::type_mismatch, ctx.arg("index").range,
+                        fmt::format("choose_from's index pipeline must yield one i64 scalar per element, not {}",
+                                    element_to_string(*index)));
+    d.help = "e.g. `range(4) | map(r => { i: r.value % 2 })`";
+    return Type::error();
+  }
+  // It ends when the index pipeline ends (or an input it picks does); infinite only if none can.
+  bool all_infinite = index->infinite;
+  for (const BoundArg& a : list.rest) all_infinite = all_infinite && a.type.element->infinite;
+  out->infinite = all_infinite;
+  return dataset_of(std::move(*out));
+}
+
 }  // namespace
 
 void register_source_builtins(std::vector<Builtin>& out) {
@@ -214,6 +313,13 @@ void register_source_builtins(std::vector<Builtin>& out) {
       source("npy", {req("path")}, "The rows of a NumPy .npy array; the schema gives the type of one row.", rule_npy));
   out.push_back(
       source("zip", {rest("datasets")}, "Pairs up elements of several datasets, merging their fields.", rule_zip));
+  out.push_back(source("concatenate", {rest("datasets")},
+                       "Every element of the first dataset, then every element of the next (tf.data's concatenate).",
+                       rule_concatenate));
+  out.push_back(source("choose_from", {dataset_list("datasets"), req("index"), opt("stop_on_empty", "true")},
+                       "Element i comes from the dataset that element i of the index pipeline names "
+                       "(tf.data's choose_from_datasets).",
+                       rule_choose_from));
 }
 
 }  // namespace pipec

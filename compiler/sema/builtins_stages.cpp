@@ -1,6 +1,7 @@
 // Dataset stages (what follows `|` in a pipeline) and sinks, with tf.data's semantics for the
 // element type: batch adds a leading dimension, unbatch removes it, map replaces the fields.
 #include <fmt/format.h>
+#include <cctype>
 
 #include "compiler/sema/builtin_rules.h"
 
@@ -192,6 +193,41 @@ Type rule_prefetch(CallContext& ctx) {
   return dataset_of(*in);
 }
 
+// A name the grammar accepts as a record field: a letter or `_`, then letters, digits and `_`.
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// enumerate(start = 0, field = "index"): tf.data's enumerate, whose (index, element) tuple becomes the
+// element's record with the index as its first field. After a batch the index counts batches, as
+// tf.data's does; that scalar field has no batch dimension, so the result is no longer batched.
+Type rule_enumerate(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  std::optional<int64_t> start = ctx.has("start") ? ctx.const_int("start") : std::optional<int64_t>(0);
+  std::optional<std::string> name = ctx.has("field") ? ctx.const_string("field") : std::optional<std::string>("index");
+  if (!in || !start || !name) return Type::error();
+  const SourceRange where = ctx.has("field") ? ctx.arg("field").range : ctx.range;
+  if (!is_identifier(*name)) {
+    ctx.error(DiagKind::invalid_argument_value, where,
+              fmt::format("enumerate's field name `{}` is not a name a record field can have", *name));
+    return Type::error();
+  }
+  for (const Field& f : in->fields)
+    if (f.name == *name) {
+      auto& d = ctx.error(DiagKind::duplicate_definition, where,
+                          fmt::format("enumerate: the element already has a field `{}`", *name));
+      d.help = "name the index field with `field = \"...\"`";
+      return Type::error();
+    }
+  ElementInfo out = *in;
+  out.fields.insert(out.fields.begin(), Field{*name, std::make_shared<const Type>(Type::tensor(DType::I64))});
+  out.batch_rank = 0;
+  return dataset_of(std::move(out));
+}
+
 Type rule_same(CallContext& ctx) {
   const ElementInfo* in = ctx.dataset("input");
   if (!in) return Type::error();
@@ -305,6 +341,9 @@ void register_stage_builtins(std::vector<Builtin>& out) {
   out.push_back(stage("prefetch", {opt("size", "auto", {"auto"})},
                       "Prepares up to `size` elements ahead in the background (auto: tuned at run time).",
                       rule_prefetch));
+  out.push_back(stage("enumerate", {opt("start", "0"), opt("field", "\"index\"")},
+                      "Adds the element's position, counted from `start`, as the first field (tf.data's enumerate).",
+                      rule_enumerate));
   out.push_back(
       stage("ignore_errors", {}, "Drops elements whose reading or processing fails, and counts them.", rule_same));
   out.push_back(

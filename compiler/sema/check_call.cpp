@@ -208,6 +208,29 @@ bool Checker::bind_args(const Builtin& b, CallExpr* call, Expr* piped, const Typ
     a.expr = &x;
     a.range = x.range;
     if (x.kind == ExprKind::Lambda) return;  // the rule checks it with the right parameter types
+    if (p.dataset_list) {
+      // `[a, b]`: each item is bound as a variadic argument would be; the rule checks they are datasets.
+      if (x.kind != ExprKind::List) {
+        diags().report(DiagKind::type_mismatch, x.range,
+                       fmt::format("{}'s `{}` is a list of datasets: `[a, b, ...]`", b.name, p.name));
+        check(x);
+        a.type = Type::error();
+        ok = false;
+        return;
+      }
+      a.type = Type::opaque("datasets");
+      for (auto& item : x.as<ListExpr>()->items) {
+        BoundArg one;
+        one.present = true;
+        one.expr = item.get();
+        one.range = item->range;
+        one.type = check(*item);
+        if (one.type.is_error()) a.type = Type::error();
+        a.rest.push_back(std::move(one));
+      }
+      x.type = a.type;
+      return;
+    }
     if (p.tensor_list && x.kind == ExprKind::List) {
       // Items are checked one by one; the rule decides how their shapes must agree.
       a.type = Type::opaque("list");

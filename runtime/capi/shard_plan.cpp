@@ -20,6 +20,14 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
     if (s.kind == StageKind::Interleave)
       for (int in : s.inputs) read_by_interleave[in] = true;
 
+  // choose_from's element i depends on element i of its index pipeline and on how many elements it
+  // took from each dataset before: sharding its inputs apart would not split its output. Nothing
+  // under it is sharded; its own output is, as a source's.
+  std::vector<bool> under_choose_from(n, false);
+  for (size_t i = n; i-- > 0;)
+    if (plan.stages[i].kind == StageKind::ChooseFrom || under_choose_from[i])
+      for (int in : plan.stages[i].inputs) under_choose_from[in] = true;
+
   Plan out;
   out.name = plan.name;
   std::vector<int> remap(n, -1);  // old stage -> the new stage its consumers read
@@ -33,7 +41,8 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
       fn->name = fmt::format("{}@{}", stage_name(s.kind), at);
       s.fn = fn;
     }
-    const bool source = s.inputs.empty() && !read_by_interleave[i];
+    const bool source =
+        (s.inputs.empty() || s.kind == StageKind::ChooseFrom) && !read_by_interleave[i] && !under_choose_from[i];
     out.stages.push_back(std::move(s));
     remap[i] = at;
     if (source || interleave) {

@@ -87,6 +87,17 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       }
       return n;
     }
+    case StageKind::Concatenate: {
+      int64_t n = 0;
+      for (size_t k = 0; k < s.inputs.size(); ++k) {
+        auto m = input(k);
+        if (!m) return std::nullopt;
+        n += *m;
+      }
+      return n;
+    }
+    case StageKind::ChooseFrom: return std::nullopt;  // depends on the index pipeline's values
+    case StageKind::Enumerate: return input();
     case StageKind::Batch:
     case StageKind::PaddedBatch:
     case StageKind::MapBatch: {

@@ -113,6 +113,27 @@ Chunk select_rows(const Chunk& in, const std::vector<uint8_t>& keep) {
   return out;
 }
 
+std::vector<size_t> field_order(const ElementInfo& want, const ElementInfo& have) {
+  std::vector<size_t> order;
+  for (const Field& f : want.fields) {
+    size_t k = 0;
+    while (k < have.fields.size() && have.fields[k].name != f.name) ++k;
+    if (k == have.fields.size()) throw std::logic_error("field_order: an input lacks field `" + f.name + "`");
+    order.push_back(k);
+  }
+  return order;
+}
+
+void reorder_columns(Chunk& c, const std::vector<size_t>& order) {
+  bool identity = order.size() == c.columns.size();
+  for (size_t i = 0; identity && i < order.size(); ++i) identity = order[i] == i;
+  if (identity) return;
+  std::vector<Column> columns;
+  columns.reserve(order.size());
+  for (size_t k : order) columns.push_back(c.columns.at(k));
+  c.columns = std::move(columns);
+}
+
 void append_rows(Chunk& dst, const Chunk& src, int64_t begin, int64_t end) {
   ChunkBuilder b(src, dst.rows + (end - begin));
   b.add_rows(dst, 0, dst.rows);

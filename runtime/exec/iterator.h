@@ -135,6 +135,11 @@ Chunk slice_rows(const Chunk& in, int64_t begin, int64_t end);
 Chunk select_rows(const Chunk& in, const std::vector<uint8_t>& keep);
 /// Appends row `row` of `src` to `dst` (same column layout) — used by shuffle and batch buffers.
 void append_rows(Chunk& dst, const Chunk& src, int64_t begin, int64_t end);
+/// Where each field of `want` is among the fields of `have` (matched by name), for stages that join
+/// datasets whose records list the same fields in different orders (concatenate, choose_from).
+std::vector<size_t> field_order(const ElementInfo& want, const ElementInfo& have);
+/// Puts the columns of `c` in the order `field_order` gave (nothing to do when it is the identity).
+void reorder_columns(Chunk& c, const std::vector<size_t>& order);
 /// Serializes / reads back a chunk (for checkpoints of buffered state).
 void save_chunk(StateWriter& w, const Chunk& c);
 Chunk restore_chunk(StateReader& r);

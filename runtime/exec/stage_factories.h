@@ -26,6 +26,11 @@ IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
+/// Builds each input when the one before it ends.
+IteratorPtr make_concatenate(RunContext& ctx, int stage, int64_t epoch);
+/// `inputs`: the datasets, then the index pipeline.
+IteratorPtr make_choose_from(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
+IteratorPtr make_enumerate(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 /// The map on the GPU when ctx.gpu is set and the stage has a kernel; null (input untouched, a warning
 /// recorded) when it must run on the CPU instead. Throws StageError when ctx.gpu_required.

@@ -109,7 +109,7 @@ def expect_tf_error(ds):
     except tf.errors.OpError as e:
         # Drop the op/iterator prefix (it holds run-dependent ids) and keep TF's own reason.
         msg = " ".join(e.message.split())
-        msg = re.sub(r"^.*?(?=(Key: |Feature: |Name: |Input to DecodeRaw|DecodeRaw))", "", msg)
+        msg = re.sub(r"^.*?(?=(Key: |Feature: |Name: |Input to DecodeRaw|DecodeRaw|Selector index))", "", msg)
         return re.sub(r"\s*(\[Op:\w+\]|\[\[\{\{node).*$", "", msg).strip()
     raise AssertionError("tf.data did not fail")
 
@@ -430,6 +430,96 @@ pipeline p = nums | batch(4) | cache() | repeat(2)
 {VARLEN_SPEC_SOURCE.strip()}
 pipeline p = rows | cache() | repeat(2) | padded_batch(5)
 """, run_tf(varlen_dataset().cache().repeat(2).padded_batch(5)), "varlen.tfrecord cache().repeat(2).padded_batch(5)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# concatenate, enumerate, choose_from: joining datasets
+
+
+def ranges_spec(args):
+    """`range(a, b)` for a (start, stop) pair, as the spec writes the datasets."""
+    return f"range({args[0]}, {args[1]})"
+
+
+@case
+def concatenate():
+    for name, a, b in (("3_4", (0, 3), (10, 14)), ("empty_a", (0, 0), (10, 13)), ("empty_b", (0, 3), (10, 10)),
+                       ("both_empty", (0, 0), (5, 5))):
+        write_case(f"concatenate_{name}", f"""
+# tf.data.Dataset.range{a}.concatenate(tf.data.Dataset.range{b})
+pipeline p = concatenate({ranges_spec(a)}, {ranges_spec(b)})
+""", run_tf(range_ds(*a).concatenate(range_ds(*b))), f"range{a}.concatenate(range{b})")
+    write_case("concatenate_batches_of_two_shapes", """
+# A batch of 2 and a remainder batch, then full batches: the shapes differ, each element keeps its own
+pipeline p = concatenate(range(5) | batch(2, drop_remainder = true), range(10, 15) | batch(2)) | take(5)
+""", run_tf(range_ds(5).batch(2, drop_remainder=True).concatenate(range_ds(10, 15).batch(2)).take(5)),
+               "range(5).batch(2, True).concatenate(range(10, 15).batch(2)).take(5)")
+    write_case("concatenate_fields_by_name", """
+# Dict elements whose keys are written in another order: joined by key
+pipeline p = concatenate(range(3) | map(r => { a: r.value, b: f32(r.value) * 0.5 }),
+                         range(7, 9) | map(r => { b: f32(r.value), a: r.value * 2 }))
+""", run_tf(tf.data.Dataset.range(3).map(lambda x: {"a": x, "b": tf.cast(x, tf.float32) * 0.5}).concatenate(
+        tf.data.Dataset.range(7, 9).map(lambda x: {"b": tf.cast(x, tf.float32), "a": x * 2}))),
+               "dicts {a, b} concatenated with dicts {b, a}")
+
+
+def enumerated(ds, start=0, field="index"):
+    """tf.data's (index, element) tuple as pipec's record: the index first, then the element's fields."""
+    return ds.enumerate(start).map(lambda i, e: {field: i, **e})
+
+
+@case
+def enumerate_():
+    write_case("enumerate_range", """
+# tf.data.Dataset.range(10, 15).enumerate()
+pipeline p = range(10, 15) | enumerate()
+""", run_tf(enumerated(range_ds(10, 15))), "range(10, 15).enumerate()")
+    write_case("enumerate_start", """
+# tf.data.Dataset.range(4).enumerate(start=100), the index field named n
+pipeline p = range(4) | enumerate(start = 100, field = "n")
+""", run_tf(enumerated(range_ds(4), 100, "n")), "range(4).enumerate(100)")
+    write_case("enumerate_batches", """
+# tf.data.Dataset.range(7).batch(3).enumerate(start=-2): one index per batch
+pipeline p = range(7) | batch(3) | enumerate(start = -2)
+""", run_tf(enumerated(range_ds(7).batch(3), -2)), "range(7).batch(3).enumerate(-2)")
+    write_case("enumerate_repeat", """
+# tf.data.Dataset.range(3).enumerate().repeat(2): the count restarts with each pass
+pipeline p = range(3) | enumerate() | repeat(2)
+""", run_tf(enumerated(range_ds(3)).repeat(2)), "range(3).enumerate().repeat(2)")
+    write_case("enumerate_empty", """
+# tf.data.Dataset.range(0).enumerate()
+pipeline p = range(0) | enumerate()
+""", run_tf(enumerated(range_ds(0))), "range(0).enumerate()")
+
+
+def choice(n, mul, mod):
+    """The index pipeline range(n) | map(i: value * mul % mod), in both spellings."""
+    spec = f"range({n}) | map(r => {{ i: r.value * {mul} % {mod} }})"
+    return spec, tf.data.Dataset.range(n).map(lambda x: x * mul % mod)
+
+
+@case
+def choose_from():
+    datasets = ((10, 14), (20, 26), (30, 31))
+    spec_list = "[" + ", ".join(ranges_spec(d) for d in datasets) + "]"
+    for name, (n, mul, mod), stop in (("alternate", (8, 1, 2), True), ("stop_on_empty", (14, 5, 3), True),
+                                      ("skip_empty", (14, 5, 3), False), ("index_ends_first", (3, 1, 2), True),
+                                      ("empty_index", (0, 1, 2), True)):
+        index_spec, index_tf = choice(n, mul, mod)
+        option = "" if stop else ", stop_on_empty = false"
+        write_case(f"choose_from_{name}", f"""
+# tf.data.Dataset.choose_from_datasets([range{datasets[0]}, range{datasets[1]}, range{datasets[2]}],
+#     range({n}).map(x * {mul} % {mod}), stop_on_empty_dataset={stop})
+pipeline p = choose_from({spec_list}, {index_spec}{option})
+""", run_tf(tf.data.Dataset.choose_from_datasets([range_ds(*d) for d in datasets], index_tf,
+                                                 stop_on_empty_dataset=stop)),
+                   f"choose_from_datasets over 3 ranges, index range({n}) * {mul} % {mod}, stop {stop}")
+    index_spec, index_tf = choice(5, 1, 5)
+    ds = tf.data.Dataset.choose_from_datasets([range_ds(10, 14), range_ds(20, 26)], index_tf)
+    write_case("choose_from_index_out_of_range", f"""
+# The third index is 2, and there are 2 datasets: tf.data fails there
+pipeline p = choose_from([range(10, 14), range(20, 26)], {index_spec})
+""", None, "an index that names no dataset", options={"expect_error": 1, "tf_error": expect_tf_error(ds)})
 
 
 # ---------------------------------------------------------------------------------------------------

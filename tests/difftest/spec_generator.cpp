@@ -104,7 +104,12 @@ class SpecBuilder {
  private:
   std::string npy_source(const std::string& file, const std::string& field, int64_t rows) {
     DType dt = rng_.pick(field_dtypes());
-    std::vector<int64_t> shape = random_shape(rng_, 2);
+    return npy_source(file, field, rows, {dt, random_shape(rng_, 2)});
+  }
+  // An npy file whose rows are of `type` (the datasets concatenate and choose_from join must agree).
+  std::string npy_source(const std::string& file, const std::string& field, int64_t rows, const GType& type) {
+    const DType dt = type.dtype;
+    const std::vector<int64_t> shape = type.shape;
     std::vector<int64_t> full = shape;
     full.insert(full.begin(), rows);
     c_.npy_files.emplace_back("data/" + file, random_tensor(rng_, dt, full));
@@ -113,7 +118,7 @@ class SpecBuilder {
   }
 
   std::string source() {
-    switch (rng_.range(0, 4)) {
+    switch (rng_.range(0, 6)) {
       case 0:
       case 1: {
         fields_.push_back({"value", {DType::I64, {}}});
@@ -129,6 +134,21 @@ class SpecBuilder {
         decls_ += "source sa = " + npy_source("a.npy", "a", rng_.range(1, 30)) + "\n";
         decls_ += "source sb = " + npy_source("b.npy", "b", rng_.range(1, 30)) + "\n";
         return "zip(sa, sb)";
+      }
+      case 4:
+      case 5: {
+        // Two npy arrays of one row type, joined one after the other or picked by an index pipeline.
+        decls_ += "source sa = " + npy_source("a.npy", "a", rng_.range(0, 20)) + "\n";
+        const GType type = fields_.back().type;
+        fields_.pop_back();
+        decls_ += "source sb = " + npy_source("b.npy", "a", rng_.range(0, 20), type) + "\n";
+        if (rng_.chance(0.5)) return "concatenate(sa, sb)";
+        // An index in range: a pattern of the position, or of a random draw keyed by it.
+        const std::string index = rng_.chance(0.5)
+                                      ? fmt::format("r.value * {} % {} % 2", rng_.range(1, 7), rng_.range(2, 5))
+                                      : "i64(random_uniform([], seed = 5) < 0.5)";
+        return fmt::format("choose_from([sa, sb], range({}) | map(r => {{ i: {} }}){})", rng_.range(0, 40), index,
+                           rng_.chance(0.5) ? ", stop_on_empty = false" : "");
       }
       default: decls_ += "source records = " + tfrecord_source() + "\n"; return "records";
     }
@@ -225,7 +245,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 13)) {
+      switch (rng_.range(0, 14)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -270,6 +290,18 @@ class SpecBuilder {
         case 12: {
           int64_t n = rng_.range(1, 3);
           return fmt::format("shard({}, {})", n, rng_.range(0, n - 1));
+        }
+        case 13: {
+          // Unbatched maps expect known shapes: a batch with a remainder keeps its `?` dimension here.
+          if (!all_known()) continue;
+          // The position as a new first field; after a batch it counts batches and the element is no
+          // longer batched (the index has no batch dimension).
+          const std::string name = fmt::format("n{}", next_field_++);
+          fields_.insert(fields_.begin(), Field{name, {DType::I64, {}}});
+          batch_rank_ = 0;
+          const int64_t start = rng_.range(-5, 5);
+          return start == 0 && rng_.chance(0.5) ? fmt::format("enumerate(field = \"{}\")", name)
+                                                : fmt::format("enumerate(start = {}, field = \"{}\")", start, name);
         }
         default: return "prefetch(2)";
       }

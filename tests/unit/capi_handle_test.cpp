@@ -87,6 +87,28 @@ TEST(CapiHandle, ShardsSplitSourcesAndKeepZipsAligned) {
   EXPECT_THROW(shard_after_sources(plan, 2, 2), std::invalid_argument);
 }
 
+// choose_from is sharded after itself (sharding its datasets and index apart would not split it):
+// the shards together are its output, each element once.
+TEST(CapiHandle, ShardsAChooseFromAfterIt) {
+  Plan plan = lower_text(
+      "pipeline p = choose_from([range(10, 20), range(20, 30)], range(12) | map(r => { i: r.value % 3 % 2 }))\n", "p");
+  Plan sharded = shard_after_sources(plan, 3, 0);
+  EXPECT_TRUE(verify_plan(sharded).empty()) << print_plan(sharded);
+  int shards = 0;
+  for (const Stage& s : sharded.stages) shards += s.kind == StageKind::Shard;
+  EXPECT_EQ(shards, 1) << print_plan(sharded);
+  std::vector<int64_t> all;
+  for (int i = 0; i < 3; ++i) {
+    pipe_options o = defaults();
+    o.shard_count = 3;
+    o.shard_index = i;
+    PipeHandle h(PipeLibrary{plan, "", {}}, o);
+    for (int64_t v : drain(h)) all.push_back(v);
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<int64_t>{10, 11, 12, 13, 14, 15, 16, 17, 20, 21, 22, 23}));
+}
+
 TEST(CapiHandle, VariableLengthFieldsComeOutWithTheirOwnShapes) {
   // A variable-length feature is a ragged column: each element is its own tensor, handed out as is.
   testing::ScratchDir d;

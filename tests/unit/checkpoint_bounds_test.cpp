@@ -102,6 +102,12 @@ const std::vector<Case> kCases = {
      "t | interleave(cycle_length = 2, block_length = 3) | repeat() | map(r => { a: r.a, v: r.v }) | batch(2, "
      "drop_remainder = true)"},
     {"zip", "zip(c | repeat(), range(100000000)) | ignore_errors()"},
+    {"concatenate_enumerate",
+     "concatenate(c | map(r => { a: r.a, s: r.s }), c | take(37) | map(r => { s: r.s, a: r.a + 1 })) | repeat() | "
+     "enumerate(start = 5)"},
+    {"choose_from",
+     "choose_from([n, n | map(r => { x: r.x + 1.0 }) | repeat()], range(100000000) | map(r => { i: r.value * 7 % 5 % "
+     "2 }), stop_on_empty = false)"},
     {"files", "files(\"f/*.txt\") | repeat() | to(cpu) | batch(4)"},
     {"list_files", "list_files(\"f/*.txt\", shuffle = true, seed = 3) | repeat() | batch(4)"},
 };

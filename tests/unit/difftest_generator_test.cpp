@@ -45,6 +45,29 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   EXPECT_GE(slices, 10);
 }
 
+// The joining sources and enumerate are drawn, and the checker accepts every case that has one (the
+// difftest then runs them through every variant).
+TEST(DifftestGenerator, DrawsConcatenateChooseFromAndEnumerate) {
+  int concatenate = 0, choose_from = 0, enumerate = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const difftest::GeneratedCase c = difftest::generate_case(seed);
+    const bool a = c.spec.find("concatenate(") != std::string::npos;
+    const bool b = c.spec.find("choose_from(") != std::string::npos;
+    const bool e = c.spec.find("enumerate(") != std::string::npos;
+    if (!a && !b && !e) continue;
+    concatenate += a;
+    choose_from += b;
+    enumerate += e;
+    CompileResult r = check_case(c.spec);
+    std::ostringstream diags;
+    r.program->diags.print(diags, false);
+    EXPECT_FALSE(r.program->diags.has_errors()) << "seed " << seed << ":\n" << c.spec << diags.str();
+  }
+  EXPECT_GE(concatenate, 10);
+  EXPECT_GE(choose_from, 10);
+  EXPECT_GE(enumerate, 10);
+}
+
 bool is_literal(const Expr& e) {
   return e.kind == ExprKind::IntLit || e.kind == ExprKind::FloatLit || e.kind == ExprKind::BoolLit ||
          (e.kind == ExprKind::Unary && is_literal(*e.as<UnaryExpr>()->operand));

@@ -57,6 +57,10 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::Npy: return "source s = npy(\"" + dir + "/x.npy\") { x: f32[3] }\npipeline p = s\n";
     case StageKind::Zip:
       return "source a = range(3)\nsource b = range(4) | map(r => { w: r.value })\npipeline p = zip(a, b)\n";
+    case StageKind::Concatenate: return "pipeline p = concatenate(range(3), range(4))\n";
+    case StageKind::ChooseFrom:
+      return "pipeline p = choose_from([range(3), range(10, 14)], range(6) | map(r => { i: r.value % 2 }))\n";
+    case StageKind::Enumerate: return "pipeline p = range(5) | enumerate(start = 2)\n";
     case StageKind::Map: return "pipeline p = range(5) | map(r => { y: r.value * 2 })\n";
     case StageKind::Filter: return "pipeline p = range(5) | filter(r => r.value % 2 == 0)\n";
     case StageKind::Batch: return "pipeline p = range(5) | batch(2)\n";

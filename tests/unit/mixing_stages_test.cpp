@@ -1,0 +1,176 @@
+// concatenate, choose_from and enumerate: what they yield on small inputs, choose_from's run-time error
+// for an index that names no dataset, and resuming from a checkpoint after every element (in the first
+// dataset, at a boundary, in the next) continuing exactly as the run that never stopped.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "compiler/passes/pass_pipeline.h"
+#include "runtime/exec/pipeline_run.h"
+#include "tests/unit/passes_test_util.h"
+
+namespace pipec {
+namespace {
+
+using testing::plan_of;
+
+// One element as text: its fields' values, `name=v` joined by spaces (a batch as [a,b]).
+using Elements = std::vector<std::string>;
+
+std::string row_text(const Chunk& c, int64_t r, const ElementInfo& e) {
+  std::string s;
+  for (size_t f = 0; f < c.columns.size(); ++f) {
+    Tensor t = column_row(c.columns[f], r);
+    std::string v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      if (t.dtype() == DType::I64) v += fmt::format("{}{}", i ? "," : "", t.data<int64_t>()[i]);
+      else if (t.dtype() == DType::F32) v += fmt::format("{}{}", i ? "," : "", t.data<float>()[i]);
+      else v += fmt::format("{}?", i ? "," : "");
+    }
+    if (!t.shape().empty()) v = "[" + v + "]";
+    s += fmt::format("{}{}={}", f ? " " : "", e.fields.at(f).name, v);
+  }
+  return s;
+}
+
+RunOptions options(int64_t chunk_rows) {
+  RunOptions o;
+  o.seed = 3;
+  o.threads = 2;
+  o.chunk_rows = chunk_rows;
+  return o;
+}
+
+Plan optimized(const std::string& pipeline) {
+  Plan plan = plan_of("pipeline p = " + pipeline + "\n");
+  if (plan.stages.empty()) throw std::runtime_error("the pipeline does not check: " + pipeline);
+  run_passes(plan, PassOptions{});
+  return plan;
+}
+
+Elements run_all(const Plan& plan, int64_t chunk_rows) {
+  Elements out;
+  PipelineRun run(plan, options(chunk_rows));
+  Chunk c;
+  while (run.next(c))
+    for (int64_t r = 0; r < c.rows; ++r) out.push_back(row_text(c, r, plan.stages.back().element));
+  return out;
+}
+
+Elements run(const std::string& pipeline) { return run_all(optimized(pipeline), 3); }
+
+TEST(Concatenate, YieldsTheFirstDatasetThenTheNext) {
+  EXPECT_EQ(run("concatenate(range(2), range(10, 13), range(0), range(7, 8))"),
+            (Elements{"value=0", "value=1", "value=10", "value=11", "value=12", "value=7"}));
+  EXPECT_EQ(run("concatenate(range(0), range(2))"), (Elements{"value=0", "value=1"}));
+  EXPECT_EQ(run("concatenate(range(2), range(0))"), (Elements{"value=0", "value=1"}));
+  EXPECT_TRUE(run("concatenate(range(0), range(0))").empty());
+}
+
+// The second dataset's fields in another order come out in the first's order; differing dimensions
+// (a remainder batch, here a batch of 2 and one of 1) stay each element's own.
+TEST(Concatenate, MatchesFieldsByNameAndKeepsEachElementsShape) {
+  EXPECT_EQ(run("concatenate(range(2) | map(r => { a: r.value, b: f32(r.value) }), "
+                "range(5, 6) | map(r => { b: f32(0.5), a: r.value }))"),
+            (Elements{"a=0 b=0", "a=1 b=1", "a=5 b=0.5"}));
+  EXPECT_EQ(run("concatenate(range(4) | batch(2, drop_remainder = true), range(3) | batch(2))"),
+            (Elements{"value=[0,1]", "value=[2,3]", "value=[0,1]", "value=[2]"}));
+}
+
+TEST(Enumerate, AddsThePositionAsTheFirstField) {
+  EXPECT_EQ(run("range(10, 13) | enumerate()"), (Elements{"index=0 value=10", "index=1 value=11", "index=2 value=12"}));
+  EXPECT_EQ(run("range(5) | batch(2) | enumerate(start = -1, field = \"n\")"),
+            (Elements{"n=-1 value=[0,1]", "n=0 value=[2,3]", "n=1 value=[4]"}));
+  // Built again for each pass of the repeat after it: the count restarts, as tf.data's does.
+  EXPECT_EQ(run("range(2) | enumerate() | repeat(2)"),
+            (Elements{"index=0 value=0", "index=1 value=1", "index=0 value=0", "index=1 value=1"}));
+  EXPECT_EQ(run("range(2) | repeat(2) | enumerate()"),
+            (Elements{"index=0 value=0", "index=1 value=1", "index=2 value=0", "index=3 value=1"}));
+}
+
+const std::string kIndex = "range(7) | map(r => { i: r.value % 3 % 2 })";  // 0 1 0 0 1 0 0
+
+TEST(ChooseFrom, TakesTheNextElementOfTheDatasetEachIndexNames) {
+  EXPECT_EQ(run("choose_from([range(10, 20), range(20, 30)], " + kIndex + ")"),
+            (Elements{"value=10", "value=20", "value=11", "value=12", "value=21", "value=13", "value=14"}));
+  // The index pipeline ends the output.
+  EXPECT_EQ(run("choose_from([range(10, 20)], range(2) | map(r => { i: r.value * 0 }))"),
+            (Elements{"value=10", "value=11"}));
+}
+
+// tf.data's stop_on_empty_dataset: by default the output ends at the first index that names a dataset
+// that has ended; with false that index is skipped, and the output ends when every dataset has.
+TEST(ChooseFrom, StopsOnAnEmptyDatasetOrSkipsIt) {
+  const std::string datasets = "[range(10, 13), range(20, 22)]";
+  const std::string index = "range(12) | map(r => { i: r.value % 2 })";  // 0 1 0 1 0 1 ...
+  EXPECT_EQ(run("choose_from(" + datasets + ", " + index + ")"),
+            (Elements{"value=10", "value=20", "value=11", "value=21", "value=12"}));
+  EXPECT_EQ(run("choose_from(" + datasets + ", " + index + ", stop_on_empty = false)"),
+            (Elements{"value=10", "value=20", "value=11", "value=21", "value=12"}));
+  EXPECT_EQ(run("choose_from([range(10, 11), range(20, 24)], " + index + ", stop_on_empty = false)"),
+            (Elements{"value=10", "value=20", "value=21", "value=22", "value=23"}));
+  EXPECT_TRUE(run("choose_from([range(0), range(20, 24)], " + index + ")").empty());
+}
+
+TEST(ChooseFrom, AnIndexThatNamesNoDatasetIsAnErrorNamingIt) {
+  Plan plan = optimized("choose_from([range(10, 20), range(20, 30)], range(4) | map(r => { i: r.value * 2 - 1 }))");
+  try {
+    run_all(plan, 3);
+    FAIL() << "no error";
+  } catch (const StageError& e) {
+    EXPECT_EQ(e.stage_op(), "choose_from");
+    EXPECT_NE(std::string(e.what()).find("element 0 of the index pipeline is -1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[0, 1]"), std::string::npos) << e.what();
+  }
+  plan = optimized("choose_from([range(10, 20), range(20, 30)], range(4) | map(r => { i: r.value }))");
+  try {
+    run_all(plan, 3);
+    FAIL() << "no error";
+  } catch (const StageError& e) {
+    EXPECT_NE(std::string(e.what()).find("element 2 of the index pipeline is 2"), std::string::npos) << e.what();
+  }
+}
+
+// Saving after every element (chunks of one row) and resuming from each state in a new run gives the
+// rest of the uninterrupted stream, for every position of short cases.
+TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
+  const std::vector<std::string> cases = {
+      "concatenate(range(3), range(10, 14))",
+      "concatenate(range(0), range(10, 13) | map(r => { value: r.value * 2 }) | filter(r => r.value != 11))",
+      "concatenate(range(3) | shuffle(2, seed = 4), range(0), range(5, 7) | batch(1) | unbatch())",
+      "concatenate(range(4), range(10, 14)) | batch(3) | enumerate(start = 7)",
+      "concatenate(range(5) | repeat(2), range(3)) | map(r => { v: r.value, u: random_uniform([2]) })",
+      "choose_from([range(10, 14), range(20, 26), range(30, 31)], range(14) | map(r => { i: r.value * 5 % 3 }))",
+      "choose_from([range(10, 14), range(20, 26), range(30, 31)], range(14) | map(r => { i: r.value * 5 % 3 }), "
+      "stop_on_empty = false)",
+      "range(3) | enumerate() | repeat(3) | enumerate(field = \"outer\")",
+  };
+  for (const std::string& pipeline : cases) {
+    SCOPED_TRACE(pipeline);
+    Plan plan = optimized(pipeline);
+    const Elements want = run_all(plan, 1);
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(run_all(plan, 4), want) << "chunks of 4 rows";
+    for (size_t stop = 0; stop <= want.size(); ++stop) {
+      std::string state;
+      {
+        PipelineRun first(plan, options(1));
+        Chunk c;
+        size_t seen = 0;
+        while (seen < stop && first.next(c)) seen += static_cast<size_t>(c.rows);
+        ASSERT_EQ(seen, stop);
+        state = first.save_state();
+      }
+      PipelineRun resumed(plan, options(1));
+      resumed.restore_state(state, "test");
+      Elements rest;
+      Chunk c;
+      while (resumed.next(c))
+        for (int64_t r = 0; r < c.rows; ++r) rest.push_back(row_text(c, r, plan.stages.back().element));
+      EXPECT_EQ(rest, Elements(want.begin() + static_cast<std::ptrdiff_t>(stop), want.end())) << "resumed at " << stop;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipec
