@@ -147,10 +147,10 @@ class NoiseTwin final : public StepExecutor {
       const float* scale = n.op == ModelOp::Gelu           ? data(n.inputs[0])
                            : n.op == ModelOp::GeluBackward ? data(n.inputs[1])
                                                            : nullptr;
-      if (n.op == ModelOp::SoftmaxBackward) scale = softmax_terms(n, rows).data();
-      if (is_normalization_backward(n)) scale = normalization_terms(n, rows)[k].data();
+      if (n.op == ModelOp::SoftmaxBackward) scale = in_f32(softmax_terms(n, rows));
+      if (is_normalization_backward(n)) scale = in_f32(normalization_terms(n, rows)[k]);
       if ((n.op == ModelOp::BatchNorm || n.op == ModelOp::LayerNorm) && k == 0)
-        scale = normalization_forward_terms(n, rows).data();
+        scale = in_f32(normalization_forward_terms(n, rows));
       move_randomly(data(id), count, scale);
       if (is_normalization_backward(n) && k == 0) move_by_shared_sums(n, rows);
     }
@@ -160,7 +160,7 @@ class NoiseTwin final : public StepExecutor {
   // the same along it (mae's gradient, the same sign everywhere): an f32 kernel's result there is
   // rounding of terms y * dy, which may then be all the gradient there is. Each element's
   // |y| * (|dy| + sum |y * dy|).
-  const std::vector<float>& softmax_terms(const GraphNode& n, int64_t rows) {
+  std::vector<float>& softmax_terms(const GraphNode& n, int64_t rows) {
     const ModelGraph& g = state_.graph();
     const Shape full = g.full_shape(n.inputs[0], rows);
     const size_t axis = static_cast<size_t>(n.attrs_as<SoftmaxAttrs>().axis) + 1;
@@ -217,13 +217,13 @@ class NoiseTwin final : public StepExecutor {
         const double scale = inv(s) / static_cast<double>(group_size);
         float& d = dx[r * channels + c];
         if (d == 0) continue;  // an exact zero (gamma 0, dy 0) stays one
-        d = static_cast<float>(d + delta_ * scale * (u1[s] * sum_gx[s] + u2[s] * xhat * sum_gx_xhat[s]));
+        d = static_cast<float>(d + delta_ * f32_share() * scale * (u1[s] * sum_gx[s] + u2[s] * xhat * sum_gx_xhat[s]));
       }
   }
 
   // A normalization's y = gamma * (x - mean) * inv + beta, rounded relative to its terms: |gamma| * (|x| +
   // |mean|) * inv + |beta| (normalization_terms says why x - mean counts so).
-  const std::vector<float>& normalization_forward_terms(const GraphNode& n, int64_t rows_in_batch) {
+  std::vector<float>& normalization_forward_terms(const GraphNode& n, int64_t rows_in_batch) {
     const ModelGraph& g = state_.graph();
     const bool per_row = n.op == ModelOp::LayerNorm;
     const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
@@ -247,6 +247,16 @@ class NoiseTwin final : public StepExecutor {
     return terms_[0];
   }
 
+  // The share of delta that the rounding of terms inside a kernel is: kernels compute in f32 under every
+  // precision (mixed precision rounds only the values between nodes to 16 bits), so a cancelling sum's
+  // terms are rounded at f32's level (the fp32 twin's delta, 2^-20), however coarse delta is.
+  double f32_share() const { return std::min(1.0, (1.0 / (1 << 20)) / delta_); }
+  const float* in_f32(std::vector<float>& terms) const {
+    const double share = f32_share();
+    for (float& t : terms) t = static_cast<float>(t * share);
+    return terms.data();
+  }
+
   static bool is_normalization_backward(const GraphNode& n) {
     return n.op == ModelOp::BatchNormBackward || n.op == ModelOp::LayerNormBackward;
   }
@@ -255,7 +265,7 @@ class NoiseTwin final : public StepExecutor {
   // dy * gamma, and its dgamma and dbeta sum over the statistics' other axis: results that cancel (a
   // layer_norm's dx sums to zero over a row), which an f32 kernel rounds relative to the terms, not to
   // the result. For each output, each element's sum of its terms' magnitudes.
-  const std::vector<std::vector<float>>& normalization_terms(const GraphNode& n, int64_t rows_in_batch) {
+  std::vector<std::vector<float>>& normalization_terms(const GraphNode& n, int64_t rows_in_batch) {
     const ModelGraph& g = state_.graph();
     const bool per_row = n.op == ModelOp::LayerNormBackward;  // else per channel
     const double eps = per_row ? n.attrs_as<LayerNormAttrs>().epsilon : n.attrs_as<BatchNormAttrs>().epsilon;
