@@ -30,6 +30,8 @@
 // 16-bit prediction that equals its target) moves there too and gets a bound to match; a
 // well-conditioned one keeps the fixed part, which a wrong kernel exceeds. Where the reference's loss,
 // weights or moving statistics stop being finite, the case ends at that step, as `pipec run` stops.
+// Where a witness's trajectory stops being finite and the reference's does not, rounding alone can end
+// the run: the trajectory has no bound, is not checked, and the case is counted and named as such.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,9 @@ struct CaseOutcome {
                                  // being finite (fp32, mixed_bf16: where `pipec run` would stop) or a weight
                                  // or moving statistic overflows
   bool stopped_nonfinite = false;
+  /// Non-empty when a witness's trajectory stopped being finite where the reference's did not: rounding
+  /// alone can end the run, so the trajectory was not checked (every step still was). Says which and where.
+  std::string trajectory_unbounded;
   /// When a step's check failed: the same step on the reference executor in f64 (the graph made f64 by
   /// with_float_dtype, from the same state), and how far each f32 executor is from it there.
   std::string triage;

@@ -49,7 +49,7 @@ struct Options {
 };
 
 struct Tally {
-  int64_t cases = 0, failures = 0, check_failures = 0, nonfinite = 0, winograd = 0;
+  int64_t cases = 0, failures = 0, check_failures = 0, nonfinite = 0, winograd = 0, unbounded = 0;
   std::map<std::string, int64_t> per_precision;
   std::map<std::string, std::map<std::string, double>> worst;  // precision -> check -> worst ratio
   std::vector<std::string> failed;                             // one line each
@@ -133,6 +133,10 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
     r.failure = std::string("an executor threw: ") + e.what();
   }
   t.nonfinite += r.stopped_nonfinite;
+  if (!r.trajectory_unbounded.empty()) {
+    ++t.unbounded;
+    std::cout << fmt::format("{}: trajectory not checked: {}\n", label, r.trajectory_unbounded);
+  }
   if (r.fast_description.find("by Winograd") != std::string::npos) ++t.winograd;
   for (const auto& [check, ratio] : r.worst) {
     double& w = t.worst[precision][check];
@@ -307,10 +311,10 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "train_difftest: {} cases in {:.1f} s ({}), {} with conv2d by Winograd, {} stopped early where the reference "
       "stopped being finite (a loss, as `pipec run` stops, an overflowed weight or statistic, a loss or gradient "
-      "past 2^64); {} failed ({} did "
-      "not compile)\n",
-      t.cases, secs, precisions.empty() ? "none compiled" : precisions.substr(1), t.winograd, t.nonfinite, t.failures,
-      t.check_failures);
+      "past 2^64), {} with an unbounded trajectory (a witness's run stopped being finite: rounding alone ends it); {} "
+      "failed ({} did not compile)\n",
+      t.cases, secs, precisions.empty() ? "none compiled" : precisions.substr(1), t.winograd, t.nonfinite, t.unbounded,
+      t.failures, t.check_failures);
   std::cout << "train_difftest: the largest measured / bound per check:\n";
   for (const auto& [p, w] : t.worst) std::cout << fmt::format("  {}:{}\n", p, join_worst(w));
   for (const std::string& f : t.failed) std::cout << "  FAILED " << f << "\n";
