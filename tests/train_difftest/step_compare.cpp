@@ -810,7 +810,9 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
     watch(2, loss, k);
     twin_loss[2].push_back(loss_error(loss, steps[k].ref.loss));
   }
-  auto all_finite = [](const auto& w) { return std::all_of(w.begin(), w.end(), [](auto x) { return std::isfinite(x); }); };
+  auto all_finite = [](const auto& w) {
+    return std::all_of(w.begin(), w.end(), [](auto x) { return std::isfinite(x); });
+  };
   const bool ref_final_finite = all_finite(ref_final.params);
   if (lost.empty() && ref_final_finite) {
     const std::vector<float>* final_weights[] = {&random_twin.buffers().params, &tie_twin.buffers().params};
@@ -845,9 +847,9 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   // Weights that overflowed on the reference (the case ended there) have nothing to be compared with.
   if (moved_rms > 0 && std::isfinite(moved_rms)) {
     const double ratio = apart(fast.buffers().params) / moved_rms;
-    const double twin_ratio = std::max({apart(random_twin.buffers().params) / moved_rms,
-                                        apart(tie_twin.buffers().params) / moved_rms,
-                                        apart(exact.buffers().params) / moved_rms});
+    const double twin_ratio =
+        std::max({apart(random_twin.buffers().params) / moved_rms, apart(tie_twin.buffers().params) / moved_rms,
+                  apart(exact.buffers().params) / moved_rms});
     const Bound wb{b.trajectory_weights, twin_ratio, K};
     check.note("trajectory weights", ratio, wb.total(), [&] {
       return fmt::format(
