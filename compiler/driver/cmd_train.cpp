@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +22,9 @@
 #include "compiler/driver/run_args.h"
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/train_device.h"
+#include "runtime/dist/thread_communicator.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
-#include "runtime/gpu/cuda_loader.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
 #include "runtime/threads/cancellation.h"
@@ -31,7 +32,9 @@
 #include "runtime/train/loop/strategy.h"
 #include "runtime/train/loop/train_event_log.h"
 #include "runtime/train/loop/train_loop.h"
+#include "runtime/train/parallel/data_parallel_executor.h"
 #include "runtime/train/persist/train_checkpoint.h"
+#include "runtime/train/reference/reference_executor.h"
 
 namespace pipec {
 
@@ -139,8 +142,6 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << "  threads     " << s.thread_split << "\n";
   out << "  input pipeline:\n" << pipeline.text;
   if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
-  if (t.strategy != StrategyKind::Single)
-    out << fmt::format("  note        strategy {}: one replica trained on the CPU\n", strategy_kind_name(t.strategy));
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (p.resumed_from)
     out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(),
@@ -257,6 +258,14 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                               "on a GPU, let fp32 convolutions and matmuls use TF32 tensor cores: faster, about\n"
                               "3 decimal digits less exact (fp32 stays fp32 without it)")
                      ->group(group);
+  f.collective_timeout =
+      app.add_option("--collective-timeout", into.collective_timeout,
+                     "data-parallel training: a collective (a gradient all-reduce, the step's agreement) that has\n"
+                     "not completed after SECONDS ends the run, naming the replicas that did not answer")
+          ->type_name("SECONDS")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str()
+          ->group(group);
   f.conv = app.add_option("--conv", into.conv,
                           "conv2d's algorithm on the fast executor: auto takes Winograd's F(4x4, 3x3) where oneDNN\n"
                           "has it (3x3 windows at stride 1, AVX-512), about twice as fast, within ~1e-6 of direct")
@@ -316,12 +325,39 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   }
   if (!device.note.empty() && !quiet) std::cerr << device.note << "\n";
   to.make_executor = device.make;
-  // mirrored / multi_worker: one CPU replica, said once, before the first step.
+  // The strategy, said once before the first step: replicas on threads for mirrored on the CPU.
   if (t.strategy != StrategyKind::Single) {
     std::string no_gpu;
-    if (!gpu::cuda_driver(&no_gpu)) no_gpu = no_gpu.empty() ? "no CUDA driver" : no_gpu;
-    StrategyChoice choice = choose_strategy(t, no_gpu);
+    if (!device.gpu) no_gpu = device.note.empty() ? "training runs on the CPU" : device.note;
+    int64_t batch = 0;  // the data's batch size: its last batch stage's
+    for (const Stage& st : data.stages)
+      if (st.kind == StageKind::Batch)
+        if (const Value* v = st.arg("size"); v && v->kind == Value::Int) batch = v->i;
+    StrategyChoice choice = choose_strategy(t, no_gpu, batch);
+    if (!choice.error.empty()) {
+      std::cerr << choice.error << "\n";
+      return 2;
+    }
     if (!choice.warning.empty()) std::cerr << choice.warning << "\n";
+    if (!choice.note.empty() && !quiet) std::cerr << choice.note << "\n";
+    if (choice.replicas > 1) {
+      // Each replica a share of the threads.
+      const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+      dr.threads = std::max(1, threads / choice.replicas);
+      const TrainDeviceChoice per_replica = choose_train_device(dr);
+      const DataParallelExecutor::MakeReplica make_replica =
+          per_replica.make ? per_replica.make
+                           : [](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+        return std::make_unique<ReferenceExecutor<float>>(g, seed);
+      };
+      CollectiveOptions co;
+      co.timeout_seconds = ta.collective_timeout;
+      const int replicas = choice.replicas;
+      to.make_executor = [make_replica, replicas, co](const ModelGraph& g,
+                                                      uint64_t seed) -> std::unique_ptr<StepExecutor> {
+        return std::make_unique<DataParallelExecutor>(g, seed, make_thread_communicators(replicas, co), make_replica);
+      };
+    }
   }
   bool tty = isatty(STDERR_FILENO) && !quiet;
   auto last_print = std::chrono::steady_clock::now();

@@ -42,11 +42,12 @@ struct TrainArgs {
   int64_t epochs = 0;  // --epochs (when given)
   std::string init;
   std::string save;
-  std::string metrics;            // --metrics: one JSON line per step
-  std::string executor = "fast";  // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
-  std::string conv = "auto";      // --conv: the fast executor's conv2d algorithm, auto (Winograd) or direct
-  bool executor_given = false;    // --executor on the command line (or -O0, which picks the reference)
-  bool allow_tf32 = false;        // --allow-tf32: TF32 tensor cores for fp32 on a GPU
+  std::string metrics;             // --metrics: one JSON line per step
+  std::string executor = "fast";   // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
+  std::string conv = "auto";       // --conv: the fast executor's conv2d algorithm, auto (Winograd) or direct
+  bool executor_given = false;     // --executor on the command line (or -O0, which picks the reference)
+  bool allow_tf32 = false;         // --allow-tf32: TF32 tensor cores for fp32 on a GPU
+  double collective_timeout = 60;  // --collective-timeout: seconds a data-parallel collective may wait
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -60,9 +61,10 @@ struct TrainFlags {
   CLI::Option* executor = nullptr;
   CLI::Option* conv = nullptr;
   CLI::Option* allow_tf32 = nullptr;
+  CLI::Option* collective_timeout = nullptr;
 
   std::vector<CLI::Option*> all() const {
-    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32};
+    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32, collective_timeout};
   }
 };
 

@@ -197,6 +197,20 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     if (!kind) throw std::logic_error("lowering: strategy " + callee_name(*s) + " has no STRATEGY row");
     t.strategy = *kind;
     t.strategy_loc = spec_location(program, s->range);
+    // mirrored(devices = all | n | [ids]): the checker made a count or the ids constants.
+    const Builtin* sb = find_builtin(callee_name(*s), {BuiltinKind::Strategy});
+    for (size_t i = 0; sb && i < sb->params.size(); ++i) {
+      const Expr* d = sb->params[i].name == "devices" ? argument(*s, *sb, i) : nullptr;
+      if (!d) continue;
+      if (d->kind == ExprKind::List) {
+        t.devices.kind = MirroredDevices::Kind::Ids;
+        for (const ExprPtr& item : static_cast<const ListExpr*>(d)->items)
+          if (item->constant) t.devices.ids.push_back(item->constant->i);
+      } else if (d->constant) {
+        t.devices.kind = MirroredDevices::Kind::Count;
+        t.devices.count = d->constant->i;
+      }
+    }
   }
   g.precision = t.precision;
 

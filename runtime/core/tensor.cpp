@@ -47,6 +47,19 @@ Tensor Tensor::row_view(int64_t r) const {
   return t;
 }
 
+Tensor Tensor::rows_view(int64_t begin, int64_t end) const {
+  if (dtype_ == DType::Bytes || shape_.empty() || begin < 0 || end < begin || end > shape_[0])
+    throw std::logic_error("Tensor::rows_view: not rows of a numeric tensor");
+  Tensor t;
+  t.dtype_ = dtype_;
+  t.shape_ = shape_;
+  t.shape_[0] = end - begin;
+  Shape row(shape_.begin() + 1, shape_.end());
+  const size_t row_bytes = static_cast<size_t>(shape_num_elements(row)) * dtype_size(dtype_);
+  t.data_ = std::shared_ptr<uint8_t[]>(data_, data_.get() + static_cast<size_t>(begin) * row_bytes);
+  return t;
+}
+
 Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> data) {
   if (dtype == DType::Bytes) throw std::logic_error("Tensor::adopt: a Bytes tensor has no flat storage");
   Tensor t;

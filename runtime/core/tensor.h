@@ -65,6 +65,9 @@ class Tensor {
   /// storage: no copy, and the storage lives while either does. Nothing may write through it (tensors
   /// handed between ops are read-only; a stage that writes in place owns storage it made).
   Tensor row_view(int64_t r) const;
+  /// Rows [begin, end) of a numeric tensor of rank >= 1 (the first dimension end - begin), sharing its
+  /// storage as row_view does.
+  Tensor rows_view(int64_t begin, int64_t end) const;
   /// Element-wise equality of dtype, shape and contents.
   bool equals(const Tensor& other) const;
 

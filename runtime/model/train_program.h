@@ -19,6 +19,14 @@ struct EvalProgram {
   ModelGraph graph;                 // inputs, output, target and loss as in the step graph; no backward
 };
 
+/// `mirrored(devices = ...)`: every device (the default), a count, or a list of GPU ids.
+struct MirroredDevices {
+  enum class Kind { All, Count, Ids };
+  Kind kind = Kind::All;
+  int64_t count = 0;         // Kind::Count
+  std::vector<int64_t> ids;  // Kind::Ids
+};
+
 struct TrainProgram {
   std::string name;  // the train block's name
   SpecLoc loc;
@@ -29,6 +37,7 @@ struct TrainProgram {
   Precision precision = Precision::Fp32;
   StrategyKind strategy = StrategyKind::Single;
   SpecLoc strategy_loc;             // where the strategy entry is written (invalid when absent)
+  MirroredDevices devices;          // mirrored's `devices`
   std::string loss_text;            // "mse(score)", for messages
   std::string optimizer_text;       // "adam(lr = 0.001, ...)", with every setting
   std::optional<EvalProgram> eval;  // the block's `validation`

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,23 @@ class StepExecutor {
 
   /// The plan of the block the step's computed values live in (made at the first step).
   virtual const StepArena& arena() const = 0;
+
+  /// The global index of the next batches' first example (0 until set). Dropout keys each example's
+  /// mask by its index, so N data-parallel replicas, each given its share of a batch and its share's
+  /// first index, draw the masks one replica would draw for the whole batch.
+  virtual void set_first_example(int64_t first) = 0;
+
+  /// Called on the executor's thread after each node of a step has run, with the node's index in
+  /// g.nodes (a node a fused kernel computed earlier is reported at its own turn, after it is done).
+  /// Data-parallel training starts a gradient bucket's all-reduce as soon as the last node writing into
+  /// it is reported, while the backward pass goes on. An executor whose nodes complete asynchronously
+  /// (on a device stream) keeps the default, returns false, and its buckets start after the backward
+  /// pass. An empty observer removes it.
+  using NodeObserver = std::function<void(size_t node)>;
+  virtual bool observe_nodes(NodeObserver observer) {
+    (void)observer;
+    return false;
+  }
 };
 
 }  // namespace pipec

@@ -110,6 +110,7 @@ void StepState<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSe
     if (phase <= after || phase > static_cast<int>(last)) continue;
     auto start = std::chrono::steady_clock::now();
     run_node(n, rows_, step);
+    if (observer_) observer_(i);
     for (int v : n.inputs)
       if (last_use_[v] == static_cast<int>(i)) values_[v] = Tensor();
     const auto end = std::chrono::steady_clock::now();

@@ -35,6 +35,12 @@ class StepState {
 
   const ModelGraph& graph() const { return g_; }
   uint64_t seed() const { return seed_; }
+  /// The global index of the batch's first example, which dropout keys its masks by
+  /// (StepExecutor::set_first_example).
+  int64_t first_example() const { return first_example_; }
+  void set_first_example(int64_t first) { first_example_ = first; }
+  /// Called after each node the walk runs (StepExecutor::observe_nodes).
+  void set_node_observer(StepExecutor::NodeObserver observer) { observer_ = std::move(observer); }
 
   FlatBuffers<T>& buffers() { return buf_; }
   OptimizerSlots<T>& optimizer_slots() { return slots_; }
@@ -85,6 +91,8 @@ class StepState {
 
   const ModelGraph& g_;
   uint64_t seed_;
+  int64_t first_example_ = 0;
+  StepExecutor::NodeObserver observer_;
   std::string owner_;
   FlatBuffers<T> buf_;
   OptimizerSlots<T> slots_;

@@ -163,7 +163,7 @@ Outputs run_on_host(const Case& c, const std::vector<std::vector<float>>& inputs
   Outputs r;
   for (int v : n.outputs) r.outs.emplace_back(shape_num_elements(c.g.full_shape(v, c.rows)), std::nanf(""));
   std::vector<double> scratch(gpu::node_scratch_bytes(c.g, n, c.rows) / sizeof(double) + 1);
-  uint64_t step = c.step;
+  uint64_t step[2] = {c.step, 0};  // the step, the batch's first example
   float loss_scale = 1024;
   gpu::NodeOperands o;
   o.graph = &c.g;
@@ -171,7 +171,7 @@ Outputs run_on_host(const Case& c, const std::vector<std::vector<float>>& inputs
   o.rows = c.rows;
   o.seed = c.seed;
   o.step = c.step;
-  o.step_counter = reinterpret_cast<gpu::DevPtr>(&step);
+  o.step_counter = reinterpret_cast<gpu::DevPtr>(step);
   o.loss_scale = reinterpret_cast<gpu::DevPtr>(&loss_scale);
   o.scratch = reinterpret_cast<gpu::DevPtr>(scratch.data());
   for (auto& in : ins) o.inputs.push_back(reinterpret_cast<gpu::DevPtr>(in.data()));
@@ -193,7 +193,7 @@ Outputs run_on_gpu(CudaStepKernels& k, const Case& c, const std::vector<std::vec
   o.rows = c.rows;
   o.seed = c.seed;
   o.step = c.step;
-  o.step_counter = mem.copy_of(std::vector<uint64_t>{c.step});
+  o.step_counter = mem.copy_of(std::vector<uint64_t>{c.step, 0});  // the step, the batch's first example
   o.loss_scale = mem.copy_of(std::vector<float>{1024});
   o.scratch = mem.copy_of(std::vector<double>(gpu::node_scratch_bytes(c.g, n, c.rows) / sizeof(double) + 1));
   for (const auto& in : inputs) o.inputs.push_back(mem.copy_of(in));

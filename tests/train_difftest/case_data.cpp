@@ -170,6 +170,7 @@ void write_case_json(const fs::path& dir, const CaseSettings& s, const std::map<
   j["conv"] = s.direct_conv ? "direct" : "auto";
   j["batch"] = s.batch;
   j["steps"] = s.steps;
+  if (s.replicas > 1) j["replicas"] = s.replicas;
   j["command"] = pipec_command(s, "fast");
   for (const auto& [k, v] : extra) j[k] = v;
   std::ofstream(dir / "case.json") << j.dump(2) << "\n";
@@ -189,12 +190,13 @@ CaseFolder read_case_folder(const fs::path& dir) {
     c.settings.direct_conv = conv == "direct";
     c.settings.batch = j.at("batch").get<int64_t>();
     c.settings.steps = j.at("steps").get<int64_t>();
+    if (j.contains("replicas")) c.settings.replicas = j.at("replicas").get<int>();
     if (j.contains("found")) c.note = j.at("found").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(json_path.string() + ": " + e.what());
   }
-  if (c.settings.threads < 1 || c.settings.batch < 1 || c.settings.steps < 1)
-    throw std::runtime_error(json_path.string() + ": threads, batch and steps must be at least 1");
+  if (c.settings.threads < 1 || c.settings.batch < 1 || c.settings.steps < 1 || c.settings.replicas < 1)
+    throw std::runtime_error(json_path.string() + ": threads, batch, steps and replicas must be at least 1");
   if (!fs::is_directory(dir / "data")) throw std::runtime_error((dir / "data").string() + ": no such folder");
   for (const auto& e : fs::directory_iterator(dir / "data"))
     if (e.path().extension() == ".npy") c.data[e.path().stem().string()] = read_npy(e.path().string());

@@ -53,6 +53,9 @@ struct CaseSettings {
   bool direct_conv = false;
   int64_t batch = 4;
   int64_t steps = 20;
+  /// Data-parallel replicas the executor under test splits each batch over (`train_difftest
+  /// --replicas N`); 1: the fast executor alone.
+  int replicas = 1;
 };
 
 struct TrainCase {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -11,8 +12,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/dist/thread_communicator.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/math/optimizer.h"
+#include "runtime/train/parallel/data_parallel_executor.h"
 #include "runtime/train/persist/weights_file.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "runtime/train/step_state.h"
@@ -114,6 +117,7 @@ class NoiseTwin final : public StepExecutor {
   LossScale* loss_scale() override { return state_.loss_scale(); }
   Tensor host_value(int id) override { return state_.value(id); }
   const StepArena& arena() const override { return state_.arena(); }
+  void set_first_example(int64_t first) override { state_.set_first_example(first); }
 
  private:
   StepState<float>::NodeRunner runner() {
@@ -591,7 +595,17 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   NoiseTwin* twins[] = {&random_twin, &tie_twin};
   const ModelGraph g64 = with_float_dtype(g, DType::F64);
   ReferenceExecutor<double> exact(g64, s.seed);
-  FastExecutor fast(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
+  // The executor under test: the fast executor, or with `replicas` > 1 that many fast executors as
+  // data-parallel replicas on threads, each with its share of every batch.
+  std::unique_ptr<StepExecutor> fast_executor;
+  if (s.replicas > 1)
+    fast_executor = std::make_unique<DataParallelExecutor>(
+        g, s.seed, make_thread_communicators(s.replicas),
+        [&s](const ModelGraph& rg, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+          return std::make_unique<FastExecutor>(rg, seed, FastExecutorOptions{s.threads, s.direct_conv});
+        });
+  else fast_executor = std::make_unique<FastExecutor>(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
+  StepExecutor& fast = *fast_executor;
   load_weights(g, init_path, ref.buffers());
   load_weights(g, init_path, fast.buffers());
   const State initial = state_of(ref);

@@ -10,6 +10,7 @@
 // A failing case is written to a folder under --keep (default ./train-difftest-failures): its spec,
 // initial weights, data and settings (tests/train_difftest/case_data.h). `train_difftest --case DIR`
 // replays it; copied into tests/train_difftest/regressions/ it is replayed by CI.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -46,10 +47,11 @@ struct Options {
   bool generated = true;
   fs::path keep = "train-difftest-failures";
   bool verbose = false;
+  int replicas = 1;  // --replicas N: the executor under test is N fast executors, data-parallel
 };
 
 struct Tally {
-  int64_t cases = 0, failures = 0, check_failures = 0, nonfinite = 0, winograd = 0, unbounded = 0;
+  int64_t cases = 0, failures = 0, check_failures = 0, nonfinite = 0, winograd = 0, unbounded = 0, per_replica = 0;
   std::map<std::string, int64_t> per_precision;
   std::map<std::string, std::map<std::string, double>> worst;  // precision -> check -> worst ratio
   std::vector<std::string> failed;                             // one line each
@@ -122,6 +124,14 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
     print_spec(dir / "spec.pipe");
     keep("the spec does not compile: " + error, "");
     return false;
+  }
+  // batch_norm normalizes by each replica's own share of the batch under data parallelism (Keras'
+  // default too), which is another function than the whole batch's: such a case is not compared.
+  if (s.replicas > 1 && std::any_of(program->step.nodes.begin(), program->step.nodes.end(),
+                                    [](const GraphNode& n) { return n.op == ModelOp::BatchNorm; })) {
+    ++t.per_replica;
+    if (o.verbose) std::cout << label << ": not compared (batch_norm's statistics are each replica's own)\n";
+    return true;
   }
   const std::string precision = enum_text(program->precision);
   ++t.per_precision[precision];
@@ -211,6 +221,7 @@ train t = { data = data, model = net(x), loss = mse(target), optimizer = adam(lr
 
 bool run_generated(uint64_t seed, const Options& o, Tally& t, const fs::path& work) {
   TrainCase c = generate_train_case(seed);
+  c.settings.replicas = o.replicas;
   const fs::path dir = work / fmt::format("seed-{}", seed);
   std::map<std::string, Tensor> data = draw_data(c);
   write_case_folder(dir, c.spec, c.settings, data);
@@ -236,6 +247,7 @@ bool replay(const fs::path& dir, const Options& o, Tally& t, bool keep, const fs
     std::cout << "BAD CASE " << dir.string() << ": " << e.what() << "\n";
     return false;
   }
+  if (o.replicas > 1) c.settings.replicas = o.replicas;
   std::string error;
   std::optional<TrainProgram> p = compile_case(dir / "spec.pipe", work / "kernel-cache", error);
   return run_case(dir.string(), dir, c.settings, c.data, p, error, o, t, keep ? o.keep / dir.filename() : fs::path(),
@@ -259,6 +271,7 @@ bool parse_args(int argc, char** argv, Options& o) {
       else if (a == "--regressions-only") o.generated = false;
       else if (a == "--keep") o.keep = value();
       else if (a == "-v" || a == "--verbose") o.verbose = true;
+      else if (a == "--replicas") o.replicas = std::max(1, std::stoi(value()));
       else throw std::invalid_argument("unknown option " + a);
     } catch (const std::exception& e) {
       std::cerr << "train_difftest: " << e.what() << "\n";
@@ -312,9 +325,13 @@ int main(int argc, char** argv) {
       "train_difftest: {} cases in {:.1f} s ({}), {} with conv2d by Winograd, {} stopped early where the reference "
       "stopped being finite (a loss, as `pipec run` stops, an overflowed weight or statistic, a loss or gradient "
       "past 2^64), {} with an unbounded trajectory (a witness's run stopped being finite: rounding alone ends it); {} "
-      "failed ({} did not compile)\n",
+      "failed ({} did not compile){}\n",
       t.cases, secs, precisions.empty() ? "none compiled" : precisions.substr(1), t.winograd, t.nonfinite, t.unbounded,
-      t.failures, t.check_failures);
+      t.failures, t.check_failures,
+      o.replicas > 1 ? fmt::format("; the executor under test: {} data-parallel replicas, {} cases with batch_norm "
+                                   "not compared (its statistics are each replica's own)",
+                                   o.replicas, t.per_replica)
+                     : std::string());
   std::cout << "train_difftest: the largest measured / bound per check:\n";
   for (const auto& [p, w] : t.worst) std::cout << fmt::format("  {}:{}\n", p, join_worst(w));
   for (const std::string& f : t.failed) std::cout << "  FAILED " << f << "\n";

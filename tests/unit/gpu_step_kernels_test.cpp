@@ -113,13 +113,13 @@ class KernelChecker {
     // NaN where nothing is written: an element a kernel leaves out cannot pass.
     for (int v : n.outputs) outs.emplace_back(count(v), std::nanf(""));
     std::vector<double> scratch(gpu::node_scratch_bytes(g, n, rows) / sizeof(double) + 1);
-    uint64_t step_on_device = step;
+    uint64_t step_on_device[2] = {step, 0};  // the step, the batch's first example
     const LossScale* ls = s_.loss_scale();
     float loss_scale = ls ? static_cast<float>(ls->scale) : 0.0f;
     gpu::NodeOperands o = operands(g, n, rows);
     o.step = step;
     o.seed = s_.seed();
-    o.step_counter = dev(&step_on_device);
+    o.step_counter = dev(step_on_device);
     o.scratch = dev(scratch.data());
     o.loss_scale = ls ? dev(&loss_scale) : 0;
     for (auto& in : ins) o.inputs.push_back(dev(in.data()));

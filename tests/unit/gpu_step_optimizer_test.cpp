@@ -277,19 +277,21 @@ TEST(GpuStepKernels, DropoutMaskEqualsTheCpuStreamBitForBit) {
     n.attrs = DropoutAttrs{rate, static_cast<int64_t>(stream), Flag{}};
     g.add_node(n);
     std::vector<float> in = random_floats(static_cast<size_t>(rows * per), rng, 1), y(in.size()), mask(in.size());
-    uint64_t step_on_device = step;
+    // The step and the first example's global index (a data-parallel replica's share starts past 0).
+    const int64_t first = trial % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 100000);
+    uint64_t step_on_device[2] = {step, static_cast<uint64_t>(first)};
     gpu::NodeOperands o;
     o.graph = &g;
     o.node = &g.nodes[0];
     o.rows = rows;
     o.seed = seed;
     o.step = step;
-    o.step_counter = dev(&step_on_device);
+    o.step_counter = dev(step_on_device);
     o.inputs = {dev(in.data())};
     o.outputs = {dev(y.data()), dev(mask.data())};
     gpu::launch_node(launcher, o);
     std::vector<float> want(mask.size());
-    ref::dropout_mask<float>(rows, per, rate, seed, stream, step, want.data());
+    ref::dropout_mask<float>(rows, per, rate, seed, stream, step, want.data(), first);
     ASSERT_TRUE(same_bits("mask", mask, want));
     int64_t kept = 0;
     for (size_t i = 0; i < mask.size(); ++i) {

@@ -69,6 +69,7 @@ class DeviceLikeExecutor final : public StepExecutor {
   LossScale* loss_scale() override { return host_scale_ ? &*host_scale_ : nullptr; }
   Tensor host_value(int id) override { return device_.host_value(id); }
   const StepArena& arena() const override { return device_.arena(); }
+  void set_first_example(int64_t first) override { device_.set_first_example(first); }
 
   const FlatBuffers<float>& device_buffers() { return device_.buffers(); }
 

@@ -1,5 +1,6 @@
-// The strategy entry on a machine without a GPU: single() trains as written; mirrored(...) falls back
-// to one CPU replica with exactly one warning naming where it is written and why.
+// The strategy entry on a machine without a GPU: single() trains as written; mirrored(devices = all)
+// trains one CPU replica; a count or a list of devices trains that many replicas on threads
+// (runtime/train/parallel; tests/unit/train_data_parallel_test.cpp tests what they compute).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,26 +43,48 @@ struct NoGpu {
 
 }  // namespace
 
-TEST(TrainStrategy, MirroredWithoutAGpuTrainsOneCpuReplicaWithOneWarning) {
+// mirrored(devices = all) on a machine without a GPU: one CPU replica, so that the spec gives the
+// results it gives with one device (the same losses as single()), and nothing to warn about.
+TEST(TrainStrategy, MirroredOverAllDevicesWithoutAGpuTrainsOneCpuReplica) {
   NoGpu no_gpu;
   ScratchDir d;
   write_file(d / "m.pipe", spec_with("strategy = mirrored(devices = all)"));
-  auto r = run_pipec({"run", (d / "m.pipe").string(), "--stats-json", (d / "s.json").string()});
+  write_file(d / "s.pipe", spec_with("strategy = single()"));
+  auto r = run_pipec({"run", (d / "m.pipe").string(), "--stats-json", (d / "m.json").string()});
+  auto s = run_pipec({"run", (d / "s.pipe").string(), "--stats-json", (d / "s.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(count_of(r.err, "warning:"), 1u) << r.err;
-  // Where the strategy is written (line 8, column 89) and why.
-  EXPECT_NE(
-      r.err.find(
-          "m.pipe:8:89: warning: strategy mirrored trains one replica on the CPU: this machine has no usable GPU ("),
-      std::string::npos)
-      << r.err;
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(count_of(r.err, "warning:"), 0u) << r.err;
+  EXPECT_EQ(r.err.find("data-parallel"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("train fit: 3 steps (96 examples)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("strategy mirrored: one replica trained on the CPU"), std::string::npos) << r.err;
-  // The same with a device list.
+  std::string a = read_all(d / "m.json"), b = read_all(d / "s.json");
+  EXPECT_EQ(a.substr(a.find("\"losses\"")), b.substr(b.find("\"losses\"")));
+}
+
+// A device list without a GPU: as many CPU replicas, with one note at the strategy's place saying so.
+TEST(TrainStrategy, MirroredOverListedGpusWithoutAGpuSaysItTrainsCpuReplicas) {
+  NoGpu no_gpu;
+  ScratchDir d;
   write_file(d / "l.pipe", spec_with("strategy = mirrored(devices = [0, 1])"));
-  auto l = run_pipec({"run", (d / "l.pipe").string(), "-q"});
+  auto l = run_pipec({"run", (d / "l.pipe").string()});
   ASSERT_EQ(l.exit_code, 0) << l.err;
-  EXPECT_EQ(count_of(l.err, "warning: strategy mirrored trains one replica on the CPU"), 1u) << l.err;
+  // Where the strategy is written (line 8, column 89) and why.
+  EXPECT_EQ(count_of(l.err, "l.pipe:8:89: note: strategy mirrored names GPUs, and this machine has no usable GPU"), 1u)
+      << l.err;
+  EXPECT_NE(l.err.find(": 2 replicas on the CPU"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("data-parallel, 2 replicas"), std::string::npos) << l.err;
+}
+
+// A batch that does not split over the replicas is refused before the first step.
+TEST(TrainStrategy, MirroredRefusesABatchThatDoesNotSplit) {
+  NoGpu no_gpu;
+  ScratchDir d;
+  write_file(d / "b.pipe", spec_with("strategy = mirrored(devices = 3)"));
+  auto r = run_pipec({"run", (d / "b.pipe").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("b.pipe:8:89: error: a batch of 32 examples cannot be split evenly over 3 replicas"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(TrainStrategy, SingleTrainsWithoutAWarningAndLikeNoStrategy) {

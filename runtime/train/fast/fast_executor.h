@@ -59,6 +59,12 @@ class FastExecutor final : public StepExecutor {
   LossScale* loss_scale() override { return state_.loss_scale(); }
   Tensor host_value(int id) override { return state_.value(id); }
   const StepArena& arena() const override { return state_.arena(); }
+  void set_first_example(int64_t first) override { state_.set_first_example(first); }
+  /// Every node is observed (a backward group's nodes each at their own turn, after the group ran).
+  bool observe_nodes(NodeObserver observer) override {
+    state_.set_node_observer(std::move(observer));
+    return true;
+  }
 
   /// A value computed by the last run and still held (as ReferenceExecutor::value).
   const Tensor& value(int id) const { return state_.value(id); }

@@ -62,7 +62,7 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
     if (n.op == ModelOp::OptimizerStep && loss_scaled(n.attrs)) loss_scale_.emplace();
   }
   if (opt) d.optimizer = std::make_unique<GpuOptimizer>(*device_, *opt, static_cast<int64_t>(host_.params.size()));
-  d.step_counter = DeviceBlock(*device_, sizeof(uint64_t));
+  d.step_counter = DeviceBlock(*device_, 2 * sizeof(uint64_t));
   d.libraries = std::make_unique<LibraryNodes>(*device_, options_.allow_tf32);
   d.expr_state.assign(g.nodes.size(), 0);
   d.expr_why.assign(g.nodes.size(), "");
@@ -158,8 +158,8 @@ double GpuExecutor::run(const std::vector<Tensor>& inputs, const Tensor* target,
   for (size_t k = 0; k < inputs.size(); ++k) feed(g_.inputs[k], inputs[k], g_.values[g_.inputs[k]].dtype);
   if (target && g_.target >= 0) feed(g_.target, *target, DType::F32);
   device_->zero(impl_->grads.ptr(), impl_->grads.bytes());
-  const uint64_t step_value = step;
-  device_->upload(impl_->step_counter.ptr(), &step_value, sizeof step_value);
+  const uint64_t counter[2] = {step, static_cast<uint64_t>(first_example_)};
+  device_->upload(impl_->step_counter.ptr(), counter, sizeof counter);
   if (g_.loss >= 0) impl_->loss_value = address(g_.loss);
   run_phases(-1, last, step, seconds);
   return loss_;

@@ -45,6 +45,7 @@ class GpuExecutor final : public StepExecutor {
   LossScale* loss_scale() override { return loss_scale_ ? &*loss_scale_ : nullptr; }
   Tensor host_value(int id) override;
   const StepArena& arena() const override { return arena_; }
+  void set_first_example(int64_t first) override { first_example_ = first; }
 
   StepDevice& device() { return *device_; }
   /// Runs of nodes of kind `op` on the executor's own kernels so far (its claim, gpu_kernel_claim.h):
@@ -68,6 +69,7 @@ class GpuExecutor final : public StepExecutor {
 
   const ModelGraph& g_;
   uint64_t seed_;
+  int64_t first_example_ = 0;
   std::unique_ptr<StepDevice> device_;
   GpuExecutorOptions options_;
   FlatBuffers<float> host_;

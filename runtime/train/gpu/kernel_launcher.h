@@ -34,8 +34,9 @@ struct NodeOperands {
   int64_t rows = 0;
   uint64_t step = 0;  // keys dropout, as on the CPU
   uint64_t seed = 0;  // the run's seed, which keys dropout too
-  /// A device u64 holding `step`: the dropout kernel reads the step from it, so that a replayed CUDA
-  /// graph sees each step's value (the executor writes it before each step). Needed by dropout nodes.
+  /// Two device u64s: `step`, then the global index of the batch's first example
+  /// (StepExecutor::set_first_example). The dropout kernel reads both there, so that a replayed CUDA
+  /// graph sees each step's values (the executor writes them before each step). Needed by dropout nodes.
   DevPtr step_counter = 0;
   std::vector<DevPtr> inputs, outputs;
   DevPtr scratch = 0;

@@ -67,10 +67,10 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const T* y, con
 
 template <class T>
 void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step,
-                  T* mask) {
+                  T* mask, int64_t first_example) {
   const double keep = 1.0 / (1.0 - rate);
   for (int64_t e = 0; e < batch; ++e) {
-    RandomStream r(seed, kDropoutStreamBase + stream, static_cast<uint64_t>(e), step);
+    RandomStream r(seed, kDropoutStreamBase + stream, static_cast<uint64_t>(first_example + e), step);
     for (int64_t i = 0; i < per_example; ++i)
       mask[e * per_example + i] = r.uniform_float() >= rate ? static_cast<T>(keep) : T(0);
   }
@@ -190,7 +190,7 @@ void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
   template void gelu_backward<T>(int64_t, const T*, const T*, T*);                                                     \
   template void softmax<T>(int64_t, int64_t, int64_t, const T*, T*);                                                   \
   template void softmax_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, T*);                                \
-  template void dropout_mask<T>(int64_t, int64_t, double, uint64_t, uint64_t, uint64_t, T*);                           \
+  template void dropout_mask<T>(int64_t, int64_t, double, uint64_t, uint64_t, uint64_t, T*, int64_t);                  \
   template void multiply<T>(int64_t, const T*, const T*, T*);                                                          \
   template void batch_norm<T>(int64_t, int64_t, double, const T*, const T*, const T*, T*, T*, T*);                     \
   template void batch_norm_inference<T>(int64_t, int64_t, double, const T*, const T*, const T*, const T*, const T*,    \

@@ -124,12 +124,13 @@ void layer_norm_backward(int64_t rows, int64_t channels, double epsilon, const T
                          const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta);
 
 /// Dropout's mask for `batch` examples of `per_example` values: 1 / (1 - rate) where kept, 0 where
-/// dropped. Example e of the step draws per_example uniform floats from RandomStream(seed,
-/// kDropoutStreamBase + stream, e, step) and keeps value i when its draw is >= rate.
+/// dropped. Example e of the step (the global index first_example + e, which data-parallel replicas
+/// offset by their share's start) draws per_example uniform floats from RandomStream(seed,
+/// kDropoutStreamBase + stream, first_example + e, step) and keeps value i when its draw is >= rate.
 constexpr uint64_t kDropoutStreamBase = 0x64726f70ull << 32;  // "drop"
 template <class T>
 void dropout_mask(int64_t batch, int64_t per_example, double rate, uint64_t seed, uint64_t stream, uint64_t step,
-                  T* mask);
+                  T* mask, int64_t first_example = 0);
 template <class T>
 void multiply(int64_t n, const T* a, const T* b, T* out);
 

@@ -273,7 +273,8 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
         std::copy(in(0), in(0) + rows * per, out(0));
         return;
       }
-      ref::dropout_mask<T>(rows, per, a.rate, s.seed(), static_cast<uint64_t>(a.stream), step, out(1));
+      ref::dropout_mask<T>(rows, per, a.rate, s.seed(), static_cast<uint64_t>(a.stream), step, out(1),
+                           s.first_example());
       ref::multiply<T>(rows * per, in(0), out(1), out(0));
       return;
     }

@@ -85,6 +85,13 @@ class ReferenceExecutor final : public detail::ReferenceInterface<T> {
   /// larger batch).
   const StepArena& arena() const { return state_.arena(); }
 
+  /// As StepExecutor::set_first_example and ::observe_nodes (every node is observed).
+  void set_first_example(int64_t first) { state_.set_first_example(first); }
+  bool observe_nodes(StepExecutor::NodeObserver observer) {
+    state_.set_node_observer(std::move(observer));
+    return true;
+  }
+
  private:
   typename StepState<T>::NodeRunner node_runner();
 

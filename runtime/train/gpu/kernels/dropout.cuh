@@ -22,21 +22,24 @@ PIPEC_DEV void sk_philox(unsigned c[4], unsigned k0, unsigned k1) {
   }
 }
 
-// Item (e, g): the 4 values 4g .. 4g + 3 of example e, from block g of its stream. `step` is read from
-// device memory (a replayed CUDA graph sees each step's value). mask = keep (1 / (1 - rate) as an f32)
-// or 0; y = x mask.
+// Item (e, g): the 4 values 4g .. 4g + 3 of example e, from block g of its stream. `step` points at two
+// u64s in device memory, the step and the global index of the batch's first example (a replayed CUDA
+// graph sees each step's values; data-parallel replicas offset their share's examples), so example e
+// draws from the stream of example first + e. mask = keep (1 / (1 - rate) as an f32) or 0; y = x mask.
 PIPEC_KERNEL void dropout_forward(long long items, const float* x, float* y, float* mask, long long per_example,
                                   double rate, float keep, unsigned long long seed, unsigned long long stream_id,
                                   const unsigned long long* step) {
   const long long groups = (per_example + 3) / 4;
-  const unsigned long long epoch = *step;
+  const unsigned long long epoch = step[0];
+  const long long first = (long long)step[1];
   SK_FOR_ITEMS(i, items) {
-    const long long e = sk_div(i, groups), g = i - e * groups;
+    const long long e = sk_div(i, groups), g = i - e * groups, element = first + e;
     // The stream's key: philox({op lo, op hi, epoch hi, "key1"}, {seed lo, seed hi}), words 0 and 1.
     unsigned key[4] = {(unsigned)stream_id, (unsigned)(stream_id >> 32), (unsigned)(epoch >> 32), 0x6b657931u};
     sk_philox(key, (unsigned)seed, (unsigned)(seed >> 32));
     // Block g: counter {element lo, element hi, epoch lo, g}.
-    unsigned words[4] = {(unsigned)e, (unsigned)((unsigned long long)e >> 32), (unsigned)epoch, (unsigned)g};
+    unsigned words[4] = {(unsigned)element, (unsigned)((unsigned long long)element >> 32), (unsigned)epoch,
+                         (unsigned)g};
     sk_philox(words, key[0], key[1]);
     for (int w = 0; w < 4; ++w) {
       const long long v = 4 * g + w;
