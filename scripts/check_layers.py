@@ -1,26 +1,21 @@
-#!/ usr / bin / env python3
-""
-    "Fails when a project header is included against the layering.
+#!/usr/bin/env python3
+"""Fails when a project header is included against the layering.
 
-    Each folder of runtime /
-    and compiler / has a rank;
-a file may include headers of its own folder and of folders with a lower rank,
-    never a higher one(the runtime never includes the compiler, core never includes exec, ...)
-        .Folders of equal rank are siblings and may not include each other.A folder not listed here is an error too,
-    so a new folder must be placed in the table(CONTRIBUTING.md)
-            .
+Each folder of runtime/ and compiler/ has a rank; a file may include headers of its own folder and
+of folders with a lower rank, never a higher one (the runtime never includes the compiler, core never
+includes exec, ...). Folders of equal rank are siblings and may not include each other. A folder not
+listed here is an error too, so a new folder must be placed in the table (CONTRIBUTING.md).
 
-        python3 scripts
-        / check_layers.py[ROOT] #exit 0 when clean; otherwise one line per violation
+  python3 scripts/check_layers.py [ROOT]      # exit 0 when clean; otherwise one line per violation
 """
 import os
 import re
 import sys
 
-#Lowest first.The runtime is entirely below the compiler; within each, a folder may use the ones
-#above it in this list.
+# Lowest first. The runtime is entirely below the compiler; within each, a folder may use the ones
+# above it in this list.
 LAYERS = [
-#The runtime : what a built spec links.
+    # The runtime: what a built spec links.
     ["runtime/core"],                     # tensors, chunks, dtypes, buffer pool, Philox, dtype dispatch
     ["runtime/trace"],                    # Chrome trace events: spans, counters, training steps
     ["runtime/threads"],                  # thread pool, bounded queues, cancellation
@@ -35,19 +30,19 @@ LAYERS = [
     ["runtime/train/dnnl"],               # CPU training kernels on oneDNN (the only code that includes dnnl.hpp)
     ["runtime/exec"],                     # iterators: the shared base, run, checkpoints
     ["runtime/exec/sources", "runtime/exec/stages", "runtime/exec/sinks"],
-#Training, by job : the reference kernels(plain loops) and the step math(optimizers, schedules, loss
-#scale, initializers, 16 - bit rounding); the executor interface and the CPU executors' shared state;
-#the reference executor and persistence(safetensors, weights files, checkpoints); the loop(training
-#loop, evaluation, thread split, strategies).
+    # Training, by job: the reference kernels (plain loops) and the step math (optimizers, schedules, loss
+    # scale, initializers, 16-bit rounding); the executor interface and the CPU executors' shared state;
+    # the reference executor and persistence (safetensors, weights files, checkpoints); the loop (training
+    # loop, evaluation, thread split, strategies).
     ["runtime/train/ref", "runtime/train/math"],
     ["runtime/train"],
     ["runtime/train/reference", "runtime/train/persist", "runtime/train/parallel"],
     ["runtime/train/loop"],
     ["runtime/train/gpu/kernels"],        # the GPU step kernels' source (portable CUDA, also host C++)
-#The fast training executor(the step graph on runtime / train / dnnl); the GPU executor and its launches.
+    # The fast training executor (the step graph on runtime/train/dnnl); the GPU executor and its launches.
     ["runtime/train/fast", "runtime/train/gpu"],
     ["runtime/capi"],                     # the C ABI of built libraries
-#The compiler.
+    # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics
     ["compiler/sema"],                    # checking, builtin registry
     ["compiler/lower"],                   # checked AST -> plan
@@ -60,12 +55,12 @@ LAYERS = [
     ["compiler/fmt"],                     # the formatter
     ["compiler/lsp"],                     # the language server
     ["compiler/driver"],                  # the command line
-#Hosts of the compiler and runtime.
+    # Hosts of the compiler and runtime.
     ["python/src"],                       # the Python module's extension (pipec._pipec)
 ]
 
-#Inside one rank the code generator's printers share the backend-neutral loop nests, so codegen/llvm
-#and codegen / cuda may include compiler / codegen(but not each other).
+# Inside one rank the code generator's printers share the backend-neutral loop nests, so codegen/llvm
+# and codegen/cuda may include compiler/codegen (but not each other).
 SHARED_WITHIN_RANK = {"compiler/codegen"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:runtime|compiler)/[^"]+)"')
