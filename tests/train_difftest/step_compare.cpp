@@ -634,6 +634,15 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       out.stopped_nonfinite = true;
       break;
     }
+    // Data-parallel replicas each sum a share of the batch (in 16 bits under mixed precision) and add
+    // the shares in f32: a gradient that overflows fp16 summed over the whole batch may not over a
+    // share, so a step the reference skips with a finite loss is not one the replicas must skip too;
+    // the case ends there.
+    if (s.replicas > 1 && scaled && std::isfinite(st.ref.loss) && st.ref.after.loss_scale &&
+        st.ref.after.loss_scale->last_skipped) {
+      out.stopped_nonfinite = true;
+      break;
+    }
     // Past 2^64 (about the square root of f32's largest value) a square in an f32 kernel (a variance, a
     // gradient norm for global_clipnorm, Adam's second moment) overflows where the reference's f64
     // sums do not: the two no longer compute the same function in f32's range, and the case ends, as at
