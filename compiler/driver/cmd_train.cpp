@@ -22,6 +22,8 @@
 #include "compiler/driver/run_args.h"
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/train_device.h"
+#include "compiler/driver/worker_group.h"
+#include "runtime/dist/mpi_communicator.h"
 #include "runtime/dist/thread_communicator.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/exec/stage_stats.h"
@@ -41,6 +43,20 @@ namespace pipec {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The reference executor, for replicas when the device choice leaves the executor to the loop's default.
+DataParallelExecutor::MakeReplica reference_maker() {
+  return [](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+    return std::make_unique<ReferenceExecutor<float>>(g, seed);
+  };
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 std::string percent(double part, double whole) {
   return fmt::format("{:.1f}%", whole > 0 ? 100.0 * part / whole : 0.0);
@@ -276,11 +292,50 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
   return f;
 }
 
-int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const TrainArgs& ta, bool quiet,
-                          bool all_passes) {
+int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args, const TrainArgs& train_args,
+                          bool quiet, bool all_passes) {
   const CompiledTrain& train = compiled.trains.at(0);
   const TrainProgram& t = train.program;
   const Plan& data = compiled.pipelines.at(0).plan;
+  RunArgs a = run_args;
+  TrainArgs ta = train_args;
+
+  // multi_worker under mpirun: this process is one rank of the run. Rank 0 alone prints and writes
+  // (progress, summary, --metrics, --logdir, --save, checkpoints); the others train quietly beside it.
+  const MpiLaunch launch = mpi_launch_from_environment();
+  std::optional<WorkerGroup> workers;
+  if (launch.under_mpirun && launch.size > 1) {
+    const std::string where = t.strategy_loc.valid() ? t.strategy_loc.to_string() + ": " : std::string();
+    if (t.strategy != StrategyKind::MultiWorker) {
+      std::cerr << fmt::format(
+          "pipec run: error: {}started by mpirun as rank {} of {}, but train `{}` has strategy {}: write "
+          "`strategy = multi_worker()` to train the ranks together\n",
+          where, launch.rank, launch.size, t.name, strategy_kind_name(t.strategy));
+      return 2;
+    }
+    if (a.resume) {
+      std::cerr << "pipec run: error: --resume of a multi_worker run is not built yet (a checkpoint holds rank 0's "
+                   "input position only)\n";
+      return 2;
+    }
+    workers =
+        join_workers(fmt::format("{}\n{}\n{} {} {} {}", read_file_text(a.spec), t.name, train.length.steps.value_or(-1),
+                                 train.length.epochs.value_or(-1), a.seed, ta.init),
+                     ta.collective_timeout);
+    if (!workers->error.empty()) {
+      std::cerr << "pipec run: error: " << workers->error << "\n";
+      return 2;
+    }
+    if (workers->rank != 0) {
+      quiet = true;
+      ta.metrics.clear();
+      ta.save.clear();
+      a.logdir.clear();
+      a.stats_json.clear();
+      a.checkpoint.clear();
+      a.trace.clear();
+    }
+  }
 
   // As for a pipeline run: keep glibc from handing big blocks back to the OS between batches.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
@@ -333,29 +388,40 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     for (const Stage& st : data.stages)
       if (st.kind == StageKind::Batch)
         if (const Value* v = st.arg("size"); v && v->kind == Value::Int) batch = v->i;
-    StrategyChoice choice = choose_strategy(t, no_gpu, batch);
+    StrategyChoice choice = choose_strategy(t, no_gpu, batch, workers ? workers->size : 1);
     if (!choice.error.empty()) {
       std::cerr << choice.error << "\n";
       return 2;
     }
     if (!choice.warning.empty()) std::cerr << choice.warning << "\n";
     if (!choice.note.empty() && !quiet) std::cerr << choice.note << "\n";
+    if (choice.mpi) {
+      // One replica in this process, the others in the other ranks; the ranks agree before each step
+      // whether all have a batch.
+      auto dp = std::make_shared<DataParallelExecutor*>(nullptr);
+      std::shared_ptr<Communicator> comm = workers->comm;
+      const DataParallelExecutor::MakeReplica make = device.make ? device.make : reference_maker();
+      to.make_executor = [comm, make, dp](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+        auto ex =
+            std::make_unique<DataParallelExecutor>(g, seed, std::vector<std::shared_ptr<Communicator>>{comm}, make);
+        *dp = ex.get();
+        return ex;
+      };
+      to.all_have_batch = [dp](bool have) { return (*dp)->all_have_batch(have); };
+    }
     if (choice.replicas > 1) {
       // Each replica a share of the threads.
       const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
       dr.threads = std::max(1, threads / choice.replicas);
       const TrainDeviceChoice per_replica = choose_train_device(dr);
-      const DataParallelExecutor::MakeReplica make_replica =
-          per_replica.make ? per_replica.make
-                           : [](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
-        return std::make_unique<ReferenceExecutor<float>>(g, seed);
-      };
+      const DataParallelExecutor::MakeReplica make_replica = per_replica.make ? per_replica.make : reference_maker();
       CollectiveOptions co;
       co.timeout_seconds = ta.collective_timeout;
       const int replicas = choice.replicas;
       to.make_executor = [make_replica, replicas, co](const ModelGraph& g,
                                                       uint64_t seed) -> std::unique_ptr<StepExecutor> {
-        return std::make_unique<DataParallelExecutor>(g, seed, make_thread_communicators(replicas, co), make_replica);
+        return std::make_unique<DataParallelExecutor>(
+            g, seed, shared_communicators(make_thread_communicators(replicas, co)), make_replica);
       };
     }
   }
@@ -418,6 +484,18 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
   auto clear_line = [&] {
     if (tty) std::cerr << "\r\033[K";
   };
+  // An error: said with the rank under multi_worker, which then stops every other rank (MPI_Abort ends
+  // the job) instead of leaving them waiting for this one.
+  auto fail = [&](const std::string& message, int code) {
+    if (!workers) {
+      std::cerr << "pipec run: error: " << message << "\n";
+      return code;
+    }
+    const std::string text = fmt::format("rank {} of {}: {}", workers->rank, workers->size, message);
+    std::cerr << "pipec run: error: " << text << "\n" << std::flush;
+    workers->comm->abort(text);
+    return code;
+  };
   if (!a.trace.empty()) {
     trace::start("pipec run " + fs::path(a.spec).filename().string());
     trace::set_thread_name("main (trainer)");
@@ -428,6 +506,11 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     log_event([](TrainEventLog& l) { l.close(); });
     if (!write_run_trace(a.trace)) return 2;
     if (!quiet) print_summary(std::cerr, t, s, a, ta, pipeline);
+    if (s.left_by_others > 0 && workers)
+      std::cerr << fmt::format(
+          "pipec run: note: rank {}: {} examples of its shard were left untrained when another "
+          "rank's shard ended (each example is trained at most once per pass)\n",
+          workers->rank, s.left_by_others);
     if (!a.stats_json.empty()) {
       std::ofstream o(a.stats_json);
       o << stats_json(a.spec, t, s, pipeline).dump(2) << "\n";
@@ -442,20 +525,16 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& a, const
     return 130;
   } catch (const CheckpointError& e) {
     clear_line();
-    std::cerr << "pipec run: error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what(), 1);
   } catch (const WeightsFileError& e) {
     clear_line();
-    std::cerr << "pipec run: error: " << e.what() << "\n";
-    return 2;
+    return fail(e.what(), 2);
   } catch (const GpuUnavailableError& e) {
     clear_line();
-    std::cerr << "pipec run: error: " << e.what() << "\n";
-    return 3;
+    return fail(e.what(), 3);
   } catch (const std::exception& e) {
     clear_line();
-    std::cerr << "pipec run: error: train `" << t.name << "`: " << e.what() << "\n";
-    return 1;
+    return fail("train `" + t.name + "`: " + e.what(), 1);
   }
   return 0;
 }

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     CollectiveOptions o;
     o.timeout_seconds = 60;
     o.order = library ? ReductionOrder::Library : ReductionOrder::Ranks;
-    std::vector<std::unique_ptr<Communicator>> mpi;
+    std::vector<std::shared_ptr<Communicator>> mpi;
     mpi.push_back(make_mpi_communicator(*api, o));
     const int rank = mpi[0]->rank(), size = mpi[0]->size();
     if (kRows % size != 0) {
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     const std::vector<float> got = train(ranks, rank * per, (rank + 1) * per);
     // Every rank holds the same weights; rank 0 checks them against replicas on threads.
     if (rank == 0) {
-      DataParallelExecutor threads(g, 7, make_thread_communicators(size), reference);
+      DataParallelExecutor threads(g, 7, shared_communicators(make_thread_communicators(size)), reference);
       ReferenceExecutor<float> one(g, 7);
       const std::vector<float> start = one.buffers().params;
       const std::vector<float> want = train(threads, 0, kRows);

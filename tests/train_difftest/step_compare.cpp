@@ -592,7 +592,26 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   ReferenceExecutor<float> ref(g, s.seed);
   NoiseTwin random_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Random),
       tie_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Ties);
-  NoiseTwin* twins[] = {&random_twin, &tie_twin};
+  // Under data parallelism with 16-bit values a third witness: the reference executor as the same
+  // replicas, each with its share of the batch. Its distance from the reference is what the split alone
+  // changes there: a share's gradient rounded to 16 bits before the shares are added, which cancels
+  // where the shares do. Not in fp32, where the split changes only f32 rounding: a fault of the
+  // data-parallel executor itself, which this witness shares, would widen its own bound, and the fp32
+  // cases keep it in sight.
+  std::unique_ptr<StepExecutor> replica_twin;
+  if (s.replicas > 1 && t.precision != Precision::Fp32)
+    replica_twin = std::make_unique<DataParallelExecutor>(
+        g, s.seed, shared_communicators(make_thread_communicators(s.replicas)),
+        [](const ModelGraph& rg, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+          return std::make_unique<ReferenceExecutor<float>>(rg, seed);
+        });
+  std::vector<StepExecutor*> twins = {&random_twin, &tie_twin};
+  std::vector<std::string> witness_names = {"the random twin", "the tie twin"};
+  if (replica_twin) {
+    twins.push_back(replica_twin.get());
+    witness_names.push_back("the data-parallel reference");
+  }
+  witness_names.push_back("the f64 run");
   const ModelGraph g64 = with_float_dtype(g, DType::F64);
   ReferenceExecutor<double> exact(g64, s.seed);
   // The executor under test: the fast executor, or with `replicas` > 1 that many fast executors as
@@ -600,7 +619,7 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   std::unique_ptr<StepExecutor> fast_executor;
   if (s.replicas > 1)
     fast_executor = std::make_unique<DataParallelExecutor>(
-        g, s.seed, make_thread_communicators(s.replicas),
+        g, s.seed, shared_communicators(make_thread_communicators(s.replicas)),
         [&s](const ModelGraph& rg, uint64_t seed) -> std::unique_ptr<StepExecutor> {
           return std::make_unique<FastExecutor>(rg, seed, FastExecutorOptions{s.threads, s.direct_conv});
         });
@@ -651,7 +670,7 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       out.stopped_nonfinite = true;
       break;
     }
-    for (NoiseTwin* twin : twins) {
+    for (StepExecutor* twin : twins) {
       set_state(*twin, st.before);
       st.noise.push_back(take_step(*twin, g, batch, static_cast<uint64_t>(k)));
     }
@@ -802,10 +821,11 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   // 2. The trajectory: the fast executor trains every step from the initial weights on its own, and so
   // do the noise twins.
   set_state(fast, initial);
-  for (NoiseTwin* twin : twins) set_state(*twin, initial);
+  for (StepExecutor* twin : twins) set_state(*twin, initial);
   set_state(exact, initial);
   std::vector<double> fast_loss;
-  std::vector<std::vector<double>> twin_loss(3);  // the twins', then the exact run's
+  const size_t exact_index = twins.size();
+  std::vector<std::vector<double>> twin_loss(exact_index + 1);  // the twins', then the exact run's
   auto loss_error = [](double got, double want) {
     if (!std::isfinite(want)) return 0.0;
     return std::isfinite(got) ? (got - want) / std::max(std::fabs(want), 1e-30) : INFINITY;
@@ -814,7 +834,6 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   // lands a row of probabilities on a sum of exactly zero) shows that rounding alone can end this
   // trajectory: no distance from it bounds the fast executor's, so the trajectory goes unchecked, and
   // the case says so (the step-by-step checks above still hold every step).
-  const char* witness_names[] = {"the random twin", "the tie twin", "the f64 run"};
   std::string lost;
   auto watch = [&](size_t t, double loss, size_t k) {
     if (lost.empty() && !std::isfinite(loss) && std::isfinite(steps[k].ref.loss))
@@ -824,26 +843,26 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   for (size_t k = 0; k < steps.size(); ++k) {
     const Batch batch = batch_of(g, data, static_cast<int64_t>(k), s.batch);
     fast_loss.push_back(loss_error(take_step(fast, g, batch, k).loss, steps[k].ref.loss));
-    for (size_t t = 0; t < 2; ++t) {
+    for (size_t t = 0; t < twins.size(); ++t) {
       const double loss = take_step(*twins[t], g, batch, k).loss;
       watch(t, loss, k);
       twin_loss[t].push_back(loss_error(loss, steps[k].ref.loss));
     }
     const double loss = take_exact_step(exact, g64, batch, k).loss;
-    watch(2, loss, k);
-    twin_loss[2].push_back(loss_error(loss, steps[k].ref.loss));
+    watch(exact_index, loss, k);
+    twin_loss[exact_index].push_back(loss_error(loss, steps[k].ref.loss));
   }
   auto all_finite = [](const auto& w) {
     return std::all_of(w.begin(), w.end(), [](auto x) { return std::isfinite(x); });
   };
   const bool ref_final_finite = all_finite(ref_final.params);
   if (lost.empty() && ref_final_finite) {
-    const std::vector<float>* final_weights[] = {&random_twin.buffers().params, &tie_twin.buffers().params};
-    for (size_t t = 0; t < 2 && lost.empty(); ++t)
-      if (!all_finite(*final_weights[t]))
+    for (size_t t = 0; t < twins.size() && lost.empty(); ++t)
+      if (!all_finite(twins[t]->buffers().params))
         lost = fmt::format("{}'s weights stopped being finite, where the reference's are finite", witness_names[t]);
     if (lost.empty() && !all_finite(exact.buffers().params))
-      lost = fmt::format("{}'s weights stopped being finite, where the reference's are finite", witness_names[2]);
+      lost = fmt::format("{}'s weights stopped being finite, where the reference's are finite",
+                         witness_names[exact_index]);
   }
   if (!lost.empty()) {
     out.trajectory_unbounded = lost;
@@ -870,9 +889,8 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
   // Weights that overflowed on the reference (the case ended there) have nothing to be compared with.
   if (moved_rms > 0 && std::isfinite(moved_rms)) {
     const double ratio = apart(fast.buffers().params) / moved_rms;
-    const double twin_ratio =
-        std::max({apart(random_twin.buffers().params) / moved_rms, apart(tie_twin.buffers().params) / moved_rms,
-                  apart(exact.buffers().params) / moved_rms});
+    double twin_ratio = apart(exact.buffers().params) / moved_rms;
+    for (StepExecutor* twin : twins) twin_ratio = std::max(twin_ratio, apart(twin->buffers().params) / moved_rms);
     const Bound wb{b.trajectory_weights, twin_ratio, K};
     check.note("trajectory weights", ratio, wb.total(), [&] {
       return fmt::format(

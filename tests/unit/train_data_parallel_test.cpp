@@ -74,7 +74,7 @@ Batch make_batch(int64_t rows, uint64_t seed) {
 
 std::unique_ptr<DataParallelExecutor> replicated(const ModelGraph& g, int n, DataParallelOptions o = {}) {
   return std::make_unique<DataParallelExecutor>(
-      g, 7, make_thread_communicators(n),
+      g, 7, shared_communicators(make_thread_communicators(n)),
       [](const ModelGraph& rg, uint64_t seed) -> std::unique_ptr<StepExecutor> {
         return std::make_unique<ReferenceExecutor<float>>(rg, seed);
       },
@@ -250,7 +250,7 @@ TEST(DataParallel, AReplicasErrorEndsTheStepWithItsMessage) {
   std::atomic<int> made{0};
   CollectiveOptions co;
   co.timeout_seconds = 20;
-  DataParallelExecutor two(t.step, 7, make_thread_communicators(2, co),
+  DataParallelExecutor two(t.step, 7, shared_communicators(make_thread_communicators(2, co)),
                            [&made](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
                              if (made++ == 1) return std::make_unique<FailingExecutor>(g, seed);
                              return std::make_unique<ReferenceExecutor<float>>(g, seed);

@@ -174,7 +174,8 @@ class TrainingRun {
         if (pulled != Pulled::Rows) {
           span->discard();
           if (pulled == Pulled::Empty) continue;
-          end_epoch();  // the data ended: so did its last pass
+          if (o_.all_have_batch) o_.all_have_batch(false);  // the others end with this one
+          end_epoch();                                      // the data ended: so did its last pass
           return;
         }
         // The first batch of the next pass over the data: the epoch before it ends first, outside a
@@ -184,6 +185,13 @@ class TrainingRun {
           end_epoch();
           continue;
         }
+      }
+      // Every process must have a batch for this step, or all stop here.
+      if (o_.all_have_batch && !o_.all_have_batch(true)) {
+        span->discard();
+        for (int64_t r = next_row_; r < chunk_.rows; ++r) sum_.left_by_others += batch_rows(r);
+        end_epoch();
+        return;
       }
       if (epoch_steps_ == 0) epoch_start_ = step_start;
       const Batch batch = next_batch();
@@ -274,6 +282,12 @@ class TrainingRun {
       return Pulled::End;
     }
     return chunk_.rows == 0 ? Pulled::Empty : Pulled::Rows;
+  }
+
+  // The examples in row `r` of the current chunk (one batch).
+  int64_t batch_rows(int64_t r) const {
+    const Tensor t = batch_of(chunk_.columns[target_column_], chunk_.rows, r);
+    return t.shape().empty() ? 1 : t.shape()[0];
   }
 
   // The chunk's next batch, every float input and the target checked to be finite.

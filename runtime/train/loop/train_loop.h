@@ -77,6 +77,11 @@ struct TrainOptions {
   std::function<void(const EvalResult&)> on_evaluation;
   /// Called when an epoch ends, on a run whose length counts epochs, after its evaluation.
   std::function<void(const EpochEnd&)> on_epoch_end;
+  /// Data-parallel training across processes (multi_worker): called once before each step with whether
+  /// this process has a batch for it, and true only when every process has one. False ends the data
+  /// for every process alike, so that shards of uneven length end the run instead of leaving the longer
+  /// ones waiting for the others. Empty: this process's data alone decides.
+  std::function<bool(bool have_batch)> all_have_batch;
 };
 
 /// The end of one epoch (a pass over the data, or `steps` steps with both steps and epochs): on a run by
@@ -125,6 +130,9 @@ struct TrainSummary {
   int compute_threads = 0;        // of them, given to the compute at the end (runtime/train/loop/thread_split.h)
   int thread_split_changes = 0;
   std::string thread_split;  // what the split is and why, in a sentence
+  /// multi_worker: the examples of this process's shard left untrained because another process's shard
+  /// ended first (each example is trained at most once per pass; these wait for the next).
+  int64_t left_by_others = 0;
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

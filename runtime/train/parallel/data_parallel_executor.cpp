@@ -14,7 +14,7 @@ namespace pipec {
 struct DataParallelExecutor::Replica {
   int index = 0;  // among this process's replicas
   std::unique_ptr<StepExecutor> executor;
-  std::unique_ptr<Communicator> comm;
+  std::shared_ptr<Communicator> comm;
   std::unique_ptr<SerialWorker> step_thread;  // null for replica 0, which runs on the caller's thread
   SerialWorker bucket_thread;                 // the all-reduces of its gradient buckets
   // The step: this replica's share of the batch and where it starts among every replica's rows.
@@ -39,8 +39,14 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
+std::vector<std::shared_ptr<Communicator>> shared_communicators(std::vector<std::unique_ptr<Communicator>> c) {
+  std::vector<std::shared_ptr<Communicator>> out;
+  for (auto& p : c) out.push_back(std::move(p));
+  return out;
+}
+
 DataParallelExecutor::DataParallelExecutor(const ModelGraph& g, uint64_t seed,
-                                           std::vector<std::unique_ptr<Communicator>> communicators,
+                                           std::vector<std::shared_ptr<Communicator>> communicators,
                                            const MakeReplica& make, DataParallelOptions options)
     : replica_graph_(g), options_(options) {
   if (communicators.empty()) throw std::invalid_argument("data-parallel training needs at least one replica");
@@ -261,6 +267,16 @@ void DataParallelExecutor::copy_state(const Replica& from, Replica& to) {
   b.optimizer_slots() = a.optimizer_slots();
   if (a.loss_scale() && b.loss_scale()) *b.loss_scale() = *a.loss_scale();
   b.sync_to_device();
+}
+
+bool DataParallelExecutor::all_have_batch(bool mine) {
+  if (local_replicas() > 1)
+    throw std::logic_error("data-parallel executor: all_have_batch with several local replicas");
+  const double have = mine ? 1 : 0;
+  const std::vector<double> all = replicas_.front()->comm->all_gather(&have, 1, "whether every rank has a batch");
+  for (double a : all)
+    if (a == 0) return false;
+  return true;
 }
 
 FlatBuffers<float>& DataParallelExecutor::buffers() { return replicas_.front()->executor->buffers(); }

@@ -54,6 +54,10 @@ struct BucketTimes {
   std::vector<double> started, ended;  // per bucket, seconds from the backward pass's start
 };
 
+/// Communicators made as unique_ptrs (make_thread_communicators, make_mpi_communicator), shared: the
+/// executor holds them, and a driver may hold one too, to abort the others when its run fails.
+std::vector<std::shared_ptr<Communicator>> shared_communicators(std::vector<std::unique_ptr<Communicator>> c);
+
 class DataParallelExecutor final : public StepExecutor {
  public:
   /// Makes the executor of one replica, for `replica_graph`.
@@ -63,7 +67,7 @@ class DataParallelExecutor final : public StepExecutor {
   /// `communicators.size()` local replicas gets an executor of a copy of it with its share of g.batch,
   /// and one communicator (all of one group, whose size counts the replicas of every process). Any batch
   /// splits (the strategy is what asks the user for one that splits evenly).
-  DataParallelExecutor(const ModelGraph& g, uint64_t seed, std::vector<std::unique_ptr<Communicator>> communicators,
+  DataParallelExecutor(const ModelGraph& g, uint64_t seed, std::vector<std::shared_ptr<Communicator>> communicators,
                        const MakeReplica& make, DataParallelOptions options = {});
   ~DataParallelExecutor() override;
 
@@ -82,6 +86,9 @@ class DataParallelExecutor final : public StepExecutor {
   const StepArena& arena() const override;
   /// The global index of this process's first example; its replicas' shares follow.
   void set_first_example(int64_t first) override { first_example_ = first; }
+
+  /// Whether every process has a batch for the next step (one all-gather; TrainOptions::all_have_batch).
+  bool all_have_batch(bool mine);
 
   int local_replicas() const { return static_cast<int>(replicas_.size()); }
   /// Local replica `r`'s executor (tests compare the replicas' states).
