@@ -252,6 +252,7 @@ TEST(AutoShard, ZippedFileListsGoByFilesAndStayPaired) {
         RunOptions o;
         o.spec_dir = d.path().string();
         PipelineRun run(r.pipelines[0].plan, o);
+        EXPECT_EQ(run.pass_elements(0), files_in_share(5, n, i));  // what progress and footprints count
         std::vector<std::string> as, bs;
         Chunk c;
         while (run.next(c))
@@ -377,6 +378,22 @@ TEST(AutoShard, AMapAfterAFixedBatchIsAnErrorAtTheMap) {
     seen.insert(seen.end(), out.x.begin(), out.x.end());
   }
   EXPECT_EQ(sorted(seen), (std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}));
+}
+
+TEST(AutoShard, FileShareArgument) {
+  Stage s;
+  s.kind = StageKind::Files;
+  const std::vector<std::string> files = {"a", "b", "c", "d", "e"};
+  EXPECT_EQ(files_of_shard(files, s), files);
+  s.args.emplace_back(kFileShardArg, file_shard_value(3, 1));
+  EXPECT_EQ(files_of_shard(files, s), (std::vector<std::string>{"b", "e"}));
+  EXPECT_EQ(files_in_share(5, 3, 1), 2);
+  EXPECT_EQ(files_in_share(5, 3, 2), 1);
+  EXPECT_EQ(files_in_share(2, 3, 2), 0);
+  s.args.back().second = file_shard_value(3, 3);
+  EXPECT_THROW(files_of_shard(files, s), std::invalid_argument);
+  s.args.back().second = Value::make_int(3);
+  EXPECT_THROW(files_of_shard(files, s), std::invalid_argument);
 }
 
 TEST(AutoShard, OneWorkerLeavesThePlanAsItWas) {
