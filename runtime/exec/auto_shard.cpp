@@ -193,6 +193,11 @@ AutoShard auto_shard(const Plan& plan, int64_t workers, int64_t index, const std
     out.plan = shard_after_sources(out.plan, workers, index);
     r.description = fmt::format("sharded by elements ({}): every {} element from {}", why, ordinal(workers), index);
   }
+  // A cache file holds one worker's share: another worker (or an unsharded run) must not replay it.
+  for (Stage& s : out.plan.stages)
+    for (auto& [name, v] : s.args)
+      if (s.kind == StageKind::Cache && name == "where" && v.kind == Value::String)
+        v.s = fmt::format("{}.worker-{}-of-{}", v.s, index, workers);
   if (r.global_batch) r.description += fmt::format("; batch {} is {} per worker", r.global_batch, r.worker_batch);
   return out;
 }

@@ -10,6 +10,8 @@
 // - Else by elements: `shard(workers, index)` after every source (shard_after_sources), before any
 //   shuffle or map, so zipped sources stay aligned.
 // Either way an element reaches at most one worker per epoch, and the workers together see every one.
+// A cache file then holds one worker's share: its path gets ".worker-I-of-N", so that no other worker
+// (nor an unsharded run) replays it.
 //
 // The batch: the batch (or padded_batch) nearest the output, on each path to it, becomes batch(B / N),
 // so N workers together step on the global batch B. A B that N does not divide is a ShardError at the

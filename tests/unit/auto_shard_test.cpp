@@ -275,6 +275,28 @@ TEST(AutoShard, ZippedFileListsGoByFilesAndStayPaired) {
     }
 }
 
+// A file cache holds one worker's share: each worker writes and replays a file of its own.
+TEST(AutoShard, EachWorkerCachesItsShareInAFileOfItsOwn) {
+  ScratchDir d;
+  const std::vector<int64_t> all = write_files(d.path(), "c", {5, 2, 4});
+  const std::string spec =
+      "source s = tfrecord(\"data/c-*.tfrecord\") { x: i64  y: i64 }\n"
+      "pipeline p = s | cache(\"cached\") | batch(2)\n";
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass replays the files the first wrote
+    std::vector<int64_t> seen;
+    for (int64_t i = 0; i < 2; ++i) {
+      CompileResult r = compile_for(d.path(), spec, 2, i);
+      ASSERT_TRUE(r.ok()) << testing::compile_problems(r);
+      Output out = run_plan(r.pipelines[0].plan, d.path());
+      EXPECT_TRUE(fs::exists(d / fmt::format("cached.worker-{}-of-2", i)));
+      for (int64_t x : out.x) EXPECT_EQ(x / 100 % 2, i) << "pass " << pass << ": worker " << i << " read x = " << x;
+      seen.insert(seen.end(), out.x.begin(), out.x.end());
+    }
+    EXPECT_EQ(sorted(seen), all);
+  }
+  EXPECT_FALSE(fs::exists(d / "cached"));
+}
+
 TEST(AutoShard, SourcesWithoutFileListsGoByElements) {
   ScratchDir d;
   CompileResult r = compile_for(d.path(), "pipeline p = range(10) | batch(2)\n", 2, 0);
