@@ -28,20 +28,43 @@ std::vector<const Decl*> chosen_pipelines(const Program& program, const CompileR
   return out;
 }
 
-// Lower, then the steps every plan goes through: one pipeline.
-bool compile_pipeline(const Program& program, const Decl& decl, const CompileOptions& o, CompiledPipeline& out,
-                      std::string& error) {
+// Lower, then the steps every plan goes through: one pipeline. False with r's status and error set.
+bool compile_pipeline(const Decl& decl, const CompileOptions& o, CompiledPipeline& out, CompileResult& r) {
   out.decl = &decl;
   try {
-    out.plan = lower_pipeline(program, decl);
+    out.plan = lower_pipeline(*r.program, decl);
   } catch (const std::exception& e) {
-    error = fmt::format("internal error: lowering pipeline `{}` failed: {}", decl.name, e.what());
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: lowering pipeline `{}` failed: {}", decl.name, e.what());
     return false;
   }
-  return finish_plan(decl, o, out, error);
+  if (!shard_for_worker(o, out, r)) return false;
+  if (!finish_plan(decl, o, out, r.error)) {
+    r.status = CompileStatus::InternalError;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
+
+bool shard_for_worker(const CompileOptions& o, CompiledPipeline& out, CompileResult& r) {
+  if (!o.shard) return true;
+  try {
+    AutoShard sharded = auto_shard(out.plan, o.shard->workers, o.shard->index, o.data_dir);
+    out.plan = std::move(sharded.plan);
+    out.shard = std::move(sharded.report);
+    return true;
+  } catch (const ShardError& e) {
+    r.status = CompileStatus::ShardError;
+    r.error = e.diagnostic();
+  } catch (const std::exception& e) {
+    r.status = CompileStatus::InternalError;
+    r.error = fmt::format("internal error: sharding the plan of `{}` failed: {}", out.plan.name, e.what());
+  }
+  r.error_decl = out.decl;
+  return false;
+}
 
 bool finish_plan(const Decl& decl, const CompileOptions& o, CompiledPipeline& out, std::string& error) {
   if (auto problems = verify_plan(out.plan); !problems.empty()) {
@@ -115,8 +138,7 @@ CompileResult compile(const CompileRequest& request) {
   }
   for (const Decl* d : decls) {
     CompiledPipeline& out = r.pipelines.emplace_back();
-    if (!compile_pipeline(*r.program, *d, o, out, r.error)) {
-      r.status = CompileStatus::InternalError;
+    if (!compile_pipeline(*d, o, out, r)) {
       r.error_decl = d;
       return r;
     }

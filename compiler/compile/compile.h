@@ -21,6 +21,7 @@
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/passes/pass_pipeline.h"
 #include "compiler/sema/program.h"
+#include "runtime/exec/auto_shard.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
@@ -50,9 +51,19 @@ struct CompileOptions {
   /// Cpu: no CUDA kernels. Auto and Gpu: every map after to(gpu) gets its generated kernel (the
   /// runtime decides at run time whether a GPU is there to run it).
   DevicePolicy device = DevicePolicy::Cpu;
-  /// Called with each pipeline's plan just after it is lowered and verified, before any pass
-  /// (`pipec explain --passes` prints it).
+  /// Called with each pipeline's plan just after it is lowered and verified (and sharded), before any
+  /// pass (`pipec explain --passes` prints it).
   std::function<void(const Decl& pipeline, const Plan& lowered)> on_lowered;
+  /// multi_worker: compile the plan that worker `index` of `workers` runs (runtime/exec/auto_shard.h),
+  /// sharded right after lowering and before any pass, at every -O level, since it changes what the
+  /// pipeline yields. Applies to a train block's data (not its validation data) and to every pipeline
+  /// compiled; file patterns are counted against data_dir. CompiledPipeline::shard says what was done; a
+  /// pipeline that cannot be sharded so (a batch the workers do not divide) is CompileStatus::ShardError.
+  struct WorkerShard {
+    int64_t workers = 1;
+    int64_t index = 0;
+  };
+  std::optional<WorkerShard> shard;
 };
 
 /// What a request compiles.
@@ -90,6 +101,7 @@ struct CompiledPipeline {
   std::optional<codegen::JitReport> jit;  // CpuKernels::Jit at -O1: what was compiled, what was not and why
   int object_kernels = 0;                 // CpuKernels::Object: kernels in the object file
   int gpu_kernels = 0;                    // maps that got a CUDA kernel
+  std::optional<ShardReport> shard;       // CompileOptions::shard: how this worker's plan was sharded
 };
 
 /// A train block's training step (runtime/model/train_program.h).
@@ -108,6 +120,8 @@ enum class CompileStatus {
   NoTrain,        // no train block by that name, none at all, or several and no choice; or a length that
                   // never ends (--epochs of data that repeats forever) (exit code 2)
   InternalError,  // a plan that does not verify, a failed object file: a compiler bug or I/O (exit code 2)
+  ShardError,     // CompileOptions::shard: the pipeline cannot be sharded so (exit code 1); `error` is the
+                  // diagnostic, "spec.pipe:12:5: error: ..."
 };
 
 struct CompileResult {

@@ -122,6 +122,8 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     return;
   }
   append_data_repeat(out.plan, train.length);
+  // Under multi_worker each worker reads its share of the data; the validation data is not sharded.
+  if (!shard_for_worker(request.options, out, r)) return;
   if (!finish_plan(*data_decl, request.options, out, r.error)) {
     r.status = CompileStatus::InternalError;
     r.error_decl = data_decl;

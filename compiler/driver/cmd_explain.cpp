@@ -1,7 +1,9 @@
 // `pipec explain FILE [--pipeline NAME | --train NAME]`: the plan of each pipeline, stage by stage with
 // element types, and the expression IR of every map and filter. The optimized plan by default, the
 // lowered one with -O0, and with --passes the plan after every optimizer pass. Then the training-step
-// graph of each train block (with --train, of that one, after the plan of its data).
+// graph of each train block (with --train, of that one, after the plan of its data). With --workers N
+// [--worker I], the plan worker I of N runs under multi_worker (runtime/exec/auto_shard.h), after a line
+// saying how it was sharded.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -44,6 +46,7 @@ int cmd_explain(const Args& args) {
   SpecFlags flags;
   CompileRequest request;
   bool show_passes = false, loops = false, llvm_ir = false;
+  int64_t workers = 1, worker = 0;
   auto app = make_command(
       "explain", "FILE",
       "Type-checks FILE and prints the optimized plan of each pipeline: every stage with its arguments and\n"
@@ -58,6 +61,14 @@ int cmd_explain(const Args& args) {
       ->excludes(pipeline);
   app->add_flag("--passes", show_passes,
                 "the lowered plan, then the plan after each optimizer pass (or \"unchanged\")");
+  auto* workers_option =
+      app->add_option("--workers", workers, "the plan one worker of N runs under multi_worker: sharded, its batch / N")
+          ->type_name("N")
+          ->check(CLI::PositiveNumber);
+  app->add_option("--worker", worker, "with --workers: which worker's plan, from 0 (default 0)")
+      ->type_name("I")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(workers_option);
   app->add_flag("--loops", loops, "also print the loop nests the code generators compile");
   app->add_flag("--llvm", llvm_ir, "also print the (unoptimized) LLVM IR of the kernels");
   add_spec_flags(*app, flags, "print diagnostics only when there are errors");
@@ -68,6 +79,12 @@ int cmd_explain(const Args& args) {
                    : !request.train.block.empty() ? CompileTarget::Train
                                                   : CompileTarget::EveryPipeline;
   request.options.check = flags.check_options();
+  if (worker >= workers) {
+    std::cerr << "pipec explain: --worker " << worker << " is not one of the " << workers << " workers (0 to "
+              << workers - 1 << ")\n";
+    return 2;
+  }
+  if (workers_option->count() > 0) request.options.shard = CompileOptions::WorkerShard{workers, worker};
   // As a run compiles it: one_hot_colors' class_dict.csv read from the spec's folder.
   request.options.data_dir = std::filesystem::absolute(std::filesystem::path(request.path)).parent_path().string();
   // Each pipeline's output is collected while it compiles and printed in order afterwards.
@@ -91,6 +108,8 @@ int cmd_explain(const Args& args) {
   for (const CompiledPipeline& p : result.pipelines) {
     if (!first) std::cout << "\n";
     first = false;
+    if (p.shard)
+      std::cout << "sharding (worker " << worker << " of " << workers << "): " << p.shard->description << "\n";
     std::cout << (show_passes ? shown[p.decl] : print_plan(p.plan));
     if (request.options.passes.opt_level > 0)
       if (std::string kernels = kernel_lines(p.plan, loops); !kernels.empty()) std::cout << "kernels:\n" << kernels;

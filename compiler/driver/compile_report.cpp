@@ -14,6 +14,7 @@ std::optional<int> report_compile(const CompileResult& result, const std::string
   switch (result.status) {
     case CompileStatus::Ok: return std::nullopt;
     case CompileStatus::SpecErrors: return 1;
+    case CompileStatus::ShardError: std::cerr << result.error << "\n"; return 1;  // already "spec.pipe:L:C: error: ..."
     default: break;
   }
   std::string error = result.error;

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/capi/dlpack_export.h"
-#include "runtime/capi/shard_plan.h"
+#include "runtime/plan/shard_plan.h"
 
 namespace pipec {
 

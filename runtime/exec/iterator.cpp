@@ -35,10 +35,12 @@ size_t RunContext::warning_count() const {
   return warnings_.size();
 }
 
-std::string RunContext::resolve_path(const std::string& p) const {
+std::string resolve_spec_path(const std::string& spec_dir, const std::string& p) {
   if (p.empty() || p[0] == '/' || spec_dir.empty()) return p;
   return (std::filesystem::path(spec_dir) / p).string();
 }
+
+std::string RunContext::resolve_path(const std::string& p) const { return resolve_spec_path(spec_dir, p); }
 
 void RunContext::check_cancelled() const {
   if (cancel) cancel->throw_if_cancelled();

@@ -31,6 +31,9 @@ struct CudaDriver;
 class Autotuner;
 class MemoryBudget;
 
+/// `p` as a run reads it: relative to `spec_dir` (the spec's folder) unless absolute or spec_dir is empty.
+std::string resolve_spec_path(const std::string& spec_dir, const std::string& p);
+
 /// What every iterator of one run shares.
 struct RunContext {
   const Plan* plan = nullptr;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/file_shard.h"
 #include "runtime/exec/footprint.h"
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/image/jpeg_index_cache.h"
@@ -104,7 +105,7 @@ std::optional<int64_t> PipelineRun::source_length(int stage) const {
   const Value* pattern = s.arg("pattern");
   if (!pattern || pattern->kind != Value::String) return std::nullopt;
   try {
-    return static_cast<int64_t>(expand_glob(ctx_.resolve_path(pattern->s)).size());
+    return static_cast<int64_t>(files_of_shard(expand_glob(ctx_.resolve_path(pattern->s)), s).size());
   } catch (const std::exception&) {
     return std::nullopt;  // the source reports it when it runs
   }

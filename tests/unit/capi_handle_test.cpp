@@ -4,9 +4,9 @@
 
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/pipe_handle.h"
-#include "runtime/capi/shard_plan.h"
 #include "runtime/io/example_writer.h"
 #include "runtime/io/tfrecord_writer.h"
+#include "runtime/plan/shard_plan.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/compile_util.h"
 

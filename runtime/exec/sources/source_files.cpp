@@ -1,5 +1,7 @@
-// files(pattern) / list_files(pattern): one element {path} per matching file, sorted unless shuffled.
+// files(pattern) / list_files(pattern): one element {path} per matching file, sorted unless shuffled
+// (of a worker's share of them, under multi_worker's sharding by files).
 #include "runtime/core/philox.h"
+#include "runtime/exec/file_shard.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/io/errors.h"
 #include "runtime/io/file_glob.h"
@@ -13,7 +15,7 @@ class FilesSource : public ChunkIterator {
   FilesSource(RunContext& ctx, int stage, int64_t epoch) : ChunkIterator(ctx, stage), epoch_(epoch) {
     const Stage& s = spec();
     try {
-      files_ = expand_glob(ctx.resolve_path(s.arg("pattern")->s));
+      files_ = files_of_shard(expand_glob(ctx.resolve_path(s.arg("pattern")->s)), s);
     } catch (const DataError& e) {
       throw StageError(s, e);
     }

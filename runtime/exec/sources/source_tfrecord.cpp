@@ -1,6 +1,7 @@
 // tfrecord(files) { schema }: reads TFRecord files and parses the schema's features, a chunk of
 // records at a time. Followed by interleave(cycle_length, block_length), it reads several files in
-// turn exactly as tf.data's interleave over per-file TFRecordDatasets does.
+// turn exactly as tf.data's interleave over per-file TFRecordDatasets does. Under multi_worker's sharding
+// by files it reads only its share of the files (runtime/exec/file_shard.h).
 //
 // Files read ahead: a slot of the cycle may read its file on a thread of its own (ReadAheadReader).
 // How many do is a knob (runtime/exec/knob.h): fixed by parallel_reads = N, tuned for
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "runtime/core/philox.h"
+#include "runtime/exec/file_shard.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
@@ -87,7 +89,7 @@ class TFRecordSource : public ChunkIterator {
     parser_ = std::make_unique<ExampleParser>(std::move(specs));
     std::string pattern = ctx.resolve_path(s.arg("files")->s);
     try {
-      files_ = expand_glob(pattern);
+      files_ = files_of_shard(expand_glob(pattern), s);
     } catch (const DataError& e) {
       throw StageError(s, e);
     }

@@ -1,4 +1,5 @@
-// Sharding a plan for one of several readers: what `pipe_options.shard_count/shard_index` do.
+// Sharding a plan by elements for one of several readers: what `pipe_options.shard_count/shard_index`
+// do, and what multi_worker's automatic sharding does when it cannot go by files (runtime/exec/auto_shard.h).
 #pragma once
 
 #include <cstdint>

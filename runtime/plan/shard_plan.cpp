@@ -1,4 +1,4 @@
-#include "runtime/capi/shard_plan.h"
+#include "runtime/plan/shard_plan.h"
 
 #include <stdexcept>
 
