@@ -27,6 +27,7 @@
 #include "compiler/driver/run_report.h"
 #include "compiler/driver/spec_options.h"
 #include "runtime/core/buffer_pool.h"
+#include "runtime/dist/mpi_communicator.h"
 #include "runtime/exec/pipeline_event_log.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/image/jpeg_index_cache.h"
@@ -301,6 +302,9 @@ int cmd_run(const Args& args) {
   request.options.cpu_kernels = a.no_jit ? CpuKernels::None : CpuKernels::Jit;
   request.options.data_dir = fs::absolute(fs::path(a.spec)).parent_path().string();
   request.options.device = device;
+  // Under mpirun each rank compiles its share of the data (multi_worker(): runtime/exec/auto_shard.h).
+  if (const MpiLaunch launch = mpi_launch_from_environment(); launch.under_mpirun && launch.size > 1)
+    request.options.shard = CompileOptions::WorkerShard{launch.size, launch.rank};
   CompileResult compiled = compile(request);
   if (auto code = report_compile(compiled, "run", flags)) return *code;
   const bool all_passes = request.options.passes.opt_level > 0 && request.options.passes.disabled.empty();

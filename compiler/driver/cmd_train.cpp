@@ -326,6 +326,11 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       std::cerr << "pipec run: error: " << workers->error << "\n";
       return 2;
     }
+    if (workers->rank == 0 && !quiet) {
+      const std::optional<ShardReport>& shard = compiled.pipelines.at(0).shard;
+      std::cerr << fmt::format("pipec run: multi_worker: {} ranks; {}\n", workers->size,
+                               shard ? shard->description : std::string("the data is not sharded"));
+    }
     if (workers->rank != 0) {
       quiet = true;
       ta.metrics.clear();
