@@ -319,9 +319,12 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       return 2;
     }
     workers =
-        join_workers(fmt::format("{}\n{}\n{} {} {} {}", read_file_text(a.spec), t.name, train.length.steps.value_or(-1),
-                                 train.length.epochs.value_or(-1), a.seed, ta.init),
-                     ta.collective_timeout);
+        // The seed and the thread count too: going by elements, they decide the order the shards count in
+        // (shuffle_files without a seed of its own, interleave(cycle_length = auto)).
+        join_workers(
+            fmt::format("{}\n{}\n{} {} {} {} {}", read_file_text(a.spec), t.name, train.length.steps.value_or(-1),
+                        train.length.epochs.value_or(-1), a.seed, a.threads, ta.init),
+            ta.collective_timeout);
     if (!workers->error.empty()) {
       std::cerr << "pipec run: error: " << workers->error << "\n";
       return 2;
