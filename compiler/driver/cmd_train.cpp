@@ -416,6 +416,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
         return ex;
       };
       to.all_have_batch = [dp](bool have) { return (*dp)->all_have_batch(have); };
+      to.step_examples = [dp](int64_t) { return (*dp)->step_rows(); };
     }
     if (choice.replicas > 1) {
       // Each replica a share of the threads.

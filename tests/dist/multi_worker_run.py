@@ -91,7 +91,8 @@ with tempfile.TemporaryDirectory() as folder:
     check(code == 0, "two ranks train\n" + out)
     check("multi_worker: 2 ranks; sharded by elements" in out and "batch 16 is 8 per worker" in out,
           "rank 0 says how the data is sharded\n" + out)
-    check(out.count("train t: 6 steps") == 1, "rank 0 alone prints the summary\n" + out)
+    check(out.count("train t: 6 steps (96 examples)") == 1,
+          "rank 0 alone prints the summary, counting every rank's examples\n" + out)
     one, two = losses(os.path.join(folder, "one.jsonl")), losses(os.path.join(folder, "two.jsonl"))
     check(len(one) == 6 and len(two) == 6, f"6 steps each: {len(one)} and {len(two)}")
     check(all(abs(a - b) <= 1e-5 * abs(a) for a, b in zip(one, two)), f"the same losses: {one} and {two}")

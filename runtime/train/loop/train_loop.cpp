@@ -352,7 +352,8 @@ class TrainingRun {
     p_.loss = loss;
     p_.lr = ex_.optimizer_slots().last_lr;
     p_.smoothed_loss = smoothed_loss(loss);
-    p_.examples += b.target.shape().empty() ? 1 : b.target.shape()[0];
+    const int64_t rows = b.target.shape().empty() ? 1 : b.target.shape()[0];
+    p_.examples += o_.step_examples ? o_.step_examples(rows) : rows;
     p_.epoch = o_.length.steps_per_epoch > 0 ? (p_.step - 1) / o_.length.steps_per_epoch : chunk_.epoch;
     // One epoch of one pass: the data's own repeats do not divide it.
     epoch_index_ = o_.length.epochs == 1 ? 0 : p_.epoch;

@@ -82,6 +82,9 @@ struct TrainOptions {
   /// for every process alike, so that shards of uneven length end the run instead of leaving the longer
   /// ones waiting for the others. Empty: this process's data alone decides.
   std::function<bool(bool have_batch)> all_have_batch;
+  /// The examples a step trained, given this process's rows of it (multi_worker: every rank's rows).
+  /// Empty: this process's rows.
+  std::function<int64_t(int64_t rows)> step_examples;
 };
 
 /// The end of one epoch (a pass over the data, or `steps` steps with both steps and epochs): on a run by

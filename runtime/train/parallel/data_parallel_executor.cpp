@@ -149,6 +149,7 @@ double DataParallelExecutor::run(const std::vector<Tensor>& inputs, const Tensor
       total += static_cast<int64_t>(all_rows[q]);
     }
     r.first = first_example_ + before;
+    if (r.index == 0) step_rows_ = total;
     r.weight = total > 0 ? static_cast<float>(static_cast<double>(r.rows) / static_cast<double>(total)) : 0.0f;
     // 2. Forward and loss on the share.
     r.loss = 0;

@@ -90,6 +90,9 @@ class DataParallelExecutor final : public StepExecutor {
   /// Whether every process has a batch for the next step (one all-gather; TrainOptions::all_have_batch).
   bool all_have_batch(bool mine);
 
+  /// The last step's rows over every replica of every process.
+  int64_t step_rows() const { return step_rows_; }
+
   int local_replicas() const { return static_cast<int>(replicas_.size()); }
   /// Local replica `r`'s executor (tests compare the replicas' states).
   StepExecutor& replica(int r);
@@ -112,7 +115,8 @@ class DataParallelExecutor final : public StepExecutor {
   int world_ = 1;  // replicas of every process
   double loss_ = 0;
   bool loss_finite_ = true;
-  int done_ = -1;  // the last phase run on the current batch (an OpCategory), -1 before the first
+  int done_ = -1;          // the last phase run on the current batch (an OpCategory), -1 before the first
+  int64_t step_rows_ = 0;  // the last step's rows over every replica
   BucketTimes times_;
 };
 
