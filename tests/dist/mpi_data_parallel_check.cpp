@@ -17,6 +17,7 @@
 #include "runtime/dist/thread_communicator.h"
 #include "runtime/train/parallel/data_parallel_executor.h"
 #include "runtime/train/reference/reference_executor.h"
+#include "tests/unit/sum_batches.h"
 
 namespace {
 
@@ -32,21 +33,7 @@ constexpr int64_t kRows = 12;
 constexpr int kSteps = 5;
 
 // Step k's whole batch (every rank makes the same).
-void batch(uint64_t k, Tensor& x, Tensor& y) {
-  x = Tensor::empty(DType::F32, {kRows, 6});
-  y = Tensor::empty(DType::F32, {kRows, 1});
-  uint64_t s = k * 0x9E3779B97F4A7C15ull + 5;
-  for (int64_t r = 0; r < kRows; ++r) {
-    double sum = 0;
-    for (int64_t c = 0; c < 6; ++c) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      const float v = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
-      x.data<float>()[r * 6 + c] = v;
-      sum += v;
-    }
-    y.data<float>()[r] = static_cast<float>(sum);
-  }
-}
+void batch(uint64_t k, Tensor& x, Tensor& y) { testing::sum_batch(kRows, k + 100, x, y); }
 
 std::unique_ptr<StepExecutor> reference(const ModelGraph& g, uint64_t seed) {
   return std::make_unique<ReferenceExecutor<float>>(g, seed);

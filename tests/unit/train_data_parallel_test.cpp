@@ -24,6 +24,7 @@
 #include "runtime/train/parallel/data_parallel_executor.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/sum_batches.h"
 
 namespace pipec {
 namespace {
@@ -55,18 +56,8 @@ struct Batch {
 };
 Batch make_batch(int64_t rows, uint64_t seed) {
   Batch b;
-  Tensor x = Tensor::empty(DType::F32, {rows, 6}), y = Tensor::empty(DType::F32, {rows, 1});
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t r = 0; r < rows; ++r) {
-    double sum = 0;
-    for (int64_t c = 0; c < 6; ++c) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      const float v = static_cast<float>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2 - 1);
-      x.data<float>()[r * 6 + c] = v;
-      sum += v;
-    }
-    y.data<float>()[r] = static_cast<float>(sum);
-  }
+  Tensor x, y;
+  testing::sum_batch(rows, seed, x, y);
   b.inputs = {x};
   b.target = y;
   return b;
