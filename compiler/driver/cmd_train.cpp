@@ -403,6 +403,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
     }
     if (!choice.warning.empty()) std::cerr << choice.warning << "\n";
     if (!choice.note.empty() && !quiet) std::cerr << choice.note << "\n";
+    // The replicas all-reduce their host gradient buffers: a GPU executor keeps its gradients on the
+    // device, and replicas of it are not built yet (NCCL).
+    if (choice.mpi && device.gpu) {
+      std::cerr << "pipec run: error: " << (t.strategy_loc.valid() ? t.strategy_loc.to_string() + ": " : "")
+                << "multi_worker ranks training on GPUs are not built yet: run with --device cpu\n";
+      return 2;
+    }
     if (choice.mpi) {
       // One replica in this process, the others in the other ranks; the ranks agree before each step
       // whether all have a batch.

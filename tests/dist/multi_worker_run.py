@@ -10,6 +10,7 @@ Usage: multi_worker_run.py PIPEC MPIRUN
    the rank with an example left says so.
 3. A rank started with another spec is refused on both ranks.
 4. An error on one rank (a NaN in its shard) stops both, naming the rank, well before the timeout.
+5. Ranks on GPUs (not built yet) are refused.
 """
 import json
 import os
@@ -119,5 +120,11 @@ with tempfile.TemporaryDirectory() as folder:
                               "--threads", "1", "--collective-timeout", "30"])
     check(code != 0 and "rank 1 of 2:" in out and "NaN" in out, "rank 1's error stops both\n" + out)
     check(elapsed < 25, f"and before the collective timeout ({elapsed:.1f} s)")
+
+    # 5. Ranks on GPUs are not built: refused (the GPU executor in its host emulation stands for a GPU).
+    code, out, _ = run(["env", "PIPEC_GPU_HOST_EMULATION=1", mpirun, "--oversubscribe", "-np", "2", pipec, "run",
+                        os.path.join(folder, "even.pipe"), "--device", "gpu"])
+    check(code != 0 and "multi_worker ranks training on GPUs are not built yet" in out,
+          "ranks on GPUs are refused\n" + out)
 
 sys.exit(1 if failures else 0)
