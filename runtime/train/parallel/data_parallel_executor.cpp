@@ -66,7 +66,19 @@ DataParallelExecutor::DataParallelExecutor(const ModelGraph& g, uint64_t seed,
   }
 }
 
-DataParallelExecutor::~DataParallelExecutor() = default;
+DataParallelExecutor::~DataParallelExecutor() {
+  // Each replica's executor goes on the thread that ran it: oneDNN keeps a scratchpad per thread, freed
+  // when the last primitive that used it goes on that thread (one destroyed elsewhere leaves it behind).
+  for (size_t k = 1; k < replicas_.size(); ++k) {
+    Replica& r = *replicas_[k];
+    r.step_thread->post([&r] { r.executor.reset(); });
+    try {
+      r.step_thread->drain();
+    } catch (...) {
+      // A destructor that threw: nothing left to do with it here.
+    }
+  }
+}
 
 StepExecutor& DataParallelExecutor::replica(int r) { return *replicas_.at(static_cast<size_t>(r))->executor; }
 
