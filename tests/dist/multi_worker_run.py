@@ -11,6 +11,7 @@ Usage: multi_worker_run.py PIPEC MPIRUN
 3. A rank started with another spec is refused on both ranks.
 4. An error on one rank (a NaN in its shard) stops both, naming the rank, well before the timeout.
 5. Ranks on GPUs (not built yet) are refused.
+6. A rank that stops answering (SIGSTOP) ends the run within --collective-timeout, named.
 """
 import json
 import os
@@ -126,5 +127,47 @@ with tempfile.TemporaryDirectory() as folder:
                         os.path.join(folder, "even.pipe"), "--device", "gpu"])
     check(code != 0 and "multi_worker ranks training on GPUs are not built yet" in out,
           "ranks on GPUs are refused\n" + out)
+
+    # 6. A rank that stops answering without dying (SIGSTOP): the other's next collective gives up after
+    #    --collective-timeout, naming it, and the job ends.
+    with open(os.path.join(folder, "long.pipe"), "w") as f:
+        f.write("""pipeline data = range(1_000_000) | map(r => { x = random_uniform([6], seed = 1) { x, y: [sum(x)] } })
+  | batch(16, drop_remainder = true)
+model net(x: f32[6]) -> f32[1] { x | dense(16) | relu | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps = 100_000_000, strategy = multi_worker() }
+""")
+    job = subprocess.Popen([mpirun, "--oversubscribe", "-np", "2", pipec, "run", "long.pipe", "--threads", "1",
+                            "--collective-timeout", "4"], env=env, cwd=folder, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+
+    def ranks():
+        found = []
+        for d in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == job.pid:
+                    found.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+        return sorted(found)
+
+    deadline = time.time() + 60
+    while len(ranks()) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)  # both ranks training
+    stopped = ranks()[-1] if len(ranks()) == 2 else None
+    if stopped:
+        os.kill(stopped, 19)  # SIGSTOP
+    start = time.time()
+    try:
+        out, _ = job.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        out, _ = job.communicate()
+    elapsed = time.time() - start
+    check(stopped is not None and job.returncode != 0 and "did not answer" in out and "rank 1" in out,
+          "a rank that stops answering ends the run, named\n" + out[-3000:])
+    check(elapsed < 60, f"within the collective timeout and the job's end ({elapsed:.1f} s)")
 
 sys.exit(1 if failures else 0)
