@@ -192,6 +192,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["backward_seconds"] = s.phases[2];
   j["optimizer_seconds"] = s.phases[3];
   j["precision"] = enum_text(t.precision);
+  j["executor"] = s.executor;
   if (p.loss_scale) {
     j["loss_scale"] = *p.loss_scale;
     j["skipped_steps"] = p.skipped_steps;

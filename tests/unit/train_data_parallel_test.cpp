@@ -173,6 +173,11 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 0.0
   auto serial = replicated(t.step, 2, o);
   step(*serial, b, 0);
   EXPECT_GE(serial->last_bucket_times().started.front(), serial->last_bucket_times().backward_end);
+  // Without overlap the step waits for every all-reduce after its backward pass; the summary says so.
+  EXPECT_GT(serial->reduce_seconds(), 0);
+  EXPECT_GE(serial->exposed_reduce_seconds(), serial->reduce_seconds());
+  EXPECT_LE(two->exposed_reduce_seconds(), two->reduce_seconds() + times.backward_end);
+  EXPECT_NE(serial->description().find("s of it after the backward pass"), std::string::npos);
 }
 
 // Buckets cover the gradient buffer exactly once, in launch order from its end, each at least the

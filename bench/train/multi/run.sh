@@ -12,7 +12,9 @@
 # Columns: wall seconds, CPU seconds (user + system of the whole process tree: on a machine shared with
 # others this is the comparable figure), examples per CPU-second (the global batch of every step), and
 # the efficiency: the 2 ranks' examples per CPU-second over the one process's (1.0: no cost for the
-# split and the all-reduce). Medians over the runs.
+# split and the all-reduce), and for the 2 ranks the all-reduce's share of rank 0's run: in all, and the
+# part the step waited for after its backward pass (what overlapping the buckets did not hide). Medians
+# over the runs.
 set -euo pipefail
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -56,14 +58,22 @@ PY
 }
 for ((r = 0; r < RUNS; ++r)); do
   measure one "$PIPEC" run "$SPEC" --steps "$STEPS" --threads 1 --quiet
-  measure two mpirun --oversubscribe -np 2 "$PIPEC" run "$SPEC_MW" --steps "$STEPS" --threads 1 --quiet
+  measure two mpirun --oversubscribe -np 2 "$PIPEC" run "$SPEC_MW" --steps "$STEPS" --threads 1 --quiet \
+    --stats-json "$TMP/two.json"
+  # The share of rank 0's run spent waiting for all-reduces after the backward pass (its summary's figure).
+  python3 - "$TMP/two.json" >>"$TMP/exposed" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+m = re.search(r"all-reduce ([0-9.]+) s, ([0-9.]+) s of it after the backward pass", s["executor"])
+print(f"{100 * float(m.group(2)) / s['seconds']:.1f} {100 * float(m.group(1)) / s['seconds']:.1f}")
+PY
 done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cpu_name=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "chess net, fp32, batch 512, $STEPS steps, median of $RUNS interleaved runs; $(nproc) cores: $cpu_name"
 echo
-echo "| run | wall s | CPU s | examples / CPU-s | efficiency |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| run | wall s | CPU s | examples / CPU-s | efficiency | all-reduce, % of the run (after backward) |"
+echo "| --- | --- | --- | --- | --- | --- |"
 one_rate=
 for row in one two; do
   wall=$(cut -d' ' -f1 "$TMP/$row" | median)
@@ -72,5 +82,7 @@ for row in one two; do
   [ -z "$one_rate" ] && one_rate=$rate
   eff=$(awk -v a="$rate" -v b="$one_rate" 'BEGIN {printf "%.2f", a / b}')
   name=$([ "$row" = one ] && echo "1 process x 1 thread" || echo "2 ranks x 1 thread (mpirun)")
-  echo "| $name | $wall | $cpu | $rate | $eff |"
+  share="-"
+  [ "$row" = two ] && share="$(cut -d' ' -f2 "$TMP/exposed" | median) ($(cut -d' ' -f1 "$TMP/exposed" | median))"
+  echo "| $name | $wall | $cpu | $rate | $eff | $share |"
 done

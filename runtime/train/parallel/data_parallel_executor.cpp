@@ -88,8 +88,11 @@ std::string DataParallelExecutor::description() const {
       local_replicas() == world_
           ? fmt::format("{} replica{} ({})", world_, world_ == 1 ? "" : "s", r0.comm->description())
           : fmt::format("{} of {} replicas in this process ({})", local_replicas(), world_, r0.comm->description());
-  return fmt::format("data-parallel, {}, gradients in {} bucket{}; each replica: {}", where, buckets_.size(),
-                     buckets_.size() == 1 ? "" : "s", r0.executor->description());
+  return fmt::format(
+      "data-parallel, {}, gradients in {} bucket{} (all-reduce {:.3f} s, {:.3f} s of it after the backward pass); "
+      "each replica: {}",
+      where, buckets_.size(), buckets_.size() == 1 ? "" : "s", reduce_seconds_, exposed_seconds_,
+      r0.executor->description());
 }
 
 void DataParallelExecutor::on_every_replica(const std::function<void(Replica&)>& job) {
@@ -248,6 +251,11 @@ void DataParallelExecutor::backward_and_reduce(Replica& r, uint64_t step, PhaseS
   if (timed) times_.backward_end = seconds_between(backward_start, Clock::now());
   launch_final(std::numeric_limits<int>::max());
   r.bucket_thread.drain();
+  if (timed) {
+    // What the buckets' all-reduces took, and how long the step waited for them after its backward pass.
+    exposed_seconds_ += seconds_between(backward_start, Clock::now()) - times_.backward_end;
+    for (size_t b = 0; b < buckets_.size(); ++b) reduce_seconds_ += times_.ended[b] - times_.started[b];
+  }
 }
 
 double DataParallelExecutor::resume(uint64_t step, OpCategory last, PhaseSeconds* seconds) {

@@ -98,6 +98,10 @@ class DataParallelExecutor final : public StepExecutor {
   StepExecutor& replica(int r);
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
   const BucketTimes& last_bucket_times() const { return times_; }
+  /// Seconds replica 0's buckets spent in all-reduce over every step, and of the steps' time the part
+  /// spent waiting for them after the backward pass ended (what the overlap did not hide).
+  double reduce_seconds() const { return reduce_seconds_; }
+  double exposed_reduce_seconds() const { return exposed_seconds_; }
 
  private:
   struct Replica;
@@ -118,6 +122,7 @@ class DataParallelExecutor final : public StepExecutor {
   int done_ = -1;          // the last phase run on the current batch (an OpCategory), -1 before the first
   int64_t step_rows_ = 0;  // the last step's rows over every replica
   BucketTimes times_;
+  double reduce_seconds_ = 0, exposed_seconds_ = 0;
 };
 
 }  // namespace pipec
