@@ -182,10 +182,7 @@ double DataParallelExecutor::run(const std::vector<Tensor>& inputs, const Tensor
       if (all[q + 1] > 0) sum += all[q], count += all[q + 1];
     const double loss = count > 0 ? sum / count : 0;
     r.poison = !std::isfinite(loss) && r.executor->loss_scale() != nullptr;
-    if (r.index == 0) {
-      loss_ = loss;
-      loss_finite_ = std::isfinite(loss);
-    }
+    if (r.index == 0) loss_ = loss;
   });
   if (seconds)
     for (size_t p = 0; p < seconds->size(); ++p) (*seconds)[p] += phase[0][p];
@@ -279,15 +276,16 @@ double DataParallelExecutor::resume(uint64_t step, OpCategory last, PhaseSeconds
   return loss_;
 }
 
+void DataParallelExecutor::copy_host_state(StepExecutor& from, StepExecutor& to) {
+  to.buffers() = from.buffers();
+  to.optimizer_slots() = from.optimizer_slots();
+  if (from.loss_scale() && to.loss_scale()) *to.loss_scale() = *from.loss_scale();
+}
+
 void DataParallelExecutor::copy_state(const Replica& from, Replica& to) {
-  StepExecutor& a = *from.executor;
-  StepExecutor& b = *to.executor;
-  a.sync_to_host();
-  b.buffers().params = a.buffers().params;
-  b.buffers().states = a.buffers().states;
-  b.optimizer_slots() = a.optimizer_slots();
-  if (a.loss_scale() && b.loss_scale()) *b.loss_scale() = *a.loss_scale();
-  b.sync_to_device();
+  from.executor->sync_to_host();
+  copy_host_state(*from.executor, *to.executor);
+  to.executor->sync_to_device();
 }
 
 bool DataParallelExecutor::all_have_batch(bool mine) {
@@ -345,12 +343,7 @@ void DataParallelExecutor::sync_to_host() {
 void DataParallelExecutor::sync_to_device() {
   // Replica 0's host state to every replica of this process, then global rank 0's to every process.
   Replica& r0 = *replicas_.front();
-  for (size_t k = 1; k < replicas_.size(); ++k) {
-    StepExecutor& b = *replicas_[k]->executor;
-    b.buffers() = r0.executor->buffers();
-    b.optimizer_slots() = r0.executor->optimizer_slots();
-    if (r0.executor->loss_scale() && b.loss_scale()) *b.loss_scale() = *r0.executor->loss_scale();
-  }
+  for (size_t k = 1; k < replicas_.size(); ++k) copy_host_state(*r0.executor, *replicas_[k]->executor);
   on_every_replica([&](Replica& r) {
     if (local_replicas() < world_) {
       FlatBuffers<float>& buf = r.executor->buffers();

@@ -109,6 +109,9 @@ class DataParallelExecutor final : public StepExecutor {
   // its communicator. Rethrows the first error that is not another replica's abort.
   void on_every_replica(const std::function<void(Replica&)>& job);
   void backward_and_reduce(Replica& r, uint64_t step, PhaseSeconds* seconds);
+  /// `from`'s host copies (buffers, optimizer slots, loss scale) into `to`'s.
+  static void copy_host_state(StepExecutor& from, StepExecutor& to);
+  /// A replica's whole state into another's, through their host copies.
   void copy_state(const Replica& from, Replica& to);
 
   ModelGraph replica_graph_;
@@ -118,7 +121,6 @@ class DataParallelExecutor final : public StepExecutor {
   int64_t first_example_ = 0;
   int world_ = 1;  // replicas of every process
   double loss_ = 0;
-  bool loss_finite_ = true;
   int done_ = -1;          // the last phase run on the current batch (an OpCategory), -1 before the first
   int64_t step_rows_ = 0;  // the last step's rows over every replica
   BucketTimes times_;
