@@ -49,6 +49,7 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
     if (t) run_step_passes(t->step, opt_level);
     // Evaluation computes in the block's precision too: the same casts, no loss scale (no backward).
     if (t && t->eval) mixed_precision(t->eval->graph);
+    if (t) mixed_precision(t->inference);
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());
