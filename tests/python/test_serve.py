@@ -13,7 +13,7 @@ from conftest import run_pipec
 
 SPEC = """
 pipeline data = range(64)
-  | map(r => { x: f32(r.value) * [0.5, -0.25], y: f32(r.value) * 0.1 })
+  | map(r => { x: f32(r.value) * [0.5, -0.25], y: f32(r.value) * [0.1, 0.2, 0.3] })
   | shuffle(16, seed = 1)
   | batch(8)
 
