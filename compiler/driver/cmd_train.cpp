@@ -252,7 +252,7 @@ CLI::Validator bucket_mb_range() {
         }
         return fmt::format("must be more than 0 and at most {}, not {}", kMaxBucketMb, text);
       },
-      "(0, 1024]");
+      "more than 0, at most 1024");
 }
 
 }  // namespace
@@ -304,9 +304,9 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
           ->group(group);
   f.bucket_mb =
       app.add_option("--bucket-mb", into.bucket_mb,
-                     "data-parallel training: the gradients are all-reduced in buckets of about MB MiB (0 < MB <=\n"
-                     "1024; a parameter is never split), each as soon as the backward pass has finished it, so\n"
-                     "that the sums overlap the rest of the pass; the size changes when the sums run, not their bits")
+                     "data-parallel training: the gradients are all-reduced in buckets of about MB MiB, each\n"
+                     "as soon as the backward pass has finished it (a parameter is never split), so that the\n"
+                     "sums overlap the rest of the pass; the size changes when the sums run, not their bits")
           ->type_name("MB")
           ->check(bucket_mb_range())
           ->capture_default_str()
