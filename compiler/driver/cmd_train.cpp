@@ -44,6 +44,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr double kMaxBucketMb = 1024;
+
 // The reference executor, for replicas when the device choice leaves the executor to the loop's default.
 DataParallelExecutor::MakeReplica reference_maker() {
   return [](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
@@ -236,6 +238,23 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   return j;
 }
 
+// --bucket-mb: more than 0 (a bucket smaller than a parameter holds that one parameter), at most 1 GiB
+// (a bucket as large as the whole gradient buffer already leaves nothing to overlap).
+CLI::Validator bucket_mb_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          size_t end = 0;
+          const double mb = std::stod(text, &end);
+          if (end != text.size() || (mb > 0 && mb <= kMaxBucketMb)) return "";
+        } catch (const std::exception&) {
+          return "";  // not a number: the conversion to double says so
+        }
+        return fmt::format("must be more than 0 and at most {}, not {}", kMaxBucketMb, text);
+      },
+      "more than 0, at most 1024");
+}
+
 }  // namespace
 
 TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
@@ -283,6 +302,15 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
           ->check(CLI::PositiveNumber)
           ->capture_default_str()
           ->group(group);
+  f.bucket_mb =
+      app.add_option("--bucket-mb", into.bucket_mb,
+                     "data-parallel training: the gradients are all-reduced in buckets of about MB MiB, each\n"
+                     "as soon as the backward pass has finished it (a parameter is never split), so that the\n"
+                     "sums overlap the rest of the pass; the size changes when the sums run, not their bits")
+          ->type_name("MB")
+          ->check(bucket_mb_range())
+          ->capture_default_str()
+          ->group(group);
   f.conv = app.add_option("--conv", into.conv,
                           "conv2d's algorithm on the fast executor: auto takes Winograd's F(4x4, 3x3) where oneDNN\n"
                           "has it (3x3 windows at stride 1, AVX-512), about twice as fast, within ~1e-6 of direct")
@@ -314,17 +342,15 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
           where, launch.rank, launch.size, t.name, strategy_kind_name(t.strategy));
       return 2;
     }
-    if (a.resume) {
-      std::cerr << "pipec run: error: --resume of a multi_worker run is not built yet (a checkpoint holds rank 0's "
-                   "input position only)\n";
-      return 2;
-    }
     workers =
         // The seed and the thread count too: going by elements, they decide the order the shards count in
-        // (shuffle_files without a seed of its own, interleave(cycle_length = auto)).
+        // (shuffle_files without a seed of its own, interleave(cycle_length = auto)). And what decides the
+        // collectives each rank calls: the gradient buckets, the checkpoints, the resume and the sync
+        // before --save (rank 0 alone writes the files, so their names may differ).
         join_workers(
-            fmt::format("{}\n{}\n{} {} {} {} {}", read_file_text(a.spec), t.name, train.length.steps.value_or(-1),
-                        train.length.epochs.value_or(-1), a.seed, a.threads, ta.init),
+            fmt::format("{}\n{}\n{} {} {} {} {}\n{} {} {} {} {}", read_file_text(a.spec), t.name,
+                        train.length.steps.value_or(-1), train.length.epochs.value_or(-1), a.seed, a.threads, ta.init,
+                        ta.bucket_mb, !a.checkpoint.empty(), a.checkpoint_every, a.resume, !ta.save.empty()),
             ta.collective_timeout);
     if (!workers->error.empty()) {
       std::cerr << "pipec run: error: " << workers->error << "\n";
@@ -335,13 +361,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       std::cerr << fmt::format("pipec run: multi_worker: {} ranks; {}\n", workers->size,
                                shard ? shard->description : std::string("the data is not sharded"));
     }
+    // The other ranks take part in checkpoints and in the sync before --save, which rank 0 writes
+    // (TrainOptions::ranks).
     if (workers->rank != 0) {
       quiet = true;
       ta.metrics.clear();
-      ta.save.clear();
       a.logdir.clear();
       a.stats_json.clear();
-      a.checkpoint.clear();
       a.trace.clear();
     }
   }
@@ -362,7 +388,10 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   to.checkpoint_dir = a.checkpoint;
   to.checkpoint_every = a.checkpoint_every;
   to.resume = a.resume;
-  if (a.resume && !fs::exists(train_checkpoint_file(a.checkpoint))) {
+  if (workers) to.ranks = workers->comm;
+  // Under multi_worker the checkpoint is rank 0's to read (the others may have no copy): a missing one
+  // is its error, which stops every rank.
+  if (a.resume && !workers && !fs::exists(train_checkpoint_file(a.checkpoint))) {
     std::cerr << "pipec run: no training checkpoint to resume from at " << train_checkpoint_file(a.checkpoint).string()
               << "\n";
     return 2;
@@ -411,15 +440,17 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
                 << "multi_worker ranks training on GPUs are not built yet: run with --device cpu\n";
       return 2;
     }
+    DataParallelOptions dpo;
+    dpo.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(ta.bucket_mb * (1 << 20)));
     if (choice.mpi) {
       // One replica in this process, the others in the other ranks; the ranks agree before each step
       // whether all have a batch.
       auto dp = std::make_shared<DataParallelExecutor*>(nullptr);
       std::shared_ptr<Communicator> comm = workers->comm;
       const DataParallelExecutor::MakeReplica make = device.make ? device.make : reference_maker();
-      to.make_executor = [comm, make, dp](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
-        auto ex =
-            std::make_unique<DataParallelExecutor>(g, seed, std::vector<std::shared_ptr<Communicator>>{comm}, make);
+      to.make_executor = [comm, make, dp, dpo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+        auto ex = std::make_unique<DataParallelExecutor>(g, seed, std::vector<std::shared_ptr<Communicator>>{comm},
+                                                         make, dpo);
         *dp = ex.get();
         return ex;
       };
@@ -435,10 +466,10 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       CollectiveOptions co;
       co.timeout_seconds = ta.collective_timeout;
       const int replicas = choice.replicas;
-      to.make_executor = [make_replica, replicas, co](const ModelGraph& g,
-                                                      uint64_t seed) -> std::unique_ptr<StepExecutor> {
+      to.make_executor = [make_replica, replicas, co, dpo](const ModelGraph& g,
+                                                           uint64_t seed) -> std::unique_ptr<StepExecutor> {
         return std::make_unique<DataParallelExecutor>(
-            g, seed, shared_communicators(make_thread_communicators(replicas, co)), make_replica);
+            g, seed, shared_communicators(make_thread_communicators(replicas, co)), make_replica, dpo);
       };
     }
   }

@@ -240,13 +240,27 @@ class TrainingRun {
     return finite_steps_ ? ema_ / (1 - std::pow(0.95, static_cast<double>(finite_steps_))) : fallback;
   }
 
-  // The checkpoint's weights and optimizer state into the executor's host copies, its pipeline state
-  // into the data pipeline, and its counts into the progress.
+  int rank() const { return o_.ranks ? o_.ranks->rank() : 0; }
+  int processes() const { return o_.ranks ? o_.ranks->size() : 1; }
+
+  // The checkpoint's weights and optimizer state into the executor's host copies, its input position
+  // into the data pipeline, and its counts into the progress. Under multi_worker rank 0 reads the
+  // checkpoint and sends each rank its counts and position; the weights follow with sync_to_device().
   void restore_checkpoint() {
-    TrainCheckpointState cs =
-        load_train_checkpoint(o_.checkpoint_dir, g_, o_.seed, ex_.buffers(), ex_.optimizer_slots());
-    run_.restore_state(std::move(cs.pipeline_state),
-                       train_checkpoint_file(o_.checkpoint_dir).string() + " (the input pipeline's state)");
+    TrainCheckpointState cs;
+    if (rank() == 0)
+      cs = load_train_checkpoint(o_.checkpoint_dir, g_, o_.seed, ex_.buffers(), ex_.optimizer_slots(), processes());
+    if (processes() > 1) {
+      std::vector<std::string> shares;
+      if (rank() == 0)
+        for (int k = 0; k < processes(); ++k) shares.push_back(rank_share_bytes(cs, k));
+      cs = parse_rank_share(o_.ranks->scatter(shares, 0, "the checkpoint's input positions"));
+    }
+    const std::string& source = cs.position_sources.at(0);
+    InputPosition position = parse_input_position(cs.positions.at(0), source, rank(), processes(), cs.step);
+    run_.restore_state(std::move(position.pipeline_state),
+                       processes() == 1 ? source + " (the input pipeline's state)"
+                                        : fmt::format("{} (rank {}'s input pipeline state)", source, rank()));
     p_.step = p_.resumed_from = cs.step;
     p_.epoch = cs.epoch;
     if (!p_.total_steps) p_.total_steps = cs.total_steps;
@@ -263,7 +277,7 @@ class TrainingRun {
     }
     p_.lr = ex_.optimizer_slots().last_lr;
     p_.smoothed_loss = smoothed_loss(p_.loss);
-    if (cs.pending) chunk_ = std::move(*cs.pending);
+    if (position.pending) chunk_ = std::move(*position.pending);
   }
 
   // The next chunk of batches from the pipeline, once the current one is used up: Empty for a chunk
@@ -411,9 +425,15 @@ class TrainingRun {
       cs.loss_scale_good_steps = ls->good_steps;
       cs.skipped_steps = ls->skipped;
     }
-    cs.pipeline_state = run_.save_state();
-    if (next_row_ < chunk_.rows) cs.pending = slice_rows(chunk_, next_row_, chunk_.rows);
-    save_train_checkpoint(o_.checkpoint_dir, g_, t_.name, ex_.buffers(), ex_.optimizer_slots(), cs);
+    // This process's input position; under multi_worker every rank's, gathered on rank 0, which writes.
+    InputPosition position;
+    position.pipeline_state = run_.save_state();
+    if (next_row_ < chunk_.rows) position.pending = slice_rows(chunk_, next_row_, chunk_.rows);
+    std::string mine = input_position_bytes(position, rank(), processes(), p_.step);
+    if (processes() > 1)
+      cs.positions = o_.ranks->gather(mine, 0, fmt::format("the input positions, checkpoint after step {}", p_.step));
+    else cs.positions.push_back(std::move(mine));
+    if (rank() == 0) save_train_checkpoint(o_.checkpoint_dir, g_, t_.name, ex_.buffers(), ex_.optimizer_slots(), cs);
     ++sum_.checkpoints;
     checkpointed_at_ = p_.step;
   }
@@ -427,7 +447,7 @@ class TrainingRun {
 
   void save() {
     sync_host_copies();
-    save_weights(g_, o_.save_path, ex_.buffers(), t_.name);
+    if (rank() == 0) save_weights(g_, o_.save_path, ex_.buffers(), t_.name);
     sum_.saved_tensors = static_cast<int64_t>(g_.params.size() + g_.states.size());
     sum_.saved_bytes = 4.0 * static_cast<double>(g_.param_elements() + g_.state_elements());
   }

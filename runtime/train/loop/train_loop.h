@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dist/communicator.h"
 #include "runtime/exec/autotune_model.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
@@ -85,6 +86,13 @@ struct TrainOptions {
   /// The examples a step trained, given this process's rows of it (multi_worker: every rank's rows).
   /// Empty: this process's rows.
   std::function<int64_t(int64_t rows)> step_examples;
+  /// multi_worker: the processes of the run, one rank each (null: this process alone). Every rank
+  /// takes part in a checkpoint, rank 0 alone writes it: it gathers every rank's input position (each
+  /// reads its own shard) and saves them with the weights, which are the same everywhere; a resume has
+  /// rank 0 read the checkpoint and send each rank its position back, and the executor's
+  /// sync_to_device() hands every rank rank 0's weights. --save is likewise rank 0's to write, after a
+  /// sync every rank takes part in.
+  std::shared_ptr<Communicator> ranks;
 };
 
 /// The end of one epoch (a pass over the data, or `steps` steps with both steps and epochs): on a run by

@@ -2,7 +2,7 @@
 // needs to go on exactly where it was, so that a run killed and resumed ends with the weights of a run
 // that never stopped, bit for bit (same executor and thread count).
 //
-// DIR holds two files:
+// DIR holds:
 //   weights-<step>.safetensors  the parameters and state tensors, named as `pipec explain` (and --save)
 //                               names them, then the optimizer's slots as `optimizer.m/<name>` and
 //                               `optimizer.v/<name>` (adam's moments; sgd's velocity in m), all F32;
@@ -13,22 +13,34 @@
 //                               count, the optimizer's iteration count, the epoch, the total steps (-1 when
 //                               not known yet), the smoothed-loss sum, the first and the last loss, the
 //                               number of finite losses, the loss scale with its good-step and skipped-step
-//                               counts, the weights file's name, byte size and CRC32, the input pipeline's
-//                               state (PipelineRun::save_state), and the batches of the pipeline's last
-//                               chunk not trained on yet (a flag, then the chunk).
+//                               counts, the weights file's name, byte size and CRC32, the number of
+//                               processes that trained (a multi_worker run's ranks; 1 otherwise), then
+//                               their input positions: one process's inline; a multi_worker run's as the
+//                               name, byte size and CRC32 of each rank's position file, in rank order
+//   input-<step>-rank-<k>.ckpt  a multi_worker run's rank k's input position
+// An input position (input_position_bytes) is a state file of its own: the string "pipec input
+// position", the rank, the number of processes, the step, the input pipeline's state
+// (PipelineRun::save_state) and the batches of the pipeline's last chunk not trained on yet (a flag, then
+// the chunk). Each rank of a multi_worker run reads its own shard, so each has its own; the weights, the
+// slots and the counts are the same on every rank and are saved once.
 // Dropout and the pipeline's random ops are keyed by (seed, step or element index), so the seed and the
 // counts are the whole random state.
 //
-// A save writes the weights file, then train.ckpt, each atomically (write_file_atomic: a temporary
-// file, fsync, rename), then removes older weights files. train.ckpt names the weights file it goes
-// with, so a kill at any point leaves the previous checkpoint whole: until the rename of train.ckpt it
-// still names the previous weights file, which is removed only after.
+// A save writes the weights file and the position files, then train.ckpt, each atomically
+// (write_file_atomic: a temporary file, fsync, rename), then removes older weights and position files.
+// train.ckpt names the files it goes with, so a kill at any point leaves the previous checkpoint whole:
+// until the rename of train.ckpt it still names the previous files, which are removed only after.
+// Under multi_worker rank 0 alone writes: it gathers every rank's position through the communicator
+// (the training loop does, runtime/train/loop/train_loop.h), and on a resume reads the checkpoint and
+// sends each rank its position back (rank_share_bytes). A checkpoint resumes with the number of
+// processes that wrote it only: another shards the data otherwise, and no position fits.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/core/chunk.h"
 #include "runtime/exec/checkpoint_io.h"
@@ -37,11 +49,24 @@
 
 namespace pipec {
 
+/// One process's place in its data: what a rank of a multi_worker run keeps of its own.
+struct InputPosition {
+  std::string pipeline_state;    // PipelineRun::save_state() of the data pipeline
+  std::optional<Chunk> pending;  // rows (batches) of the last chunk pulled that no step has used yet
+};
+
+/// `p` as a state file's bytes (framing, CRC32) that record it as rank `rank`'s of `world` after step
+/// `step`: what a rank sends rank 0 at a checkpoint, and what the checkpoint keeps.
+std::string input_position_bytes(const InputPosition& p, int rank, int world, int64_t step);
+/// The position in `bytes` (input_position_bytes'), refused with a CheckpointError naming `source` when
+/// damaged or when it is another rank's, another number of processes' or another step's.
+InputPosition parse_input_position(std::string bytes, const std::string& source, int rank, int world, int64_t step);
+
 /// What a training checkpoint holds beside the tensors.
 struct TrainCheckpointState {
   uint64_t seed = 0;
   int64_t step = 0;   // steps done
-  int64_t epoch = 0;  // the data pass of the last batch
+  int64_t epoch = 0;  // the data pass of the last batch (rank 0's under multi_worker)
   std::optional<int64_t> total_steps;
   double loss_sum = 0;                // the smoothed loss's moving sum before bias correction
   double first_loss = 0;              // of step 1
@@ -50,24 +75,37 @@ struct TrainCheckpointState {
   double loss_scale = 1;              // mixed_fp16's dynamic loss scale (1 otherwise)
   int64_t loss_scale_good_steps = 0;  // mixed_fp16: finite steps since the scale last changed
   int64_t skipped_steps = 0;          // mixed_fp16: steps skipped so far
-  std::string pipeline_state;         // PipelineRun::save_state() of the data pipeline
-  std::optional<Chunk> pending;       // rows (batches) of the last chunk pulled that no step has used yet
+  /// Every process's input position (input_position_bytes), in rank order: one, or one per rank of a
+  /// multi_worker run. Its size is the number of processes the checkpoint is for.
+  std::vector<std::string> positions;
+  /// Loaded: where each position was read ("DIR/train.ckpt", "DIR/input-40-rank-1.ckpt"), for errors.
+  std::vector<std::string> position_sources;
 };
 
 /// The state file inside a checkpoint folder.
 std::filesystem::path train_checkpoint_file(const std::filesystem::path& dir);
 
-/// Saves a checkpoint of train `train_name` into `dir` (created when missing). Throws CheckpointError.
+/// Saves a checkpoint of train `train_name` into `dir` (created when missing), for the
+/// `state.positions.size()` processes whose positions it holds. Throws CheckpointError.
 void save_train_checkpoint(const std::filesystem::path& dir, const ModelGraph& g, const std::string& train_name,
                            const FlatBuffers<float>& buffers, const OptimizerSlots<float>& slots,
                            const TrainCheckpointState& state);
 
-/// Loads the checkpoint in `dir` into `buffers` and `slots` and returns the rest. A checkpoint that is
-/// missing, truncated, damaged (CRC), of another model (tensor names or shapes), of another optimizer
-/// or of another seed is refused with a CheckpointError naming the file and what is wrong; nothing is
-/// changed then. The pipeline state is the caller's to restore (PipelineRun::restore_state checks that
-/// it is the same pipeline's).
+/// Loads the checkpoint in `dir` into `buffers` and `slots` and returns the rest, for a run of `world`
+/// processes (a multi_worker run's ranks). A checkpoint that is missing, truncated, damaged (CRC), of
+/// another model (tensor names or shapes), of another optimizer, of another seed or of another number
+/// of processes, or whose weights or position files are missing or damaged, is refused with a
+/// CheckpointError naming the file and what is wrong; nothing is changed then. The positions are the
+/// caller's to parse and restore (PipelineRun::restore_state checks that a state is the same pipeline's).
 TrainCheckpointState load_train_checkpoint(const std::filesystem::path& dir, const ModelGraph& g, uint64_t seed,
-                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots);
+                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots, int world = 1);
+
+/// What rank `rank` of a multi_worker run needs of the checkpoint rank 0 loaded, as bytes (rank 0 sends
+/// each rank its own with Communicator::scatter): the counts, and its position with where it was read.
+/// The weights and the optimizer's slots go to every rank with the executor's sync_to_device().
+std::string rank_share_bytes(const TrainCheckpointState& s, int rank);
+/// The state in rank_share_bytes' bytes: the counts, and `positions` and `position_sources` holding that
+/// rank's alone.
+TrainCheckpointState parse_rank_share(std::string bytes);
 
 }  // namespace pipec
