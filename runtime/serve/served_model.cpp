@@ -123,6 +123,7 @@ std::unique_ptr<StepExecutor> ServedModel::take_executor() {
   }
   FastExecutorOptions o;
   o.threads = options_.threads;
+  o.constant_weights = true;
   auto ex = std::make_unique<FastExecutor>(graph_, 0, o);
   ex->buffers().params = weights_.params;
   ex->buffers().states = weights_.states;

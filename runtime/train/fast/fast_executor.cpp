@@ -319,8 +319,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
   Kernels& k = *kernels_;
   const int index = static_cast<int>(&n - g_.nodes.data());
   // A step starts at the first node: the weights may have changed since the last (the optimizer, or a
-  // caller writing the buffers), so each op reorders them again, once.
-  if (index == 0) k.cpu.weights_changed();
+  // caller writing the buffers), so each op reorders them again, once; with constant weights, only
+  // before the first step.
+  if (index == 0 && (!options_.constant_weights || k.cpu.weights_generation() == 1)) k.cpu.weights_changed();
   std::vector<NodeOps>& per_node = k.ops[rows];
   if (per_node.empty()) per_node.resize(g_.nodes.size());
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };

@@ -41,6 +41,9 @@ struct FastExecutorOptions {
   int threads = 0;
   /// conv2d's algorithm: Winograd where oneDNN has it unless `direct` (`pipec run --conv direct`).
   bool direct_conv = false;
+  /// The buffers never change after the first run (a served model: no optimizer, weights loaded once
+  /// before it): each op reorders its weights into oneDNN's layout once, not at every step.
+  bool constant_weights = false;
 };
 
 class FastExecutor final : public StepExecutor {
