@@ -85,10 +85,18 @@ class FastExecutor final : public StepExecutor {
   /// optimizer, and the layers without a oneDNN kernel here), each once, in graph order.
   std::vector<std::string> reference_ops() const;
 
+  /// Makes every kernel op for batches of `rows` (as the first step of that size would) and reports
+  /// its block and what the kernels hold: oneDNN's scratchpad, the staged activations, reordered
+  /// weights, the layers' own activations (a Winograd forward's x), workspaces.
+  std::optional<ExecutorMemory> prepare_memory(int64_t rows) override;
+
   struct Kernels;
 
  private:
+  struct NodeOps;
   void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  NodeOps& node_ops(int f, int64_t rows);
+  int ops_node(int i) const;
   StepState<float>::NodeRunner node_runner();
   /// How the reference's loops run for the kinds left to them: the optimizer's update and the rounding
   /// over this executor's threads, the update compiled.
