@@ -1,7 +1,5 @@
 #include "runtime/exec/autotuner.h"
 
-#include "runtime/exec/footprint.h"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>

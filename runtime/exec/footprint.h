@@ -48,10 +48,11 @@ int64_t prefetch_starting_depth(int threads);
 int64_t map_starting_window(int threads);
 
 /// What the buffers hold once the consumer is slower than the pipeline (a training step is) and has
-/// kept them full, at their starting sizes: every shuffle buffer (filled to its input's pass at most),
+/// let them fill, at their starting sizes: every shuffle buffer (filled to its input's pass at most),
 /// every cache's pass, prefetch's depth plus the chunk its producer holds while it waits to hand it
-/// over, and for a map its window less the chunk it handed out (results computed or in flight). `unknown` names the
-/// buffers whose sizes only the run learns (byte strings, `?` dimensions); they count 0.
+/// over, and for a map its window less the chunk it handed out (results computed or in flight).
+/// `unknown` names the buffers whose sizes only the run learns (byte strings, `?` dimensions); they
+/// count 0.
 struct SteadyHoldings {
   uint64_t bytes = 0;
   std::vector<std::string> unknown;

@@ -34,6 +34,8 @@ class SharedStaging {
   void plan(int slot, size_t bytes);
   /// The two slots' sizes as planned: what they will have grown to after every op's first call.
   size_t planned_bytes() const;
+  /// The two slots' sizes as allocated so far.
+  size_t allocated_bytes() const { return slots_[0].bytes + slots_[1].bytes; }
 
  private:
   struct Buffer {

@@ -6,9 +6,10 @@
 // reference does, and derives from neither. `pipec run` trains on it unless -O0 or `--executor
 // reference` asks for the reference.
 //
-// Each layer node gets its kernel op once per batch size (a last short batch makes a second set); the
-// kernel library caches primitives by shape, so equal layers share them. Activations and gradients stay
-// in Keras layouts (NHWC, HWIO, [in, out]); the ops reorder weights once per step (CpuKernels'
+// Each layer node gets its kernel op once per batch size (a last short batch makes a second set), at
+// the first step of that size or before it, when the training loop's memory plan asks what the ops
+// will hold (prepare_memory); the kernel library caches primitives by shape, so equal layers share them. Activations
+// and gradients stay in Keras layouts (NHWC, HWIO, [in, out]); the ops reorder weights once per step (CpuKernels'
 // weights generation moves after the optimizer). A layer's backward-data, backward-weights and bias
 // gradient nodes run as one kernel call: the first of them in the schedule computes all three.
 #pragma once

@@ -31,7 +31,8 @@ int64_t status_bytes(const char* field) {
 }
 
 int64_t value_bytes(const ModelGraph& g, int v, int64_t rows) {
-  return static_cast<int64_t>(dtype_size(g.values[v].dtype)) * std::max<int64_t>(shape_num_elements(g.full_shape(v, rows)), 1);
+  return static_cast<int64_t>(dtype_size(g.values[v].dtype)) *
+         std::max<int64_t>(shape_num_elements(g.full_shape(v, rows)), 1);
 }
 
 // The examples in the largest batch of a plan's last batch stage, when the plan tells: its size, or
@@ -82,8 +83,9 @@ int64_t TrainMemoryPlan::total() const {
 }
 
 std::string TrainMemoryPlan::text() const {
-  std::string out = fmt::format("{} for steps of {}: process {}, weights and optimizer {}, activations and gradients {}",
-                                bytes_text(total()), rows, bytes_text(process), bytes_text(flat), bytes_text(values));
+  std::string out =
+      fmt::format("{} for steps of {}: process {}, weights and optimizer {}, activations and gradients {}",
+                  bytes_text(total()), rows, bytes_text(process), bytes_text(flat), bytes_text(values));
   if (!kernels.empty()) {
     std::vector<std::string> parts;
     for (const auto& [name, bytes] : kernels)
@@ -92,7 +94,8 @@ std::string TrainMemoryPlan::text() const {
     if (!parts.empty()) out += fmt::format(" ({})", fmt::join(parts, ", "));
   }
   out += fmt::format(", batch {}, input pipeline {}", bytes_text(batch), bytes_text(input_pipeline));
-  if (!unknown.empty()) out += fmt::format(" (not counted: {}, sizes known only while running)", fmt::join(unknown, ", "));
+  if (!unknown.empty())
+    out += fmt::format(" (not counted: {}, sizes known only while running)", fmt::join(unknown, ", "));
   if (evaluation > 0) out += fmt::format(", evaluation {}", bytes_text(evaluation));
   return out;
 }
