@@ -98,7 +98,9 @@ main() {
     # And the `mpi` label: the runs under mpirun (tests/dist, docs/design.md's data-parallel section).
     # MPI's own libraries are not instrumented and its launcher forks a process per rank; the
     # communicator's logic runs here anyway, over a fake MPI (runtime_tests' MpiCommunicator.*).
-    ctest --output-on-failure -j "$jobs" -LE '^mpi$' \
+    # And the `memory` label: the memory plan held against pipec's resident peak (tests/memory), which
+    # under ASan is mostly its shadow memory and quarantine; the plan's parts are unit tests here.
+    ctest --output-on-failure -j "$jobs" -LE '^(mpi|memory)$' \
       -E '^gpu_training_emulated$|NvrtcCompiles|^CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$' "$@"
   else
     local status=0

@@ -29,6 +29,7 @@
 #include "runtime/exec/stage_stats.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
 #include "runtime/train/loop/strategy.h"
@@ -133,6 +134,38 @@ PipelineReport pipeline_report(const PipelineRun& run, const TrainProgress& p, b
   return r;
 }
 
+// The summary's memory line: the plan checked before step 1, and the resident peak beside it.
+std::string memory_text(const TrainSummary& s) {
+  std::string line = "planned " + s.memory.text();
+  if (s.peak_resident_bytes >= 0) {
+    const double off = 100.0 * static_cast<double>(s.peak_resident_bytes - s.memory.total()) /
+                       static_cast<double>(std::max<int64_t>(s.memory.total(), 1));
+    line += fmt::format("; peak resident {} ({:+.1f}% of the plan)", bytes_text(s.peak_resident_bytes), off);
+  }
+  return line;
+}
+
+// The memory plan as JSON: its parts in bytes, the kernels' by name, and the resident peak.
+nlohmann::ordered_json memory_json(const TrainSummary& s) {
+  const TrainMemoryPlan& m = s.memory;
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::object();
+  for (const auto& [name, bytes] : m.kernels) kernels[name] = bytes;
+  nlohmann::ordered_json j;
+  j["rows"] = m.rows;
+  j["planned_bytes"] = m.total();
+  j["parts"] = {{"process", m.process},
+                {"weights_and_optimizer", m.flat},
+                {"activations_and_gradients", m.values},
+                {"kernels", m.kernel_bytes()},
+                {"batch", m.batch},
+                {"input_pipeline", m.input_pipeline},
+                {"evaluation", m.evaluation}};
+  j["kernels"] = kernels;
+  j["not_counted"] = m.unknown;
+  j["peak_resident_bytes"] = s.peak_resident_bytes;
+  return j;
+}
+
 void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
                    const TrainArgs& a, const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
@@ -158,6 +191,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   }
   out << "  executor    " << s.executor << "\n";
   out << "  threads     " << s.thread_split << "\n";
+  if (s.memory.rows > 0) out << "  memory      " << memory_text(s) << "\n";
   out << "  input pipeline:\n" << pipeline.text;
   if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
@@ -204,6 +238,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
                   {"changes", s.thread_split_changes},
                   {"reason", s.thread_split}};
   j["input_pipeline"] = pipeline.json;
+  if (s.memory.rows > 0) j["memory"] = memory_json(s);
   j["losses"] = s.losses;
   if (!s.evals.empty()) {
     nlohmann::ordered_json evals = nlohmann::ordered_json::array();

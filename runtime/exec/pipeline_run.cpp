@@ -115,6 +115,11 @@ std::optional<int64_t> PipelineRun::pass_elements(int stage) const {
   return pass_length(plan_, stage, [this](int s) { return source_length(s); });
 }
 
+SteadyHoldings PipelineRun::steady_holdings() const {
+  return pipec::steady_holdings(
+      plan_, ctx_.chunk_rows, [this](int s) { return source_length(s); }, ctx_.threads);
+}
+
 bool PipelineRun::next(Chunk& out) {
   autotune_->consumer_called();
   bool ok = root_->next(out);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/exec/autotuner.h"
+#include "runtime/exec/footprint.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/memory_budget.h"
 
@@ -72,6 +73,8 @@ class PipelineRun {
   /// The elements of one pass of `stage` (runtime/exec/footprint.h), when the plan and the files its
   /// sources match tell; nullopt otherwise.
   std::optional<int64_t> pass_elements(int stage) const;
+  /// What its buffers hold once a slower consumer has kept them full (runtime/exec/footprint.h).
+  SteadyHoldings steady_holdings() const;
 
  private:
   std::optional<int64_t> source_length(int stage) const;

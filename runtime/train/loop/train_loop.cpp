@@ -90,7 +90,8 @@ int64_t available_memory() {
 }
 
 // A step that cannot fit is reported before step 1 (before the weights are even allocated), with the
-// liveness plan's figures, instead of failing in the middle of a step.
+// liveness plan's figures, instead of failing in the middle of a step. The full plan (the executor's
+// kernels, the input pipeline) is checked once they are made: TrainingRun::plan_memory.
 void check_step_fits(const TrainProgram& t) {
   const ModelGraph& g = t.step;
   if (g.batch <= 0) return;
@@ -140,6 +141,21 @@ class TrainingRun {
     epochs_visible_ = o.length.epochs && !o.length.steps && *o.length.epochs > 1 && repeats == 1;
     epoch_ends_ = o.length.epochs && (o.length.steps_per_epoch > 0 || *o.length.epochs == 1 || epochs_visible_);
     p_.total_steps = o.length.steps;
+  }
+
+  // The memory plan of the run (train_memory_plan.h), with the executor readied for the step's batch
+  // size, checked against what the machine has: a run that cannot fit stops here, before step 1.
+  // `process` is what was resident when the run began.
+  void plan_memory(int64_t process) {
+    sum_.memory = plan_train_memory(t_, ex_, run_, o_.validation, process);
+    const TrainMemoryPlan& m = sum_.memory;
+    const int64_t held = std::max<int64_t>(resident_bytes(), 0);  // of the plan, resident already
+    const int64_t available = available_memory();
+    if (available >= 0 && m.total() - held > available)
+      throw TrainError(fmt::format(
+          "train `{}`: the run needs {} in all, {} more than this process holds now, but only {} of memory is "
+          "available: {}. A smaller batch needs proportionally less for activations, kernels and batches",
+          t_.name, bytes_text(m.total()), bytes_text(m.total() - held), bytes_text(available), m.text()));
   }
 
   // The starting state: the executor's own initial weights, --init's, or a checkpoint's, on the
@@ -227,6 +243,7 @@ class TrainingRun {
     if (evaluator_ && (sum_.evals.empty() || sum_.evals.back().step != p_.step)) evaluate();
     p_.elapsed = seconds_since_start();
     if (!o_.save_path.empty()) save();
+    sum_.peak_resident_bytes = peak_resident_bytes();
     return std::move(sum_);
   }
 
@@ -486,9 +503,11 @@ class TrainingRun {
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
                           const std::function<void(const TrainProgress&)>& progress) {
   check_step_fits(t);
+  const int64_t process = resident_bytes();
   std::unique_ptr<StepExecutor> ex =
       o.make_executor ? o.make_executor(t.step, o.seed) : std::make_unique<ReferenceExecutor<float>>(t.step, o.seed);
   TrainingRun run(t, data, o, *ex);
+  if (t.step.batch > 0) run.plan_memory(process);
   run.restore();
   run.train(progress);
   return run.finish();

@@ -31,6 +31,7 @@
 #include "runtime/threads/cancellation.h"
 #include "runtime/train/loop/evaluate.h"
 #include "runtime/train/loop/train_length.h"
+#include "runtime/train/loop/train_memory_plan.h"
 #include "runtime/train/persist/weights_file.h"
 #include "runtime/train/step_executor.h"
 
@@ -144,6 +145,10 @@ struct TrainSummary {
   /// multi_worker: the examples of this process's shard left untrained because another process's shard
   /// ended first (each example is trained at most once per pass; these wait for the next).
   int64_t left_by_others = 0;
+  /// The memory plan the run was checked against before step 1, and the most the process held
+  /// resident at once by the end (its VmHWM; -1 where the system cannot tell).
+  TrainMemoryPlan memory;
+  int64_t peak_resident_bytes = -1;
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after
