@@ -37,6 +37,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
       for (int in : s.inputs) inputs.push_back(build_iterator(ctx, in, epoch));
       return make_choose_from(ctx, stage, epoch, std::move(inputs));
     }
+    case StageKind::SampleFrom: return make_sample_from(ctx, stage, epoch);
     case StageKind::Enumerate: return make_enumerate(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Repeat: return make_repeat(ctx, stage, epoch);
     case StageKind::ShuffleRepeat: return make_shuffle_repeat(ctx, stage, epoch);

@@ -97,6 +97,7 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       return n;
     }
     case StageKind::ChooseFrom: return std::nullopt;  // depends on the index pipeline's values
+    case StageKind::SampleFrom: return std::nullopt;  // depends on the random choices
     case StageKind::Enumerate: return input();
     case StageKind::Batch:
     case StageKind::PaddedBatch:

@@ -30,6 +30,8 @@ IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<Iter
 IteratorPtr make_concatenate(RunContext& ctx, int stage, int64_t epoch);
 /// `inputs`: the datasets, then the index pipeline.
 IteratorPtr make_choose_from(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
+/// Builds the datasets of weight > 0.
+IteratorPtr make_sample_from(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_enumerate(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 /// The map on the GPU when ctx.gpu is set and the stage has a kernel; null (input untouched, a warning

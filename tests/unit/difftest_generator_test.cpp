@@ -47,14 +47,16 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
 
 // The joining sources and enumerate are drawn, and the checker accepts every case that has one (the
 // difftest then runs them through every variant).
-TEST(DifftestGenerator, DrawsConcatenateChooseFromAndEnumerate) {
-  int concatenate = 0, choose_from = 0, enumerate = 0;
+TEST(DifftestGenerator, DrawsConcatenateChooseFromSampleFromAndEnumerate) {
+  int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
     const bool b = c.spec.find("choose_from(") != std::string::npos;
     const bool e = c.spec.find("enumerate(") != std::string::npos;
-    if (!a && !b && !e) continue;
+    const bool s = c.spec.find("sample_from(") != std::string::npos;
+    if (!a && !b && !e && !s) continue;
+    sample_from += s;
     concatenate += a;
     choose_from += b;
     enumerate += e;
@@ -66,6 +68,7 @@ TEST(DifftestGenerator, DrawsConcatenateChooseFromAndEnumerate) {
   EXPECT_GE(concatenate, 10);
   EXPECT_GE(choose_from, 10);
   EXPECT_GE(enumerate, 10);
+  EXPECT_GE(sample_from, 10);
 }
 
 bool is_literal(const Expr& e) {

@@ -1,6 +1,6 @@
-// concatenate, choose_from and enumerate: what they yield on small inputs, choose_from's run-time error
-// for an index that names no dataset, and resuming from a checkpoint after every element (in the first
-// dataset, at a boundary, in the next) continuing exactly as the run that never stopped.
+// concatenate, choose_from, sample_from and enumerate: what they yield on small inputs, choose_from's
+// run-time error for an index that names no dataset, sample_from's seeds, and resuming from a checkpoint after every
+// element (in the first dataset, at a boundary, in the next) continuing exactly as the run that never stopped.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -131,6 +131,41 @@ TEST(ChooseFrom, AnIndexThatNamesNoDatasetIsAnErrorNamingIt) {
   }
 }
 
+// The pinned orders are TensorFlow's (the sample_from_* conformance fixtures check more).
+TEST(SampleFrom, DrawsTensorFlowsChoices) {
+  // sample_from_datasets([range(10, 13), range(20, 23)], [0.3, 0.7], seed = 5): choices 0 0 0 1 1 0 ...
+  EXPECT_EQ(run("sample_from([range(10, 13), range(20, 23)], weights = [0.3, 0.7], seed = 5)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21", "value=22"}));
+  // stop_on_empty: the fourth choice names the first dataset, which has ended.
+  EXPECT_EQ(run("sample_from([range(10, 13), range(20, 23)], weights = [0.3, 0.7], seed = 5, stop_on_empty = true)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21"}));
+  // A dataset of weight 0 is never read, and the choices are those of the others alone.
+  EXPECT_EQ(run("sample_from([range(10, 13), range(50, 60), range(20, 23)], "
+                "weights = [0.3, 0, 0.7], seed = 5, stop_on_empty = true)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21"}));
+}
+
+// Without a seed of its own it draws with the run's: the same run seed gives the same order whatever
+// the thread count, another seed another order.
+TEST(SampleFrom, WithoutASeedTheRunSeedDecides) {
+  const Plan plan = optimized("sample_from([range(100), range(100, 200)]) | batch(7)");
+  auto with = [&](uint64_t seed, int threads) {
+    RunOptions o = options(5);
+    o.seed = seed;
+    o.threads = threads;
+    Elements out;
+    PipelineRun r(plan, o);
+    Chunk c;
+    while (r.next(c))
+      for (int64_t i = 0; i < c.rows; ++i) out.push_back(row_text(c, i, plan.stages.back().element));
+    return out;
+  };
+  const Elements a = with(3, 1);
+  EXPECT_EQ(with(3, 4), a);
+  EXPECT_NE(with(4, 2), a);
+  EXPECT_EQ(a.size(), 29u);  // 200 elements in batches of 7
+}
+
 // Saving after every element (chunks of one row) and resuming from each state in a new run gives the
 // rest of the uninterrupted stream, for every position of short cases.
 TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
@@ -144,6 +179,9 @@ TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
       "choose_from([range(10, 14), range(20, 26), range(30, 31)], range(14) | map(r => { i: r.value * 5 % 3 }), "
       "stop_on_empty = false)",
       "range(3) | enumerate() | repeat(3) | enumerate(field = \"outer\")",
+      "sample_from([range(10, 16), range(20, 23), range(30, 34)], weights = [0.5, 0.2, 0.3], seed = 9)",
+      "sample_from([range(10, 16), range(0), range(20, 25) | repeat(2)], weights = [1, 0, 2], stop_on_empty = true) | "
+      "repeat(2)",
   };
   for (const std::string& pipeline : cases) {
     SCOPED_TRACE(pipeline);

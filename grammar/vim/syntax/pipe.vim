@@ -40,7 +40,7 @@ syn keyword pipeStage map filter batch padded_batch unbatch shuffle repeat take 
 syn keyword pipeStage prefetch ignore_errors interleave enumerate to write
 
 " Dataset sources and output formats
-syn keyword pipeSource tfrecord files list_files range csv npy zip concatenate choose_from
+syn keyword pipeSource tfrecord files list_files range csv npy zip concatenate choose_from sample_from
 
 " Tensor ops
 syn keyword pipeOp abs sign neg tanh exp log log1p sqrt rsqrt sin cos floor ceil round sigmoid relu
