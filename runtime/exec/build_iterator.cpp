@@ -73,6 +73,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::MapBatch: return make_map_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Batch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), false);
     case StageKind::PaddedBatch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), true);
+    case StageKind::Window: return make_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Unbatch: return make_unbatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Shuffle: return make_shuffle(ctx, stage, epoch, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Take:

@@ -41,6 +41,7 @@ IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
 /// map(f) | batch(n) fused (compiler/passes/map_batch_fusion.h): the workers write results into the batches.
 IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
+IteratorPtr make_window(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
 /// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one iterator for every epoch.

@@ -580,6 +580,55 @@ pipeline p = sample_from([range(6) | map(r => { a: r.value, b: f32(r.value) * 0.
                "dicts {a, b} sampled with dicts {b, a}")
 
 
+def windowed(ds, size, shift=None, stride=1, drop=False):
+    """tf.data's window(...) with each window batched, as pipec's window yields it."""
+    return ds.window(size, shift, stride, drop).flat_map(lambda w: tf.data.Dataset.zip(w).batch(size))
+
+
+def window_spec(size, shift, stride, drop):
+    """pipec's window(...) call for the same arguments."""
+    args = [str(size)] + ([f"shift = {shift}"] if shift is not None else []) + \
+        ([f"stride = {stride}"] if stride != 1 else []) + (["drop_remainder = true"] if drop else [])
+    return f"window({', '.join(args)})"
+
+
+@case
+def window():
+    for name, n, size, shift, stride, drop in (
+            ("3", 7, 3, None, 1, False), ("3_shift_2", 7, 3, 2, 1, False), ("shift_1", 5, 3, 1, 1, False),
+            ("stride_2", 10, 3, 1, 2, False), ("stride_2_drop", 10, 3, 1, 2, True),
+            ("longer_than_data", 4, 10, None, 1, False), ("longer_than_data_drop", 4, 10, None, 1, True),
+            ("shift_beyond_size", 13, 2, 5, 1, False), ("shift_beyond_size_drop", 13, 2, 5, 3, True),
+            ("empty", 0, 3, None, 1, False), ("one", 6, 1, None, 1, False)):
+        write_case(f"window_{name}", f"""
+# tf.data.Dataset.range({n}).window({size}, shift={shift}, stride={stride}, drop_remainder={drop})
+#     .flat_map(lambda w: w.batch({size}))
+pipeline p = range({n}) | {window_spec(size, shift, stride, drop)}
+""", run_tf(windowed(range_ds(n), size, shift, stride, drop)),
+                   f"range({n}).window({size}, {shift}, {stride}, {drop}), each window batched")
+    write_case("window_of_batches", """
+# Windows of batches: each element is a batch of 2, each window stacks 3 of them
+pipeline p = range(12) | batch(2, drop_remainder = true) | window(3, shift = 2)
+""", run_tf(windowed(range_ds(12).batch(2, drop_remainder=True), 3, 2)), "range(12).batch(2, True).window(3, 2)")
+    write_case("window_fields", """
+# Two fields, windowed together
+pipeline p = range(9) | map(r => { a: r.value, b: f32(r.value) * 0.5 }) | window(4, shift = 3)
+""", run_tf(windowed(tf.data.Dataset.range(9).map(lambda x: {"a": x, "b": tf.cast(x, tf.float32) * 0.5}), 4, 3)),
+               "dicts {a, b} windowed by 4, shift 3")
+    write_case("window_then_repeat", """
+# The windows of one pass, twice
+pipeline p = range(5) | window(2, shift = 3) | repeat(2)
+""", run_tf(windowed(range_ds(5), 2, 3).repeat(2)), "range(5).window(2, 3).repeat(2)")
+    write_case("window_across_passes", """
+# Windows of a repeated input run across the passes' boundary
+pipeline p = range(5) | repeat(2) | window(4, shift = 3)
+""", run_tf(windowed(range_ds(5).repeat(2), 4, 3)), "range(5).repeat(2).window(4, 3)")
+    write_case("window_unbatch", """
+# window then unbatch: every element once per window that holds it
+pipeline p = range(6) | window(3, shift = 2, stride = 2) | unbatch()
+""", run_tf(windowed(range_ds(6), 3, 2, 2).unbatch()), "range(6).window(3, 2, 2) unbatched")
+
+
 # ---------------------------------------------------------------------------------------------------
 # interleave
 

@@ -261,7 +261,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 14)) {
+      switch (rng_.range(0, 15)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -319,6 +319,21 @@ class SpecBuilder {
           return start == 0 && rng_.chance(0.5) ? fmt::format("enumerate(field = \"{}\")", name)
                                                 : fmt::format("enumerate(start = {}, field = \"{}\")", start, name);
         }
+        case 14: {
+          // Windows stack elements as batch does: every dimension must be known. One per case: a
+          // window of shift 1 repeats each element `size` times.
+          if (!all_known() || windowed_) continue;
+          windowed_ = true;
+          const int64_t size = rng_.range(1, 4), stride = rng_.range(1, 2);
+          const bool drop = rng_.chance(0.3);
+          for (Field& f : fields_) f.type.shape.insert(f.type.shape.begin(), drop ? size : -1);
+          ++batch_rank_;
+          std::string args = fmt::format("{}", size);
+          if (rng_.chance(0.7)) args += fmt::format(", shift = {}", rng_.range(1, 5));
+          if (stride != 1) args += fmt::format(", stride = {}", stride);
+          if (drop) args += ", drop_remainder = true";
+          return "window(" + args + ")";
+        }
         default: return "prefetch(2)";
       }
     }
@@ -333,6 +348,7 @@ class SpecBuilder {
   int batch_rank_ = 0;
   bool known_bugs_ = false;
   int repeats_ = 0;
+  bool windowed_ = false;
   int next_field_ = 0;
 };
 

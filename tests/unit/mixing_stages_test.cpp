@@ -5,58 +5,17 @@
 
 #include <fmt/format.h>
 
-#include "compiler/passes/pass_pipeline.h"
-#include "runtime/exec/pipeline_run.h"
-#include "tests/unit/passes_test_util.h"
+#include "tests/unit/stage_run_util.h"
 
 namespace pipec {
 namespace {
 
-using testing::plan_of;
+using testing::Elements;
+using testing::row_text;
 
-// One element as text: its fields' values, `name=v` joined by spaces (a batch as [a,b]).
-using Elements = std::vector<std::string>;
-
-std::string row_text(const Chunk& c, int64_t r, const ElementInfo& e) {
-  std::string s;
-  for (size_t f = 0; f < c.columns.size(); ++f) {
-    Tensor t = column_row(c.columns[f], r);
-    std::string v;
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      if (t.dtype() == DType::I64) v += fmt::format("{}{}", i ? "," : "", t.data<int64_t>()[i]);
-      else if (t.dtype() == DType::F32) v += fmt::format("{}{}", i ? "," : "", t.data<float>()[i]);
-      else v += fmt::format("{}?", i ? "," : "");
-    }
-    if (!t.shape().empty()) v = "[" + v + "]";
-    s += fmt::format("{}{}={}", f ? " " : "", e.fields.at(f).name, v);
-  }
-  return s;
-}
-
-RunOptions options(int64_t chunk_rows) {
-  RunOptions o;
-  o.seed = 3;
-  o.threads = 2;
-  o.chunk_rows = chunk_rows;
-  return o;
-}
-
-Plan optimized(const std::string& pipeline) {
-  Plan plan = plan_of("pipeline p = " + pipeline + "\n");
-  if (plan.stages.empty()) throw std::runtime_error("the pipeline does not check: " + pipeline);
-  run_passes(plan, PassOptions{});
-  return plan;
-}
-
-Elements run_all(const Plan& plan, int64_t chunk_rows) {
-  Elements out;
-  PipelineRun run(plan, options(chunk_rows));
-  Chunk c;
-  while (run.next(c))
-    for (int64_t r = 0; r < c.rows; ++r) out.push_back(row_text(c, r, plan.stages.back().element));
-  return out;
-}
-
+RunOptions options(int64_t chunk_rows) { return testing::run_options(chunk_rows); }
+Plan optimized(const std::string& pipeline) { return testing::optimized_plan(pipeline); }
+Elements run_all(const Plan& plan, int64_t chunk_rows) { return testing::run_plan_text(plan, chunk_rows); }
 Elements run(const std::string& pipeline) { return run_all(optimized(pipeline), 3); }
 
 TEST(Concatenate, YieldsTheFirstDatasetThenTheNext) {
@@ -166,8 +125,7 @@ TEST(SampleFrom, WithoutASeedTheRunSeedDecides) {
   EXPECT_EQ(a.size(), 29u);  // 200 elements in batches of 7
 }
 
-// Saving after every element (chunks of one row) and resuming from each state in a new run gives the
-// rest of the uninterrupted stream, for every position of short cases.
+// Resuming from a checkpoint after every element continues exactly, for every position of short cases.
 TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
   const std::vector<std::string> cases = {
       "concatenate(range(3), range(10, 14))",
@@ -185,28 +143,7 @@ TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
   };
   for (const std::string& pipeline : cases) {
     SCOPED_TRACE(pipeline);
-    Plan plan = optimized(pipeline);
-    const Elements want = run_all(plan, 1);
-    ASSERT_FALSE(want.empty());
-    EXPECT_EQ(run_all(plan, 4), want) << "chunks of 4 rows";
-    for (size_t stop = 0; stop <= want.size(); ++stop) {
-      std::string state;
-      {
-        PipelineRun first(plan, options(1));
-        Chunk c;
-        size_t seen = 0;
-        while (seen < stop && first.next(c)) seen += static_cast<size_t>(c.rows);
-        ASSERT_EQ(seen, stop);
-        state = first.save_state();
-      }
-      PipelineRun resumed(plan, options(1));
-      resumed.restore_state(state, "test");
-      Elements rest;
-      Chunk c;
-      while (resumed.next(c))
-        for (int64_t r = 0; r < c.rows; ++r) rest.push_back(row_text(c, r, plan.stages.back().element));
-      EXPECT_EQ(rest, Elements(want.begin() + static_cast<std::ptrdiff_t>(stop), want.end())) << "resumed at " << stop;
-    }
+    testing::expect_resumes_after_every_element(optimized(pipeline));
   }
 }
 
