@@ -567,7 +567,7 @@ class PlanLowering {
         s.fn = fn;
         continue;
       }
-      if (stage_has(s.kind, StageFlag::MultiInput) && (x->type.kind == TypeKind::Dataset || x->kind == ExprKind::List))
+      if (stage_has(s.kind, StageFlag::MultiInput) && (x->type.kind == TypeKind::Dataset || dataset_list(*b, name)))
         continue;  // zip, concatenate, choose_from: their datasets are their inputs (below, in parameter order)
       if (x->constant) s.args.push_back({name, *x->constant});
       else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink)
@@ -578,7 +578,7 @@ class PlanLowering {
       for (const ParamSpec& p : b->params)
         for (auto& [name, x] : bound) {
           if (name != p.name) continue;
-          if (x->kind == ExprKind::List)
+          if (p.dataset_list)
             for (const auto& item : x->as<ListExpr>()->items) s.inputs.push_back(lower(*item));
           else if (x->type.kind == TypeKind::Dataset) s.inputs.push_back(lower(*x));
         }
@@ -596,6 +596,13 @@ class PlanLowering {
     }
     plan_.stages.push_back(std::move(s));
     return static_cast<int>(plan_.stages.size()) - 1;
+  }
+
+  // Whether `b`'s parameter `name` is a list of datasets (choose_from's, sample_from's), not a list constant.
+  static bool dataset_list(const Builtin& b, const std::string& name) {
+    for (const ParamSpec& p : b.params)
+      if (p.name == name) return p.dataset_list;
+    return false;
   }
 
   // The source declaration whose value is this call, if any.

@@ -1,4 +1,5 @@
 // Dataset sources: where elements come from, and the element type their schema gives them.
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -292,6 +293,92 @@ Type rule_choose_from(CallContext& ctx) {
   return dataset_of(std::move(*out));
 }
 
+// sample_from's weights: a constant list of one finite number >= 0 per dataset, not all 0; nullopt (and
+// a diagnostic) otherwise.
+std::optional<std::vector<double>> sample_weights(CallContext& ctx, size_t datasets) {
+  const BoundArg& a = ctx.arg("weights");
+  if (a.type.is_error()) return std::nullopt;
+  if (!a.type.is_tensor() || a.type.rank() != 1 || a.type.dtype == DType::Bytes || a.type.dtype == DType::Bool) {
+    ctx.error(
+        DiagKind::type_mismatch, a.range,
+        fmt::format("sample_from's weights are a list of numbers, one per dataset, not {}", type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value || a.value->kind != Value::List) {
+    ctx.error(DiagKind::not_constant, a.range, "sample_from's weights must be known at compile time");
+    return std::nullopt;
+  }
+  std::vector<double> w;
+  for (const Value& v : a.value->items) w.push_back(v.as_double());
+  if (w.size() != datasets) {
+    ctx.error(DiagKind::invalid_argument_value, a.range,
+              fmt::format("sample_from has {} dataset{} but {} weight{}: give one weight per dataset", datasets,
+                          datasets == 1 ? "" : "s", w.size(), w.size() == 1 ? "" : "s"));
+    return std::nullopt;
+  }
+  bool any = false;
+  for (size_t k = 0; k < w.size(); ++k) {
+    if (!std::isfinite(w[k]) || w[k] < 0) {
+      ctx.error(DiagKind::invalid_argument_value, a.range,
+                fmt::format("sample_from's weight {} is {}: a weight must be a finite number >= 0", k, w[k]));
+      return std::nullopt;
+    }
+    // Weights are f32, as tf.data makes Python floats: one beyond its range would be infinite.
+    if (!std::isfinite(static_cast<float>(w[k]))) {
+      ctx.error(
+          DiagKind::invalid_argument_value, a.range,
+          fmt::format("sample_from's weight {} is {}, beyond f32's range (weights are f32, as in tf.data)", k, w[k]));
+      return std::nullopt;
+    }
+    any = any || static_cast<float>(w[k]) > 0;
+  }
+  if (!any) {
+    auto& d = ctx.error(DiagKind::invalid_argument_value, a.range,
+                        "every weight of sample_from is 0, so no dataset would ever be chosen");
+    d.help = "a dataset of weight 0 is never read; give at least one a weight > 0";
+    return std::nullopt;
+  }
+  return w;
+}
+
+// sample_from([a, b, ...], weights, seed, stop_on_empty): tf.data's sample_from_datasets: each element
+// comes from a dataset drawn at random with probability weight / sum of weights.
+Type rule_sample_from(CallContext& ctx) {
+  const BoundArg& list = ctx.arg("datasets");
+  if (!list.present || list.type.is_error()) return Type::error();
+  if (list.rest.empty()) {
+    ctx.error(DiagKind::missing_argument, list.range, "sample_from needs a list of at least one dataset");
+    return Type::error();
+  }
+  std::optional<ElementInfo> out = agreeing_element(ctx, list.rest);
+  bool ok = true;
+  std::vector<double> weights(list.rest.size(), 1.0);
+  if (ctx.has("weights")) {
+    auto w = sample_weights(ctx, list.rest.size());
+    if (w) weights = *w;
+    ok = ok && w.has_value();
+  }
+  if (ctx.has("seed")) ok = ctx.const_int("seed").has_value() && ok;
+  bool stop = false;
+  if (ctx.has("stop_on_empty")) {
+    auto s = ctx.const_bool("stop_on_empty");
+    ok = ok && s.has_value();
+    stop = s.value_or(false);
+  }
+  if (!out || !ok) return Type::error();
+  // Every dataset of weight > 0 is chosen again and again: the output ends at the first that ends
+  // (stop_on_empty) or when all have; a dataset of weight 0 is never read.
+  bool any_infinite = false, all_infinite = true;
+  for (size_t k = 0; k < list.rest.size(); ++k) {
+    if (!(static_cast<float>(weights[k]) > 0)) continue;
+    const bool inf = list.rest[k].type.element->infinite;
+    any_infinite = any_infinite || inf;
+    all_infinite = all_infinite && inf;
+  }
+  out->infinite = stop ? all_infinite : any_infinite;
+  return dataset_of(std::move(*out));
+}
+
 }  // namespace
 
 void register_source_builtins(std::vector<Builtin>& out) {
@@ -320,6 +407,12 @@ void register_source_builtins(std::vector<Builtin>& out) {
                        "Element i comes from the dataset that element i of the index pipeline names "
                        "(tf.data's choose_from_datasets).",
                        rule_choose_from));
+  out.push_back(source(
+      "sample_from",
+      {dataset_list("datasets"), opt("weights", "equal"), opt("seed", "run seed"), opt("stop_on_empty", "false")},
+      "Each element comes from a dataset drawn at random with probability weight / sum of weights "
+      "(tf.data's sample_from_datasets; the same draws as TensorFlow for the same seed).",
+      rule_sample_from));
 }
 
 }  // namespace pipec

@@ -64,6 +64,8 @@ Type rule_filter(CallContext& ctx) {
   return dataset_of(std::move(out));
 }
 
+// batch, padded_batch and window: every element gains a leading dimension of `size`, or `?` when the
+// last one may be shorter.
 Type batch_like(CallContext& ctx, bool padded) {
   const ElementInfo* in = ctx.dataset("input");
   auto size = ctx.const_int("size", 1);
@@ -89,7 +91,9 @@ Type batch_like(CallContext& ctx, bool padded) {
           auto& diag = ctx.error(DiagKind::ragged_batch, ctx.range,
                                  fmt::format("field `{}` is {}: its length varies, so its elements cannot be stacked",
                                              f.name, type_to_string(t)));
-          diag.help = "use padded_batch(n) to pad each batch to its longest element";
+          diag.help = ctx.builtin.name == "window"
+                          ? "a window stacks its elements as batch does: give the field one length first"
+                          : "use padded_batch(n) to pad each batch to its longest element";
           return Type::error();
         }
       }
@@ -100,6 +104,18 @@ Type batch_like(CallContext& ctx, bool padded) {
   }
   out.batch_rank += 1;
   return dataset_of(std::move(out));
+}
+
+// window(size, shift = size, stride = 1, drop_remainder = false): tf.data's window with each window
+// batched (`.flat_map(lambda w: w.batch(size))`): window i stacks the elements i * shift + k * stride
+// (k < size). Its type is batch's: every window is full when the remainder is dropped or the input
+// never ends.
+Type rule_window(CallContext& ctx) {
+  const std::optional<int64_t> shift = ctx.has("shift") ? ctx.const_int("shift", 1) : std::optional<int64_t>(1);
+  const std::optional<int64_t> stride = ctx.has("stride") ? ctx.const_int("stride", 1) : std::optional<int64_t>(1);
+  Type out = batch_like(ctx, false);
+  if (!shift || !stride) return Type::error();
+  return out;
 }
 
 Type rule_unbatch(CallContext& ctx) {
@@ -325,6 +341,11 @@ void register_stage_builtins(std::vector<Builtin>& out) {
   out.push_back(stage("padded_batch", {req("size"), opt("padding_value", "0"), opt("drop_remainder", "false")},
                       "Like batch, but pads variable-length fields to the longest element of each batch.",
                       [](CallContext& ctx) { return batch_like(ctx, true); }));
+  out.push_back(stage("window", {req("size"), opt("shift", "size"), opt("stride", "1"), opt("drop_remainder", "false")},
+                      "Stacks the elements i * shift + k * stride (k < size) into window i, as tf.data's "
+                      "window(...).flat_map(lambda w: w.batch(size)) does; the last windows are shorter unless "
+                      "drop_remainder is true.",
+                      rule_window));
   out.push_back(stage("unbatch", {}, "Splits each batch back into its elements.", rule_unbatch));
   out.push_back(stage("shuffle", {req("buffer"), opt("seed", "run seed"), opt("reshuffle_each_iteration", "true")},
                       "Samples uniformly from a buffer of `buffer` elements, as tf.data's shuffle does.",

@@ -134,8 +134,8 @@ std::string by_files_refusal(const Plan& plan, int64_t n, const std::string& spe
     bool tfrecord_input = false;
     for (int in : s.inputs) tfrecord_input = tfrecord_input || reads_tfrecord[static_cast<size_t>(in)];
     reads_tfrecord[i] = s.kind == StageKind::Tfrecord || tfrecord_input;
-    if (s.kind == StageKind::ChooseFrom && structure.empty())
-      structure = "a choose_from picks among its datasets by position";
+    if ((s.kind == StageKind::ChooseFrom || s.kind == StageKind::SampleFrom) && structure.empty())
+      structure = fmt::format("a {} picks among its datasets by position", stage_name(s.kind));
     if (s.kind == StageKind::Zip && tfrecord_input && structure.empty())
       structure = "a zip joins tfrecord records by position, and files need not hold as many records as each other";
     if (!s.inputs.empty()) continue;

@@ -37,6 +37,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
       for (int in : s.inputs) inputs.push_back(build_iterator(ctx, in, epoch));
       return make_choose_from(ctx, stage, epoch, std::move(inputs));
     }
+    case StageKind::SampleFrom: return make_sample_from(ctx, stage, epoch);
     case StageKind::Enumerate: return make_enumerate(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Repeat: return make_repeat(ctx, stage, epoch);
     case StageKind::ShuffleRepeat: return make_shuffle_repeat(ctx, stage, epoch);
@@ -72,6 +73,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::MapBatch: return make_map_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Batch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), false);
     case StageKind::PaddedBatch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), true);
+    case StageKind::Window: return make_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Unbatch: return make_unbatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Shuffle: return make_shuffle(ctx, stage, epoch, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Take:

@@ -48,7 +48,8 @@ int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows) {
   switch (s.kind) {
     case StageKind::Batch:
     case StageKind::PaddedBatch:
-    case StageKind::MapBatch: return 1;
+    case StageKind::MapBatch:
+    case StageKind::Window: return 1;
     default: break;
   }
   if (s.inputs.empty()) return source_rows;
@@ -97,6 +98,7 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       return n;
     }
     case StageKind::ChooseFrom: return std::nullopt;  // depends on the index pipeline's values
+    case StageKind::SampleFrom: return std::nullopt;  // depends on the random choices
     case StageKind::Enumerate: return input();
     case StageKind::Batch:
     case StageKind::PaddedBatch:
@@ -105,6 +107,18 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       auto size = int_arg("size");
       if (!n || !size || *size <= 0) return std::nullopt;
       return (*n + *size - 1) / *size;
+    }
+    case StageKind::Window: {
+      // Windows start at 0, shift, 2 shift, ... while an element is left (a full span of them when
+      // the remainder is dropped).
+      auto n = input();
+      auto size = int_arg("size"), shift = int_arg("shift"), stride = int_arg("stride");
+      if (!n || !size || *size <= 0) return std::nullopt;
+      const int64_t step = shift.value_or(*size), span = (*size - 1) * stride.value_or(1) + 1;
+      if (step <= 0) return std::nullopt;
+      const Value* d = s.arg("drop_remainder");
+      if (d && d->b) return *n >= span ? (*n - span) / step + 1 : 0;
+      return (*n + step - 1) / step;
     }
     case StageKind::Unbatch: return std::nullopt;
     case StageKind::Take: {

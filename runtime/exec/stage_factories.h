@@ -30,6 +30,8 @@ IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<Iter
 IteratorPtr make_concatenate(RunContext& ctx, int stage, int64_t epoch);
 /// `inputs`: the datasets, then the index pipeline.
 IteratorPtr make_choose_from(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
+/// Builds the datasets of weight > 0.
+IteratorPtr make_sample_from(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_enumerate(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 /// The map on the GPU when ctx.gpu is set and the stage has a kernel; null (input untouched, a warning
@@ -39,6 +41,7 @@ IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
 /// map(f) | batch(n) fused (compiler/passes/map_batch_fusion.h): the workers write results into the batches.
 IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
+IteratorPtr make_window(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
 /// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one iterator for every epoch.

@@ -20,13 +20,14 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
     if (s.kind == StageKind::Interleave)
       for (int in : s.inputs) read_by_interleave[in] = true;
 
-  // choose_from's element i depends on element i of its index pipeline and on how many elements it
+  // A mixer's element i (choose_from's, sample_from's) depends on choice i and on how many elements it
   // took from each dataset before: sharding its inputs apart would not split its output. Nothing
   // under it is sharded; its own output is, as a source's.
-  std::vector<bool> under_choose_from(n, false);
+  auto mixer = [](StageKind k) { return k == StageKind::ChooseFrom || k == StageKind::SampleFrom; };
+  std::vector<bool> under_mixer(n, false);
   for (size_t i = n; i-- > 0;)
-    if (plan.stages[i].kind == StageKind::ChooseFrom || under_choose_from[i])
-      for (int in : plan.stages[i].inputs) under_choose_from[in] = true;
+    if (mixer(plan.stages[i].kind) || under_mixer[i])
+      for (int in : plan.stages[i].inputs) under_mixer[in] = true;
 
   Plan out;
   out.name = plan.name;
@@ -41,8 +42,7 @@ Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index) {
       fn->name = fmt::format("{}@{}", stage_name(s.kind), at);
       s.fn = fn;
     }
-    const bool source =
-        (s.inputs.empty() || s.kind == StageKind::ChooseFrom) && !read_by_interleave[i] && !under_choose_from[i];
+    const bool source = (s.inputs.empty() || mixer(s.kind)) && !read_by_interleave[i] && !under_mixer[i];
     out.stages.push_back(std::move(s));
     remap[i] = at;
     if (source || interleave) {

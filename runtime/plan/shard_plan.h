@@ -11,7 +11,7 @@ namespace pipec {
 /// `plan` with a `shard(count, index)` stage right after every source (after the interleave that
 /// reads a tfrecord source, since interleave must sit on the source itself), so a reader sees source
 /// elements i with i % count == index before any shuffle, map or batch, and zipped sources stay aligned.
-/// A choose_from counts as a source: it is sharded after, and nothing it reads is.
+/// A choose_from or sample_from counts as a source: it is sharded after, and nothing it reads is.
 /// Stage indices after an insertion move; function names ("map@5") follow them. `count` <= 1 returns
 /// the plan unchanged. Throws std::invalid_argument when index is not in [0, count).
 Plan shard_after_sources(const Plan& plan, int64_t count, int64_t index);

@@ -522,6 +522,113 @@ pipeline p = choose_from([range(10, 14), range(20, 26)], {index_spec})
 """, None, "an index that names no dataset", options={"expect_error": 1, "tf_error": expect_tf_error(ds)})
 
 
+def weights_spec(weights):
+    """sample_from's weights as the spec writes them."""
+    return "[" + ", ".join(repr(float(w)) for w in weights) + "]"
+
+
+@case
+def sample_from():
+    # sample_from_datasets draws TensorFlow's own random stream: pipec reproduces it, so the elements
+    # must be the same for the same seed. Long streams are batched, so a case stays a few files.
+    three = ((0, 60), (100, 160), (200, 230))
+    for seed in (5, 42, 123456789, -3, 2**40):
+        write_case(f"sample_from_seed_{seed}".replace("-", "minus_"), f"""
+# tf.data.Dataset.sample_from_datasets([range{three[0]}, range{three[1]}, range{three[2]}],
+#     weights=[0.2, 0.5, 0.3], seed={seed}).batch(50)
+pipeline p = sample_from([{", ".join(ranges_spec(d) for d in three)}], weights = [0.2, 0.5, 0.3], seed = {seed}) | batch(50)
+""", run_tf(tf.data.Dataset.sample_from_datasets([range_ds(*d) for d in three], [0.2, 0.5, 0.3], seed=seed).batch(50)),
+                   f"sample_from_datasets over 3 ranges, weights 0.2 0.5 0.3, seed {seed}")
+    for name, datasets, weights, stop, seed in (
+            ("stop_on_empty", ((0, 5), (100, 130)), (0.5, 0.5), True, 7),
+            ("zero_weight", ((0, 20), (100, 120), (200, 220)), (0.5, 0.0, 0.5), False, 3),
+            ("equal_weights", ((0, 30), (100, 130), (200, 230)), None, False, 11),
+            ("one_dataset", ((0, 5),), (2.0,), False, 1),
+            ("empty_datasets", ((0, 0), (0, 0)), (1.0, 3.0), False, 1),
+            ("an_empty_dataset_stops", ((0, 0), (100, 140)), (0.1, 0.9), True, 9),
+            ("tiny_weight", ((0, 40), (100, 140)), (1e-3, 1.0), False, 77)):
+        option = "" if weights is None else f", weights = {weights_spec(weights)}"
+        option += ", stop_on_empty = true" if stop else ""
+        write_case(f"sample_from_{name}", f"""
+# tf.data.Dataset.sample_from_datasets([{", ".join(f"range{d}" for d in datasets)}], weights={weights},
+#     seed={seed}, stop_on_empty_dataset={stop}).batch(16)
+pipeline p = sample_from([{", ".join(ranges_spec(d) for d in datasets)}]{option}, seed = {seed}) | batch(16)
+""", run_tf(tf.data.Dataset.sample_from_datasets([range_ds(*d) for d in datasets], None if weights is None else
+                                                 list(weights), seed=seed, stop_on_empty_dataset=stop).batch(16)),
+                   f"sample_from_datasets over {len(datasets)} ranges, weights {weights}, seed {seed}, stop {stop}")
+    write_case("sample_from_repeat", """
+# tf.data.Dataset.sample_from_datasets([range(4), range(100, 104)], [0.3, 0.7], seed=2).repeat(2).batch(16):
+# each pass draws the same choices
+pipeline p = sample_from([range(4), range(100, 104)], weights = [0.3, 0.7], seed = 2) | repeat(2) | batch(16)
+""", run_tf(tf.data.Dataset.sample_from_datasets([range_ds(4), range_ds(100, 104)], [0.3, 0.7], seed=2)
+            .repeat(2).batch(16)), "sample_from_datasets(...).repeat(2): the same choices each pass")
+    write_case("sample_from_infinite", """
+# tf.data.Dataset.sample_from_datasets([range(10).repeat(), range(100, 110).repeat()], [0.9, 0.1],
+#     seed=31).take(400).batch(100)
+pipeline p = sample_from([range(10) | repeat(), range(100, 110) | repeat()], weights = [0.9, 0.1], seed = 31)
+  | take(400) | batch(100)
+""", run_tf(tf.data.Dataset.sample_from_datasets([range_ds(10).repeat(), range_ds(100, 110).repeat()], [0.9, 0.1],
+                                                 seed=31).take(400).batch(100)),
+               "sample_from_datasets over two infinite datasets, 400 draws")
+    write_case("sample_from_fields_by_name", """
+# Dict elements whose keys are written in another order: joined by key
+pipeline p = sample_from([range(6) | map(r => { a: r.value, b: f32(r.value) * 0.5 }),
+                          range(7, 12) | map(r => { b: f32(r.value), a: r.value * 2 })], weights = [1.0, 2.0], seed = 4)
+""", run_tf(tf.data.Dataset.sample_from_datasets([
+        tf.data.Dataset.range(6).map(lambda x: {"a": x, "b": tf.cast(x, tf.float32) * 0.5}),
+        tf.data.Dataset.range(7, 12).map(lambda x: {"b": tf.cast(x, tf.float32), "a": x * 2})], [1.0, 2.0], seed=4)),
+               "dicts {a, b} sampled with dicts {b, a}")
+
+
+def windowed(ds, size, shift=None, stride=1, drop=False):
+    """tf.data's window(...) with each window batched, as pipec's window yields it."""
+    return ds.window(size, shift, stride, drop).flat_map(lambda w: tf.data.Dataset.zip(w).batch(size))
+
+
+def window_spec(size, shift, stride, drop):
+    """pipec's window(...) call for the same arguments."""
+    args = [str(size)] + ([f"shift = {shift}"] if shift is not None else []) + \
+        ([f"stride = {stride}"] if stride != 1 else []) + (["drop_remainder = true"] if drop else [])
+    return f"window({', '.join(args)})"
+
+
+@case
+def window():
+    for name, n, size, shift, stride, drop in (
+            ("3", 7, 3, None, 1, False), ("3_shift_2", 7, 3, 2, 1, False), ("shift_1", 5, 3, 1, 1, False),
+            ("stride_2", 10, 3, 1, 2, False), ("stride_2_drop", 10, 3, 1, 2, True),
+            ("longer_than_data", 4, 10, None, 1, False), ("longer_than_data_drop", 4, 10, None, 1, True),
+            ("shift_beyond_size", 13, 2, 5, 1, False), ("shift_beyond_size_drop", 13, 2, 5, 3, True),
+            ("empty", 0, 3, None, 1, False), ("one", 6, 1, None, 1, False)):
+        write_case(f"window_{name}", f"""
+# tf.data.Dataset.range({n}).window({size}, shift={shift}, stride={stride}, drop_remainder={drop})
+#     .flat_map(lambda w: w.batch({size}))
+pipeline p = range({n}) | {window_spec(size, shift, stride, drop)}
+""", run_tf(windowed(range_ds(n), size, shift, stride, drop)),
+                   f"range({n}).window({size}, {shift}, {stride}, {drop}), each window batched")
+    write_case("window_of_batches", """
+# Windows of batches: each element is a batch of 2, each window stacks 3 of them
+pipeline p = range(12) | batch(2, drop_remainder = true) | window(3, shift = 2)
+""", run_tf(windowed(range_ds(12).batch(2, drop_remainder=True), 3, 2)), "range(12).batch(2, True).window(3, 2)")
+    write_case("window_fields", """
+# Two fields, windowed together
+pipeline p = range(9) | map(r => { a: r.value, b: f32(r.value) * 0.5 }) | window(4, shift = 3)
+""", run_tf(windowed(tf.data.Dataset.range(9).map(lambda x: {"a": x, "b": tf.cast(x, tf.float32) * 0.5}), 4, 3)),
+               "dicts {a, b} windowed by 4, shift 3")
+    write_case("window_then_repeat", """
+# The windows of one pass, twice
+pipeline p = range(5) | window(2, shift = 3) | repeat(2)
+""", run_tf(windowed(range_ds(5), 2, 3).repeat(2)), "range(5).window(2, 3).repeat(2)")
+    write_case("window_across_passes", """
+# Windows of a repeated input run across the passes' boundary
+pipeline p = range(5) | repeat(2) | window(4, shift = 3)
+""", run_tf(windowed(range_ds(5).repeat(2), 4, 3)), "range(5).repeat(2).window(4, 3)")
+    write_case("window_unbatch", """
+# window then unbatch: every element once per window that holds it
+pipeline p = range(6) | window(3, shift = 2, stride = 2) | unbatch()
+""", run_tf(windowed(range_ds(6), 3, 2, 2).unbatch()), "range(6).window(3, 2, 2) unbatched")
+
+
 # ---------------------------------------------------------------------------------------------------
 # interleave
 

@@ -118,7 +118,7 @@ class SpecBuilder {
   }
 
   std::string source() {
-    switch (rng_.range(0, 6)) {
+    switch (rng_.range(0, 7)) {
       case 0:
       case 1: {
         fields_.push_back({"value", {DType::I64, {}}});
@@ -149,6 +149,22 @@ class SpecBuilder {
                                       : "i64(random_uniform([], seed = 5) < 0.5)";
         return fmt::format("choose_from([sa, sb], range({}) | map(r => {{ i: {} }}){})", rng_.range(0, 40), index,
                            rng_.chance(0.5) ? ", stop_on_empty = false" : "");
+      }
+      case 6: {
+        // Two npy arrays of one row type mixed at random: weights (a 0 among them, or none) and a seed.
+        decls_ += "source sa = " + npy_source("a.npy", "a", rng_.range(0, 20)) + "\n";
+        const GType type = fields_.back().type;
+        fields_.pop_back();
+        decls_ += "source sb = " + npy_source("b.npy", "a", rng_.range(0, 20), type) + "\n";
+        std::string weights;
+        if (rng_.chance(0.8)) {
+          const double choices[] = {0.0, 0.25, 1.0, 3.0};
+          double a = choices[rng_.range(0, 3)], b = choices[rng_.range(0, 3)];
+          if (a == 0 && b == 0) b = 0.5;
+          weights = fmt::format(", weights = [{}, {}]", a, b);
+        }
+        return fmt::format("sample_from([sa, sb]{}, seed = {}{})", weights, rng_.range(-3, 100),
+                           rng_.chance(0.5) ? ", stop_on_empty = true" : "");
       }
       default: decls_ += "source records = " + tfrecord_source() + "\n"; return "records";
     }
@@ -245,7 +261,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 14)) {
+      switch (rng_.range(0, 15)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -303,6 +319,21 @@ class SpecBuilder {
           return start == 0 && rng_.chance(0.5) ? fmt::format("enumerate(field = \"{}\")", name)
                                                 : fmt::format("enumerate(start = {}, field = \"{}\")", start, name);
         }
+        case 14: {
+          // Windows stack elements as batch does: every dimension must be known. One per case: a
+          // window of shift 1 repeats each element `size` times.
+          if (!all_known() || windowed_) continue;
+          windowed_ = true;
+          const int64_t size = rng_.range(1, 4), stride = rng_.range(1, 2);
+          const bool drop = rng_.chance(0.3);
+          for (Field& f : fields_) f.type.shape.insert(f.type.shape.begin(), drop ? size : -1);
+          ++batch_rank_;
+          std::string args = fmt::format("{}", size);
+          if (rng_.chance(0.7)) args += fmt::format(", shift = {}", rng_.range(1, 5));
+          if (stride != 1) args += fmt::format(", stride = {}", stride);
+          if (drop) args += ", drop_remainder = true";
+          return "window(" + args + ")";
+        }
         default: return "prefetch(2)";
       }
     }
@@ -317,6 +348,7 @@ class SpecBuilder {
   int batch_rank_ = 0;
   bool known_bugs_ = false;
   int repeats_ = 0;
+  bool windowed_ = false;
   int next_field_ = 0;
 };
 

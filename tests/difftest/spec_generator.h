@@ -3,10 +3,10 @@
 //   GeneratedCase c = generate_case(42);
 //   write_case(c, "/tmp/case42");      // writes spec.pipe and data/...
 //
-// A spec has one source (range, npy files, a zip of two npy files, a concatenate or a choose_from of
-// two npy files, or a tfrecord file written with the runtime's own writer) and a random chain of
+// A spec has one source (range, npy files, a zip of two npy files, a concatenate, a choose_from or a
+// sample_from of two npy files, or a tfrecord file written with the runtime's own writer) and a random chain of
 // stages: maps with random bodies, filters, batch with and without drop_remainder, unbatch, shuffle
-// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate. Every pipeline is finite and
+// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window. Every pipeline is finite and
 // small (at most a few hundred elements). Unbatched maps may also write twin fields (compare_twins in
 // compare_outputs.h).
 #pragma once

@@ -314,6 +314,30 @@ TEST(AutoShard, SourcesWithoutFileListsGoByElements) {
   EXPECT_EQ(r.pipelines[0].shard->global_batch, 0);
 }
 
+// sample_from chooses by position too: the shard comes after it, and the workers' shares together are
+// the unsharded output, each element once.
+TEST(AutoShard, SampleFromIsShardedAfterItself) {
+  ScratchDir d;
+  const std::string spec =
+      "pipeline p = sample_from([range(20), range(100, 130)], weights = [1, 2], seed = 3) | map(r => { x: r.value })\n";
+  CompileResult whole = compile_for(d.path(), spec, 1, 0);
+  ASSERT_TRUE(whole.ok()) << testing::compile_problems(whole);
+  const std::vector<int64_t> all = run_plan(whole.pipelines[0].plan, d.path()).x;
+  ASSERT_EQ(all.size(), 50u);
+  std::vector<int64_t> seen;
+  for (int64_t i = 0; i < 3; ++i) {
+    CompileResult r = compile_for(d.path(), spec, 3, i);
+    ASSERT_TRUE(r.ok()) << testing::compile_problems(r);
+    EXPECT_NE(r.pipelines[0].shard->description.find("(a sample_from picks among its datasets by position)"),
+              std::string::npos)
+        << r.pipelines[0].shard->description;
+    const std::vector<int64_t> share = run_plan(r.pipelines[0].plan, d.path()).x;
+    for (size_t k = 0; k < share.size(); ++k) EXPECT_EQ(share[k], all.at(k * 3 + static_cast<size_t>(i)));
+    seen.insert(seen.end(), share.begin(), share.end());
+  }
+  EXPECT_EQ(sorted(seen), sorted(all));
+}
+
 // A batch of fixed size: its size and the leading dimension of every element type after it become
 // B / N, the plan verifies (compile() checks it) and every batch a worker makes has B / N rows.
 TEST(AutoShard, FixedBatchAndTheTypesAfterItAreDivided) {

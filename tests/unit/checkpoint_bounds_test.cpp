@@ -108,6 +108,9 @@ const std::vector<Case> kCases = {
     {"choose_from",
      "choose_from([n, n | map(r => { x: r.x + 1.0 }) | repeat()], range(100000000) | map(r => { i: r.value * 7 % 5 % "
      "2 }), stop_on_empty = false)"},
+    {"sample_from",
+     "sample_from([n, n | map(r => { x: r.x + 1.0 }) | repeat(), n | take(10)], weights = [0.3, 0.6, 0.1], seed = 4)"},
+    {"window", "t | repeat() | map(r => { a: r.a, v: r.v }) | window(5, shift = 3, stride = 2)"},
     {"files", "files(\"f/*.txt\") | repeat() | to(cpu) | batch(4)"},
     {"list_files", "list_files(\"f/*.txt\", shuffle = true, seed = 3) | repeat() | batch(4)"},
 };

@@ -45,16 +45,20 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   EXPECT_GE(slices, 10);
 }
 
-// The joining sources and enumerate are drawn, and the checker accepts every case that has one (the
+// The joining sources, enumerate and window are drawn, and the checker accepts every case that has one (the
 // difftest then runs them through every variant).
-TEST(DifftestGenerator, DrawsConcatenateChooseFromAndEnumerate) {
-  int concatenate = 0, choose_from = 0, enumerate = 0;
+TEST(DifftestGenerator, DrawsConcatenateChooseFromSampleFromEnumerateAndWindow) {
+  int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
     const bool b = c.spec.find("choose_from(") != std::string::npos;
     const bool e = c.spec.find("enumerate(") != std::string::npos;
-    if (!a && !b && !e) continue;
+    const bool s = c.spec.find("sample_from(") != std::string::npos;
+    const bool w = c.spec.find("window(") != std::string::npos;
+    if (!a && !b && !e && !s && !w) continue;
+    sample_from += s;
+    window += w;
     concatenate += a;
     choose_from += b;
     enumerate += e;
@@ -66,6 +70,8 @@ TEST(DifftestGenerator, DrawsConcatenateChooseFromAndEnumerate) {
   EXPECT_GE(concatenate, 10);
   EXPECT_GE(choose_from, 10);
   EXPECT_GE(enumerate, 10);
+  EXPECT_GE(sample_from, 10);
+  EXPECT_GE(window, 10);
 }
 
 bool is_literal(const Expr& e) {

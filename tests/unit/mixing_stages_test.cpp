@@ -1,62 +1,21 @@
-// concatenate, choose_from and enumerate: what they yield on small inputs, choose_from's run-time error
-// for an index that names no dataset, and resuming from a checkpoint after every element (in the first
-// dataset, at a boundary, in the next) continuing exactly as the run that never stopped.
+// concatenate, choose_from, sample_from and enumerate: what they yield on small inputs, choose_from's
+// run-time error for an index that names no dataset, sample_from's seeds, and resuming from a checkpoint after every
+// element (in the first dataset, at a boundary, in the next) continuing exactly as the run that never stopped.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
-#include "compiler/passes/pass_pipeline.h"
-#include "runtime/exec/pipeline_run.h"
-#include "tests/unit/passes_test_util.h"
+#include "tests/unit/stage_run_util.h"
 
 namespace pipec {
 namespace {
 
-using testing::plan_of;
+using testing::Elements;
+using testing::row_text;
 
-// One element as text: its fields' values, `name=v` joined by spaces (a batch as [a,b]).
-using Elements = std::vector<std::string>;
-
-std::string row_text(const Chunk& c, int64_t r, const ElementInfo& e) {
-  std::string s;
-  for (size_t f = 0; f < c.columns.size(); ++f) {
-    Tensor t = column_row(c.columns[f], r);
-    std::string v;
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      if (t.dtype() == DType::I64) v += fmt::format("{}{}", i ? "," : "", t.data<int64_t>()[i]);
-      else if (t.dtype() == DType::F32) v += fmt::format("{}{}", i ? "," : "", t.data<float>()[i]);
-      else v += fmt::format("{}?", i ? "," : "");
-    }
-    if (!t.shape().empty()) v = "[" + v + "]";
-    s += fmt::format("{}{}={}", f ? " " : "", e.fields.at(f).name, v);
-  }
-  return s;
-}
-
-RunOptions options(int64_t chunk_rows) {
-  RunOptions o;
-  o.seed = 3;
-  o.threads = 2;
-  o.chunk_rows = chunk_rows;
-  return o;
-}
-
-Plan optimized(const std::string& pipeline) {
-  Plan plan = plan_of("pipeline p = " + pipeline + "\n");
-  if (plan.stages.empty()) throw std::runtime_error("the pipeline does not check: " + pipeline);
-  run_passes(plan, PassOptions{});
-  return plan;
-}
-
-Elements run_all(const Plan& plan, int64_t chunk_rows) {
-  Elements out;
-  PipelineRun run(plan, options(chunk_rows));
-  Chunk c;
-  while (run.next(c))
-    for (int64_t r = 0; r < c.rows; ++r) out.push_back(row_text(c, r, plan.stages.back().element));
-  return out;
-}
-
+RunOptions options(int64_t chunk_rows) { return testing::run_options(chunk_rows); }
+Plan optimized(const std::string& pipeline) { return testing::optimized_plan(pipeline); }
+Elements run_all(const Plan& plan, int64_t chunk_rows) { return testing::run_plan_text(plan, chunk_rows); }
 Elements run(const std::string& pipeline) { return run_all(optimized(pipeline), 3); }
 
 TEST(Concatenate, YieldsTheFirstDatasetThenTheNext) {
@@ -131,8 +90,42 @@ TEST(ChooseFrom, AnIndexThatNamesNoDatasetIsAnErrorNamingIt) {
   }
 }
 
-// Saving after every element (chunks of one row) and resuming from each state in a new run gives the
-// rest of the uninterrupted stream, for every position of short cases.
+// The pinned orders are TensorFlow's (the sample_from_* conformance fixtures check more).
+TEST(SampleFrom, DrawsTensorFlowsChoices) {
+  // sample_from_datasets([range(10, 13), range(20, 23)], [0.3, 0.7], seed = 5): choices 0 0 0 1 1 0 ...
+  EXPECT_EQ(run("sample_from([range(10, 13), range(20, 23)], weights = [0.3, 0.7], seed = 5)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21", "value=22"}));
+  // stop_on_empty: the fourth choice names the first dataset, which has ended.
+  EXPECT_EQ(run("sample_from([range(10, 13), range(20, 23)], weights = [0.3, 0.7], seed = 5, stop_on_empty = true)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21"}));
+  // A dataset of weight 0 is never read, and the choices are those of the others alone.
+  EXPECT_EQ(run("sample_from([range(10, 13), range(50, 60), range(20, 23)], "
+                "weights = [0.3, 0, 0.7], seed = 5, stop_on_empty = true)"),
+            (Elements{"value=10", "value=11", "value=12", "value=20", "value=21"}));
+}
+
+// Without a seed of its own it draws with the run's: the same run seed gives the same order whatever
+// the thread count, another seed another order.
+TEST(SampleFrom, WithoutASeedTheRunSeedDecides) {
+  const Plan plan = optimized("sample_from([range(100), range(100, 200)]) | batch(7)");
+  auto with = [&](uint64_t seed, int threads) {
+    RunOptions o = options(5);
+    o.seed = seed;
+    o.threads = threads;
+    Elements out;
+    PipelineRun r(plan, o);
+    Chunk c;
+    while (r.next(c))
+      for (int64_t i = 0; i < c.rows; ++i) out.push_back(row_text(c, i, plan.stages.back().element));
+    return out;
+  };
+  const Elements a = with(3, 1);
+  EXPECT_EQ(with(3, 4), a);
+  EXPECT_NE(with(4, 2), a);
+  EXPECT_EQ(a.size(), 29u);  // 200 elements in batches of 7
+}
+
+// Resuming from a checkpoint after every element continues exactly, for every position of short cases.
 TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
   const std::vector<std::string> cases = {
       "concatenate(range(3), range(10, 14))",
@@ -144,31 +137,13 @@ TEST(MixingStages, ResumeAfterEveryElementContinuesExactly) {
       "choose_from([range(10, 14), range(20, 26), range(30, 31)], range(14) | map(r => { i: r.value * 5 % 3 }), "
       "stop_on_empty = false)",
       "range(3) | enumerate() | repeat(3) | enumerate(field = \"outer\")",
+      "sample_from([range(10, 16), range(20, 23), range(30, 34)], weights = [0.5, 0.2, 0.3], seed = 9)",
+      "sample_from([range(10, 16), range(0), range(20, 25) | repeat(2)], weights = [1, 0, 2], stop_on_empty = true) | "
+      "repeat(2)",
   };
   for (const std::string& pipeline : cases) {
     SCOPED_TRACE(pipeline);
-    Plan plan = optimized(pipeline);
-    const Elements want = run_all(plan, 1);
-    ASSERT_FALSE(want.empty());
-    EXPECT_EQ(run_all(plan, 4), want) << "chunks of 4 rows";
-    for (size_t stop = 0; stop <= want.size(); ++stop) {
-      std::string state;
-      {
-        PipelineRun first(plan, options(1));
-        Chunk c;
-        size_t seen = 0;
-        while (seen < stop && first.next(c)) seen += static_cast<size_t>(c.rows);
-        ASSERT_EQ(seen, stop);
-        state = first.save_state();
-      }
-      PipelineRun resumed(plan, options(1));
-      resumed.restore_state(state, "test");
-      Elements rest;
-      Chunk c;
-      while (resumed.next(c))
-        for (int64_t r = 0; r < c.rows; ++r) rest.push_back(row_text(c, r, plan.stages.back().element));
-      EXPECT_EQ(rest, Elements(want.begin() + static_cast<std::ptrdiff_t>(stop), want.end())) << "resumed at " << stop;
-    }
+    testing::expect_resumes_after_every_element(optimized(pipeline));
   }
 }
 

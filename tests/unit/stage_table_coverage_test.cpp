@@ -60,6 +60,9 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::Concatenate: return "pipeline p = concatenate(range(3), range(4))\n";
     case StageKind::ChooseFrom:
       return "pipeline p = choose_from([range(3), range(10, 14)], range(6) | map(r => { i: r.value % 2 }))\n";
+    case StageKind::SampleFrom:
+      return "pipeline p = sample_from([range(3), range(10, 14)], weights = [0.3, 0.7], seed = 4)\n";
+    case StageKind::Window: return "pipeline p = range(7) | window(3, shift = 2)\n";
     case StageKind::Enumerate: return "pipeline p = range(5) | enumerate(start = 2)\n";
     case StageKind::Map: return "pipeline p = range(5) | map(r => { y: r.value * 2 })\n";
     case StageKind::Filter: return "pipeline p = range(5) | filter(r => r.value % 2 == 0)\n";

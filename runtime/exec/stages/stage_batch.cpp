@@ -8,26 +8,11 @@
 
 #include "runtime/exec/chunk_builder.h"
 #include "runtime/exec/stage_factories.h"
+#include "runtime/exec/stages/stack_rows.h"
 
 namespace pipec {
 
 namespace {
-
-// Adds a leading dimension of 1 to every column: a chunk of one element that is a whole batch.
-Chunk as_single_element(Chunk batch) {
-  Chunk out;
-  out.rows = 1;
-  for (Column& c : batch.columns) {
-    if (c.ragged) {
-      // Rows of different shapes cannot form one dense batch.
-      throw std::runtime_error("the elements of a batch have different shapes; use padded_batch");
-    }
-    Shape s = c.dense.shape();
-    s.insert(s.begin(), 1);
-    out.columns.push_back(Column{false, c.dense.reshaped(s), {}});
-  }
-  return out;
-}
 
 class Batch : public ChunkIterator {
  public:
@@ -119,7 +104,7 @@ class Batch : public ChunkIterator {
     }
     try {
       if (rows_.empty()) out = as_single_element(builder_->finish());
-      else out = padded_ ? pad(have) : stack(have);
+      else out = padded_ ? pad(have) : stack_rows(rows_, have);
     } catch (const std::runtime_error& e) {
       throw StageError(spec(), e.what());
     }
@@ -136,47 +121,6 @@ class Batch : public ChunkIterator {
     for (const Column& col : c.columns)
       if (col.ragged) return false;
     return true;
-  }
-
-  Chunk stack(int64_t n) {
-    // Ragged columns whose rows happen to agree in shape are stacked densely.
-    ChunkBuilder b(densify(rows_[0]), n);
-    for (const Chunk& c : rows_) {
-      Chunk d = densify(c);
-      if (!b.compatible(d)) throw std::runtime_error("the elements of a batch have different shapes; use padded_batch");
-      b.add_rows(d, 0, c.rows);
-    }
-    return as_single_element(b.finish());
-  }
-
-  static Chunk densify(const Chunk& c) {
-    bool any = false;
-    for (const Column& col : c.columns) any = any || col.ragged;
-    if (!any) return c;
-    Chunk out = c;
-    for (Column& col : out.columns) {
-      if (!col.ragged) continue;
-      const Shape& s0 = col.rows.at(0).shape();
-      for (const Tensor& t : col.rows)
-        if (t.shape() != s0)
-          throw std::runtime_error(
-              fmt::format("the elements of a batch have different shapes ({} and {}); use padded_batch",
-                          shape_to_string(s0), shape_to_string(t.shape())));
-      Shape s = s0;
-      s.insert(s.begin(), static_cast<int64_t>(col.rows.size()));
-      if (col.rows[0].dtype() == DType::Bytes) {  // strings live in a blob, not in raw()
-        std::vector<std::string> strings;
-        for (const Tensor& t : col.rows)
-          for (int64_t k = 0; k < t.num_elements(); ++k) strings.emplace_back(t.str(k));
-        col = Column{false, Tensor::from_strings(strings, s), {}};
-        continue;
-      }
-      Tensor d = Tensor::empty(col.rows[0].dtype(), s);
-      size_t row_bytes = col.rows[0].byte_size();
-      for (size_t r = 0; r < col.rows.size(); ++r) std::memcpy(d.raw() + r * row_bytes, col.rows[r].raw(), row_bytes);
-      col = Column{false, d, {}};
-    }
-    return out;
   }
 
   // padded_batch: every row padded with padding_value to the largest shape in the batch.
