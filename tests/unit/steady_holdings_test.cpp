@@ -44,8 +44,7 @@ TEST(SteadyHoldings, FixedSizesAreTheSpecs) {
 }
 
 TEST(SteadyHoldings, ABufferOfByteStringsIsNamedNotCounted) {
-  const Plan plan =
-      testing::compiled_plan("pipeline data = files(\"*.txt\") | shuffle(4, seed = 1) | prefetch(2)\n");
+  const Plan plan = testing::compiled_plan("pipeline data = files(\"*.txt\") | shuffle(4, seed = 1) | prefetch(2)\n");
   const SteadyHoldings h = steady_holdings(plan, kSourceRows, nullptr, 2);
   EXPECT_EQ(h.bytes, 0u);
   ASSERT_EQ(h.unknown.size(), 2u);
