@@ -147,9 +147,12 @@ std::string restart_summary(const EpochRestart& r) {
 void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
                    const TrainArgs& a, const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
+  // A resumed run that had nothing left trained no step.
   const std::string steps =
-      p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
-                     : fmt::format("{} steps", format_thousands(p.step));
+      !p.resumed_from ? fmt::format("{} steps", format_thousands(p.step))
+      : p.step > p.resumed_from
+          ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
+          : fmt::format("no step after step {}", format_thousands(p.step));
   out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps,
                      format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));

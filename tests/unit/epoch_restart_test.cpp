@@ -63,9 +63,10 @@ TEST(EpochRestart, ByEpochsTheCurrentEpochRestartsAtItsPass) {
   const EpochRestart r1 = plan_epoch_restart(once.data, once.length, checkpoint(1, 4, 0), 2, "d/train.ckpt");
   EXPECT_EQ(r1.pass, std::nullopt);
   EXPECT_TRUE(r1.epoch);
-  EXPECT_NE(r1.note.find("written by one process; this run has 2 ranks: the weights and the optimizer continue, "
-                         "epoch 1 of 1 restarts from its first example (a position in the whole data has no place in 2 ranks' "
-                         "shards)"),
+  EXPECT_NE(r1.note.find(
+                "written by one process; this run has 2 ranks: the weights and the optimizer continue, "
+                "epoch 1 of 1 restarts from its first example (a position in the whole data has no place in 2 ranks' "
+                "shards)"),
             std::string::npos)
       << r1.note;
 }

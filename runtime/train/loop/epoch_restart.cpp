@@ -40,9 +40,8 @@ EpochRestart plan_epoch_restart(const Plan& data, const TrainLength& length, con
         "own shard of the data, and the epoch cannot be restarted instead: the run counts {} epochs, but the data "
         "repeats inside itself, which hides where an epoch begins; resume with the same number of ranks",
         checkpoint_file, process_count_text(cs.writers), process_count_text(processes), *length.epochs));
-  const std::string head =
-      fmt::format("resumed from {} at step {}, written by {}; this run has {}", checkpoint_file, cs.step,
-                  count_text(cs.writers), count_text(processes));
+  const std::string head = fmt::format("resumed from {} at step {}, written by {}; this run has {}", checkpoint_file,
+                                       cs.step, count_text(cs.writers), count_text(processes));
   if (length.steps ? cs.step >= *length.steps : cs.total_steps && cs.step >= *cs.total_steps) {
     r.finished = true;
     r.note = head + ": the run had ended there, so nothing is left to train";
