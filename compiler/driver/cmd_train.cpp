@@ -166,12 +166,26 @@ nlohmann::ordered_json memory_json(const TrainSummary& s) {
   return j;
 }
 
+// The summary's words on a checkpoint of another number of processes: " (written by 2 ranks; epoch 2
+// restarted from its first example)".
+std::string restart_summary(const EpochRestart& r) {
+  const std::string by = r.writers == 1 ? std::string("one process") : fmt::format("{} ranks", r.writers);
+  if (r.finished) return fmt::format(" (written by {}; its run had ended)", by);
+  if (r.epoch)
+    return fmt::format(" (written by {}; epoch {} restarted from its first example)", by, r.pass.value_or(0) + 1);
+  if (r.pass) return fmt::format(" (written by {}; the data restarted from its pass {})", by, *r.pass + 1);
+  return fmt::format(" (written by {}; the data restarted from its beginning)", by);
+}
+
 void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
                    const TrainArgs& a, const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
+  // A resumed run that had nothing left trained no step.
   const std::string steps =
-      p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
-                     : fmt::format("{} steps", format_thousands(p.step));
+      !p.resumed_from ? fmt::format("{} steps", format_thousands(p.step))
+      : p.step > p.resumed_from
+          ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
+          : fmt::format("no step after step {}", format_thousands(p.step));
   out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps,
                      format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
@@ -196,8 +210,8 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (p.resumed_from)
-    out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(),
-                       p.resumed_from);
+    out << fmt::format("  resumed     from {} at step {}{}\n", train_checkpoint_file(r.checkpoint).string(),
+                       p.resumed_from, s.epoch_restart ? restart_summary(*s.epoch_restart) : std::string());
   if (s.checkpoints)
     out << fmt::format("  checkpoint  {} saved {} time{}, the last after step {}\n", r.checkpoint, s.checkpoints,
                        s.checkpoints == 1 ? "" : "s", p.step);
@@ -216,6 +230,18 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["train"] = t.name;
   j["steps"] = p.step;
   if (p.resumed_from) j["resumed_from_step"] = p.resumed_from;
+  if (const std::optional<EpochRestart>& r = s.epoch_restart) {
+    // The pass and the epoch count from 1, as the note and the epoch lines do; null: from the data's beginning.
+    nlohmann::ordered_json x;
+    x["written_by_processes"] = r->writers;
+    x["processes"] = r->processes;
+    x["step"] = r->step;
+    x["finished"] = r->finished;
+    x["epoch_restarted"] = r->epoch;
+    x["pass"] = r->pass ? nlohmann::ordered_json(*r->pass + 1) : nlohmann::ordered_json();
+    x["note"] = r->note;
+    j["epoch_restart"] = x;
+  }
   j["examples"] = p.examples;
   j["seconds"] = p.elapsed;
   j["examples_per_second"] = p.elapsed > 0 ? p.examples / p.elapsed : 0.0;
@@ -423,6 +449,10 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   to.checkpoint_dir = a.checkpoint;
   to.checkpoint_every = a.checkpoint_every;
   to.resume = a.resume;
+  // A checkpoint of another number of processes: said once, before the first step (rank 0 alone speaks).
+  to.on_epoch_restart = [quiet](const EpochRestart& r) {
+    if (!quiet) std::cerr << "pipec run: note: " << r.note << "\n" << std::flush;
+  };
   if (workers) to.ranks = workers->comm;
   // Under multi_worker the checkpoint is rank 0's to read (the others may have no copy): a missing one
   // is its error, which stops every rank.

@@ -15,8 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Version 2 added the number of processes and their positions (version 1 held one process's inline).
-constexpr uint32_t kTrainCheckpointVersion = 2;
+// Version 2 added the number of processes and their positions (version 1 held one process's inline);
+// version 3 the data's pass.
+constexpr uint32_t kTrainCheckpointVersion = 3;
 constexpr uint32_t kPositionVersion = 1;
 constexpr const char* kKind = "pipec train checkpoint";
 constexpr const char* kPositionKind = "pipec input position";
@@ -52,11 +53,6 @@ bool is_position_file(const fs::path& p) { return p.filename().string().rfind(kP
 
 std::string position_file_name(int64_t step, int rank) {
   return fmt::format("{}{}-rank-{}.ckpt", kPositionPrefix, step, rank);
-}
-
-// "one process" or "2 ranks (mpirun -np 2)".
-std::string processes_text(int64_t n) {
-  return n == 1 ? std::string("one process") : fmt::format("{} ranks (mpirun -np {})", n, n);
 }
 
 // A file that train.ckpt names, with the byte size and CRC32 it recorded for it.
@@ -101,6 +97,7 @@ void write_counts(StateWriter& w, const TrainCheckpointState& s, int64_t iterati
   w.write_i64(s.step);
   w.write_i64(iterations);
   w.write_i64(s.epoch);
+  w.write_i64(s.data_pass);
   w.write_i64(s.total_steps.value_or(-1));
   w.write_f64(s.loss_sum);
   w.write_f64(s.first_loss);
@@ -111,12 +108,15 @@ void write_counts(StateWriter& w, const TrainCheckpointState& s, int64_t iterati
   w.write_i64(s.skipped_steps);
 }
 
-// Reads what write_counts wrote into `s`; returns the iteration count.
-int64_t read_counts(StateReader& r, TrainCheckpointState& s) {
+// Reads what write_counts wrote into `s`; returns the iteration count. Before version 3 there was no
+// data pass: the epoch stands for it (it was the data's pass unless the run counted steps per epoch,
+// whose data repeats without end, so any pass is one to restart at).
+int64_t read_counts(StateReader& r, TrainCheckpointState& s, bool has_data_pass) {
   s.seed = r.read_u64();
   s.step = r.read_i64();
   const int64_t iterations = r.read_i64();
   s.epoch = r.read_i64();
+  s.data_pass = has_data_pass ? r.read_i64() : s.epoch;
   const int64_t total = r.read_i64();
   if (total >= 0) s.total_steps = total;
   s.loss_sum = r.read_f64();
@@ -130,6 +130,10 @@ int64_t read_counts(StateReader& r, TrainCheckpointState& s) {
 }
 
 }  // namespace
+
+std::string process_count_text(int64_t n) {
+  return n == 1 ? std::string("one process") : fmt::format("{} ranks (mpirun -np {})", n, n);
+}
 
 fs::path train_checkpoint_file(const fs::path& dir) { return dir / "train.ckpt"; }
 
@@ -170,12 +174,18 @@ InputPosition parse_input_position(std::string bytes, const std::string& source,
   return p;
 }
 
-std::string rank_share_bytes(const TrainCheckpointState& s, int rank) {
+std::string rank_share_bytes(const TrainCheckpointState& s, int rank, int world) {
   StateWriter w(kPositionVersion);
   w.write_string(kShareKind);
   write_counts(w, s, 0);  // the iteration count goes with the optimizer's slots
-  w.write_string(s.position_sources.at(static_cast<size_t>(rank)));
-  w.write_string(s.positions.at(static_cast<size_t>(rank)));
+  w.write_i64(s.writers);
+  // Another number of processes restarts the epoch: no position is any rank's.
+  const bool position = s.writers == world;
+  w.write_u32(position ? 1 : 0);
+  if (position) {
+    w.write_string(s.position_sources.at(static_cast<size_t>(rank)));
+    w.write_string(s.positions.at(static_cast<size_t>(rank)));
+  }
   return w.finish();
 }
 
@@ -183,9 +193,12 @@ TrainCheckpointState parse_rank_share(std::string bytes) {
   StateReader r(std::move(bytes), "rank 0's share of the checkpoint");
   if (r.read_string() != kShareKind) throw r.error("not a share of a training checkpoint");
   TrainCheckpointState s;
-  read_counts(r, s);
-  s.position_sources.push_back(r.read_string());
-  s.positions.push_back(r.read_string());
+  read_counts(r, s, true);
+  s.writers = r.read_i64();
+  if (r.read_u32()) {
+    s.position_sources.push_back(r.read_string());
+    s.positions.push_back(r.read_string());
+  }
   r.expect_end();
   return s;
 }
@@ -252,13 +265,13 @@ void save_train_checkpoint(const fs::path& dir, const ModelGraph& g, const std::
 }
 
 TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph& g, uint64_t seed,
-                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots, int world) {
+                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots) {
   const fs::path file = train_checkpoint_file(dir);
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw CheckpointError(fmt::format("{}: no training checkpoint to resume from", file.string()));
   StateReader r = StateReader::from_file(file);
-  if (r.version() != 1 && r.version() != kTrainCheckpointVersion)
+  if (r.version() < 1 || r.version() > kTrainCheckpointVersion)
     throw r.error(fmt::format("training checkpoint version {} is not supported (this pipec writes version {})",
                               r.version(), kTrainCheckpointVersion));
   // A pipeline's state file has the same framing and version; its first field is no such string.
@@ -282,7 +295,7 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
     throw r.error(fmt::format("the checkpoint of {} was written with precision {}; this spec trains in {}", written_by,
                               precision, enum_text(g.precision)));
   TrainCheckpointState s;
-  const int64_t iterations = read_counts(r, s);
+  const int64_t iterations = read_counts(r, s, r.version() >= 3);
   if (s.seed != seed)
     throw r.error(fmt::format("the checkpoint was written with --seed {}; resume with the same seed", s.seed));
   const NamedFile weights_file = read_file_entry(r);
@@ -305,12 +318,7 @@ TrainCheckpointState load_train_checkpoint(const fs::path& dir, const ModelGraph
   r.expect_end();
   if (s.step < 1 || iterations < 0)
     throw r.error(fmt::format("corrupt training checkpoint: step {}, iteration {}", s.step, iterations));
-  // Each position is its own shard's: a run of another number of processes shards the data otherwise.
-  if (processes != static_cast<uint32_t>(world))
-    throw r.error(fmt::format(
-        "the checkpoint was written by {} and this run has {}: each rank's input position is a position in its "
-        "own shard of the data, so resume with the same number of ranks",
-        processes_text(processes), processes_text(world)));
+  s.writers = processes;
 
   // The files it names, checked against the sizes and CRCs recorded with them.
   if (fs::path(weights_file.name).filename().string() != weights_file.name || !is_weights_file(weights_file.name))

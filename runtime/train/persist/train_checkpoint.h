@@ -10,10 +10,10 @@
 //   train.ckpt                  a state file (runtime/exec/checkpoint_io.h: magic, version, CRC32) with,
 //                               in order: the string "pipec train checkpoint", the train block's and the
 //                               model's names, the optimizer's kind, the precision, the seed, the step
-//                               count, the optimizer's iteration count, the epoch, the total steps (-1 when
-//                               not known yet), the smoothed-loss sum, the first and the last loss, the
-//                               number of finite losses, the loss scale with its good-step and skipped-step
-//                               counts, the weights file's name, byte size and CRC32, the number of
+//                               count, the optimizer's iteration count, the epoch, the data's pass (version
+//                               3), the total steps (-1 when not known yet), the smoothed-loss sum, the first and the
+//                               last loss, the number of finite losses, the loss scale with its good-step and
+//                               skipped-step counts, the weights file's name, byte size and CRC32, the number of
 //                               processes that trained (a multi_worker run's ranks; 1 otherwise), then
 //                               their input positions: one process's inline; a multi_worker run's as the
 //                               name, byte size and CRC32 of each rank's position file, in rank order
@@ -32,8 +32,10 @@
 // until the rename of train.ckpt it still names the previous files, which are removed only after.
 // Under multi_worker rank 0 alone writes: it gathers every rank's position through the communicator
 // (the training loop does, runtime/train/loop/train_loop.h), and on a resume reads the checkpoint and
-// sends each rank its position back (rank_share_bytes). A checkpoint resumes with the number of
-// processes that wrote it only: another shards the data otherwise, and no position fits.
+// sends each rank its position back (rank_share_bytes). The positions continue a run of the number of
+// processes that wrote them only: another shards the data otherwise, and no position fits. Such a run
+// takes the weights, the slots and the counts and restarts its epoch instead
+// (runtime/train/loop/epoch_restart.h).
 #pragma once
 
 #include <cstdint>
@@ -65,8 +67,9 @@ InputPosition parse_input_position(std::string bytes, const std::string& source,
 /// What a training checkpoint holds beside the tensors.
 struct TrainCheckpointState {
   uint64_t seed = 0;
-  int64_t step = 0;   // steps done
-  int64_t epoch = 0;  // the data pass of the last batch (rank 0's under multi_worker)
+  int64_t step = 0;       // steps done
+  int64_t epoch = 0;      // the epoch of the last step (by steps per epoch: its span of steps)
+  int64_t data_pass = 0;  // the pass over the data of the last batch (rank 0's under multi_worker)
   std::optional<int64_t> total_steps;
   double loss_sum = 0;                // the smoothed loss's moving sum before bias correction
   double first_loss = 0;              // of step 1
@@ -80,7 +83,13 @@ struct TrainCheckpointState {
   std::vector<std::string> positions;
   /// Loaded: where each position was read ("DIR/train.ckpt", "DIR/input-40-rank-1.ckpt"), for errors.
   std::vector<std::string> position_sources;
+  /// Loaded: the number of processes that wrote it (`positions.size()` where it was read; a rank's share
+  /// holds its own position at most).
+  int64_t writers = 0;
 };
+
+/// "one process" or "2 ranks (mpirun -np 2)": a number of processes in messages.
+std::string process_count_text(int64_t processes);
 
 /// The state file inside a checkpoint folder.
 std::filesystem::path train_checkpoint_file(const std::filesystem::path& dir);
@@ -91,21 +100,23 @@ void save_train_checkpoint(const std::filesystem::path& dir, const ModelGraph& g
                            const FlatBuffers<float>& buffers, const OptimizerSlots<float>& slots,
                            const TrainCheckpointState& state);
 
-/// Loads the checkpoint in `dir` into `buffers` and `slots` and returns the rest, for a run of `world`
-/// processes (a multi_worker run's ranks). A checkpoint that is missing, truncated, damaged (CRC), of
-/// another model (tensor names or shapes), of another optimizer, of another seed or of another number
-/// of processes, or whose weights or position files are missing or damaged, is refused with a
-/// CheckpointError naming the file and what is wrong; nothing is changed then. The positions are the
-/// caller's to parse and restore (PipelineRun::restore_state checks that a state is the same pipeline's).
+/// Loads the checkpoint in `dir` into `buffers` and `slots` and returns the rest, with every writer's
+/// position (`writers` of them, each checked to be its rank's of that many after the checkpoint's
+/// step). A checkpoint that is missing, truncated, damaged (CRC), of another model (tensor names or
+/// shapes), of another optimizer or of another seed, or whose weights or position files are missing or
+/// damaged, is refused with a CheckpointError naming the file and what is wrong; nothing is changed
+/// then. The positions are the caller's to parse and restore (PipelineRun::restore_state checks that a
+/// state is the same pipeline's), or to leave when the run has another number of processes.
 TrainCheckpointState load_train_checkpoint(const std::filesystem::path& dir, const ModelGraph& g, uint64_t seed,
-                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots, int world = 1);
+                                           FlatBuffers<float>& buffers, OptimizerSlots<float>& slots);
 
-/// What rank `rank` of a multi_worker run needs of the checkpoint rank 0 loaded, as bytes (rank 0 sends
-/// each rank its own with Communicator::scatter): the counts, and its position with where it was read.
-/// The weights and the optimizer's slots go to every rank with the executor's sync_to_device().
-std::string rank_share_bytes(const TrainCheckpointState& s, int rank);
-/// The state in rank_share_bytes' bytes: the counts, and `positions` and `position_sources` holding that
-/// rank's alone.
+/// What rank `rank` of a run of `world` processes needs of the checkpoint rank 0 loaded, as bytes (rank
+/// 0 sends each rank its own with Communicator::scatter): the counts and the number of writers, and,
+/// when that is `world`, its position with where it was read. The weights and the optimizer's slots go
+/// to every rank with the executor's sync_to_device().
+std::string rank_share_bytes(const TrainCheckpointState& s, int rank, int world);
+/// The state in rank_share_bytes' bytes: the counts, `writers`, and `positions` and `position_sources`
+/// holding that rank's alone, or nothing.
 TrainCheckpointState parse_rank_share(std::string bytes);
 
 }  // namespace pipec
