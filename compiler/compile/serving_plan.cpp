@@ -69,7 +69,8 @@ std::optional<Plan> cut_serving_plan(const Plan& lowered, const std::vector<std:
     const Stage& s = lowered.stages[chain[k]];
     if (s.kind == StageKind::Batch || s.kind == StageKind::PaddedBatch) {
       if (batched) {
-        error = fmt::format("{}the training data is batched twice: a served request is one batch of examples", where(s));
+        error =
+            fmt::format("{}the training data is batched twice: a served request is one batch of examples", where(s));
         return std::nullopt;
       }
       batched = true;
@@ -82,16 +83,18 @@ std::optional<Plan> cut_serving_plan(const Plan& lowered, const std::vector<std:
       return std::nullopt;
     }
     if (batched) {
-      error = fmt::format("{}a map after batch works on whole training batches; move it before `batch` to serve the "
-                          "model (a request's examples are preprocessed one by one)",
-                          where(s));
+      error = fmt::format(
+          "{}a map after batch works on whole training batches; move it before `batch` to serve the "
+          "model (a request's examples are preprocessed one by one)",
+          where(s));
       return std::nullopt;
     }
     for (const Instr& in : s.fn->body)
       if (op_has(in.op, OpFlag::Random)) {
-        error = fmt::format("{}`{}` draws random numbers: training-time augmentation has no place in a served "
-                            "model's preprocessing; do it in a map of its own that the served pipeline can leave out",
-                            in.loc.valid() ? in.loc.to_string() + ": " : where(s), op_name(in.op));
+        error = fmt::format(
+            "{}`{}` draws random numbers: training-time augmentation has no place in a served "
+            "model's preprocessing; do it in a map of its own that the served pipeline can leave out",
+            in.loc.valid() ? in.loc.to_string() + ": " : where(s), op_name(in.op));
         return std::nullopt;
       }
     Stage m = s;

@@ -126,9 +126,9 @@ int cmd_build(const Args& args) {
   app->add_option("--pipeline", request.pipeline,
                   "the pipeline to build (default: the only one, or the one a train block uses)")
       ->type_name("NAME");
-  app->add_option("--train", train, "build a model library of this train block (needs --weights)")
-      ->type_name("T");
-  app->add_option("--weights", weights, "the trained weights the model library carries (`pipec run --save` writes them)")
+  app->add_option("--train", train, "build a model library of this train block (needs --weights)")->type_name("T");
+  app->add_option("--weights", weights,
+                  "the trained weights the model library carries (`pipec run --save` writes them)")
       ->type_name("W.safetensors");
   app->add_flag("--no-kernels", no_kernels,
                 "compile no map/filter kernels: the library runs every body on the interpreter");

@@ -1,9 +1,9 @@
 /* pipe.h: the C ABI of a library built by `pipec build spec.pipe -o libNAME.so`.
  *
  * A built library carries one pipeline (its plan, compiled kernels and the pipec runtime), or with
- * --train a trained model ("Served models" below), and exports only the functions below, so several built libraries can be loaded into one process with dlopen
- * (RTLD_LOCAL, as Python's ctypes does) without clashing. `pipec build` also writes libNAME.h, which
- * includes this header and describes the output fields (names, dtypes, shapes).
+ * --train a trained model ("Served models" below), and exports only the functions below, so several built libraries can
+ * be loaded into one process with dlopen (RTLD_LOCAL, as Python's ctypes does) without clashing. `pipec build` also
+ * writes libNAME.h, which includes this header and describes the output fields (names, dtypes, shapes).
  *
  * Typical use:
  *

@@ -166,9 +166,8 @@ GraphNode read_node(BlobReader& r, size_t values, size_t index) {
   const std::string attrs = r.str("attribute struct");
   if (attrs != attrs_name(n.attrs))
     r.fail(fmt::format("node #{} ({}) holds {}, not {}", index, op, attrs, attrs_name(n.attrs)));
-  std::visit(
-      [&](auto& a) { for_each_attr(a, [&](const char* name, auto& field) { read_field(r, field, name); }); },
-      n.attrs);
+  std::visit([&](auto& a) { for_each_attr(a, [&](const char* name, auto& field) { read_field(r, field, name); }); },
+             n.attrs);
   if (r.flag("function present")) n.fn = r.function();
   if (r.flag("native kernel present")) n.native = r.native();
   n.layer = r.str("layer name");

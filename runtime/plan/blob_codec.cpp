@@ -35,8 +35,8 @@ std::string_view unframe_blob(std::string_view blob, const char (&magic)[8], uin
   const uint64_t payload = load_le64(p + 12);
   const uint64_t actual = blob.size() - kHeaderSize - kTrailerSize;
   if (payload != actual)
-    throw err(fmt::format("{} {}: header says {} payload bytes, blob has {}", payload > actual ? "truncated" : "corrupt",
-                          noun, payload, actual));
+    throw err(fmt::format("{} {}: header says {} payload bytes, blob has {}",
+                          payload > actual ? "truncated" : "corrupt", noun, payload, actual));
   const size_t crc_at = blob.size() - kTrailerSize;
   const uint32_t stored = load_le32(p + crc_at);
   const uint32_t computed = crc32_zlib(p, crc_at);

@@ -50,7 +50,8 @@ const EmbeddedModel& embedded_model() {
                                   "the library's embedded preprocessing");
       std::vector<pipec::KernelSymbol> kernels;
       if (pipec_embedded_kernels)
-        for (const pipec_embedded_kernel* k = pipec_embedded_kernels; k->symbol; ++k) kernels.push_back({k->symbol, k->fn});
+        for (const pipec_embedded_kernel* k = pipec_embedded_kernels; k->symbol; ++k)
+          kernels.push_back({k->symbol, k->fn});
       pipec::bind_kernels(m.plan, kernels);
       m.graph = pipec::decode_model_graph(
           std::string_view(reinterpret_cast<const char*>(pipec_embedded_model), pipec_embedded_model_size),

@@ -32,11 +32,12 @@ ServedModel::ServedModel(Plan preprocessing, ModelGraph graph, FlatBuffers<float
   if (plan_.stages.empty()) throw ServeError("the served model has no preprocessing plan");
   for (size_t k = 1; k < plan_.stages.size(); ++k)
     if (plan_.stages[k].kind != StageKind::Map || !plan_.stages[k].fn)
-      throw ServeError(fmt::format("the served preprocessing's stage #{} is `{}`, not a map", k,
-                                   stage_name(plan_.stages[k].kind)));
+      throw ServeError(
+          fmt::format("the served preprocessing's stage #{} is `{}`, not a map", k, stage_name(plan_.stages[k].kind)));
   for (const Field& f : plan_.stages[0].element.fields) {
     if (!f.type || f.type->kind != TypeKind::Tensor || f.type->dtype == DType::Bytes)
-      throw ServeError(fmt::format("the model's input `{}` is not a tensor of numbers (DLPack cannot carry it)", f.name));
+      throw ServeError(
+          fmt::format("the model's input `{}` is not a tensor of numbers (DLPack cannot carry it)", f.name));
     inputs_.push_back({f.name, f.type->dtype, f.type->shape});
   }
   if (graph_.output < 0) throw ServeError(fmt::format("model `{}` has no output", graph_.name));
@@ -76,9 +77,10 @@ std::vector<Tensor> ServedModel::preprocess(const std::vector<Tensor>& in) const
       throw ServeError(fmt::format("input {} (`{}`) has shape {}; the model takes [rows, {}", i, f.name,
                                    shape_text(t.shape()), shape_text(f.shape).substr(1, std::string::npos)));
     if (t.shape()[0] != c.rows)
-      throw ServeError(fmt::format("input {} (`{}`) has {} rows and input 0 (`{}`) {}: every input holds the same "
-                                   "examples",
-                                   i, f.name, t.shape()[0], inputs_[0].name, c.rows));
+      throw ServeError(
+          fmt::format("input {} (`{}`) has {} rows and input 0 (`{}`) {}: every input holds the same "
+                      "examples",
+                      i, f.name, t.shape()[0], inputs_[0].name, c.rows));
     Column col;
     col.dense = t;
     c.columns.push_back(std::move(col));

@@ -157,8 +157,8 @@ TEST_F(ServeChess, OtherBatchSizesAgreeWithinTolerance) {
 }
 
 TEST_F(ServeChess, RefusesBadRequestsAndForeignWeights) {
-  CommandResult r = run_shell(fmt::format("{} errors {} 512", shell_quote(path("predict_test").string()),
-                                          shell_quote(path("d.bin").string())));
+  CommandResult r = run_shell(
+      fmt::format("{} errors {} 512", shell_quote(path("predict_test").string()), shell_quote(path("d.bin").string())));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("errors ok"), std::string::npos) << r.out;
 
@@ -166,7 +166,8 @@ TEST_F(ServeChess, RefusesBadRequestsAndForeignWeights) {
   std::vector<float> x = {1, 2};
   write_safetensors(path("other.safetensors").string(), {{"dense/kernel", {2}, x.data()}});
   r = run_shell(fmt::format("{} open_fails {} {}", shell_quote(path("predict_test").string()),
-                            shell_quote(path("other.safetensors").string()), shell_quote("do not fit model `chess_net`")));
+                            shell_quote(path("other.safetensors").string()),
+                            shell_quote("do not fit model `chess_net`")));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   std::string w = read_all(path("w.safetensors"));
   write_file(path("cut.safetensors"), w.substr(0, w.size() / 2));
@@ -212,8 +213,8 @@ TEST(ServeBuild, RefusesPreprocessingThatIsNotAFunctionOfTheRequest) {
   };
   for (const auto& [stage, want] : cases) {
     write_file(d / "bad.pipe", spec_with(stage));
-    auto b = run_pipec({"build", (d / "bad.pipe").string(), "--train", "t", "--weights",
-                        (d / "w.safetensors").string(), "-o", (d / "lib/libbad.so").string()});
+    auto b = run_pipec({"build", (d / "bad.pipe").string(), "--train", "t", "--weights", (d / "w.safetensors").string(),
+                        "-o", (d / "lib/libbad.so").string()});
     EXPECT_EQ(b.exit_code, 1) << stage;
     EXPECT_NE(b.err.find("train `t` cannot be served"), std::string::npos) << b.err;
     EXPECT_NE(b.err.find(want), std::string::npos) << b.err;
