@@ -117,6 +117,8 @@ TEST(EpochRestart, ByEpochsOfDataThatRepeatsInsideItselfIsRefused) {
               "be restarted instead: the run counts 3 epochs, but the data repeats inside itself, which hides "
               "where an epoch begins; resume with the same number of ranks");
   }
+  // Unless its run had ended: nothing is left to restart.
+  EXPECT_TRUE(plan_epoch_restart(c.data, c.length, checkpoint(2, 36, 1, 36), 3, "d").finished);
 }
 
 }  // namespace

@@ -34,12 +34,6 @@ EpochRestart plan_epoch_restart(const Plan& data, const TrainLength& length, con
   r.step = cs.step;
   const bool by_epochs = length.epochs && !length.steps;
   const bool visible = data_passes_visible(data);
-  if (by_epochs && *length.epochs > 1 && !visible)
-    throw CheckpointError(fmt::format(
-        "{}: the checkpoint was written by {} and this run has {}: each rank's input position is a position in its "
-        "own shard of the data, and the epoch cannot be restarted instead: the run counts {} epochs, but the data "
-        "repeats inside itself, which hides where an epoch begins; resume with the same number of ranks",
-        checkpoint_file, process_count_text(cs.writers), process_count_text(processes), *length.epochs));
   const std::string head = fmt::format("resumed from {} at step {}, written by {}; this run has {}", checkpoint_file,
                                        cs.step, count_text(cs.writers), count_text(processes));
   if (length.steps ? cs.step >= *length.steps : cs.total_steps && cs.step >= *cs.total_steps) {
@@ -47,6 +41,13 @@ EpochRestart plan_epoch_restart(const Plan& data, const TrainLength& length, con
     r.note = head + ": the run had ended there, so nothing is left to train";
     return r;
   }
+  // After the end's check: a run that had ended needs no epoch to restart.
+  if (by_epochs && *length.epochs > 1 && !visible)
+    throw CheckpointError(fmt::format(
+        "{}: the checkpoint was written by {} and this run has {}: each rank's input position is a position in its "
+        "own shard of the data, and the epoch cannot be restarted instead: the run counts {} epochs, but the data "
+        "repeats inside itself, which hides where an epoch begins; resume with the same number of ranks",
+        checkpoint_file, process_count_text(cs.writers), process_count_text(processes), *length.epochs));
   std::string what;
   if (by_epochs) {
     r.epoch = true;

@@ -19,7 +19,7 @@
 // Either way the step count goes on from the checkpoint's, so the learning rate's schedule, dropout's
 // keys and the checkpoint cadence continue. A run by epochs alone whose data repeats inside itself
 // cannot find where its epochs begin; resuming it with another number of processes is refused, as it was
-// before restarting existed.
+// before restarting existed, unless its run had ended (nothing is left to train).
 #pragma once
 
 #include <cstdint>
