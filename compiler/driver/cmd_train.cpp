@@ -548,6 +548,19 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       return 2;
     }
   }
+  // --save writes at the end of the run: a directory that is missing or read-only is said now, not
+  // after the training it would have kept.
+  if (!ta.save.empty() && (!workers || workers->rank == 0)) {
+    const fs::path dir = fs::absolute(fs::path(ta.save)).parent_path();
+    std::error_code ec;
+    const char* why = !fs::is_directory(dir, ec)       ? "no such directory"
+                      : access(dir.c_str(), W_OK) != 0 ? "the directory is not writable"
+                                                       : nullptr;
+    if (why) {
+      std::cerr << fmt::format("pipec run: error: --save: cannot write {}: {} ({})\n", ta.save, why, dir.string());
+      return 2;
+    }
+  }
   // --logdir: TensorBoard event files. A write that fails later (a full disk) stops the files, not the run.
   std::optional<TrainEventLog> events;
   if (!a.logdir.empty()) {

@@ -26,6 +26,20 @@ TEST(Window, StacksShiftedAndStridedWindows) {
   EXPECT_TRUE(run("range(0) | window(2)").empty());
 }
 
+// A batch size no machine holds (batch(1 << 40) of 8-byte rows: 8 TiB) is an error naming the stage and
+// its size, raised before anything is allocated.
+TEST(Batch, ASizeBeyondTheMachinesMemoryIsAnErrorNamingTheStage) {
+  try {
+    run("range(10) | batch(1 << 40)");
+    FAIL() << "no error";
+  } catch (const StageError& e) {
+    EXPECT_EQ(e.stage_op(), "batch");
+    EXPECT_NE(std::string(e.what()).find("a batch of 1099511627776 elements of 8 bytes each needs"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(run("range(3) | batch(1 << 20)"), (Elements{"value=[0,1,2]"}));
+}
+
 TEST(Window, ElementsOfDifferentShapesAreAnErrorNamingTheStage) {
   try {
     run("range(5) | batch(2) | window(3)");

@@ -1,6 +1,8 @@
 // batch(n, drop_remainder), padded_batch(n, padding_value, drop_remainder) and unbatch().
 // Each output element is one batch; a chunk carries one batch ([1, n, ...] columns), and the last,
 // smaller batch keeps its real size unless drop_remainder is set, exactly as tf.data does.
+#include <unistd.h>
+
 #include <cstring>
 #include <optional>
 
@@ -23,6 +25,29 @@ class Batch : public ChunkIterator {
     const Value* d = s.arg("drop_remainder");
     drop_ = d && d->b;
     if (const Value* pv = s.arg("padding_value")) padding_ = pv->as_double();
+  }
+
+  // The batch's buffers, sized for the whole batch at once: a size too large for memory is said with
+  // the stage's location, before the allocation (which would be a bare bad_alloc, or succeed lazily and
+  // fail later) when the batch needs more than the machine has.
+  void make_builder() {
+    int64_t row_bytes = 0;
+    for (const Column& c : pending_.columns)
+      if (!c.ragged && pending_.rows > 0) row_bytes += static_cast<int64_t>(c.dense.byte_size()) / pending_.rows;
+    const double need = static_cast<double>(row_bytes) * static_cast<double>(size_);
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    auto too_big = [&] {
+      return StageError(spec(), fmt::format("a batch of {} elements of {} bytes each needs {:.3g} GB, more than this "
+                                            "machine's memory ({:.3g} GB)",
+                                            size_, row_bytes, need / 1e9, have / 1e9));
+    };
+    if (have > 0 && need > have) throw too_big();
+    try {
+      builder_.emplace(pending_, size_);
+    } catch (const std::bad_alloc&) {
+      builder_.reset();
+      throw too_big();
+    }
   }
 
   void save(StateWriter& w) const override {
@@ -83,7 +108,7 @@ class Batch : public ChunkIterator {
       if (!padded_ && rows_.empty() && all_dense(pending_)) {
         if (!builder_ || !builder_->compatible(pending_)) {
           if (builder_ && builder_->rows() > 0) rows_.push_back(builder_->finish());
-          builder_.emplace(pending_, size_);
+          make_builder();
         }
         if (rows_.empty()) {
           builder_->add_rows(pending_, offset_, offset_ + take, ctx_.pool);
