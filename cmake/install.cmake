@@ -5,7 +5,7 @@
 # itself (compiler/driver/installed_layout.h). The Python module installs only into wheels (python/).
 include(CMakePackageConfigHelpers)
 install(TARGETS pipec RUNTIME DESTINATION bin COMPONENT cpp)
-install(TARGETS pipec_runtime pipec_capi ARCHIVE DESTINATION lib/pipec COMPONENT cpp)
+install(TARGETS pipec_runtime pipec_capi pipec_serve pipec_train_fast pipec_train_dnnl ARCHIVE DESTINATION lib/pipec COMPONENT cpp)
 install(FILES ${CMAKE_SOURCE_DIR}/runtime/capi/pipe.h DESTINATION include/pipec COMPONENT cpp)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/stdlib/ DESTINATION share/pipec/stdlib COMPONENT cpp)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/pipecConfigVersion.cmake VERSION ${PROJECT_VERSION}

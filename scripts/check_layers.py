@@ -42,6 +42,7 @@ LAYERS = [
     # The fast training executor (the step graph on runtime/train/dnnl); the GPU executor and its launches.
     ["runtime/train/fast", "runtime/train/gpu"],
     ["runtime/capi"],                     # the C ABI of built libraries
+    ["runtime/serve"],                    # served models: preprocessing + forward pass, pipe_predict
     # The compiler.
     ["compiler/front"],                   # parse tree -> AST, diagnostics
     ["compiler/sema"],                    # checking, builtin registry

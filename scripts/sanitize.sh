@@ -20,9 +20,10 @@ set -euo pipefail
 # listed is also named in tests/CMakeLists.txt, which leaves it out of the TSan build.
 tsan_single_thread='^(Sema|TrainTrajectory|GpuStep[A-Za-z]*|Fmt[A-Za-z]*|Lsp[A-Za-z]*|Json|Promotion|ConstEval|Diagnostics|DiagnosticCoverage|SyntaxFiles|Cuda[A-Za-z]*|OpTable|PlanSerialize|Compile|FitShape|Broadcast|CodegenOps|Reductions|AllDtypes/[A-Za-z]*)\.'
 # And these, which run oneDNN's OpenMP threads in the test process itself (Debian's libgomp is not built
-# with TSan, so every parallel region is reported: the reason train_kernel_tests is left out), or measure
+# with TSan, so every parallel region is reported: the reason train_kernel_tests is left out; a served
+# model's library runs oneDNN in the program that calls it), or measure
 # resident memory (TSan's shadow memory multiplies it).
-tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$|CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$)'
+tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|Serve[A-Za-z]*\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$|CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$)'
 tsan_unit_exclude="$tsan_single_thread|$tsan_openmp_or_rss"
 
 main() {
@@ -97,7 +98,9 @@ main() {
     # And the `mpi` label: the runs under mpirun (tests/dist, docs/design.md's data-parallel section).
     # MPI's own libraries are not instrumented and its launcher forks a process per rank; the
     # communicator's logic runs here anyway, over a fake MPI (runtime_tests' MpiCommunicator.*).
-    ctest --output-on-failure -j "$jobs" -LE '^mpi$' \
+    # And the `memory` label: the memory plan held against pipec's resident peak (tests/memory), which
+    # under ASan is mostly its shadow memory and quarantine; the plan's parts are unit tests here.
+    ctest --output-on-failure -j "$jobs" -LE '^(mpi|memory)$' \
       -E '^gpu_training_emulated$|NvrtcCompiles|^CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$' "$@"
   else
     local status=0

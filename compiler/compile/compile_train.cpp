@@ -49,6 +49,8 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
     if (t) run_step_passes(t->step, opt_level);
     // Evaluation computes in the block's precision too: the same casts, no loss scale (no backward).
     if (t && t->eval) mixed_precision(t->eval->graph);
+    // The served forward pass gets the step's passes too (relu fused into its layer; the precision's casts).
+    if (t) run_step_passes(t->inference, opt_level);
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());

@@ -218,13 +218,16 @@ int cmd_run(const Args& args) {
   auto* checkpoint = app->add_option("--checkpoint", a.checkpoint,
                                      "save the iterator state in DIR/state.ckpt; training: a training checkpoint\n"
                                      "(weights, optimizer slots, step, input state) in DIR/train.ckpt and\n"
-                                     "DIR/weights-STEP.safetensors, also after the last step")
+                                     "DIR/weights-STEP.safetensors, also after the last step; under mpirun rank 0\n"
+                                     "writes it, with every rank's input state (DIR/input-STEP-rank-K.ckpt)")
                          ->type_name("DIR");
   app->add_option("--checkpoint-every", a.checkpoint_every, "... every N output elements (training: every N steps)")
       ->type_name("N")
       ->check(in_range(1, INT64_MAX))
       ->capture_default_str();
-  auto* resume = app->add_flag("--resume", a.resume, "continue from DIR/state.ckpt (training: from DIR/train.ckpt)")
+  auto* resume = app->add_flag("--resume", a.resume,
+                               "continue from DIR/state.ckpt (training: from DIR/train.ckpt; a multi_worker\n"
+                               "checkpoint with the mpirun -np it was written with)")
                      ->needs(checkpoint);
   app->add_option("--stats-json", a.stats_json, "write the summary as JSON (training: with every step's loss)")
       ->type_name("FILE");

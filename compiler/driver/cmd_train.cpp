@@ -29,6 +29,7 @@
 #include "runtime/exec/stage_stats.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/io/errors.h"
+#include "runtime/model/step_memory.h"
 #include "runtime/threads/cancellation.h"
 #include "runtime/trace/trace.h"
 #include "runtime/train/loop/strategy.h"
@@ -43,6 +44,8 @@ namespace pipec {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr double kMaxBucketMb = 1024;
 
 // The reference executor, for replicas when the device choice leaves the executor to the loop's default.
 DataParallelExecutor::MakeReplica reference_maker() {
@@ -131,12 +134,58 @@ PipelineReport pipeline_report(const PipelineRun& run, const TrainProgress& p, b
   return r;
 }
 
+// The summary's memory line: the plan checked before step 1, and the resident peak beside it.
+std::string memory_text(const TrainSummary& s) {
+  std::string line = "planned " + s.memory.text();
+  if (s.peak_resident_bytes >= 0) {
+    const double off = 100.0 * static_cast<double>(s.peak_resident_bytes - s.memory.total()) /
+                       static_cast<double>(std::max<int64_t>(s.memory.total(), 1));
+    line += fmt::format("; peak resident {} ({:+.1f}% of the plan)", bytes_text(s.peak_resident_bytes), off);
+  }
+  return line;
+}
+
+// The memory plan as JSON: its parts in bytes, the kernels' by name, and the resident peak.
+nlohmann::ordered_json memory_json(const TrainSummary& s) {
+  const TrainMemoryPlan& m = s.memory;
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::object();
+  for (const auto& [name, bytes] : m.kernels) kernels[name] = bytes;
+  nlohmann::ordered_json j;
+  j["rows"] = m.rows;
+  j["planned_bytes"] = m.total();
+  j["parts"] = {{"process", m.process},
+                {"weights_and_optimizer", m.flat},
+                {"activations_and_gradients", m.values},
+                {"kernels", m.kernel_bytes()},
+                {"batch", m.batch},
+                {"input_pipeline", m.input_pipeline},
+                {"evaluation", m.evaluation}};
+  j["kernels"] = kernels;
+  j["not_counted"] = m.unknown;
+  j["peak_resident_bytes"] = s.peak_resident_bytes;
+  return j;
+}
+
+// The summary's words on a checkpoint of another number of processes: " (written by 2 ranks; epoch 2
+// restarted from its first example)".
+std::string restart_summary(const EpochRestart& r) {
+  const std::string by = r.writers == 1 ? std::string("one process") : fmt::format("{} ranks", r.writers);
+  if (r.finished) return fmt::format(" (written by {}; its run had ended)", by);
+  if (r.epoch)
+    return fmt::format(" (written by {}; epoch {} restarted from its first example)", by, r.pass.value_or(0) + 1);
+  if (r.pass) return fmt::format(" (written by {}; the data restarted from its pass {})", by, *r.pass + 1);
+  return fmt::format(" (written by {}; the data restarted from its beginning)", by);
+}
+
 void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary& s, const RunArgs& r,
                    const TrainArgs& a, const PipelineReport& pipeline) {
   const TrainProgress& p = s.last;
+  // A resumed run that had nothing left trained no step.
   const std::string steps =
-      p.resumed_from ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
-                     : fmt::format("{} steps", format_thousands(p.step));
+      !p.resumed_from ? fmt::format("{} steps", format_thousands(p.step))
+      : p.step > p.resumed_from
+          ? fmt::format("steps {} to {}", format_thousands(p.resumed_from + 1), format_thousands(p.step))
+          : fmt::format("no step after step {}", format_thousands(p.step));
   out << fmt::format("train {}: {} ({} examples) in {:.2f} s, {} examples/s\n", t.name, steps,
                      format_thousands(p.examples), p.elapsed,
                      format_thousands(static_cast<uint64_t>(p.elapsed > 0 ? p.examples / p.elapsed : 0)));
@@ -156,12 +205,13 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   }
   out << "  executor    " << s.executor << "\n";
   out << "  threads     " << s.thread_split << "\n";
+  if (s.memory.rows > 0) out << "  memory      " << memory_text(s) << "\n";
   out << "  input pipeline:\n" << pipeline.text;
   if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (p.resumed_from)
-    out << fmt::format("  resumed     from {} at step {}\n", train_checkpoint_file(r.checkpoint).string(),
-                       p.resumed_from);
+    out << fmt::format("  resumed     from {} at step {}{}\n", train_checkpoint_file(r.checkpoint).string(),
+                       p.resumed_from, s.epoch_restart ? restart_summary(*s.epoch_restart) : std::string());
   if (s.checkpoints)
     out << fmt::format("  checkpoint  {} saved {} time{}, the last after step {}\n", r.checkpoint, s.checkpoints,
                        s.checkpoints == 1 ? "" : "s", p.step);
@@ -180,6 +230,18 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
   j["train"] = t.name;
   j["steps"] = p.step;
   if (p.resumed_from) j["resumed_from_step"] = p.resumed_from;
+  if (const std::optional<EpochRestart>& r = s.epoch_restart) {
+    // The pass and the epoch count from 1, as the note and the epoch lines do; null: from the data's beginning.
+    nlohmann::ordered_json x;
+    x["written_by_processes"] = r->writers;
+    x["processes"] = r->processes;
+    x["step"] = r->step;
+    x["finished"] = r->finished;
+    x["epoch_restarted"] = r->epoch;
+    x["pass"] = r->pass ? nlohmann::ordered_json(*r->pass + 1) : nlohmann::ordered_json();
+    x["note"] = r->note;
+    j["epoch_restart"] = x;
+  }
   j["examples"] = p.examples;
   j["seconds"] = p.elapsed;
   j["examples_per_second"] = p.elapsed > 0 ? p.examples / p.elapsed : 0.0;
@@ -202,6 +264,7 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
                   {"changes", s.thread_split_changes},
                   {"reason", s.thread_split}};
   j["input_pipeline"] = pipeline.json;
+  if (s.memory.rows > 0) j["memory"] = memory_json(s);
   j["losses"] = s.losses;
   if (!s.evals.empty()) {
     nlohmann::ordered_json evals = nlohmann::ordered_json::array();
@@ -234,6 +297,23 @@ nlohmann::ordered_json stats_json(const std::string& spec, const TrainProgram& t
     j["epochs"] = epochs;
   }
   return j;
+}
+
+// --bucket-mb: more than 0 (a bucket smaller than a parameter holds that one parameter), at most 1 GiB
+// (a bucket as large as the whole gradient buffer already leaves nothing to overlap).
+CLI::Validator bucket_mb_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          size_t end = 0;
+          const double mb = std::stod(text, &end);
+          if (end != text.size() || (mb > 0 && mb <= kMaxBucketMb)) return "";
+        } catch (const std::exception&) {
+          return "";  // not a number: the conversion to double says so
+        }
+        return fmt::format("must be more than 0 and at most {}, not {}", kMaxBucketMb, text);
+      },
+      "more than 0, at most 1024");
 }
 
 }  // namespace
@@ -283,6 +363,15 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
           ->check(CLI::PositiveNumber)
           ->capture_default_str()
           ->group(group);
+  f.bucket_mb =
+      app.add_option("--bucket-mb", into.bucket_mb,
+                     "data-parallel training: the gradients are all-reduced in buckets of about MB MiB, each\n"
+                     "as soon as the backward pass has finished it (a parameter is never split), so that the\n"
+                     "sums overlap the rest of the pass; the size changes when the sums run, not their bits")
+          ->type_name("MB")
+          ->check(bucket_mb_range())
+          ->capture_default_str()
+          ->group(group);
   f.conv = app.add_option("--conv", into.conv,
                           "conv2d's algorithm on the fast executor: auto takes Winograd's F(4x4, 3x3) where oneDNN\n"
                           "has it (3x3 windows at stride 1, AVX-512), about twice as fast, within ~1e-6 of direct")
@@ -314,17 +403,15 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
           where, launch.rank, launch.size, t.name, strategy_kind_name(t.strategy));
       return 2;
     }
-    if (a.resume) {
-      std::cerr << "pipec run: error: --resume of a multi_worker run is not built yet (a checkpoint holds rank 0's "
-                   "input position only)\n";
-      return 2;
-    }
     workers =
         // The seed and the thread count too: going by elements, they decide the order the shards count in
-        // (shuffle_files without a seed of its own, interleave(cycle_length = auto)).
+        // (shuffle_files without a seed of its own, interleave(cycle_length = auto)). And what decides the
+        // collectives each rank calls: the gradient buckets, the checkpoints, the resume and the sync
+        // before --save (rank 0 alone writes the files, so their names may differ).
         join_workers(
-            fmt::format("{}\n{}\n{} {} {} {} {}", read_file_text(a.spec), t.name, train.length.steps.value_or(-1),
-                        train.length.epochs.value_or(-1), a.seed, a.threads, ta.init),
+            fmt::format("{}\n{}\n{} {} {} {} {}\n{} {} {} {} {}", read_file_text(a.spec), t.name,
+                        train.length.steps.value_or(-1), train.length.epochs.value_or(-1), a.seed, a.threads, ta.init,
+                        ta.bucket_mb, !a.checkpoint.empty(), a.checkpoint_every, a.resume, !ta.save.empty()),
             ta.collective_timeout);
     if (!workers->error.empty()) {
       std::cerr << "pipec run: error: " << workers->error << "\n";
@@ -335,13 +422,13 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       std::cerr << fmt::format("pipec run: multi_worker: {} ranks; {}\n", workers->size,
                                shard ? shard->description : std::string("the data is not sharded"));
     }
+    // The other ranks take part in checkpoints and in the sync before --save, which rank 0 writes
+    // (TrainOptions::ranks).
     if (workers->rank != 0) {
       quiet = true;
       ta.metrics.clear();
-      ta.save.clear();
       a.logdir.clear();
       a.stats_json.clear();
-      a.checkpoint.clear();
       a.trace.clear();
     }
   }
@@ -362,7 +449,14 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   to.checkpoint_dir = a.checkpoint;
   to.checkpoint_every = a.checkpoint_every;
   to.resume = a.resume;
-  if (a.resume && !fs::exists(train_checkpoint_file(a.checkpoint))) {
+  // A checkpoint of another number of processes: said once, before the first step (rank 0 alone speaks).
+  to.on_epoch_restart = [quiet](const EpochRestart& r) {
+    if (!quiet) std::cerr << "pipec run: note: " << r.note << "\n" << std::flush;
+  };
+  if (workers) to.ranks = workers->comm;
+  // Under multi_worker the checkpoint is rank 0's to read (the others may have no copy): a missing one
+  // is its error, which stops every rank.
+  if (a.resume && !workers && !fs::exists(train_checkpoint_file(a.checkpoint))) {
     std::cerr << "pipec run: no training checkpoint to resume from at " << train_checkpoint_file(a.checkpoint).string()
               << "\n";
     return 2;
@@ -411,15 +505,17 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
                 << "multi_worker ranks training on GPUs are not built yet: run with --device cpu\n";
       return 2;
     }
+    DataParallelOptions dpo;
+    dpo.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(ta.bucket_mb * (1 << 20)));
     if (choice.mpi) {
       // One replica in this process, the others in the other ranks; the ranks agree before each step
       // whether all have a batch.
       auto dp = std::make_shared<DataParallelExecutor*>(nullptr);
       std::shared_ptr<Communicator> comm = workers->comm;
       const DataParallelExecutor::MakeReplica make = device.make ? device.make : reference_maker();
-      to.make_executor = [comm, make, dp](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
-        auto ex =
-            std::make_unique<DataParallelExecutor>(g, seed, std::vector<std::shared_ptr<Communicator>>{comm}, make);
+      to.make_executor = [comm, make, dp, dpo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+        auto ex = std::make_unique<DataParallelExecutor>(g, seed, std::vector<std::shared_ptr<Communicator>>{comm},
+                                                         make, dpo);
         *dp = ex.get();
         return ex;
       };
@@ -435,10 +531,10 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
       CollectiveOptions co;
       co.timeout_seconds = ta.collective_timeout;
       const int replicas = choice.replicas;
-      to.make_executor = [make_replica, replicas, co](const ModelGraph& g,
-                                                      uint64_t seed) -> std::unique_ptr<StepExecutor> {
+      to.make_executor = [make_replica, replicas, co, dpo](const ModelGraph& g,
+                                                           uint64_t seed) -> std::unique_ptr<StepExecutor> {
         return std::make_unique<DataParallelExecutor>(
-            g, seed, shared_communicators(make_thread_communicators(replicas, co)), make_replica);
+            g, seed, shared_communicators(make_thread_communicators(replicas, co)), make_replica, dpo);
       };
     }
   }

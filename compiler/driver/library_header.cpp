@@ -16,6 +16,56 @@ std::string c_identifier(const std::string& name) {
   return out;
 }
 
+namespace {
+
+std::string upper_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+// The spec's path inside a C comment.
+std::string comment_safe(std::string text) {
+  for (size_t at = text.find("*/"); at != std::string::npos; at = text.find("*/")) text.replace(at, 2, "* /");
+  return text;
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = (d < 0 || n < 0) ? -1 : n * d;
+  return n;
+}
+
+}  // namespace
+
+std::string model_header_text(const Plan& serving, const ModelGraph& g, const std::string& prefix,
+                              const std::string& spec, const std::string& train_name) {
+  const std::string lower = c_identifier(prefix);
+  const std::string upper = upper_case(lower);
+  const std::vector<Field>& inputs = serving.stages.front().element.fields;
+  std::string out = fmt::format(
+      "/* lib{0}.h: the model of train `{1}` of {2}, as built by `pipec build --train`. Generated; do not edit.\n"
+      " * The functions are pipe.h's \"Served models\". A request's input i is [rows, ...the shape below], the\n"
+      " * output [rows, ...OUTPUT's shape]; -1 is a dimension of any size. */\n"
+      "#ifndef LIB{3}_H\n#define LIB{3}_H\n\n#include \"pipe.h\"\n\n",
+      lower, train_name, comment_safe(spec), upper);
+  out += fmt::format("#define {}_TRAIN \"{}\"\n", upper, train_name);
+  out += fmt::format("#define {}_NUM_INPUTS {}\n\n", upper, inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Field& f = inputs[i];
+    const std::string id = upper_case(c_identifier(f.name));
+    out += fmt::format("/* input {}: {} */\n", f.name, type_to_string(*f.type));
+    out += fmt::format("#define {}_INPUT_{} {}\n", upper, id, i);
+    out += fmt::format("#define {}_INPUT_{}_NDIM {}\n", upper, id, f.type->shape.size());
+    out += fmt::format("#define {}_INPUT_{}_NUMEL {}\n", upper, id, numel(f.type->shape));
+  }
+  const GraphValue& o = g.values[g.output];
+  out += fmt::format("\n/* output: {}{} */\n", dtype_name(o.dtype), shape_to_string(o.shape));
+  out += fmt::format("#define {}_OUTPUT_NDIM {}\n", upper, o.shape.size());
+  out += fmt::format("#define {}_OUTPUT_NUMEL {}\n", upper, numel(o.shape));
+  out += "\n#endif\n";
+  return out;
+}
+
 std::string library_header_text(const Plan& plan, const std::string& prefix, const std::string& spec) {
   const ElementInfo& e = plan.stages.back().element;
   std::string lower = c_identifier(prefix);

@@ -48,6 +48,7 @@ struct TrainArgs {
   bool executor_given = false;     // --executor on the command line (or -O0, which picks the reference)
   bool allow_tf32 = false;         // --allow-tf32: TF32 tensor cores for fp32 on a GPU
   double collective_timeout = 60;  // --collective-timeout: seconds a data-parallel collective may wait
+  double bucket_mb = 25;           // --bucket-mb: the data-parallel all-reduce's gradient bucket, in MiB
 };
 
 /// The declared training flags: to ask whether one was given, and for the pipeline flags to exclude them.
@@ -62,9 +63,10 @@ struct TrainFlags {
   CLI::Option* conv = nullptr;
   CLI::Option* allow_tf32 = nullptr;
   CLI::Option* collective_timeout = nullptr;
+  CLI::Option* bucket_mb = nullptr;
 
   std::vector<CLI::Option*> all() const {
-    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32, collective_timeout};
+    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32, collective_timeout, bucket_mb};
   }
 };
 

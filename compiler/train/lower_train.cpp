@@ -132,6 +132,10 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
   if (!lowered) return std::nullopt;
   ModelGraph& g = lowered->graph;
   g.input_fields = fields;
+  // The model alone in inference mode, before the step is built around `g`: what `pipec build --train`
+  // serves (same parameter names and layout as the step).
+  t.inference = g;
+  set_inference_mode(t.inference);
 
   // loss = kind(target)
   const CallExpr* loss_call = as_call(entry(train, "loss"));
@@ -213,6 +217,7 @@ std::optional<TrainProgram> lower_train(const Program& program, const Decl& trai
     }
   }
   g.precision = t.precision;
+  t.inference.precision = t.precision;
 
   try {
     build_train_step(g, loss, opt);

@@ -18,10 +18,11 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import _pipec
 from ._defines import Expr
+from .serving import Model, load_model
 from .errors import (DataError, DeviceWarning, Diagnostic, Error, GpuUnavailableError, SpecError, SpecWarning,
                      StateError)
 
-__all__ = ["compile", "Spec", "Pipeline", "Tensor", "Expr", "Diagnostic", "Error", "SpecError", "DataError",
+__all__ = ["compile", "load_model", "Model", "Spec", "Pipeline", "Tensor", "Expr", "Diagnostic", "Error", "SpecError", "DataError",
            "StateError", "GpuUnavailableError", "SpecWarning", "DeviceWarning", "__version__"]
 __version__ = "0.1.0"
 

@@ -78,6 +78,13 @@ DLManagedTensor* export_row(const Column& col, int64_t r) {
   return &e->managed;
 }
 
+DLManagedTensor* export_tensor(const Tensor& t) {
+  Column whole;  // a column of one ragged row is exported with the row's own shape
+  whole.ragged = true;
+  whole.rows = {t};
+  return export_row(whole, 0);
+}
+
 DLManagedTensor* share_exported(const DLManagedTensor* t) {
   const auto* from = static_cast<const ExportedTensor*>(t->manager_ctx);
   auto* e = new ExportedTensor;

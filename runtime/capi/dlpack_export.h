@@ -18,6 +18,9 @@ std::optional<DLDataType> dlpack_dtype(DType t);
 /// the deleter, whatever the runtime does meanwhile. Throws std::runtime_error for byte strings.
 DLManagedTensor* export_row(const Column& col, int64_t r);
 
+/// The whole of `t` as a new DLManagedTensor sharing its buffer (as export_row's).
+DLManagedTensor* export_tensor(const Tensor& t);
+
 /// Another DLManagedTensor over the same data as `t`, which export_row (or this) made, with its own
 /// reference to the buffer: for hosts that hand one tensor to several consumers, each of which takes
 /// ownership of what it gets (Python's __dlpack__ may be called more than once).

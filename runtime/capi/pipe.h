@@ -1,9 +1,9 @@
 /* pipe.h: the C ABI of a library built by `pipec build spec.pipe -o libNAME.so`.
  *
- * A built library carries one pipeline (its plan, compiled kernels and the pipec runtime) and exports
- * only the functions below, so several built libraries can be loaded into one process with dlopen
- * (RTLD_LOCAL, as Python's ctypes does) without clashing. `pipec build` also writes libNAME.h, which
- * includes this header and describes the output fields (names, dtypes, shapes).
+ * A built library carries one pipeline (its plan, compiled kernels and the pipec runtime), or with
+ * --train a trained model ("Served models" below), and exports only the functions below, so several built libraries can
+ * be loaded into one process with dlopen (RTLD_LOCAL, as Python's ctypes does) without clashing. `pipec build` also
+ * writes libNAME.h, which includes this header and describes the output fields (names, dtypes, shapes).
  *
  * Typical use:
  *
@@ -178,6 +178,66 @@ const char* pipe_last_error(void);
 
 /* DLManagedTensors handed out and not yet released (for leak checks in tests). */
 int64_t pipe_live_tensors(void);
+
+/* ---- Served models ---------------------------------------------------------------------------------
+ *
+ * A library built by `pipec build spec.pipe --train T --weights W.safetensors -o libT.so` carries a
+ * trained model instead of a pipeline (pipe_open then fails): the preprocessing of train block T's data
+ * (its source's fields in, through the maps before `batch`, to the model's inputs) and the model's
+ * forward pass in inference mode (batch_norm on its moving statistics, no dropout), with the weights of
+ * W compiled in. A request is a batch of records as the source reads them (for `tfrecord` features
+ * `d: bytes[194]` and `s: i64`, the model's preprocessing may need only `d`, as u8 [rows, 194]); the
+ * answer is the model's output for each, [rows, ...]. libT.h names the inputs and the output.
+ *
+ *   pipe_model* m = pipe_model_open(NULL);
+ *   const DLTensor* in[1] = {&d};                 // u8 [rows, 194], compact row-major, on the CPU
+ *   DLManagedTensor* out;
+ *   if (pipe_predict(m, in, 1, &out) != 0) fprintf(stderr, "%s\n", pipe_last_error());
+ *   ... out->dl_tensor.data: f32 [rows, 1] ...
+ *   out->deleter(out);
+ *   pipe_model_close(m);
+ *
+ * Threads: pipe_predict may be called from several threads on one model at once (each call computes
+ * on an executor of its own). */
+typedef struct pipe_model pipe_model;
+
+typedef struct pipe_model_options {
+  /* Threads of each request's kernels; 0 = one per core. */
+  int32_t threads;
+  /* NULL or "": the weights compiled into the library. Else a safetensors file of the same model (as
+   * `pipec run --save` writes), loaded here; one that does not fit the model is refused. */
+  const char* weights;
+} pipe_model_options;
+
+void pipe_model_options_init(pipe_model_options* o);
+
+/* The train block the library serves. */
+const char* pipe_model_name(void);
+
+/* Loads the model. `options` may be NULL (the defaults). NULL on error (see pipe_last_error). */
+pipe_model* pipe_model_open(const pipe_model_options* options);
+
+/* The request's inputs, in the order pipe_predict takes them: name, DLPack dtype and one example's
+ * shape (without the rows dimension; -1 for a dimension of any size). pipe_model_input_dim returns -2
+ * for bad arguments. */
+int32_t pipe_model_num_inputs(const pipe_model* m);
+const char* pipe_model_input_name(const pipe_model* m, int32_t i);
+DLDataType pipe_model_input_dtype(const pipe_model* m, int32_t i);
+int32_t pipe_model_input_ndim(const pipe_model* m, int32_t i);
+int64_t pipe_model_input_dim(const pipe_model* m, int32_t i, int32_t d);
+/* The output: one example's dtype and shape. */
+DLDataType pipe_model_output_dtype(const pipe_model* m);
+int32_t pipe_model_output_ndim(const pipe_model* m);
+int64_t pipe_model_output_dim(const pipe_model* m, int32_t d);
+
+/* Predicts: inputs[0..num_inputs) are the request's inputs (each [rows, ...], the same rows, on the
+ * CPU, compact row-major or with strides of a compact layout; only read). On 0, *output is a new
+ * DLManagedTensor [rows, ...] the caller releases with its deleter. -1 on error (a wrong count, dtype or
+ * shape, named with its input; data the preprocessing rejects), *output untouched. */
+int pipe_predict(pipe_model* m, const DLTensor* const* inputs, int32_t num_inputs, DLManagedTensor** output);
+
+/* Frees the model (NULL is allowed). Outputs still held stay valid. */
+void pipe_model_close(pipe_model* m);
 
 #ifdef __cplusplus
 }

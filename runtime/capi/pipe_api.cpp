@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/capi/capi_error.h"
 #include "runtime/capi/dlpack_export.h"
 #include "runtime/capi/embedded.h"
 #include "runtime/capi/pipe.h"
@@ -60,6 +61,8 @@ bool check_field(const pipe_handle* h, int32_t i, const char* fn) {
 }
 
 }  // namespace
+
+void pipec::set_capi_error(std::string message) { set_error(std::move(message)); }
 
 extern "C" {
 

@@ -14,8 +14,10 @@ namespace {
 
 constexpr uint32_t kHandleStateVersion = 1;
 
-// Sets NativeKernel::fn from the library's symbol table; a plan naming a kernel the library does not
-// carry is refused rather than silently interpreted, since that means the library was built wrong.
+}  // namespace
+
+// A plan naming a kernel the library does not carry is refused rather than silently interpreted, since
+// that means the library was built wrong.
 int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
   int bound_count = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -36,8 +38,6 @@ int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
   }
   return bound_count;
 }
-
-}  // namespace
 
 std::string capi_element_problem(const ElementInfo& element) {
   if (element.is_sink) return "the pipeline ends in write(...), so it has no elements to read";

@@ -25,6 +25,10 @@ struct PipeLibrary {
   std::vector<KernelSymbol> kernels;
 };
 
+/// Sets every stage's NativeKernel::fn from `kernels` by its symbol; returns how many. Throws
+/// std::runtime_error naming the stage when a symbol is not among them.
+int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels);
+
 /// What a host embedding the runtime in a program of its own adds to pipe_options (the Python module:
 /// Ctrl-C cancels a wait, and the device the maps after to(gpu) run on). The C ABI uses the defaults.
 struct HostRunOptions {

@@ -74,6 +74,9 @@ class Communicator {
   virtual void broadcast(void* data, size_t bytes, int root, std::string_view what) = 0;
   /// Every rank's bytes, in rank order, on `root`; an empty vector on the other ranks.
   virtual std::vector<std::string> gather(const std::string& mine, int root, std::string_view what) = 0;
+  /// gather() reversed: `parts[r]` of `root` to rank r, which gets it back (`parts` is read on `root` only,
+  /// where it must hold size() strings). A checkpoint's input positions, one per rank, go back this way.
+  virtual std::string scatter(const std::vector<std::string>& parts, int root, std::string_view what) = 0;
   virtual void barrier(std::string_view what) = 0;
 
   /// This rank failed with `message`: stops every rank. Under MPI the job ends (MPI_Abort) and this

@@ -191,6 +191,40 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
 
+  std::string scatter(const std::vector<std::string>& parts, int root, std::string_view what) override {
+    std::lock_guard<std::mutex> lock(m_);
+    check_root(root, what);
+    if (rank_ == root && parts.size() != static_cast<size_t>(size_))
+      throw std::logic_error(fmt::format("{}: {} parts to scatter over {} ranks", what, parts.size(), size_));
+    if (size_ == 1) return parts.at(0);
+    const int tag = next_tag();
+    std::vector<Pending> pending;
+    // The sizes first, then the bytes (gather's protocol, the other way).
+    std::vector<uint64_t> sizes(size_, 0);
+    uint64_t my_size = 0;
+    if (rank_ == root) {
+      for (int p = 0; p < size_; ++p) {
+        sizes[p] = parts[p].size();
+        if (p != root) post_send(pending, &sizes[p], sizeof(uint64_t), p, tag);
+      }
+    } else {
+      post_recv(pending, &my_size, sizeof my_size, root, tag);
+    }
+    wait(pending, what);
+    pending.clear();
+    std::string out;
+    if (rank_ == root) {
+      for (int p = 0; p < size_; ++p)
+        if (p != root) post_send(pending, parts[p].data(), parts[p].size(), p, tag);
+      out = parts[rank_];
+    } else {
+      out.resize(my_size);
+      post_recv(pending, out.data(), my_size, root, tag);
+    }
+    wait(pending, what);
+    return out;
+  }
+
   void barrier(std::string_view what) override {
     const double zero = 0;
     all_gather(&zero, 1, what);

@@ -50,6 +50,9 @@ class NcclCommunicator final : public Communicator {
   std::vector<std::string> gather(const std::string& mine, int root, std::string_view what) override {
     return control_.gather(mine, root, what);
   }
+  std::string scatter(const std::vector<std::string>& parts, int root, std::string_view what) override {
+    return control_.scatter(parts, root, what);
+  }
   void barrier(std::string_view what) override { control_.barrier(what); }
 
   void abort(const std::string& message) override {

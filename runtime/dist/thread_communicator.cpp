@@ -16,8 +16,9 @@ namespace {
 struct Published {
   const char* kind = nullptr;  // "all_reduce", "broadcast", ...: all replicas must call the same
   void* data = nullptr;
-  size_t count = 0;  // elements or bytes: all replicas must agree (except gather's strings)
+  size_t count = 0;  // elements or bytes: all replicas must agree (except gather's and scatter's strings)
   const std::string* text = nullptr;
+  const std::vector<std::string>* parts = nullptr;  // scatter's, on the root
 };
 
 // The state the replicas of one group share.
@@ -83,7 +84,8 @@ class Rendezvous {
   void check_same_call(std::string_view what) {
     for (int r = 1; r < n_; ++r) {
       const Published &a = published_[0], &b = published_[r];
-      if (std::strcmp(a.kind, b.kind) != 0 || (a.count != b.count && std::strcmp(a.kind, "gather") != 0)) {
+      if (std::strcmp(a.kind, b.kind) != 0 ||
+          (a.count != b.count && std::strcmp(a.kind, "gather") != 0 && std::strcmp(a.kind, "scatter") != 0)) {
         abort_locked(r, fmt::format("{}: replica {} called {} of {} while replica 0 called {} of {}", what, r, b.kind,
                                     b.count, a.kind, a.count));
         return;
@@ -117,7 +119,7 @@ class ThreadCommunicator final : public Communicator {
   void all_reduce(float* data, size_t n, std::string_view what) override {
     const int ranks = size();
     if (ranks == 1) return;
-    Published p{"all_reduce", data, n, nullptr};
+    Published p{"all_reduce", data, n, nullptr, nullptr};
     group_->arrive(rank_, &p, what);
     // This replica's slice, summed in rank order (the same sum for both orders: in process there is no
     // library reduction to defer to) and written into every replica's buffer.
@@ -134,7 +136,7 @@ class ThreadCommunicator final : public Communicator {
 
   std::vector<double> all_gather(const double* mine, size_t n, std::string_view what) override {
     std::vector<double> out(n * size());
-    Published p{"all_gather", const_cast<double*>(mine), n, nullptr};
+    Published p{"all_gather", const_cast<double*>(mine), n, nullptr, nullptr};
     group_->arrive(rank_, &p, what);
     for (int r = 0; r < size(); ++r)
       std::copy_n(static_cast<const double*>(group_->published(r).data), n, out.data() + n * r);
@@ -144,7 +146,7 @@ class ThreadCommunicator final : public Communicator {
 
   void broadcast(void* data, size_t bytes, int root, std::string_view what) override {
     check_root(root, what);
-    Published p{"broadcast", data, bytes, nullptr};
+    Published p{"broadcast", data, bytes, nullptr, nullptr};
     group_->arrive(rank_, &p, what);
     if (rank_ != root && bytes > 0) std::memcpy(data, group_->published(root).data, bytes);
     group_->arrive(rank_, nullptr, what);
@@ -152,7 +154,7 @@ class ThreadCommunicator final : public Communicator {
 
   std::vector<std::string> gather(const std::string& mine, int root, std::string_view what) override {
     check_root(root, what);
-    Published p{"gather", nullptr, mine.size(), &mine};
+    Published p{"gather", nullptr, mine.size(), &mine, nullptr};
     group_->arrive(rank_, &p, what);
     std::vector<std::string> out;
     if (rank_ == root)
@@ -161,8 +163,18 @@ class ThreadCommunicator final : public Communicator {
     return out;
   }
 
+  std::string scatter(const std::vector<std::string>& parts, int root, std::string_view what) override {
+    check_root(root, what);
+    check_parts(parts, root, what);
+    Published p{"scatter", nullptr, 0, nullptr, &parts};
+    group_->arrive(rank_, &p, what);
+    std::string out = group_->published(root).parts->at(static_cast<size_t>(rank_));
+    group_->arrive(rank_, nullptr, what);
+    return out;
+  }
+
   void barrier(std::string_view what) override {
-    Published p{"barrier", nullptr, 0, nullptr};
+    Published p{"barrier", nullptr, 0, nullptr, nullptr};
     group_->arrive(rank_, &p, what);
   }
 
@@ -172,6 +184,10 @@ class ThreadCommunicator final : public Communicator {
   void check_root(int root, std::string_view what) const {
     if (root < 0 || root >= size())
       throw std::logic_error(fmt::format("{}: root {} is not a rank of {}", what, root, size()));
+  }
+  void check_parts(const std::vector<std::string>& parts, int root, std::string_view what) const {
+    if (rank_ == root && parts.size() != static_cast<size_t>(size()))
+      throw std::logic_error(fmt::format("{}: {} parts to scatter over {} ranks", what, parts.size(), size()));
   }
 
   int rank_;

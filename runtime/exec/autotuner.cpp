@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/footprint.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/memory_budget.h"
 #include "runtime/trace/trace.h"
@@ -32,7 +33,7 @@ Knob* auto_knob(RunContext& ctx, int stage, KnobKind kind, int64_t initial, int6
 
 Knob* map_parallelism_knob(RunContext& ctx, int stage, int64_t* window) {
   const int pool = ctx.pool ? ctx.pool->size() : 0;
-  *window = std::max(1, pool * 2);
+  *window = map_starting_window(pool);
   const Stage& s = ctx.plan->stages.at(stage);
   if (const Value* p = s.arg("parallel"); p && p->kind == Value::Int) {
     *window = std::max<int64_t>(1, p->i);

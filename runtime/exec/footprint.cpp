@@ -155,6 +155,70 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
   }
 }
 
+int64_t prefetch_starting_depth(int threads) { return std::max(4, threads * 2); }
+int64_t map_starting_window(int threads) { return std::max(1, threads * 2); }
+
+SteadyHoldings steady_holdings(const Plan& plan, int64_t source_rows, const SourceLength& source_length, int threads) {
+  SteadyHoldings h;
+  auto add = [&](int stage, std::optional<uint64_t> bytes) {
+    if (bytes) h.bytes += *bytes;
+    else h.unknown.push_back(fmt::format("#{} {}", stage, stage_name(plan.stages[stage].kind)));
+  };
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const Stage& s = plan.stages[i];
+    const Value* parallel = s.arg("parallel");
+    switch (s.kind) {
+      case StageKind::Shuffle:
+      case StageKind::ShuffleRepeat: {
+        int64_t n = s.arg("buffer")->i;
+        if (auto pass = pass_length(plan, s.inputs.at(0), source_length)) n = std::min(n, *pass);
+        auto e = element_bytes(s.element);
+        add(i, e ? std::optional<uint64_t>(*e * static_cast<uint64_t>(n)) : std::nullopt);
+        break;
+      }
+      case StageKind::Cache: {
+        auto n = pass_length(plan, s.inputs.at(0), source_length);
+        auto e = element_bytes(s.element);
+        add(i, n && e ? std::optional<uint64_t>(*e * static_cast<uint64_t>(*n)) : std::nullopt);
+        break;
+      }
+      case StageKind::Prefetch: {
+        const Value* v = s.arg("size");
+        const int64_t depth = is_auto(v) ? prefetch_starting_depth(threads) : std::max<int64_t>(1, v->i);
+        auto c = chunk_bytes_of(plan, i, source_rows);
+        add(i, c ? std::optional<uint64_t>(*c * static_cast<uint64_t>(depth + 1)) : std::nullopt);
+        break;
+      }
+      case StageKind::Map:
+      case StageKind::Filter:
+      case StageKind::MapFilter: {
+        // Between pulls a map keeps its window full but for the chunk it handed out.
+        const int64_t window =
+            std::max<int64_t>(1, (is_auto(parallel) ? map_starting_window(threads) : parallel->i) - 1);
+        auto c = chunk_bytes_of(plan, i, source_rows);
+        add(i, c ? std::optional<uint64_t>(*c * static_cast<uint64_t>(window)) : std::nullopt);
+        break;
+      }
+      case StageKind::MapBatch: {
+        const int64_t window =
+            std::max<int64_t>(1, (is_auto(parallel) ? map_starting_window(threads) : parallel->i) - 1);
+        auto e = element_bytes(s.element);
+        auto size = s.arg("size");
+        std::optional<uint64_t> bytes;
+        if (e && size && size->i > 0)
+          bytes = *e / static_cast<uint64_t>(size->i) *
+                      static_cast<uint64_t>(rows_per_chunk(plan, s.inputs.at(0), source_rows)) *
+                      static_cast<uint64_t>(window) +
+                  *e;
+        add(i, bytes);
+        break;
+      }
+      default: break;
+    }
+  }
+  return h;
+}
+
 std::vector<FixedBuffer> fixed_buffers(const Plan& plan, int64_t source_rows, const SourceLength& source_length) {
   std::vector<FixedBuffer> out;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {

@@ -42,6 +42,23 @@ struct FixedBuffer {
 /// Every fixed buffer of the plan (`auto` buffers count their first item, which they always hold).
 std::vector<FixedBuffer> fixed_buffers(const Plan& plan, int64_t source_rows, const SourceLength& source_length);
 
+/// The depth an `auto` prefetch starts at, and the window of chunks an `auto` map starts with, on a pool
+/// of `threads` workers.
+int64_t prefetch_starting_depth(int threads);
+int64_t map_starting_window(int threads);
+
+/// What the buffers hold once the consumer is slower than the pipeline (a training step is) and has
+/// let them fill, at their starting sizes: every shuffle buffer (filled to its input's pass at most),
+/// every cache's pass, prefetch's depth plus the chunk its producer holds while it waits to hand it
+/// over, and for a map its window less the chunk it handed out (results computed or in flight).
+/// `unknown` names the buffers whose sizes only the run learns (byte strings, `?` dimensions); they
+/// count 0.
+struct SteadyHoldings {
+  uint64_t bytes = 0;
+  std::vector<std::string> unknown;
+};
+SteadyHoldings steady_holdings(const Plan& plan, int64_t source_rows, const SourceLength& source_length, int threads);
+
 /// The message of the error for fixed buffers that need more than `budget`, about the largest (the
 /// StageError it becomes names the stage); empty when they fit. `largest` is set to that stage.
 std::string fixed_buffers_over_budget(const Plan& plan, const std::vector<FixedBuffer>& buffers, uint64_t budget,

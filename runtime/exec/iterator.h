@@ -44,6 +44,9 @@ struct RunContext {
   const CancellationToken* cancel = nullptr;
   std::vector<std::unique_ptr<StageStats>> stats;              // one per plan stage: output, own busy time, bytes
   std::vector<std::unique_ptr<std::atomic<int64_t>>> dropped;  // per stage: elements dropped by ignore_errors
+  /// RunOptions::first_pass: the outermost repeat (this stage, -1: none) starts at pass `first_pass`.
+  int first_pass_stage = -1;
+  int64_t first_pass = 0;
   /// Rows per chunk that sources produce (elements, before batching).
   int64_t chunk_rows = 1024;
   /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count

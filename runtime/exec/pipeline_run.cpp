@@ -14,6 +14,33 @@ namespace pipec {
 
 namespace {
 constexpr uint32_t kCheckpointVersion = 1;
+
+// Stages whose chunks are their input's elements in order, each chunk in its input's pass.
+bool keeps_passes(StageKind k) {
+  switch (k) {
+    case StageKind::Map:
+    case StageKind::Filter:
+    case StageKind::MapFilter:
+    case StageKind::MapBatch:
+    case StageKind::Batch:
+    case StageKind::PaddedBatch:
+    case StageKind::Unbatch:
+    case StageKind::Prefetch:
+    case StageKind::IgnoreErrors:
+    case StageKind::To: return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+int outermost_repeat(const Plan& plan) {
+  if (plan.stages.empty()) return -1;
+  for (int s = static_cast<int>(plan.stages.size()) - 1;;) {
+    const Stage& st = plan.stages[static_cast<size_t>(s)];
+    if (st.kind == StageKind::Repeat || st.kind == StageKind::ShuffleRepeat) return s;
+    if (!keeps_passes(st.kind) || st.inputs.size() != 1) return -1;
+    s = st.inputs[0];
+  }
 }
 
 PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(plan) {
@@ -25,6 +52,14 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   ctx_.threads = threads;
   ctx_.pool = pool_.get();
   ctx_.cancel = options.cancel;
+  if (options.first_pass < 0) throw std::invalid_argument("a run cannot start at a pass before the first");
+  if (options.first_pass > 0) {
+    ctx_.first_pass_stage = outermost_repeat(plan_);
+    if (ctx_.first_pass_stage < 0)
+      throw std::invalid_argument(fmt::format(
+          "a run asked to start at pass {} of a plan whose output has no repeat to start it at", options.first_pass));
+    ctx_.first_pass = options.first_pass;
+  }
   // Image pipelines move small chunks: a map runs its chunks in parallel (not the rows of one chunk),
   // per-element decoding is the whole cost, and a chunk of 1024 decoded images would be gigabytes.
   for (const Stage& s : plan_.stages)
@@ -113,6 +148,11 @@ std::optional<int64_t> PipelineRun::source_length(int stage) const {
 
 std::optional<int64_t> PipelineRun::pass_elements(int stage) const {
   return pass_length(plan_, stage, [this](int s) { return source_length(s); });
+}
+
+SteadyHoldings PipelineRun::steady_holdings() const {
+  return pipec::steady_holdings(
+      plan_, ctx_.chunk_rows, [this](int s) { return source_length(s); }, ctx_.threads);
 }
 
 bool PipelineRun::next(Chunk& out) {

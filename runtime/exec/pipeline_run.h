@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/exec/autotuner.h"
+#include "runtime/exec/footprint.h"
 #include "runtime/exec/iterator.h"
 #include "runtime/exec/memory_budget.h"
 
@@ -40,7 +41,20 @@ struct RunOptions {
   /// Values that replace tuning for every `auto` parameter of a kind (`pipec run --auto-value size=8`):
   /// the run keeps them as if the spec had written them (a benchmark's grid, a reproducible setting).
   std::vector<std::pair<KnobKind, int64_t>> auto_values;
+  /// Start at this pass of the plan's outermost repeat (outermost_repeat) instead of its first, as
+  /// though the passes before it had been read: every stage under the repeat is built for that pass, so
+  /// its shuffles and random ops draw what they would have drawn there. A training run of another
+  /// number of processes restarts its epoch so (runtime/train/loop/epoch_restart.h). A plan without
+  /// an outermost repeat takes 0 only.
+  int64_t first_pass = 0;
 };
+
+/// The repeat (or shuffle_repeat) whose passes are the passes of `plan`'s output: the first one met
+/// going from the last stage towards the sources through stages that keep the order of the elements
+/// and whose chunks carry their input's pass (map, filter, batch, unbatch, prefetch, to, ...). -1 when
+/// there is none (no repeat, or a stage on the way that counts, numbers or reorders elements across
+/// passes: take, skip, shuffle, cache, enumerate, a source that joins several inputs).
+int outermost_repeat(const Plan& plan);
 
 class PipelineRun {
  public:
@@ -72,6 +86,8 @@ class PipelineRun {
   /// The elements of one pass of `stage` (runtime/exec/footprint.h), when the plan and the files its
   /// sources match tell; nullopt otherwise.
   std::optional<int64_t> pass_elements(int stage) const;
+  /// What its buffers hold once a slower consumer has kept them full (runtime/exec/footprint.h).
+  SteadyHoldings steady_holdings() const;
 
  private:
   std::optional<int64_t> source_length(int stage) const;

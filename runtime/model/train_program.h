@@ -41,6 +41,10 @@ struct TrainProgram {
   std::string loss_text;            // "mse(score)", for messages
   std::string optimizer_text;       // "adam(lr = 0.001, ...)", with every setting
   std::optional<EvalProgram> eval;  // the block's `validation`
+  /// The model alone in inference mode (batch_norm on its moving statistics, dropout off), with the
+  /// block's precision and no loss: its output is the model's prediction. What a model library built
+  /// by `pipec build --train` runs.
+  ModelGraph inference;
 };
 
 /// `pipec explain`'s text of a train block: its settings, then the step graph.

@@ -1,440 +1,100 @@
 #include "runtime/plan/plan_serialize.h"
 
-#include <bit>
-#include <cstring>
-
 #include <fmt/format.h>
 
-#include "runtime/core/le_codec.h"
+#include "runtime/plan/blob_codec.h"
 
 namespace pipec {
 
 namespace {
 
 constexpr char kMagic[8] = {'P', 'I', 'P', 'E', 'P', 'L', 'A', 'N'};
-constexpr size_t kHeaderSize = 20;
-constexpr size_t kTrailerSize = 4;
-// Types nest (records of records); a corrupt blob must not recurse without bound.
-constexpr int kMaxTypeDepth = 64;
 
-// Record tags: the first byte of every record, checked by the decoder.
-enum Tag : uint8_t {
-  kTagStage = 'S',
-  kTagValue = 'V',
-  kTagType = 'T',
-  kTagElement = 'E',
-  kTagSchema = 'C',
-  kTagFunction = 'F',
-  kTagInstr = 'I',
-  kTagNative = 'N',
-  kTagLoc = 'L',
-  kTagEnd = 'Z',
-};
-
-// ---- encoding -------------------------------------------------------------------------------------
-
-class Encoder {
- public:
-  std::string out;
-
-  void u8(uint8_t v) { out.push_back(static_cast<char>(v)); }
-  void u32(uint32_t v) { append_le32(out, v); }
-  void i32(int32_t v) { append_le32(out, static_cast<uint32_t>(v)); }
-  void u64(uint64_t v) { append_le64(out, v); }
-  void i64(int64_t v) { append_le64(out, static_cast<uint64_t>(v)); }
-  void f64(double v) { u64(std::bit_cast<uint64_t>(v)); }
-  void str(const std::string& s) {
-    u64(s.size());
-    out += s;
+void write_stage(BlobWriter& w, const Stage& s) {
+  w.u8(kTagStage);
+  w.str(std::string(stage_name(s.kind)));  // by name, as instruction ops
+  w.u64(s.args.size());
+  for (const auto& [name, v] : s.args) {
+    w.str(name);
+    w.value(v);
   }
+  w.u64(s.inputs.size());
+  for (int in : s.inputs) w.i32(in);
+  w.u64(s.schema.size());
+  for (const SchemaEntry& e : s.schema) {
+    w.u8(kTagSchema);
+    w.str(e.name);
+    w.type(e.type);
+    w.u8(e.fixed_bytes ? 1 : 0);
+    w.u8(e.default_value ? 1 : 0);
+    if (e.default_value) w.value(*e.default_value);
+  }
+  w.u8(s.fn ? 1 : 0);
+  if (s.fn) w.function(*s.fn);
+  w.u8(s.native ? 1 : 0);
+  if (s.native) w.native(*s.native);
+  w.element(s.element);
+  w.loc(s.loc);
+}
 
-  void loc(const SpecLoc& l) {
-    u8(kTagLoc);
-    str(l.file);
-    u32(l.line);
-    u32(l.col);
+Stage read_stage(BlobReader& r, size_t index) {
+  r.tag(kTagStage, "stage");
+  Stage s;
+  const std::string kind = r.str("stage op");
+  if (auto k = stage_from_name(kind)) s.kind = *k;
+  else r.fail(fmt::format("unknown stage `{}`", kind));
+  uint64_t nargs = r.count(10, "arguments");
+  for (uint64_t a = 0; a < nargs; ++a) {
+    std::string name = r.str("argument name");
+    s.args.emplace_back(std::move(name), r.value());
   }
-
-  void value(const Value& v) {
-    u8(kTagValue);
-    u8(static_cast<uint8_t>(v.kind));
-    u8(static_cast<uint8_t>(v.dtype));
-    i64(v.i);
-    f64(v.f);
-    u8(v.b ? 1 : 0);
-    str(v.s);
-    u64(v.items.size());
-    for (const Value& item : v.items) value(item);
+  uint64_t nin = r.count(4, "inputs");
+  for (uint64_t i = 0; i < nin; ++i) {
+    int32_t in = r.i32("input");
+    // Topological order: inputs are earlier stages.
+    if (in < 0 || static_cast<size_t>(in) >= index)
+      r.fail(fmt::format("stage #{} reads #{}, not an earlier stage", index, in));
+    s.inputs.push_back(in);
   }
-
-  void fields(const std::vector<Field>& fs) {
-    u64(fs.size());
-    for (const Field& f : fs) {
-      str(f.name);
-      u8(f.type ? 1 : 0);
-      if (f.type) type(*f.type);
-    }
+  uint64_t nschema = r.count(12, "schema entries");
+  for (uint64_t e = 0; e < nschema; ++e) {
+    r.tag(kTagSchema, "schema entry");
+    SchemaEntry entry;
+    entry.name = r.str("schema field name");
+    entry.type = r.type();
+    entry.fixed_bytes = r.flag("fixed-bytes flag");
+    if (r.flag("default present")) entry.default_value = r.value();
+    s.schema.push_back(std::move(entry));
   }
-
-  void element(const ElementInfo& e) {
-    u8(kTagElement);
-    fields(e.fields);
-    i32(e.batch_rank);
-    u8((e.infinite ? 1 : 0) | (e.is_sink ? 2 : 0) | (e.on_gpu ? 4 : 0));
-  }
-
-  void type(const Type& t) {
-    u8(kTagType);
-    u8(static_cast<uint8_t>(t.kind));
-    u8(static_cast<uint8_t>(t.dtype));
-    u64(t.shape.size());
-    for (int64_t d : t.shape) i64(d);
-    str(t.name);
-    u8(t.weak ? 1 : 0);
-    u8(t.fields ? 1 : 0);
-    if (t.fields) fields(*t.fields);
-    u8(t.element ? 1 : 0);
-    if (t.element) element(*t.element);
-  }
-
-  void function(const ExprFunction& fn) {
-    u8(kTagFunction);
-    str(fn.name);
-    u64(fn.body.size());
-    for (const Instr& in : fn.body) {
-      u8(kTagInstr);
-      str(std::string(op_name(in.op)));  // by name: the enum's order may change between versions
-      u64(in.operands.size());
-      for (int o : in.operands) i32(o);
-      u64(in.attrs.size());
-      for (const auto& [name, v] : in.attrs) {
-        str(name);
-        value(v);
-      }
-      type(in.type);
-      loc(in.loc);
-    }
-    u64(fn.results.size());
-    for (const auto& [name, id] : fn.results) {
-      str(name);
-      i32(id);
-    }
-  }
-
-  void native(const NativeKernel& k) {
-    u8(kTagNative);
-    str(k.symbol);
-    str(k.backend);
-    u64(k.input_fields.size());
-    for (int f : k.input_fields) i32(f);
-  }
-
-  void stage(const Stage& s) {
-    u8(kTagStage);
-    str(std::string(stage_name(s.kind)));  // by name, as instruction ops
-    u64(s.args.size());
-    for (const auto& [name, v] : s.args) {
-      str(name);
-      value(v);
-    }
-    u64(s.inputs.size());
-    for (int in : s.inputs) i32(in);
-    u64(s.schema.size());
-    for (const SchemaEntry& e : s.schema) {
-      u8(kTagSchema);
-      str(e.name);
-      type(e.type);
-      u8(e.fixed_bytes ? 1 : 0);
-      u8(e.default_value ? 1 : 0);
-      if (e.default_value) value(*e.default_value);
-    }
-    u8(s.fn ? 1 : 0);
-    if (s.fn) function(*s.fn);
-    u8(s.native ? 1 : 0);
-    if (s.native) native(*s.native);
-    element(s.element);
-    loc(s.loc);
-  }
-};
-
-// ---- decoding -------------------------------------------------------------------------------------
-
-class Decoder {
- public:
-  Decoder(const uint8_t* data, size_t size, std::string source)
-      : p_(data), end_(data + size), source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw PlanDecodeError(fmt::format("{}: corrupt plan at payload offset {}: {}", source_, pos(), what));
-  }
-  size_t pos() const { return static_cast<size_t>(p_ - begin_); }
-  size_t left() const { return static_cast<size_t>(end_ - p_); }
-  void set_begin() { begin_ = p_; }
-
-  const uint8_t* take(size_t n, const char* what) {
-    if (n > left()) fail(fmt::format("reading {} needs {} bytes, {} left", what, n, left()));
-    const uint8_t* at = p_;
-    p_ += n;
-    return at;
-  }
-  uint8_t u8(const char* what = "u8") { return *take(1, what); }
-  bool flag(const char* what) {
-    uint8_t v = u8(what);
-    if (v > 1) fail(fmt::format("{} is {}, not 0 or 1", what, v));
-    return v == 1;
-  }
-  uint32_t u32(const char* what = "u32") { return load_le32(take(4, what)); }
-  int32_t i32(const char* what = "i32") { return static_cast<int32_t>(u32(what)); }
-  uint64_t u64(const char* what = "u64") { return load_le64(take(8, what)); }
-  int64_t i64(const char* what = "i64") { return static_cast<int64_t>(u64(what)); }
-  double f64(const char* what = "f64") { return std::bit_cast<double>(u64(what)); }
-  // A list length; every item takes at least `min_item` bytes, so a corrupt count cannot make the
-  // decoder allocate more than the blob could hold.
-  uint64_t count(size_t min_item, const char* what) {
-    uint64_t n = u64(what);
-    if (n > left() / min_item) fail(fmt::format("{} count {} is larger than the {} bytes left", what, n, left()));
-    return n;
-  }
-  std::string str(const char* what = "string") {
-    uint64_t n = count(1, what);
-    const uint8_t* at = take(n, what);
-    return std::string(reinterpret_cast<const char*>(at), n);
-  }
-  void tag(Tag expected, const char* what) {
-    uint8_t t = u8(what);
-    if (t != expected)
-      fail(fmt::format("expected a {} record (tag '{}'), found tag 0x{:02x}", what, static_cast<char>(expected), t));
-  }
-  DType dtype() {
-    uint8_t d = u8("dtype");
-    if (d > static_cast<uint8_t>(DType::Bytes)) fail(fmt::format("unknown dtype code {}", d));
-    return static_cast<DType>(d);
-  }
-
-  SpecLoc loc() {
-    tag(kTagLoc, "location");
-    SpecLoc l;
-    l.file = str("location file");
-    l.line = u32("location line");
-    l.col = u32("location column");
-    return l;
-  }
-
-  Value value(int depth = 0) {
-    if (depth > kMaxTypeDepth) fail("values nested too deeply");
-    tag(kTagValue, "value");
-    Value v;
-    uint8_t kind = u8("value kind");
-    if (kind > Value::Symbol) fail(fmt::format("unknown value kind {}", kind));
-    v.kind = static_cast<Value::Kind>(kind);
-    v.dtype = dtype();
-    v.i = i64("int value");
-    v.f = f64("float value");
-    v.b = flag("bool value");
-    v.s = str("string value");
-    uint64_t n = count(2, "list items");
-    v.items.reserve(n);
-    for (uint64_t k = 0; k < n; ++k) v.items.push_back(value(depth + 1));
-    return v;
-  }
-
-  std::vector<Field> fields(int depth) {
-    uint64_t n = count(10, "fields");
-    std::vector<Field> fs;
-    fs.reserve(n);
-    for (uint64_t k = 0; k < n; ++k) {
-      Field f;
-      f.name = str("field name");
-      if (flag("field has a type")) f.type = std::make_shared<const Type>(type(depth + 1));
-      fs.push_back(std::move(f));
-    }
-    return fs;
-  }
-
-  ElementInfo element(int depth = 0) {
-    if (depth > kMaxTypeDepth) fail("types nested too deeply");
-    tag(kTagElement, "element");
-    ElementInfo e;
-    e.fields = fields(depth);
-    e.batch_rank = i32("batch rank");
-    if (e.batch_rank < 0) fail(fmt::format("negative batch rank {}", e.batch_rank));
-    uint8_t bits = u8("element flags");
-    if (bits > 7) fail(fmt::format("unknown element flags 0x{:02x}", bits));
-    e.infinite = bits & 1;
-    e.is_sink = bits & 2;
-    e.on_gpu = bits & 4;
-    return e;
-  }
-
-  Type type(int depth = 0) {
-    if (depth > kMaxTypeDepth) fail("types nested too deeply");
-    tag(kTagType, "type");
-    Type t;
-    uint8_t kind = u8("type kind");
-    if (kind > static_cast<uint8_t>(TypeKind::Opaque)) fail(fmt::format("unknown type kind {}", kind));
-    t.kind = static_cast<TypeKind>(kind);
-    t.dtype = dtype();
-    uint64_t rank = count(8, "shape");
-    for (uint64_t k = 0; k < rank; ++k) {
-      int64_t d = i64("dimension");
-      if (d < kUnknownDim) fail(fmt::format("bad dimension {}", d));
-      t.shape.push_back(d);
-    }
-    t.name = str("type name");
-    t.weak = flag("weak flag");
-    if (flag("record fields present")) t.fields = std::make_shared<const std::vector<Field>>(fields(depth + 1));
-    if (flag("element present")) t.element = std::make_shared<const ElementInfo>(element(depth + 1));
-    return t;
-  }
-
-  std::shared_ptr<ExprFunction> function() {
-    tag(kTagFunction, "function");
-    auto fn = std::make_shared<ExprFunction>();
-    fn->name = str("function name");
-    uint64_t n = count(20, "instructions");
-    fn->body.reserve(n);
-    for (uint64_t k = 0; k < n; ++k) {
-      tag(kTagInstr, "instruction");
-      Instr in;
-      const std::string op = str("instruction op");
-      if (auto kind = op_from_name(op)) in.op = *kind;
-      else fail(fmt::format("unknown instruction op `{}`", op));
-      uint64_t nops = count(4, "operands");
-      for (uint64_t o = 0; o < nops; ++o) {
-        int32_t id = i32("operand");
-        // SSA: operands name earlier instructions only.
-        if (id < 0 || static_cast<uint64_t>(id) >= k)
-          fail(fmt::format("instruction %{} uses %{}, not an earlier instruction", k, id));
-        in.operands.push_back(id);
-      }
-      uint64_t nattrs = count(10, "attributes");
-      for (uint64_t a = 0; a < nattrs; ++a) {
-        std::string name = str("attribute name");
-        Value v = value();
-        if (!in.attrs.emplace(std::move(name), std::move(v)).second) fail("duplicate attribute");
-      }
-      in.type = type();
-      in.loc = loc();
-      fn->body.push_back(std::move(in));
-    }
-    uint64_t nres = count(12, "results");
-    for (uint64_t r = 0; r < nres; ++r) {
-      std::string name = str("result name");
-      int32_t id = i32("result id");
-      if (id < 0 || static_cast<uint64_t>(id) >= fn->body.size())
-        fail(fmt::format("result `{}` names %{}, not an instruction", name, id));
-      fn->results.emplace_back(std::move(name), id);
-    }
-    return fn;
-  }
-
-  std::shared_ptr<const NativeKernel> native() {
-    tag(kTagNative, "native kernel");
-    auto k = std::make_shared<NativeKernel>();
-    k->symbol = str("kernel symbol");
-    k->backend = str("kernel backend");
-    uint64_t n = count(4, "kernel inputs");
-    for (uint64_t i = 0; i < n; ++i) {
-      int32_t f = i32("kernel input field");
-      if (f < 0) fail(fmt::format("negative kernel input field {}", f));
-      k->input_fields.push_back(f);
-    }
-    return k;
-  }
-
-  Stage stage(size_t index) {
-    tag(kTagStage, "stage");
-    Stage s;
-    const std::string kind = str("stage op");
-    if (auto k = stage_from_name(kind)) s.kind = *k;
-    else fail(fmt::format("unknown stage `{}`", kind));
-    uint64_t nargs = count(10, "arguments");
-    for (uint64_t a = 0; a < nargs; ++a) {
-      std::string name = str("argument name");
-      s.args.emplace_back(std::move(name), value());
-    }
-    uint64_t nin = count(4, "inputs");
-    for (uint64_t i = 0; i < nin; ++i) {
-      int32_t in = i32("input");
-      // Topological order: inputs are earlier stages.
-      if (in < 0 || static_cast<size_t>(in) >= index)
-        fail(fmt::format("stage #{} reads #{}, not an earlier stage", index, in));
-      s.inputs.push_back(in);
-    }
-    uint64_t nschema = count(12, "schema entries");
-    for (uint64_t e = 0; e < nschema; ++e) {
-      tag(kTagSchema, "schema entry");
-      SchemaEntry entry;
-      entry.name = str("schema field name");
-      entry.type = type();
-      entry.fixed_bytes = flag("fixed-bytes flag");
-      if (flag("default present")) entry.default_value = value();
-      s.schema.push_back(std::move(entry));
-    }
-    if (flag("function present")) s.fn = function();
-    if (flag("native kernel present")) s.native = native();
-    s.element = element();
-    s.loc = loc();
-    return s;
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* begin_ = nullptr;
-  const uint8_t* end_;
-  std::string source_;
-};
+  if (r.flag("function present")) s.fn = r.function();
+  if (r.flag("native kernel present")) s.native = r.native();
+  s.element = r.element();
+  s.loc = r.loc();
+  return s;
+}
 
 }  // namespace
 
 std::string encode_plan(const Plan& plan) {
-  Encoder e;
-  e.str(plan.name);
-  e.u64(plan.stages.size());
-  for (const Stage& s : plan.stages) e.stage(s);
-  e.u8(kTagEnd);
-
-  std::string out(kMagic, sizeof kMagic);
-  append_le32(out, kPlanFormatVersion);
-  append_le64(out, e.out.size());
-  out += e.out;
-  append_le32(out, crc32_zlib(out.data(), out.size()));
-  return out;
+  BlobWriter w;
+  w.str(plan.name);
+  w.u64(plan.stages.size());
+  for (const Stage& s : plan.stages) write_stage(w, s);
+  w.u8(kTagEnd);
+  return frame_blob(kMagic, kPlanFormatVersion, w.out);
 }
 
 Plan decode_plan(std::string_view blob, const std::string& source) {
-  auto err = [&](const std::string& what) { return PlanDecodeError(fmt::format("{}: {}", source, what)); };
-  const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
-  if (blob.size() < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
-    throw err("not a pipec plan (bad magic)");
-  if (blob.size() < kHeaderSize + kTrailerSize)
-    throw err(fmt::format("truncated plan: {} bytes, smaller than the {}-byte framing", blob.size(),
-                          kHeaderSize + kTrailerSize));
-  uint32_t version = load_le32(p + 8);
-  if (version != kPlanFormatVersion)
-    throw err(fmt::format(
-        "plan format version {} is not supported (this runtime reads version {}); rebuild with a matching pipec",
-        version, kPlanFormatVersion));
-  uint64_t payload = load_le64(p + 12);
-  uint64_t actual = blob.size() - kHeaderSize - kTrailerSize;
-  if (payload != actual)
-    throw err(fmt::format("{} plan: header says {} payload bytes, blob has {}",
-                          payload > actual ? "truncated" : "corrupt", payload, actual));
-  size_t crc_at = blob.size() - kTrailerSize;
-  uint32_t stored = load_le32(p + crc_at);
-  uint32_t computed = crc32_zlib(p, crc_at);
-  if (stored != computed)
-    throw err(fmt::format("corrupt plan: CRC32 mismatch (stored {:08x}, computed {:08x})", stored, computed));
-
-  Decoder d(p + kHeaderSize, payload, source);
-  d.set_begin();
+  const std::string_view payload = unframe_blob(blob, kMagic, kPlanFormatVersion, source, "plan");
+  BlobReader r(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), source, "plan");
+  r.set_begin();
   Plan plan;
-  plan.name = d.str("plan name");
-  uint64_t n = d.count(20, "stages");
+  plan.name = r.str("plan name");
+  uint64_t n = r.count(20, "stages");
   plan.stages.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) plan.stages.push_back(d.stage(i));
-  d.tag(kTagEnd, "end of plan");
-  if (d.left() != 0) d.fail(fmt::format("{} bytes after the end of the plan", d.left()));
+  for (uint64_t i = 0; i < n; ++i) plan.stages.push_back(read_stage(r, i));
+  r.tag(kTagEnd, "end of plan");
+  if (r.left() != 0) r.fail(fmt::format("{} bytes after the end of the plan", r.left()));
   return plan;
 }
 

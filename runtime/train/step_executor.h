@@ -16,7 +16,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/tensor.h"
@@ -31,6 +33,14 @@ namespace pipec {
 template <class T>
 struct FlatBuffers {
   std::vector<T> params, grads, states;
+};
+
+/// What an executor holds for steps of some batch size beside the flat buffers: the block its computed
+/// values live in, and its kernels' own memory by part (name, bytes), as the memory plan before the
+/// first step counts them.
+struct ExecutorMemory {
+  int64_t arena_bytes = 0;
+  std::vector<std::pair<std::string, int64_t>> kernels;
 };
 
 /// Seconds spent per phase (indexed by OpCategory: forward, loss, backward, update).
@@ -70,6 +80,14 @@ class StepExecutor {
 
   /// The plan of the block the step's computed values live in (made at the first step).
   virtual const StepArena& arena() const = 0;
+
+  /// Readies the executor for batches of `rows` (an executor may make its kernels now, as the first
+  /// step of that size would) and says what it will hold for them; nullopt when it cannot tell, and
+  /// the memory plan then counts the graph's own liveness block (step_memory.h) and no kernels.
+  virtual std::optional<ExecutorMemory> prepare_memory(int64_t rows) {
+    (void)rows;
+    return std::nullopt;
+  }
 
   /// The global index of the next batches' first example (0 until set). Dropout keys each example's
   /// mask by its index, so N data-parallel replicas, each given its share of a batch and its share's

@@ -79,7 +79,7 @@ double StepState<T>::run(const std::vector<Tensor>& inputs, const Tensor* target
   };
   for (size_t k = 0; k < inputs.size(); ++k) feed(g_.inputs[k], inputs[k], g_.values[g_.inputs[k]].dtype);
   if (target && g_.target >= 0) feed(g_.target, *target, dtype_of<T>());
-  std::fill(buf_.grads.begin(), buf_.grads.end(), T(0));
+  grads_zeroed_ = false;
   loss_ = 0;
   rows_ = rows;
   prepare_arena(rows);
@@ -97,6 +97,10 @@ double StepState<T>::resume(uint64_t step, OpCategory last, PhaseSeconds* second
 template <class T>
 void StepState<T>::run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds,
                               const NodeRunner& run_node) {
+  if (!grads_zeroed_ && last >= OpCategory::Backward) {
+    std::fill(buf_.grads.begin(), buf_.grads.end(), T(0));
+    grads_zeroed_ = true;
+  }
   // With a trace, each run of nodes of one phase is a span ("forward", "loss", "backward", "optimizer").
   int span_phase = -1;
   int64_t span_start = 0, span_end = 0;

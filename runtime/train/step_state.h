@@ -103,6 +103,9 @@ class StepState {
   std::vector<int> first_write_;  // per value: the first node that writes it
   int64_t rows_ = 0;
   int done_ = -1;  // the last phase run on the current batch
+  // Whether the gradient buffer was zeroed for the current batch: at the first phase that reaches the
+  // backward pass, so a forward-only run (evaluation, a served request) never touches it.
+  bool grads_zeroed_ = false;
   StepArena arena_;
   std::shared_ptr<uint8_t[]> arena_block_;
 };

@@ -10,8 +10,11 @@ function(step what)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 step("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix" --component cpp)
+# The model the predictor serves, trained by the installed pipec.
+step("train" "${WORK_DIR}/prefix/bin/pipec" run "${SOURCE_DIR}/numbers.pipe" --train halve --save
+     "${WORK_DIR}/halve.safetensors" --quiet)
 step("configure" ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G "${GENERATOR}"
-     "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
+     "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" "-DHALVE_WEIGHTS=${WORK_DIR}/halve.safetensors")
 step("build" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 step("run" "${WORK_DIR}/build/trainer")
 # BATCH=8 from the define: 12 batches of 8 (drop_remainder), 0 + ... + 95 = 4560.
@@ -19,6 +22,13 @@ set(expected "fields 2 batches 12 rows 96 sum 4560 halves ok")
 string(STRIP "${step_output}" got)
 if(NOT got STREQUAL expected)
   message(FATAL_ERROR "the trainer printed\n  ${got}\nnot\n  ${expected}")
+endif()
+message(STATUS "cmake_consumer: ${got}")
+step("predict" "${WORK_DIR}/build/predictor")
+set(expected "predicted 10 halves ok")
+string(STRIP "${step_output}" got)
+if(NOT got STREQUAL expected)
+  message(FATAL_ERROR "the predictor printed\n  ${got}\nnot\n  ${expected}")
 endif()
 message(STATUS "cmake_consumer: ${got}")
 # Passed: the install's copies of pipec and its runtime (350 MB in a sanitizer build) go; a failed run

@@ -66,6 +66,14 @@ int main() {
     if (rank == 0)
       for (int r = 0; r < size; ++r)
         if (states.at(r) != std::string(static_cast<size_t>(r) * 3, 'a')) fail("gather");
+    // Rank r gets r * 7919 + 1 bytes from the last rank, whose own part is empty.
+    auto part_of = [&](int r) {
+      return r == size - 1 ? std::string() : std::string(static_cast<size_t>(r) * 7919 + 1, static_cast<char>('p' + r));
+    };
+    std::vector<std::string> parts;
+    if (rank == size - 1)
+      for (int r = 0; r < size; ++r) parts.push_back(part_of(r));
+    if (c->scatter(parts, size - 1, "positions") != part_of(rank)) fail("scatter");
     c->barrier("end");
     std::printf("rank %d of %d: %s: rank-order all_reduce and small collectives %s\n", rank, size,
                 c->description().c_str(), failures ? "FAILED" : "ok");

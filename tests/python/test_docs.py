@@ -40,6 +40,11 @@ def doc_workspace(tmp_path_factory, chess_dir):
     for name in ("deblur.pipe", "make_data.pipe"):
         shutil.copy(os.path.join(REPO, "examples", "deblur", name), deblur / name)
     run_pipec("run", deblur / "make_data.pipe", "--quiet")
+    # The served model of "Serving a trained model": a few steps are enough for a library to open.
+    (root / "out").mkdir()
+    run_pipec("run", chess / "chess.pipe", "--steps", "2", "--save", root / "out" / "chess.safetensors", "--quiet")
+    run_pipec("build", chess / "chess.pipe", "--train", "chess", "--weights", root / "out" / "chess.safetensors",
+              "-o", root / "out" / "libchess_model.so", "--quiet")
     return root
 
 

@@ -21,20 +21,10 @@ namespace fs = std::filesystem;
 using testing::CommandResult;
 using testing::read_all;
 using testing::run_pipec;
+using testing::run_shell;
 using testing::ScratchDir;
 using testing::shell_quote;
 using testing::write_file;
-
-CommandResult run_shell(const std::string& cmd) {
-  CommandResult r;
-  std::string out_file =
-      cmd.empty() ? "" : (fs::temp_directory_path() / ("pipec-capi-" + std::to_string(getpid()) + ".out")).string();
-  int status = std::system((cmd + " >" + shell_quote(out_file) + " 2>&1").c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.out = read_all(out_file);
-  fs::remove(out_file);
-  return r;
-}
 
 // Compiles tests/capi/capi_test.c against lib<stem>.h in `lib_dir`.
 fs::path compile_c_test(const fs::path& lib_dir, const std::string& stem, const fs::path& exe) {

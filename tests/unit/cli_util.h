@@ -70,6 +70,20 @@ inline CommandResult run_pipec(const std::vector<std::string>& args) {
   return r;
 }
 
+/// Runs a shell command line, capturing stdout and stderr together in `out`.
+inline CommandResult run_shell(const std::string& cmd) {
+  static int counter = 0;
+  const std::string out_file = (std::filesystem::temp_directory_path() /
+                                ("pipec-sh-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".out"))
+                                   .string();
+  int status = std::system((cmd + " >" + shell_quote(out_file) + " 2>&1").c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r.out = read_all(out_file);
+  std::filesystem::remove(out_file);
+  return r;
+}
+
 /// Starts `pipec ARGS...` in the background (output discarded); returns its pid.
 inline pid_t spawn_pipec(const std::vector<std::string>& args) {
   pid_t pid = fork();

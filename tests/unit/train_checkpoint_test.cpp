@@ -383,7 +383,8 @@ TEST(TrainCheckpoint, SaveAndLoadRoundTrip) {
   s.loss_sum = 0.75;
   s.first_loss = 2.5;
   s.last_loss = 0.125;
-  s.pipeline_state = std::string("opaque\0bytes", 12);
+  InputPosition position;
+  position.pipeline_state = std::string("opaque\0bytes", 12);
   Chunk pending;
   pending.rows = 2;
   pending.first_index = 4;
@@ -391,7 +392,8 @@ TEST(TrainCheckpoint, SaveAndLoadRoundTrip) {
   Column col;
   col.dense = testing::random_tensor(DType::F32, {2, 1, 3}, 1);
   pending.columns.push_back(col);
-  s.pending = pending;
+  position.pending = pending;
+  s.positions = {input_position_bytes(position, 0, 1, 17)};
   save_train_checkpoint(d.path(), g, "t", b, slots, s);
 
   FlatBuffers<float> b2;
@@ -410,12 +412,15 @@ TEST(TrainCheckpoint, SaveAndLoadRoundTrip) {
   EXPECT_EQ(l.loss_sum, 0.75);
   EXPECT_EQ(l.first_loss, 2.5);
   EXPECT_EQ(l.last_loss, 0.125);
-  EXPECT_EQ(l.pipeline_state, s.pipeline_state);
-  ASSERT_TRUE(l.pending.has_value());
-  EXPECT_EQ(l.pending->rows, 2);
-  EXPECT_EQ(l.pending->first_index, 4);
-  ASSERT_EQ(l.pending->columns.size(), 1u);
-  const Tensor& got = l.pending->columns[0].dense;
+  ASSERT_EQ(l.positions.size(), 1u);
+  EXPECT_EQ(l.position_sources, std::vector<std::string>{train_checkpoint_file(d.path()).string()});
+  const InputPosition p = parse_input_position(l.positions[0], "here", 0, 1, 17);
+  EXPECT_EQ(p.pipeline_state, position.pipeline_state);
+  ASSERT_TRUE(p.pending.has_value());
+  EXPECT_EQ(p.pending->rows, 2);
+  EXPECT_EQ(p.pending->first_index, 4);
+  ASSERT_EQ(p.pending->columns.size(), 1u);
+  const Tensor& got = p.pending->columns[0].dense;
   ASSERT_EQ(got.shape(), col.dense.shape());
   for (int64_t i = 0; i < got.num_elements(); ++i) EXPECT_EQ(got.data<float>()[i], col.dense.data<float>()[i]);
 

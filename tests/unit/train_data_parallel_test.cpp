@@ -200,6 +200,40 @@ TEST(DataParallel, BucketsCoverTheGradientsFromTheEnd) {
   EXPECT_EQ(plan_gradient_buckets(g, 4).size(), g.params.size());
 }
 
+// The bucket size (`--bucket-mb`) changes when each sum runs, not what it is: every element is summed
+// over the replicas in rank order whichever bucket holds it, so buckets of one parameter and one bucket
+// of everything train the same weights bit for bit, with and without overlap, also on a short batch
+// where the replicas' weights differ.
+TEST(DataParallel, TheBucketSizeChangesNoBit) {
+  const TrainProgram t = compile_train(mlp_spec(12, " | batch_norm"));
+  const ModelGraph& g = t.step;
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(fmt::format("{} replicas", n));
+    std::vector<std::unique_ptr<DataParallelExecutor>> runs;
+    for (int64_t bytes : {int64_t{4}, int64_t{200}, kDefaultBucketBytes}) {
+      DataParallelOptions o;
+      o.bucket_bytes = bytes;
+      o.overlap = bytes != 200;
+      runs.push_back(replicated(g, n, o));
+    }
+    ASSERT_EQ(runs[0]->buckets().size(), g.params.size());
+    ASSERT_GT(runs[1]->buckets().size(), 1u);
+    ASSERT_EQ(runs[2]->buckets().size(), 1u);
+    const int64_t rows[] = {12, 12, 7, 12};
+    for (uint64_t k = 0; k < 4; ++k) {
+      const Batch b = make_batch(rows[k], k + 40);
+      const double loss = step(*runs[2], b, k);
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(step(*runs[static_cast<size_t>(i)], b, k), loss) << "step " << k + 1;
+    }
+    for (auto& r : runs) r->sync_to_host();
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(runs[static_cast<size_t>(i)]->buffers().params, runs[2]->buffers().params);
+      EXPECT_EQ(runs[static_cast<size_t>(i)]->buffers().states, runs[2]->buffers().states);
+      EXPECT_EQ(runs[static_cast<size_t>(i)]->optimizer_slots().v, runs[2]->optimizer_slots().v);
+    }
+  }
+}
+
 // batch_norm's moving statistics follow each replica's own rows during the steps; sync_to_host()
 // averages them into every replica.
 TEST(DataParallel, MovingStatisticsAreAveragedAtSync) {

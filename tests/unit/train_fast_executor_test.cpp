@@ -478,5 +478,36 @@ TEST(StepArena, ValuesAliveTogetherNeverShareBytesAndTheBlockIsNearThePeak) {
   }
 }
 
+// The executor's part of the memory plan (prepare_memory), made before the first step: the block the
+// steps then place their values in, and the kernels' own memory, which the steps do not add to (a
+// plain executor's steps make the same ops and buffers), with the same losses bit for bit.
+TEST(FastExecutor, PreparedMemoryIsWhatTheStepsHold) {
+  for (const char* spec : {kChessSpec, kEveryLayerSpec}) {
+    TrainProgram t = testing::compile_train_jit(spec);
+    const ModelGraph& g = t.step;
+    SCOPED_TRACE(g.name);
+    const int64_t rows = g.batch;
+    FastExecutor prepared(g, 3), plain(g, 3);
+    const std::optional<ExecutorMemory> before = prepared.prepare_memory(rows);
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->arena_bytes, plan_step_arena(g, rows, prepared.first_writes(), prepared.last_uses()).bytes);
+    int64_t kernel_bytes = 0;
+    for (const auto& [name, bytes] : before->kernels) {
+      EXPECT_GE(bytes, 0) << name;
+      kernel_bytes += bytes;
+    }
+    EXPECT_GT(kernel_bytes, 0);  // reordered weights at least
+    for (int s = 0; s < 2; ++s) {
+      Batch b = make_batch(g, rows, static_cast<uint64_t>(s));
+      const double a = prepared.run(b.inputs, &b.target, static_cast<uint64_t>(s), OpCategory::Update);
+      const double c = plain.run(b.inputs, &b.target, static_cast<uint64_t>(s), OpCategory::Update);
+      EXPECT_EQ(a, c) << "step " << s;
+    }
+    EXPECT_EQ(prepared.arena().bytes, before->arena_bytes);
+    EXPECT_EQ(prepared.prepare_memory(rows)->kernels, before->kernels);
+    EXPECT_EQ(plain.prepare_memory(rows)->kernels, before->kernels);
+  }
+}
+
 }  // namespace
 }  // namespace pipec

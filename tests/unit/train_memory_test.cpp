@@ -1,8 +1,17 @@
 // The liveness plan of a training step (runtime/model/step_memory.h): its figures, and a step too large
-// for the machine reported before step 1 with them.
+// for the machine reported before step 1 with them; and the run's whole plan
+// (runtime/train/loop/train_memory_plan.h), part by part, as `pipec run` prints it.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "compiler/compile/compile.h"
+#include "runtime/exec/pipeline_run.h"
+#include "runtime/model/step_arena.h"
 #include "runtime/model/step_memory.h"
+#include "runtime/train/fast/fast_executor.h"
+#include "runtime/train/loop/train_memory_plan.h"
+#include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 
@@ -71,6 +80,84 @@ train big = { data = data, model = net(x), loss = mse(y), optimizer = adam(), st
   EXPECT_NE(r.err.find("train `big`: a step of 1048576 examples needs"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("activations and gradients"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("of memory is available"), std::string::npos) << r.err;
+}
+
+// The plan before step 1 (runtime/train/loop/train_memory_plan.h): each part from the thing that
+// holds it, counted once. 8 examples of x f32[4] and y f32[1] per batch.
+const char* kPlanSpec = R"(pipeline data = range(64)
+  | map(r => {
+      x = random_uniform([4], -1.0, 1.0, seed = 1)
+      { x, y: [sum(x)] }
+    })
+  | batch(8, drop_remainder = true)
+  | prefetch(2)
+model net(x: f32[4]) -> f32[1] { x | dense(3) | dense(1) }
+train t = { data = data, model = net(x), loss = mse(y), optimizer = adam(), steps = 1 }
+)";
+
+TEST(TrainMemory, PlanCountsEachPartOnce) {
+  CompileRequest request;
+  request.path = "plan.pipe";
+  request.text = kPlanSpec;
+  request.target = CompileTarget::Train;
+  CompileResult r = compile(request);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TrainProgram& t = r.trains.at(0).program;
+  const ModelGraph& g = t.step;
+  ASSERT_EQ(g.batch, 8);
+  RunOptions ro;
+  ro.threads = 2;
+  PipelineRun data(r.pipelines.at(0).plan, ro);
+  const StepMemory m = step_memory(g, 8);
+
+  // The reference executor has no kernels of its own: the graph's block.
+  ReferenceExecutor<float> ref(g, 1);
+  const TrainMemoryPlan p = plan_train_memory(t, ref, data, nullptr, 50'000'000);
+  EXPECT_EQ(p.rows, 8);
+  EXPECT_EQ(p.process, 50'000'000);
+  EXPECT_EQ(p.flat, m.flat_bytes);
+  EXPECT_EQ(p.values, m.arena_bytes);
+  EXPECT_TRUE(p.kernels.empty());
+  EXPECT_EQ(p.batch, 8 * 5 * 4);  // the chunk the loop holds: x and y of 8 examples
+  EXPECT_EQ(p.input_pipeline, static_cast<int64_t>(data.steady_holdings().bytes));
+  EXPECT_GE(p.input_pipeline, 3 * 8 * 5 * 4);  // prefetch(2): two batches and the one its producer holds
+  EXPECT_EQ(p.evaluation, 0);
+  EXPECT_EQ(p.total(), p.process + p.flat + p.values + p.batch + p.input_pipeline);
+  const std::string text = p.text();
+  for (const char* part : {"for steps of 8: process 50.0 MB, weights and optimizer", "activations and gradients",
+                           "batch 160 bytes", "input pipeline"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
+  EXPECT_EQ(text.find("kernels"), std::string::npos) << text;
+
+  // The fast executor's own block and its kernels, by part.
+  FastExecutor fast(g, 1);
+  const TrainMemoryPlan f = plan_train_memory(t, fast, data, nullptr, 0);
+  EXPECT_EQ(f.values, plan_step_arena(g, 8, fast.first_writes(), fast.last_uses()).bytes);
+  ASSERT_FALSE(f.kernels.empty());
+  EXPECT_EQ(f.kernels.front().first, "oneDNN scratchpad");
+  EXPECT_EQ(f.total(), f.flat + f.values + f.kernel_bytes() + f.batch + f.input_pipeline);
+  EXPECT_NE(f.text().find(", kernels "), std::string::npos) << f.text();
+}
+
+// `pipec run` prints the plan in its summary, beside the resident peak, and --stats-json has its parts.
+TEST(TrainMemory, RunSummaryAndStatsJsonHaveThePlanAndThePeak) {
+  testing::ScratchDir d;
+  testing::write_file(d / "plan.pipe", kPlanSpec);
+  auto r = testing::run_pipec({"run", (d / "plan.pipe").string(), "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("  memory      planned "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("% of the plan)"), std::string::npos) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(testing::read_all(d / "s.json"));
+  const nlohmann::json& mem = j.at("memory");
+  int64_t sum = 0;
+  for (const auto& [name, bytes] : mem.at("parts").items()) sum += bytes.get<int64_t>();
+  EXPECT_EQ(mem.at("planned_bytes").get<int64_t>(), sum);
+  EXPECT_EQ(mem.at("rows").get<int64_t>(), 8);
+  EXPECT_GT(mem.at("parts").at("process").get<int64_t>(), 1'000'000);  // the program itself is resident
+  int64_t kernels = 0;
+  for (const auto& [name, bytes] : mem.at("kernels").items()) kernels += bytes.get<int64_t>();
+  EXPECT_EQ(mem.at("parts").at("kernels").get<int64_t>(), kernels);
+  EXPECT_GE(mem.at("peak_resident_bytes").get<int64_t>(), mem.at("parts").at("process").get<int64_t>());
 }
 
 }  // namespace

@@ -82,6 +82,11 @@ train t = { data = data, model = chess_net(board, flags), loss = mse(score), opt
   EXPECT_EQ(count_op(t.step, ModelOp::Conv2d, true), 2);
   EXPECT_EQ(count_op(t.step, ModelOp::Dense, true), 1);
   EXPECT_EQ(count_relu_nodes(t.step), 0);
+  // The served forward pass (no backward nodes read the pre-activations) fuses them the same way.
+  EXPECT_EQ(count_op(t.inference, ModelOp::Conv2d, true), 2);
+  EXPECT_EQ(count_op(t.inference, ModelOp::Dense, true), 1);
+  EXPECT_EQ(count_relu_nodes(t.inference), 0);
+  EXPECT_TRUE(verify_model_graph(t.inference).empty());
 }
 
 TEST(StepPasses, PassesRunInOrderAndVerify) {

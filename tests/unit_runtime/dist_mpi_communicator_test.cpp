@@ -216,11 +216,15 @@ TEST(MpiCommunicator, SmallCollectives) {
   std::vector<std::vector<double>> gathered(3);
   std::vector<std::string> text(3);
   std::vector<std::vector<std::string>> states(3);
+  std::vector<std::string> positions(3);
   auto errors = run_ranks(world, 3, {}, [&](Communicator& c) {
     const double mine[1] = {1.5 * c.rank()};
     gathered[c.rank()] = c.all_gather(mine, 1, "agreement");
     text[c.rank()] = broadcast_string(c, c.rank() == 0 ? "the spec's fingerprint" : "", 0, "fingerprint");
     states[c.rank()] = c.gather(std::string(static_cast<size_t>(2 * c.rank()), 's'), 2, "iterator states");
+    const std::vector<std::string> parts =
+        c.rank() == 2 ? std::vector<std::string>{"", "p1", std::string(3000, 'q')} : std::vector<std::string>{};
+    positions[c.rank()] = c.scatter(parts, 2, "input positions");
     c.barrier("end");
   });
   for (int r = 0; r < 3; ++r) {
@@ -229,6 +233,7 @@ TEST(MpiCommunicator, SmallCollectives) {
     EXPECT_EQ(text[r], "the spec's fingerprint");
   }
   EXPECT_EQ(states[2], (std::vector<std::string>{"", "ss", "ssss"}));
+  EXPECT_EQ(positions, (std::vector<std::string>{"", "p1", std::string(3000, 'q')}));
   EXPECT_TRUE(states[0].empty());
 }
 

@@ -74,6 +74,7 @@ TEST(ThreadCommunicator, AllGatherBroadcastGatherAndBarrier) {
   std::vector<std::vector<double>> gathered(3);
   std::vector<std::string> received(3), broadcast_text(3);
   std::vector<std::vector<std::string>> gathered_bytes(3);
+  std::vector<std::string> scattered(3);
   auto errors = run_replicas(comms, [&](Communicator& c) {
     const double mine[2] = {static_cast<double>(c.rank()), 10.0 * c.rank()};
     gathered[c.rank()] = c.all_gather(mine, 2, "facts");
@@ -83,6 +84,10 @@ TEST(ThreadCommunicator, AllGatherBroadcastGatherAndBarrier) {
     received[c.rank()] = word;
     broadcast_text[c.rank()] = broadcast_string(c, c.rank() == 2 ? std::string(1000, 'x') : "", 2, "text");
     gathered_bytes[c.rank()] = c.gather(std::string(c.rank(), 'a' + c.rank()), 0, "states");
+    // Only the root's parts are read: the others pass none.
+    const std::vector<std::string> parts =
+        c.rank() == 1 ? std::vector<std::string>{"zero", "", std::string(5000, 'z')} : std::vector<std::string>{};
+    scattered[c.rank()] = c.scatter(parts, 1, "positions");
     c.barrier("end");
   });
   for (int r = 0; r < 3; ++r) {
@@ -92,6 +97,7 @@ TEST(ThreadCommunicator, AllGatherBroadcastGatherAndBarrier) {
     EXPECT_EQ(broadcast_text[r], std::string(1000, 'x'));
   }
   EXPECT_EQ(gathered_bytes[0], (std::vector<std::string>{"", "b", "cc"}));
+  EXPECT_EQ(scattered, (std::vector<std::string>{"zero", "", std::string(5000, 'z')}));
   EXPECT_TRUE(gathered_bytes[1].empty());
 }
 

@@ -6,7 +6,8 @@
 // dh = where(h > 0, dy, 0). Since relu(h) > 0 exactly where h > 0, the same function reads the layer's
 // output y instead, so the rewrite is: the layer's output becomes the relu's, its `activation` attribute
 // says relu, the relu node goes, and the backward expr reads y. Only when h has no other reader (else h
-// must exist) and the backward expr is the relu's own (comparisons and selects only).
+// must exist) and the backward expr is the relu's own (comparisons and selects only). A forward-only
+// graph (the inference graph of a served model) has no backward expr: the relu alone reads h.
 #include "compiler/train/passes/step_passes.h"
 
 namespace pipec {
@@ -48,13 +49,16 @@ int fuse_activation(ModelGraph& g) {
     if (layer.op != ModelOp::Conv2d && layer.op != ModelOp::Conv2dTranspose && layer.op != ModelOp::Dense) continue;
     if (fused_activation(layer.attrs)) continue;
     const int h = layer.outputs[0];
-    if (h == g.output || readers[h].size() != 2) continue;
+    // h's readers: the relu and its VJP in a training step; the relu alone in a forward-only graph
+    // (the inference graph a model library serves).
+    const bool forward_only = readers[h].size() == 1;
+    if (h == g.output || (readers[h].size() != 2 && !forward_only)) continue;
     int relu = -1, vjp = -1;
     for (int r : readers[h]) {
       if (single_relu(g.nodes[r])) relu = r;
       else if (relu_vjp(g.nodes[r], h)) vjp = r;
     }
-    if (relu < 0 || vjp < 0 || g.nodes[vjp].layer != g.nodes[relu].layer) continue;
+    if (relu < 0 || (!forward_only && (vjp < 0 || g.nodes[vjp].layer != g.nodes[relu].layer))) continue;
     const int y = g.nodes[relu].outputs[0];
     layer.outputs[0] = y;
     std::visit(
@@ -62,7 +66,7 @@ int fuse_activation(ModelGraph& g) {
           if constexpr (requires { a.activation; }) a.activation = Activation::Relu;
         },
         layer.attrs);
-    g.nodes[vjp].inputs[0] = y;
+    if (vjp >= 0) g.nodes[vjp].inputs[0] = y;
     removed[relu] = true;
     ++rewrites;
   }

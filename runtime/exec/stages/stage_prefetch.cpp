@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/footprint.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
@@ -34,7 +35,7 @@ class Prefetch : public ChunkIterator {
   Prefetch(RunContext& ctx, int stage, IteratorPtr input) : ChunkIterator(ctx, stage), input_(std::move(input)) {
     const Value* n = spec().arg("size");
     const bool fixed = n && n->kind == Value::Int;
-    const int64_t initial = fixed ? n->i : std::max(4, ctx.threads * 2);
+    const int64_t initial = fixed ? n->i : prefetch_starting_depth(ctx.threads);
     knob_ = fixed ? auto_knob(ctx, stage, KnobKind::PrefetchDepth, initial, initial, initial)
                   : auto_knob(ctx, stage, KnobKind::PrefetchDepth, initial, 1, std::max<int64_t>(64, initial));
     depth_ = initial;

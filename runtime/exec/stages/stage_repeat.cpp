@@ -1,5 +1,6 @@
 // repeat(count): re-creates its input for each epoch (count times, or forever). The epoch number is
-// part of every random key below, so each pass reshuffles and re-draws.
+// part of every random key below, so each pass reshuffles and re-draws. The outermost repeat of a run
+// started at a later pass (RunOptions::first_pass) begins there, its input built for that pass.
 #include "runtime/exec/stage_factories.h"
 
 namespace pipec {
@@ -11,6 +12,7 @@ class Repeat : public ChunkIterator {
   Repeat(RunContext& ctx, int stage, int64_t outer_epoch) : ChunkIterator(ctx, stage), outer_epoch_(outer_epoch) {
     const Value* c = spec().arg("count");
     count_ = c ? c->i : -1;
+    if (stage == ctx.first_pass_stage && outer_epoch == 0) epoch_ = ctx.first_pass;
   }
 
   void save(StateWriter& w) const override {

@@ -40,6 +40,8 @@ class Shuffle : public ChunkIterator {
       const Value* c = s.arg("count");
       count_ = c ? c->i : -1;
       outer_epoch_ = epoch;
+      // The outermost repeat of a run started at a later pass (RunOptions::first_pass) begins there.
+      if (stage == ctx.first_pass_stage && epoch == 0) pass_ = ctx.first_pass;
     }
     start_epoch(repeats_ ? input_epoch() : epoch);
     if (repeats_) input_ = build_iterator(ctx_, spec().inputs.at(0), epoch_);
@@ -93,7 +95,7 @@ class Shuffle : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
-    if (repeats_ && count_ == 0) return false;
+    if (repeats_ && count_ >= 0 && pass_ >= count_) return false;
     fill();
     for (int empty_passes = 0; live_ == 0;) {
       // Drained. repeat(): the next epoch, unless that was the last or the input yields nothing (an

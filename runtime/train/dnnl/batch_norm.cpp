@@ -35,14 +35,16 @@ BatchNormOp::BatchNormOp(CpuKernels& kernels, const BatchNormDesc& d) : desc_(d)
     const dnnl::engine& e = ctx.engine();
     auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
     batch_normalization_forward::primitive_desc train(
-        batch_normalization_forward::desc(prop_kind::forward_training, data, d.epsilon, flags), e);
+        batch_normalization_forward::desc(prop_kind::forward_training, data, d.epsilon, flags), user_scratchpad_attr(),
+        e);
     batch_normalization_forward::primitive_desc infer(
         batch_normalization_forward::desc(prop_kind::forward_inference, data, d.epsilon,
                                           flags | normalization_flags::use_global_stats),
-        e);
+        user_scratchpad_attr(), e);
     // The backward is made with the training forward as its hint.
     batch_normalization_backward::primitive_desc bwd(
-        batch_normalization_backward::desc(prop_kind::backward, data, data, d.epsilon, flags), e, train);
+        batch_normalization_backward::desc(prop_kind::backward, data, data, d.epsilon, flags), user_scratchpad_attr(),
+        e, train);
     return make_forward_backward<batch_normalization_forward, batch_normalization_backward>(infer, bwd);
   });
   state_->layer =
@@ -93,6 +95,8 @@ std::vector<float> BatchNormOp::batch_variance() const {
   const float* p = state_->layer->own_variance();
   return std::vector<float>(p, p + desc_.channels);
 }
+
+KernelMemory BatchNormOp::owned_memory() const { return state_->layer->owned_memory(); }
 
 std::string BatchNormOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
 std::string BatchNormOp::implementation_backward() const { return state_->layer->primitives().impl_backward; }

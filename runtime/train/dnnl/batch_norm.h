@@ -47,6 +47,8 @@ class BatchNormOp {
 
   std::string implementation_forward() const;
   std::string implementation_backward() const;
+  /// What this op owns: its statistics.
+  KernelMemory owned_memory() const;
 
   struct State;
 

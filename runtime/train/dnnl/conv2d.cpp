@@ -84,9 +84,11 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
       // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
       // forward's blocked weights on backward-data selects oneDNN's reference kernel.
       convolution_backward_data::primitive_desc bd(
-          convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), e, fwd);
+          convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), user_scratchpad_attr(), e,
+          fwd);
       convolution_backward_weights::primitive_desc bw(
-          convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), e, fwd);
+          convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), user_scratchpad_attr(),
+          e, fwd);
       return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
                                                                                                          d.bias);
     };
@@ -122,6 +124,12 @@ void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* 
   st.reached.take(x, st.x.data());
   st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
   if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
+}
+
+KernelMemory Conv2dOp::owned_memory() const {
+  KernelMemory m = state_->layer->owned_memory();
+  m.activations += static_cast<int64_t>((state_->x.size() + state_->dx.size()) * sizeof(float));
+  return m;
 }
 
 std::string Conv2dOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }

@@ -54,6 +54,9 @@ class Conv2dOp {
   /// True when the primitives multiply by Winograd's F(4x4, 3x3) (ConvAlgorithm::Auto on a shape oneDNN
   /// has it for).
   bool winograd() const { return implementation_forward().find("wino") != std::string::npos; }
+  /// The buffers this op owns (reordered weights and activations, copies of a reached region); the
+  /// scratchpad and staging it shares are its CpuKernels' (shared_memory()).
+  KernelMemory owned_memory() const;
 
   struct State;
 

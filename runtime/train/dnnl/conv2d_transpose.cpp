@@ -70,12 +70,12 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
                                              strides, dilates, pad_l, pad_r);
     deconvolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
     deconvolution_backward_data::primitive_desc bd(
-        deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r), e,
-        fwd);
+        deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r),
+        user_scratchpad_attr(), e, fwd);
     deconvolution_backward_weights::primitive_desc bw(
         deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l,
                                              pad_r),
-        e, fwd);
+        user_scratchpad_attr(), e, fwd);
     return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(
         fwd, bd, bw, d.bias);
   });
@@ -105,6 +105,12 @@ void Conv2dTransposeOp::backward(const float* x, const float* w, const float* dy
   std::vector<double> outside(static_cast<size_t>(desc_.filters), 0.0);
   st.reached.add_outside(dy, outside);
   for (int64_t c = 0; c < desc_.filters; ++c) db[c] = static_cast<float>(db[c] + outside[static_cast<size_t>(c)]);
+}
+
+KernelMemory Conv2dTransposeOp::owned_memory() const {
+  KernelMemory m = state_->layer->owned_memory();
+  m.activations += static_cast<int64_t>((state_->y.size() + state_->dy.size()) * sizeof(float));
+  return m;
 }
 
 std::string Conv2dTransposeOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }

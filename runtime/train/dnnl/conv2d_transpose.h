@@ -41,6 +41,9 @@ class Conv2dTransposeOp {
   std::string implementation_forward() const;
   std::string implementation_backward_data() const;
   std::string implementation_backward_weights() const;
+  /// The buffers this op owns (reordered weights and activations, copies of a reached region); the
+  /// scratchpad and staging it shares are its CpuKernels' (shared_memory()).
+  KernelMemory owned_memory() const;
 
   struct State;
 

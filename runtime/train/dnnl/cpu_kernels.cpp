@@ -20,6 +20,13 @@ size_t CpuKernels::cached_primitive_sets() const {
   return impl_->cache.size();
 }
 
+KernelMemory CpuKernels::shared_memory() const {
+  KernelMemory m;
+  m.scratchpad = static_cast<int64_t>(impl_->scratchpad.bytes());
+  m.staging = static_cast<int64_t>(impl_->staging.planned_bytes());
+  return m;
+}
+
 std::string CpuKernels::isa() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41: return "sse41";

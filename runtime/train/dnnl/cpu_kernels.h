@@ -42,6 +42,25 @@ struct CpuKernelOptions {
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
 };
 
+/// Memory the kernels hold of their own, beside the caller's buffers: what a training step's memory
+/// plan adds to its values. Each op reports its part (its `owned_memory()`), CpuKernels the parts its ops
+/// share (shared_memory()). Bytes a primitive's layout pads (channels rounded up to a block) count.
+struct KernelMemory {
+  int64_t scratchpad = 0;   // oneDNN's scratchpad: one buffer for every primitive, the largest need
+  int64_t staging = 0;      // the two shared buffers activations are reordered through for one call
+  int64_t weights = 0;      // weights and weight gradients reordered to a primitive's layout, per layer
+  int64_t activations = 0;  // activations a layer keeps in a primitive's layout (a Winograd forward's x,
+                            // reused by backward-weights) and copies of the part a strided window reaches
+  int64_t workspaces = 0;   // what a forward keeps for its backward (max pooling's positions), statistics
+
+  int64_t total() const { return scratchpad + staging + weights + activations + workspaces; }
+  KernelMemory& operator+=(const KernelMemory& o) {
+    scratchpad += o.scratchpad, staging += o.staging, weights += o.weights;
+    activations += o.activations, workspaces += o.workspaces;
+    return *this;
+  }
+};
+
 /// Runs body(begin, end) over [0, rows) cut into `threads` contiguous parts, in parallel on the OpenMP
 /// threads oneDNN's kernels use (so the training step's own loops share them instead of adding
 /// threads); one call on the calling thread when threads <= 1 or rows < 2.
@@ -72,6 +91,9 @@ class CpuKernels {
 
   /// Number of distinct primitive sets created (ops with equal shapes and attributes share one).
   size_t cached_primitive_sets() const;
+  /// What the ops made so far share: the scratchpad and the staging buffers, at the size they have
+  /// once every op has run (known when the ops are made, before any call).
+  KernelMemory shared_memory() const;
 
   /// The CPU instruction set oneDNN dispatches to ("avx2", "avx512_core", ...) and its version.
   static std::string isa();

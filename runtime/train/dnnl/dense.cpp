@@ -32,8 +32,10 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
     memory::desc b = d.bias ? f32_desc({d.out}, memory::format_tag::x) : memory::desc();
     inner_product_forward::primitive_desc fwd(inner_product_forward::desc(prop_kind::forward_training, x, w, b, y),
                                               activation_attr(d.activation), e);
-    inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), e, fwd);
-    inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y), e, fwd);
+    inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), user_scratchpad_attr(),
+                                                   e, fwd);
+    inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y),
+                                                      user_scratchpad_attr(), e, fwd);
     return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(
         fwd, bd, bw, d.bias);
   });
@@ -51,6 +53,8 @@ void DenseOp::forward(const float* x, const float* w, const float* b, float* y) 
 void DenseOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   state_->layer->backward(x, w, dy, dx, dw, db);
 }
+
+KernelMemory DenseOp::owned_memory() const { return state_->layer->owned_memory(); }
 
 std::string DenseOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
 std::string DenseOp::implementation_backward_data() const { return state_->layer->primitives().impl_backward_data; }

@@ -33,6 +33,9 @@ class DenseOp {
   std::string implementation_forward() const;
   std::string implementation_backward_data() const;
   std::string implementation_backward_weights() const;
+  /// The buffers this op owns (reordered weights and activations, copies of a reached region); the
+  /// scratchpad and staging it shares are its CpuKernels' (shared_memory()).
+  KernelMemory owned_memory() const;
 
   struct State;
 

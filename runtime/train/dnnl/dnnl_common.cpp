@@ -61,8 +61,18 @@ void OpContext::run(const dnnl::primitive& primitive, std::initializer_list<Prim
       if (a.bind) a.mem->set_data_handle(a.data);
       bound.emplace(a.arg, *a.mem);
     }
+    // oneDNN ignores a scratchpad given to a primitive that needs none.
+    if (const memory& scratch = scratchpad()) bound.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     primitive.execute(s, bound);
   });
+}
+
+const memory& OpContext::scratchpad() const { return kernels_->impl().scratchpad.get(engine()); }
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
 }
 
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
@@ -93,7 +103,7 @@ dnnl::algorithm eltwise_algorithm(ActivationKind kind, bool from_output) {
 }
 
 dnnl::primitive_attr activation_attr(const Activation& a) {
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
   if (a.kind != ActivationKind::None) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f, eltwise_algorithm(a.kind, false), a.alpha, 0.0f);
@@ -114,17 +124,43 @@ void* SharedStaging::get(int slot, size_t bytes) {
   return b.data.get();
 }
 
-void Staged::init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine, SharedStaging* shared,
-                  int slot) {
+void SharedStaging::plan(int slot, size_t bytes) { slots_[slot].planned = std::max(slots_[slot].planned, bytes); }
+
+size_t SharedStaging::planned_bytes() const {
+  size_t total = 0;
+  for (const Buffer& b : slots_) total += std::max(b.planned, b.bytes);
+  return total;
+}
+
+void SharedScratchpad::need(size_t bytes) { need_ = std::max(need_, bytes); }
+
+const dnnl::memory& SharedScratchpad::get(const dnnl::engine& engine) {
+  if (need_ > 0 && (!memory_ || memory_.get_desc().get_size() < need_)) {
+    memory_ = dnnl::memory();  // the old buffer first: the peak is the new size, not both
+    memory_ = dnnl::memory(
+        memory::desc({static_cast<memory::dim>(need_)}, memory::data_type::u8, memory::format_tag::a), engine);
+  }
+  return memory_;
+}
+
+void Staged::init(const memory::desc& user, const memory::desc& prim, CpuKernels::Impl& kernels, bool shared, int slot,
+                  bool plan_shared) {
+  kernels_ = &kernels;
   reorders_ = user != prim;
-  user_ = memory(user, engine, DNNL_MEMORY_NONE);
-  shared_ = reorders_ ? shared : nullptr;
+  user_ = memory(user, kernels.engine, DNNL_MEMORY_NONE);
+  shared_ = reorders_ && shared ? &kernels.staging : nullptr;
   slot_ = slot;
   if (reorders_) {
     // Owned, in the primitive's layout; or a view that prim_memory() points at the shared slot.
-    prim_ = shared_ ? memory(prim, engine, DNNL_MEMORY_NONE) : memory(prim, engine);
-    to_prim_ = dnnl::reorder(user_, prim_);
-    to_user_ = dnnl::reorder(prim_, user_);
+    prim_ = shared_ ? memory(prim, kernels.engine, DNNL_MEMORY_NONE) : memory(prim, kernels.engine);
+    if (shared_ && plan_shared) shared_->plan(slot_, prim.get_size());
+    const dnnl::primitive_attr attr = user_scratchpad_attr();
+    dnnl::reorder::primitive_desc to_prim(kernels.engine, user, kernels.engine, prim, attr);
+    dnnl::reorder::primitive_desc to_user(kernels.engine, prim, kernels.engine, user, attr);
+    kernels.scratchpad.need(to_prim.scratchpad_desc().get_size());
+    kernels.scratchpad.need(to_user.scratchpad_desc().get_size());
+    to_prim_ = dnnl::reorder(to_prim);
+    to_user_ = dnnl::reorder(to_user);
   }
   cached_ptr_ = nullptr;
   cached_generation_ = 0;
@@ -135,11 +171,17 @@ memory Staged::prim_memory() {
   return prim_;
 }
 
+void Staged::reorder(const dnnl::reorder& r, const memory& from, const memory& to, dnnl::stream& s) {
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  if (const memory& scratch = kernels_->scratchpad.get(kernels_->engine)) args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+  r.execute(s, args);
+}
+
 memory Staged::input(const float* data, dnnl::stream& s) {
   user_.set_data_handle(const_cast<float*>(data));
   if (!reorders_) return user_;
   memory prim = prim_memory();
-  to_prim_.execute(s, user_, prim);
+  reorder(to_prim_, user_, prim, s);
   cached_ptr_ = nullptr;  // the buffer no longer holds a cached weight
   return prim;
 }
@@ -161,7 +203,7 @@ memory Staged::output(float* data) {
 void Staged::output_done(float* data, dnnl::stream& s) {
   if (!reorders_) return;
   user_.set_data_handle(data);
-  to_user_.execute(s, prim_, user_);
+  reorder(to_user_, prim_, user_, s);
 }
 
 std::string dims_text(const Dims& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }

@@ -4,6 +4,7 @@
 // header of the project that includes dnnl.hpp.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,18 +29,47 @@ class SharedStaging {
  public:
   static constexpr int kSlots = 2;
   void* get(int slot, size_t bytes);
+  /// Records that an op will ask `slot` for `bytes` (when its buffers are made, before any call), so
+  /// the memory plan knows each slot's size before the first step.
+  void plan(int slot, size_t bytes);
+  /// The two slots' sizes as planned: what they will have grown to after every op's first call.
+  size_t planned_bytes() const;
+  /// The two slots' sizes as allocated so far.
+  size_t allocated_bytes() const { return slots_[0].bytes + slots_[1].bytes; }
 
  private:
   struct Buffer {
     std::unique_ptr<void, void (*)(void*)> data{nullptr, +[](void*) {}};
     size_t bytes = 0;
+    size_t planned = 0;
   };
   Buffer slots_[kSlots];
+};
+
+/// oneDNN's scratchpads (what a primitive needs during one call only: per-thread copies of a reduction,
+/// im2col columns, Winograd's transformed tiles) in one buffer for every primitive of one CpuKernels.
+/// The primitives are made in oneDNN's user scratchpad mode (user_scratchpad_attr) and each call is
+/// handed this buffer, grown to the largest any of them asked for. In library mode oneDNN 2.6 keeps a
+/// scratchpad per primitive for the primitive's life or one per thread, by implementation: one shared
+/// buffer is less memory than the first and a size the memory plan knows in either case.
+class SharedScratchpad {
+ public:
+  /// Records a primitive's need (its descriptor's scratchpad_desc()), when it is made.
+  void need(size_t bytes);
+  size_t bytes() const { return need_; }
+  /// A memory holding the buffer (allocated here the first time after it grew); an empty memory when no
+  /// primitive needs one.
+  const dnnl::memory& get(const dnnl::engine& engine);
+
+ private:
+  size_t need_ = 0;
+  dnnl::memory memory_;
 };
 
 struct CpuKernels::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   SharedStaging staging;
+  SharedScratchpad scratchpad;
   dnnl::stream stream{engine};
   std::mutex mutex;
   // Primitive sets by key (op kind, shapes, attributes, threads): equal layers share one.
@@ -98,6 +128,7 @@ struct ForwardBackward {
   dnnl::primitive forward, backward;
   memory::desc workspace;  // what the forward leaves for the backward (max pooling); empty when nothing
   std::string impl_forward, impl_backward;
+  size_t scratchpad = 0;  // the most bytes of scratchpad either needs (SharedScratchpad)
 };
 
 /// Makes the pair from oneDNN primitive descriptors of one family.
@@ -110,6 +141,7 @@ std::shared_ptr<ForwardBackward> make_forward_backward(const typename Fwd::primi
   p->workspace = fwd.workspace_desc();
   p->impl_forward = fwd.impl_info_str();
   p->impl_backward = bwd.impl_info_str();
+  p->scratchpad = std::max(fwd.scratchpad_desc().get_size(), bwd.scratchpad_desc().get_size());
   return p;
 }
 
@@ -152,14 +184,20 @@ class OpContext {
       s.wait();
     });
   }
-  /// The common call: binds each argument's buffer, executes `primitive` and waits.
+  /// The common call: binds each argument's buffer, executes `primitive` with the kernels' scratchpad
+  /// and waits.
   void run(const dnnl::primitive& primitive, std::initializer_list<PrimitiveArg> args) const;
+  /// The kernels' shared scratchpad, for a call made with call() (its DNNL_ARG_SCRATCHPAD).
+  const memory& scratchpad() const;
 
  private:
   CpuKernels* kernels_;
   int threads_;
   std::string what_;
 };
+
+/// Attributes every primitive is made with: oneDNN's user scratchpad mode (SharedScratchpad).
+dnnl::primitive_attr user_scratchpad_attr();
 
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag);
 memory::desc f32_strided(const Dims& dims, const Dims& strides);
@@ -168,6 +206,7 @@ memory::desc f32_strided(const Dims& dims, const Dims& strides);
 memory::format_tag activation_tag(const CpuKernels& k, int rank);
 
 dnnl::algorithm eltwise_algorithm(ActivationKind kind, bool from_output);
+/// user_scratchpad_attr() with `a` fused as a post-op.
 dnnl::primitive_attr activation_attr(const Activation& a);
 
 /// One tensor the caller holds in its layout (`user`) and a primitive reads or writes in its own
@@ -177,9 +216,14 @@ class Staged {
  public:
   /// With `shared`, the buffer in the primitive's layout is that slot of the shared staging (valid for
   /// one call: inputs and outputs of activations); without, it is owned (weights, kept between calls).
-  void init(const memory::desc& user, const memory::desc& prim, const dnnl::engine& engine,
-            SharedStaging* shared = nullptr, int slot = 0);
+  /// The reorders are made in user scratchpad mode and run with `kernels`' scratchpad. With `shared`,
+  /// the slot's size is planned now (SharedStaging::plan) unless `plan_shared` is false (a buffer the op
+  /// will not use: the caller knows).
+  void init(const memory::desc& user, const memory::desc& prim, CpuKernels::Impl& kernels, bool shared = false,
+            int slot = 0, bool plan_shared = true);
   bool reorders() const { return reorders_; }
+  /// Bytes of the buffer in the primitive's layout this owns (0 when in place or shared).
+  size_t owned_bytes() const { return reorders_ && !shared_ ? prim_.get_desc().get_size() : 0; }
 
   /// Memory holding `data` in the primitive's layout (reordered now unless in place).
   memory input(const float* data, dnnl::stream& s);
@@ -194,7 +238,9 @@ class Staged {
 
  private:
   memory prim_memory();  // prim_, pointed at its shared slot when it has one
+  void reorder(const dnnl::reorder& r, const memory& from, const memory& to, dnnl::stream& s);
 
+  CpuKernels::Impl* kernels_ = nullptr;
   memory user_, prim_;
   dnnl::reorder to_prim_, to_user_;
   bool reorders_ = false;

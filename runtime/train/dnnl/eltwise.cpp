@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/train/dnnl/dnnl_common.h"
 
 namespace pipec::train {
@@ -13,6 +15,7 @@ struct EltwisePrimitives {
   dnnl::eltwise_backward from_input, from_output;
   bool has_from_output = false;
   std::string impl_forward;
+  size_t scratchpad = 0;  // the most bytes of scratchpad one of them needs
 };
 
 }  // namespace
@@ -40,18 +43,23 @@ EltwiseOp::EltwiseOp(CpuKernels& kernels, const EltwiseDesc& d) : desc_(d) {
     const float alpha = d.activation.alpha;
     auto p = std::make_shared<EltwisePrimitives>();
     algorithm alg = eltwise_algorithm(d.activation.kind, false);
-    eltwise_forward::primitive_desc fwd(eltwise_forward::desc(prop_kind::forward_training, alg, data, alpha, 0.f), e);
+    eltwise_forward::primitive_desc fwd(eltwise_forward::desc(prop_kind::forward_training, alg, data, alpha, 0.f),
+                                        user_scratchpad_attr(), e);
+    eltwise_backward::primitive_desc from_input(eltwise_backward::desc(alg, data, data, alpha, 0.f),
+                                                user_scratchpad_attr(), e, fwd);
     p->forward = eltwise_forward(fwd);
-    p->from_input =
-        eltwise_backward(eltwise_backward::primitive_desc(eltwise_backward::desc(alg, data, data, alpha, 0.f), e, fwd));
+    p->from_input = eltwise_backward(from_input);
     p->impl_forward = fwd.impl_info_str();
+    p->scratchpad = std::max(fwd.scratchpad_desc().get_size(), from_input.scratchpad_desc().get_size());
     if (d.activation.derivative_from_output()) {
       // The hint must be a forward of the same (use_dst_for_bwd) algorithm.
       algorithm dst_alg = eltwise_algorithm(d.activation.kind, true);
       eltwise_forward::primitive_desc hint(
           eltwise_forward::desc(prop_kind::forward_training, dst_alg, data, alpha, 0.f), e);
-      p->from_output = eltwise_backward(
-          eltwise_backward::primitive_desc(eltwise_backward::desc(dst_alg, data, data, alpha, 0.f), e, hint));
+      eltwise_backward::primitive_desc from_output(eltwise_backward::desc(dst_alg, data, data, alpha, 0.f),
+                                                   user_scratchpad_attr(), e, hint);
+      p->from_output = eltwise_backward(from_output);
+      p->scratchpad = std::max(p->scratchpad, from_output.scratchpad_desc().get_size());
       p->has_from_output = true;
     }
     return p;
@@ -59,6 +67,7 @@ EltwiseOp::EltwiseOp(CpuKernels& kernels, const EltwiseDesc& d) : desc_(d) {
   st.ctx.prepare([&] {
     for (memory* m : {&st.a, &st.b, &st.c}) *m = st.ctx.caller_memory(data);
   });
+  kernels.impl().scratchpad.need(st.prims->scratchpad);
 }
 
 EltwiseOp::~EltwiseOp() = default;

@@ -30,9 +30,11 @@ LayerNormOp::LayerNormOp(CpuKernels& kernels, const LayerNormDesc& d) : desc_(d)
     const dnnl::engine& e = ctx.engine();
     auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
     layer_normalization_forward::primitive_desc fwd(
-        layer_normalization_forward::desc(prop_kind::forward_training, data, stats, d.epsilon, flags), e);
+        layer_normalization_forward::desc(prop_kind::forward_training, data, stats, d.epsilon, flags),
+        user_scratchpad_attr(), e);
     layer_normalization_backward::primitive_desc bwd(
-        layer_normalization_backward::desc(prop_kind::backward, data, data, stats, d.epsilon, flags), e, fwd);
+        layer_normalization_backward::desc(prop_kind::backward, data, data, stats, d.epsilon, flags),
+        user_scratchpad_attr(), e, fwd);
     return make_forward_backward<layer_normalization_forward, layer_normalization_backward>(fwd, bwd);
   });
   state_->layer =
@@ -64,6 +66,8 @@ void LayerNormOp::backward(const float* x, const float* gamma, const float* dy, 
     fail(state_->layer->context().what(), "backward needs the mean and variance");
   state_->layer->backward(x, gamma, dy, dx, dgamma, dbeta, mean, variance);
 }
+
+KernelMemory LayerNormOp::owned_memory() const { return state_->layer->owned_memory(); }
 
 std::string LayerNormOp::implementation_forward() const { return state_->layer->primitives().impl_forward; }
 std::string LayerNormOp::implementation_backward() const { return state_->layer->primitives().impl_backward; }

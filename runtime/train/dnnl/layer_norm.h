@@ -36,6 +36,8 @@ class LayerNormOp {
 
   std::string implementation_forward() const;
   std::string implementation_backward() const;
+  /// What this op owns: its statistics.
+  KernelMemory owned_memory() const;
 
   struct State;
 

@@ -17,6 +17,14 @@ NormalizationLayer::NormalizationLayer(OpContext ctx, std::shared_ptr<ForwardBac
     float* shift = static_cast<float*>(unused_shift_.get_data_handle());
     std::fill_n(shift, layouts.parameters.get_size() / sizeof(float), 0.0f);
   });
+  ctx_.kernels().impl().scratchpad.need(prims_->scratchpad);
+}
+
+KernelMemory NormalizationLayer::owned_memory() const {
+  KernelMemory m;
+  m.workspaces = static_cast<int64_t>(own_mean_.get_desc().get_size() + own_variance_.get_desc().get_size() +
+                                      unused_shift_.get_desc().get_size());
+  return m;
 }
 
 namespace {

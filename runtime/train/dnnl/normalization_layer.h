@@ -37,6 +37,8 @@ class NormalizationLayer {
   float* own_variance() const { return static_cast<float*>(own_variance_.get_data_handle()); }
   const OpContext& context() const { return ctx_; }
   const ForwardBackward& primitives() const { return *prims_; }
+  /// Its own statistics and shift.
+  KernelMemory owned_memory() const;
 
  private:
   OpContext ctx_;

@@ -44,8 +44,10 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d) {
     const Dims strides{d.stride_h, d.stride_w}, kernel{d.size_h, d.size_w};
     const Dims pad_l{rows_.pad_before, cols_.pad_before}, pad_r{rows_.pad_after, cols_.pad_after};
     pooling_forward::primitive_desc fwd(
-        pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r), e);
-    pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r), e, fwd);
+        pooling_forward::desc(prop_kind::forward_training, alg, x, y, strides, kernel, pad_l, pad_r),
+        user_scratchpad_attr(), e);
+    pooling_backward::primitive_desc bwd(pooling_backward::desc(alg, x, y, strides, kernel, pad_l, pad_r),
+                                         user_scratchpad_attr(), e, fwd);
     return make_forward_backward<pooling_forward, pooling_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
@@ -53,6 +55,7 @@ Pool2dOp::Pool2dOp(CpuKernels& kernels, const Pool2dDesc& d) : desc_(d) {
     st.y = st.ctx.caller_memory(y);
     if (st.prims->workspace.get_size() > 0) st.workspace = memory(st.prims->workspace, st.ctx.engine());
   });
+  kernels.impl().scratchpad.need(st.prims->scratchpad);
 }
 
 Pool2dOp::~Pool2dOp() = default;
@@ -67,6 +70,12 @@ void Pool2dOp::backward(const float* dy, float* dx) {
   State& st = *state_;
   st.ctx.run(st.prims->backward,
              {{DNNL_ARG_DIFF_DST, st.y, dy}, {DNNL_ARG_DIFF_SRC, st.x, dx}, {DNNL_ARG_WORKSPACE, st.workspace}});
+}
+
+KernelMemory Pool2dOp::owned_memory() const {
+  KernelMemory m;
+  if (state_->workspace) m.workspaces = static_cast<int64_t>(state_->workspace.get_desc().get_size());
+  return m;
 }
 
 std::string Pool2dOp::implementation_forward() const { return state_->prims->impl_forward; }

@@ -41,6 +41,8 @@ class Pool2dOp {
 
   std::string implementation_forward() const;
   std::string implementation_backward() const;
+  /// What this op owns: max pooling's workspace.
+  KernelMemory owned_memory() const;
 
   struct State;
 

@@ -26,13 +26,15 @@ SoftmaxOp::SoftmaxOp(CpuKernels& kernels, const SoftmaxDesc& d) : desc_(d) {
   st.prims = st.ctx.primitives<ForwardBackward>(what, [&] {
     using namespace dnnl;
     const dnnl::engine& e = st.ctx.engine();
-    softmax_forward::primitive_desc fwd(softmax_forward::desc(prop_kind::forward_training, data, 1), e);
-    softmax_backward::primitive_desc bwd(softmax_backward::desc(data, data, 1), e, fwd);
+    softmax_forward::primitive_desc fwd(softmax_forward::desc(prop_kind::forward_training, data, 1),
+                                        user_scratchpad_attr(), e);
+    softmax_backward::primitive_desc bwd(softmax_backward::desc(data, data, 1), user_scratchpad_attr(), e, fwd);
     return make_forward_backward<softmax_forward, softmax_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
     for (memory* m : {&st.x, &st.y, &st.dy, &st.dx}) *m = st.ctx.caller_memory(data);
   });
+  kernels.impl().scratchpad.need(st.prims->scratchpad);
 }
 
 SoftmaxOp::~SoftmaxOp() = default;

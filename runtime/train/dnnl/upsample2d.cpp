@@ -35,14 +35,16 @@ Upsample2dOp::Upsample2dOp(CpuKernels& kernels, const Upsample2dDesc& d) : desc_
     using namespace dnnl;
     const dnnl::engine& e = st.ctx.engine();
     const algorithm alg = d.bilinear ? algorithm::resampling_linear : algorithm::resampling_nearest;
-    resampling_forward::primitive_desc fwd(resampling_forward::desc(prop_kind::forward_training, alg, x, y), e);
-    resampling_backward::primitive_desc bwd(resampling_backward::desc(alg, x, y), e, fwd);
+    resampling_forward::primitive_desc fwd(resampling_forward::desc(prop_kind::forward_training, alg, x, y),
+                                           user_scratchpad_attr(), e);
+    resampling_backward::primitive_desc bwd(resampling_backward::desc(alg, x, y), user_scratchpad_attr(), e, fwd);
     return make_forward_backward<resampling_forward, resampling_backward>(fwd, bwd);
   });
   st.ctx.prepare([&] {
     st.x = st.ctx.caller_memory(x);
     st.y = st.ctx.caller_memory(y);
   });
+  kernels.impl().scratchpad.need(st.prims->scratchpad);
 }
 
 Upsample2dOp::~Upsample2dOp() = default;

@@ -5,27 +5,41 @@ namespace pipec::train {
 WeightedLayer::WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
                              int64_t bias_size)
     : ctx_(std::move(ctx)), prims_(std::move(prims)) {
-  const dnnl::engine& e = ctx_.engine();
+  CpuKernels::Impl& k = ctx_.kernels().impl();
   const WeightedPrimitives& p = *prims_;
   memory::desc bias = f32_desc({bias_size}, memory::format_tag::x);
   // Activations in a primitive's own layout (Winograd's blocked ones) are staged in the kernels' two
   // shared buffers, except the forward's x, which the backward-weights call reuses when it wants the same
   // layout (one reorder fewer per step, for one x-sized buffer per layer). In backward(), dy stays in
   // slot 1 for both backward calls; dx is written back before x takes slot 0.
-  SharedStaging* shared = &ctx_.kernels().impl().staging;
+  // The shared slots' sizes are planned for the buffers backward() will use: x_bw_ and dy_bw_ not when
+  // the forward's x and backward-data's dy serve (a layer without dx reorders dy into dy_bw_ instead,
+  // the same size).
   ctx_.prepare([&] {
-    x_fwd_.init(user.x, p.fwd_src, e);
-    w_fwd_.init(user.w, p.fwd_weights, e);
-    if (p.bias) b_fwd_.init(bias, p.fwd_bias, e);
-    y_fwd_.init(user.y, p.fwd_dst, e, shared, 0);
-    dy_bd_.init(user.y, p.bd_diff_dst, e, shared, 1);
-    w_bd_.init(user.w, p.bd_weights, e);
-    dx_bd_.init(user.x, p.bd_diff_src, e, shared, 0);
-    x_bw_.init(user.x, p.bw_src, e, shared, 0);
-    dy_bw_.init(user.y, p.bw_diff_dst, e, shared, 1);
-    dw_bw_.init(user.w, p.bw_diff_weights, e);
-    if (p.bias) db_bw_.init(bias, p.bw_diff_bias, e);
+    x_fwd_.init(user.x, p.fwd_src, k);
+    w_fwd_.init(user.w, p.fwd_weights, k);
+    if (p.bias) b_fwd_.init(bias, p.fwd_bias, k);
+    y_fwd_.init(user.y, p.fwd_dst, k, true, 0);
+    dy_bd_.init(user.y, p.bd_diff_dst, k, true, 1);
+    w_bd_.init(user.w, p.bd_weights, k);
+    dx_bd_.init(user.x, p.bd_diff_src, k, true, 0);
+    x_bw_.init(user.x, p.bw_src, k, true, 0, !(x_fwd_.reorders() && p.fwd_src == p.bw_src));
+    dy_bw_.init(user.y, p.bw_diff_dst, k, true, 1, !(dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst));
+    dw_bw_.init(user.w, p.bw_diff_weights, k);
+    if (p.bias) db_bw_.init(bias, p.bw_diff_bias, k);
   });
+  k.scratchpad.need(p.scratchpad);
+}
+
+KernelMemory WeightedLayer::owned_memory() const {
+  const WeightedPrimitives& p = *prims_;
+  KernelMemory m;
+  // Backward-data reads the forward's reordered weights when it wants their layout (w_bd_ stays unused).
+  const size_t w_bd = p.bd_weights == p.fwd_weights ? 0 : w_bd_.owned_bytes();
+  m.weights = static_cast<int64_t>(w_fwd_.owned_bytes() + w_bd + dw_bw_.owned_bytes() + b_fwd_.owned_bytes() +
+                                   db_bw_.owned_bytes());
+  m.activations = static_cast<int64_t>(x_fwd_.owned_bytes());
+  return m;
 }
 
 void WeightedLayer::forward(const float* x, const float* w, const float* b, float* y) {
@@ -37,6 +51,7 @@ void WeightedLayer::forward(const float* x, const float* w, const float* b, floa
         {DNNL_ARG_DST, y_fwd_.output(y)},
     };
     if (prims_->bias) args[DNNL_ARG_BIAS] = b_fwd_.input(b, s);
+    if (const memory& scratch = ctx_.scratchpad()) args[DNNL_ARG_SCRATCHPAD] = scratch;
     prims_->forward.execute(s, args);
     y_fwd_.output_done(y, s);
   });
@@ -56,8 +71,10 @@ void WeightedLayer::backward(const float* x, const float* w, const float* dy, fl
       const uint64_t generation = ctx_.kernels().weights_generation();
       memory weights =
           p.bd_weights == p.fwd_weights ? w_fwd_.input_cached(w, generation, s) : w_bd_.input_cached(w, generation, s);
-      p.backward_data.execute(
-          s, {{DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}});
+      std::unordered_map<int, memory> bd_args{
+          {DNNL_ARG_DIFF_DST, dy_for_bd}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, dx_bd_.output(dx)}};
+      if (const memory& scratch = ctx_.scratchpad()) bd_args[DNNL_ARG_SCRATCHPAD] = scratch;
+      p.backward_data.execute(s, bd_args);
       dx_bd_.output_done(dx, s);
     }
     // dy and x are reordered once when both backward primitives (or the forward) want the same layout.
@@ -68,6 +85,7 @@ void WeightedLayer::backward(const float* x, const float* w, const float* dy, fl
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, x_for_bw}, {DNNL_ARG_DIFF_DST, dy_for_bw}, {DNNL_ARG_DIFF_WEIGHTS, dw_bw_.output(dw)}};
     if (p.bias) args[DNNL_ARG_DIFF_BIAS] = db_bw_.output(db);
+    if (const memory& scratch = ctx_.scratchpad()) args[DNNL_ARG_SCRATCHPAD] = scratch;
     p.backward_weights.execute(s, args);
     dw_bw_.output_done(dw, s);
     if (p.bias) db_bw_.output_done(db, s);

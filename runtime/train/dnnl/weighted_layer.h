@@ -20,6 +20,7 @@ struct WeightedPrimitives {
   memory::desc bw_src, bw_diff_weights, bw_diff_bias, bw_diff_dst;
   std::string impl_forward, impl_backward_data, impl_backward_weights;
   bool bias = true;
+  size_t scratchpad = 0;  // the most bytes of scratchpad one of the three needs (SharedScratchpad)
 };
 
 /// The caller's layouts of one layer: x, w, y (the bias is always [filters]).
@@ -52,6 +53,8 @@ std::shared_ptr<WeightedPrimitives> make_weighted(const typename Fwd::primitive_
   p->impl_forward = fwd.impl_info_str();
   p->impl_backward_data = bd.impl_info_str();
   p->impl_backward_weights = bw.impl_info_str();
+  p->scratchpad =
+      std::max({fwd.scratchpad_desc().get_size(), bd.scratchpad_desc().get_size(), bw.scratchpad_desc().get_size()});
   return p;
 }
 
@@ -64,6 +67,8 @@ class WeightedLayer {
   void forward(const float* x, const float* w, const float* b, float* y);
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
   const WeightedPrimitives& primitives() const { return *prims_; }
+  /// The buffers this layer owns: reordered weights and weight gradients, the forward's reordered x.
+  KernelMemory owned_memory() const;
 
  private:
   OpContext ctx_;

@@ -31,19 +31,6 @@ struct WeightedGroup {
   int first = -1;  // the group's node that comes first in the schedule
 };
 
-// The kernel ops of one node for one batch size.
-struct NodeOps {
-  std::unique_ptr<train::Conv2dOp> conv;
-  std::unique_ptr<train::Conv2dTransposeOp> conv_transpose;
-  std::unique_ptr<train::DenseOp> dense;
-  std::unique_ptr<train::Pool2dOp> pool;
-  std::unique_ptr<train::BatchNormOp> batch_norm;
-  std::unique_ptr<train::LayerNormOp> layer_norm;
-  std::unique_ptr<train::Upsample2dOp> upsample;
-  std::unique_ptr<train::SoftmaxOp> softmax;
-  std::unique_ptr<train::EltwiseOp> eltwise;
-};
-
 train::Padding padding_of(Padding p) {
   switch (p) {
     case Padding::Valid: return train::Padding::Valid;
@@ -128,6 +115,19 @@ FastKernel fast_kernel_of(ModelOp op) {
   }
   throw std::logic_error("fast executor: a node kind outside model_ops.def");
 }
+
+// The kernel ops of one node for one batch size.
+struct FastExecutor::NodeOps {
+  std::unique_ptr<train::Conv2dOp> conv;
+  std::unique_ptr<train::Conv2dTransposeOp> conv_transpose;
+  std::unique_ptr<train::DenseOp> dense;
+  std::unique_ptr<train::Pool2dOp> pool;
+  std::unique_ptr<train::BatchNormOp> batch_norm;
+  std::unique_ptr<train::LayerNormOp> layer_norm;
+  std::unique_ptr<train::Upsample2dOp> upsample;
+  std::unique_ptr<train::SoftmaxOp> softmax;
+  std::unique_ptr<train::EltwiseOp> eltwise;
+};
 
 struct FastExecutor::Kernels {
   explicit Kernels(const FastExecutorOptions& o)
@@ -315,36 +315,36 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   return ok;
 }
 
-void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+// The kernel ops of node `f` for batches of `rows`, made on first use: a weighted layer's for its
+// forward node (its backward group runs on them), a pool's, norm's or softmax's for the node that runs
+// it (a max pool's and a batch_norm's backward reuse their forward's).
+FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
   Kernels& k = *kernels_;
-  const int index = static_cast<int>(&n - g_.nodes.data());
-  // A step starts at the first node: the weights may have changed since the last (the optimizer, or a
-  // caller writing the buffers), so each op reorders them again, once.
-  if (index == 0) k.cpu.weights_changed();
   std::vector<NodeOps>& per_node = k.ops[rows];
   if (per_node.empty()) per_node.resize(g_.nodes.size());
+  NodeOps& o = per_node[static_cast<size_t>(f)];
+  const GraphNode& nd = g_.nodes[static_cast<size_t>(f)];
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
-  auto ptr = [&](int id) { return data(id); };
-
-  // The ops of a weighted forward node, made on first use.
-  auto weighted_ops = [&](int f) -> NodeOps& {
-    NodeOps& o = per_node[f];
-    const GraphNode& fw = g_.nodes[f];
-    if (o.conv || o.conv_transpose || o.dense) return o;
-    const Shape& x = shape(fw.inputs[0]);
-    const Shape& w = shape(fw.inputs[1]);
-    const Shape& y = shape(fw.outputs[0]);
-    if (fw.op == ModelOp::Dense) {
+  switch (nd.op) {
+    case ModelOp::Dense: {
+      if (o.dense) break;
+      const Shape& w = shape(nd.inputs[1]);
       train::DenseDesc d;
       d.in = w[0], d.out = w[1];
-      d.rows = count(fw.inputs[0]) / d.in;
-      d.activation = activation_of(fw.attrs_as<DenseAttrs>().activation);
+      d.rows = count(nd.inputs[0]) / d.in;
+      d.activation = activation_of(nd.attrs_as<DenseAttrs>().activation);
       o.dense = std::make_unique<train::DenseOp>(k.cpu, d);
-    } else if (fw.op == ModelOp::Conv2d) {
+      break;
+    }
+    case ModelOp::Conv2d: {
+      if (o.conv) break;
+      const Shape& x = shape(nd.inputs[0]);
+      const Shape& w = shape(nd.inputs[1]);
+      const Shape& y = shape(nd.outputs[0]);
       train::Conv2dDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
-      const Conv2dAttrs& a = fw.attrs_as<Conv2dAttrs>();
+      const Conv2dAttrs& a = nd.attrs_as<Conv2dAttrs>();
       d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[3];
       d.stride_h = a.strides[0], d.stride_w = a.strides[1];
       d.dilation_h = a.dilation[0], d.dilation_w = a.dilation[1];
@@ -354,10 +354,16 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       if (o.conv->out_h() != y[0] || o.conv->out_w() != y[1])
         throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
                                            o.conv->out_h(), o.conv->out_w(), shape_to_string(y)));
-    } else {
+      break;
+    }
+    case ModelOp::Conv2dTranspose: {
+      if (o.conv_transpose) break;
+      const Shape& x = shape(nd.inputs[0]);
+      const Shape& w = shape(nd.inputs[1]);
+      const Shape& y = shape(nd.outputs[0]);
       train::Conv2dTransposeDesc d;
       d.batch = rows, d.height = x[0], d.width = x[1], d.in_channels = x[2];
-      const Conv2dTransposeAttrs& a = fw.attrs_as<Conv2dTransposeAttrs>();
+      const Conv2dTransposeAttrs& a = nd.attrs_as<Conv2dTransposeAttrs>();
       d.kernel_h = w[0], d.kernel_w = w[1], d.filters = w[2];
       d.stride_h = a.strides[0], d.stride_w = a.strides[1];
       d.padding = padding_of(a.padding);
@@ -366,15 +372,17 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       if (o.conv_transpose->out_h() != y[0] || o.conv_transpose->out_w() != y[1])
         throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
                                            o.conv_transpose->out_h(), o.conv_transpose->out_w(), shape_to_string(y)));
+      break;
     }
-    return o;
-  };
-  // The pool op of node f: a window pool from its attributes, a global one (global_*_pool and their
-  // backward) a window of the whole image. `x` is the pool's input shape per example.
-  auto pool_op = [&](int f) -> train::Pool2dOp& {
-    NodeOps& o = per_node[f];
-    if (!o.pool) {
-      const GraphNode& nd = g_.nodes[f];
+    // A window pool from its attributes, a global one (global_*_pool and their backward) a window of
+    // the whole image; `x` is the pool's input shape per example.
+    case ModelOp::MaxPool2d:
+    case ModelOp::AvgPool2d:
+    case ModelOp::GlobalAvgPool:
+    case ModelOp::GlobalMaxPool:
+    case ModelOp::AvgPool2dBackward:
+    case ModelOp::GlobalAvgPoolBackward: {
+      if (o.pool) break;
       const bool backward_node = nd.op == ModelOp::AvgPool2dBackward || nd.op == ModelOp::GlobalAvgPoolBackward;
       const Shape& x = shape(backward_node ? nd.outputs[0] : nd.inputs[0]);
       train::Pool2dDesc d;
@@ -390,13 +398,11 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
         d.padding = padding_of(a.padding);
       }
       o.pool = std::make_unique<train::Pool2dOp>(k.cpu, d);
+      break;
     }
-    return *o.pool;
-  };
-  auto upsample_op = [&](int f) -> train::Upsample2dOp& {
-    NodeOps& o = per_node[f];
-    if (!o.upsample) {
-      const GraphNode& nd = g_.nodes[f];
+    case ModelOp::Upsample2d:
+    case ModelOp::Upsample2dBackward: {
+      if (o.upsample) break;
       const bool backward_node = nd.op == ModelOp::Upsample2dBackward;
       const Shape& x = shape(backward_node ? nd.outputs[0] : nd.inputs[0]);
       const Shape& y = shape(backward_node ? nd.inputs[0] : nd.outputs[0]);
@@ -404,13 +410,11 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       d.batch = rows, d.height = x[0], d.width = x[1], d.channels = x[2], d.out_h = y[0], d.out_w = y[1];
       d.bilinear = nd.attrs_as<Upsample2dAttrs>().method == Interpolation::Bilinear;
       o.upsample = std::make_unique<train::Upsample2dOp>(k.cpu, d);
+      break;
     }
-    return *o.upsample;
-  };
-  auto softmax_op = [&](int f) -> train::SoftmaxOp& {
-    NodeOps& o = per_node[f];
-    if (!o.softmax) {
-      const GraphNode& nd = g_.nodes[f];
+    case ModelOp::Softmax:
+    case ModelOp::SoftmaxBackward: {
+      if (o.softmax) break;
       const Shape full = g_.full_shape(nd.inputs[0], rows);
       const size_t axis = static_cast<size_t>(nd.attrs_as<SoftmaxAttrs>().axis) + 1;
       train::SoftmaxDesc d;
@@ -419,40 +423,97 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       d.len = full.at(axis);
       for (size_t i = axis + 1; i < full.size(); ++i) d.inner *= full[i];
       o.softmax = std::make_unique<train::SoftmaxOp>(k.cpu, d);
+      break;
     }
-    return *o.softmax;
-  };
-  auto layer_norm_op = [&](int f) -> train::LayerNormOp& {
-    NodeOps& o = per_node[f];
-    if (!o.layer_norm) {
-      const GraphNode& nd = g_.nodes[f];
+    case ModelOp::LayerNorm:
+    case ModelOp::LayerNormBackward: {
+      if (o.layer_norm) break;
       train::LayerNormDesc d;
       d.features = shape(nd.inputs[0]).back();
       d.rows = count(nd.inputs[0]) / d.features;
       d.epsilon = static_cast<float>(nd.attrs_as<LayerNormAttrs>().epsilon);
       o.layer_norm = std::make_unique<train::LayerNormOp>(k.cpu, d);
+      break;
     }
-    return *o.layer_norm;
-  };
-  auto batch_norm_op = [&](int f) -> train::BatchNormOp& {
-    NodeOps& o = per_node[f];
-    if (!o.batch_norm) {
-      const GraphNode& fw = g_.nodes[f];
+    case ModelOp::BatchNorm: {
+      if (o.batch_norm) break;
       train::BatchNormDesc d;
-      d.channels = shape(fw.inputs[0]).back();
-      d.batch = count(fw.inputs[0]) / d.channels;
-      const BatchNormAttrs& a = fw.attrs_as<BatchNormAttrs>();
+      d.channels = shape(nd.inputs[0]).back();
+      d.batch = count(nd.inputs[0]) / d.channels;
+      const BatchNormAttrs& a = nd.attrs_as<BatchNormAttrs>();
       d.epsilon = static_cast<float>(a.epsilon);
       d.momentum = static_cast<float>(a.momentum);
       o.batch_norm = std::make_unique<train::BatchNormOp>(k.cpu, d);
+      break;
     }
-    return *o.batch_norm;
-  };
-  auto eltwise_op = [&](train::Activation a) -> train::EltwiseOp& {
-    NodeOps& o = per_node[index];
-    if (!o.eltwise) o.eltwise = std::make_unique<train::EltwiseOp>(k.cpu, train::EltwiseDesc{a, count(n.inputs[0])});
-    return *o.eltwise;
-  };
+    case ModelOp::LeakyRelu:
+    case ModelOp::LeakyReluBackward:
+    case ModelOp::Gelu:
+    case ModelOp::GeluBackward: {
+      if (o.eltwise) break;
+      const bool leaky = nd.op == ModelOp::LeakyRelu || nd.op == ModelOp::LeakyReluBackward;
+      const train::Activation a =
+          leaky ? train::Activation::leaky_relu(static_cast<float>(nd.attrs_as<LeakyReluAttrs>().alpha))
+                : train::Activation::gelu();
+      o.eltwise = std::make_unique<train::EltwiseOp>(k.cpu, train::EltwiseDesc{a, count(nd.inputs[0])});
+      break;
+    }
+    default: break;
+  }
+  return o;
+}
+
+// The node whose ops node `i` runs on: its weighted group's forward, the forward it reuses, or itself
+// when it is claimed OneDnn; -1 for a node without ops.
+int FastExecutor::ops_node(int i) const {
+  const Kernels& k = *kernels_;
+  if (k.group_of[i] >= 0) return k.groups[k.group_of[i]].forward;
+  if (k.forward_of[i] >= 0) return k.forward_of[i];
+  return fast_kernel_of(g_.nodes[i].op) == FastKernel::OneDnn ? i : -1;
+}
+
+std::optional<ExecutorMemory> FastExecutor::prepare_memory(int64_t rows) {
+  train::KernelMemory kernels;
+  std::vector<bool> counted(g_.nodes.size(), false);
+  for (int i = 0; i < static_cast<int>(g_.nodes.size()); ++i) {
+    const int f = ops_node(i);
+    if (f < 0 || counted[f]) continue;
+    counted[f] = true;
+    const NodeOps& o = node_ops(f, rows);
+    if (o.conv) kernels += o.conv->owned_memory();
+    if (o.conv_transpose) kernels += o.conv_transpose->owned_memory();
+    if (o.dense) kernels += o.dense->owned_memory();
+    if (o.pool) kernels += o.pool->owned_memory();
+    if (o.batch_norm) kernels += o.batch_norm->owned_memory();
+    if (o.layer_norm) kernels += o.layer_norm->owned_memory();
+  }
+  // The shared buffers as the ops made so far (every batch size's) need them.
+  kernels += kernels_->cpu.shared_memory();
+  ExecutorMemory m;
+  m.arena_bytes = plan_step_arena(g_, rows, first_writes(), last_uses()).bytes;
+  m.kernels = {{"oneDNN scratchpad", kernels.scratchpad},
+               {"staged activations", kernels.staging},
+               {"reordered weights", kernels.weights},
+               {"layers' own activations", kernels.activations},
+               {"workspaces", kernels.workspaces}};
+  return m;
+}
+
+void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
+  Kernels& k = *kernels_;
+  const int index = static_cast<int>(&n - g_.nodes.data());
+  // A step starts at the first node: the weights may have changed since the last (the optimizer, or a
+  // caller writing the buffers), so each op reorders them again, once; with constant weights, only
+  // before the first step.
+  if (index == 0 && (!options_.constant_weights || k.cpu.weights_generation() == 1)) k.cpu.weights_changed();
+  auto ptr = [&](int id) { return data(id); };
+  auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
+  auto weighted_ops = [&](int f) -> NodeOps& { return node_ops(f, rows); };
+  auto pool_op = [&](int f) -> train::Pool2dOp& { return *node_ops(f, rows).pool; };
+  auto upsample_op = [&](int f) -> train::Upsample2dOp& { return *node_ops(f, rows).upsample; };
+  auto softmax_op = [&](int f) -> train::SoftmaxOp& { return *node_ops(f, rows).softmax; };
+  auto layer_norm_op = [&](int f) -> train::LayerNormOp& { return *node_ops(f, rows).layer_norm; };
+  auto batch_norm_op = [&](int f) -> train::BatchNormOp& { return *node_ops(f, rows).batch_norm; };
 
   if (k.group_of[index] >= 0) {
     const WeightedGroup& grp = k.groups[k.group_of[index]];
@@ -573,10 +634,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
     case ModelOp::Gelu:
     case ModelOp::GeluBackward: {
       allocate_outputs(n, rows);
-      const bool leaky = n.op == ModelOp::LeakyRelu || n.op == ModelOp::LeakyReluBackward;
-      train::EltwiseOp& op =
-          eltwise_op(leaky ? train::Activation::leaky_relu(static_cast<float>(n.attrs_as<LeakyReluAttrs>().alpha))
-                           : train::Activation::gelu());
+      train::EltwiseOp& op = *node_ops(index, rows).eltwise;
       if (n.op == ModelOp::LeakyRelu || n.op == ModelOp::Gelu) op.forward(ptr(n.inputs[0]), ptr(n.outputs[0]));
       else op.backward_from_input(ptr(n.inputs[0]), ptr(n.inputs[1]), ptr(n.outputs[0]));
       break;

@@ -6,9 +6,10 @@
 // reference does, and derives from neither. `pipec run` trains on it unless -O0 or `--executor
 // reference` asks for the reference.
 //
-// Each layer node gets its kernel op once per batch size (a last short batch makes a second set); the
-// kernel library caches primitives by shape, so equal layers share them. Activations and gradients stay
-// in Keras layouts (NHWC, HWIO, [in, out]); the ops reorder weights once per step (CpuKernels'
+// Each layer node gets its kernel op once per batch size (a last short batch makes a second set), at
+// the first step of that size or before it, when the training loop's memory plan asks what the ops
+// will hold (prepare_memory); the kernel library caches primitives by shape, so equal layers share them. Activations
+// and gradients stay in Keras layouts (NHWC, HWIO, [in, out]); the ops reorder weights once per step (CpuKernels'
 // weights generation moves after the optimizer). A layer's backward-data, backward-weights and bias
 // gradient nodes run as one kernel call: the first of them in the schedule computes all three.
 #pragma once
@@ -41,6 +42,9 @@ struct FastExecutorOptions {
   int threads = 0;
   /// conv2d's algorithm: Winograd where oneDNN has it unless `direct` (`pipec run --conv direct`).
   bool direct_conv = false;
+  /// The buffers never change after the first run (a served model: no optimizer, weights loaded once
+  /// before it): each op reorders its weights into oneDNN's layout once, not at every step.
+  bool constant_weights = false;
 };
 
 class FastExecutor final : public StepExecutor {
@@ -85,10 +89,18 @@ class FastExecutor final : public StepExecutor {
   /// optimizer, and the layers without a oneDNN kernel here), each once, in graph order.
   std::vector<std::string> reference_ops() const;
 
+  /// Makes every kernel op for batches of `rows` (as the first step of that size would) and reports
+  /// its block and what the kernels hold: oneDNN's scratchpad, the staged activations, reordered
+  /// weights, the layers' own activations (a Winograd forward's x), workspaces.
+  std::optional<ExecutorMemory> prepare_memory(int64_t rows) override;
+
   struct Kernels;
 
  private:
+  struct NodeOps;
   void run_node(const GraphNode& n, int64_t rows, uint64_t step);
+  NodeOps& node_ops(int f, int64_t rows);
+  int ops_node(int i) const;
   StepState<float>::NodeRunner node_runner();
   /// How the reference's loops run for the kinds left to them: the optimizer's update and the rounding
   /// over this executor's threads, the update compiled.

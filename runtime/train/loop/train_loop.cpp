@@ -90,7 +90,8 @@ int64_t available_memory() {
 }
 
 // A step that cannot fit is reported before step 1 (before the weights are even allocated), with the
-// liveness plan's figures, instead of failing in the middle of a step.
+// liveness plan's figures, instead of failing in the middle of a step. The full plan (the executor's
+// kernels, the input pipeline) is checked once they are made: TrainingRun::plan_memory.
 void check_step_fits(const TrainProgram& t) {
   const ModelGraph& g = t.step;
   if (g.batch <= 0) return;
@@ -105,8 +106,9 @@ void check_step_fits(const TrainProgram& t) {
                     bytes_text(m.flat_bytes), bytes_text(available)));
 }
 
-RunOptions pipeline_options(const TrainOptions& o) {
+RunOptions pipeline_options(const TrainOptions& o, int64_t first_pass = 0) {
   RunOptions ro;
+  ro.first_pass = first_pass;
   ro.seed = o.seed;
   ro.threads = o.threads;
   ro.spec_dir = o.spec_dir;
@@ -115,6 +117,36 @@ RunOptions pipeline_options(const TrainOptions& o) {
   ro.autotune = o.autotune;
   ro.auto_values = o.auto_values;
   return ro;
+}
+
+// What a resumed run starts from: this process's share of the checkpoint (rank 0 read it, the weights and
+// the optimizer's state into its executor's host copies), and, for a checkpoint of another number of
+// processes, how the run restarts its epoch instead of continuing the positions.
+struct ResumePoint {
+  TrainCheckpointState state;
+  std::optional<EpochRestart> restart;
+};
+
+// Under multi_worker rank 0 reads the checkpoint and sends each rank its counts and its position (none
+// when the number of ranks changed); the weights follow with the executor's sync_to_device().
+ResumePoint read_resume_point(const TrainProgram& t, const Plan& data, const TrainOptions& o, StepExecutor& ex) {
+  const int rank = o.ranks ? o.ranks->rank() : 0;
+  const int processes = o.ranks ? o.ranks->size() : 1;
+  const std::string file = train_checkpoint_file(o.checkpoint_dir).string();
+  ResumePoint r;
+  if (rank == 0) {
+    r.state = load_train_checkpoint(o.checkpoint_dir, t.step, o.seed, ex.buffers(), ex.optimizer_slots());
+    // A restart that cannot be done is refused here, on the process that read the checkpoint.
+    if (r.state.writers != processes) plan_epoch_restart(data, o.length, r.state, processes, file);
+  }
+  if (processes > 1) {
+    std::vector<std::string> shares;
+    if (rank == 0)
+      for (int k = 0; k < processes; ++k) shares.push_back(rank_share_bytes(r.state, k, processes));
+    r.state = parse_rank_share(o.ranks->scatter(shares, 0, "the checkpoint's input positions"));
+  }
+  if (r.state.writers != processes) r.restart = plan_epoch_restart(data, o.length, r.state, processes, file);
+  return r;
 }
 
 // One step's batch: the inputs in the step graph's order, and the target.
@@ -128,8 +160,16 @@ struct Batch {
 // the evaluation it is due; finish() ends with the last checkpoint and evaluation and --save.
 class TrainingRun {
  public:
-  TrainingRun(const TrainProgram& t, const Plan& data, const TrainOptions& o, StepExecutor& ex)
-      : t_(t), g_(t.step), o_(o), ex_(ex), run_(data, pipeline_options(o)), split_(run_.context().threads, o.autotune) {
+  TrainingRun(const TrainProgram& t, const Plan& data, const TrainOptions& o, StepExecutor& ex,
+              std::optional<ResumePoint> resumed)
+      : t_(t),
+        g_(t.step),
+        o_(o),
+        ex_(ex),
+        resumed_(std::move(resumed)),
+        first_pass_(resumed_ && resumed_->restart ? resumed_->restart->pass.value_or(0) : 0),
+        run_(data, pipeline_options(o, first_pass_)),
+        split_(run_.context().threads, o.autotune) {
     const ElementInfo& element = data.stages.back().element;
     for (const std::string& f : g_.input_fields) input_columns_.push_back(field_index(element, f));
     target_column_ = field_index(element, g_.target_field);
@@ -142,10 +182,25 @@ class TrainingRun {
     p_.total_steps = o.length.steps;
   }
 
+  // The memory plan of the run (train_memory_plan.h), with the executor readied for the step's batch
+  // size, checked against what the machine has: a run that cannot fit stops here, before step 1.
+  // `process` is what was resident when the run began.
+  void plan_memory(int64_t process) {
+    sum_.memory = plan_train_memory(t_, ex_, run_, o_.validation, process);
+    const TrainMemoryPlan& m = sum_.memory;
+    const int64_t held = std::max<int64_t>(resident_bytes(), 0);  // of the plan, resident already
+    const int64_t available = available_memory();
+    if (available >= 0 && m.total() - held > available)
+      throw TrainError(fmt::format(
+          "train `{}`: the run needs {} in all, {} more than this process holds now, but only {} of memory is "
+          "available: {}. A smaller batch needs proportionally less for activations, kernels and batches",
+          t_.name, bytes_text(m.total()), bytes_text(m.total() - held), bytes_text(available), m.text()));
+  }
+
   // The starting state: the executor's own initial weights, --init's, or a checkpoint's, on the
   // executor. Then the run's clock starts and the evaluator is made.
   void restore() {
-    if (o_.resume) restore_checkpoint();
+    if (resumed_) restore_checkpoint();
     else if (!o_.init_path.empty()) load_weights(g_, o_.init_path, ex_.buffers());
     if (o_.resume || !o_.init_path.empty()) ex_.sync_to_device();
     host_current_at_ = p_.step;
@@ -175,7 +230,8 @@ class TrainingRun {
           span->discard();
           if (pulled == Pulled::Empty) continue;
           if (o_.all_have_batch) o_.all_have_batch(false);  // the others end with this one
-          end_epoch();                                      // the data ended: so did its last pass
+          data_ended_ = true;
+          end_epoch();  // the data ended: so did its last pass
           return;
         }
         // The first batch of the next pass over the data: the epoch before it ends first, outside a
@@ -190,6 +246,7 @@ class TrainingRun {
       if (o_.all_have_batch && !o_.all_have_batch(true)) {
         span->discard();
         for (int64_t r = next_row_; r < chunk_.rows; ++r) sum_.left_by_others += batch_rows(r);
+        data_ended_ = true;
         end_epoch();
         return;
       }
@@ -227,6 +284,7 @@ class TrainingRun {
     if (evaluator_ && (sum_.evals.empty() || sum_.evals.back().step != p_.step)) evaluate();
     p_.elapsed = seconds_since_start();
     if (!o_.save_path.empty()) save();
+    sum_.peak_resident_bytes = peak_resident_bytes();
     return std::move(sum_);
   }
 
@@ -240,16 +298,34 @@ class TrainingRun {
     return finite_steps_ ? ema_ / (1 - std::pow(0.95, static_cast<double>(finite_steps_))) : fallback;
   }
 
-  // The checkpoint's weights and optimizer state into the executor's host copies, its pipeline state
-  // into the data pipeline, and its counts into the progress.
+  int rank() const { return o_.ranks ? o_.ranks->rank() : 0; }
+  int processes() const { return o_.ranks ? o_.ranks->size() : 1; }
+
+  // The checkpoint's input position into the data pipeline (read_resume_point put its weights and
+  // optimizer state into the executor's host copies), and its counts into the progress. A checkpoint of
+  // another number of processes has no position for this one: the pipeline was built to start the
+  // epoch's pass (first_pass_), and the step count goes on from the checkpoint's.
   void restore_checkpoint() {
-    TrainCheckpointState cs =
-        load_train_checkpoint(o_.checkpoint_dir, g_, o_.seed, ex_.buffers(), ex_.optimizer_slots());
-    run_.restore_state(std::move(cs.pipeline_state),
-                       train_checkpoint_file(o_.checkpoint_dir).string() + " (the input pipeline's state)");
+    const TrainCheckpointState& cs = resumed_->state;
+    const std::optional<EpochRestart>& restart = resumed_->restart;
+    std::optional<InputPosition> position;
+    if (!restart) {
+      const std::string& source = cs.position_sources.at(0);
+      position = parse_input_position(cs.positions.at(0), source, rank(), processes(), cs.step);
+      run_.restore_state(std::move(position->pipeline_state),
+                         processes() == 1 ? source + " (the input pipeline's state)"
+                                          : fmt::format("{} (rank {}'s input pipeline state)", source, rank()));
+    }
     p_.step = p_.resumed_from = cs.step;
     p_.epoch = cs.epoch;
-    if (!p_.total_steps) p_.total_steps = cs.total_steps;
+    // By epochs, a restarted run learns its total anew from its first pass (another sharding's passes
+    // may have another number of steps), unless the checkpoint's run had ended.
+    if (!p_.total_steps && (!restart || restart->finished)) p_.total_steps = cs.total_steps;
+    if (restart) {
+      pass_start_step_ = cs.step;
+      sum_.epoch_restart = *restart;
+      if (o_.on_epoch_restart) o_.on_epoch_restart(*restart);
+    }
     ema_ = cs.loss_sum;
     finite_steps_ = cs.finite_steps;
     sum_.first_loss = cs.first_loss;
@@ -263,7 +339,7 @@ class TrainingRun {
     }
     p_.lr = ex_.optimizer_slots().last_lr;
     p_.smoothed_loss = smoothed_loss(p_.loss);
-    if (cs.pending) chunk_ = std::move(*cs.pending);
+    if (position && position->pending) chunk_ = std::move(*position->pending);
   }
 
   // The next chunk of batches from the pipeline, once the current one is used up: Empty for a chunk
@@ -293,9 +369,9 @@ class TrainingRun {
   // The chunk's next batch, every float input and the target checked to be finite.
   Batch next_batch() {
     const int64_t r = next_row_++;
-    // Trained by epochs: once the first pass ends, its length gives the total (for the ETA).
-    if (!p_.total_steps && epochs_visible_ && chunk_.epoch > 0 && p_.step > 0)
-      p_.total_steps = p_.step * *o_.length.epochs;
+    // Trained by epochs: once the run's first pass ends, its length gives the total (for the ETA).
+    if (!p_.total_steps && epochs_visible_ && chunk_.epoch > first_pass_ && p_.step > pass_start_step_)
+      p_.total_steps = p_.step + (p_.step - pass_start_step_) * (*o_.length.epochs - chunk_.epoch);
     Batch b;
     for (size_t k = 0; k < input_columns_.size(); ++k) {
       b.inputs.push_back(batch_of(chunk_.columns[input_columns_[k]], chunk_.rows, r));
@@ -400,8 +476,12 @@ class TrainingRun {
     cs.seed = o_.seed;
     cs.step = p_.step;
     cs.epoch = p_.epoch;
-    // With epochs alone the total is known from the data only; a resumed run must not take a guess for it.
-    if (p_.total_steps && (o_.length.steps || epochs_visible_)) cs.total_steps = p_.total_steps;
+    cs.data_pass = chunk_.epoch;  // the chunk of the last batch
+    // With epochs alone the total is known from the data only; a resumed run must not take a guess for
+    // it. Once the data has ended it is the steps done, so that a run of another number of processes
+    // resumed from the end has nothing left to train instead of restarting the last epoch.
+    if (data_ended_) cs.total_steps = p_.step;
+    else if (p_.total_steps && (o_.length.steps || epochs_visible_)) cs.total_steps = p_.total_steps;
     cs.loss_sum = ema_;
     cs.finite_steps = finite_steps_;
     cs.first_loss = sum_.first_loss;
@@ -411,9 +491,15 @@ class TrainingRun {
       cs.loss_scale_good_steps = ls->good_steps;
       cs.skipped_steps = ls->skipped;
     }
-    cs.pipeline_state = run_.save_state();
-    if (next_row_ < chunk_.rows) cs.pending = slice_rows(chunk_, next_row_, chunk_.rows);
-    save_train_checkpoint(o_.checkpoint_dir, g_, t_.name, ex_.buffers(), ex_.optimizer_slots(), cs);
+    // This process's input position; under multi_worker every rank's, gathered on rank 0, which writes.
+    InputPosition position;
+    position.pipeline_state = run_.save_state();
+    if (next_row_ < chunk_.rows) position.pending = slice_rows(chunk_, next_row_, chunk_.rows);
+    std::string mine = input_position_bytes(position, rank(), processes(), p_.step);
+    if (processes() > 1)
+      cs.positions = o_.ranks->gather(mine, 0, fmt::format("the input positions, checkpoint after step {}", p_.step));
+    else cs.positions.push_back(std::move(mine));
+    if (rank() == 0) save_train_checkpoint(o_.checkpoint_dir, g_, t_.name, ex_.buffers(), ex_.optimizer_slots(), cs);
     ++sum_.checkpoints;
     checkpointed_at_ = p_.step;
   }
@@ -427,7 +513,7 @@ class TrainingRun {
 
   void save() {
     sync_host_copies();
-    save_weights(g_, o_.save_path, ex_.buffers(), t_.name);
+    if (rank() == 0) save_weights(g_, o_.save_path, ex_.buffers(), t_.name);
     sum_.saved_tensors = static_cast<int64_t>(g_.params.size() + g_.states.size());
     sum_.saved_bytes = 4.0 * static_cast<double>(g_.param_elements() + g_.state_elements());
   }
@@ -436,6 +522,11 @@ class TrainingRun {
   const ModelGraph& g_;
   const TrainOptions& o_;
   StepExecutor& ex_;
+  std::optional<ResumePoint> resumed_;
+  // The pass of the data's outermost repeat the pipeline starts at (a restarted epoch's; 0 otherwise),
+  // and the step this run's first pass started after.
+  int64_t first_pass_ = 0;
+  int64_t pass_start_step_ = 0;
   PipelineRun run_;
   ThreadSplit split_;
   std::vector<size_t> input_columns_;
@@ -456,6 +547,7 @@ class TrainingRun {
   // The current chunk of batches and the next of its rows to train on.
   Chunk chunk_;
   int64_t next_row_ = 0;
+  bool data_ended_ = false;       // the data (or another rank's shard) ended the run
   int64_t checkpointed_at_ = -1;  // the step of the last checkpoint
   int64_t host_current_at_ = -1;  // the step the executor's host copies were last made current at
   std::chrono::steady_clock::time_point start_;
@@ -466,9 +558,13 @@ class TrainingRun {
 TrainSummary run_training(const TrainProgram& t, const Plan& data, const TrainOptions& o,
                           const std::function<void(const TrainProgress&)>& progress) {
   check_step_fits(t);
+  const int64_t process = resident_bytes();
   std::unique_ptr<StepExecutor> ex =
       o.make_executor ? o.make_executor(t.step, o.seed) : std::make_unique<ReferenceExecutor<float>>(t.step, o.seed);
-  TrainingRun run(t, data, o, *ex);
+  std::optional<ResumePoint> resumed;
+  if (o.resume) resumed = read_resume_point(t, data, o, *ex);
+  TrainingRun run(t, data, o, *ex, std::move(resumed));
+  if (t.step.batch > 0) run.plan_memory(process);
   run.restore();
   run.train(progress);
   return run.finish();

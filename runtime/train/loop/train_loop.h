@@ -24,12 +24,15 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dist/communicator.h"
 #include "runtime/exec/autotune_model.h"
 #include "runtime/model/train_program.h"
 #include "runtime/plan/plan.h"
 #include "runtime/threads/cancellation.h"
+#include "runtime/train/loop/epoch_restart.h"
 #include "runtime/train/loop/evaluate.h"
 #include "runtime/train/loop/train_length.h"
+#include "runtime/train/loop/train_memory_plan.h"
 #include "runtime/train/persist/weights_file.h"
 #include "runtime/train/step_executor.h"
 
@@ -55,10 +58,14 @@ struct TrainOptions {
   std::string save_path;  // write the weights here at the end
   /// A training checkpoint folder (runtime/train/persist/train_checkpoint.h): saved every `checkpoint_every`
   /// steps (counted from step 0, so a resumed run keeps the cadence; 0: only at the end) and after the
-  /// last step; `resume` starts from it instead of from the initial weights.
+  /// last step; `resume` starts from it instead of from the initial weights. A checkpoint written by
+  /// another number of processes restarts the current epoch (runtime/train/loop/epoch_restart.h).
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   bool resume = false;
+  /// Called once, before the first step, when the resumed checkpoint was written by another number of
+  /// processes and the run restarts its epoch: the driver prints the note.
+  std::function<void(const EpochRestart&)> on_epoch_restart;
   const Plan* validation = nullptr;  // the validation pipeline's plan, when the block has `validation`
   /// The data pipeline's run options (runtime/exec/pipeline_run.h): its memory budget (0: half of
   /// RAM), whether its `auto` parameters and the thread split (runtime/train/loop/thread_split.h) are tuned,
@@ -85,6 +92,14 @@ struct TrainOptions {
   /// The examples a step trained, given this process's rows of it (multi_worker: every rank's rows).
   /// Empty: this process's rows.
   std::function<int64_t(int64_t rows)> step_examples;
+  /// multi_worker: the processes of the run, one rank each (null: this process alone). Every rank
+  /// takes part in a checkpoint, rank 0 alone writes it: it gathers every rank's input position (each
+  /// reads its own shard) and saves them with the weights, which are the same everywhere; a resume has
+  /// rank 0 read the checkpoint and send each rank its position back, and the executor's
+  /// sync_to_device() hands every rank rank 0's weights. --save is likewise rank 0's to write, after a
+  /// sync every rank takes part in. A checkpoint of another number of ranks gives each its counts and
+  /// no position: all restart the epoch, each on its own shard.
+  std::shared_ptr<Communicator> ranks;
 };
 
 /// The end of one epoch (a pass over the data, or `steps` steps with both steps and epochs): on a run by
@@ -136,6 +151,12 @@ struct TrainSummary {
   /// multi_worker: the examples of this process's shard left untrained because another process's shard
   /// ended first (each example is trained at most once per pass; these wait for the next).
   int64_t left_by_others = 0;
+  /// The memory plan the run was checked against before step 1, and the most the process held
+  /// resident at once by the end (its VmHWM; -1 where the system cannot tell).
+  TrainMemoryPlan memory;
+  int64_t peak_resident_bytes = -1;
+  /// The resumed checkpoint was written by another number of processes: how the run went on from it.
+  std::optional<EpochRestart> epoch_restart;
 };
 
 /// Trains `t` on the batches of `data` (the optimized plan of its data pipeline). Calls `progress` after

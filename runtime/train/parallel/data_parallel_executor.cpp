@@ -37,6 +37,15 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Rank 0's floats to every rank, resized to rank 0's count first: after a resume rank 0 alone has read
+// the optimizer's slots, and the others have none before their first step.
+void broadcast_resized(Communicator& c, std::vector<float>& v, std::string_view what) {
+  uint64_t n = v.size();
+  c.broadcast(&n, sizeof n, 0, what);
+  v.resize(n);
+  broadcast_floats(c, v, 0, what);
+}
+
 }  // namespace
 
 std::vector<std::shared_ptr<Communicator>> shared_communicators(std::vector<std::unique_ptr<Communicator>> c) {
@@ -350,8 +359,8 @@ void DataParallelExecutor::sync_to_device() {
       OptimizerSlots<float>& slots = r.executor->optimizer_slots();
       broadcast_floats(*r.comm, buf.params, 0, "the weights from rank 0");
       broadcast_floats(*r.comm, buf.states, 0, "the moving statistics from rank 0");
-      broadcast_floats(*r.comm, slots.m, 0, "the optimizer's first moments from rank 0");
-      broadcast_floats(*r.comm, slots.v, 0, "the optimizer's second moments from rank 0");
+      broadcast_resized(*r.comm, slots.m, "the optimizer's first moments from rank 0");
+      broadcast_resized(*r.comm, slots.v, "the optimizer's second moments from rank 0");
       r.comm->broadcast(&slots.iterations, sizeof slots.iterations, 0, "the optimizer's step count from rank 0");
       if (LossScale* ls = r.executor->loss_scale()) r.comm->broadcast(ls, sizeof *ls, 0, "the loss scale from rank 0");
     }
