@@ -288,19 +288,11 @@ class Unbatch : public ChunkIterator {
     do {
       if (!pull(*input_, in)) return false;
     } while (in.rows == 0);
-    // Every input row is a batch; its leading dimension becomes rows. Batches of one chunk may differ
-    // in length only when ragged, so handle rows one at a time and join them.
-    out = Chunk{};
-    for (int64_t r = 0; r < in.rows; ++r) {
-      Chunk part;
-      for (const Column& c : in.columns) {
-        Tensor t = column_row(c, r);
-        if (t.rank() == 0) throw StageError(spec(), "an element has no leading dimension to unbatch");
-        part.rows = t.shape()[0];
-        part.columns.push_back(Column{false, t, {}});
-      }
-      if (r == 0) out = std::move(part);
-      else append_rows(out, part, 0, part.rows);
+    // Every input row is a batch; its leading dimension becomes rows.
+    try {
+      out = unstack_rows(in);
+    } catch (const std::runtime_error& e) {
+      throw StageError(spec(), e.what());
     }
     out.first_index = produced_;
     out.epoch = in.epoch;
