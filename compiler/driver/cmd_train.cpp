@@ -483,6 +483,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   }
   if (!device.note.empty() && !quiet) std::cerr << device.note << "\n";
   to.make_executor = device.make;
+  to.make_eval_executor = device.make_eval;
   // The strategy, said once before the first step: replicas on threads for mirrored on the CPU.
   if (t.strategy != StrategyKind::Single) {
     std::string no_gpu;
