@@ -20,11 +20,11 @@ class WindowSink : public PngRowSink {
     const int64_t oh = spec_.pad_height > 0 ? spec_.pad_height : window.height;
     const int64_t ow = spec_.pad_width > 0 ? spec_.pad_width : window.width;
     if (window.height > oh || window.width > ow)
-      throw ImageError(fmt::format("internal: a {}x{} window does not fit the {}x{} result", window.height,
-                                   window.width, oh, ow));
+      throw ImageError(
+          fmt::format("internal: a {}x{} window does not fit the {}x{} result", window.height, window.width, oh, ow));
     if (spec_.one_hot && (u16 || channels != 3))
-      throw ImageError(fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", u16 ? "u16" : "u8",
-                                   channels));
+      throw ImageError(
+          fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", u16 ? "u16" : "u8", channels));
     win_ = window;
     pad_top_ = (oh - window.height) / 2;
     pad_left_ = (ow - window.width) / 2;
