@@ -5,8 +5,9 @@
 // Attributes: decoders take `channels` (0 as stored), `dtype` (u16 for 16-bit PNG), `max_pixels`, and
 // `path` (true when the operand is a file path rather than the file's bytes: lowering fuses
 // decode(read_file(p)), so errors name the file). A cropping decode (crop pushdown) also carries
-// `crop` (random | central) and that crop's attributes, and `index` when a repeat runs it again
-// (decode_from_index below). Random ops carry `op_id` and maybe `seed`;
+// `crop` (random | central, or crop_or_pad for PNG) and that crop's attributes, and `index` when a
+// repeat runs a JPEG one again (decode_from_index below); a PNG decode may carry `one_hot` (the
+// colours of a fused one_hot_colors, png_one_hot_fusion). Random ops carry `op_id` and maybe `seed`;
 // their windows and flips are drawn as runtime/image/crop_window.h documents.
 #include <array>
 #include <cerrno>

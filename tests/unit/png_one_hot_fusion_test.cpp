@@ -48,8 +48,9 @@ void write_pngs(const std::filesystem::path& dir, int n) {
 
 std::string seg_spec(const std::filesystem::path& dir, const std::string& crop) {
   return "import images\n"
-         "pipeline images = files(\"" + dir.string() + "/image/*.png\") | map(r => { image: r.path })\n" +
-         "pipeline labels = files(\"" + dir.string() + "/label/*.png\") | map(r => { label: r.path })\n" +
+         "pipeline images = files(\"" +
+         dir.string() + "/image/*.png\") | map(r => { image: r.path })\n" + "pipeline labels = files(\"" +
+         dir.string() + "/label/*.png\") | map(r => { label: r.path })\n" +
          "pipeline p = zip(images, labels)\n"
          "  | map(r => {\n"
          "      pair = { image: read_png_rgb(r.image), label: read_png_rgb(r.label) } | " +
@@ -74,8 +75,8 @@ int count_op(const Plan& p, OpKind op) {
 TEST(PngOneHotFusion, OptimizedPlanGivesTheLoweredPlansTensors) {
   testing::ScratchDir dir;
   write_pngs(dir.path(), 12);
-  for (const char* crop : {"crop_or_pad(20, 16)", "crop_or_pad(40, 8)", "random_crop(10, 9, seed = 5)",
-                           "crop_or_pad(36, 30)"}) {
+  for (const char* crop :
+       {"crop_or_pad(20, 16)", "crop_or_pad(40, 8)", "random_crop(10, 9, seed = 5)", "crop_or_pad(36, 30)"}) {
     SCOPED_TRACE(crop);
     const std::string text = seg_spec(dir.path(), crop);
     Plan lowered = testing::compiled_plan(text, "p");
@@ -103,9 +104,8 @@ TEST(PngOneHotFusion, LeavesOtherPlansAlone) {
   testing::ScratchDir dir;
   write_pngs(dir.path(), 3);
   auto plan = [&](const std::string& body) {
-    return testing::compiled_plan("pipeline p = files(\"" + dir.path().string() + "/label/*.png\")\n  | map(r => " + body +
-                                      ")\n",
-                                  "p");
+    return testing::compiled_plan(
+        "pipeline p = files(\"" + dir.path().string() + "/label/*.png\")\n  | map(r => " + body + ")\n", "p");
   };
   const std::string csv = "\"" + (dir.path() / "classes.csv").string() + "\"";
   // The decoded label is used twice.

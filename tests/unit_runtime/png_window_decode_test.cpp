@@ -47,8 +47,8 @@ std::string random_png(const PngSpec& spec, RandomStream& st, const std::vector<
   // Small IDAT chunks, so a decode that stops early leaves several for the tail check.
   png_set_compression_buffer_size(png, 64 + static_cast<size_t>(st.uniform_int(0, 200)));
   png_set_IHDR(png, info, static_cast<png_uint_32>(spec.width), static_cast<png_uint_32>(spec.height), spec.bit_depth,
-               spec.color_type, spec.interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
+               spec.color_type, spec.interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   const int max_sample = (1 << spec.bit_depth) - 1;
   if (spec.color_type == PNG_COLOR_TYPE_PALETTE) {
     std::vector<png_color> pal(static_cast<size_t>(max_sample + 1));
@@ -78,7 +78,8 @@ std::string random_png(const PngSpec& spec, RandomStream& st, const std::vector<
     if (colors) {  // 8-bit RGB labels in runs of one colour, as label images are
       size_t c = 0;
       for (int x = 0; x < spec.width; ++x) {
-        if (x == 0 || st.uniform_int(0, 3) == 0) c = static_cast<size_t>(st.uniform_int(0, int64_t(colors->size()) - 1));
+        if (x == 0 || st.uniform_int(0, 3) == 0)
+          c = static_cast<size_t>(st.uniform_int(0, int64_t(colors->size()) - 1));
         std::memcpy(&row[static_cast<size_t>(x) * 3], (*colors)[c].data(), 3);
       }
     } else {
@@ -198,7 +199,8 @@ TEST(PngWindowDecode, FusedOneHotEqualsTheSeparateOps) {
     std::vector<std::array<uint8_t, 3>> colors;
     const int64_t k = st.uniform_int(1, 12);
     for (int64_t c = 0; c < k; ++c)
-      colors.push_back({static_cast<uint8_t>(st.uniform_int(0, 3) * 64), static_cast<uint8_t>(st.uniform_int(0, 3) * 64),
+      colors.push_back({static_cast<uint8_t>(st.uniform_int(0, 3) * 64),
+                        static_cast<uint8_t>(st.uniform_int(0, 3) * 64),
                         static_cast<uint8_t>(st.uniform_int(0, 1) * 128)});
     // Pixels of colours outside the list (no class) and the padding's black, listed or not.
     std::vector<std::array<uint8_t, 3>> drawn = colors;
@@ -272,7 +274,8 @@ TEST(PngWindowDecode, TruncatedAndDamagedFilesFailAsTheWholeDecodeDoes) {
       const std::string whole = fails(cut, o);
       o.window = fixed(top_rows);
       const std::string cropped = fails(cut, o);
-      EXPECT_EQ(whole.empty(), cropped.empty()) << describe(spec) << " cut at " << n << ": " << whole << " / " << cropped;
+      EXPECT_EQ(whole.empty(), cropped.empty())
+          << describe(spec) << " cut at " << n << ": " << whole << " / " << cropped;
       EXPECT_FALSE(whole.empty()) << "a file cut short decodes";
     }
     // Change one byte in the data of each IDAT chunk (the CRC no longer matches).
