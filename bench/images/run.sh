@@ -4,6 +4,7 @@
 #
 #   bench/images/run.sh [EPOCHS]     # default 5 epochs over the files per measured run (seed 003 timed
 #                                    # 5 epochs), median of RUNS (3)
+#   ONLY=004 bench/images/run.sh     # seed 004's rows only (ONLY=003: seed 003's)
 #
 # Seed 003 (pairs of 1280x720 JPEGs; decode, one 256x256 window for both, flip, normalize), pairs/s over
 # all epochs of a run:
@@ -34,7 +35,10 @@ D=bench/images/data
 [ -x "$PIPEC" ] || bash scripts/build.sh --target pipec >/dev/null
 [ -d $D/deblur/sharp ] || { echo "making $D/deblur ..." >&2; "$PIPEC" run bench/images/make_deblur_data.pipe --quiet; }
 [ -d $D/seg/image ] || { echo "making $D/seg ..." >&2; "$PIPEC" run bench/images/make_seg_data.pipe --quiet; }
-if [ ! -x build/bench/decode_alone ] || [ bench/images/decode_alone.cpp -nt build/bench/decode_alone ]; then
+ONLY=${ONLY:-}
+# decode_alone links the runtime's decoders: rebuilt when they change.
+if [ ! -x build/bench/decode_alone ] || [ bench/images/decode_alone.cpp -nt build/bench/decode_alone ] ||
+  [ build/runtime/libpipec_runtime.a -nt build/bench/decode_alone ]; then
   mkdir -p build/bench
   g++ -std=c++20 -O2 -DNDEBUG -I. bench/images/decode_alone.cpp build/runtime/libpipec_runtime.a -lfmt -ljpeg -lpng -lz \
     -lpthread -o build/bench/decode_alone
@@ -60,6 +64,7 @@ pipec_rate() {
 }
 
 declare -A rate
+if [ "$ONLY" != 004 ]; then
 rate[pipec]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe $((pairs * EPOCHS)); done | median)
 rate[pipec_first_epoch]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe "$pairs"; done | median)
 rate[pipec_no_index]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/deblur_bench.pipe $((pairs * EPOCHS)) --disable-pass=repeated_jpeg_index; done | median)
@@ -67,24 +72,35 @@ rate[pipec_no_pushdown]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/de
 # Both images of a pair: pairs/s = images/s / 2.
 rate[decoder_alone]=$(for i in $(seq "$RUNS"); do build/bench/decode_alone "$D/deblur/*/*.jpg" --threads 2 --rounds "$EPOCHS" 2>/dev/null; done | median)
 rate[decoder_alone]=$($PY -c "print(${rate[decoder_alone]} / 2)")
+fi
 if $PY -c "import tensorflow" 2>/dev/null; then
-  for m in deblur_seed deblur_cache deblur_crop; do
-    rate[$m]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py $m $D/deblur "$EPOCHS"; done | median)
-  done
-  rate[seg_tfdata]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py seg_seed $D/seg "$EPOCHS"; done | median)
+  if [ "$ONLY" != 004 ]; then
+    for m in deblur_seed deblur_cache deblur_crop; do
+      rate[$m]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py $m $D/deblur "$EPOCHS"; done | median)
+    done
+  fi
+  [ "$ONLY" = 003 ] || rate[seg_tfdata]=$(for i in $(seq "$RUNS"); do $PY bench/images/tfdata_peer.py seg_seed $D/seg "$EPOCHS"; done | median)
 else
   echo "tensorflow is not installed: skipping the tf.data peers (set PYTHON to a python with tensorflow)" >&2
 fi
-rate[seg_pipec]=$(for i in $(seq "$RUNS"); do pipec_rate bench/images/seg_bench.pipe $((samples * EPOCHS / 3)); done | median)
-rate[seg_pipec]=$($PY -c "print(${rate[seg_pipec]})")
-rate[seg_decoder_alone]=$(for i in $(seq "$RUNS"); do build/bench/decode_alone "$D/seg/*/*.png" --threads 2 --rounds "$EPOCHS" 2>/dev/null; done | median)
-rate[seg_decoder_alone]=$($PY -c "print(${rate[seg_decoder_alone]} / 2)")
+if [ "$ONLY" != 003 ]; then
+  # pipec and the decoder alone run by turns, so both see the same machine load.
+  seg_p=() seg_d=()
+  for i in $(seq "$RUNS"); do
+    seg_p+=("$(pipec_rate bench/images/seg_bench.pipe $((samples * EPOCHS / 3)) -D "EPOCHS=$EPOCHS")")
+    seg_d+=("$(build/bench/decode_alone "$D/seg/*/*.png" --threads 2 --rounds "$EPOCHS" 2>/dev/null)")
+  done
+  rate[seg_pipec]=$(printf '%s\n' "${seg_p[@]}" | median)
+  # Both PNGs of a sample: samples/s = images/s / 2.
+  rate[seg_decoder_alone]=$($PY -c "print($(printf '%s\n' "${seg_d[@]}" | median) / 2)")
+fi
 
 row() {  # name, rate, reference name
   local v=${rate[$2]:-}
   [ -n "$v" ] || return 0
   printf '%-34s %10.1f %14.2f\n' "$1" "$v" "$($PY -c "print(${rate[$3]} / $v)")"
 }
+if [ "$ONLY" != 004 ]; then
 printf '\nseed 003: %s pairs of 1280x720 JPEGs x %s epochs, median of %s runs, %s cores\n' "$pairs" "$EPOCHS" "$RUNS" "$(nproc)"
 printf '%-34s %10s %14s\n' "pipeline" "pairs/s" "pipec / it"
 row "pipec (pushdown + index)" pipec pipec
@@ -95,10 +111,14 @@ row "tf.data, seed 003's code" deblur_seed pipec
 row "tf.data, seed 003's code + cache()" deblur_cache pipec
 row "tf.data, decode_and_crop_jpeg" deblur_crop pipec
 row "decoder alone (whole images)" decoder_alone pipec
+fi
+if [ "$ONLY" != 003 ]; then
 printf '\nseed 004: %s pairs of 960x720 PNGs x %s epochs, batches of 3\n' "$samples" "$EPOCHS"
 printf '%-34s %10s %14s\n' "pipeline" "samples/s" "pipec / it"
 row "pipec" seg_pipec seg_pipec
 row "tf.data, seed 004's code" seg_tfdata seg_pipec
 row "decoder alone (both PNGs)" seg_decoder_alone seg_pipec
+fi
+[ "$ONLY" = 004 ] && exit 0
 printf '\nseed 003, per image: the JPEG window index (build/bench/jpeg_index_cost)\n'
 build/bench/jpeg_index_cost "$D/deblur/*/*.jpg" --rounds "$RUNS"

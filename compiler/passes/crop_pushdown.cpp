@@ -9,13 +9,19 @@ namespace {
 // One crop into its decode; true when rewritten.
 bool push_one(ExprFunction& fn, int crop_id) {
   Instr& crop = fn.body[crop_id];
-  const bool random = crop.op == OpKind::RandomCrop;
-  if ((!random && crop.op != OpKind::CentralCrop) || crop.operands.size() != 1) return false;
+  const char* kind = crop.op == OpKind::RandomCrop    ? "random"
+                     : crop.op == OpKind::CentralCrop ? "central"
+                     : crop.op == OpKind::CropOrPad   ? "crop_or_pad"
+                                                      : nullptr;
+  if (!kind || crop.operands.size() != 1) return false;
   const int dec_id = crop.operands[0];
   Instr& dec = fn.body[dec_id];
-  // PNG has no partial decode; decode_image may turn out to be a PNG.
-  if (dec.op != OpKind::DecodeJpeg || dec.attrs.count("crop") || count_uses(fn, dec_id) != 1) return false;
-  dec.attrs["crop"] = Value::make_symbol(random ? "random" : "central");
+  // decode_image may be either format, so it keeps its separate crop. Only the PNG decoder pads
+  // (crop_or_pad's zeros around a smaller image).
+  const bool png = dec.op == OpKind::DecodePng;
+  if ((!png && dec.op != OpKind::DecodeJpeg) || (!png && crop.op == OpKind::CropOrPad)) return false;
+  if (dec.attrs.count("crop") || dec.attrs.count("one_hot") || count_uses(fn, dec_id) != 1) return false;
+  dec.attrs["crop"] = Value::make_symbol(kind);
   for (const char* a : {"height", "width", "op_id", "seed", "fraction"})
     if (auto it = crop.attrs.find(a); it != crop.attrs.end()) dec.attrs[a] = it->second;
   dec.type = crop.type;

@@ -12,6 +12,7 @@
 #include "compiler/passes/map_fusion.h"
 #include "compiler/passes/noop_elimination.h"
 #include "compiler/passes/plan_edit.h"
+#include "compiler/passes/png_one_hot_fusion.h"
 #include "compiler/passes/prefetch_injection.h"
 #include "compiler/passes/projection_pushdown.h"
 #include "compiler/passes/repeated_jpeg_index.h"
@@ -36,7 +37,9 @@ const std::vector<PassInfo>& pass_list() {
       {"common_subexpression_elimination", common_subexpression_elimination, "reuse equal values computed twice"},
       {"projection_pushdown", projection_pushdown, "sources parse and maps compute only the fields someone reads"},
       // Crop pushdown sees the projected plan; what its rewrite leaves unused goes in dead code elimination.
-      {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg decodes only its window"},
+      {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg or decode_png decodes only its window"},
+      // After crop pushdown, so the one-hot of a cropped label is made from the window's rows.
+      {"png_one_hot_fusion", png_one_hot_fusion, "one_hot_colors of a decode_png is made in the decode's row loop"},
       {"repeated_jpeg_index", repeated_jpeg_index,
        "a cropping decode_jpeg that a repeat runs again indexes each file once"},
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "runtime/core/dtype_dispatch.h"
@@ -308,35 +312,57 @@ Tensor rgb_to_grayscale_image(const Tensor& images) {
   return convert_image_dtype(grey, images.dtype());
 }
 
+ColorClasses::ColorClasses(const std::vector<std::array<uint8_t, 3>>& colors)
+    : classes_(static_cast<int64_t>(colors.size())) {
+  // Colour -> classes through a sorted table of 24-bit keys: one binary search per change of colour
+  // instead of k comparisons per pixel.
+  for (int64_t j = 0; j < classes_; ++j)
+    table_.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
+  std::sort(table_.begin(), table_.end());
+}
+
+void ColorClasses::write(const uint8_t* rgb, int64_t n, float* out) const {
+  const int64_t k = classes_;
+  // The k floats of the current colour, copied per pixel: neighbouring pixels mostly share a class.
+  std::vector<float> pattern(static_cast<size_t>(k), 0.0f);
+  uint32_t last_key = 0xFFFFFFFFu;
+#if defined(__SSE2__)
+  // Streaming stores: a label's one-hot (32 MB for 512 x 512 x 32) is written once and read later, so
+  // it bypasses the caches instead of evicting them (and reading every line before writing it).
+  const bool stream = k % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+#else
+  const bool stream = false;
+#endif
+  for (int64_t p = 0; p < n; ++p, rgb += 3, out += k) {
+    const uint32_t key = (uint32_t{rgb[0]} << 16) | (uint32_t{rgb[1]} << 8) | rgb[2];
+    if (key != last_key) {
+      std::fill(pattern.begin(), pattern.end(), 0.0f);
+      for (auto it = std::lower_bound(table_.begin(), table_.end(), std::make_pair(key, int64_t{0}));
+           it != table_.end() && it->first == key; ++it)
+        pattern[static_cast<size_t>(it->second)] = 1.0f;
+      last_key = key;
+    }
+#if defined(__SSE2__)
+    if (stream) {
+      for (int64_t c = 0; c < k; c += 4) _mm_stream_ps(out + c, _mm_loadu_ps(pattern.data() + c));
+      continue;
+    }
+#endif
+    std::memcpy(out, pattern.data(), static_cast<size_t>(k) * sizeof(float));
+  }
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();  // the streamed stores are ordered before whatever hands the tensor on
+#endif
+}
+
 Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors) {
   Geometry g = geometry(label);
   if (label.dtype() != DType::U8 || g.c != 3)
     throw ImageError(
         fmt::format("one_hot_colors takes u8 RGB labels, got {} with {} channels", dtype_name(label.dtype()), g.c));
-  const int64_t k = static_cast<int64_t>(colors.size());
-  Tensor out = Tensor::zeros(DType::F32, shape_of(g, g.h, g.w, k));
-  // Colour -> classes through a sorted table of 24-bit keys: one binary search per pixel instead of k
-  // comparisons. A colour listed twice sets both channels, as TF's per-colour equality does.
-  std::vector<std::pair<uint32_t, int64_t>> table;
-  for (int64_t j = 0; j < k; ++j)
-    table.push_back({(uint32_t{colors[j][0]} << 16) | (uint32_t{colors[j][1]} << 8) | colors[j][2], j});
-  std::sort(table.begin(), table.end());
-  const uint8_t* src = label.raw();
-  float* o = out.data<float>();
-  const int64_t pixels = g.n * g.h * g.w;
-  uint32_t last_key = 0xFFFFFFFFu;
-  std::pair<size_t, size_t> last_range{0, 0};
-  for (int64_t p = 0; p < pixels; ++p, src += 3, o += k) {
-    const uint32_t key = (uint32_t{src[0]} << 16) | (uint32_t{src[1]} << 8) | src[2];
-    if (key != last_key) {  // neighbouring pixels mostly share a class
-      auto lo = std::lower_bound(table.begin(), table.end(), std::make_pair(key, int64_t{0}));
-      size_t b = static_cast<size_t>(lo - table.begin()), e = b;
-      while (e < table.size() && table[e].first == key) ++e;
-      last_key = key;
-      last_range = {b, e};
-    }
-    for (size_t t = last_range.first; t < last_range.second; ++t) o[table[t].second] = 1.0f;
-  }
+  const ColorClasses classes(colors);
+  Tensor out = Tensor::empty(DType::F32, shape_of(g, g.h, g.w, classes.classes()));
+  classes.write(label.raw(), g.n * g.h * g.w, out.data<float>());
   return out;
 }
 

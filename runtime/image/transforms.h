@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/tensor.h"
@@ -39,6 +40,21 @@ Tensor normalize_image(const Tensor& images, const std::vector<float>& mean, con
 /// tf.image.rgb_to_grayscale: [..., 3] -> [..., 1] in the same dtype. As TF: the pixels converted to
 /// f32 (convert_image_dtype), 0.2989 R + 0.5870 G + 0.1140 B in f32, converted back.
 Tensor rgb_to_grayscale_image(const Tensor& images);
+
+/// one_hot_colors' colour -> classes lookup, a row of pixels at a time (the fused PNG decode writes its
+/// rows with it too). A colour listed twice sets both channels, as TF's per-colour equality does.
+class ColorClasses {
+ public:
+  explicit ColorClasses(const std::vector<std::array<uint8_t, 3>>& colors);
+  int64_t classes() const { return classes_; }
+  /// `n` RGB u8 pixels -> n * classes() floats, every one written (1 or 0). A long output (a whole
+  /// label) goes to memory past the caches, which the writes skip when they can.
+  void write(const uint8_t* rgb, int64_t n, float* out) const;
+
+ private:
+  int64_t classes_ = 0;
+  std::vector<std::pair<uint32_t, int64_t>> table_;  // sorted 24-bit colour keys -> class
+};
 
 /// One f32 channel per colour: out[..., k] = 1 where the RGB pixel equals colors[k], else 0.
 Tensor one_hot_colors_image(const Tensor& label, const std::vector<std::array<uint8_t, 3>>& colors);

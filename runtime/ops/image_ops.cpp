@@ -5,8 +5,9 @@
 // Attributes: decoders take `channels` (0 as stored), `dtype` (u16 for 16-bit PNG), `max_pixels`, and
 // `path` (true when the operand is a file path rather than the file's bytes: lowering fuses
 // decode(read_file(p)), so errors name the file). A cropping decode (crop pushdown) also carries
-// `crop` (random | central) and that crop's attributes, and `index` when a repeat runs it again
-// (decode_from_index below). Random ops carry `op_id` and maybe `seed`;
+// `crop` (random | central, or crop_or_pad for PNG) and that crop's attributes, and `index` when a
+// repeat runs a JPEG one again (decode_from_index below); a PNG decode may carry `one_hot` (the
+// colours of a fused one_hot_colors, png_one_hot_fusion). Random ops carry `op_id` and maybe `seed`;
 // their windows and flips are drawn as runtime/image/crop_window.h documents.
 #include <array>
 #include <cerrno>
@@ -28,6 +29,7 @@
 #include "runtime/image/jpeg_decoder.h"
 #include "runtime/image/jpeg_index_cache.h"
 #include "runtime/image/png_decoder.h"
+#include "runtime/image/png_window_decode.h"
 #include "runtime/image/sniff.h"
 #include "runtime/image/transforms.h"
 #include "runtime/ops/colors_csv.h"
@@ -102,6 +104,13 @@ WindowFn pushed_window(const KernelArgs& a) {
       return true;
     };
   }
+  if (crop->s == "crop_or_pad") {
+    const int64_t th = attr_int(a.instr, "height", 0), tw = attr_int(a.instr, "width", 0);
+    return [th, tw](int64_t h, int64_t w, CropWindow& win, std::string&) {
+      win = crop_or_pad_window(h, w, th, tw);
+      return true;
+    };
+  }
   if (crop->s == "central") {
     const double f = attr_number(a.instr, "fraction");
     return [f](int64_t h, int64_t w, CropWindow& win, std::string&) {
@@ -138,6 +147,26 @@ std::optional<Tensor> decode_from_index(const std::string& path, std::string_vie
   return decode_jpeg_window(*found.index, o);
 }
 
+std::shared_ptr<const Colors> colors_of(const KernelArgs& a, const Value& v);
+
+// What a PNG decode makes of its window: crop_or_pad's padding and a fused one_hot_colors
+// (png_one_hot_fusion), written into the interpreter's row of the batch when it offers one.
+PngWindowOutput png_output(const KernelArgs& a, std::optional<ColorClasses>& classes) {
+  PngWindowOutput out;
+  const Value* crop = find_attr(a.instr, "crop");
+  if (crop && crop->s == "crop_or_pad") {
+    out.pad_height = attr_int(a.instr, "height", 0);
+    out.pad_width = attr_int(a.instr, "width", 0);
+    if (out.pad_height < 1 || out.pad_width < 1) throw OpError("crop_or_pad needs a height and a width of at least 1");
+  }
+  if (const Value* colors = find_attr(a.instr, "one_hot")) {
+    classes.emplace(*colors_of(a, *colors));
+    out.one_hot = &*classes;
+  }
+  out.into = a.into;
+  return out;
+}
+
 Tensor decode(const KernelArgs& a, ImageFormat want) {
   const Value* from_path = find_attr(a.instr, "path");
   std::string path, owned;
@@ -170,10 +199,11 @@ Tensor decode(const KernelArgs& a, ImageFormat want) {
       if (got == ImageFormat::Unknown) throw ImageError("neither a JPEG nor a PNG (unrecognised first bytes)");
       want = got;
     }
-    Tensor img = want == ImageFormat::Jpeg ? decode_jpeg_image(data, o) : decode_png_image(data, o);
-    if (want == ImageFormat::Png && o.window)
-      img = crop_image(img, CropWindow{});  // unreachable: pushdown is JPEG only
-    return img;
+    if (want == ImageFormat::Png) {
+      std::optional<ColorClasses> classes;
+      return decode_png_window(data, o, png_output(a, classes));
+    }
+    return decode_jpeg_image(data, o);
   } catch (const ImageError& e) {
     std::string kind = image_format_name(want);
     if (got != want && got != ImageFormat::Unknown)
@@ -309,15 +339,15 @@ std::shared_ptr<const Colors> read_colors_csv(const std::string& path) {
 
 namespace {
 
-Tensor one_hot_colors_kernel(const KernelArgs& a) {
-  const Value* v = find_attr(a.instr, "colors");
-  if (!v) throw OpError("missing attribute `colors`");
+// one_hot_colors' colours (a CSV path, or the [r, g, b] rows compilation inlined), checked against the
+// class count of the result type.
+std::shared_ptr<const Colors> colors_of(const KernelArgs& a, const Value& v) {
   std::shared_ptr<const Colors> colors;
-  if (v->kind == Value::String) {
-    colors = read_colors_csv(resolve(a, v->s));
+  if (v.kind == Value::String) {
+    colors = read_colors_csv(resolve(a, v.s));
   } else {
     auto list = std::make_shared<Colors>();
-    for (const Value& row : v->items) {
+    for (const Value& row : v.items) {
       if (row.items.size() != 3) throw OpError("colors must be [r, g, b] rows");
       list->push_back({static_cast<uint8_t>(row.items[0].i), static_cast<uint8_t>(row.items[1].i),
                        static_cast<uint8_t>(row.items[2].i)});
@@ -327,7 +357,14 @@ Tensor one_hot_colors_kernel(const KernelArgs& a) {
   const int64_t classes = a.instr.type.shape.empty() ? -1 : a.instr.type.shape.back();
   if (classes >= 0 && classes != static_cast<int64_t>(colors->size()))
     throw OpError(fmt::format("classes = {} but {} lists {} colours", classes,
-                              v->kind == Value::String ? v->s : "the list", colors->size()));
+                              v.kind == Value::String ? v.s : "the list", colors->size()));
+  return colors;
+}
+
+Tensor one_hot_colors_kernel(const KernelArgs& a) {
+  const Value* v = find_attr(a.instr, "colors");
+  if (!v) throw OpError("missing attribute `colors`");
+  std::shared_ptr<const Colors> colors = colors_of(a, *v);
   return guarded([&] { return one_hot_colors_image(a.in.at(0), *colors); });
 }
 

@@ -153,12 +153,12 @@ class Interpreter {
       // Shapes depend on the data: one call per element, unless every operand is row-invariant and
       // nothing random is drawn (then one call serves every row).
       if (any_rows || find_attr(instr, "op_id")) return eval_per_row(instr, *k);
-      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir};
+      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir, Tensor()};
       for (int o : instr.operands) args.in.push_back(vals_[o].t);
       return Val{Val::Invariant, finish(instr, k->fn(args)), {}};
     }
     const bool lead = k->kind == KernelKind::Random || any_rows;
-    KernelArgs args{instr, {}, lead ? 1 : 0, in_.rows, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir};
+    KernelArgs args{instr, {}, lead ? 1 : 0, in_.rows, ctx_.seed, in_.first_index, in_.epoch, &ctx_.spec_dir, Tensor()};
     if (!lead) {
       for (int o : instr.operands) args.in.push_back(vals_[o].t);
       return Val{Val::Invariant, finish(instr, k->fn(args)), {}};
@@ -194,9 +194,14 @@ class Interpreter {
 
   // The slow, general path: one kernel call per row on element tensors.
   Val eval_per_row(const Instr& instr, const KernelInfo& k) {
-    std::vector<Tensor> outs(static_cast<size_t>(in_.rows));
+    // A kernel that fills rows in place gets each element's row of the stacked result (no stacking
+    // copy afterwards: for seed 004's fused label decode that copy was a fifth of the pipeline).
+    const bool fill = k.fills_rows && instr.type.fully_known() && instr.type.dtype != DType::Bytes;
+    Tensor stacked = fill ? Tensor::empty(instr.type.dtype, prepend(in_.rows, instr.type.shape)) : Tensor();
+    std::vector<Tensor> outs(static_cast<size_t>(fill ? 0 : in_.rows));
     for (int64_t r = 0; r < in_.rows; ++r) {
-      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index + r, in_.epoch, &ctx_.spec_dir};
+      KernelArgs args{instr, {}, 0, 1, ctx_.seed, in_.first_index + r, in_.epoch, &ctx_.spec_dir, Tensor()};
+      if (fill) args.into = stacked.row_view(r);
       for (int o : instr.operands) {
         const Val& v = vals_[o];
         // A row of a dense value is a view, not a copy: the kernel only reads it, and image rows are
@@ -207,11 +212,18 @@ class Interpreter {
                                                                                : v.t);
       }
       try {
-        outs[r] = finish(instr, k.fn(args));
+        Tensor got = finish(instr, k.fn(args));
+        if (!fill) {
+          outs[r] = std::move(got);
+        } else if (got.raw() != args.into.raw()) {  // the kernel made its own tensor this time
+          check_shape(instr, got.shape());
+          std::memcpy(args.into.raw(), got.raw(), got.byte_size());
+        }
       } catch (const OpError& e) {
         throw OpError(fmt::format("element {}: {}", in_.first_index + r, e.what()));
       }
     }
+    if (fill) return Val{Val::Rows, std::move(stacked), {}};
     // A result whose type has unknown dims (a decoded image) stays one tensor per row, and so does the
     // result of a per-row op (a crop, a flip): stacking it would copy every image once more only for
     // the next per-row op to copy it out again. Whole-column ops and the results stack what they need.

@@ -33,6 +33,10 @@ struct KernelArgs {
   int64_t first_index = 0;
   int64_t epoch = 0;
   const std::string* spec_dir = nullptr;  // relative file paths (read_file, decoders, CSVs) resolve against it
+  // KernelInfo::fills_rows kernels with lead = 0: this element's row of the result, preallocated by the
+  // interpreter (a view of the [rows, ...] value). The kernel may write its result there and return
+  // it, so per-row results of a known shape need no stacking copy; it may also ignore it.
+  Tensor into{};
 
   DType out_dtype() const { return instr.type.dtype; }
 };
@@ -54,6 +58,7 @@ KernelKind kernel_kind(OpKind op);
 struct KernelInfo {
   KernelFn fn = nullptr;
   KernelKind kind = KernelKind::Structural;
+  bool fills_rows = false;  // a PerRow kernel that can write into KernelArgs::into
 };
 
 /// The kernels, indexed by OpKind; each family fills in its ops.

@@ -23,7 +23,9 @@ std::array<KernelInfo, kNumOpKinds> build_table() {
   register_random(t);
   register_image_ops(t);
   std::array<KernelInfo, kNumOpKinds> out{};
-  for (OpKind k : all_op_kinds) out[static_cast<size_t>(k)] = KernelInfo{t.get(k), kernel_kind(k)};
+  for (OpKind k : all_op_kinds) out[static_cast<size_t>(k)] = KernelInfo{t.get(k), kernel_kind(k), false};
+  // The PNG decoder writes its rows where it is told (runtime/image/png_window_decode.h).
+  out[static_cast<size_t>(OpKind::DecodePng)].fills_rows = true;
   return out;
 }
 
