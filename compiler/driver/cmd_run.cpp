@@ -398,6 +398,10 @@ int cmd_run(const Args& args) {
     std::optional<uint64_t> total;
     while (!(limited && sum.elements >= a.take)) {
       int64_t first = run.delivered();
+      // Done with the last batch before waiting for the next: its buffers go back to the pool now, so
+      // the stages reuse them while they are still in the cache instead of taking colder ones (a
+      // batch held through the wait kept another 3 MB in flight on chess, about a tenth of its CPU).
+      c = Chunk{};
       if (!run.next(c)) break;
       print_new_warnings();
       int64_t rows = c.rows;
