@@ -22,6 +22,7 @@
 #include "compiler/driver/cli.h"
 #include "compiler/driver/commands.h"
 #include "compiler/driver/compile_report.h"
+#include "compiler/driver/openmp_waits.h"
 #include "compiler/driver/opt_flags.h"
 #include "compiler/driver/run_args.h"
 #include "compiler/driver/run_report.h"
@@ -292,6 +293,8 @@ int cmd_run(const Args& args) {
   auto given = [](const std::vector<CLI::Option*>& opts) {
     return std::any_of(opts.begin(), opts.end(), [](const CLI::Option* o) { return o->count() > 0; });
   };
+  // Only a run that may train starts OpenMP threads: one with a pipeline flag keeps this process.
+  if (!given(pipeline_only)) prefer_passive_openmp_waits();
   const DevicePolicy device = device_policy(a.device);
   request.path = a.spec;
   request.target = given(pipeline_only) ? CompileTarget::OnePipeline
