@@ -5,11 +5,10 @@ namespace pipec::codegen {
 bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& why_not) {
   const Stage& s = plan.stages.at(static_cast<size_t>(index));
   if (!has_element_kernel(s) || !s.fn || s.inputs.size() != 1) {
-    why_not = "not a map or filter";
+    why_not = "not a map, filter or scan";
     return false;
   }
-  std::vector<std::string> fields;
-  for (const Field& f : plan.stages.at(static_cast<size_t>(s.inputs[0])).element.fields) fields.push_back(f.name);
+  const std::vector<std::string> fields = function_input_fields(plan, index);
   if (!lower_to_loop_nest(*s.fn, fields, nest, why_not)) return false;
   if (s.kind == StageKind::Filter && (nest.outputs.size() != 1 || nest.outputs[0].elems != 1)) {
     why_not = "the filter's predicate is not one flag per element";

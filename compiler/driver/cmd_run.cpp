@@ -405,11 +405,10 @@ int cmd_run(const Args& args) {
       // the stages reuse them while they are still in the cache instead of taking colder ones (a
       // batch held through the wait kept another 3 MB in flight on chess, about a tenth of its CPU).
       c = Chunk{};
-      if (!run.next(c)) break;
+      // --take stops inside a chunk: the run holds the chunk's other rows, and the checkpoint with them.
+      if (!run.next(c, limited ? a.take - sum.elements : -1)) break;
       print_new_warnings();
-      int64_t rows = c.rows;
-      if (limited) rows = std::min<int64_t>(rows, a.take - sum.elements);
-      if (rows < c.rows) c = slice_rows(c, 0, rows);
+      const int64_t rows = c.rows;
       if (!a.output.empty())
         for (int64_t r = 0; r < rows; ++r) write_element(a.output, first + r, out_elem.fields, c, r);
       sum.elements += rows;

@@ -483,6 +483,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   }
   if (!device.note.empty() && !quiet) std::cerr << device.note << "\n";
   to.make_executor = device.make;
+  to.make_eval_executor = device.make_eval;
   // The strategy, said once before the first step: replicas on threads for mirrored on the CPU.
   if (t.strategy != StrategyKind::Single) {
     std::string no_gpu;
@@ -545,6 +546,19 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
     metrics.open(ta.metrics);
     if (!metrics) {
       std::cerr << "pipec run: error: cannot write " << ta.metrics << "\n";
+      return 2;
+    }
+  }
+  // --save writes at the end of the run: a directory that is missing or read-only is said now, not
+  // after the training it would have kept.
+  if (!ta.save.empty() && (!workers || workers->rank == 0)) {
+    const fs::path dir = fs::absolute(fs::path(ta.save)).parent_path();
+    std::error_code ec;
+    const char* why = !fs::is_directory(dir, ec)       ? "no such directory"
+                      : access(dir.c_str(), W_OK) != 0 ? "the directory is not writable"
+                                                       : nullptr;
+    if (why) {
+      std::cerr << fmt::format("pipec run: error: --save: cannot write {}: {} ({})\n", ta.save, why, dir.string());
       return 2;
     }
   }

@@ -45,6 +45,13 @@ TrainDeviceChoice choose_train_device(const TrainDeviceRequest& r) {
     c.exit_code = 2;
     return c;
   }
+  FastExecutorOptions fo;
+  fo.threads = r.threads;
+  fo.direct_conv = r.direct_conv;
+  const auto fast = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
+    return std::make_unique<FastExecutor>(g, seed, fo);
+  };
+  if (r.executor == "fast") c.make_eval = fast;
   bool want_gpu = r.device == "gpu" || (r.device == "auto" && !cpu_executor_asked);
   const gpu::GpuExecutorOptions gpu_options{r.allow_tf32};
   if (want_gpu && r.device == "gpu" && host_emulation()) {
@@ -72,14 +79,7 @@ TrainDeviceChoice choose_train_device(const TrainDeviceRequest& r) {
     }
     if (driver_found) c.note = "note: training on the CPU: " + why;
   }
-  if (r.executor == "fast") {
-    FastExecutorOptions fo;
-    fo.threads = r.threads;
-    fo.direct_conv = r.direct_conv;
-    c.make = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
-      return std::make_unique<FastExecutor>(g, seed, fo);
-    };
-  }
+  if (r.executor == "fast") c.make = fast;
   return c;
 }
 

@@ -13,6 +13,9 @@ namespace pipec {
 struct TrainDeviceChoice {
   /// Makes the executor (null: the reference executor, the training loop's default).
   std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make;
+  /// Makes the evaluation's executor (null: the reference executor): the fast executor on the CPU, also
+  /// when training runs on the GPU (evaluation there reads the weights the GPU executor syncs to the host).
+  std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make_eval;
   bool gpu = false;
   /// Said once before the first step when not empty (a GPU found but not usable under --device auto).
   std::string note;

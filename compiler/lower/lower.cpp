@@ -570,6 +570,8 @@ class PlanLowering {
       if (stage_has(s.kind, StageFlag::MultiInput) && (x->type.kind == TypeKind::Dataset || dataset_list(*b, name)))
         continue;  // zip, concatenate, choose_from: their datasets are their inputs (below, in parameter order)
       if (x->constant) s.args.push_back({name, *x->constant});
+      else if (x->kind == ExprKind::Record && s.kind == StageKind::Scan)
+        s.args.push_back({name, initial_state(*x->as<RecordExpr>())});
       else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink)
         s.args.push_back({name, format_value(*x->as<CallExpr>())});
     }
@@ -596,6 +598,19 @@ class PlanLowering {
     }
     plan_.stages.push_back(std::move(s));
     return static_cast<int>(plan_.stages.size()) - 1;
+  }
+
+  // scan's `initial = { total: 0, n: 0.0 }` becomes the list [[total, 0], [n, 0.0]] (the checker made
+  // every field a constant).
+  static Value initial_state(const RecordExpr& r) {
+    Value v = Value::make_list();
+    for (const RecordFieldSyntax& f : r.fields) {
+      Value pair = Value::make_list();
+      pair.items.push_back(Value::make_symbol(f.name));
+      pair.items.push_back(*f.value->constant);
+      v.items.push_back(std::move(pair));
+    }
+    return v;
   }
 
   // Whether `b`'s parameter `name` is a list of datasets (choose_from's, sample_from's), not a list constant.

@@ -293,6 +293,29 @@ Type rule_choose_from(CallContext& ctx) {
   return dataset_of(std::move(*out));
 }
 
+// text_lines(files, compression): tf.data's TextLineDataset: {line: bytes} per line.
+Type rule_text_lines(CallContext& ctx) {
+  auto files = ctx.const_string("files");
+  if (!files) return Type::error();
+  ElementInfo e;
+  e.fields.push_back(field("line", Type::tensor(DType::Bytes)));
+  return dataset_of(std::move(e));
+}
+
+// fixed_length_records(files, record_bytes, header_bytes, footer_bytes, compression): tf.data's
+// FixedLengthRecordDataset: {record: u8[record_bytes]} (tf.data's string record, decode_raw'd to uint8).
+Type rule_fixed_length_records(CallContext& ctx) {
+  auto files = ctx.const_string("files");
+  auto record = ctx.const_int("record_bytes", 1);
+  bool ok = files && record;
+  for (const char* name : {"header_bytes", "footer_bytes"})
+    if (ctx.has(name)) ok = ctx.const_int(name, 0).has_value() && ok;
+  if (!ok) return Type::error();
+  ElementInfo e;
+  e.fields.push_back(field("record", Type::tensor(DType::U8, {*record})));
+  return dataset_of(std::move(e));
+}
+
 // sample_from's weights: a constant list of one finite number >= 0 per dataset, not all 0; nullopt (and
 // a diagnostic) otherwise.
 std::optional<std::vector<double>> sample_weights(CallContext& ctx, size_t datasets) {
@@ -398,6 +421,16 @@ void register_source_builtins(std::vector<Builtin>& out) {
                        "Rows of a CSV file; the schema names and types the columns used.", rule_csv));
   out.push_back(
       source("npy", {req("path")}, "The rows of a NumPy .npy array; the schema gives the type of one row.", rule_npy));
+  out.push_back(source("text_lines", {req("files"), opt("compression", "none", {"none", "gzip", "zlib"})},
+                       "One element {line} per line of the files the pattern matches, without its \"\\n\" (or "
+                       "\"\\r\\n\") (tf.data's TextLineDataset).",
+                       rule_text_lines));
+  out.push_back(source("fixed_length_records",
+                       {req("files"), req("record_bytes"), opt("header_bytes", "0"), opt("footer_bytes", "0"),
+                        opt("compression", "none", {"none", "gzip", "zlib"})},
+                       "One element {record: u8[record_bytes]} per record between each file's header and footer "
+                       "(tf.data's FixedLengthRecordDataset, its records decode_raw'd to u8).",
+                       rule_fixed_length_records));
   out.push_back(
       source("zip", {rest("datasets")}, "Pairs up elements of several datasets, merging their fields.", rule_zip));
   out.push_back(source("concatenate", {rest("datasets")},

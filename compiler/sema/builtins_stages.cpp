@@ -118,6 +118,98 @@ Type rule_window(CallContext& ctx) {
   return out;
 }
 
+// rebatch(size, drop_remainder = false): tf.data's rebatch, unbatch() | batch(size) in one stage: the
+// leading (batch) dimension of every field becomes `size`, or `?` when the last batch may be shorter.
+Type rule_rebatch(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  auto size = ctx.const_int("size", 1);
+  bool drop = false;
+  if (ctx.has("drop_remainder")) {
+    auto d = ctx.const_bool("drop_remainder");
+    if (!d) return Type::error();
+    drop = *d;
+  }
+  if (!in || !size) return Type::error();
+  if (in->batch_rank < 1) {
+    auto& d = ctx.error(
+        DiagKind::shape_mismatch, ctx.range,
+        fmt::format("rebatch regroups the rows of batches, but its input is not batched: {}", element_to_string(*in)));
+    d.help = "batch the elements with batch(n)";
+    return Type::error();
+  }
+  ElementInfo out = *in;
+  for (Field& f : out.fields) {
+    Type t = *f.type;
+    t.shape.at(0) = (drop || in->infinite) ? *size : kUnknownDim;
+    f.type = std::make_shared<const Type>(std::move(t));
+  }
+  return dataset_of(std::move(out));
+}
+
+// scan(initial, fn): tf.data's scan(initial_state, scan_func). `initial` is a record of constants, the
+// state before the first element; fn(state, element) returns one record whose fields named like the
+// state's are the next state (of the state's dtypes and shapes) and which is the output element.
+Type rule_scan(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  const BoundArg& init = ctx.arg("initial");
+  if (!in || init.type.is_error()) return Type::error();
+  if (init.type.kind != TypeKind::Record || !init.expr || init.expr->kind != ExprKind::Record) {
+    auto& d =
+        ctx.error(DiagKind::type_mismatch, init.range,
+                  fmt::format("scan's initial state is a record of constants, not {}", type_to_string(init.type)));
+    d.help = "e.g. `scan({ total: 0 }, (s, r) => { total: s.total + r.value, value: r.value })`";
+    return Type::error();
+  }
+  bool ok = true;
+  for (const RecordFieldSyntax& f : init.expr->as<RecordExpr>()->fields) {
+    if (!f.value || !f.value->constant) {
+      ctx.error(DiagKind::not_constant, f.value ? f.value->range : f.name_range,
+                fmt::format("scan's initial `{}` must be known at compile time", f.name));
+      ok = false;
+    }
+    for (const Field& g : in->fields)
+      if (g.name == f.name) {
+        auto& d = ctx.error(DiagKind::duplicate_definition, f.name_range,
+                            fmt::format("scan: the state's field `{}` has the name of a field of the element", f.name));
+        d.help = "the function reads both: name the state's fields apart from the element's";
+        ok = false;
+      }
+  }
+  if (!ok) return Type::error();
+  Type body = ctx.lambda("fn", {init.type, element_record(*in)});
+  if (body.is_error()) return body;
+  const Expr& result = *ctx.arg("fn").expr->as<LambdaExpr>()->body;
+  if (body.kind != TypeKind::Record) {
+    auto& d = ctx.error(DiagKind::record_expected, result.range,
+                        fmt::format("scan's function must return a record of fields, not {}", type_to_string(body)));
+    d.help = "the next state's fields and the element's, e.g. `{ total: s.total + r.value, value: r.value }`";
+    return Type::error();
+  }
+  for (const Field& f : *init.type.fields) {
+    const Type* next = body.field(f.name);
+    if (!next) {
+      auto& d = ctx.error(
+          DiagKind::type_mismatch, result.range,
+          fmt::format("scan's function must return the next state, but its record has no field `{}`", f.name));
+      d.help = "return the state's fields with the element's, e.g. `{ total: s.total + r.value, value: r.value }`";
+      return Type::error();
+    }
+    if (next->dtype != f.type->dtype || next->shape != f.type->shape) {
+      auto& d = ctx.error(DiagKind::type_mismatch, result.range,
+                          fmt::format("scan's state `{}` is {}, but the function returns it as {}", f.name,
+                                      type_to_string(*f.type), type_to_string(*next)));
+      d.help = next->dtype != f.type->dtype
+                   ? fmt::format("the state keeps its type: convert it, e.g. `{}(...)`", dtype_name(f.type->dtype))
+                   : "the state keeps its shape from element to element";
+      return Type::error();
+    }
+  }
+  ElementInfo out = *in;
+  out.fields = *body.fields;
+  out.batch_rank = surviving_batch_rank(*in, out.fields);
+  return dataset_of(std::move(out));
+}
+
 Type rule_unbatch(CallContext& ctx) {
   const ElementInfo* in = ctx.dataset("input");
   if (!in) return Type::error();
@@ -346,6 +438,15 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       "window(...).flat_map(lambda w: w.batch(size)) does; the last windows are shorter unless "
                       "drop_remainder is true.",
                       rule_window));
+  out.push_back(stage("rebatch", {req("size"), opt("drop_remainder", "false")},
+                      "The rows of the input's batches in batches of `size` (tf.data's rebatch: unbatch() | "
+                      "batch(size) in one stage).",
+                      rule_rebatch));
+  out.push_back(stage("scan", {req("initial"), req("fn")},
+                      "Runs fn(state, element) on each element in order, from the state `initial`: the fields it "
+                      "returns named like the state's are the next state, and its record is the element (tf.data's "
+                      "scan).",
+                      rule_scan));
   out.push_back(stage("unbatch", {}, "Splits each batch back into its elements.", rule_unbatch));
   out.push_back(stage("shuffle", {req("buffer"), opt("seed", "run seed"), opt("reshuffle_each_iteration", "true")},
                       "Samples uniformly from a buffer of `buffer` elements, as tf.data's shuffle does.",

@@ -26,6 +26,8 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::ListFiles: return make_files_source(ctx, stage, epoch);
     case StageKind::Csv: return make_csv_source(ctx, stage, epoch);
     case StageKind::Npy: return make_npy_source(ctx, stage, epoch);
+    case StageKind::TextLines: return make_text_lines_source(ctx, stage, epoch);
+    case StageKind::FixedLengthRecords: return make_fixed_length_records_source(ctx, stage, epoch);
     case StageKind::Zip: {
       std::vector<IteratorPtr> inputs;
       for (int in : s.inputs) inputs.push_back(build_iterator(ctx, in, epoch));
@@ -74,6 +76,8 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::Batch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), false);
     case StageKind::PaddedBatch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), true);
     case StageKind::Window: return make_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
+    case StageKind::Rebatch: return make_rebatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
+    case StageKind::Scan: return make_scan(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Unbatch: return make_unbatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Shuffle: return make_shuffle(ctx, stage, epoch, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Take:

@@ -8,7 +8,9 @@ namespace pipec {
 
 const Value* file_list_pattern(const Stage& s) {
   switch (s.kind) {
-    case StageKind::Tfrecord: return s.arg("files");
+    case StageKind::Tfrecord:
+    case StageKind::TextLines:
+    case StageKind::FixedLengthRecords: return s.arg("files");
     case StageKind::Files:
     case StageKind::ListFiles: return s.arg("pattern");
     default: return nullptr;

@@ -15,8 +15,9 @@ namespace pipec {
 
 inline constexpr const char* kFileShardArg = "file_shard";
 
-/// The file pattern of a source that reads a list of files: tfrecord's `files`, files' and
-/// list_files' `pattern`. Null for every other stage (csv and npy read one file each).
+/// The file pattern of a source that reads a list of files: tfrecord's, text_lines' and
+/// fixed_length_records' `files`, files' and list_files' `pattern`. Null for every other stage (csv and
+/// npy read one file each).
 const Value* file_list_pattern(const Stage& s);
 
 /// `file_shard = [num_shards, index]`.

@@ -49,7 +49,8 @@ int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows) {
     case StageKind::Batch:
     case StageKind::PaddedBatch:
     case StageKind::MapBatch:
-    case StageKind::Window: return 1;
+    case StageKind::Window:
+    case StageKind::Rebatch: return 1;
     default: break;
   }
   if (s.inputs.empty()) return source_rows;
@@ -80,6 +81,8 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
     case StageKind::ListFiles:
     case StageKind::Csv:
     case StageKind::Npy: return source_length ? source_length(stage) : std::nullopt;
+    case StageKind::TextLines:
+    case StageKind::FixedLengthRecords: return std::nullopt;  // known only once the files are read
     case StageKind::Zip: {
       std::optional<int64_t> n;
       for (size_t k = 0; k < s.inputs.size(); ++k) {
@@ -120,7 +123,9 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       if (d && d->b) return *n >= span ? (*n - span) / step + 1 : 0;
       return (*n + step - 1) / step;
     }
-    case StageKind::Unbatch: return std::nullopt;
+    case StageKind::Scan: return input();
+    case StageKind::Unbatch:
+    case StageKind::Rebatch: return std::nullopt;
     case StageKind::Take: {
       auto n = input();
       auto c = int_arg("count");

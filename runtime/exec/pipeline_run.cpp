@@ -13,7 +13,7 @@
 namespace pipec {
 
 namespace {
-constexpr uint32_t kCheckpointVersion = 1;
+constexpr uint32_t kCheckpointVersion = 2;  // 2: the rows held back by next(max_rows)
 
 // Stages whose chunks are their input's elements in order, each chunk in its input's pass.
 bool keeps_passes(StageKind k) {
@@ -155,12 +155,22 @@ SteadyHoldings PipelineRun::steady_holdings() const {
       plan_, ctx_.chunk_rows, [this](int s) { return source_length(s); }, ctx_.threads);
 }
 
-bool PipelineRun::next(Chunk& out) {
-  autotune_->consumer_called();
-  bool ok = root_->next(out);
-  autotune_->consumer_returned();
-  if (ok) delivered_ += out.rows;
-  return ok;
+bool PipelineRun::next(Chunk& out, int64_t max_rows) {
+  if (held_.rows > 0) {
+    out = std::move(held_);
+    held_ = Chunk{};
+  } else {
+    autotune_->consumer_called();
+    const bool ok = root_->next(out);
+    autotune_->consumer_returned();
+    if (!ok) return false;
+  }
+  if (max_rows >= 0 && max_rows < out.rows) {
+    held_ = slice_rows(out, max_rows, out.rows);
+    out = slice_rows(out, 0, max_rows);
+  }
+  delivered_ += out.rows;
+  return true;
 }
 
 void PipelineRun::save_checkpoint(const std::filesystem::path& path) const { write_file_atomic(path, save_state()); }
@@ -175,6 +185,7 @@ std::string PipelineRun::save_state() const {
   w.write_i64(delivered_);
   w.write_u64(ctx_.seed);
   root_->save(w);
+  save_chunk(w, held_);
   return w.finish();
 }
 
@@ -187,6 +198,7 @@ void PipelineRun::restore_state(std::string bytes, const std::string& source) {
   uint64_t seed = r.read_u64();
   if (seed != ctx_.seed) throw r.error(fmt::format("the checkpoint was written with --seed {}", seed));
   root_->restore(r);
+  held_ = restore_chunk(r);
   r.expect_end();
 }
 

@@ -61,8 +61,10 @@ class PipelineRun {
   PipelineRun(const Plan& plan, const RunOptions& options);
   ~PipelineRun();
 
-  /// The next chunk of output elements; false at the end.
-  bool next(Chunk& out);
+  /// The next chunk of output elements; false at the end. With `max_rows` >= 0, at most that many
+  /// rows: the rest of the chunk is held for the next call, and a checkpoint saved in between holds
+  /// them too, so a run that stops after N elements (`pipec run --take N`) resumes at element N.
+  bool next(Chunk& out, int64_t max_rows = -1);
   /// Output elements delivered so far (resumes count from the checkpoint).
   int64_t delivered() const { return delivered_; }
 
@@ -100,6 +102,7 @@ class PipelineRun {
   std::unique_ptr<ChunkIterator> root_;
   int64_t delivered_ = 0;
   uint64_t fingerprint_ = 0;
+  Chunk held_;  // rows of the last chunk not yet handed out (next with max_rows)
 };
 
 }  // namespace pipec

@@ -25,6 +25,8 @@ IteratorPtr make_range_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_files_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_csv_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_npy_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_text_lines_source(RunContext& ctx, int stage, int64_t epoch);
+IteratorPtr make_fixed_length_records_source(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_zip(RunContext& ctx, int stage, int64_t epoch, std::vector<IteratorPtr> inputs);
 /// Builds each input when the one before it ends.
 IteratorPtr make_concatenate(RunContext& ctx, int stage, int64_t epoch);
@@ -42,6 +44,10 @@ IteratorPtr make_filter(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_window(RunContext& ctx, int stage, IteratorPtr input);
+/// unbatch | batch(size, drop_remainder) in one stage (tf.data's rebatch).
+IteratorPtr make_rebatch(RunContext& ctx, int stage, IteratorPtr input);
+/// Runs its function element by element, the state carried from one to the next.
+IteratorPtr make_scan(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_unbatch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_shuffle(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
 /// shuffle(...) | repeat(count) fused (compiler/passes/shuffle_repeat_fusion.h): one iterator for every epoch.

@@ -117,6 +117,9 @@ std::vector<int> read_ids(BlobReader& r, const char* what, size_t limit, bool al
   return ids;
 }
 
+// The most elements one value of a model may hold per example (2^40: 4 TiB of fp32).
+constexpr int64_t kMaxModelElements = int64_t{1} << 40;
+
 // One of the graph's values, or -1 when `allow_none`.
 int read_id(BlobReader& r, const char* what, size_t limit, bool allow_none) {
   const int32_t id = r.i32(what);
@@ -138,9 +141,15 @@ GraphValue read_value(BlobReader& r) {
   v.name = r.str("value name");
   v.dtype = r.dtype();
   const uint64_t rank = r.count(8, "value shape");
+  // Every consumer multiplies the dimensions (buffer sizes, the verifier's tiling of the parameter
+  // buffer): a corrupt dimension must fail here, not overflow there.
+  int64_t elements = 1;
   for (uint64_t k = 0; k < rank; ++k) {
     const int64_t d = r.i64("dimension");
-    if (d < kUnknownDim) r.fail(fmt::format("bad dimension {}", d));
+    if (d < kUnknownDim || d > kMaxModelElements) r.fail(fmt::format("bad dimension {}", d));
+    if (d > 0 && elements > kMaxModelElements / d)
+      r.fail(fmt::format("a value of more than {} elements per example", kMaxModelElements));
+    if (d > 0) elements *= d;
     v.shape.push_back(d);
   }
   v.batched = r.flag("batched flag");

@@ -40,14 +40,18 @@ struct Stage {
   const Value* arg(const std::string& name) const;
 };
 
-/// Stages whose function runs once per element and may become a compiled kernel: map, filter, and
-/// map_batch (a map fused with the batch after it; the kernel is the map's): StageFlag::ElementKernel.
+/// Stages whose function runs once per element and may become a compiled kernel: map, filter, scan
+/// and map_batch (a map fused with the batch after it; the kernel is the map's): StageFlag::ElementKernel.
 bool has_element_kernel(const Stage& s);
 
 struct Plan {
   std::string name;           // the pipeline's name
   std::vector<Stage> stages;  // topologically ordered; the last one is the output
 };
+
+/// The names stage `stage`'s function reads its inputs by, in order: the input element's fields, and
+/// for scan the state's fields before them (its `initial = [[name, value], ...]`).
+std::vector<std::string> function_input_fields(const Plan& plan, int stage);
 
 /// `pipec explain`'s text: each stage with its arguments and element type, then each function.
 std::string print_plan(const Plan& plan);

@@ -7,6 +7,17 @@ namespace pipec {
 
 bool has_element_kernel(const Stage& s) { return stage_has(s.kind, StageFlag::ElementKernel); }
 
+std::vector<std::string> function_input_fields(const Plan& plan, int stage) {
+  const Stage& s = plan.stages.at(static_cast<size_t>(stage));
+  std::vector<std::string> out;
+  if (s.kind == StageKind::Scan)
+    if (const Value* init = s.arg("initial"))
+      for (const Value& pair : init->items) out.push_back(pair.items.at(0).s);
+  if (!s.inputs.empty())
+    for (const Field& f : plan.stages.at(static_cast<size_t>(s.inputs[0])).element.fields) out.push_back(f.name);
+  return out;
+}
+
 const Value* Stage::arg(const std::string& name) const {
   for (const auto& [n, v] : args)
     if (n == name) return &v;

@@ -70,8 +70,9 @@ def to_numpy(value):
     return np.asarray(a)
 
 
-def write_case(name, spec, elements, description, data_files=None, options=None):
-    """Writes fixtures/<name>/: spec.pipe, case.txt, data/ and expected/ from `elements` (dicts)."""
+def write_case(name, spec, elements, description, data_files=None, options=None, raw_files=None):
+    """Writes fixtures/<name>/: spec.pipe, case.txt, data/ and expected/ from `elements` (dicts).
+    `data_files` are TFRecord files (lists of records), `raw_files` files of bytes, both under data/."""
     folder = os.path.join(FIXTURES, name)
     if os.path.isdir(folder):
         shutil.rmtree(folder)
@@ -80,6 +81,10 @@ def write_case(name, spec, elements, description, data_files=None, options=None)
         f.write(spec.strip() + "\n")
     for rel, records in (data_files or {}).items():
         write_tfrecord(os.path.join(folder, "data", rel), records)
+    for rel, content in (raw_files or {}).items():
+        os.makedirs(os.path.join(folder, "data"), exist_ok=True)
+        with open(os.path.join(folder, "data", rel), "wb") as f:
+            f.write(content)
     options = dict(options or {})
     if elements is not None:
         expected = os.path.join(folder, "expected")
@@ -109,7 +114,7 @@ def expect_tf_error(ds):
     except tf.errors.OpError as e:
         # Drop the op/iterator prefix (it holds run-dependent ids) and keep TF's own reason.
         msg = " ".join(e.message.split())
-        msg = re.sub(r"^.*?(?=(Key: |Feature: |Name: |Input to DecodeRaw|DecodeRaw|Selector index))", "", msg)
+        msg = re.sub(r"^.*?(?=(Key: |Feature: |Name: |Input to DecodeRaw|DecodeRaw|Selector index|Excluding))", "", msg)
         return re.sub(r"\s*(\[Op:\w+\]|\[\[\{\{node).*$", "", msg).strip()
     raise AssertionError("tf.data did not fail")
 
@@ -627,6 +632,144 @@ pipeline p = range(5) | repeat(2) | window(4, shift = 3)
 # window then unbatch: every element once per window that holds it
 pipeline p = range(6) | window(3, shift = 2, stride = 2) | unbatch()
 """, run_tf(windowed(range_ds(6), 3, 2, 2).unbatch()), "range(6).window(3, 2, 2) unbatched")
+
+
+@case
+def scan():
+    i64 = lambda v: tf.constant(v, tf.int64)  # noqa: E731  (pipec's integer literals are i64)
+    cases = (
+        ("running_sum", 10, "{ total: 0 }, (s, r) => { total: s.total + r.value, value: r.value }",
+         {"total": i64(0)}, lambda s, e: ({"total": s["total"] + e["value"]},
+                                          {"total": s["total"] + e["value"], "value": e["value"]})),
+        ("fibonacci", 12, "{ a: 0, b: 1 }, (s, r) => { a: s.b, b: s.a + s.b, x: s.a * r.value }",
+         {"a": i64(0), "b": i64(1)}, lambda s, e: ({"a": s["b"], "b": s["a"] + s["b"]},
+                                                    {"a": s["b"], "b": s["a"] + s["b"], "x": s["a"] * e["value"]})),
+        ("moving_average", 9, "{ m: 0.0 }, (s, r) => { m: 0.75 * s.m + 0.25 * f64(r.value) }",
+         {"m": tf.constant(0.0, tf.float64)},
+         lambda s, e: ({"m": 0.75 * s["m"] + 0.25 * tf.cast(e["value"], tf.float64)},
+                       {"m": 0.75 * s["m"] + 0.25 * tf.cast(e["value"], tf.float64)})),
+        ("last_three", 7, "{ h: [0, 0, 0] }, (s, r) => { h: [s.h[1], s.h[2], r.value], n: r.value }",
+         {"h": tf.constant([0, 0, 0], tf.int64)},
+         lambda s, e: ({"h": tf.stack([s["h"][1], s["h"][2], e["value"]])},
+                       {"h": tf.stack([s["h"][1], s["h"][2], e["value"]]), "n": e["value"]})),
+        ("empty", 0, "{ total: 0 }, (s, r) => { total: s.total + r.value }",
+         {"total": i64(0)}, lambda s, e: ({"total": s["total"] + e["value"]}, {"total": s["total"] + e["value"]})),
+    )
+    for name, n, spec_args, init, fn in cases:
+        write_case(f"scan_{name}", f"""
+# tf.data.Dataset.range({n}).scan(initial_state, scan_func): the fields of the returned record named like
+# the state's are the next state, the record is the element
+pipeline p = range({n}) | scan({spec_args})
+""", run_tf(range_ds(n).scan(init, fn)), f"range({n}).scan(...) ({name})")
+    write_case("scan_of_batches", """
+# The state carried from batch to batch: a running total of the batches' sums
+pipeline p = range(10) | batch(3) | scan({ total: 0 }, (s, r) => { total: s.total + sum(r.value), value: r.value })
+""", run_tf(range_ds(10).batch(3).scan({"total": i64(0)}, lambda s, e: (
+        {"total": s["total"] + tf.reduce_sum(e["value"])},
+        {"total": s["total"] + tf.reduce_sum(e["value"]), "value": e["value"]}))), "range(10).batch(3).scan(...)")
+    write_case("scan_repeat", """
+# Each pass of the repeat starts from the initial state again
+pipeline p = range(4) | scan({ total: 0 }, (s, r) => { total: s.total + r.value }) | repeat(2)
+""", run_tf(range_ds(4).scan({"total": i64(0)}, lambda s, e: ({"total": s["total"] + e["value"]},
+                                                              {"total": s["total"] + e["value"]})).repeat(2)),
+               "range(4).scan(running sum).repeat(2)")
+
+
+@case
+def rebatch():
+    for name, n, first, size, drop in (("3", 10, 4, 3, False), ("3_drop", 10, 4, 3, True), ("bigger", 10, 2, 5, False),
+                                       ("one", 5, 3, 1, False), ("empty", 0, 2, 3, False)):
+        option = ", drop_remainder = true" if drop else ""
+        write_case(f"rebatch_{name}", f"""
+# tf.data.Dataset.range({n}).batch({first}).rebatch({size}, drop_remainder={drop})
+pipeline p = range({n}) | batch({first}) | rebatch({size}{option})
+""", run_tf(range_ds(n).batch(first).rebatch(size, drop_remainder=drop)),
+                   f"range({n}).batch({first}).rebatch({size}, {drop})")
+    write_case("rebatch_rows_of_two", """
+# Elements of two values each, batched by 5 and rebatched by 4
+pipeline p = range(12) | map(r => { x: [r.value, r.value * 10] }) | batch(5) | rebatch(4)
+""", run_tf(tf.data.Dataset.range(12).map(lambda v: {"x": tf.stack([v, v * 10])}).batch(5).rebatch(4)),
+               "range(12) as [v, 10 v], batch(5).rebatch(4)")
+
+
+def raw_case(files, make_ds):
+    """Writes `files` (name -> bytes) to a scratch folder and runs make_ds(sorted paths) there."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for rel, content in sorted(files.items()):
+            with open(os.path.join(d, rel), "wb") as f:
+                f.write(content)
+            paths.append(os.path.join(d, rel))
+        return run_tf(make_ds(paths))
+
+
+def compressed(data, kind):
+    """`data` as gzip (a fixed mtime, so the bytes do not change) or zlib."""
+    import gzip
+    import zlib
+    return gzip.compress(data, mtime=0) if kind == "gzip" else zlib.compress(data)
+
+
+@case
+def text_lines():
+    for name, files, kind in (
+            ("two_files", {"a.txt": b"one\ntwo\n", "b.txt": b"three\r\nfour"}, None),
+            ("empty_lines_and_returns", {"a.txt": b"\n\nx\r\n\r\n\r", "b.txt": b"", "c.txt": b"\n",
+                                         "d.txt": b"last\r"}, None),
+            ("gzip", {"a.txt": b"alpha\nbeta\r\ngamma", "b.txt": b"\n" * 3 + b"delta\n"}, "gzip"),
+            ("zlib", {"a.txt": b"".join(b"line %d\n" % i for i in range(40))}, "zlib")):
+        stored = {rel: compressed(c, kind) if kind else c for rel, c in files.items()}
+        option = f", compression = {kind}" if kind else ""
+        elements = raw_case(stored, lambda paths: tf.data.TextLineDataset(
+            paths, compression_type=(kind or "").upper()).map(lambda x: {"line": x}))
+        write_case(f"text_lines_{name}", f"""
+# tf.data.TextLineDataset(sorted(glob("data/*.txt")), compression_type="{(kind or "").upper()}")
+pipeline p = text_lines("data/*.txt"{option})
+""", elements, f"TextLineDataset over {len(files)} files ({name})", raw_files=stored)
+
+
+def records_bytes(n, size, seed):
+    return bytes((seed * 31 + i * 7) % 256 for i in range(n * size))
+
+
+@case
+def fixed_length_records():
+    for name, files, record, header, footer, kind in (
+            ("header_footer", {"a.bin": b"HH" + records_bytes(3, 4, 1) + b"F", "b.bin": b"HH" + records_bytes(2, 4, 2) + b"F"},
+             4, 2, 1, None),
+            ("plain", {"a.bin": records_bytes(5, 3, 3)}, 3, 0, 0, None),
+            ("empty_body", {"a.bin": b"HHHF", "b.bin": b"HHH" + records_bytes(1, 2, 4) + b"F"}, 2, 3, 1, None),
+            ("gzip", {"a.bin": b"head" + records_bytes(6, 5, 5) + b"foot"}, 5, 4, 4, "gzip"),
+            ("zlib", {"a.bin": records_bytes(4, 8, 6) + b"ff"}, 8, 0, 2, "zlib")):
+        stored = {rel: compressed(c, kind) if kind else c for rel, c in files.items()}
+        args = [f"record_bytes = {record}"] + ([f"header_bytes = {header}"] if header else []) + \
+            ([f"footer_bytes = {footer}"] if footer else []) + ([f"compression = {kind}"] if kind else [])
+        elements = raw_case(stored, lambda paths: tf.data.FixedLengthRecordDataset(
+            paths, record, header, footer, compression_type=(kind or "").upper()).map(
+                lambda x: {"record": tf.io.decode_raw(x, tf.uint8)}))
+        write_case(f"fixed_length_records_{name}", f"""
+# tf.data.FixedLengthRecordDataset(sorted(glob("data/*.bin")), {record}, {header}, {footer},
+#     compression_type="{(kind or "").upper()}"), each record decode_raw'd to uint8
+pipeline p = fixed_length_records("data/*.bin", {", ".join(args)})
+""", elements, f"FixedLengthRecordDataset ({name})", raw_files=stored)
+    for name, content, kind in (("not_whole", b"HH" + records_bytes(2, 4, 7) + b"xyF", None),
+                                ("not_whole_gzip", b"HH" + records_bytes(2, 4, 7) + b"xyF", "gzip")):
+        stored = {"a.bin": compressed(content, kind) if kind else content}
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "a.bin")
+            with open(path, "wb") as f:
+                f.write(stored["a.bin"])
+            error = expect_tf_error(tf.data.FixedLengthRecordDataset([path], 4, 2, 1,
+                                                                     compression_type=(kind or "").upper()))
+        option = f", compression = {kind}" if kind else ""
+        write_case(f"fixed_length_records_{name}", f"""
+# The body (after a 2-byte header, before a 1-byte footer) is 10 bytes, not a whole number of 4-byte records:
+# tf.data fails
+pipeline p = fixed_length_records("data/*.bin", record_bytes = 4, header_bytes = 2, footer_bytes = 1{option})
+""", None, "a body that is not a whole number of records", raw_files=stored,
+                   options={"expect_error": 1, "tf_error": re.sub(r"\"/[^\"]*/", "\"", error)})
 
 
 # ---------------------------------------------------------------------------------------------------

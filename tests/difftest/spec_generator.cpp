@@ -5,12 +5,14 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
 
 #include "runtime/io/example_writer.h"
 #include "runtime/io/npy.h"
+#include "runtime/io/output_stream.h"
 #include "runtime/io/tfrecord_writer.h"
 #include "tests/difftest/compare_outputs.h"
 #include "tests/difftest/expr_generator.h"
@@ -118,7 +120,7 @@ class SpecBuilder {
   }
 
   std::string source() {
-    switch (rng_.range(0, 7)) {
+    switch (rng_.range(0, 9)) {
       case 0:
       case 1: {
         fields_.push_back({"value", {DType::I64, {}}});
@@ -166,8 +168,50 @@ class SpecBuilder {
         return fmt::format("sample_from([sa, sb]{}, seed = {}{})", weights, rng_.range(-3, 100),
                            rng_.chance(0.5) ? ", stop_on_empty = true" : "");
       }
+      case 7: {
+        // Text files of lines ended by "\n" or "\r\n", empty ones among them, the last perhaps without
+        // its end; maybe compressed. The map makes the lines numbers the expressions can use.
+        const std::string compression = rng_.pick(std::vector<std::string>{"none", "none", "gzip", "zlib"});
+        for (int64_t f = rng_.range(1, 3); f > 0; --f) {
+          std::string text;
+          for (int64_t line = rng_.range(0, 12); line > 0; --line) {
+            for (int64_t k = rng_.range(0, 9); k > 0; --k) text.push_back(static_cast<char>('a' + rng_.range(0, 25)));
+            if (line > 1 || rng_.chance(0.7)) text += rng_.chance(0.3) ? "\r\n" : "\n";
+          }
+          c_.raw_files.emplace_back(fmt::format("data/t{}.txt", f), compress(text, compression));
+        }
+        fields_.push_back({"n", {DType::I64, {}}});
+        return fmt::format("text_lines(\"data/*.txt\"{}) | map(r => {{ n: size(r.line) }})",
+                           compression == "none" ? "" : ", compression = " + compression);
+      }
+      case 8: {
+        // Binary files of a header, whole records of random bytes and a footer.
+        const int64_t record = rng_.range(1, 6), header = rng_.range(0, 3), footer = rng_.range(0, 2);
+        const std::string compression = rng_.pick(std::vector<std::string>{"none", "none", "gzip"});
+        for (int64_t f = rng_.range(1, 2); f > 0; --f) {
+          std::string bytes;
+          const int64_t n = header + record * rng_.range(0, 12) + footer;
+          for (int64_t k = 0; k < n; ++k) bytes.push_back(static_cast<char>(rng_.range(0, 255)));
+          c_.raw_files.emplace_back(fmt::format("data/f{}.bin", f), compress(bytes, compression));
+        }
+        fields_.push_back({"record", {DType::U8, {record}}});
+        return fmt::format(
+            "fixed_length_records(\"data/*.bin\", record_bytes = {}, header_bytes = {}, footer_bytes = {}{})", record,
+            header, footer, compression == "none" ? "" : ", compression = " + compression);
+      }
       default: decls_ += "source records = " + tfrecord_source() + "\n"; return "records";
     }
+  }
+
+  // `data` as the named compression makes it ("none": as it is).
+  static std::string compress(const std::string& data, const std::string& compression) {
+    const std::optional<Compression> c = parse_compression(compression);
+    if (!c || *c == Compression::None) return data;
+    std::string out;
+    auto s = create_compressing_stream(create_string_stream(&out), *c);
+    s->write(data.data(), data.size());
+    s->finish(false);
+    return out;
   }
 
   // A tfrecord file with an int64 scalar, a fixed-length float list and a packed byte string.
@@ -261,7 +305,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 15)) {
+      switch (rng_.range(0, 17)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -334,6 +378,27 @@ class SpecBuilder {
           if (drop) args += ", drop_remainder = true";
           return "window(" + args + ")";
         }
+        case 15: {
+          // A running total of one field's values: the state, a new first field, carried from element
+          // to element (a scalar, so after a batch the element is no longer batched, as with enumerate).
+          if (!all_known() || fields_.empty()) continue;
+          const Field& f = fields_[static_cast<size_t>(rng_.range(0, static_cast<int64_t>(fields_.size()) - 1))];
+          const std::string state = fmt::format("s{}", next_field_++);
+          std::string body =
+              fmt::format("{}: s.{} * {} + i64(sum(f64(r.{})))", state, state, rng_.range(-2, 3), f.name);
+          for (const Field& g : fields_) body += fmt::format(", {}: r.{}", g.name, g.name);
+          fields_.insert(fields_.begin(), Field{state, {DType::I64, {}}});
+          batch_rank_ = 0;
+          return fmt::format("scan({{ {}: {} }}, (s, r) => {{ {} }})", state, rng_.range(-5, 5), body);
+        }
+        case 16: {
+          // The rows of the batches in batches of another size.
+          if (batch_rank_ == 0) continue;
+          const int64_t n = rng_.range(1, 5);
+          const bool drop = rng_.chance(0.4);
+          for (Field& f : fields_) f.type.shape.at(0) = drop ? n : -1;
+          return drop ? fmt::format("rebatch({}, drop_remainder = true)", n) : fmt::format("rebatch({})", n);
+        }
         default: return "prefetch(2)";
       }
     }
@@ -360,6 +425,7 @@ void write_case(const GeneratedCase& c, const fs::path& dir) {
   fs::create_directories(dir / "data");
   std::ofstream(dir / "spec.pipe", std::ios::binary) << c.spec;
   for (const auto& [path, t] : c.npy_files) write_npy((dir / path).string(), t);
+  for (const auto& [path, bytes] : c.raw_files) std::ofstream(dir / path, std::ios::binary) << bytes;
   for (const auto& [path, records] : c.tfrecords) {
     TFRecordWriter w((dir / path).string());
     for (const std::string& r : records) w.write(r);

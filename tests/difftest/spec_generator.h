@@ -4,10 +4,11 @@
 //   write_case(c, "/tmp/case42");      // writes spec.pipe and data/...
 //
 // A spec has one source (range, npy files, a zip of two npy files, a concatenate, a choose_from or a
-// sample_from of two npy files, or a tfrecord file written with the runtime's own writer) and a random chain of
+// sample_from of two npy files, text files read by text_lines, binary files read by
+// fixed_length_records, or a tfrecord file written with the runtime's own writer) and a random chain of
 // stages: maps with random bodies, filters, batch with and without drop_remainder, unbatch, shuffle
-// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window. Every pipeline is finite and
-// small (at most a few hundred elements). Unbatched maps may also write twin fields (compare_twins in
+// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window, scan, rebatch. Every pipeline is finite
+// and small (at most a few hundred elements). Unbatched maps may also write twin fields (compare_twins in
 // compare_outputs.h).
 #pragma once
 
@@ -26,6 +27,7 @@ struct GeneratedCase {
   std::string spec;                                                         // the text of spec.pipe
   std::vector<std::pair<std::string, Tensor>> npy_files;                    // path relative to the case folder
   std::vector<std::pair<std::string, std::vector<std::string>>> tfrecords;  // path, serialized tf.Examples
+  std::vector<std::pair<std::string, std::string>> raw_files;               // path, bytes (text lines, records)
 };
 
 /// `known_bugs`: also generate the patterns that hit known, reported runtime bugs (docs/design.md,

@@ -583,6 +583,71 @@ std::string triage_in_f64(const ModelGraph& g, const Subject& subject, const Exa
 
 }  // namespace
 
+// 3. The inference graph (TrainProgram::inference: what a served model runs, and what evaluation runs
+// with its loss added): the fast executor's forward pass against the reference's on the first batch,
+// with the reference's weights and moving statistics after its steps (copied by name, as a served
+// model loads a --save file), bounded as a step's output is: the fixed part plus K times the farthest
+// witness (the noise twins, the f64 reference).
+void compare_inference(const TrainProgram& t, const std::map<std::string, Tensor>& data, const State& trained,
+                       const CaseSettings& s, const Bounds& b, const Perturbation& perturb, Checker& check) {
+  const ModelGraph& g = t.inference;
+  const ModelGraph& step = t.step;
+  auto copy_by_name = [](const ModelGraph& from, const std::vector<int>& from_ids, const std::vector<float>& values,
+                         const ModelGraph& to, const std::vector<int>& to_ids, std::vector<float>& out) {
+    for (int id : to_ids) {
+      const GraphValue& v = to.values[static_cast<size_t>(id)];
+      const auto it = std::find_if(from_ids.begin(), from_ids.end(),
+                                   [&](int f) { return from.values[static_cast<size_t>(f)].name == v.name; });
+      if (it == from_ids.end()) throw std::logic_error("the inference graph's `" + v.name + "` is not in the step's");
+      const GraphValue& w = from.values[static_cast<size_t>(*it)];
+      if (w.shape != v.shape) throw std::logic_error("`" + v.name + "` has another shape in the inference graph");
+      std::copy_n(values.begin() + w.offset, v.elements_per_example(), out.begin() + v.offset);
+    }
+  };
+  State st;
+  ReferenceExecutor<float> ref(g, s.seed);
+  st.params = ref.buffers().params;
+  st.states = ref.buffers().states;
+  st.slots = ref.optimizer_slots();
+  if (const LossScale* ls = ref.loss_scale()) st.loss_scale = *ls;
+  copy_by_name(step, step.params, trained.params, g, g.params, st.params);
+  copy_by_name(step, step.states, trained.states, g, g.states, st.states);
+  Batch batch;
+  for (const std::string& f : g.input_fields) {
+    auto it = data.find(f);
+    if (it == data.end()) throw std::runtime_error("the case has no data for field `" + f + "`");
+    batch.inputs.push_back(rows_of(it->second, 0, s.batch));
+  }
+  auto forward = [&](StepExecutor& ex) {
+    set_state(ex, st);
+    ex.run(batch.inputs, nullptr, 0, OpCategory::Forward);
+    const Tensor y = ex.host_value(g.output);
+    return std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements());
+  };
+  FastExecutor fast(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
+  const std::vector<float> want = forward(ref);
+  std::vector<float> got = forward(fast);
+  if (perturb.kind == Perturbation::Kind::Inference)
+    for (float& v : got) v *= static_cast<float>(1 + perturb.amount);
+  NoiseTwin random_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Random),
+      tie_twin(g, s.seed, b.noise_delta, NoiseTwin::Kind::Ties);
+  const int64_t n = static_cast<int64_t>(want.size());
+  double witness = std::max(max_distance(forward(random_twin).data(), want.data(), n),
+                            max_distance(forward(tie_twin).data(), want.data(), n));
+  const ModelGraph g64 = with_float_dtype(g, DType::F64);
+  ReferenceExecutor<double> exact(g64, s.seed);
+  set_state(exact, st);
+  exact.run(batch.inputs, nullptr, 0, OpCategory::Forward);
+  const Tensor& y64 = exact.value(g64.output);
+  witness = std::max(witness, max_distance(y64.data<double>(), want.data(), n));
+  check.about(Subject::Kind::Output, g.output);
+  const double scale = std::max(max_abs(want.data(), n), max_abs(got.data(), n));
+  const Bound ob{b.output_rtol * scale, witness, b.noise_factor};
+  check.tensors("inference output", "inference, the model's output", got.data(), want.data(), n,
+                g.full_shape(g.output, s.batch), ob,
+                fmt::format("{:g} of its largest magnitude {:.3g}", b.output_rtol, scale));
+}
+
 CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, Tensor>& data,
                              const std::string& init_path, const CaseSettings& s, const Bounds& b,
                              const Perturbation& perturb_fast) {
@@ -817,6 +882,8 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
       out.triage = triage_in_f64(g, check.subject(), steps[failed_step].exact, steps[failed_step].ref, fast_results);
     return out;
   }
+  compare_inference(t, data, ref_final, s, b, perturb_fast, check);
+  if (!check.ok()) return out;
 
   // 2. The trajectory: the fast executor trains every step from the initial weights on its own, and so
   // do the noise twins.

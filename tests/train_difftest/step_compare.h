@@ -17,6 +17,9 @@
 // 2. The whole trajectory: the fast executor trains all the steps on its own from the initial weights;
 //    the RMS of its losses' relative differences from the reference's, and the RMS of its final
 //    weights' differences relative to how far training moved them, are within looser bounds.
+// 3. Inference (checked between 1 and 2): the model's inference graph (what evaluation and a served
+//    model run: batch_norm on its moving statistics, dropout off) with the reference's trained weights,
+//    the fast executor's output within the forward bound of the reference's.
 //
 // Each bound is a fixed part plus K times the largest distance of three *witnesses* from the
 // reference: what the same step (or trajectory) gives where only rounding differs.
@@ -85,10 +88,11 @@ struct CaseOutcome {
 /// A change made to the fast executor's results, for the harness's self-check: each must fail the case
 /// (so the harness cannot pass by comparing nothing).
 struct Perturbation {
-  enum class Kind { None, Loss, Gradient, Update };
+  enum class Kind { None, Loss, Gradient, Update, Inference };
   Kind kind = Kind::None;
   /// Loss: the loss times (1 + amount); Gradient: the first parameter's gradient times (1 + amount) on
-  /// the first step; Update: one weight one ulp further after the first step's update.
+  /// the first step; Update: one weight one ulp further after the first step's update; Inference: the
+  /// inference graph's output times (1 + amount).
   double amount = 0;
 };
 

@@ -180,7 +180,8 @@ bool run_case(const std::string& label, const fs::path& dir, const CaseSettings&
 }
 
 // Before any case: a fixed fp32 case must agree, and each change to the fast executor's results in
-// `Perturbation` (a loss 1e-3 off, a gradient 1e-3 off, one weight one ulp off) must fail it, so that
+// `Perturbation` (a loss 1e-3 off, a gradient 1e-3 off, one weight one ulp off, an inference output 1e-3
+// off) must fail it, so that
 // the harness cannot pass by comparing nothing. Returns what went wrong, or "".
 std::string self_check(const fs::path& work) {
   TrainCase c;
@@ -206,10 +207,12 @@ train t = { data = data, model = net(x), loss = mse(target), optimizer = adam(lr
   const std::string init = (dir / "init.safetensors").string();
   save_weights(p->step, init, draw_initial_weights(p->step, 1), p->name);
   using Kind = Perturbation::Kind;
-  const std::vector<std::pair<Perturbation, const char*>> cases = {{{Kind::None, 0}, "nothing changed"},
-                                                                   {{Kind::Loss, 1e-3}, "a loss 1e-3 off"},
-                                                                   {{Kind::Gradient, 1e-3}, "a gradient 1e-3 off"},
-                                                                   {{Kind::Update, 1}, "one weight one ulp off"}};
+  const std::vector<std::pair<Perturbation, const char*>> cases = {
+      {{Kind::None, 0}, "nothing changed"},
+      {{Kind::Loss, 1e-3}, "a loss 1e-3 off"},
+      {{Kind::Gradient, 1e-3}, "a gradient 1e-3 off"},
+      {{Kind::Update, 1}, "one weight one ulp off"},
+      {{Kind::Inference, 1e-3}, "an inference output 1e-3 off"}};
   for (const auto& [perturb, what] : cases) {
     CaseOutcome r = compare_training(*p, data, init, c.settings, bounds_for(p->precision), perturb);
     if (r.ok != (perturb.kind == Kind::None))

@@ -338,6 +338,31 @@ TEST(AutoShard, SampleFromIsShardedAfterItself) {
   EXPECT_EQ(sorted(seen), sorted(all));
 }
 
+// text_lines reads a list of files: each worker reads its share of them.
+TEST(AutoShard, TextLinesGoByFiles) {
+  ScratchDir d;
+  std::vector<int64_t> all;
+  for (int f = 0; f < 4; ++f) {
+    std::string text;
+    for (int i = 0; i <= f; ++i) {
+      text += std::string(static_cast<size_t>(10 * f + i), 'a') + "\n";
+      all.push_back(10 * f + i);
+    }
+    testing::write_file(d / fmt::format("t-{}.txt", f), text);
+  }
+  const std::string spec = "pipeline p = text_lines(\"t-*.txt\") | map(r => { x: size(r.line) })\n";
+  std::vector<int64_t> seen;
+  for (int64_t i = 0; i < 2; ++i) {
+    CompileResult r = compile_for(d.path(), spec, 2, i);
+    ASSERT_TRUE(r.ok()) << testing::compile_problems(r);
+    EXPECT_EQ(r.pipelines[0].shard->policy, ShardPolicy::ByFiles) << r.pipelines[0].shard->description;
+    const std::vector<int64_t> share = run_plan(r.pipelines[0].plan, d.path()).x;
+    for (int64_t x : share) EXPECT_EQ(x / 10 % 2, i) << "worker " << i << " read a line of another's file";
+    seen.insert(seen.end(), share.begin(), share.end());
+  }
+  EXPECT_EQ(sorted(seen), sorted(all));
+}
+
 // A batch of fixed size: its size and the leading dimension of every element type after it become
 // B / N, the plan verifies (compile() checks it) and every batch a worker makes has B / N rows.
 TEST(AutoShard, FixedBatchAndTheTypesAfterItAreDivided) {

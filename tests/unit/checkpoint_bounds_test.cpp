@@ -69,6 +69,15 @@ void write_data(const fs::path& dir) {
   write_file(dir / "x.csv", csv);
   for (int i = 0; i < 40; ++i)
     write_file(dir / "f" / fmt::format("{:03d}.txt", i), std::string(static_cast<size_t>(i), 'z'));
+  for (int file = 0; file < 2; ++file) {
+    std::string lines, records = "head";
+    for (int i = 0; i < 150; ++i) {
+      lines += fmt::format("line {} of file {}\n", i, file);
+      records += fmt::format("{:016d}", file * 1000 + i);
+    }
+    write_file(dir / fmt::format("lines-{}.txt", file), lines);
+    write_file(dir / fmt::format("records-{}.bin", file), records + "foot");
+  }
 }
 
 const std::string kSources =
@@ -111,6 +120,11 @@ const std::vector<Case> kCases = {
     {"sample_from",
      "sample_from([n, n | map(r => { x: r.x + 1.0 }) | repeat(), n | take(10)], weights = [0.3, 0.6, 0.1], seed = 4)"},
     {"window", "t | repeat() | map(r => { a: r.a, v: r.v }) | window(5, shift = 3, stride = 2)"},
+    {"rebatch", "c | repeat() | batch(7) | rebatch(5)"},
+    {"scan", "c | repeat() | scan({ total: 0 }, (s, r) => { total: s.total + r.a, a: r.a, b: r.b })"},
+    {"text_lines", "text_lines(\"lines-*.txt\") | repeat() | batch(4)"},
+    {"fixed_length_records",
+     "fixed_length_records(\"records-*.bin\", record_bytes = 16, header_bytes = 4, footer_bytes = 4) | repeat()"},
     {"files", "files(\"f/*.txt\") | repeat() | to(cpu) | batch(4)"},
     {"list_files", "list_files(\"f/*.txt\", shuffle = true, seed = 3) | repeat() | batch(4)"},
 };

@@ -45,10 +45,11 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   EXPECT_GE(slices, 10);
 }
 
-// The joining sources, enumerate and window are drawn, and the checker accepts every case that has one (the
-// difftest then runs them through every variant).
-TEST(DifftestGenerator, DrawsConcatenateChooseFromSampleFromEnumerateAndWindow) {
-  int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0;
+// The joining and file sources, enumerate, window, scan and rebatch are drawn, and the checker accepts every case that
+// has one (the difftest then runs them through every variant).
+TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
+  int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0, scan = 0, rebatch = 0;
+  int text_lines = 0, fixed_length = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
@@ -56,9 +57,17 @@ TEST(DifftestGenerator, DrawsConcatenateChooseFromSampleFromEnumerateAndWindow) 
     const bool e = c.spec.find("enumerate(") != std::string::npos;
     const bool s = c.spec.find("sample_from(") != std::string::npos;
     const bool w = c.spec.find("window(") != std::string::npos;
-    if (!a && !b && !e && !s && !w) continue;
+    const bool sc = c.spec.find("scan(") != std::string::npos;
+    const bool rb = c.spec.find("rebatch(") != std::string::npos;
+    const bool tl = c.spec.find("text_lines(") != std::string::npos;
+    const bool fl = c.spec.find("fixed_length_records(") != std::string::npos;
+    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl) continue;
+    text_lines += tl;
+    fixed_length += fl;
     sample_from += s;
     window += w;
+    scan += sc;
+    rebatch += rb;
     concatenate += a;
     choose_from += b;
     enumerate += e;
@@ -72,6 +81,10 @@ TEST(DifftestGenerator, DrawsConcatenateChooseFromSampleFromEnumerateAndWindow) 
   EXPECT_GE(enumerate, 10);
   EXPECT_GE(sample_from, 10);
   EXPECT_GE(window, 10);
+  EXPECT_GE(scan, 10);
+  EXPECT_GE(rebatch, 10);
+  EXPECT_GE(text_lines, 10);
+  EXPECT_GE(fixed_length, 10);
 }
 
 bool is_literal(const Expr& e) {

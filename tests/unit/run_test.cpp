@@ -245,6 +245,34 @@ TEST(RunCheckpoint, KilledAndResumedRunEqualsUninterruptedRun) {
   }
 }
 
+// --take N with --checkpoint stops inside a chunk (an unbatched map yields chunks of many elements):
+// the checkpoint holds the chunk's other elements, so runs of --take 7, --take 7 and the rest deliver
+// exactly the uninterrupted run, each element once.
+TEST(RunCheckpoint, TakeThenResumeContinuesAtTheNextElement) {
+  ScratchDir d;
+  write_file(d / "p.pipe", "pipeline p = range(40) | shuffle(16, seed = 5) | map(r => { v: r.value * 3 })\n");
+  auto ref = run_pipec({"run", (d / "p.pipe").string(), "--output", (d / "ref").string(), "--quiet"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const std::vector<std::string> base = {"run",          (d / "p.pipe").string(), "--output", (d / "out").string(),
+                                         "--checkpoint", (d / "ck").string(),     "--quiet"};
+  std::vector<std::string> first = base;
+  first.insert(first.end(), {"--take", "7"});
+  ASSERT_EQ(run_pipec(first).exit_code, 0);
+  std::vector<std::string> second = first;
+  second.push_back("--resume");
+  ASSERT_EQ(run_pipec(second).exit_code, 0);
+  std::vector<std::string> rest = base;
+  rest.push_back("--resume");
+  ASSERT_EQ(run_pipec(rest).exit_code, 0);
+  int n = 0;
+  for (auto& e : fs::directory_iterator(d / "out")) {
+    ++n;
+    const fs::path a = e.path() / "v.npy";
+    EXPECT_EQ(testing::read_all(a), testing::read_all(d / "ref" / e.path().filename() / "v.npy")) << a;
+  }
+  EXPECT_EQ(n, 40);
+}
+
 TEST(RunCheckpoint, RefusesACheckpointOfAnotherPipeline) {
   ScratchDir d;
   write_file(d / "a.pipe", "pipeline p = range(100) | batch(10)\n");

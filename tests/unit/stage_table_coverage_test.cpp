@@ -40,6 +40,8 @@ void write_data(const fs::path& d) {
   write_file(d / "a.txt", "a");
   write_file(d / "b.txt", "b");
   write_file(d / "d.csv", "a\n1\n2\n3\n");
+  write_file(d / "lines.text", "one\ntwo\r\n\nthree");
+  write_file(d / "r.bin", "hhAAAABBBBf");
   Tensor x = Tensor::zeros(DType::F32, {4, 3});
   write_npy((d / "x.npy").string(), x);
 }
@@ -63,6 +65,14 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::SampleFrom:
       return "pipeline p = sample_from([range(3), range(10, 14)], weights = [0.3, 0.7], seed = 4)\n";
     case StageKind::Window: return "pipeline p = range(7) | window(3, shift = 2)\n";
+    case StageKind::Rebatch: return "pipeline p = range(7) | batch(3) | rebatch(2)\n";
+    case StageKind::Scan:
+      return "pipeline p = range(5) | scan({ total: 0 }, (s, r) => { total: s.total + r.value, value: r.value })\n";
+    case StageKind::TextLines: return "pipeline p = text_lines(\"" + dir + "/*.text\")\n";
+    case StageKind::FixedLengthRecords:
+      return "pipeline p = fixed_length_records(\"" + dir +
+             "/*.bin\", record_bytes = 4, header_bytes = 2, "
+             "footer_bytes = 1)\n";
     case StageKind::Enumerate: return "pipeline p = range(5) | enumerate(start = 2)\n";
     case StageKind::Map: return "pipeline p = range(5) | map(r => { y: r.value * 2 })\n";
     case StageKind::Filter: return "pipeline p = range(5) | filter(r => r.value % 2 == 0)\n";

@@ -156,6 +156,24 @@ TEST(TrainRun, InitFromWeightsOfAnotherModelIsAClearError) {
   EXPECT_NE(junk.err.find("not a safetensors file"), std::string::npos) << junk.err;
 }
 
+// --save into a directory that does not exist: said before the first step (--stats-json, which is
+// written at the end of a run, stays unwritten), and no directory is made.
+TEST(TrainRun, SaveIntoAMissingDirectoryStopsBeforeTraining) {
+  ScratchDir d;
+  write_file(d / "fit.pipe", kFitSpec);
+  auto r = run_pipec({"run", (d / "fit.pipe").string(), "--steps", "2", "--save",
+                      (d / "no/such/w.safetensors").string(), "--stats-json", (d / "s.json").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--save: cannot write"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no such directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "s.json"));
+  EXPECT_FALSE(fs::exists(d / "no"));
+  auto ok =
+      run_pipec({"run", (d / "fit.pipe").string(), "--steps", "2", "--save", (d / "w.safetensors").string(), "-q"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(d / "w.safetensors"));
+}
+
 TEST(TrainRun, NonFiniteInputNamesTheFieldAndElement) {
   ScratchDir d;
   write_file(d / "p.pipe", R"(pipeline data = range(256)

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <regex>
 
+#include "compiler/compile/compile.h"
+#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/loop/evaluate.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
@@ -141,6 +143,52 @@ train t = {
     EXPECT_NEAR(acc * 40, std::round(acc * 40), 1e-9);
   }
   EXPECT_EQ(steps, (std::vector<int>{2, 4, 5})) << json;
+}
+
+// `pipec run` evaluates on the fast executor (the reference one with --executor reference): from the
+// same weights, a conv net with batch_norm and dropout in inference mode gives the reference's loss and
+// accuracy within rounding. (Suite FastExecutor: oneDNN's OpenMP threads keep it out of the TSan job.)
+TEST(FastExecutor, EvaluatesAsTheReferenceDoes) {
+  CompileRequest request;
+  request.path = "eval_test.pipe";
+  request.text = R"(pipeline data = range(64)
+  | map(r => { x = random_uniform([6, 6, 2], -1.0, 1.0, seed = 1); { x, label: i64(sum(x) > 0.0) } })
+  | batch(16, drop_remainder = true)
+pipeline held_out = range(40)
+  | map(r => { x = random_uniform([6, 6, 2], -1.0, 1.0, seed = 2); { x, label: i64(sum(x) > 0.0) } })
+  | batch(16)
+model net(x: f32[6, 6, 2]) -> f32[2] {
+  x | conv2d(4, 3, padding = same) | batch_norm | relu | flatten | dropout(0.3) | dense(2) | softmax
+}
+train t = {
+  data = data, model = net(x), loss = cross_entropy(label), optimizer = adam(), steps = 2
+  validation = held_out, metrics = [accuracy]
+}
+)";
+  request.target = CompileTarget::Train;
+  CompileResult r = compile(request);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TrainProgram& t = r.trains.at(0).program;
+  ASSERT_TRUE(t.eval);
+  RunOptions ro;
+  ro.seed = 5;
+  ro.threads = 1;
+  ro.autotune = false;
+  const Plan& held_out = r.pipelines.at(1).plan;
+  Evaluator ref(t, held_out, ro, std::make_unique<ReferenceExecutor<float>>(t.eval->graph, 5));
+  Evaluator fast(t, held_out, ro, std::make_unique<FastExecutor>(t.eval->graph, 5, FastExecutorOptions{1, false}));
+  // Weights other than the evaluators' own, with moving statistics away from 0 and 1.
+  ReferenceExecutor<float> trained(t.step, 9);
+  for (size_t i = 0; i < trained.buffers().states.size(); ++i)
+    trained.buffers().states[i] = 0.5f + 0.25f * static_cast<float>(i % 3);
+  const EvalResult want = ref.run(trained.buffers(), 2);
+  const EvalResult got = fast.run(trained.buffers(), 2);
+  EXPECT_EQ(got.examples, 40);
+  EXPECT_NEAR(got.loss, want.loss, 1e-5 * std::fabs(want.loss)) << "fast " << got.loss << ", reference " << want.loss;
+  ASSERT_EQ(got.metrics.size(), 1u);
+  ASSERT_EQ(want.metrics.size(), 1u);
+  // An example whose two probabilities are within rounding of each other may go either way.
+  EXPECT_NEAR(got.metrics[0].second, want.metrics[0].second, 1.0 / 40 + 1e-9);
 }
 
 }  // namespace

@@ -36,11 +36,12 @@ syn keyword pipeBoolean true false
 syn keyword pipeType bool u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64 bytes
 
 " Dataset stages and sinks
-syn keyword pipeStage map filter batch padded_batch window unbatch shuffle repeat take skip shard cache
+syn keyword pipeStage map filter batch padded_batch window rebatch scan unbatch shuffle repeat take skip shard cache
 syn keyword pipeStage prefetch ignore_errors interleave enumerate to write
 
 " Dataset sources and output formats
-syn keyword pipeSource tfrecord files list_files range csv npy zip concatenate choose_from sample_from
+syn keyword pipeSource tfrecord files list_files range csv npy text_lines fixed_length_records zip concatenate
+syn keyword pipeSource choose_from sample_from
 
 " Tensor ops
 syn keyword pipeOp abs sign neg tanh exp log log1p sqrt rsqrt sin cos floor ceil round sigmoid relu

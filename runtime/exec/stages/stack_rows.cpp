@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "runtime/exec/chunk_builder.h"
+#include "runtime/exec/iterator.h"
 
 namespace pipec {
 
@@ -70,6 +71,23 @@ Chunk stack_rows(const std::vector<Chunk>& pieces, int64_t n, const StackNames& 
     b.add_rows(d, 0, c.rows);
   }
   return as_single_element(b.finish(), names);
+}
+
+Chunk unstack_rows(const Chunk& in) {
+  // Elements of one chunk may differ in length only when ragged, so take them one at a time and join them.
+  Chunk out;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    Chunk part;
+    for (const Column& c : in.columns) {
+      Tensor t = column_row(c, r);
+      if (t.rank() == 0) throw std::runtime_error("an element has no leading dimension to unbatch");
+      part.rows = t.shape()[0];
+      part.columns.push_back(Column{false, t, {}});
+    }
+    if (r == 0) out = std::move(part);
+    else append_rows(out, part, 0, part.rows);
+  }
+  return out;
 }
 
 }  // namespace pipec

@@ -28,4 +28,8 @@ Chunk densify(const Chunk& c, const StackNames& names = kBatchStack);
 /// std::runtime_error when rows of a column differ in shape.
 Chunk stack_rows(const std::vector<Chunk>& pieces, int64_t n, const StackNames& names = kBatchStack);
 
+/// Every row of `in` is a stacked element: its rows, in order, as one chunk (what unbatch yields).
+/// Throws std::runtime_error when an element has no leading dimension.
+Chunk unstack_rows(const Chunk& in);
+
 }  // namespace pipec

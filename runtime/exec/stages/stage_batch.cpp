@@ -1,6 +1,8 @@
 // batch(n, drop_remainder), padded_batch(n, padding_value, drop_remainder) and unbatch().
 // Each output element is one batch; a chunk carries one batch ([1, n, ...] columns), and the last,
 // smaller batch keeps its real size unless drop_remainder is set, exactly as tf.data does.
+#include <unistd.h>
+
 #include <cstring>
 #include <optional>
 
@@ -23,6 +25,29 @@ class Batch : public ChunkIterator {
     const Value* d = s.arg("drop_remainder");
     drop_ = d && d->b;
     if (const Value* pv = s.arg("padding_value")) padding_ = pv->as_double();
+  }
+
+  // The batch's buffers, sized for the whole batch at once: a size too large for memory is said with
+  // the stage's location, before the allocation (which would be a bare bad_alloc, or succeed lazily and
+  // fail later) when the batch needs more than the machine has.
+  void make_builder() {
+    int64_t row_bytes = 0;
+    for (const Column& c : pending_.columns)
+      if (!c.ragged && pending_.rows > 0) row_bytes += static_cast<int64_t>(c.dense.byte_size()) / pending_.rows;
+    const double need = static_cast<double>(row_bytes) * static_cast<double>(size_);
+    const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    auto too_big = [&] {
+      return StageError(spec(), fmt::format("a batch of {} elements of {} bytes each needs {:.3g} GB, more than this "
+                                            "machine's memory ({:.3g} GB)",
+                                            size_, row_bytes, need / 1e9, have / 1e9));
+    };
+    if (have > 0 && need > have) throw too_big();
+    try {
+      builder_.emplace(pending_, size_);
+    } catch (const std::bad_alloc&) {
+      builder_.reset();
+      throw too_big();
+    }
   }
 
   void save(StateWriter& w) const override {
@@ -95,7 +120,7 @@ class Batch : public ChunkIterator {
       if (!padded_ && rows_.empty() && all_dense(pending_)) {
         if (!builder_ || !builder_->compatible(pending_)) {
           if (builder_ && builder_->rows() > 0) rows_.push_back(builder_->finish());
-          builder_.emplace(pending_, size_);
+          make_builder();
         }
         if (rows_.empty()) {
           builder_->add_rows(pending_, offset_, offset_ + take, ctx_.pool);
@@ -291,19 +316,11 @@ class Unbatch : public ChunkIterator {
     do {
       if (!pull(*input_, in)) return false;
     } while (in.rows == 0);
-    // Every input row is a batch; its leading dimension becomes rows. Batches of one chunk may differ
-    // in length only when ragged, so handle rows one at a time and join them.
-    out = Chunk{};
-    for (int64_t r = 0; r < in.rows; ++r) {
-      Chunk part;
-      for (const Column& c : in.columns) {
-        Tensor t = column_row(c, r);
-        if (t.rank() == 0) throw StageError(spec(), "an element has no leading dimension to unbatch");
-        part.rows = t.shape()[0];
-        part.columns.push_back(Column{false, t, {}});
-      }
-      if (r == 0) out = std::move(part);
-      else append_rows(out, part, 0, part.rows);
+    // Every input row is a batch; its leading dimension becomes rows.
+    try {
+      out = unstack_rows(in);
+    } catch (const std::runtime_error& e) {
+      throw StageError(spec(), e.what());
     }
     out.first_index = produced_;
     out.epoch = in.epoch;

@@ -208,7 +208,8 @@ class TrainingRun {
     start_ = std::chrono::steady_clock::now();
     if (t_.eval && o_.validation)
       evaluator_.emplace(t_, *o_.validation, pipeline_options(o_),
-                         std::make_unique<ReferenceExecutor<float>>(t_.eval->graph, o_.seed));
+                         o_.make_eval_executor ? o_.make_eval_executor(t_.eval->graph, o_.seed)
+                                               : std::make_unique<ReferenceExecutor<float>>(t_.eval->graph, o_.seed));
   }
 
   // Steps until the length, the data or a cancel ends the run.

@@ -78,8 +78,10 @@ struct TrainOptions {
   std::function<void(const PipelineRun&, const TrainProgress&)> inspect_pipeline;
   /// Makes the executor of the step (parameters initialized from the seed); empty: the reference
   /// executor. The driver passes the fast one (runtime/train/fast), which the runtime does not link.
-  /// Evaluation runs on the reference executor either way.
   std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make_executor;
+  /// Makes the executor of the evaluation graph (TrainProgram::eval), which runs between steps; null:
+  /// the reference executor. The driver passes the fast executor unless --executor reference.
+  std::function<std::unique_ptr<StepExecutor>(const ModelGraph&, uint64_t seed)> make_eval_executor;
   /// Called after each evaluation on the validation data, with its result.
   std::function<void(const EvalResult&)> on_evaluation;
   /// Called when an epoch ends, on a run whose length counts epochs, after its evaluation.
