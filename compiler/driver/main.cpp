@@ -48,8 +48,9 @@ int main(int argc, char** argv) {
     std::cout << "pipec " << PIPEC_VERSION << "\n";
     return 0;
   }
-  // Training's kernels run on OpenMP threads, which must not spin on a shared machine.
-  if (cmd == "run") prefer_passive_openmp_waits(argv);
+  // Training's kernels run on OpenMP threads, which must not spin on a shared machine: `pipec run`
+  // re-executes itself with passive waits when it may train (cmd_run decides, from its flags).
+  if (cmd == "run") remember_command_line(argv);
   for (const Command& c : command_list()) {
     if (cmd != c.name) continue;
     // Errors in specs are diagnostics; an exception reaching here is a bug, reported without a crash.

@@ -145,6 +145,12 @@ bool ChunkBuilder::compatible(const Chunk& c) const {
   return true;
 }
 
+bool ChunkBuilder::fixed_rows() const {
+  for (const ColumnBuilder& b : cols_)
+    if (b.ragged || b.dtype == DType::Bytes) return false;
+  return true;
+}
+
 Chunk ChunkBuilder::snapshot() const {
   Chunk out;
   out.rows = rows_;

@@ -89,11 +89,13 @@ class Batch : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
-    // Dense input rows are copied once, straight into the batch's own buffers (builder_, kept from
+    // A batch that lies whole in one input chunk of numeric columns shares that chunk's storage.
+    // Otherwise dense input rows are copied once, straight into the batch's own buffers (builder_, kept from
     // batch to batch). Ragged inputs, padded_batch and rows restored from a checkpoint go through
     // rows_, pieces of input chunks that stack() or pad() assemble at the end.
     int64_t have = builder_ ? builder_->rows() : 0;
     for (const Chunk& c : rows_) have += c.rows;
+    std::optional<Chunk> whole;  // a batch that lies whole in one input chunk: its rows, not copied
     while (have < size_ && !done_) {
       if (offset_ >= pending_.rows) {
         if (!pull(*input_, pending_)) {
@@ -102,6 +104,16 @@ class Batch : public ChunkIterator {
         }
         offset_ = 0;
         continue;
+      }
+      // (Only when the batch is at least half of the chunk: the view keeps the whole chunk alive, and
+      // memory is counted by the batch's own size.)
+      if (have == 0 && !padded_ && rows_.empty() && pending_.rows - offset_ >= size_ && 2 * size_ >= pending_.rows &&
+          numeric_dense(pending_)) {
+        epoch_ = pending_.epoch;
+        whole = rows_view(pending_, offset_, offset_ + size_);
+        offset_ += size_;
+        have = size_;
+        break;
       }
       int64_t take = std::min(size_ - have, pending_.rows - offset_);
       if (have == 0) epoch_ = pending_.epoch;  // a batch belongs to the epoch of its first element
@@ -128,7 +140,8 @@ class Batch : public ChunkIterator {
       return false;
     }
     try {
-      if (rows_.empty()) out = as_single_element(builder_->finish());
+      if (whole) out = as_single_element(std::move(*whole));
+      else if (rows_.empty()) out = as_single_element(builder_->finish());
       else out = padded_ ? pad(have) : stack_rows(rows_, have);
     } catch (const std::runtime_error& e) {
       throw StageError(spec(), e.what());
@@ -146,6 +159,21 @@ class Batch : public ChunkIterator {
     for (const Column& col : c.columns)
       if (col.ragged) return false;
     return true;
+  }
+  // Whether every column is one numeric tensor, whose rows can be shared (Tensor::rows_view).
+  static bool numeric_dense(const Chunk& c) {
+    for (const Column& col : c.columns)
+      if (col.ragged || col.dense.dtype() == DType::Bytes || col.dense.rank() < 1) return false;
+    return true;
+  }
+  // Rows [begin, end) of `c`, sharing its storage: a batch of the shuffle's (or a map's) output costs
+  // no copy when it lies whole in one of its chunks, as batches of 512 in chunks of 1024 do.
+  static Chunk rows_view(const Chunk& c, int64_t begin, int64_t end) {
+    Chunk v;
+    v.rows = end - begin;
+    v.epoch = c.epoch;
+    for (const Column& col : c.columns) v.columns.push_back(Column{false, col.dense.rows_view(begin, end), {}});
+    return v;
   }
 
   // padded_batch: every row padded with padding_value to the largest shape in the batch.
