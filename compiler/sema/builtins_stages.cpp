@@ -64,17 +64,21 @@ Type rule_filter(CallContext& ctx) {
   return dataset_of(std::move(out));
 }
 
+// The optional `drop_remainder` argument: false when absent; nullopt (the error said) when not a
+// constant bool.
+std::optional<bool> drop_remainder(CallContext& ctx) {
+  if (!ctx.has("drop_remainder")) return false;
+  return ctx.const_bool("drop_remainder");
+}
+
 // batch, padded_batch and window: every element gains a leading dimension of `size`, or `?` when the
 // last one may be shorter.
 Type batch_like(CallContext& ctx, bool padded) {
   const ElementInfo* in = ctx.dataset("input");
   auto size = ctx.const_int("size", 1);
-  bool drop = false;
-  if (ctx.has("drop_remainder")) {
-    auto d = ctx.const_bool("drop_remainder");
-    if (!d) return Type::error();
-    drop = *d;
-  }
+  const std::optional<bool> drop_arg = drop_remainder(ctx);
+  if (!drop_arg) return Type::error();
+  const bool drop = *drop_arg;
   if (!in || !size) return Type::error();
   if (padded && ctx.has("padding_value")) {
     auto pv = ctx.tensor("padding_value");
@@ -123,12 +127,9 @@ Type rule_window(CallContext& ctx) {
 Type rule_rebatch(CallContext& ctx) {
   const ElementInfo* in = ctx.dataset("input");
   auto size = ctx.const_int("size", 1);
-  bool drop = false;
-  if (ctx.has("drop_remainder")) {
-    auto d = ctx.const_bool("drop_remainder");
-    if (!d) return Type::error();
-    drop = *d;
-  }
+  const std::optional<bool> drop_arg = drop_remainder(ctx);
+  if (!drop_arg) return Type::error();
+  const bool drop = *drop_arg;
   if (!in || !size) return Type::error();
   if (in->batch_rank < 1) {
     auto& d = ctx.error(

@@ -36,17 +36,15 @@ class Batch : public ChunkIterator {
       if (!c.ragged && pending_.rows > 0) row_bytes += static_cast<int64_t>(c.dense.byte_size()) / pending_.rows;
     const double need = static_cast<double>(row_bytes) * static_cast<double>(size_);
     const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-    auto too_big = [&] {
-      return StageError(spec(), fmt::format("a batch of {} elements of {} bytes each needs {:.3g} GB, more than this "
-                                            "machine's memory ({:.3g} GB)",
-                                            size_, row_bytes, need / 1e9, have / 1e9));
-    };
-    if (have > 0 && need > have) throw too_big();
+    const std::string what =
+        fmt::format("a batch of {} elements of {} bytes each needs {:.3g} GB", size_, row_bytes, need / 1e9);
+    if (have > 0 && need > have)
+      throw StageError(spec(), fmt::format("{}, more than this machine's memory ({:.3g} GB)", what, have / 1e9));
     try {
       builder_.emplace(pending_, size_);
     } catch (const std::bad_alloc&) {
       builder_.reset();
-      throw too_big();
+      throw StageError(spec(), what + ": out of memory");
     }
   }
 
