@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's whole training step on the CPU, the peer of `pipec run SPEC --steps N`: the same model, loss,
-optimizer (Adam, lr 1e-3, Keras' eps 1e-7) and threads, eager mode, batches of 512, fp32.
+optimizer (Adam, lr 1e-3, Keras' eps 1e-7) and threads, eager mode, batches of 512, fp32 or bf16 autocast.
 
   python bench/train/torch_train.py MODEL --feed preloaded|dataloader --threads 2 [--steps 30] [--warmup 3]
+                                    [--precision fp32|bf16]
 
 MODEL:
   chess  seed 002's net (conv 64x3 twice, dense 256, dense 1, tanh; mse): batch 512 of [8, 8, 24] boards
@@ -13,6 +14,11 @@ MODEL:
               (bench/python/chess_peers.py, or the folder CHESS_PEERS_DIR names: a 10,000-record shuffle buffer, numpy unpacking per record,
               default collate), --workers worker processes (default 1: the machine has 2 cores and
               --threads of them train).
+--precision:
+  fp32   (default) everything in f32.
+  bf16   the forward pass and the loss under `torch.autocast("cpu", dtype=torch.bfloat16)`, PyTorch's CPU
+         mixed precision (convolutions and matmuls on bf16 kernels, f32 weights and optimizer): the peer of
+         `precision = mixed_bf16`.
 Prints one line, then `RESULT <median ms/step> <fastest ms> <CPU ms/step> <examples/s> <input wait %>` for
 bench/train/run.sh. CPU time counts this process and the DataLoader's workers. The Keras layouts are kept
 (NHWC data permuted to NCHW on the fly, as a PyTorch user holding channels-last data would).
@@ -67,6 +73,7 @@ def main():
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -100,7 +107,8 @@ def main():
         board, flags, score = next(source)
         waited.append(time.perf_counter() - t0)
         opt.zero_grad(set_to_none=True)
-        loss = F.mse_loss(net(board, flags).squeeze(1), score)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = F.mse_loss(net(board, flags).squeeze(1).float(), score)
         loss.backward()
         opt.step()
         return loss.item()
@@ -121,7 +129,7 @@ def main():
     med = statistics.median(wall)
     rate = BATCH * a.steps / elapsed
     wait_pct = 100 * sum(waits) / elapsed
-    print(f"PyTorch {torch.__version__} eager, {a.feed}, {a.threads} thread(s): {med:.1f} ms per step (median of {a.steps}, "
+    print(f"PyTorch {torch.__version__} eager {a.precision}, {a.feed}, {a.threads} thread(s): {med:.1f} ms per step (median of {a.steps}, "
           f"fastest {min(wall):.1f}), CPU {cpu:.1f} ms/step, {rate:.0f} examples/s, input wait {wait_pct:.1f}%")
     print(f"RESULT {med:.3f} {min(wall):.3f} {cpu:.3f} {rate:.1f} {wait_pct:.2f}")
 

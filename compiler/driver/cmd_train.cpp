@@ -72,11 +72,19 @@ std::string eval_text(const EvalResult& e) {
   return out;
 }
 
-// The summary's line on a mixed precision: what the CPU did, and the loss scale where there is one.
-std::string precision_text(const TrainProgram& t, const TrainProgress& p, bool on_gpu) {
+// The summary's line on a mixed precision: what the device did, and the loss scale where there is one.
+// `executor` is the executor's description: on the CPU it says whether mixed_bf16's layers multiplied
+// on bf16 kernels.
+std::string precision_text(const TrainProgram& t, const TrainProgress& p, const std::string& executor) {
+  const bool on_gpu = executor.rfind("gpu", 0) == 0;
+  const bool bf16_kernels = executor.find("layers on bf16 kernels") != std::string::npos;
   std::string line = fmt::format(
-      "  precision   {}: operands rounded to {} where a GPU casts, computed in f32 on the {}", enum_text(t.precision),
-      t.precision == Precision::MixedBf16 ? "bf16" : "fp16", on_gpu ? "GPU" : "CPU");
+      "  precision   {}: operands rounded to {} where a GPU casts, {}", enum_text(t.precision),
+      t.precision == Precision::MixedBf16 ? "bf16" : "fp16",
+      on_gpu ? "computed in f32 on the GPU"
+      : bf16_kernels
+          ? "conv2d, conv2d_transpose and dense multiplied in bf16 on the CPU's bf16 kernels, the rest in f32"
+          : "computed in f32 on the CPU");
   if (p.loss_scale)
     line += fmt::format("; loss scale {:g} at the end, {} step{} skipped", *p.loss_scale, p.skipped_steps,
                         p.skipped_steps == 1 ? "" : "s");
@@ -207,7 +215,7 @@ void print_summary(std::ostream& out, const TrainProgram& t, const TrainSummary&
   out << "  threads     " << s.thread_split << "\n";
   if (s.memory.rows > 0) out << "  memory      " << memory_text(s) << "\n";
   out << "  input pipeline:\n" << pipeline.text;
-  if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor.rfind("gpu", 0) == 0);
+  if (t.precision != Precision::Fp32) out << precision_text(t, p, s.executor);
   if (!a.init.empty()) out << fmt::format("  weights     started from {}\n", a.init);
   if (p.resumed_from)
     out << fmt::format("  resumed     from {} at step {}{}\n", train_checkpoint_file(r.checkpoint).string(),
@@ -379,6 +387,15 @@ TrainFlags add_train_flags(CLI::App& app, TrainArgs& into) {
                ->check(one_of({"auto", "direct"}))
                ->capture_default_str()
                ->group(group);
+  f.cpu_bf16 =
+      app.add_option("--cpu-bf16", into.cpu_bf16,
+                     "precision = mixed_bf16 on the CPU: native multiplies conv2d, conv2d_transpose and dense\n"
+                     "in bf16 on oneDNN's bf16 kernels (CPUs with AVX512_BF16 or AMX), emulated rounds to bf16\n"
+                     "and multiplies in f32 (as fast as fp32); auto takes native where the CPU has it")
+          ->type_name("auto|native|emulated")
+          ->check(one_of({"auto", "native", "emulated"}))
+          ->capture_default_str()
+          ->group(group);
   return f;
 }
 
@@ -474,6 +491,7 @@ int run_compiled_training(const CompileResult& compiled, const RunArgs& run_args
   dr.executor = ta.executor;
   dr.executor_given = ta.executor_given;
   dr.direct_conv = ta.conv == "direct";
+  dr.cpu_bf16 = ta.cpu_bf16;
   dr.allow_tf32 = ta.allow_tf32;
   dr.threads = a.threads;
   TrainDeviceChoice device = choose_train_device(dr);

@@ -45,6 +45,7 @@ struct TrainArgs {
   std::string metrics;             // --metrics: one JSON line per step
   std::string executor = "fast";   // --executor: fast (oneDNN) or reference (the -O0 oracle; -O0 picks it)
   std::string conv = "auto";       // --conv: the fast executor's conv2d algorithm, auto (Winograd) or direct
+  std::string cpu_bf16 = "auto";   // --cpu-bf16: mixed_bf16's layers on bf16 kernels (native) or f32 ones (emulated)
   bool executor_given = false;     // --executor on the command line (or -O0, which picks the reference)
   bool allow_tf32 = false;         // --allow-tf32: TF32 tensor cores for fp32 on a GPU
   double collective_timeout = 60;  // --collective-timeout: seconds a data-parallel collective may wait
@@ -61,12 +62,14 @@ struct TrainFlags {
   CLI::Option* metrics = nullptr;
   CLI::Option* executor = nullptr;
   CLI::Option* conv = nullptr;
+  CLI::Option* cpu_bf16 = nullptr;
   CLI::Option* allow_tf32 = nullptr;
   CLI::Option* collective_timeout = nullptr;
   CLI::Option* bucket_mb = nullptr;
 
   std::vector<CLI::Option*> all() const {
-    return {block, steps, epochs, init, save, metrics, executor, conv, allow_tf32, collective_timeout, bucket_mb};
+    return {block,    steps, epochs, init, save, metrics, executor, conv, cpu_bf16, allow_tf32, collective_timeout,
+            bucket_mb};
   }
 };
 

@@ -6,6 +6,7 @@
 #include "runtime/gpu/cuda_loader.h"
 #include "runtime/gpu/gpu_error.h"
 #include "runtime/gpu/nvrtc_loader.h"
+#include "runtime/train/dnnl/cpu_kernels.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/gpu/cuda_step_device.h"
 #include "runtime/train/gpu/gpu_executor.h"
@@ -48,6 +49,13 @@ TrainDeviceChoice choose_train_device(const TrainDeviceRequest& r) {
   FastExecutorOptions fo;
   fo.threads = r.threads;
   fo.direct_conv = r.direct_conv;
+  fo.cpu_bf16 = r.cpu_bf16 == "native" ? CpuBf16::Native : r.cpu_bf16 == "emulated" ? CpuBf16::Emulated : CpuBf16::Auto;
+  if (fo.cpu_bf16 == CpuBf16::Native && !train::CpuKernels::native_bf16()) {
+    c.error = "--cpu-bf16 native: this CPU has no bf16 instructions (oneDNN runs " + train::CpuKernels::isa() +
+              " code here); auto or emulated round to bf16 and multiply in f32";
+    c.exit_code = 2;
+    return c;
+  }
   const auto fast = [fo](const ModelGraph& g, uint64_t seed) -> std::unique_ptr<StepExecutor> {
     return std::make_unique<FastExecutor>(g, seed, fo);
   };

@@ -29,6 +29,7 @@ struct TrainDeviceRequest {
   std::string executor = "fast";  // --executor: fast or reference (CPU executors)
   bool executor_given = false;    // --executor was on the command line (or implied by -O0)
   bool direct_conv = false;       // --conv direct
+  std::string cpu_bf16 = "auto";  // --cpu-bf16: auto, native or emulated
   bool allow_tf32 = false;        // --allow-tf32
   int threads = 0;                // --threads
 };
@@ -38,6 +39,7 @@ struct TrainDeviceRequest {
 /// all trains on the CPU without a word, one whose GPU cannot be used gets a note saying why. --device
 /// cpu, --executor reference (and -O0): the CPU. $PIPEC_GPU_HOST_EMULATION=1 makes --device gpu run the
 /// GPU executor on the host emulation of a GPU (runtime/train/gpu/host_step_device.h): for tests.
+/// --cpu-bf16 native on a CPU without bf16 instructions is an error (exit 2) naming what the CPU has.
 TrainDeviceChoice choose_train_device(const TrainDeviceRequest& r);
 
 }  // namespace pipec

@@ -150,9 +150,10 @@ FlatBuffers<float> draw_initial_weights(const ModelGraph& g, uint64_t seed) {
 
 std::string pipec_command(const CaseSettings& s, const std::string& executor) {
   return fmt::format(
-      "pipec run spec.pipe --init init.safetensors --seed {} --threads {}{} --executor {} --save {}.safetensors "
+      "pipec run spec.pipe --init init.safetensors --seed {} --threads {}{}{} --executor {} --save {}.safetensors "
       "--metrics {}.jsonl",
-      s.seed, s.threads, s.direct_conv ? " --conv direct" : "", executor, executor, executor);
+      s.seed, s.threads, s.direct_conv ? " --conv direct" : "", s.emulated_bf16 ? " --cpu-bf16 emulated" : "", executor,
+      executor, executor);
 }
 
 void write_case_folder(const fs::path& dir, const std::string& spec, const CaseSettings& s,
@@ -168,6 +169,7 @@ void write_case_json(const fs::path& dir, const CaseSettings& s, const std::map<
   j["seed"] = s.seed;
   j["threads"] = s.threads;
   j["conv"] = s.direct_conv ? "direct" : "auto";
+  if (s.emulated_bf16) j["cpu_bf16"] = "emulated";
   j["batch"] = s.batch;
   j["steps"] = s.steps;
   if (s.replicas > 1) j["replicas"] = s.replicas;
@@ -188,6 +190,12 @@ CaseFolder read_case_folder(const fs::path& dir) {
     const std::string conv = j.at("conv").get<std::string>();
     if (conv != "auto" && conv != "direct") throw std::runtime_error("\"conv\" must be auto or direct, not " + conv);
     c.settings.direct_conv = conv == "direct";
+    if (j.contains("cpu_bf16")) {
+      const std::string bf16 = j.at("cpu_bf16").get<std::string>();
+      if (bf16 != "auto" && bf16 != "emulated")
+        throw std::runtime_error("\"cpu_bf16\" must be auto or emulated, not " + bf16);
+      c.settings.emulated_bf16 = bf16 == "emulated";
+    }
     c.settings.batch = j.at("batch").get<int64_t>();
     c.settings.steps = j.at("steps").get<int64_t>();
     if (j.contains("replicas")) c.settings.replicas = j.at("replicas").get<int>();

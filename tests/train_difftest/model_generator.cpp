@@ -497,6 +497,8 @@ TrainCase generate_train_case(uint64_t seed) {
       "  precision = {},\n  steps = {}\n}}\n",
       fmt::join(names, ", "), loss, opt, fmt::join(args, ", "), precision, c.settings.steps);
   c.spec = spec;
+  // Drawn last, so that adding it left every earlier draw (and so each seed's model) as it was.
+  c.settings.emulated_bf16 = precision == "mixed_bf16" && r.chance(0.5);
   return c;
 }
 

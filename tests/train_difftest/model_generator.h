@@ -51,6 +51,9 @@ struct CaseSettings {
   uint64_t seed = 0;  // the executors' seed (dropout's masks) and every draw of the case
   int threads = 1;    // the fast executor's oneDNN threads
   bool direct_conv = false;
+  /// A mixed_bf16 case's layers on f32 kernels (`--cpu-bf16 emulated`) rather than the default (bf16
+  /// kernels where the CPU has bf16 instructions).
+  bool emulated_bf16 = false;
   int64_t batch = 4;
   int64_t steps = 20;
   /// Data-parallel replicas the executor under test splits each batch over (`train_difftest

@@ -37,6 +37,14 @@ Bounds bounds_for(Precision precision) {
 
 namespace {
 
+FastExecutorOptions fast_options(const CaseSettings& s) {
+  FastExecutorOptions o;
+  o.threads = s.threads;
+  o.direct_conv = s.direct_conv;
+  o.cpu_bf16 = s.emulated_bf16 ? CpuBf16::Emulated : CpuBf16::Auto;
+  return o;
+}
+
 // Everything a step reads besides the batch.
 struct State {
   std::vector<float> params, states;
@@ -624,7 +632,7 @@ void compare_inference(const TrainProgram& t, const std::map<std::string, Tensor
     const Tensor y = ex.host_value(g.output);
     return std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements());
   };
-  FastExecutor fast(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
+  FastExecutor fast(g, s.seed, fast_options(s));
   const std::vector<float> want = forward(ref);
   std::vector<float> got = forward(fast);
   if (perturb.kind == Perturbation::Kind::Inference)
@@ -686,9 +694,9 @@ CaseOutcome compare_training(const TrainProgram& t, const std::map<std::string, 
     fast_executor = std::make_unique<DataParallelExecutor>(
         g, s.seed, shared_communicators(make_thread_communicators(s.replicas)),
         [&s](const ModelGraph& rg, uint64_t seed) -> std::unique_ptr<StepExecutor> {
-          return std::make_unique<FastExecutor>(rg, seed, FastExecutorOptions{s.threads, s.direct_conv});
+          return std::make_unique<FastExecutor>(rg, seed, fast_options(s));
         });
-  else fast_executor = std::make_unique<FastExecutor>(g, s.seed, FastExecutorOptions{s.threads, s.direct_conv});
+  else fast_executor = std::make_unique<FastExecutor>(g, s.seed, fast_options(s));
   StepExecutor& fast = *fast_executor;
   load_weights(g, init_path, ref.buffers());
   load_weights(g, init_path, fast.buffers());

@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/train/dnnl/cpu_kernels.h"
+#include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/persist/safetensors.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/train_formula.h"
@@ -90,8 +92,11 @@ TEST(TrainTrajectory, FixturesExist) {
   EXPECT_TRUE(names.count("chess_torch_sgd_momentum"));
 }
 
-TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
-  for (const fs::path& path : trajectory_fixtures()) {
+// Follows the fixture at `path` on the executor make(graph) gives: the first step's output, loss and
+// gradients, every step's loss and the weights after the last, each within the fixture's tolerance.
+template <class Make>
+void follow_fixture(const fs::path& path, Make make) {
+  {
     SCOPED_TRACE(path.filename().string());
     Fixture fx(path);
     const SafetensorsFile& f = fx.file();
@@ -102,7 +107,8 @@ TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
     const ModelGraph& g = t.step;
     ASSERT_FALSE(g.nodes.empty());
     ASSERT_NE(g.batch, kUnknownDim);
-    ReferenceExecutor<float> ex(g, 0);
+    auto executor = make(g);
+    auto& ex = *executor;
     auto& buf = ex.buffers();
     for (int p : g.params)
       testing::formula_values(g.values[p].name, g.values[p].shape, buf.params.data() + g.values[p].offset);
@@ -152,6 +158,34 @@ TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
       fx.expect_close("expect:after:" + g.values[s].name, buf.states.data() + g.values[s].offset,
                       g.values[s].elements_per_example());
   }
+}
+
+TEST(TrainTrajectory, MatchesKerasAndPyTorchOverEveryStep) {
+  for (const fs::path& path : trajectory_fixtures())
+    follow_fixture(path, [](const ModelGraph& g) { return std::make_unique<ReferenceExecutor<float>>(g, 0); });
+}
+
+// Keras' mixed_bfloat16 fixtures on the fast executor with the layers on oneDNN's bf16 kernels (what CPUs
+// with AVX512_BF16 run), within the same tolerance as the reference.
+TEST(TrainTrajectory, Bf16KernelsMatchKerasMixedBfloat16) {
+  if (!train::CpuKernels::bf16_kernels_exist())
+    GTEST_SKIP() << "oneDNN has no bf16 kernels for this CPU (" << train::CpuKernels::isa() << ")";
+  int followed = 0;
+  for (const fs::path& path : trajectory_fixtures()) {
+    if (SafetensorsFile f = read_safetensors(path.string());
+        !f.metadata.count("precision") || f.metadata.at("precision") != "mixed_bf16")
+      continue;
+    ++followed;
+    follow_fixture(path, [](const ModelGraph& g) {
+      FastExecutorOptions o;
+      o.threads = 2;
+      o.cpu_bf16 = CpuBf16::Native;
+      auto ex = std::make_unique<FastExecutor>(g, 0, o);
+      EXPECT_TRUE(ex->bf16_kernels());
+      return ex;
+    });
+  }
+  EXPECT_GT(followed, 0) << "no mixed_bf16 fixture";
 }
 
 }  // namespace

@@ -10,10 +10,19 @@
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/core/tensor.h"
+#include "runtime/train/dnnl/cpu_kernels.h"
 
 namespace pipec::testing {
 
 /// `spec` checked as `pipec check` checks it: every train block compiled to its step graph.
+/// The end of the summary's precision line for a mixed_bf16 run on this CPU's fast executor: bf16
+/// kernels where the CPU has bf16 instructions, the emulation elsewhere.
+inline std::string cpu_bf16_precision_text() {
+  return train::CpuKernels::native_bf16()
+             ? "conv2d, conv2d_transpose and dense multiplied in bf16 on the CPU's bf16 kernels, the rest in f32"
+             : "computed in f32 on the CPU";
+}
+
 inline CompileResult check_train_spec(const std::string& spec) {
   CompileRequest request;
   request.path = "train_test.pipe";

@@ -9,11 +9,12 @@ namespace pipec::train {
 
 namespace {
 
-// Winograd's F(4x4, 3x3) is for a 3x3 window at stride 1 without dilation; oneDNN decides the rest
-// (channels, the CPU's instruction set) by refusing the primitive.
-bool winograd_candidate(const Conv2dDesc& d, ConvAlgorithm algorithm) {
-  return algorithm == ConvAlgorithm::Auto && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 && d.stride_w == 1 &&
-         d.dilation_h == 1 && d.dilation_w == 1;
+// Winograd's F(4x4, 3x3) is for a 3x3 window at stride 1 without dilation, in f32 only (oneDNN 2.6 has
+// no bf16 Winograd); oneDNN decides the rest (channels, the CPU's instruction set) by refusing the
+// primitive.
+bool winograd_candidate(const Conv2dDesc& d, const CpuKernelOptions& o) {
+  return o.conv_algorithm == ConvAlgorithm::Auto && !o.bf16 && d.kernel_h == 3 && d.kernel_w == 3 && d.stride_h == 1 &&
+         d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
 }
 
 }  // namespace
@@ -68,34 +69,32 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{rows_.pad_after, cols_.pad_after};
   OpContext ctx(kernels, what);
-  const std::string key =
-      fmt::format("conv2d {} {} {} layout {} {}", what, d.bias, d.activation.alpha,
-                  int(kernels.options().activation_layout), conv_algorithm_name(kernels.options().conv_algorithm));
+  const std::string key = fmt::format("conv2d {} {} {} layout {} {} bf16 {}", what, d.bias, d.activation.alpha,
+                                      int(kernels.options().activation_layout),
+                                      conv_algorithm_name(kernels.options().conv_algorithm), kernels.options().bf16);
   std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
     auto make = [&](algorithm alg, memory::format_tag act) {
-      memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-      memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-      memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
-      auto fwd_d =
-          convolution_forward::desc(prop_kind::forward_training, alg, x, w, b, y, strides, dilates, pad_l, pad_r);
+      const WeightedDescs m = weighted_descs(kernels, x_dims, w_dims, y_dims, d.bias ? d.filters : 0, act);
+      auto fwd_d = convolution_forward::desc(prop_kind::forward_training, alg, m.x_in, m.w_in, m.b, m.y_out, strides,
+                                             dilates, pad_l, pad_r);
       convolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
       // Backward primitives get their own `any` layouts, with the forward only as a hint: forcing the
       // forward's blocked weights on backward-data selects oneDNN's reference kernel.
       convolution_backward_data::primitive_desc bd(
-          convolution_backward_data::desc(alg, x, w, y, strides, dilates, pad_l, pad_r), user_scratchpad_attr(), e,
-          fwd);
+          convolution_backward_data::desc(alg, m.x_out, m.w_in, m.y_in, strides, dilates, pad_l, pad_r),
+          user_scratchpad_attr(), e, fwd);
       convolution_backward_weights::primitive_desc bw(
-          convolution_backward_weights::desc(alg, x, w, b, y, strides, dilates, pad_l, pad_r), user_scratchpad_attr(),
-          e, fwd);
+          convolution_backward_weights::desc(alg, m.x_in, m.w_out, m.b, m.y_in, strides, dilates, pad_l, pad_r),
+          user_scratchpad_attr(), e, fwd);
       return make_weighted<convolution_forward, convolution_backward_data, convolution_backward_weights>(fwd, bd, bw,
                                                                                                          d.bias);
     };
     // Winograd works on oneDNN's blocked layouts only: the activations are reordered from NHWC around
     // each call, which costs less than the multiplies it saves. oneDNN refuses the shapes (and CPUs) it
     // has no Winograd kernel for; those take the direct algorithm.
-    if (winograd_candidate(d, kernels.options().conv_algorithm)) {
+    if (winograd_candidate(d, kernels.options())) {
       try {
         return make(algorithm::convolution_winograd, memory::format_tag::any);
       } catch (const dnnl::error&) {

@@ -57,24 +57,22 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{std::max<int64_t>(rows_.pad_after, 0), std::max<int64_t>(cols_.pad_after, 0)};
   OpContext ctx(kernels, what);
-  const std::string key =
-      fmt::format("conv2d_transpose {} {} layout {}", what, d.bias, int(kernels.options().activation_layout));
+  const std::string key = fmt::format("conv2d_transpose {} {} layout {} bf16 {}", what, d.bias,
+                                      int(kernels.options().activation_layout), kernels.options().bf16);
   std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
-    auto act = activation_tag(kernels, 4);
-    memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-    memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-    memory::desc b = d.bias ? f32_desc({d.filters}, memory::format_tag::x) : memory::desc();
-    auto fwd_d = deconvolution_forward::desc(prop_kind::forward_training, algorithm::deconvolution_direct, x, w, b, y,
-                                             strides, dilates, pad_l, pad_r);
+    const WeightedDescs m =
+        weighted_descs(kernels, x_dims, w_dims, y_dims, d.bias ? d.filters : 0, activation_tag(kernels, 4));
+    const algorithm alg = algorithm::deconvolution_direct;
+    auto fwd_d = deconvolution_forward::desc(prop_kind::forward_training, alg, m.x_in, m.w_in, m.b, m.y_out, strides,
+                                             dilates, pad_l, pad_r);
     deconvolution_forward::primitive_desc fwd(fwd_d, activation_attr(d.activation), e);
     deconvolution_backward_data::primitive_desc bd(
-        deconvolution_backward_data::desc(algorithm::deconvolution_direct, x, w, y, strides, dilates, pad_l, pad_r),
+        deconvolution_backward_data::desc(alg, m.x_out, m.w_in, m.y_in, strides, dilates, pad_l, pad_r),
         user_scratchpad_attr(), e, fwd);
     deconvolution_backward_weights::primitive_desc bw(
-        deconvolution_backward_weights::desc(algorithm::deconvolution_direct, x, w, b, y, strides, dilates, pad_l,
-                                             pad_r),
+        deconvolution_backward_weights::desc(alg, m.x_in, m.w_out, m.b, m.y_in, strides, dilates, pad_l, pad_r),
         user_scratchpad_attr(), e, fwd);
     return make_weighted<deconvolution_forward, deconvolution_backward_data, deconvolution_backward_weights>(
         fwd, bd, bw, d.bias);

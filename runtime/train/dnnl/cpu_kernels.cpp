@@ -41,6 +41,21 @@ std::string CpuKernels::isa() {
   }
 }
 
+bool CpuKernels::native_bf16() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+bool CpuKernels::bf16_kernels_exist() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
 std::string CpuKernels::version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}.{}.{}", v->major, v->minor, v->patch);

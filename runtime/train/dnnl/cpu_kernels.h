@@ -40,6 +40,13 @@ struct CpuKernelOptions {
   int threads = 0;
   ActivationLayout activation_layout = ActivationLayout::Nhwc;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
+  /// conv2d, conv2d_transpose and dense read their operands (x, the kernel, dy) in bf16 and accumulate in
+  /// f32 (oneDNN's bf16 primitives; Winograd has none, so conv2d takes the direct algorithm); what they
+  /// write (y, dx, the kernel and bias gradients) and the bias stay f32. The caller's buffers stay f32:
+  /// under mixed_bf16 the step graph has already rounded every such operand to bf16, so converting it is
+  /// exact and the layer computes what the f32 kernels compute from the same values, up to the order of
+  /// the f32 sums. Fast only where the CPU has bf16 instructions (native_bf16()).
+  bool bf16 = false;
 };
 
 /// Memory the kernels hold of their own, beside the caller's buffers: what a training step's memory
@@ -98,6 +105,12 @@ class CpuKernels {
   /// The CPU instruction set oneDNN dispatches to ("avx2", "avx512_core", ...) and its version.
   static std::string isa();
   static std::string version();
+  /// Whether the CPU has bf16 dot-product instructions oneDNN uses (AVX512_BF16, AMX): where the `bf16`
+  /// option is faster than f32. oneDNN honours DNNL_MAX_CPU_ISA, so DNNL_MAX_CPU_ISA=AVX2 makes this false.
+  static bool native_bf16();
+  /// Whether oneDNN has bf16 kernels for this CPU at all: with bf16 instructions, or on any AVX-512 CPU by
+  /// emulating them (slower than f32; for tests). Not on AVX2 CPUs, where the `bf16` option cannot be used.
+  static bool bf16_kernels_exist();
 
   struct Impl;  // oneDNN state; defined in dnnl_common.h, used by the ops' .cpp files
   Impl& impl() { return *impl_; }

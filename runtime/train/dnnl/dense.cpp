@@ -22,20 +22,20 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
   const Dims x_dims{d.rows, d.in}, w_dims{d.out, d.in}, y_dims{d.rows, d.out};
   check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   OpContext ctx(kernels, what);
-  const std::string key = fmt::format("dense {} {} layout {}", what, d.bias, int(kernels.options().activation_layout));
+  const std::string key = fmt::format("dense {} {} layout {} bf16 {}", what, d.bias,
+                                      int(kernels.options().activation_layout), kernels.options().bf16);
   std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
-    auto act = activation_tag(kernels, 2);
-    memory::desc x = f32_desc(x_dims, act), y = f32_desc(y_dims, act);
-    memory::desc w = f32_desc(w_dims, memory::format_tag::any);
-    memory::desc b = d.bias ? f32_desc({d.out}, memory::format_tag::x) : memory::desc();
-    inner_product_forward::primitive_desc fwd(inner_product_forward::desc(prop_kind::forward_training, x, w, b, y),
-                                              activation_attr(d.activation), e);
-    inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(x, w, y), user_scratchpad_attr(),
-                                                   e, fwd);
-    inner_product_backward_weights::primitive_desc bw(inner_product_backward_weights::desc(x, w, b, y),
-                                                      user_scratchpad_attr(), e, fwd);
+    const WeightedDescs m =
+        weighted_descs(kernels, x_dims, w_dims, y_dims, d.bias ? d.out : 0, activation_tag(kernels, 2));
+    inner_product_forward::primitive_desc fwd(
+        inner_product_forward::desc(prop_kind::forward_training, m.x_in, m.w_in, m.b, m.y_out),
+        activation_attr(d.activation), e);
+    inner_product_backward_data::primitive_desc bd(inner_product_backward_data::desc(m.x_out, m.w_in, m.y_in),
+                                                   user_scratchpad_attr(), e, fwd);
+    inner_product_backward_weights::primitive_desc bw(
+        inner_product_backward_weights::desc(m.x_in, m.w_out, m.b, m.y_in), user_scratchpad_attr(), e, fwd);
     return make_weighted<inner_product_forward, inner_product_backward_data, inner_product_backward_weights>(
         fwd, bd, bw, d.bias);
   });

@@ -2,6 +2,21 @@
 
 namespace pipec::train {
 
+WeightedDescs weighted_descs(const CpuKernels& k, const Dims& x, const Dims& w, const Dims& y, int64_t bias_size,
+                             memory::format_tag act) {
+  using dt = memory::data_type;
+  const dt read = k.options().bf16 ? dt::bf16 : dt::f32;
+  WeightedDescs d;
+  d.x_in = memory::desc(x, read, act);
+  d.x_out = memory::desc(x, dt::f32, act);
+  d.w_in = memory::desc(w, read, memory::format_tag::any);
+  d.w_out = memory::desc(w, dt::f32, memory::format_tag::any);
+  if (bias_size > 0) d.b = memory::desc({bias_size}, dt::f32, memory::format_tag::x);
+  d.y_in = memory::desc(y, read, act);
+  d.y_out = memory::desc(y, dt::f32, act);
+  return d;
+}
+
 WeightedLayer::WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
                              int64_t bias_size)
     : ctx_(std::move(ctx)), prims_(std::move(prims)) {

@@ -23,6 +23,18 @@ struct WeightedPrimitives {
   size_t scratchpad = 0;  // the most bytes of scratchpad one of the three needs (SharedScratchpad)
 };
 
+/// The memory descriptors a layer's three primitives are made from: what a primitive reads (`*_in`: x for
+/// the forward and backward-weights, the kernel for the forward and backward-data, dy for both backward
+/// primitives) and what it writes (`*_out`: y, dx, the kernel gradient). All f32, except that under
+/// CpuKernelOptions::bf16 what is read is bf16; the bias and its gradient are always f32.
+struct WeightedDescs {
+  memory::desc x_in, x_out, w_in, w_out, b, y_in, y_out;
+};
+/// `act` is the activations' tag (activation_tag, or `any`); the kernel's is always `any`; no bias
+/// when `bias_size` is 0.
+WeightedDescs weighted_descs(const CpuKernels& k, const Dims& x, const Dims& w, const Dims& y, int64_t bias_size,
+                             memory::format_tag act);
+
 /// The caller's layouts of one layer: x, w, y (the bias is always [filters]).
 struct UserLayouts {
   memory::desc x, w, y;

@@ -129,10 +129,28 @@ struct FastExecutor::NodeOps {
   std::unique_ptr<train::EltwiseOp> eltwise;
 };
 
+const char* cpu_bf16_name(CpuBf16 c) {
+  switch (c) {
+    case CpuBf16::Auto: return "auto";
+    case CpuBf16::Native: return "native";
+    case CpuBf16::Emulated: return "emulated";
+  }
+  return "?";
+}
+
+namespace {
+
+bool use_bf16_kernels(const ModelGraph& g, CpuBf16 choice) {
+  if (g.precision != Precision::MixedBf16) return false;
+  return choice == CpuBf16::Native || (choice == CpuBf16::Auto && train::CpuKernels::native_bf16());
+}
+
+}  // namespace
+
 struct FastExecutor::Kernels {
-  explicit Kernels(const FastExecutorOptions& o)
+  Kernels(const FastExecutorOptions& o, bool bf16)
       : cpu(train::CpuKernelOptions{o.threads, train::ActivationLayout::Nhwc,
-                                    o.direct_conv ? train::ConvAlgorithm::Direct : train::ConvAlgorithm::Auto}) {}
+                                    o.direct_conv ? train::ConvAlgorithm::Direct : train::ConvAlgorithm::Auto, bf16}) {}
 
   train::CpuKernels cpu;
   std::vector<WeightedGroup> groups;
@@ -147,7 +165,10 @@ struct FastExecutor::Kernels {
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
-    : g_(g), state_(g, seed, "fast executor"), options_(options), kernels_(std::make_unique<Kernels>(options)) {
+    : g_(g),
+      state_(g, seed, "fast executor"),
+      options_(options),
+      kernels_(std::make_unique<Kernels>(options, use_bf16_kernels(g, options.cpu_bf16))) {
   Kernels& k = *kernels_;
   std::vector<int>& last_use = state_.last_uses();
   std::vector<int>& first_write = state_.first_writes();
@@ -213,6 +234,7 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
 FastExecutor::~FastExecutor() = default;
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+bool FastExecutor::bf16_kernels() const { return kernels_->cpu.options().bf16; }
 int64_t FastExecutor::kernel_runs(ModelOp op) const {
   auto it = kernels_->kernel_runs.find(op);
   return it == kernels_->kernel_runs.end() ? 0 : it->second;
@@ -243,11 +265,23 @@ std::string FastExecutor::description() const {
              : winograd > 0    ? fmt::format(", {} of {} conv2d layers by Winograd", winograd, convs)
                                : ", conv2d direct";
   }
+  // Under mixed_bf16: which kernels the layers multiply on, and why.
+  std::string bf16;
+  if (g_.precision == Precision::MixedBf16) {
+    if (bf16_kernels())
+      bf16 = train::CpuKernels::native_bf16()
+                 ? ", mixed_bf16 layers on bf16 kernels (--cpu-bf16 emulated for f32 ones)"
+                 : ", mixed_bf16 layers on bf16 kernels without bf16 instructions (--cpu-bf16 native: slow)";
+    else
+      bf16 = options_.cpu_bf16 == CpuBf16::Emulated
+                 ? ", mixed_bf16 emulated on f32 kernels (--cpu-bf16 emulated)"
+                 : ", mixed_bf16 emulated on f32 kernels: this CPU has no bf16 instructions";
+  }
   return fmt::format(
-      "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}{}, OpenMP waits {}; -O0 or "
+      "fast ({} of {} nodes on oneDNN {} {}, {} compiled by the JIT, {} thread{}{}{}, OpenMP waits {}; -O0 or "
       "--executor reference for the reference)",
       kernels_->kernel_nodes, g_.nodes.size(), train::CpuKernels::version(), train::CpuKernels::isa(),
-      kernels_->jit_nodes, kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", conv,
+      kernels_->jit_nodes, kernels_->cpu.threads(), kernels_->cpu.threads() == 1 ? "" : "s", conv, bf16,
       waits ? waits : "active (the default)");
 }
 

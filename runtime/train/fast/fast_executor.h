@@ -37,6 +37,13 @@ enum class FastKernel {
 FastKernel fast_kernel_of(ModelOp op);
 inline bool fast_executor_computes(ModelOp op) { return fast_kernel_of(op) != FastKernel::Reference; }
 
+/// How a `mixed_bf16` step's layers (conv2d, conv2d_transpose, dense) multiply on the CPU: from bf16
+/// operands on oneDNN's bf16 kernels (`Native`), or on the f32 kernels from operands the graph rounded to
+/// bf16 (`Emulated`: same values, no speed-up). `Auto` takes Native where the CPU has bf16 instructions
+/// (train::CpuKernels::native_bf16). fp32 and mixed_fp16 steps always run the f32 kernels.
+enum class CpuBf16 { Auto, Native, Emulated };
+const char* cpu_bf16_name(CpuBf16 c);
+
 struct FastExecutorOptions {
   /// oneDNN's OpenMP threads for each kernel call; 0: OpenMP's default (one per core).
   int threads = 0;
@@ -45,6 +52,8 @@ struct FastExecutorOptions {
   /// The buffers never change after the first run (a served model: no optimizer, weights loaded once
   /// before it): each op reorders its weights into oneDNN's layout once, not at every step.
   bool constant_weights = false;
+  /// `pipec run --cpu-bf16`.
+  CpuBf16 cpu_bf16 = CpuBf16::Auto;
 };
 
 class FastExecutor final : public StepExecutor {
@@ -78,6 +87,9 @@ class FastExecutor final : public StepExecutor {
   const std::vector<int>& last_uses() const { return state_.last_uses(); }
   /// Nodes that run on a oneDNN kernel (a backward group counts each of its nodes).
   int kernel_nodes() const;
+  /// Whether the layers run on oneDNN's bf16 kernels (a mixed_bf16 step under CpuBf16 Native, or Auto on
+  /// a CPU with bf16 instructions).
+  bool bf16_kernels() const;
   /// Runs of nodes of kind `op` on this executor's own kernels (oneDNN, or compiled code) so far: what
   /// its claim (fast_kernel_of) promises, counted where the kernels are called.
   int64_t kernel_runs(ModelOp op) const;

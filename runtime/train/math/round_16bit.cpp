@@ -9,7 +9,7 @@
 
 namespace pipec {
 
-void round_to_bf16(const float* x, float* y, int64_t n) {
+void round_to_bf16_scalar(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits_to_float(float_to_bf16_bits(x[i]));
 }
 
@@ -31,8 +31,39 @@ __attribute__((target("avx,f16c"))) void round_to_f16_f16c(const float* x, float
   round_to_f16_scalar(x + i, y + i, n - i);
 }
 
+// float_to_bf16_bits on 8 lanes in integer arithmetic, bit for bit: a NaN keeps its top 16 bits with the
+// quiet bit set; anything else adds 0x7fff plus the lowest kept bit (ties to even) and drops the low 16.
+// The branchy scalar loop does not vectorize, and a mixed_bf16 step rounds every activation and gradient.
+__attribute__((target("avx2"))) void round_to_bf16_avx2(const float* x, float* y, int64_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), infinity = _mm256_set1_epi32(0x7f800000);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u)), quiet = _mm256_set1_epi32(0x00400000);
+  const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    // |x| > infinity as signed integers (both are non-negative): a NaN.
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), infinity);
+    const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
+    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(half, lowest_kept)), high);
+    const __m256i quieted = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_blendv_epi8(rounded, quieted, nan));
+  }
+  round_to_bf16_scalar(x + i, y + i, n - i);
+}
+
 }  // namespace
 #endif
+
+void round_to_bf16(const float* x, float* y, int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) {
+    round_to_bf16_avx2(x, y, n);
+    return;
+  }
+#endif
+  round_to_bf16_scalar(x, y, n);
+}
 
 void round_to_f16(const float* x, float* y, int64_t n) {
 #if defined(__x86_64__)

@@ -1,7 +1,8 @@
 // Rounding f32 values to bf16 or f16 and back (to nearest, ties to even; f16 overflows to infinity past
 // 65504): the round nodes of mixed precision (compiler/train/passes/mixed_precision.cpp), over whole
 // tensors. Bit for bit the scalar conversions of runtime/core/half.h; f16 uses the CPU's F16C
-// conversions when it has them (the scalar one is branchy, and a step rounds millions of values).
+// conversions and bf16 AVX2 integer lanes when the CPU has them (the scalar ones are branchy, and a step
+// rounds millions of values).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@ namespace pipec {
 
 void round_to_bf16(const float* x, float* y, int64_t n);
 void round_to_f16(const float* x, float* y, int64_t n);
-/// The scalar f16 loop, whatever the CPU (tests compare the two).
+/// The scalar loops, whatever the CPU (tests compare them with the vector ones).
 void round_to_f16_scalar(const float* x, float* y, int64_t n);
+void round_to_bf16_scalar(const float* x, float* y, int64_t n);
 
 }  // namespace pipec
