@@ -10,7 +10,9 @@
 #   bench/serve/run.sh [ITERS]    # ITERS timed calls per batch-512 cell (default 20; 10x that for one example)
 #
 # The example trains in mixed_bf16; the benchmark builds an fp32 copy (PyTorch runs fp32), trains it for
-# a few steps (the weights' values do not change the time) and builds its library. Each cell runs RUNS
+# a few steps (the weights' values do not change the time) and builds its library. PRECISION=mixed_bf16
+# keeps the example's precision instead (its layers on bf16 kernels where the CPU has bf16 instructions)
+# against PyTorch under torch.autocast("cpu", dtype=torch.bfloat16). Each cell runs RUNS
 # times (default 3), interleaved; a cell is the median over runs of each run's median call. Columns:
 #   1 example ms     one request of one position: the latency a single query sees
 #   512 ms / ex/s    one request of 512 positions, and the examples per second that makes
@@ -29,7 +31,13 @@ trap 'rm -rf "$WORK" "$SPEC"' EXIT
 
 [ -x "$PIPEC" ] || { echo "no $PIPEC: build first (scripts/build.sh)" >&2; exit 2; }
 [ -e examples/chess/data/chess-00007-of-00008.tfrecord ] || "$PIPEC" run examples/chess/make_data.pipe --quiet
-sed 's/precision = mixed_bf16/precision = fp32/' examples/chess/chess.pipe > "$SPEC"
+PRECISION=${PRECISION:-fp32}
+case $PRECISION in
+  fp32) TORCH_PRECISION=fp32 ;;
+  mixed_bf16) TORCH_PRECISION=bf16 ;;
+  *) echo "PRECISION must be fp32 or mixed_bf16" >&2; exit 2 ;;
+esac
+sed "s/precision = mixed_bf16/precision = $PRECISION/" examples/chess/chess.pipe > "$SPEC"
 cat >> "$SPEC" <<'PIPE'
 
 pipeline serve_bench_records = held_out_positions | take(512) | map(r => { d: r.d }) | batch(512)
@@ -61,7 +69,7 @@ for run in $(seq "$RUNS"); do
       CELL[pipec,$t,$batch]+="${r%% *} "
       CELL[pipec_cpu,$t,$batch]+="${r##* } "
       if [ "$HAVE_TORCH" = 1 ]; then
-        r=$("$PYTHON" bench/serve/torch_infer.py --threads "$t" --batch "$batch" --iters "$iters" | awk '/^RESULT/ {print $2, $4}')
+        r=$("$PYTHON" bench/serve/torch_infer.py --threads "$t" --batch "$batch" --iters "$iters" --precision "$TORCH_PRECISION" | awk '/^RESULT/ {print $2, $4}')
         CELL[torch,$t,$batch]+="${r%% *} "
         CELL[torch_cpu,$t,$batch]+="${r##* } "
       fi
@@ -70,7 +78,7 @@ for run in $(seq "$RUNS"); do
 done
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "Serving the chess net (fp32), $cpu, $(nproc) cores; median of $RUNS runs"
+echo "Serving the chess net ($PRECISION; PyTorch $TORCH_PRECISION), $cpu, $(nproc) cores; median of $RUNS runs"
 printf '%-8s %-8s %14s %12s %12s %12s\n' threads peer "1 example ms" "512 ms" "512 ex/s" "512 CPU ms"
 for t in $THREADS; do
   for peer in pipec torch; do

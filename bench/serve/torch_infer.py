@@ -3,7 +3,10 @@
 layers (bench/train/torch_peer.py's ChessNet), the same threads, torch.inference_mode(), boards and flags
 already made (PyTorch is given the model's inputs; pipe_predict also unpacks them from the records).
 
-  python bench/serve/torch_infer.py --threads 1 --batch 512 --iters 20 [--channels-last]
+  python bench/serve/torch_infer.py --threads 1 --batch 512 --iters 20 [--channels-last] [--precision fp32|bf16]
+
+--precision bf16 runs the forward pass under torch.autocast("cpu", dtype=torch.bfloat16): the peer of a
+library built from a `precision = mixed_bf16` spec.
 
 Prints `RESULT <median ms> <fastest ms> <CPU ms per call>` for bench/serve/run.sh.
 """
@@ -25,6 +28,7 @@ def main():
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -35,7 +39,7 @@ def main():
         net = net.to(memory_format=torch.channels_last)
         board = board.contiguous(memory_format=torch.channels_last)
     times = []
-    with torch.inference_mode():
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
         for _ in range(3):
             net(board, flags)
         cpu0 = time.process_time()

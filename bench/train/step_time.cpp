@@ -6,14 +6,17 @@
 // segmentation).
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
-//                                    [--executor fast|reference]
+//                                    [--executor fast|reference] [--cpu-bf16 auto|native|emulated] [--nodes]
 //
-// Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`.
+// Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`. With --nodes, first a table of
+// where a step's time went by node kind (ms per step over the timed steps; a layer's backward group is
+// timed at the first of its nodes, which computes all three), largest first.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,9 +47,9 @@ pipec::Tensor random_f32(const pipec::Shape& shape, uint64_t key, double lo, dou
 
 int main(int argc, char** argv) {
   using namespace pipec;
-  std::string spec, train, executor = "fast";
+  std::string spec, train, executor = "fast", cpu_bf16 = "auto";
   int steps = 3, warmup = 1, threads = 0;
-  bool usage = false;
+  bool usage = false, nodes = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -55,12 +58,16 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--executor") executor = next();
+    else if (a == "--cpu-bf16") cpu_bf16 = next();
+    else if (a == "--nodes") nodes = true;
     else if (spec.empty() && a[0] != '-') spec = a;
     else usage = true;
   }
-  if (usage || (executor != "fast" && executor != "reference")) {
+  if (usage || (executor != "fast" && executor != "reference") ||
+      (cpu_bf16 != "auto" && cpu_bf16 != "native" && cpu_bf16 != "emulated")) {
     std::fprintf(stderr,
-                 "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference]\n",
+                 "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference] "
+                 "[--cpu-bf16 auto|native|emulated] [--nodes]\n",
                  argv[0]);
     return 2;
   }
@@ -91,10 +98,35 @@ int main(int argc, char** argv) {
         p[i] = static_cast<float>(static_cast<int64_t>(p[i] * classes));
     }
   std::unique_ptr<StepExecutor> ex;
-  if (executor == "fast") ex = std::make_unique<FastExecutor>(g, 0, FastExecutorOptions{threads});
-  else ex = std::make_unique<ReferenceExecutor<float>>(g, 0);
+  if (executor == "fast") {
+    FastExecutorOptions o;
+    o.threads = threads;
+    o.cpu_bf16 = cpu_bf16 == "native" ? CpuBf16::Native : cpu_bf16 == "emulated" ? CpuBf16::Emulated : CpuBf16::Auto;
+    ex = std::make_unique<FastExecutor>(g, 0, o);
+  } else {
+    ex = std::make_unique<ReferenceExecutor<float>>(g, 0);
+  }
+  // --nodes: the time from one node's end to the next's, by kind (expr nodes by phase).
+  std::map<std::string, double> node_ms;
+  std::map<std::string, int> node_count;
+  bool timing_nodes = false;
+  auto last = std::chrono::steady_clock::now();
+  if (nodes)
+    ex->observe_nodes([&](size_t i) {
+      const auto now = std::chrono::steady_clock::now();
+      if (timing_nodes) {
+        const GraphNode& n = g.nodes[i];
+        std::string kind = model_op_name(n.op);
+        if (n.op == ModelOp::Expr) kind += n.phase == OpCategory::Forward ? " (forward)" : " (backward)";
+        node_ms[kind] += std::chrono::duration<double, std::milli>(now - last).count();
+        ++node_count[kind];
+      }
+      last = now;
+    });
   std::vector<double> wall, cpu;
   for (int s = 0; s < warmup + steps; ++s) {
+    timing_nodes = s >= warmup;
+    last = std::chrono::steady_clock::now();
     auto t0 = std::chrono::steady_clock::now();
     double c0 = cpu_seconds();
     ex->run(inputs, &target, static_cast<uint64_t>(s), OpCategory::Update);
@@ -106,6 +138,14 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
+  if (nodes) {
+    std::vector<std::pair<double, std::string>> by_time;
+    for (const auto& [kind, ms] : node_ms) by_time.emplace_back(ms / steps, kind);
+    std::sort(by_time.rbegin(), by_time.rend());
+    std::printf("%-32s %6s %10s\n", "node kind", "nodes", "ms/step");
+    for (const auto& [ms, kind] : by_time)
+      std::printf("%-32s %6d %10.2f\n", kind.c_str(), node_count[kind] / steps, ms);
+  }
   std::printf("%s, train %s, batch %lld: %.1f ms per step (median of %d, fastest %.1f, CPU %.1f ms); %s\n",
               spec.c_str(), t->name.c_str(), static_cast<long long>(rows), median(wall), steps,
               *std::min_element(wall.begin(), wall.end()), median(cpu), ex->description().c_str());

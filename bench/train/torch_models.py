@@ -3,9 +3,12 @@
 (examples/deblur: batch 16 of 256x256 patches, mae) and seed 004's segmentation net
 (examples/segmentation: batch 3 of 512x512 images, 32 classes, cross entropy from the logits), the
 peers of build/bench/train_step_time on the same specs: the same layers, batch_norm with Keras' momentum
-and epsilon, random batches made up front, the same threads, eager mode, fp32.
+and epsilon, random batches made up front, the same threads, eager mode, fp32, or with --precision bf16
+the forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16) (the peer of
+`precision = mixed_bf16`).
 
   python bench/train/torch_models.py deblur|segmentation --threads 2 [--steps 3] [--warmup 1] [--channels-last]
+                                     [--precision fp32|bf16]
 
 Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`.
 """
@@ -62,6 +65,7 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -82,7 +86,8 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = loss_fn(net(x).float(), y)
         loss.backward()
         opt.step()
 
@@ -95,7 +100,7 @@ def main():
         cpu.append((time.process_time() - c0) * 1e3)
         wall.append((time.perf_counter() - t0) * 1e3)
     med = statistics.median(wall)
-    print(f"PyTorch {torch.__version__} eager, {a.model}, {a.threads} thread(s): {med:.1f} ms per step (median of {a.steps}, "
+    print(f"PyTorch {torch.__version__} eager {a.precision}, {a.model}, {a.threads} thread(s): {med:.1f} ms per step (median of {a.steps}, "
           f"fastest {min(wall):.1f}, CPU {statistics.median(cpu):.1f} ms)")
     print(f"RESULT {med:.3f} {min(wall):.3f} {statistics.median(cpu):.3f}")
 
