@@ -6,6 +6,7 @@
 // messages that name the input, the tensor or the stage.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,12 +15,15 @@
 #include <fmt/format.h>
 
 #include "compiler/compile/compile.h"
+#include "runtime/core/half.h"
 #include "runtime/io/npy.h"
+#include "runtime/serve/fold_parameter_casts.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/persist/safetensors.h"
 #include "runtime/train/persist/weights_file.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/train_util.h"
 
 namespace pipec {
 namespace {
@@ -218,6 +222,66 @@ TEST(ServeBuild, RefusesPreprocessingThatIsNotAFunctionOfTheRequest) {
     EXPECT_EQ(b.exit_code, 1) << stage;
     EXPECT_NE(b.err.find("train `t` cannot be served"), std::string::npos) << b.err;
     EXPECT_NE(b.err.find(want), std::string::npos) << b.err;
+  }
+}
+
+// A served mixed-precision model rounds its parameters once, when loaded (fold_parameter_casts): the
+// chess net's eight casts (four kernels, four biases) leave the graph, the weights become 16-bit values,
+// and the output is bit for bit the unfolded graph's, for bf16 and fp16, at one example and at 64.
+TEST(ServeFoldParameterCasts, RoundsTheWeightsOnceWithTheSameOutputs) {
+  for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
+    SCOPED_TRACE(precision);
+    const std::string spec =
+        std::string(R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
+pipeline data = s | batch(64, drop_remainder = true)
+model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
+  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
+  x = concat([flatten(x), flags])
+  x | dense(256) | relu | dense(1) | tanh
+}
+train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(), steps = 1, validation = data, precision = )") +
+        precision + " }\n";
+    ScratchDir d;
+    write_file(d / "s.pipe", spec);
+    CompileRequest request;
+    request.path = (d / "s.pipe").string();
+    request.target = CompileTarget::Train;
+    CompileResult r = compile(request);
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_TRUE(r.trains[0].program.eval);
+    const ModelGraph& original = r.trains[0].program.eval->graph;
+    ReferenceExecutor<float> init(original, 3);  // initial weights as training starts from
+    FlatBuffers<float> weights = init.buffers();
+    ModelGraph folded = original;
+    FlatBuffers<float> rounded = weights;
+    EXPECT_EQ(fold_parameter_casts(folded, rounded), 8);
+    EXPECT_EQ(folded.nodes.size() + 8, original.nodes.size());
+    EXPECT_TRUE(verify_model_graph(folded).empty()) << verify_model_graph(folded).front();
+    EXPECT_NE(rounded.params, weights.params);
+    for (float w : rounded.params) {
+      const float again = std::string(precision) == "mixed_bf16" ? bf16_bits_to_float(float_to_bf16_bits(w))
+                                                                 : half_bits_to_float(float_to_half_bits(w));
+      ASSERT_EQ(std::bit_cast<uint32_t>(w), std::bit_cast<uint32_t>(again)) << w << " is not a 16-bit value";
+    }
+    for (int64_t rows : {1, 64}) {
+      std::vector<Tensor> inputs;
+      for (size_t k = 0; k < original.inputs.size(); ++k)
+        inputs.push_back(testing::random_tensor(DType::F32, original.full_shape(original.inputs[k], rows), 10 + k));
+      std::vector<std::vector<float>> outputs;
+      for (auto [g, w] :
+           {std::pair<const ModelGraph*, FlatBuffers<float>*>{&original, &weights}, {&folded, &rounded}}) {
+        FastExecutorOptions o;
+        o.constant_weights = true;
+        FastExecutor ex(*g, 0, o);
+        ex.buffers() = *w;
+        ex.run(inputs, nullptr, 0, OpCategory::Forward);
+        const Tensor out = ex.host_value(g->output);
+        outputs.emplace_back(out.data<float>(), out.data<float>() + out.num_elements());
+      }
+      ASSERT_EQ(outputs[0].size(), static_cast<size_t>(rows));
+      EXPECT_EQ(std::memcmp(outputs[0].data(), outputs[1].data(), outputs[0].size() * sizeof(float)), 0)
+          << rows << " rows: the folded graph computes other values";
+    }
   }
 }
 

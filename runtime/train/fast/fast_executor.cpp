@@ -358,6 +358,18 @@ FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
   if (per_node.empty()) per_node.resize(g_.nodes.size());
   NodeOps& o = per_node[static_cast<size_t>(f)];
   const GraphNode& nd = g_.nodes[static_cast<size_t>(f)];
+  // The op made now keeps the thread count it is made with (CpuKernels::set_threads).
+  const int threads = k.cpu.options().threads;
+  const bool serial = options_.serial_below_flops > 0 && node_flops(g_, nd, rows) < options_.serial_below_flops;
+  if (serial) k.cpu.set_threads(1);
+  struct Restore {
+    train::CpuKernels& cpu;
+    int threads;
+    bool on;
+    ~Restore() {
+      if (on) cpu.set_threads(threads);
+    }
+  } restore{k.cpu, threads, serial};
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
   switch (nd.op) {

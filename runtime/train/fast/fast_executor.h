@@ -54,6 +54,10 @@ struct FastExecutorOptions {
   bool constant_weights = false;
   /// `pipec run --cpu-bf16`.
   CpuBf16 cpu_bf16 = CpuBf16::Auto;
+  /// A layer whose forward pass is fewer FLOPs than this at a batch size runs on one thread at that size:
+  /// waking the other threads and joining them costs more than they save on so little work (a served
+  /// model's one-example requests). 0: every layer on `threads`.
+  int64_t serial_below_flops = 0;
 };
 
 class FastExecutor final : public StepExecutor {

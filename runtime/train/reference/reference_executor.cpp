@@ -338,8 +338,10 @@ void run_reference_node(StepState<T>& s, const GraphNode& n, int64_t rows, uint6
       const bool bf16 = n.attrs_as<RoundAttrs>().dtype == Float16::BF16;
       const T* x = in(0);
       T* y = out(0);
-      // Element by element, so split over the loops' threads like the optimizer's update.
-      run_split(loops.threads, count(n.inputs[0]), [&](int64_t begin, int64_t end) {
+      // Element by element, so split over the loops' threads like the optimizer's update; but not below
+      // 64K values (some microseconds), where handing parts to other threads costs more than it saves.
+      const int64_t values = count(n.inputs[0]);
+      run_split(values < (int64_t(1) << 16) ? ParallelFor() : loops.threads, values, [&](int64_t begin, int64_t end) {
         if constexpr (std::is_same_v<T, float>) {
           if (bf16) round_to_bf16(x + begin, y + begin, end - begin);
           else round_to_f16(x + begin, y + begin, end - begin);
