@@ -133,9 +133,10 @@ bool integer_per_element(CallContext& ctx, std::string_view param, const Type& b
   if (body.is_scalar() && is_integer(body.dtype)) return true;
   auto* lambda = ctx.arg(param).expr->as<LambdaExpr>();
   auto& d = ctx.error(DiagKind::integer_expected, lambda->body->range,
-                      fmt::format("{}'s {} function must give one integer per element, not {}", ctx.builtin.name,
-                                  what, type_to_string(body)));
-  d.help = ctx.builtin.name == "bucket_by_length" ? "e.g. `length = r => size(r.tokens)`" : "e.g. `key = r => r.id % 4`";
+                      fmt::format("{}'s {} function must give one integer per element, not {}", ctx.builtin.name, what,
+                                  type_to_string(body)));
+  d.help =
+      ctx.builtin.name == "bucket_by_length" ? "e.g. `length = r => size(r.tokens)`" : "e.g. `key = r => r.id % 4`";
   return false;
 }
 

@@ -426,8 +426,8 @@ class SpecBuilder {
           if (key.empty()) key = fmt::format("size(r.{}) % 2", fields_[0].name);
           const int64_t window = rng_.range(1, 5), n = rng_.range(1, 4);
           const bool drop = rng_.chance(0.3);
-          std::string reduce = fmt::format("{}({}{})", all_known() ? "batch" : "padded_batch", n,
-                                           drop ? ", drop_remainder = true" : "");
+          std::string reduce =
+              fmt::format("{}({}{})", all_known() ? "batch" : "padded_batch", n, drop ? ", drop_remainder = true" : "");
           for (Field& g : fields_) g.type.shape.insert(g.type.shape.begin(), drop ? n : -1);
           ++batch_rank_;
           return fmt::format("group_by_window(key = r => {}, window_size = {}, reduce = w => w | {})", key, window,

@@ -50,7 +50,7 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
 TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0, scan = 0, rebatch = 0;
   int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
     const bool b = c.spec.find("choose_from(") != std::string::npos;

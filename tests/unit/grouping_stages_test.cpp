@@ -16,15 +16,17 @@ Elements run(const std::string& pipeline) { return testing::run_plan_text(testin
 TEST(BucketByLength, BatchesEachBucketBySizeAndFlushesInBucketOrder) {
   // Lengths 0, 1, 2, 3, 4, 0, 1, ...: bucket 0 holds 0 and 1, bucket 1 holds 2 and 3, bucket 2 the rest;
   // a bucket is batched as soon as it holds its batch size.
-  EXPECT_EQ(run("range(10) | bucket_by_length(length = r => r.value % 5, boundaries = [2, 4], batch_sizes = [3, 2, 4])"),
-            (Elements{"value=[2,3]", "value=[0,1,5]", "value=[7,8]", "value=[6]", "value=[4,9]"}));
+  EXPECT_EQ(
+      run("range(10) | bucket_by_length(length = r => r.value % 5, boundaries = [2, 4], batch_sizes = [3, 2, 4])"),
+      (Elements{"value=[2,3]", "value=[0,1,5]", "value=[7,8]", "value=[6]", "value=[4,9]"}));
   EXPECT_EQ(run("range(10) | bucket_by_length(length = r => r.value % 5, boundaries = [2, 4], batch_sizes = [3, 2, 4], "
                 "drop_remainder = true)"),
             (Elements{"value=[2,3]", "value=[0,1,5]", "value=[7,8]"}));
   // One bucket: batch().
   EXPECT_EQ(run("range(5) | bucket_by_length(length = r => r.value, boundaries = [], batch_sizes = [2])"),
             (Elements{"value=[0,1]", "value=[2,3]", "value=[4]"}));
-  EXPECT_TRUE(run("range(0) | bucket_by_length(length = r => r.value, boundaries = [3], batch_sizes = [2, 2])").empty());
+  EXPECT_TRUE(
+      run("range(0) | bucket_by_length(length = r => r.value, boundaries = [3], batch_sizes = [2, 2])").empty());
 }
 
 TEST(BucketByLength, LengthsOutsideTheI32RangeAreAnErrorNamingTheStage) {
@@ -58,9 +60,10 @@ TEST(GroupByWindow, ReducesFullWindowsAtOnceAndTheRestByIncreasingKey) {
                 "r => r.x, window_size = 4, reduce = w => w | batch(4))"),
             (Elements{"x=[0,0,0,0]", "x=[1,1,1,1]", "x=[0,0,0]", "x=[1]"}));
   // A window of 5 batched by 2: three batches per full window.
-  EXPECT_EQ(run("range(12) | group_by_window(key = r => r.value % 2, window_size = 5, reduce = (k, w) => w | batch(2))"),
-            (Elements{"value=[0,2]", "value=[4,6]", "value=[8]", "value=[1,3]", "value=[5,7]", "value=[9]",
-                      "value=[10]", "value=[11]"}));
+  EXPECT_EQ(
+      run("range(12) | group_by_window(key = r => r.value % 2, window_size = 5, reduce = (k, w) => w | batch(2))"),
+      (Elements{"value=[0,2]", "value=[4,6]", "value=[8]", "value=[1,3]", "value=[5,7]", "value=[9]", "value=[10]",
+                "value=[11]"}));
   EXPECT_EQ(run("range(12) | group_by_window(key = r => r.value % 2 - 1, window_size = 5, reduce = w => w | batch(2, "
                 "drop_remainder = true))"),
             (Elements{"value=[0,2]", "value=[4,6]", "value=[1,3]", "value=[5,7]"}));

@@ -99,15 +99,16 @@ Chunk pad_rows(const std::vector<Chunk>& pieces, int64_t n, double padding, cons
     }
     Shape maxs = items[0].shape();
     for (const Tensor& t : items) {
-      if (t.rank() != static_cast<int64_t>(maxs.size())) throw std::runtime_error("padded_batch: elements differ in rank");
+      if (t.rank() != static_cast<int64_t>(maxs.size()))
+        throw std::runtime_error("padded_batch: elements differ in rank");
       for (size_t d = 0; d < maxs.size(); ++d) maxs[d] = std::max(maxs[d], t.shape()[d]);
     }
     if (k < fixed.size() && fixed[k].size() == maxs.size())
       for (size_t d = 0; d < maxs.size(); ++d) {
         if (fixed[k][d] < 0) continue;
         if (maxs[d] > fixed[k][d])
-          throw std::runtime_error(fmt::format(
-              "an element's dimension {} is {}, longer than the {} it is padded to", d, maxs[d], fixed[k][d]));
+          throw std::runtime_error(fmt::format("an element's dimension {} is {}, longer than the {} it is padded to", d,
+                                               maxs[d], fixed[k][d]));
         maxs[d] = fixed[k][d];
       }
     DType dt = items[0].dtype();

@@ -82,6 +82,8 @@ class GroupByWindow : public ChunkIterator {
     }
     const uint64_t ready = r.read_u64();
     for (uint64_t k = 0; k < ready; ++k) ready_.push_back(restore_chunk(r));
+    // The batches ready came from one input chunk, at most one per row of it.
+    largest_pulled_ = std::max(largest_pulled_, static_cast<int64_t>(ready));
   }
 
   // The groups' elements and the batches of one input chunk's full windows. bucket_by_length's buckets
@@ -128,7 +130,8 @@ class GroupByWindow : public ChunkIterator {
     } catch (const std::exception& e) {
       throw StageError::from(spec(), e);
     }
-    const Tensor values = cast_tensor(result.at(0).ragged ? stack_column(result.at(0)) : result.at(0).dense, DType::I64);
+    const Tensor values =
+        cast_tensor(result.at(0).ragged ? stack_column(result.at(0)) : result.at(0).dense, DType::I64);
     for (int64_t r = 0; r < in.rows; ++r) {
       const int64_t key = buckets_ ? bucket_of(values.data<int64_t>()[r]) : values.data<int64_t>()[r];
       std::vector<Chunk>& rows = groups_[key];
@@ -151,8 +154,8 @@ class GroupByWindow : public ChunkIterator {
   int64_t bucket_of(int64_t length) const {
     constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
     if (length < lo || length >= hi)
-      throw StageError(spec(), fmt::format("an element's length is {}, outside the buckets' range [{}, {})", length,
-                                           lo, hi));
+      throw StageError(spec(),
+                       fmt::format("an element's length is {}, outside the buckets' range [{}, {})", length, lo, hi));
     int64_t k = 0;
     while (k < static_cast<int64_t>(boundaries_.size()) && length >= boundaries_[static_cast<size_t>(k)]) ++k;
     return k;
@@ -180,7 +183,8 @@ class GroupByWindow : public ChunkIterator {
       const std::vector<Chunk> part(rows.begin() + begin, rows.begin() + end);
       Chunk batch;
       try {
-        batch = padded_ ? pad_rows(part, end - begin, padding_, fixed_shapes(key)) : stack_rows(part, end - begin, kGroupStack);
+        batch = padded_ ? pad_rows(part, end - begin, padding_, fixed_shapes(key))
+                        : stack_rows(part, end - begin, kGroupStack);
       } catch (const std::runtime_error& e) {
         throw StageError(spec(), e.what());
       }
@@ -205,10 +209,10 @@ class GroupByWindow : public ChunkIterator {
   }
 
   IteratorPtr input_;
-  bool buckets_;            // bucket_by_length: keys are buckets, each with its own batch size
-  bool padded_ = false;     // the windows are padded (bucket_by_length, reduce = padded_batch)
-  bool drop_ = false;       // a batch short of its size is dropped
-  double padding_ = 0;      // what numbers and bools pad with
+  bool buckets_;         // bucket_by_length: keys are buckets, each with its own batch size
+  bool padded_ = false;  // the windows are padded (bucket_by_length, reduce = padded_batch)
+  bool drop_ = false;    // a batch short of its size is dropped
+  double padding_ = 0;   // what numbers and bools pad with
   bool to_boundary_ = false;
   std::vector<int64_t> boundaries_, sizes_;  // bucket_by_length's
   int64_t window_ = 1, reduce_size_ = 1;     // group_by_window's
