@@ -67,6 +67,9 @@ TEST(GroupByWindow, ReducesFullWindowsAtOnceAndTheRestByIncreasingKey) {
   EXPECT_EQ(run("range(12) | group_by_window(key = r => r.value % 2 - 1, window_size = 5, reduce = w => w | batch(2, "
                 "drop_remainder = true))"),
             (Elements{"value=[0,2]", "value=[4,6]", "value=[1,3]", "value=[5,7]"}));
+  // Any integer key (tf.data's must be an int64).
+  EXPECT_EQ(run("range(5) | group_by_window(key = r => i8(r.value % 2), window_size = 2, reduce = w => w | batch(2))"),
+            (Elements{"value=[0,2]", "value=[1,3]", "value=[4]"}));
 }
 
 TEST(GroupingStages, ThreadsAndChunkSizesDoNotChangeThem) {
