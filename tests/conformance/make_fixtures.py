@@ -846,6 +846,7 @@ def bucket_by_length():
             ("4_buckets_pad", 30, 2, 12, [2, 4, 8], [3, 2, 2, 1], -1, False, False),
             ("seed3", 25, 3, 7, [4], [4, 3], None, False, False),
             ("one_bucket", 11, 4, 6, [100], [4, 4], 5, False, False),
+            ("no_boundaries", 9, 15, 6, [], [4], None, False, False),
             ("longer_than_every_boundary", 14, 5, 15, [2, 4], [2, 2, 3], None, False, False),
             ("drop", 23, 6, 9, [3, 6], [2, 3, 4], None, False, True),
             ("to_boundary", 21, 7, 12, [4, 8, 13], [3, 2, 2, 1], None, True, False),
