@@ -556,6 +556,10 @@ class PlanLowering {
       }
     }
     for (auto& [name, x] : bound) {
+      if (s.kind == StageKind::GroupByWindow && name == "reduce") {
+        reduce_args(*x->as<LambdaExpr>(), s);
+        continue;
+      }
       if (x->kind == ExprKind::Lambda) {
         auto fn = std::make_shared<ExprFunction>();
         fn->name = fmt::format("{}@{}", stage_name(s.kind), plan_.stages.size());
@@ -563,6 +567,8 @@ class PlanLowering {
         auto& lambda = *x->as<LambdaExpr>();
         auto r = fl_result(fl, lambda);
         if (s.kind == StageKind::Filter) fn->results = {{"keep", r.second}};
+        else if (s.kind == StageKind::BucketByLength) fn->results = {{"length", r.second}};
+        else if (s.kind == StageKind::GroupByWindow) fn->results = {{"key", r.second}};
         else fn->results = r.first;
         s.fn = fn;
         continue;
@@ -598,6 +604,24 @@ class PlanLowering {
     }
     plan_.stages.push_back(std::move(s));
     return static_cast<int>(plan_.stages.size()) - 1;
+  }
+
+  // group_by_window's `reduce = w => w | padded_batch(4, padding_value = -1)` becomes the arguments
+  // reduce = padded_batch, reduce_size = 4, reduce_padding_value = -1 (the checker accepts only a batch
+  // or padded_batch of the window, with constant arguments).
+  static void reduce_args(const LambdaExpr& lambda, Stage& s) {
+    const Expr& rhs = *lambda.body->as<PipeExpr>()->rhs;
+    const CallExpr* call = rhs.kind == ExprKind::Call ? rhs.as<CallExpr>() : nullptr;
+    const std::string& name = (call ? *call->callee : rhs).as<NameExpr>()->name;
+    s.args.push_back({"reduce", Value::make_symbol(name)});
+    const Builtin* b = find_builtin(name, {BuiltinKind::Stage});
+    if (!b || !call) throw std::logic_error("lowering: group_by_window's reduce is not a batch of the window");
+    size_t next = 1;  // params[0] is the piped input
+    for (const Arg& a : call->args) {
+      const std::string& param = a.name.empty() ? b->params.at(next++).name : a.name;
+      if (!a.value->constant) throw std::logic_error("lowering: group_by_window's reduce has a non-constant " + param);
+      s.args.push_back({"reduce_" + param, *a.value->constant});
+    }
   }
 
   // scan's `initial = { total: 0, n: 0.0 }` becomes the list [[total, 0], [n, 0.0]] (the checker made

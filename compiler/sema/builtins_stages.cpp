@@ -1,7 +1,11 @@
 // Dataset stages (what follows `|` in a pipeline) and sinks, with tf.data's semantics for the
 // element type: batch adds a leading dimension, unbatch removes it, map replaces the fields.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 
 #include "compiler/sema/builtin_rules.h"
 
@@ -120,6 +124,134 @@ Type rule_window(CallContext& ctx) {
   Type out = batch_like(ctx, false);
   if (!shift || !stride) return Type::error();
   return out;
+}
+
+// The integer scalar a per-element function gives (bucket_by_length's length, group_by_window's key);
+// false (the error said) when it gives something else.
+bool integer_per_element(CallContext& ctx, std::string_view param, const Type& body, std::string_view what) {
+  if (body.is_error()) return false;
+  if (body.is_scalar() && is_integer(body.dtype)) return true;
+  auto* lambda = ctx.arg(param).expr->as<LambdaExpr>();
+  auto& d = ctx.error(DiagKind::integer_expected, lambda->body->range,
+                      fmt::format("{}'s {} function must give one integer per element, not {}", ctx.builtin.name, what,
+                                  type_to_string(body)));
+  d.help =
+      ctx.builtin.name == "bucket_by_length" ? "e.g. `length = r => size(r.tokens)`" : "e.g. `key = r => r.id % 4`";
+  return false;
+}
+
+// bucket_by_length(length, boundaries, batch_sizes, padding_value = 0, pad_to_bucket_boundary = false,
+// drop_remainder = false): tf.data's bucket_by_sequence_length (padded, padded_shapes None). Every
+// element is a padded batch of one bucket's elements: fields lead with `?` (buckets batch by their own
+// sizes, and the last batch of each may be short) unless every batch is one size; `?` dimensions stay
+// `?` (padded to the batch's longest, or to the bucket's boundary - 1).
+Type rule_bucket_by_length(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  const auto boundaries = ctx.const_int_list("boundaries");
+  const auto sizes = ctx.const_int_list("batch_sizes");
+  const std::optional<bool> drop = drop_remainder(ctx);
+  const std::optional<bool> to_boundary =
+      ctx.has("pad_to_bucket_boundary") ? ctx.const_bool("pad_to_bucket_boundary") : std::optional<bool>(false);
+  if (ctx.has("padding_value") && !ctx.tensor("padding_value")) return Type::error();
+  if (!in) return Type::error();
+  const Type length = ctx.lambda("length", {element_record(*in)});
+  if (!integer_per_element(ctx, "length", length, "length") || !boundaries || !sizes || !drop || !to_boundary)
+    return Type::error();
+  const SourceRange at_boundaries = ctx.arg("boundaries").range, at_sizes = ctx.arg("batch_sizes").range;
+  for (size_t k = 0; k < boundaries->size(); ++k) {
+    const int64_t b = (*boundaries)[k];
+    if (b <= 0 || b > std::numeric_limits<int32_t>::max()) {
+      ctx.error(DiagKind::invalid_argument_value, at_boundaries,
+                fmt::format("bucket boundaries are lengths from 1 to {}, but boundary {} is {}",
+                            std::numeric_limits<int32_t>::max(), k, b));
+      return Type::error();
+    }
+    if (k > 0 && b <= (*boundaries)[k - 1]) {
+      auto& d = ctx.error(DiagKind::invalid_argument_value, at_boundaries,
+                          fmt::format("bucket boundaries must increase, but {} follows {}", b, (*boundaries)[k - 1]));
+      d.help = "bucket k holds the lengths from boundary k - 1 up to (not including) boundary k";
+      return Type::error();
+    }
+  }
+  if (sizes->size() != boundaries->size() + 1) {
+    auto& d = ctx.error(DiagKind::invalid_argument_value, at_sizes,
+                        fmt::format("{} boundaries make {} buckets, so batch_sizes needs {} sizes, not {}",
+                                    boundaries->size(), boundaries->size() + 1, boundaries->size() + 1, sizes->size()));
+    d.help = "one batch size per bucket: the lengths below the first boundary, between each two, and from the last up";
+    return Type::error();
+  }
+  for (size_t k = 0; k < sizes->size(); ++k)
+    if ((*sizes)[k] < 1) {
+      ctx.error(DiagKind::invalid_argument_value, at_sizes,
+                fmt::format("batch sizes must be at least 1, but bucket {}'s is {}", k, (*sizes)[k]));
+      return Type::error();
+    }
+  if (*to_boundary && boundaries->empty()) {
+    auto& d = ctx.error(DiagKind::invalid_argument_value, ctx.arg("pad_to_bucket_boundary").range,
+                        "pad_to_bucket_boundary pads each bucket to its boundary - 1, but there are no boundaries");
+    d.help = "every length must be below the last boundary: give the boundaries, or pad to each batch's longest";
+    return Type::error();
+  }
+  // Every batch is full only when short ones are dropped (or never made: the input never ends), and
+  // every bucket's size is the same.
+  const bool one_size = std::all_of(sizes->begin(), sizes->end(), [&](int64_t n) { return n == sizes->front(); });
+  const int64_t bdim = one_size && (*drop || in->infinite) ? sizes->front() : kUnknownDim;
+  ElementInfo out = *in;
+  for (Field& f : out.fields) {
+    Type t = *f.type;
+    t.shape.insert(t.shape.begin(), bdim);
+    f.type = std::make_shared<const Type>(std::move(t));
+  }
+  out.batch_rank += 1;
+  return dataset_of(std::move(out));
+}
+
+// group_by_window(key, window_size, reduce): tf.data's group_by_window with a constant window size and
+// a reduce function that batches each window: `w => w | batch(...)` or `w => w | padded_batch(...)`
+// (or with the key first, `(k, w) => ...`). The body is checked as that stage on a finite dataset of
+// the input's elements, so the element type is the batch's.
+Type rule_group_by_window(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  const auto window = ctx.const_int("window_size", 1);
+  if (!in) return Type::error();
+  const Type key = ctx.lambda("key", {element_record(*in)});
+  const bool key_ok = integer_per_element(ctx, "key", key, "key");
+  const BoundArg& reduce = ctx.arg("reduce");
+  const auto* lambda = reduce.expr && reduce.expr->kind == ExprKind::Lambda ? reduce.expr->as<LambdaExpr>() : nullptr;
+  if (!lambda || (lambda->params.size() != 1 && lambda->params.size() != 2)) {
+    auto& d = ctx.error(DiagKind::type_mismatch, reduce.range,
+                        "group_by_window's reduce must be a function of the window (and the key before it)");
+    d.help = "e.g. `reduce = w => w | batch(4)` or `reduce = (k, w) => w | padded_batch(4)`";
+    return Type::error();
+  }
+  ElementInfo window_info = *in;  // a window: some of the input's elements, never infinitely many
+  window_info.infinite = false;
+  window_info.tfrecord_source = false;
+  std::vector<Type> params;
+  if (lambda->params.size() == 2) params.push_back(Type::tensor(DType::I64));
+  params.push_back(dataset_of(window_info));
+  const Type body = ctx.lambda("reduce", params);
+  if (body.is_error() || !key_ok || !window) return Type::error();
+  // Only the forms tf.data users write: the window, batched or padded and batched, once.
+  const Expr& e = *lambda->body;
+  const std::string& w = lambda->params.back();
+  const auto* pipe = e.kind == ExprKind::Pipe ? e.as<PipeExpr>() : nullptr;
+  const Expr* stage = pipe ? pipe->rhs.get() : nullptr;
+  const Expr* callee = stage && stage->kind == ExprKind::Call ? stage->as<CallExpr>()->callee.get() : stage;
+  const bool of_window = pipe && pipe->lhs->kind == ExprKind::Name && pipe->lhs->as<NameExpr>()->name == w;
+  const bool batches = callee && callee->kind == ExprKind::Name &&
+                       (callee->as<NameExpr>()->name == "batch" || callee->as<NameExpr>()->name == "padded_batch");
+  if (!of_window || !batches) {
+    auto& d = ctx.error(DiagKind::invalid_argument_value, e.range,
+                        fmt::format("group_by_window's reduce may only batch the window: `{0} | batch(n, ...)` or "
+                                    "`{0} | padded_batch(n, ...)`",
+                                    w));
+    d.help = "transform the elements before group_by_window, or its batches after it";
+    return Type::error();
+  }
+  ElementInfo out = *body.element;
+  out.infinite = in->infinite;
+  return dataset_of(std::move(out));
 }
 
 // rebatch(size, drop_remainder = false): tf.data's rebatch, unbatch() | batch(size) in one stage: the
@@ -439,6 +571,18 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       "window(...).flat_map(lambda w: w.batch(size)) does; the last windows are shorter unless "
                       "drop_remainder is true.",
                       rule_window));
+  out.push_back(stage("bucket_by_length",
+                      {req("length"), req("boundaries"), req("batch_sizes"), opt("padding_value", "0"),
+                       opt("pad_to_bucket_boundary", "false"), opt("drop_remainder", "false")},
+                      "Puts each element in the bucket of its length (bucket k: from boundary k - 1 up to boundary "
+                      "k) and pads and batches each bucket by its batch size (tf.data's "
+                      "bucket_by_sequence_length).",
+                      rule_bucket_by_length));
+  out.push_back(stage("group_by_window", {req("key"), req("window_size"), req("reduce")},
+                      "Groups elements by key; each window of `window_size` elements of one key (and at the end "
+                      "what is left of each, by increasing key) is batched by reduce, `w => w | batch(n)` or `w => "
+                      "w | padded_batch(n)` (tf.data's group_by_window).",
+                      rule_group_by_window));
   out.push_back(stage("rebatch", {req("size"), opt("drop_remainder", "false")},
                       "The rows of the input's batches in batches of `size` (tf.data's rebatch: unbatch() | "
                       "batch(size) in one stage).",

@@ -76,6 +76,9 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::Batch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), false);
     case StageKind::PaddedBatch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), true);
     case StageKind::Window: return make_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
+    case StageKind::GroupByWindow: return make_group_by_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
+    case StageKind::BucketByLength:
+      return make_bucket_by_length(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Rebatch: return make_rebatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Scan: return make_scan(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Unbatch: return make_unbatch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));

@@ -50,7 +50,9 @@ int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows) {
     case StageKind::PaddedBatch:
     case StageKind::MapBatch:
     case StageKind::Window:
-    case StageKind::Rebatch: return 1;
+    case StageKind::Rebatch:
+    case StageKind::BucketByLength:
+    case StageKind::GroupByWindow: return 1;
     default: break;
   }
   if (s.inputs.empty()) return source_rows;
@@ -125,7 +127,9 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
     }
     case StageKind::Scan: return input();
     case StageKind::Unbatch:
-    case StageKind::Rebatch: return std::nullopt;
+    case StageKind::Rebatch:
+    case StageKind::BucketByLength:  // how many batches depends on every element's length (key)
+    case StageKind::GroupByWindow: return std::nullopt;
     case StageKind::Take: {
       auto n = input();
       auto c = int_arg("count");

@@ -773,6 +773,185 @@ pipeline p = fixed_length_records("data/*.bin", record_bytes = 4, header_bytes =
 
 
 # ---------------------------------------------------------------------------------------------------
+# bucket_by_length and group_by_window
+
+
+SEQS_SPEC_SOURCE = """
+source rows = tfrecord("data/seqs.tfrecord") {
+  id: i64
+  tokens: i64[?]
+  w: f32[?]
+  name: bytes
+}
+"""
+
+SEQS_FEATURES = {
+    "id": tf.io.FixedLenFeature([], tf.int64),
+    "tokens": tf.io.VarLenFeature(tf.int64),
+    "w": tf.io.VarLenFeature(tf.float32),
+    "name": tf.io.FixedLenFeature([], tf.string),
+}
+
+
+def seq_records(n, seed, max_len):
+    """`n` records of token sequences of 0 to max_len values (and a float list of a third of that length,
+    and a name), from a fixed seed."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n):
+        length = int(rng.integers(0, max_len + 1))
+        tokens = [int(x) for x in rng.integers(1, 1000, length)]
+        w = [float(np.float32(x)) for x in rng.normal(size=length // 3)]
+        records.append(example(id=feature([i]), tokens=feature(tokens, "int64"), w=feature(w, "float"),
+                               name=feature([f"s{i}".encode() * (1 + length % 3)])))
+    return records
+
+
+def seq_case(records, make_ds):
+    """Runs make_ds(dataset of the parsed records) on `records` written to a scratch file."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "seqs.tfrecord")
+        write_tfrecord(path, records)
+
+        def parse(r):
+            p = tf.io.parse_single_example(r, SEQS_FEATURES)
+            return {"id": p["id"], "tokens": tf.sparse.to_dense(p["tokens"]), "w": tf.sparse.to_dense(p["w"]),
+                    "name": p["name"]}
+        return run_tf(make_ds(tf.data.TFRecordDataset(path).map(parse)))
+
+
+def expect_seq_error(records, make_ds):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "seqs.tfrecord")
+        write_tfrecord(path, records)
+
+        def parse(r):
+            p = tf.io.parse_single_example(r, SEQS_FEATURES)
+            return {"id": p["id"], "tokens": tf.sparse.to_dense(p["tokens"]), "w": tf.sparse.to_dense(p["w"]),
+                    "name": p["name"]}
+        return expect_tf_error(make_ds(tf.data.TFRecordDataset(path).map(parse)))
+
+
+def token_length(e):
+    return tf.size(e["tokens"])
+
+
+@case
+def bucket_by_length():
+    # name, records (n, seed, longest), boundaries, batch sizes, padding value, pad_to_bucket_boundary, drop
+    for name, n, seed, longest, bounds, sizes, pad, to_boundary, drop in (
+            ("3_buckets", 20, 1, 9, [3, 6], [2, 3, 2], None, False, False),
+            ("4_buckets_pad", 30, 2, 12, [2, 4, 8], [3, 2, 2, 1], -1, False, False),
+            ("seed3", 25, 3, 7, [4], [4, 3], None, False, False),
+            ("one_bucket", 11, 4, 6, [100], [4, 4], 5, False, False),
+            ("no_boundaries", 9, 15, 6, [], [4], None, False, False),
+            ("longer_than_every_boundary", 14, 5, 15, [2, 4], [2, 2, 3], None, False, False),
+            ("drop", 23, 6, 9, [3, 6], [2, 3, 4], None, False, True),
+            ("to_boundary", 21, 7, 12, [4, 8, 13], [3, 2, 2, 1], None, True, False),
+            ("to_boundary_drop", 21, 8, 12, [5, 13], [3, 2, 2], 9, True, True),
+            ("empty", 0, 9, 5, [3], [2, 2], None, False, False),
+            ("batch_1", 6, 10, 5, [3], [1, 1], None, False, False)):
+        records = seq_records(n, seed, longest)
+        args = [f"length = r => size(r.tokens)", f"boundaries = {bounds}", f"batch_sizes = {sizes}"]
+        if pad is not None:
+            args.append(f"padding_value = {pad}")
+        if to_boundary:
+            args.append("pad_to_bucket_boundary = true")
+        if drop:
+            args.append("drop_remainder = true")
+        values = None
+        if pad is not None:
+            values = {"id": tf.constant(pad, tf.int64), "tokens": tf.constant(pad, tf.int64),
+                      "w": tf.constant(float(pad), tf.float32), "name": tf.constant(b"")}
+        expected = seq_case(records, lambda d: d.bucket_by_sequence_length(
+            token_length, bounds, sizes, padding_values=values, pad_to_bucket_boundary=to_boundary,
+            drop_remainder=drop))
+        write_case(f"bucket_by_length_{name}", f"""
+# {n} sequences of 0-{longest} tokens bucketed by length:
+# tf.data's bucket_by_sequence_length(size(tokens), {bounds}, {sizes}, padding_values={pad},
+#     pad_to_bucket_boundary={to_boundary}, drop_remainder={drop})
+{SEQS_SPEC_SOURCE.strip()}
+pipeline p = rows | bucket_by_length({", ".join(args)})
+""", expected, f"seqs.tfrecord ({n} records, seed {seed}) bucket_by_sequence_length({bounds}, {sizes}, pad {pad}, "
+                   f"to boundary {to_boundary}, drop {drop})", data_files={"seqs.tfrecord": records})
+    records = seq_records(12, 11, 9)
+    write_case("bucket_by_length_to_boundary_too_long", f"""
+# pad_to_bucket_boundary with elements as long as the last boundary: tf.data fails padding that bucket
+{SEQS_SPEC_SOURCE.strip()}
+pipeline p = rows | bucket_by_length(length = r => size(r.tokens), boundaries = [4], batch_sizes = [2, 2], pad_to_bucket_boundary = true)
+""", None, "pad_to_bucket_boundary with lengths >= the last boundary; tf.data fails: " + re.search(
+        r"\[(When pad_to_bucket_boundary[^\]]*)\]", expect_seq_error(
+            records, lambda d: d.bucket_by_sequence_length(token_length, [4], [2, 2], pad_to_bucket_boundary=True)))[1],
+        data_files={"seqs.tfrecord": records}, options={"expect_error": 1})
+    write_case("bucket_by_length_range", """
+# Fixed-shape elements (no padding) bucketed by a computed length, across two passes of the input
+pipeline p = range(17) | map(r => { v: r.value, x: [r.value, -r.value] }) | repeat(2) | bucket_by_length(length = r => r.v % 7, boundaries = [2, 5], batch_sizes = [3, 2, 4])
+""", run_tf(tf.data.Dataset.range(17).map(lambda v: {"v": v, "x": tf.stack([v, -v])}).repeat(2)
+            .bucket_by_sequence_length(lambda e: tf.cast(e["v"] % 7, tf.int32), [2, 5], [3, 2, 4])),
+        "range(17) as {v, [v, -v]} repeated twice, bucketed by v % 7 with boundaries [2, 5] and sizes [3, 2, 4]")
+    write_case("bucket_by_length_of_batches", f"""
+# Batches bucketed by the length of their padded rows: the batch dimension is padded too (it is unknown)
+{SEQS_SPEC_SOURCE.strip()}
+pipeline p = rows | map(r => {{ tokens: r.tokens }}) | padded_batch(3) | bucket_by_length(length = r => size(r.tokens), boundaries = [10], batch_sizes = [2, 2])
+""", seq_case(seq_records(16, 12, 5), lambda d: d.map(lambda e: {"tokens": e["tokens"]}).padded_batch(3)
+              .bucket_by_sequence_length(token_length, [10], [2, 2])),
+        "seqs.tfrecord ({tokens}) padded_batch(3), then bucketed by the padded batch's size",
+        data_files={"seqs.tfrecord": seq_records(16, 12, 5)})
+
+
+def grouped(ds, key, window, reduce):
+    return ds.group_by_window(key_func=key, reduce_func=reduce, window_size=window)
+
+
+@case
+def group_by_window():
+    i64 = lambda v: tf.constant(v, tf.int64)  # noqa: E731
+    for name, n, key_spec, key, window, reduce_spec, reduce in (
+            ("parity_4", 12, "r.value % 2", lambda e: e["value"] % 2, 4, "w => w | batch(4)",
+             lambda k, w: w.batch(4)),
+            ("mod3_batch2", 17, "r.value % 3", lambda e: e["value"] % 3, 5, "w => w | batch(2)",
+             lambda k, w: w.batch(2)),
+            ("mod3_batch2_drop", 17, "r.value % 3", lambda e: e["value"] % 3, 5,
+             "w => w | batch(2, drop_remainder = true)", lambda k, w: w.batch(2, drop_remainder=True)),
+            ("window_bigger_batch", 14, "r.value % 2", lambda e: e["value"] % 2, 3, "(k, w) => w | batch(5)",
+             lambda k, w: w.batch(5)),
+            ("negative_keys", 20, "r.value % 5 - 2", lambda e: e["value"] % 5 - i64(2), 3, "w => w | batch(3)",
+             lambda k, w: w.batch(3)),
+            ("window_1", 5, "r.value % 3", lambda e: e["value"] % 3, 1, "w => w | batch(1)",
+             lambda k, w: w.batch(1)),
+            ("one_key", 10, "0", lambda e: i64(0), 4, "w => w | batch(4)", lambda k, w: w.batch(4)),
+            ("empty", 0, "r.value % 2", lambda e: e["value"] % 2, 2, "w => w | batch(2)", lambda k, w: w.batch(2))):
+        write_case(f"group_by_window_{name}", f"""
+# tf.data.Dataset.range({n}).group_by_window(key_func={key_spec}, window_size={window}, reduce_func={reduce_spec})
+pipeline p = range({n}) | group_by_window(key = r => {key_spec}, window_size = {window}, reduce = {reduce_spec})
+""", run_tf(grouped(range_ds(n), key, window, reduce)), f"range({n}) grouped by {key_spec}, windows of {window}, "
+                   f"reduced by {reduce_spec}")
+    for name, n, seed, window, args, values, size, drop in (
+            ("padded", 19, 13, 3, "3", None, 3, False),
+            ("padded_pad_drop", 25, 14, 4, "2, padding_value = -1, drop_remainder = true", -1, 2, True)):
+        records = seq_records(n, seed, 8)
+        pv = None
+        if values is not None:
+            pv = {"id": i64(values), "tokens": i64(values), "w": tf.constant(float(values), tf.float32),
+                  "name": tf.constant(b"")}
+        write_case(f"group_by_window_{name}", f"""
+# Sequences grouped by the parity of their length, each window padded and batched
+{SEQS_SPEC_SOURCE.strip()}
+pipeline p = rows | group_by_window(key = r => size(r.tokens) % 2, window_size = {window}, reduce = w => w | padded_batch({args}))
+""", seq_case(records, lambda d: grouped(d, lambda e: tf.cast(token_length(e) % 2, tf.int64), window,
+                                         lambda k, w: w.padded_batch(size, padding_values=pv, drop_remainder=drop))),
+                   f"seqs.tfrecord ({n} records, seed {seed}) grouped by size % 2, windows of {window}, "
+                   f"padded_batch({args})", data_files={"seqs.tfrecord": records})
+    write_case("group_by_window_repeat", """
+# Groups fill across the two passes of the input
+pipeline p = range(7) | repeat(2) | group_by_window(key = r => r.value % 3, window_size = 3, reduce = w => w | batch(3))
+""", run_tf(grouped(range_ds(7).repeat(2), lambda e: e["value"] % 3, 3, lambda k, w: w.batch(3))),
+               "range(7).repeat(2) grouped by value % 3, windows of 3")
+
+
+# ---------------------------------------------------------------------------------------------------
 # interleave
 
 

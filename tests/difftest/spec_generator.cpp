@@ -305,7 +305,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 17)) {
+      switch (rng_.range(0, 19)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -398,6 +398,40 @@ class SpecBuilder {
           const bool drop = rng_.chance(0.4);
           for (Field& f : fields_) f.type.shape.at(0) = drop ? n : -1;
           return drop ? fmt::format("rebatch({}, drop_remainder = true)", n) : fmt::format("rebatch({})", n);
+        }
+        case 17: {
+          // Buckets by the number of values of one field (it varies after a batch with a remainder),
+          // each padded and batched by its own size.
+          if (fields_.empty()) continue;
+          const Field& f = fields_[static_cast<size_t>(rng_.range(0, static_cast<int64_t>(fields_.size()) - 1))];
+          const int64_t b1 = rng_.range(1, 6), b2 = b1 + rng_.range(1, 30);
+          const int64_t n0 = rng_.range(1, 4), n1 = rng_.range(1, 4), n2 = rng_.range(1, 4);
+          const bool drop = rng_.chance(0.3);
+          std::string args = fmt::format("length = r => size(r.{}), boundaries = [{}, {}], batch_sizes = [{}, {}, {}]",
+                                         f.name, b1, b2, n0, n1, n2);
+          if (rng_.chance(0.5)) args += fmt::format(", padding_value = {}", rng_.range(-3, 3));
+          if (drop) args += ", drop_remainder = true";
+          const int64_t dim = drop && n0 == n1 && n1 == n2 ? n0 : -1;
+          for (Field& g : fields_) g.type.shape.insert(g.type.shape.begin(), dim);
+          ++batch_rank_;
+          return "bucket_by_length(" + args + ")";
+        }
+        case 18: {
+          // Groups by a scalar integer field modulo 3 (by a field's size where there is none), each
+          // window batched (padded when a dimension varies).
+          if (fields_.empty()) continue;
+          std::string key;
+          for (const Field& f : fields_)
+            if (key.empty() && f.type.shape.empty() && is_integer(f.type.dtype)) key = fmt::format("r.{} % 3", f.name);
+          if (key.empty()) key = fmt::format("size(r.{}) % 2", fields_[0].name);
+          const int64_t window = rng_.range(1, 5), n = rng_.range(1, 4);
+          const bool drop = rng_.chance(0.3);
+          std::string reduce =
+              fmt::format("{}({}{})", all_known() ? "batch" : "padded_batch", n, drop ? ", drop_remainder = true" : "");
+          for (Field& g : fields_) g.type.shape.insert(g.type.shape.begin(), drop ? n : -1);
+          ++batch_rank_;
+          return fmt::format("group_by_window(key = r => {}, window_size = {}, reduce = w => w | {})", key, window,
+                             reduce);
         }
         default: return "prefetch(2)";
       }

@@ -7,9 +7,9 @@
 // sample_from of two npy files, text files read by text_lines, binary files read by
 // fixed_length_records, or a tfrecord file written with the runtime's own writer) and a random chain of
 // stages: maps with random bodies, filters, batch with and without drop_remainder, unbatch, shuffle
-// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window, scan, rebatch. Every pipeline is finite
-// and small (at most a few hundred elements). Unbatched maps may also write twin fields (compare_twins in
-// compare_outputs.h).
+// with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window, scan, rebatch,
+// bucket_by_length, group_by_window. Every pipeline is finite and small (at most a few hundred elements). Unbatched
+// maps may also write twin fields (compare_twins in compare_outputs.h).
 #pragma once
 
 #include <cstdint>

@@ -121,6 +121,11 @@ const std::vector<Case> kCases = {
      "sample_from([n, n | map(r => { x: r.x + 1.0 }) | repeat(), n | take(10)], weights = [0.3, 0.6, 0.1], seed = 4)"},
     {"window", "t | repeat() | map(r => { a: r.a, v: r.v }) | window(5, shift = 3, stride = 2)"},
     {"rebatch", "c | repeat() | batch(7) | rebatch(5)"},
+    {"bucket_by_length",
+     "t | repeat() | bucket_by_length(length = r => size(r.ids), boundaries = [1, 3], batch_sizes = [5, 3, 2], "
+     "padding_value = -1)"},
+    {"group_by_window",
+     "c | repeat() | group_by_window(key = r => r.a % 3, window_size = 4, reduce = w => w | padded_batch(3))"},
     {"scan", "c | repeat() | scan({ total: 0 }, (s, r) => { total: s.total + r.a, a: r.a, b: r.b })"},
     {"text_lines", "text_lines(\"lines-*.txt\") | repeat() | batch(4)"},
     {"fixed_length_records",

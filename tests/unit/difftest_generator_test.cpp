@@ -45,23 +45,27 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   EXPECT_GE(slices, 10);
 }
 
-// The joining and file sources, enumerate, window, scan and rebatch are drawn, and the checker accepts every case that
-// has one (the difftest then runs them through every variant).
+// The joining and file sources, enumerate, window, scan, rebatch, bucket_by_length and group_by_window are drawn, and
+// the checker accepts every case that has one (the difftest then runs them through every variant).
 TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0, scan = 0, rebatch = 0;
-  int text_lines = 0, fixed_length = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
     const bool b = c.spec.find("choose_from(") != std::string::npos;
     const bool e = c.spec.find("enumerate(") != std::string::npos;
     const bool s = c.spec.find("sample_from(") != std::string::npos;
-    const bool w = c.spec.find("window(") != std::string::npos;
+    const bool w = c.spec.find("| window(") != std::string::npos;  // not group_by_window
     const bool sc = c.spec.find("scan(") != std::string::npos;
     const bool rb = c.spec.find("rebatch(") != std::string::npos;
     const bool tl = c.spec.find("text_lines(") != std::string::npos;
     const bool fl = c.spec.find("fixed_length_records(") != std::string::npos;
-    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl) continue;
+    const bool bl = c.spec.find("bucket_by_length(") != std::string::npos;
+    const bool gw = c.spec.find("group_by_window(") != std::string::npos;
+    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw) continue;
+    buckets += bl;
+    groups += gw;
     text_lines += tl;
     fixed_length += fl;
     sample_from += s;
@@ -77,6 +81,8 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
     EXPECT_FALSE(r.program->diags.has_errors()) << "seed " << seed << ":\n" << c.spec << diags.str();
   }
   EXPECT_GE(concatenate, 10);
+  EXPECT_GE(buckets, 10);
+  EXPECT_GE(groups, 10);
   EXPECT_GE(choose_from, 10);
   EXPECT_GE(enumerate, 10);
   EXPECT_GE(sample_from, 10);

@@ -65,6 +65,12 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::SampleFrom:
       return "pipeline p = sample_from([range(3), range(10, 14)], weights = [0.3, 0.7], seed = 4)\n";
     case StageKind::Window: return "pipeline p = range(7) | window(3, shift = 2)\n";
+    case StageKind::BucketByLength:
+      return "pipeline p = range(9) | bucket_by_length(length = r => r.value % 4, boundaries = [2], batch_sizes = [2, "
+             "3])\n";
+    case StageKind::GroupByWindow:
+      return "pipeline p = range(9) | group_by_window(key = r => r.value % 2, window_size = 3, reduce = w => w | "
+             "batch(2))\n";
     case StageKind::Rebatch: return "pipeline p = range(7) | batch(3) | rebatch(2)\n";
     case StageKind::Scan:
       return "pipeline p = range(5) | scan({ total: 0 }, (s, r) => { total: s.total + r.value, value: r.value })\n";
