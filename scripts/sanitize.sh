@@ -23,7 +23,7 @@ tsan_single_thread='^(Sema|TrainTrajectory|GpuStep[A-Za-z]*|Fmt[A-Za-z]*|Lsp[A-Z
 # with TSan, so every parallel region is reported: the reason train_kernel_tests is left out; a served
 # model's library runs oneDNN in the program that calls it), or measure
 # resident memory (TSan's shadow memory multiplies it).
-tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|Serve[A-Za-z]*\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$|CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$)'
+tsan_openmp_or_rss='^(TrainExamples\.|FastExecutor\.|Serve[A-Za-z]*\.|StepArena\.|MixedPrecision\.ChessNetWithinBoundsOfFp32$|MixedPrecision\.Bf16KernelsAgreeWithTheEmulation$|TrainRun\.ChessExampleTrains$|AutotuneCommandLine\.ResidentMemoryFollowsTheBudget$|CheckpointBounds\.PipecRunSavingEveryElementKeepsItsMemory$)'
 tsan_unit_exclude="$tsan_single_thread|$tsan_openmp_or_rss"
 
 main() {
