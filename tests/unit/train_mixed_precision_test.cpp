@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -198,9 +199,23 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(), steps
                                         : std::sin(0.3f * static_cast<float>(i)) * 1e3f;
     Tensor y = Tensor::zeros(DType::F32, {64, 1});
     ReferenceExecutor<float> ref(g, 1);
-    FastExecutor fast(g, 1, FastExecutorOptions{2});
+    // On the f32 kernels: with bf16 ones the dense layer rounds its input itself (and host_value rounds it
+    // on request, checked below).
+    FastExecutorOptions o;
+    o.threads = 2;
+    o.cpu_bf16 = CpuBf16::Emulated;
+    FastExecutor fast(g, 1, o);
     ref.run({x}, &y, 0, OpCategory::Forward);
     fast.run({x}, &y, 0, OpCategory::Forward);
+    if (std::string(precision) == "mixed_bf16" && train::CpuKernels::bf16_kernels_exist()) {
+      o.cpu_bf16 = CpuBf16::Native;
+      FastExecutor native(g, 1, o);
+      native.run({x}, &y, 0, OpCategory::Forward);
+      EXPECT_FALSE(native.value(dense->inputs[0]).defined()) << "the input's round node ran";
+      const Tensor r = native.host_value(dense->inputs[0]);
+      ASSERT_EQ(r.num_elements(), 256);
+      EXPECT_EQ(std::memcmp(r.data<float>(), ref.value(dense->inputs[0]).data<float>(), 256 * sizeof(float)), 0);
+    }
     std::vector<float> want(256);
     if (std::string(precision) == "mixed_bf16") round_to_bf16(x.data<float>(), want.data(), 256);
     else round_to_f16(x.data<float>(), want.data(), 256);
@@ -423,7 +438,9 @@ TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
   EXPECT_NE(emulated.find("mixed_bf16 emulated on f32 kernels (--cpu-bf16 emulated)"), std::string::npos) << emulated;
   const std::string automatic = FastExecutor(g, 1, bf16_kernels(CpuBf16::Auto)).description();
   if (train::CpuKernels::native_bf16())
-    EXPECT_NE(automatic.find("mixed_bf16 layers on bf16 kernels (--cpu-bf16 emulated for f32 ones)"), std::string::npos)
+    EXPECT_TRUE(std::regex_search(
+        automatic, std::regex("mixed_bf16 layers on bf16 kernels \\([1-9][0-9]* round nodes left to the layers; "
+                              "--cpu-bf16 emulated for f32 ones\\)")))
         << automatic;
   else
     EXPECT_NE(automatic.find("mixed_bf16 emulated on f32 kernels: this CPU has no bf16 instructions"),

@@ -18,6 +18,7 @@
 #include "runtime/train/dnnl/pool2d.h"
 #include "runtime/train/dnnl/softmax.h"
 #include "runtime/train/dnnl/upsample2d.h"
+#include "runtime/train/math/round_16bit.h"
 
 namespace pipec {
 
@@ -162,6 +163,11 @@ struct FastExecutor::Kernels {
   int64_t expr_kernel_runs = 0, expr_fallbacks = 0;
   std::vector<bool> on_kernel;             // per node: oneDNN or a compiled kernel
   std::map<ModelOp, int64_t> kernel_runs;  // per kind: runs on oneDNN or compiled code
+  // On bf16 kernels (leave_rounds_to_bf16_layers): per round node, whether the layers reading its
+  // output round it themselves; per value, the value its readers read instead (-1: itself).
+  std::vector<bool> left_to_layers;
+  std::vector<int> operand_alias;
+  int rounds_left_to_layers = 0;
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
@@ -219,6 +225,7 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
         for (int o : g.nodes[b].outputs) first_write[o] = std::min(first_write[o], grp.first);
       }
   }
+  if (k.cpu.options().bf16) leave_rounds_to_bf16_layers();
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
     const FastKernel how = fast_kernel_of(op);
@@ -231,9 +238,80 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
   }
 }
 
+// On bf16 kernels a layer converts each operand it reads (x, the kernel, dy) to bf16 itself, to nearest
+// even as a round node does (and a value already rounded converts exactly): a round node whose every
+// reader reads its output as such an operand computes nothing the layers would not, and is not run;
+// its readers read its input instead, which lives as long as they need it. What can be left so: the
+// model's inputs and the kernels conv2d and dense read, and the gradients their backward groups read as
+// dy; not a bias (the layers add it in f32), nor a value an element-wise node also reads. The values are
+// bit for bit those of the round nodes (MixedPrecision.FastExecutorRoundsLikeTheReferenceOnItsThreads).
+void FastExecutor::leave_rounds_to_bf16_layers() {
+  Kernels& k = *kernels_;
+  const int n = static_cast<int>(g_.nodes.size());
+  std::vector<int>& last_use = state_.last_uses();
+  // Per value: whether every node reading it reads it as a bf16 operand of a layer on oneDNN.
+  std::vector<bool> operand_only(g_.values.size(), true);
+  for (int i = 0; i < n; ++i) {
+    const GraphNode& nd = g_.nodes[i];
+    // The values the layer's kernel calls read in bf16: a forward's x and kernel, and for a node of a
+    // backward group, the group's x, kernel and dy.
+    // Not conv2d_transpose's: where its windows leave output rows unreached, its op adds the dy there
+    // to the bias gradient in f32 itself.
+    auto converts_all = [](ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Dense; };
+    std::vector<int> bf16_operands;
+    if (converts_all(nd.op)) {
+      bf16_operands = {nd.inputs[0], nd.inputs[1]};
+    } else if (k.group_of[i] >= 0 && converts_all(g_.nodes[k.groups[k.group_of[i]].forward].op)) {
+      const WeightedGroup& grp = k.groups[k.group_of[i]];
+      const GraphNode& fw = g_.nodes[grp.forward];
+      bf16_operands = {fw.inputs[0], fw.inputs[1], g_.nodes[grp.backward_kernel].inputs[1]};
+    }
+    for (int v : nd.inputs)
+      if (std::find(bf16_operands.begin(), bf16_operands.end(), v) == bf16_operands.end() ||
+          (weighted(nd.op) && nd.inputs.size() > 2 && v == nd.inputs[2]))
+        operand_only[v] = false;
+  }
+  k.operand_alias.assign(g_.values.size(), -1);
+  k.left_to_layers.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    const GraphNode& nd = g_.nodes[i];
+    if (nd.op != ModelOp::Round || nd.attrs_as<RoundAttrs>().dtype != Float16::BF16) continue;
+    const int x = nd.inputs[0], y = nd.outputs[0];
+    if (!operand_only[y] || last_use[y] < 0 || y == g_.output || y == g_.loss) continue;
+    const ValueRole role = g_.values[y].role;
+    if (role == ValueRole::Param || role == ValueRole::State || g_.values[y].grad_of >= 0) continue;
+    k.operand_alias[y] = x;
+    k.left_to_layers[i] = true;
+    ++k.rounds_left_to_layers;
+    last_use[x] = std::max(last_use[x], last_use[y]);
+  }
+}
+
 FastExecutor::~FastExecutor() = default;
 
+float* FastExecutor::data(int id) {
+  const std::vector<int>& alias = kernels_->operand_alias;
+  return state_.data(alias.empty() || alias[id] < 0 ? id : alias[id]);
+}
+
+Tensor FastExecutor::host_value(int id) {
+  const std::vector<int>& alias = kernels_->operand_alias;
+  if (alias.empty() || alias[id] < 0) return state_.value(id);
+  const int x = alias[id];
+  // The input as a tensor: a parameter's view of the flat buffer, or the step's value.
+  Tensor in = state_.value(x);
+  if (!in.defined() && g_.values[x].role == ValueRole::Param) {
+    in = Tensor::empty(DType::F32, g_.values[x].shape);
+    std::copy_n(state_.data(x), in.num_elements(), in.data<float>());
+  }
+  if (!in.defined()) return in;
+  Tensor out = Tensor::empty(DType::F32, in.shape());
+  round_to_bf16(in.data<float>(), out.data<float>(), in.num_elements());
+  return out;
+}
+
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
+int FastExecutor::rounds_left_to_layers() const { return kernels_->rounds_left_to_layers; }
 bool FastExecutor::bf16_kernels() const { return kernels_->cpu.options().bf16; }
 int64_t FastExecutor::kernel_runs(ModelOp op) const {
   auto it = kernels_->kernel_runs.find(op);
@@ -269,9 +347,10 @@ std::string FastExecutor::description() const {
   std::string bf16;
   if (g_.precision == Precision::MixedBf16) {
     if (bf16_kernels())
-      bf16 = train::CpuKernels::native_bf16()
-                 ? ", mixed_bf16 layers on bf16 kernels (--cpu-bf16 emulated for f32 ones)"
-                 : ", mixed_bf16 layers on bf16 kernels without bf16 instructions (--cpu-bf16 native: slow)";
+      bf16 = fmt::format(
+          ", mixed_bf16 layers on bf16 kernels{} ({} round nodes left to the layers; {})",
+          train::CpuKernels::native_bf16() ? "" : " without bf16 instructions", kernels_->rounds_left_to_layers,
+          train::CpuKernels::native_bf16() ? "--cpu-bf16 emulated for f32 ones" : "--cpu-bf16 native: slow");
     else
       bf16 = options_.cpu_bf16 == CpuBf16::Emulated
                  ? ", mixed_bf16 emulated on f32 kernels (--cpu-bf16 emulated)"
@@ -552,6 +631,7 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
   // caller writing the buffers), so each op reorders them again, once; with constant weights, only
   // before the first step.
   if (index == 0 && (!options_.constant_weights || k.cpu.weights_generation() == 1)) k.cpu.weights_changed();
+  if (!k.left_to_layers.empty() && k.left_to_layers[index]) return;  // the layers reading it round
   auto ptr = [&](int id) { return data(id); };
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto weighted_ops = [&](int f) -> NodeOps& { return node_ops(f, rows); };

@@ -74,7 +74,9 @@ class FastExecutor final : public StepExecutor {
   FlatBuffers<float>& buffers() override { return state_.buffers(); }
   OptimizerSlots<float>& optimizer_slots() override { return state_.optimizer_slots(); }
   LossScale* loss_scale() override { return state_.loss_scale(); }
-  Tensor host_value(int id) override { return state_.value(id); }
+  /// A round node's output left to the layers (leave_rounds_to_bf16_layers) is computed here from its
+  /// input, while that lives.
+  Tensor host_value(int id) override;
   const StepArena& arena() const override { return state_.arena(); }
   void set_first_example(int64_t first) override { state_.set_first_example(first); }
   /// Every node is observed (a backward group's nodes each at their own turn, after the group ran).
@@ -83,7 +85,8 @@ class FastExecutor final : public StepExecutor {
     return true;
   }
 
-  /// A value computed by the last run and still held (as ReferenceExecutor::value).
+  /// A value computed by the last run and still held (as ReferenceExecutor::value); empty for a round
+  /// node's output left to the layers (host_value computes it).
   const Tensor& value(int id) const { return state_.value(id); }
   /// The lifetimes its arena is planned with (StepState::first_writes, ::last_uses): a layer's backward
   /// group writes its nodes' outputs at the first of them, and reads the layer's kernel until then.
@@ -94,6 +97,9 @@ class FastExecutor final : public StepExecutor {
   /// Whether the layers run on oneDNN's bf16 kernels (a mixed_bf16 step under CpuBf16 Native, or Auto on
   /// a CPU with bf16 instructions).
   bool bf16_kernels() const;
+  /// On bf16 kernels: the round nodes not run because every node reading them is a layer that rounds
+  /// its operands itself.
+  int rounds_left_to_layers() const;
   /// Runs of nodes of kind `op` on this executor's own kernels (oneDNN, or compiled code) so far: what
   /// its claim (fast_kernel_of) promises, counted where the kernels are called.
   int64_t kernel_runs(ModelOp op) const;
@@ -122,7 +128,9 @@ class FastExecutor final : public StepExecutor {
   /// over this executor's threads, the update compiled.
   ReferenceLoops reference_loops() const;
   bool run_expr_kernel(const GraphNode& n, int64_t rows);
-  float* data(int id) { return state_.data(id); }
+  /// Value `id`'s elements, or those of the value a layer reads instead (leave_rounds_to_bf16_layers).
+  float* data(int id);
+  void leave_rounds_to_bf16_layers();
   void allocate_outputs(const GraphNode& n, int64_t rows) { state_.allocate_outputs(n, rows); }
 
   const ModelGraph& g_;
