@@ -16,7 +16,7 @@ namespace pipec {
 
 namespace {
 
-// The field names of `fields = ["a", "b"]`; nullopt (the error said) for anything else.
+// The field names of `fields = ["a", "b"]`; nullopt (the error said) for anything else (`[]` is an i64[0]).
 std::optional<std::vector<std::string>> field_names(CallContext& ctx) {
   const BoundArg& a = ctx.arg("fields");
   if (!a.present || a.type.is_error()) return std::nullopt;
@@ -62,10 +62,6 @@ Type rule_pack(CallContext& ctx) {
     auto& d = ctx.error(DiagKind::shape_mismatch, ctx.range,
                         "pack packs single examples, but its input is batched: unbatch() first");
     d.help = "pack before batch: `... | pack(length = 512, fields = [...]) | batch(8)`";
-    return Type::error();
-  }
-  if (names->empty()) {
-    ctx.error(DiagKind::invalid_argument_value, ctx.arg("fields").range, "pack needs at least one field to pack");
     return Type::error();
   }
   std::set<std::string> named;

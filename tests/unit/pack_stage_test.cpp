@@ -48,6 +48,10 @@ TEST(Pack, PacksSeveralFieldsSideBySideAndTruncates) {
                                          "[\"w\", \"t\"], truncate = true)"),
             (Elements{"t=[10,11,12,13] w=[5,5.5,6,6.5] segment_ids=[1,1,1,1] positions=[0,1,2,3]",
                       "t=[0,1,20,0] w=[0,0.5,10,0] segment_ids=[1,1,2,0] positions=[0,1,0,0]"}));
+  // Bools pack like numbers, padded with false.
+  EXPECT_EQ(run(examples("2, 3", 2) + " | map(r => { t: r.t, m: r.t > 10 }) | pack(length = 4, fields = [\"t\", "
+                                      "\"m\"]) | map(r => { m: i64(r.m) })"),
+            (Elements{"m=[0,0,0,0]", "m=[0,1,1,0]"}));
 }
 
 void expect_stage_error(const std::string& pipeline, const std::string& message) {
