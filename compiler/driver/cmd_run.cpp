@@ -102,6 +102,15 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
   // tasks, files read ahead).
   uint64_t total_work = 0;
   for (const auto& st : ctx.stats) total_work += st->snapshot().work_ns();
+  // pack's rows: how much of them is tokens rather than padding (what packing is for).
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageStatsSnapshot snap = ctx.stats[i]->snapshot();
+    if (snap.packed_slots == 0) continue;
+    out << fmt::format("  packing     #{} {}: {:.1f}% of {} token slots hold tokens ({} rows of {})\n", i,
+                       stage_name(plan.stages[i].kind), 100.0 * snap.packing_efficiency(),
+                       format_thousands(snap.packed_slots), format_thousands(snap.elements_out),
+                       plan.stages[i].arg("length") ? plan.stages[i].arg("length")->i : 0);
+  }
   out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "work", "share",
                      "device");
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -154,6 +163,9 @@ nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::
                           {"dropped", ctx.dropped[i]->load()},
                           {"backend", stage_backend(run.plan().stages[i])},
                           {"device", ctx.stage_device.at(i)}});
+    if (snap.packed_slots > 0)
+      stages.back()["packing"] =
+          Json{{"tokens", snap.packed_tokens}, {"slots", snap.packed_slots}, {"efficiency", snap.packing_efficiency()}};
   }
   j["stages"] = std::move(stages);
   add_autotune_json(j, run, advice);

@@ -21,5 +21,7 @@ std::optional<int64_t> normalize_axis(CallContext& ctx, std::string_view name, i
                                       bool allow_end = false);
 /// A dataset type with `info` as its element.
 Type dataset_of(ElementInfo info);
+/// pack(length, fields, rows_open, truncate): compiler/sema/rule_pack.cpp.
+Type rule_pack(CallContext& ctx);
 
 }  // namespace pipec

@@ -583,6 +583,11 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       "what is left of each, by increasing key) is batched by reduce, `w => w | batch(n)` or `w => "
                       "w | padded_batch(n)` (tf.data's group_by_window).",
                       rule_group_by_window));
+  out.push_back(stage("pack", {req("length"), req("fields"), opt("rows_open", "8"), opt("truncate", "false")},
+                      "Packs variable-length examples first-fit into rows of exactly `length` tokens, with "
+                      "`segment_ids` and `positions` for every token (sequence packing as Grain does it; not a "
+                      "tf.data transformation).",
+                      rule_pack));
   out.push_back(stage("rebatch", {req("size"), opt("drop_remainder", "false")},
                       "The rows of the input's batches in batches of `size` (tf.data's rebatch: unbatch() | "
                       "batch(size) in one stage).",

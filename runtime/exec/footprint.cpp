@@ -129,6 +129,7 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
     case StageKind::Unbatch:
     case StageKind::Rebatch:
     case StageKind::BucketByLength:  // how many batches depends on every element's length (key)
+    case StageKind::Pack:            // how many rows depends on every element's length
     case StageKind::GroupByWindow: return std::nullopt;
     case StageKind::Take: {
       auto n = input();

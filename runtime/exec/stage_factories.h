@@ -45,6 +45,7 @@ IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_window(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_group_by_window(RunContext& ctx, int stage, IteratorPtr input);
+IteratorPtr make_pack(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_bucket_by_length(RunContext& ctx, int stage, IteratorPtr input);
 /// unbatch | batch(size, drop_remainder) in one stage (tf.data's rebatch).
 IteratorPtr make_rebatch(RunContext& ctx, int stage, IteratorPtr input);

@@ -22,8 +22,13 @@ struct StageStatsSnapshot {
   /// Work the stage hands to threads of its own: a map's tasks on the pool, files read ahead. Not in
   /// busy_ns, which counts the thread that pulls from the stage.
   uint64_t task_ns = 0;
+  /// pack: the tokens of the rows it handed out, and their slots (rows x length); 0 for other stages.
+  uint64_t packed_tokens = 0;
+  uint64_t packed_slots = 0;
   /// All of the stage's work, wherever it ran.
   uint64_t work_ns() const { return busy_ns + task_ns; }
+  /// pack's packing efficiency: the share of the slots of its rows that hold tokens (0 with no rows).
+  double packing_efficiency() const { return packed_slots ? static_cast<double>(packed_tokens) / packed_slots : 0.0; }
 };
 
 /// Counters for one pipeline stage. Thread-safe; the add_* calls are a single relaxed atomic add.
@@ -40,6 +45,11 @@ class StageStats {
   void add_busy_ns(uint64_t ns) { busy_ns_.fetch_add(ns, std::memory_order_relaxed); }
   void add_bytes(uint64_t n) { bytes_.fetch_add(n, std::memory_order_relaxed); }
   void add_task_ns(uint64_t ns) { task_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  /// pack handed out rows of `slots` token slots, `tokens` of them filled.
+  void add_packed(uint64_t tokens, uint64_t slots) {
+    packed_tokens_.fetch_add(tokens, std::memory_order_relaxed);
+    packed_slots_.fetch_add(slots, std::memory_order_relaxed);
+  }
   /// The stage's output ended (one pass of it is complete): the first time, its elements so far are
   /// the length of a pass.
   void note_end() {
@@ -68,7 +78,7 @@ class StageStats {
 
  private:
   std::string name_;
-  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0};
+  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0}, packed_tokens_{0}, packed_slots_{0};
   std::atomic<int64_t> first_pass_{-1};
 };
 

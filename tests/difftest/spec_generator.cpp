@@ -433,7 +433,28 @@ class SpecBuilder {
           return fmt::format("group_by_window(key = r => {}, window_size = {}, reduce = w => w | {})", key, window,
                              reduce);
         }
-        default: return "prefetch(2)";
+        default: {
+          // pack (not tf.data's): a map makes one run of 0 to 12 tokens from a numeric field's values,
+          // and pack lays the runs into rows. On unbatched elements, once per case (it adds segment_ids
+          // and positions, which a second pack would find already there).
+          const Field* from = nullptr;
+          for (const Field& f : fields_)
+            if (!from && f.type.dtype != DType::Bytes && f.type.known()) from = &f;
+          if (batch_rank_ > 0 || packed_ || !from) return "prefetch(2)";
+          packed_ = true;
+          const int64_t length = rng_.range(1, 16), rows_open = rng_.range(1, 4);
+          const std::string name = fmt::format("p{}", next_field_++);
+          const std::string run = fmt::format(
+              "map(r => {{ {}: ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] + i64(size(r.{})))[0:(i64(sum(f64(r.{}))) % 13 "
+              "+ "
+              "13) % 13] }})",
+              name, from->name, from->name);
+          fields_ = {Field{name, {DType::I64, {length}}}, Field{"segment_ids", {DType::I32, {length}}},
+                     Field{"positions", {DType::I32, {length}}}};
+          // Runs longer than a row are an error without truncate.
+          return fmt::format("{} | pack(length = {}, fields = [\"{}\"], rows_open = {}{})", run, length, name,
+                             rows_open, length < 12 ? ", truncate = true" : "");
+        }
       }
     }
   }
@@ -448,6 +469,7 @@ class SpecBuilder {
   bool known_bugs_ = false;
   int repeats_ = 0;
   bool windowed_ = false;
+  bool packed_ = false;
   int next_field_ = 0;
 };
 

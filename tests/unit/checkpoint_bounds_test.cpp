@@ -126,6 +126,9 @@ const std::vector<Case> kCases = {
      "padding_value = -1)"},
     {"group_by_window",
      "c | repeat() | group_by_window(key = r => r.a % 3, window_size = 4, reduce = w => w | padded_batch(3))"},
+    {"pack",
+     "t | repeat() | map(r => { ids: r.ids, b: f32(r.ids) }) | pack(length = 7, fields = [\"ids\", \"b\"], "
+     "rows_open = 3)"},
     {"scan", "c | repeat() | scan({ total: 0 }, (s, r) => { total: s.total + r.a, a: r.a, b: r.b })"},
     {"text_lines", "text_lines(\"lines-*.txt\") | repeat() | batch(4)"},
     {"fixed_length_records",

@@ -18,7 +18,7 @@
 namespace pipec::testing {
 
 /// Elements as text: `name=v` per field joined by spaces; a tensor as [a,b] (nested for rank 2 and
-/// more, flattened), i64, f32 and byte strings spelled out, other dtypes as `?`.
+/// more, flattened), i64, i32, f32 and byte strings spelled out, other dtypes as `?`.
 using Elements = std::vector<std::string>;
 
 inline std::string row_text(const Chunk& c, int64_t r, const ElementInfo& e) {
@@ -28,6 +28,7 @@ inline std::string row_text(const Chunk& c, int64_t r, const ElementInfo& e) {
     std::string v;
     for (int64_t i = 0; i < t.num_elements(); ++i) {
       if (t.dtype() == DType::I64) v += fmt::format("{}{}", i ? "," : "", t.data<int64_t>()[i]);
+      else if (t.dtype() == DType::I32) v += fmt::format("{}{}", i ? "," : "", t.data<int32_t>()[i]);
       else if (t.dtype() == DType::F32) v += fmt::format("{}{}", i ? "," : "", t.data<float>()[i]);
       else if (t.dtype() == DType::Bytes) v += fmt::format("{}\"{}\"", i ? "," : "", t.str(i));
       else v += fmt::format("{}?", i ? "," : "");
