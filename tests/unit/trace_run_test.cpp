@@ -96,9 +96,10 @@ TEST(TraceRun, AFileThatCannotBeWrittenIsAnIoError) {
   EXPECT_NE(r.err.find("cannot write"), std::string::npos) << r.err;
 }
 
-// Long enough for the autotuner to decide at least once.
+// Long enough for the autotuner to decide at least once (it decides every 40 ms or so): some 0.2 s a run
+// on a fast 2-core machine, where 400,000 elements had sometimes ended before the first decision.
 const char* kLongSpec =
-    "pipeline p = range(400000)\n"
+    "pipeline p = range(2_000_000)\n"
     "  | map(r => { x: f32(r.value) * 2.0, y: sqrt(one_hot(r.value % 10, 64) + f32(r.value)) }, parallel = auto)\n"
     "  | batch(100)\n"
     "  | prefetch(auto)\n";
