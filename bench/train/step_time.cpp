@@ -63,8 +63,7 @@ int main(int argc, char** argv) {
     else if (spec.empty() && a[0] != '-') spec = a;
     else usage = true;
   }
-  if (usage || (executor != "fast" && executor != "reference") ||
-      (cpu_bf16 != "auto" && cpu_bf16 != "native" && cpu_bf16 != "emulated")) {
+  if (usage || (executor != "fast" && executor != "reference") || !parse_cpu_bf16(cpu_bf16)) {
     std::fprintf(stderr,
                  "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference] "
                  "[--cpu-bf16 auto|native|emulated] [--nodes]\n",
@@ -101,7 +100,7 @@ int main(int argc, char** argv) {
   if (executor == "fast") {
     FastExecutorOptions o;
     o.threads = threads;
-    o.cpu_bf16 = cpu_bf16 == "native" ? CpuBf16::Native : cpu_bf16 == "emulated" ? CpuBf16::Emulated : CpuBf16::Auto;
+    o.cpu_bf16 = *parse_cpu_bf16(cpu_bf16);
     ex = std::make_unique<FastExecutor>(g, 0, o);
   } else {
     ex = std::make_unique<ReferenceExecutor<float>>(g, 0);

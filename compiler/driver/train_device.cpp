@@ -49,7 +49,7 @@ TrainDeviceChoice choose_train_device(const TrainDeviceRequest& r) {
   FastExecutorOptions fo;
   fo.threads = r.threads;
   fo.direct_conv = r.direct_conv;
-  fo.cpu_bf16 = r.cpu_bf16 == "native" ? CpuBf16::Native : r.cpu_bf16 == "emulated" ? CpuBf16::Emulated : CpuBf16::Auto;
+  fo.cpu_bf16 = parse_cpu_bf16(r.cpu_bf16).value_or(CpuBf16::Auto);  // the flag's check allows only the three
   if (fo.cpu_bf16 == CpuBf16::Native && !train::CpuKernels::native_bf16()) {
     c.error = "--cpu-bf16 native: this CPU has no bf16 instructions (oneDNN runs " + train::CpuKernels::isa() +
               " code here); auto or emulated round to bf16 and multiply in f32";

@@ -433,6 +433,10 @@ TEST(MixedPrecision, Bf16KernelsAgreeWithTheEmulation) {
 
 // The executor line says which kernels a mixed_bf16 step multiplies on, and why; fp32 says nothing of it.
 TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
+  EXPECT_EQ(parse_cpu_bf16("native"), CpuBf16::Native);
+  EXPECT_EQ(parse_cpu_bf16("emulated"), CpuBf16::Emulated);
+  EXPECT_EQ(parse_cpu_bf16("auto"), CpuBf16::Auto);
+  EXPECT_EQ(parse_cpu_bf16("bf16"), std::nullopt);
   ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
   const std::string emulated = FastExecutor(g, 1, bf16_kernels(CpuBf16::Emulated)).description();
   EXPECT_NE(emulated.find("mixed_bf16 emulated on f32 kernels (--cpu-bf16 emulated)"), std::string::npos) << emulated;

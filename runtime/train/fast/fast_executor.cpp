@@ -130,13 +130,11 @@ struct FastExecutor::NodeOps {
   std::unique_ptr<train::EltwiseOp> eltwise;
 };
 
-const char* cpu_bf16_name(CpuBf16 c) {
-  switch (c) {
-    case CpuBf16::Auto: return "auto";
-    case CpuBf16::Native: return "native";
-    case CpuBf16::Emulated: return "emulated";
-  }
-  return "?";
+std::optional<CpuBf16> parse_cpu_bf16(std::string_view text) {
+  if (text == "auto") return CpuBf16::Auto;
+  if (text == "native") return CpuBf16::Native;
+  if (text == "emulated") return CpuBf16::Emulated;
+  return std::nullopt;
 }
 
 namespace {

@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/train/reference/reference_executor.h"
@@ -42,7 +44,8 @@ inline bool fast_executor_computes(ModelOp op) { return fast_kernel_of(op) != Fa
 /// bf16 (`Emulated`: same values, no speed-up). `Auto` takes Native where the CPU has bf16 instructions
 /// (train::CpuKernels::native_bf16). fp32 and mixed_fp16 steps always run the f32 kernels.
 enum class CpuBf16 { Auto, Native, Emulated };
-const char* cpu_bf16_name(CpuBf16 c);
+/// `auto`, `native` or `emulated` (`pipec run --cpu-bf16`); nullopt for anything else.
+std::optional<CpuBf16> parse_cpu_bf16(std::string_view text);
 
 struct FastExecutorOptions {
   /// oneDNN's OpenMP threads for each kernel call; 0: OpenMP's default (one per core).
