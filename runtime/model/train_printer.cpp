@@ -15,7 +15,9 @@ std::string print_train_program(const TrainProgram& t) {
   std::string precision = enum_text(t.precision);
   // What a mixed precision does on the CPU (the mixed_precision step pass; docs/language.md, "Precision").
   if (t.precision == Precision::MixedBf16)
-    precision += " (rounded to bf16 where a GPU casts, computed in f32 on the CPU)";
+    precision +=
+        " (rounded to bf16 where a GPU casts; on the CPU conv2d, conv2d_transpose and dense multiply in bf16 where it "
+        "has bf16 instructions, the rest in f32)";
   if (t.precision == Precision::MixedFp16)
     precision += " (rounded to fp16 where a GPU casts, computed in f32 on the CPU; dynamic loss scale from 32768)";
   out += fmt::format("  {}, precision {}, strategy {}\n", length, precision, strategy_kind_name(t.strategy));

@@ -270,6 +270,24 @@ TEST(FastExecutor, LastShortBatchGetsKernelsOfItsOwn) {
   }
 }
 
+// serial_below_flops (a served model's): each layer whose forward is fewer FLOPs than the threshold at a
+// batch size gets its op on one thread at that size. The chess net at one row is 1.8 to 4.7 MFLOP a layer,
+// all under 16 MFLOP; at 512 rows only the last dense (256 -> 1, 0.3 MFLOP) is.
+TEST(FastExecutor, LayersUnderTheThresholdRunOnOneThread) {
+  TrainProgram t = testing::compile_train(kChessSpec);
+  FastExecutorOptions o;
+  o.threads = 2;
+  o.serial_below_flops = 16'000'000;
+  FastExecutor small(t.step, 1, o), threaded(t.step, 1, FastExecutorOptions{2});
+  for (int64_t rows : {int64_t(1), int64_t(512)}) {
+    Batch b = make_batch(t.step, rows, 3);
+    small.run(b.inputs, nullptr, 0, OpCategory::Forward);
+    threaded.run(b.inputs, nullptr, 0, OpCategory::Forward);
+    EXPECT_EQ(small.serial_ops(), rows == 1 ? 4 : 5) << rows << " rows";
+  }
+  EXPECT_EQ(threaded.serial_ops(), 0);
+}
+
 // oneDNN splits a backward-weights reduction by thread, so 1 and 2 threads may round differently. The
 // difference is bounded: the losses of 5 chess steps on 1 and 2 threads agree to 1e-5 relative.
 TEST(FastExecutor, OneAndTwoThreadsAgree) {

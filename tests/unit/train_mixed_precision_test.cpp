@@ -16,6 +16,7 @@
 
 #include "compiler/train/passes/step_passes.h"
 #include "runtime/core/half.h"
+#include "runtime/model/train_program.h"
 #include "runtime/train/dnnl/cpu_kernels.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/math/round_16bit.h"
@@ -453,6 +454,13 @@ TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
   const std::string fp32 =
       FastExecutor(testing::compile_train(chess_spec("fp32")).step, 1, bf16_kernels(CpuBf16::Native)).description();
   EXPECT_EQ(fp32.find("mixed_bf16"), std::string::npos) << fp32;
+  // `pipec explain` does not know the CPU that will run the step: it says what depends on it.
+  const std::string explained = print_train_program(testing::compile_train(chess_spec("mixed_bf16")));
+  EXPECT_NE(
+      explained.find("precision mixed_bf16 (rounded to bf16 where a GPU casts; on the CPU conv2d, "
+                     "conv2d_transpose and dense multiply in bf16 where it has bf16 instructions, the rest in f32)"),
+      std::string::npos)
+      << explained;
 }
 
 // `--cpu-bf16`: emulated runs mixed_bf16 on the f32 kernels on any CPU and says so; native on a CPU

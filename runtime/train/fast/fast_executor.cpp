@@ -166,6 +166,7 @@ struct FastExecutor::Kernels {
   std::vector<bool> left_to_layers;
   std::vector<int> operand_alias;
   int rounds_left_to_layers = 0;
+  int serial_ops = 0;  // ops made on one thread (FastExecutorOptions::serial_below_flops)
 };
 
 FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptions options)
@@ -249,13 +250,13 @@ void FastExecutor::leave_rounds_to_bf16_layers() {
   std::vector<int>& last_use = state_.last_uses();
   // Per value: whether every node reading it reads it as a bf16 operand of a layer on oneDNN.
   std::vector<bool> operand_only(g_.values.size(), true);
+  // Not conv2d_transpose's: where its windows leave output rows unreached, its op adds the dy there to
+  // the bias gradient in f32 itself.
+  auto converts_all = [](ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Dense; };
   for (int i = 0; i < n; ++i) {
     const GraphNode& nd = g_.nodes[i];
-    // The values the layer's kernel calls read in bf16: a forward's x and kernel, and for a node of a
-    // backward group, the group's x, kernel and dy.
-    // Not conv2d_transpose's: where its windows leave output rows unreached, its op adds the dy there
-    // to the bias gradient in f32 itself.
-    auto converts_all = [](ModelOp op) { return op == ModelOp::Conv2d || op == ModelOp::Dense; };
+    // The values the layer's kernel calls read in bf16: a forward's x and kernel (not its bias, added in
+    // f32), and for a node of a backward group, the group's x, kernel and dy.
     std::vector<int> bf16_operands;
     if (converts_all(nd.op)) {
       bf16_operands = {nd.inputs[0], nd.inputs[1]};
@@ -265,9 +266,7 @@ void FastExecutor::leave_rounds_to_bf16_layers() {
       bf16_operands = {fw.inputs[0], fw.inputs[1], g_.nodes[grp.backward_kernel].inputs[1]};
     }
     for (int v : nd.inputs)
-      if (std::find(bf16_operands.begin(), bf16_operands.end(), v) == bf16_operands.end() ||
-          (weighted(nd.op) && nd.inputs.size() > 2 && v == nd.inputs[2]))
-        operand_only[v] = false;
+      if (std::find(bf16_operands.begin(), bf16_operands.end(), v) == bf16_operands.end()) operand_only[v] = false;
   }
   k.operand_alias.assign(g_.values.size(), -1);
   k.left_to_layers.assign(n, false);
@@ -310,6 +309,7 @@ Tensor FastExecutor::host_value(int id) {
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
 int FastExecutor::rounds_left_to_layers() const { return kernels_->rounds_left_to_layers; }
+int FastExecutor::serial_ops() const { return kernels_->serial_ops; }
 bool FastExecutor::bf16_kernels() const { return kernels_->cpu.options().bf16; }
 int64_t FastExecutor::kernel_runs(ModelOp op) const {
   auto it = kernels_->kernel_runs.find(op);
@@ -435,10 +435,16 @@ FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
   if (per_node.empty()) per_node.resize(g_.nodes.size());
   NodeOps& o = per_node[static_cast<size_t>(f)];
   const GraphNode& nd = g_.nodes[static_cast<size_t>(f)];
-  // The op made now keeps the thread count it is made with (CpuKernels::set_threads).
+  // An op keeps the thread count it is made with (CpuKernels::set_threads): one for a small layer.
+  const bool made = o.conv || o.conv_transpose || o.dense || o.pool || o.batch_norm || o.layer_norm || o.upsample ||
+                    o.softmax || o.eltwise;
   const int threads = k.cpu.options().threads;
-  const bool serial = options_.serial_below_flops > 0 && node_flops(g_, nd, rows) < options_.serial_below_flops;
-  if (serial) k.cpu.set_threads(1);
+  const bool serial =
+      !made && options_.serial_below_flops > 0 && node_flops(g_, nd, rows) < options_.serial_below_flops;
+  if (serial) {
+    k.cpu.set_threads(1);
+    ++k.serial_ops;
+  }
   struct Restore {
     train::CpuKernels& cpu;
     int threads;

@@ -103,6 +103,9 @@ class FastExecutor final : public StepExecutor {
   /// On bf16 kernels: the round nodes not run because every node reading them is a layer that rounds
   /// its operands itself.
   int rounds_left_to_layers() const;
+  /// Kernel ops made on one thread because their layer is under FastExecutorOptions::serial_below_flops
+  /// at their batch size (each node's op counts once per batch size).
+  int serial_ops() const;
   /// Runs of nodes of kind `op` on this executor's own kernels (oneDNN, or compiled code) so far: what
   /// its claim (fast_kernel_of) promises, counted where the kernels are called.
   int64_t kernel_runs(ModelOp op) const;
