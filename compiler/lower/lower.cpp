@@ -569,6 +569,7 @@ class PlanLowering {
         if (s.kind == StageKind::Filter) fn->results = {{"keep", r.second}};
         else if (s.kind == StageKind::BucketByLength) fn->results = {{"length", r.second}};
         else if (s.kind == StageKind::GroupByWindow) fn->results = {{"key", r.second}};
+        else if (s.kind == StageKind::RejectionResample) fn->results = {{"class", r.second}};
         else fn->results = r.first;
         s.fn = fn;
         continue;

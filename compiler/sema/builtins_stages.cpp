@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -12,6 +13,9 @@
 namespace pipec {
 
 namespace {
+
+// How far from 1 a distribution's chances may add up (lists written with 6 digits, 1/3 as 0.333333).
+constexpr double kDistributionTolerance = 1e-5;
 
 Builtin stage(std::string name, std::vector<ParamSpec> params, std::string doc, TypeRule rule,
               BuiltinKind kind = BuiltinKind::Stage) {
@@ -126,7 +130,8 @@ Type rule_window(CallContext& ctx) {
   return out;
 }
 
-// The integer scalar a per-element function gives (bucket_by_length's length, group_by_window's key);
+// The integer scalar a per-element function gives (bucket_by_length's length, group_by_window's key,
+// rejection_resample's class);
 // false (the error said) when it gives something else.
 bool integer_per_element(CallContext& ctx, std::string_view param, const Type& body, std::string_view what) {
   if (body.is_error()) return false;
@@ -135,8 +140,9 @@ bool integer_per_element(CallContext& ctx, std::string_view param, const Type& b
   auto& d = ctx.error(DiagKind::integer_expected, lambda->body->range,
                       fmt::format("{}'s {} function must give one integer per element, not {}", ctx.builtin.name, what,
                                   type_to_string(body)));
-  d.help =
-      ctx.builtin.name == "bucket_by_length" ? "e.g. `length = r => size(r.tokens)`" : "e.g. `key = r => r.id % 4`";
+  d.help = ctx.builtin.name == "bucket_by_length"     ? "e.g. `length = r => size(r.tokens)`"
+           : ctx.builtin.name == "rejection_resample" ? "e.g. `class_fn = r => r.label`"
+                                                      : "e.g. `key = r => r.id % 4`";
   return false;
 }
 
@@ -252,6 +258,76 @@ Type rule_group_by_window(CallContext& ctx) {
   ElementInfo out = *body.element;
   out.infinite = in->infinite;
   return dataset_of(std::move(out));
+}
+
+// rejection_resample's target_dist or initial_dist: a constant list of finite numbers >= 0 that add up
+// to 1 (tf.data's arithmetic assumes it: its chance of taking the original stream is min(target /
+// initial)); nullopt (and a diagnostic) otherwise.
+std::optional<std::vector<double>> class_distribution(CallContext& ctx, std::string_view param) {
+  const BoundArg& a = ctx.arg(param);
+  if (a.type.is_error()) return std::nullopt;
+  if (!a.type.is_tensor() || a.type.rank() != 1 || a.type.dtype == DType::Bytes || a.type.dtype == DType::Bool) {
+    ctx.error(DiagKind::type_mismatch, a.range,
+              fmt::format("rejection_resample's {} is a list of numbers, one chance per class, not {}", param,
+                          type_to_string(a.type)));
+    return std::nullopt;
+  }
+  if (!a.value || a.value->kind != Value::List) {
+    ctx.error(DiagKind::not_constant, a.range,
+              fmt::format("rejection_resample's {} must be known at compile time", param));
+    return std::nullopt;
+  }
+  std::vector<double> p;
+  for (const Value& v : a.value->items) p.push_back(v.as_double());
+  if (p.empty()) {
+    ctx.error(DiagKind::invalid_argument_value, a.range,
+              fmt::format("rejection_resample's {} is empty: it needs one chance per class", param));
+    return std::nullopt;
+  }
+  double sum = 0;
+  for (size_t k = 0; k < p.size(); ++k) {
+    if (!std::isfinite(p[k]) || p[k] < 0 || p[k] > 1) {
+      ctx.error(DiagKind::invalid_argument_value, a.range,
+                fmt::format("rejection_resample's {} gives class {} the chance {}: a chance is a number in [0, 1]",
+                            param, k, p[k]));
+      return std::nullopt;
+    }
+    sum += p[k];
+  }
+  if (std::abs(sum - 1.0) > kDistributionTolerance) {
+    auto& d =
+        ctx.error(DiagKind::invalid_argument_value, a.range,
+                  fmt::format("rejection_resample's {} adds up to {}, not 1: it is not a distribution", param, sum));
+    d.help = "give each class its share, the shares adding up to 1 (within 1e-5)";
+    return std::nullopt;
+  }
+  return p;
+}
+
+// rejection_resample(class_fn, target_dist, initial_dist = estimated, seed = run seed): tf.data's
+// rejection_resample. The element is the input's, unchanged (tf.data's (class, element) without the
+// class, which class_fn gives again when wanted).
+Type rule_rejection_resample(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  const Type klass = ctx.lambda("class_fn", {element_record(*in)});
+  bool ok = integer_per_element(ctx, "class_fn", klass, "class");
+  const auto target = class_distribution(ctx, "target_dist");
+  ok = ok && target.has_value();
+  if (ctx.has("initial_dist")) {
+    const auto initial = class_distribution(ctx, "initial_dist");
+    ok = ok && initial.has_value();
+    if (initial && target && initial->size() != target->size()) {
+      auto& d =
+          ctx.error(DiagKind::invalid_argument_value, ctx.arg("initial_dist").range,
+                    fmt::format("initial_dist has {} classes but target_dist has {}", initial->size(), target->size()));
+      d.help = "both give one chance per class, in the same order";
+      ok = false;
+    }
+  }
+  if (ctx.has("seed")) ok = ctx.const_int("seed").has_value() && ok;
+  if (!ok) return Type::error();
+  return dataset_of(ElementInfo(*in));
 }
 
 // rebatch(size, drop_remainder = false): tf.data's rebatch, unbatch() | batch(size) in one stage: the
@@ -583,6 +659,12 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       "what is left of each, by increasing key) is batched by reduce, `w => w | batch(n)` or `w => "
                       "w | padded_batch(n)` (tf.data's group_by_window).",
                       rule_group_by_window));
+  out.push_back(stage("rejection_resample",
+                      {req("class_fn"), req("target_dist"), opt("initial_dist", "estimated"), opt("seed", "run seed")},
+                      "Keeps and repeats elements at random so that their classes (class_fn) follow target_dist, "
+                      "from initial_dist or an estimate of it (tf.data's rejection_resample, the same elements for "
+                      "the same seed; the element is the input's, without tf.data's class).",
+                      rule_rejection_resample));
   out.push_back(stage("pack", {req("length"), req("fields"), opt("rows_open", "8"), opt("truncate", "false")},
                       "Packs variable-length examples first-fit into rows of exactly `length` tokens, with "
                       "`segment_ids` and `positions` for every token (sequence packing as Grain does it; not a "

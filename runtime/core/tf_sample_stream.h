@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace pipec {
@@ -32,6 +33,12 @@ class TfSampleStream {
 
   /// TensorFlow's op-level seed for `seed` (Python's `seed % (2**31 - 1)`, never negative).
   static uint64_t truncated_seed(int64_t seed);
+
+  /// Choice number `i` of a selector whose weights change from draw to draw (sample_from_datasets given a
+  /// dataset of weights, as rejection_resample's mixing is): `weights` are the ones of draw i, `seed2`
+  /// truncated_seed(seed). A weight of 0 (its logit -inf), negative or not finite (NaN) is never chosen,
+  /// as TensorFlow's multinomial skips logits that are not finite; nullopt when no weight can be.
+  static std::optional<int64_t> choice_with(const std::vector<float>& weights, uint64_t seed2, uint64_t i);
 
  private:
   uint64_t seed2_;

@@ -77,6 +77,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
     case StageKind::PaddedBatch: return make_batch(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch), true);
     case StageKind::Window: return make_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::GroupByWindow: return make_group_by_window(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
+    case StageKind::RejectionResample: return make_rejection_resample(ctx, stage, epoch);
     case StageKind::Pack: return make_pack(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::BucketByLength:
       return make_bucket_by_length(ctx, stage, build_iterator(ctx, s.inputs.at(0), epoch));

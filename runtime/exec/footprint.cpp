@@ -130,7 +130,8 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
     case StageKind::Rebatch:
     case StageKind::BucketByLength:  // how many batches depends on every element's length (key)
     case StageKind::Pack:            // how many rows depends on every element's length
-    case StageKind::GroupByWindow: return std::nullopt;
+    case StageKind::GroupByWindow:
+    case StageKind::RejectionResample: return std::nullopt;  // depends on the random draws
     case StageKind::Take: {
       auto n = input();
       auto c = int_arg("count");

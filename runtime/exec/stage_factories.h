@@ -45,6 +45,8 @@ IteratorPtr make_map_batch(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_batch(RunContext& ctx, int stage, IteratorPtr input, bool padded);
 IteratorPtr make_window(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_group_by_window(RunContext& ctx, int stage, IteratorPtr input);
+/// Builds its own passes over the input (tf.data's branches each read it anew).
+IteratorPtr make_rejection_resample(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_pack(RunContext& ctx, int stage, IteratorPtr input);
 IteratorPtr make_bucket_by_length(RunContext& ctx, int stage, IteratorPtr input);
 /// unbatch | batch(size, drop_remainder) in one stage (tf.data's rebatch).

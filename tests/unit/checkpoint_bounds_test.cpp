@@ -126,6 +126,11 @@ const std::vector<Case> kCases = {
      "padding_value = -1)"},
     {"group_by_window",
      "c | repeat() | group_by_window(key = r => r.a % 3, window_size = 4, reduce = w => w | padded_batch(3))"},
+    {"rejection_resample",
+     "c | repeat() | rejection_resample(class_fn = r => r.a % 3, target_dist = [0.5, 0.3, 0.2], seed = 6) | batch(5)"},
+    {"rejection_resample_initial",
+     "range(1000) | repeat() | map(r => { v: r.value, u: random_uniform([4]) }) | rejection_resample(class_fn = r => "
+     "r.v % 2, target_dist = [0.9, 0.1], initial_dist = [0.5, 0.5], seed = 2)"},
     {"pack",
      "t | repeat() | map(r => { ids: r.ids, b: f32(r.ids) }) | pack(length = 7, fields = [\"ids\", \"b\"], "
      "rows_open = 3)"},

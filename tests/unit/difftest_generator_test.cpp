@@ -45,11 +45,12 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
   EXPECT_GE(slices, 10);
 }
 
-// The joining and file sources, enumerate, window, scan, rebatch, bucket_by_length, group_by_window and pack are drawn,
+// The joining and file sources, enumerate, window, scan, rebatch, bucket_by_length, group_by_window,
+// rejection_resample and pack are drawn,
 // and the checker accepts every case that has one (the difftest then runs them through every variant).
 TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0, scan = 0, rebatch = 0;
-  int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0, packs = 0;
+  int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0, packs = 0, resamples = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
@@ -64,7 +65,9 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
     const bool bl = c.spec.find("bucket_by_length(") != std::string::npos;
     const bool gw = c.spec.find("group_by_window(") != std::string::npos;
     const bool pk = c.spec.find("| pack(") != std::string::npos;
-    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw && !pk) continue;
+    const bool rr = c.spec.find("rejection_resample(") != std::string::npos;
+    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw && !pk && !rr) continue;
+    resamples += rr;
     packs += pk;
     buckets += bl;
     groups += gw;
@@ -86,6 +89,7 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   EXPECT_GE(buckets, 10);
   EXPECT_GE(groups, 10);
   EXPECT_GE(packs, 10);
+  EXPECT_GE(resamples, 10);
   EXPECT_GE(choose_from, 10);
   EXPECT_GE(enumerate, 10);
   EXPECT_GE(sample_from, 10);

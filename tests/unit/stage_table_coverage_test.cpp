@@ -71,6 +71,9 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::GroupByWindow:
       return "pipeline p = range(9) | group_by_window(key = r => r.value % 2, window_size = 3, reduce = w => w | "
              "batch(2))\n";
+    case StageKind::RejectionResample:
+      return "pipeline p = range(40) | rejection_resample(class_fn = r => r.value % 3, target_dist = [0.5, 0.3, 0.2], "
+             "seed = 2)\n";
     case StageKind::Pack:
       return "pipeline p = range(6) | map(r => { t: [1, 2, 3, 4][0:r.value % 4] }) | pack(length = 5, fields = "
              "[\"t\"], rows_open = 2)\n";

@@ -36,7 +36,7 @@ syn keyword pipeBoolean true false
 syn keyword pipeType bool u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64 bytes
 
 " Dataset stages and sinks
-syn keyword pipeStage map filter batch padded_batch window rebatch scan bucket_by_length group_by_window pack unbatch
+syn keyword pipeStage map filter batch padded_batch window rebatch scan bucket_by_length group_by_window rejection_resample pack unbatch
 syn keyword pipeStage shuffle repeat take skip shard cache
 syn keyword pipeStage prefetch ignore_errors interleave enumerate to write
 
