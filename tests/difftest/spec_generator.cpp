@@ -303,6 +303,18 @@ class SpecBuilder {
     return text;
   }
 
+  // rejection_resample by `key` (3 classes, or 2): the element unchanged, the target one of a few, and
+  // the initial distribution estimated or given.
+  std::string rejection_resample(const std::string& key, bool three) {
+    static const char* const kTargets3[] = {"[0.2, 0.3, 0.5]", "[0.0, 0.5, 0.5]", "[0.6, 0.2, 0.2]"};
+    static const char* const kTargets2[] = {"[0.5, 0.5]", "[0.9, 0.1]", "[0.0, 1.0]"};
+    const char* target = (three ? kTargets3 : kTargets2)[rng_.range(0, 2)];
+    std::string initial;
+    if (rng_.chance(0.4)) initial = three ? ", initial_dist = [0.25, 0.25, 0.5]" : ", initial_dist = [0.5, 0.5]";
+    return fmt::format("rejection_resample(class_fn = r => {}, target_dist = {}{}, seed = {})", key, target, initial,
+                       rng_.range(-3, 100));
+  }
+
   std::string stage() {
     for (;;) {
       switch (rng_.range(0, 19)) {
@@ -418,12 +430,14 @@ class SpecBuilder {
         }
         case 18: {
           // Groups by a scalar integer field modulo 3 (by a field's size where there is none), each
-          // window batched (padded when a dimension varies).
+          // window batched (padded when a dimension varies); or resamples by the same key as the class.
           if (fields_.empty()) continue;
           std::string key;
           for (const Field& f : fields_)
             if (key.empty() && f.type.shape.empty() && is_integer(f.type.dtype)) key = fmt::format("r.{} % 3", f.name);
+          const bool three = !key.empty();
           if (key.empty()) key = fmt::format("size(r.{}) % 2", fields_[0].name);
+          if (rng_.chance(0.3)) return rejection_resample(key, three);
           const int64_t window = rng_.range(1, 5), n = rng_.range(1, 4);
           const bool drop = rng_.chance(0.3);
           std::string reduce =
