@@ -585,6 +585,66 @@ pipeline p = sample_from([range(6) | map(r => { a: r.value, b: f32(r.value) * 0.
                "dicts {a, b} sampled with dicts {b, a}")
 
 
+def resample_input(n, repeat=False):
+    """rejection_resample's input: {v, w} from range(n) (forever with `repeat`), v scattered over [0, 1000)."""
+    ds = tf.data.Dataset.range(n)
+    if repeat:
+        ds = ds.repeat()
+    return ds.map(lambda x: {"v": (x * 7919) % 1000, "w": x})
+
+
+def resample_tf(ds, classes, target, initial, seed):
+    """tf.data's rejection_resample with class v % classes, its (class, element) made the element again."""
+    return ds.rejection_resample(lambda d: tf.cast(d["v"] % classes, tf.int32), target, initial, seed=seed) \
+        .map(lambda c, d: d)
+
+
+@case
+def rejection_resample():
+    # The filter's stateful uniform draws, the estimate in batches of 32 and the mixing's draws are all
+    # TensorFlow's: pipec reproduces them, so the elements must be the same for the same seed.
+    for name, n, classes, target, initial, seeds in (
+            ("estimated", 200, 3, [0.2, 0.3, 0.5], None, (5, 42, 123456789, -3, 2**40)),
+            ("initial", 200, 3, [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], (5, 7, 2**40)),
+            ("four_classes", 300, 4, [0.1, 0.2, 0.3, 0.4], None, (11,)),
+            ("target_zero", 150, 3, [0.0, 0.5, 0.5], None, (3, 8)),
+            ("target_zero_initial", 150, 3, [0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3], (3,)),
+            ("initial_zero", 120, 2, [0.5, 0.5], [1.0, 0.0], (4,)),
+            ("initial_is_target", 50, 2, [0.5, 0.5], [0.5, 0.5], (1,)),
+            ("one_class", 70, 1, [1.0], None, (9,)),
+            ("one_class_initial", 70, 1, [1.0], [1.0], (9,)),
+            ("shorter_than_a_batch", 20, 2, [0.7, 0.3], None, (6,)),
+            ("empty", 0, 2, [0.5, 0.5], None, (1,))):
+        for seed in seeds:
+            case_name = f"rejection_resample_{name}" + (f"_seed_{seed}".replace("-", "minus_") if len(seeds) > 1 else "")
+            option = "" if initial is None else f", initial_dist = {weights_spec(initial)}"
+            write_case(case_name, f"""
+# tf.data.Dataset.range({n}).map(lambda x: {{"v": (x * 7919) % 1000, "w": x}})
+#     .rejection_resample(lambda d: tf.cast(d["v"] % {classes}, tf.int32), {target}, {initial}, seed={seed})
+#     .map(lambda c, d: d).batch(50)
+pipeline p = range({n}) | map(r => {{ v: (r.value * 7919) % 1000, w: r.value }})
+  | rejection_resample(class_fn = r => r.v % {classes}, target_dist = {weights_spec(target)}{option}, seed = {seed})
+  | batch(50)
+""", run_tf(resample_tf(resample_input(n), classes, target, initial, seed).batch(50)),
+                       f"rejection_resample of {n} elements, {classes} classes, target {target}, initial {initial}, "
+                       f"seed {seed}")
+    write_case("rejection_resample_infinite", """
+# tf.data.Dataset.range(10).repeat().map(...).rejection_resample(lambda d: d["v"] % 2, [0.8, 0.2],
+#     seed=13).map(lambda c, d: d).take(400).batch(100): the estimate goes on with the input
+pipeline p = range(10) | repeat() | map(r => { v: (r.value * 7919) % 1000, w: r.value })
+  | rejection_resample(class_fn = r => r.v % 2, target_dist = [0.8, 0.2], seed = 13) | take(400) | batch(100)
+""", run_tf(resample_tf(resample_input(10, repeat=True), 2, [0.8, 0.2], None, 13).take(400).batch(100)),
+               "rejection_resample of an infinite input, 400 elements")
+    ds = resample_tf(resample_input(40), 3, [0.5, 0.5], None, 2)
+    write_case("rejection_resample_class_out_of_range", """
+# tf.data.Dataset.range(40).map(...).rejection_resample(lambda d: d["v"] % 3, [0.5, 0.5], seed=2): class 2
+# names no chance of target_dist (tf.data's gather of the acceptance fails)
+pipeline p = range(40) | map(r => { v: (r.value * 7919) % 1000, w: r.value })
+  | rejection_resample(class_fn = r => r.v % 3, target_dist = [0.5, 0.5], seed = 2)
+""", None, "a class outside [0, number of classes)",
+               options={"expect_error": 1, "tf_error": re.sub(r"^.*(?=indices = )", "", expect_tf_error(ds))})
+
+
 def windowed(ds, size, shift=None, stride=1, drop=False):
     """tf.data's window(...) with each window batched, as pipec's window yields it."""
     return ds.window(size, shift, stride, drop).flat_map(lambda w: tf.data.Dataset.zip(w).batch(size))
