@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/builtin_rules.h"
+#include "runtime/ops/string_text.h"
 
 namespace pipec {
 
@@ -23,6 +24,19 @@ std::optional<Type> strings_arg(CallContext& ctx) {
     return std::nullopt;
   }
   return t;
+}
+
+// The first string of a constant (a string or a nested list of them) that is no number of `dt`, and
+// why: known at compile time, so reported there rather than on every element at run time.
+std::optional<std::string> constant_not_a_number(const Value& v, DType dt) {
+  if (v.kind == Value::List) {
+    for (const Value& item : v.items)
+      if (auto why = constant_not_a_number(item, dt)) return why;
+    return std::nullopt;
+  }
+  if (v.kind != Value::String) return std::nullopt;
+  alignas(8) unsigned char scratch[8];
+  return parse_number(v.s, dt, scratch);
 }
 
 }  // namespace
@@ -68,6 +82,11 @@ void register_string_builtins(std::vector<Builtin>& out) {
                        }
                        dt = *word;
                      }
+                     if (const auto& value = ctx.arg("s").value)
+                       if (auto why = constant_not_a_number(*value, dt)) {
+                         ctx.error(DiagKind::invalid_argument_value, ctx.arg("s").range, "to_number: " + *why);
+                         return Type::error();
+                       }
                      return Type::tensor(dt, t->shape);
                    }));
 }

@@ -1,12 +1,8 @@
 // Byte-string kernels with tf.strings' semantics (TensorFlow 2.21; the strings_* conformance fixtures
 // pin them): strip, split and to_number. They are PerRow: the interpreter calls them once per element
 // with that element's tensor (split's result has a length that depends on the data).
-//
-// "Whitespace" is ASCII's six characters (space, \t, \n, \v, \f, \r), as in TensorFlow; bytes >= 0x80
-// (a UTF-8 no-break space) are never whitespace.
-#include <cerrno>
-#include <cstdlib>
-#include <limits>
+// Whitespace and numbers are read as runtime/ops/string_text.h says.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,19 +11,11 @@
 #include <fmt/ranges.h>
 
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/string_text.h"
 
 namespace pipec {
 
 namespace {
-
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_ascii_space(s[b])) ++b;
-  while (e > b && is_ascii_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
 
 const Tensor& bytes_operand(const KernelArgs& a, const char* op) {
   const Tensor& x = a.in.at(0);
@@ -54,7 +42,7 @@ Tensor strip_kernel(const KernelArgs& a) {
   const Tensor& x = bytes_operand(a, "strip");
   std::vector<std::string_view> out;
   out.reserve(static_cast<size_t>(x.num_elements()));
-  for (int64_t i = 0; i < x.num_elements(); ++i) out.push_back(trim(x.str(i)));
+  for (int64_t i = 0; i < x.num_elements(); ++i) out.push_back(trim_ascii_space(x.str(i)));
   return bytes_tensor(out, x.shape());
 }
 
@@ -87,24 +75,6 @@ Tensor split_kernel(const KernelArgs& a) {
   return bytes_tensor(pieces, {n});
 }
 
-// The string as an error message shows it: quoted, escaped, cut after 64 bytes.
-std::string quoted(std::string_view s) {
-  constexpr size_t kShown = 64;
-  std::string q = "\"";
-  for (size_t i = 0; i < s.size() && i < kShown; ++i) {
-    const auto ch = static_cast<unsigned char>(s[i]);
-    if (ch == '"' || ch == '\\') q += std::string("\\") + static_cast<char>(ch);
-    else if (ch == '\n') q += "\\n";
-    else if (ch == '\t') q += "\\t";
-    else if (ch == '\r') q += "\\r";
-    else if (ch < 0x20 || ch >= 0x7f) q += fmt::format("\\x{:02x}", ch);
-    else q += static_cast<char>(ch);
-  }
-  q += "\"";
-  if (s.size() > kShown) q += fmt::format(" (the first {} of {} bytes)", kShown, s.size());
-  return q;
-}
-
 // "string [1, 0] " for an element of a tensor, "" for the one string of a scalar.
 std::string position(const Shape& shape, int64_t k) {
   if (shape.empty()) return "";
@@ -116,68 +86,16 @@ std::string position(const Shape& shape, int64_t k) {
   return fmt::format("string [{}] ", fmt::join(idx, ", "));
 }
 
-// An integer as TensorFlow reads one: whitespace around it, an optional sign, decimal digits only;
-// a value outside T's range is an error ("2147483648" as i32), never a wrapped one.
-template <class T>
-bool parse_int(std::string_view s, T& out, bool& too_big) {
-  s = trim(s);
-  bool negative = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
-    negative = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  if (s.empty()) return false;
-  // Accumulated as a negative number: T's minimum has no positive counterpart.
-  const int64_t lowest = negative ? static_cast<int64_t>(std::numeric_limits<T>::min())
-                                  : -static_cast<int64_t>(std::numeric_limits<T>::max());
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') {
-      too_big = false;  // not a number at all
-      return false;
-    }
-    const int d = c - '0';
-    if (v < (lowest + d) / 10) too_big = true;
-    if (!too_big) v = v * 10 - d;
-  }
-  if (too_big) return false;
-  out = static_cast<T>(negative ? v : -v);
-  return true;
-}
-
-// A float as TensorFlow reads one: whitespace around it, then all of what strtod/strtof accept
-// (decimal with exponents, hexadecimal "0x1.8p3", inf, infinity and nan in any case, nan(...)). A
-// value beyond T's range is ±inf and one below its smallest is 0, not an error.
-template <class T>
-bool parse_float(std::string_view s, T& out) {
-  const std::string t(trim(s));  // strtod needs the terminating NUL; an inner NUL fails the length check
-  if (t.empty()) return false;
-  char* end = nullptr;
-  if constexpr (std::is_same_v<T, float>) out = std::strtof(t.c_str(), &end);
-  else out = std::strtod(t.c_str(), &end);
-  return end == t.c_str() + t.size();
-}
-
 // to_number(s, dtype): each string as a number of the result's dtype (tf.strings.to_number).
 Tensor to_number_kernel(const KernelArgs& a) {
   const Tensor& x = bytes_operand(a, "to_number");
   const DType dt = a.out_dtype();
   Tensor out = Tensor::empty(dt, x.shape());
-  for (int64_t k = 0; k < x.num_elements(); ++k) {
-    const std::string_view s = x.str(k);
-    bool ok = false, too_big = false;
-    switch (dt) {
-      case DType::F32: ok = parse_float(s, out.data<float>()[k]); break;
-      case DType::F64: ok = parse_float(s, out.data<double>()[k]); break;
-      case DType::I32: ok = parse_int(s, out.data<int32_t>()[k], too_big); break;
-      case DType::I64: ok = parse_int(s, out.data<int64_t>()[k], too_big); break;
-      default: throw OpError(fmt::format("to_number makes f32, f64, i32 or i64, not {}", dtype_name(dt)));
-    }
-    if (ok) continue;
-    if (too_big)
-      throw OpError(fmt::format("{}{} is outside the range of {}", position(x.shape(), k), quoted(s), dtype_name(dt)));
-    throw OpError(fmt::format("{}{} is not a number of type {}", position(x.shape(), k), quoted(s), dtype_name(dt)));
-  }
+  if (dt != DType::F32 && dt != DType::F64 && dt != DType::I32 && dt != DType::I64)
+    throw OpError(fmt::format("to_number makes f32, f64, i32 or i64, not {}", dtype_name(dt)));
+  for (int64_t k = 0; k < x.num_elements(); ++k)
+    if (std::optional<std::string> why = parse_number(x.str(k), dt, out.raw() + k * dtype_size(dt)))
+      throw OpError(position(x.shape(), k) + *why);
   return out;
 }
 
