@@ -710,7 +710,10 @@ class OutputBuilder {
       case OpKind::RandomFlipLeftRight:
       case OpKind::RandomFlipUpDown:
       case OpKind::RgbToGrayscale:
-      case OpKind::DistanceTransform: break;
+      case OpKind::DistanceTransform:
+      case OpKind::Strip:
+      case OpKind::Split:
+      case OpKind::ToNumber: break;
     }
     throw Unsupported{fmt::format("op `{}` is not compiled", op_name(in.op))};
   }

@@ -111,6 +111,19 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
                        format_thousands(snap.packed_slots), format_thousands(snap.elements_out),
                        plan.stages[i].arg("length") ? plan.stages[i].arg("length")->i : 0);
   }
+  // bucket_by_length's batches: their padding, and what padded_batch over the same input would pad.
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageStatsSnapshot snap = ctx.stats[i]->snapshot();
+    if (snap.bucket_slots == 0 || snap.plain_slots == 0) continue;
+    const uint64_t pad = snap.bucket_slots - snap.bucket_tokens, plain_pad = snap.plain_slots - snap.plain_tokens;
+    out << fmt::format(
+        "  padding     #{} {}: {:.1f}% of {} token slots are padding; padded_batch({}) would pad "
+        "{:.1f}% of {}: {} padding slots saved ({:.1f}%)\n",
+        i, stage_name(plan.stages[i].kind), 100.0 * pad / snap.bucket_slots, format_thousands(snap.bucket_slots),
+        snap.plain_batch, 100.0 * plain_pad / snap.plain_slots, format_thousands(snap.plain_slots),
+        plain_pad >= pad ? format_thousands(plain_pad - pad) : "-" + format_thousands(pad - plain_pad),
+        plain_pad ? 100.0 * (static_cast<double>(plain_pad) - static_cast<double>(pad)) / plain_pad : 0.0);
+  }
   out << fmt::format("  {:<4} {:<16} {:>14} {:>10} {:>7}  {}\n", "", "stage", "elements out", "work", "share",
                      "device");
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -166,6 +179,15 @@ nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::
     if (snap.packed_slots > 0)
       stages.back()["packing"] =
           Json{{"tokens", snap.packed_tokens}, {"slots", snap.packed_slots}, {"efficiency", snap.packing_efficiency()}};
+    if (snap.bucket_slots > 0 && snap.plain_slots > 0)
+      stages.back()["padding"] =
+          Json{{"tokens", snap.bucket_tokens},
+               {"slots", snap.bucket_slots},
+               {"padded_batch_size", snap.plain_batch},
+               {"padded_batch_tokens", snap.plain_tokens},
+               {"padded_batch_slots", snap.plain_slots},
+               {"slots_saved", static_cast<int64_t>(snap.plain_slots - snap.plain_tokens) -
+                                   static_cast<int64_t>(snap.bucket_slots - snap.bucket_tokens)}};
   }
   j["stages"] = std::move(stages);
   add_autotune_json(j, run, advice);

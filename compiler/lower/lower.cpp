@@ -20,9 +20,9 @@ namespace pipec {
 namespace {
 
 // Builtin parameters that are compile-time attributes of an instruction rather than tensor operands.
-const std::set<std::string> kStaticParams = {"shape",  "axis",    "depth",    "perm",       "height",
-                                             "width",  "seed",    "method",   "dtype",      "channels",
-                                             "colors", "classes", "fraction", "max_pixels", "quality"};
+const std::set<std::string> kStaticParams = {"shape",    "axis",       "depth",   "perm",     "height", "width",
+                                             "seed",     "method",     "dtype",   "channels", "colors", "classes",
+                                             "fraction", "max_pixels", "quality", "sep"};
 
 // A lowered value: one SSA value, or a record of them (a lambda parameter, a record literal).
 struct LValue {

@@ -38,6 +38,7 @@ const std::vector<Builtin>& all_builtins() {
     std::vector<Builtin> v;
     register_op_builtins(v);
     register_image_builtins(v);
+    register_string_builtins(v);
     register_source_builtins(v);
     register_stage_builtins(v);
     register_layer_builtins(v);

@@ -75,6 +75,7 @@ const std::vector<std::string>& standalone_option_words();
 // Registration, one function per family (each in its own file).
 void register_op_builtins(std::vector<Builtin>& out);
 void register_image_builtins(std::vector<Builtin>& out);
+void register_string_builtins(std::vector<Builtin>& out);
 void register_source_builtins(std::vector<Builtin>& out);
 void register_stage_builtins(std::vector<Builtin>& out);
 void register_layer_builtins(std::vector<Builtin>& out);

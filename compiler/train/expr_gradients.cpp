@@ -457,7 +457,10 @@ Rule rule_of(OpKind op) {
     case OpKind::Normalize:
     case OpKind::RgbToGrayscale:
     case OpKind::DistanceTransform:
-    case OpKind::OneHotColors: return nullptr;
+    case OpKind::OneHotColors:
+    case OpKind::Strip:
+    case OpKind::Split:
+    case OpKind::ToNumber: return nullptr;
   }
   return nullptr;
 }

@@ -10,10 +10,12 @@
 namespace pipec {
 
 StageStatsSnapshot StageStats::snapshot() const {
-  return {in_.load(std::memory_order_relaxed),          out_.load(std::memory_order_relaxed),
-          busy_ns_.load(std::memory_order_relaxed),     bytes_.load(std::memory_order_relaxed),
-          task_ns_.load(std::memory_order_relaxed),     packed_tokens_.load(std::memory_order_relaxed),
-          packed_slots_.load(std::memory_order_relaxed)};
+  return {in_.load(std::memory_order_relaxed),           out_.load(std::memory_order_relaxed),
+          busy_ns_.load(std::memory_order_relaxed),      bytes_.load(std::memory_order_relaxed),
+          task_ns_.load(std::memory_order_relaxed),      packed_tokens_.load(std::memory_order_relaxed),
+          packed_slots_.load(std::memory_order_relaxed), bucket_tokens_.load(std::memory_order_relaxed),
+          bucket_slots_.load(std::memory_order_relaxed), plain_tokens_.load(std::memory_order_relaxed),
+          plain_slots_.load(std::memory_order_relaxed),  plain_batch_.load(std::memory_order_relaxed)};
 }
 
 StageStats::BusyTimer::~BusyTimer() {

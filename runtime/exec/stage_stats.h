@@ -25,6 +25,14 @@ struct StageStatsSnapshot {
   /// pack: the tokens of the rows it handed out, and their slots (rows x length); 0 for other stages.
   uint64_t packed_tokens = 0;
   uint64_t packed_slots = 0;
+  /// bucket_by_length: the lengths of the elements of its batches (the length function's values) and
+  /// their slots (each batch's rows x its padded length), and the same for padded_batch(batch) over
+  /// its input in arrival order, `batch` the largest of its batch sizes: the padding bucketing saved.
+  uint64_t bucket_tokens = 0;
+  uint64_t bucket_slots = 0;
+  uint64_t plain_tokens = 0;
+  uint64_t plain_slots = 0;
+  int64_t plain_batch = 0;
   /// All of the stage's work, wherever it ran.
   uint64_t work_ns() const { return busy_ns + task_ns; }
   /// pack's packing efficiency: the share of the slots of its rows that hold tokens (0 with no rows).
@@ -49,6 +57,17 @@ class StageStats {
   void add_packed(uint64_t tokens, uint64_t slots) {
     packed_tokens_.fetch_add(tokens, std::memory_order_relaxed);
     packed_slots_.fetch_add(slots, std::memory_order_relaxed);
+  }
+  /// bucket_by_length made a batch of `tokens` in `slots`.
+  void add_bucketed(uint64_t tokens, uint64_t slots) {
+    bucket_tokens_.fetch_add(tokens, std::memory_order_relaxed);
+    bucket_slots_.fetch_add(slots, std::memory_order_relaxed);
+  }
+  /// A plain padded_batch(batch) over the same input would have made a batch of `tokens` in `slots`.
+  void add_plain_padded(uint64_t tokens, uint64_t slots, int64_t batch) {
+    plain_tokens_.fetch_add(tokens, std::memory_order_relaxed);
+    plain_slots_.fetch_add(slots, std::memory_order_relaxed);
+    plain_batch_.store(batch, std::memory_order_relaxed);
   }
   /// The stage's output ended (one pass of it is complete): the first time, its elements so far are
   /// the length of a pass.
@@ -78,7 +97,9 @@ class StageStats {
 
  private:
   std::string name_;
-  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0}, packed_tokens_{0}, packed_slots_{0};
+  std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0}, packed_tokens_{0}, packed_slots_{0},
+      bucket_tokens_{0}, bucket_slots_{0}, plain_tokens_{0}, plain_slots_{0};
+  std::atomic<int64_t> plain_batch_{0};
   std::atomic<int64_t> first_pass_{-1};
 };
 

@@ -88,6 +88,7 @@ void register_bits(KernelTable& t);
 void register_reductions(KernelTable& t);
 void register_random(KernelTable& t);
 void register_image_ops(KernelTable& t);
+void register_string_ops(KernelTable& t);
 
 // ---- attributes --------------------------------------------------------------------------------------
 

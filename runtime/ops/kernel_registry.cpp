@@ -22,6 +22,7 @@ std::array<KernelInfo, kNumOpKinds> build_table() {
   register_reductions(t);
   register_random(t);
   register_image_ops(t);
+  register_string_ops(t);
   std::array<KernelInfo, kNumOpKinds> out{};
   for (OpKind k : all_op_kinds) out[static_cast<size_t>(k)] = KernelInfo{t.get(k), kernel_kind(k), false};
   // The PNG decoder writes its rows where it is told (runtime/image/png_window_decode.h).

@@ -789,6 +789,74 @@ pipeline p = text_lines("data/*.txt"{option})
 """, elements, f"TextLineDataset over {len(files)} files ({name})", raw_files=stored)
 
 
+def text_case(name, text, spec_map, tf_map, description):
+    """A case over one text file data/a.txt: text_lines | map(spec_map) against TextLineDataset.map(tf_map);
+    when TensorFlow fails on the text, the case expects pipec to fail too."""
+    files = {"a.txt": text}
+    spec = f"""
+# tf.data.TextLineDataset(["data/a.txt"]).map(...)
+pipeline p = text_lines("data/*.txt") | map(r => {spec_map})
+"""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "a.txt")
+        with open(path, "wb") as f:
+            f.write(text)
+        ds = tf.data.TextLineDataset([path]).map(tf_map)
+        try:
+            elements = run_tf(ds)
+        except tf.errors.OpError:
+            write_case(f"strings_{name}", spec, None, description,
+                       options={"expect_error": 1,
+                                "tf_error": re.sub(r"^.*?(?=StringToNumberOp)", "", expect_tf_error(ds))},
+                       raw_files=files)
+            return
+    write_case(f"strings_{name}", spec, elements, description, raw_files=files)
+
+
+@case
+def strings():
+    S = tf.strings
+    text_case("strip", b"  a b  \n\tx\t\n\n   \n\x0b\x0cy\r\nz\xc2\xa0\n\x00 q \n",
+              "{ s: strip(r.line) }", lambda x: {"s": S.strip(x)},
+              "tf.strings.strip: spaces, tabs, \\v \\f, empty and blank lines; a NUL and UTF-8's no-break space stay")
+    text_case("split_whitespace", b" 12 7 301 4 \n\t5\t6\n\n   \na\x0bb\x0cc\n1  2   3\nsolo\n",
+              "{ t: split(r.line) }", lambda x: {"t": S.split(x)},
+              "tf.strings.split(sep=None): runs of whitespace, no empty pieces, [] for empty and blank lines")
+    text_case("split_sep", b"a,,b,\n\n,\nx\n1,2,3\n,,\n",
+              "{ t: split(r.line, sep = \",\") }", lambda x: {"t": S.split(x, sep=",")},
+              "tf.strings.split(sep=','): empty pieces kept, [''] for an empty line")
+    text_case("split_several_separators", b" a  b \na<>b<><>c\naaaa\n\n",
+              "{ a: split(r.line, sep = \"<>\"), b: split(r.line, sep = \" \"), c: split(r.line, sep = \"aa\") }",
+              lambda x: {"a": S.split(x, sep="<>"), "b": S.split(x, sep=" "), "c": S.split(x, sep="aa")},
+              "tf.strings.split with a two-byte separator, a space and an overlapping one")
+    floats = (b"1\n -2.5 \n1e3\n-1.5E-2\n0x1.8p1\n0x10\n-0X1A\ninf\n-Infinity\nINF\nnan\nNaN\n1e40\n1e-50\n.5\n"
+              b"+4\n-0\n3.4028235e38\n3.4028236e38\n1e-40\n0.1\n\t7\n1.8e308\n4e-320\n")
+    text_case("to_number_f32", floats, "{ f: to_number(r.line) }", lambda x: {"f": S.to_number(x)},
+              "tf.strings.to_number to float32: signs, exponents, hex, inf/nan in any case, overflow to inf")
+    text_case("to_number_f64", floats, "{ f: to_number(r.line, dtype = f64) }",
+              lambda x: {"f": S.to_number(x, out_type=tf.float64)},
+              "tf.strings.to_number to float64: the same lines")
+    text_case("to_number_i32", b"0\n-7\n +42 \n2147483647\n-2147483648\n007\n\t5\x0b\n-0\n",
+              "{ n: to_number(r.line, i32) }", lambda x: {"n": S.to_number(x, out_type=tf.int32)},
+              "tf.strings.to_number to int32: signs, leading zeros, whitespace around, both ends of the range")
+    text_case("to_number_i64", b"9223372036854775807\n-9223372036854775808\n2147483648\n12\n",
+              "{ n: to_number(r.line, dtype = i64) }", lambda x: {"n": S.to_number(x, out_type=tf.int64)},
+              "tf.strings.to_number to int64: both ends of the range")
+    text_case("tokens_i64", b"12 7 301 4\n  5\t6 \n\n-3 +8 0\n",
+              "{ ids: to_number(split(strip(r.line)), i64) }",
+              lambda x: {"ids": S.to_number(S.split(S.strip(x)), out_type=tf.int64)},
+              "a line of token ids to an int64 vector: strip, split, to_number")
+    text_case("to_number_i32_overflow", b"1\n2147483648\n", "{ n: to_number(r.line, i32) }",
+              lambda x: {"n": S.to_number(x, out_type=tf.int32)}, "2^31 is not an int32: an error")
+    for name, text, dtype, tf_dtype in (("i64_exponent", b"12\n1e3\n", "i64", tf.int64),
+                                        ("i64_hex", b"0x10\n", "i64", tf.int64),
+                                        ("f32_empty", b"1\n\n", "f32", tf.float32),
+                                        ("f64_letters", b"1.5\n1.5x\n", "f64", tf.float64)):
+        text_case(f"to_number_error_{name}", text, f"{{ n: to_number(r.line, {dtype}) }}",
+                  lambda x, t=tf_dtype: {"n": S.to_number(x, out_type=t)}, f"not a {dtype} number: an error")
+
+
 def records_bytes(n, size, seed):
     return bytes((seed * 31 + i * 7) % 256 for i in range(n * size))
 

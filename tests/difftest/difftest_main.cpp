@@ -209,7 +209,12 @@ const std::vector<ExampleSetup> kExamples = {
      3},
     // No make_data.pipe: its data (photos and click maps) is not in the repository.
     {"preprocess", {}, 3},
+    // Its corpora are committed (corpus/); every batch of each pipeline (52 and 9).
+    {"text", {}, std::nullopt},
 };
+
+// Folders an example commits beside its files (sample data small enough to keep), copied with them.
+const char* const kCommittedDataFolders[] = {"corpus"};
 
 // Copies the example's own files (not its data/ or anything else a user made there) into `dir`,
 // shrinks them and makes its data there. Returns why it could not, or "".
@@ -219,6 +224,9 @@ std::string prepare_example(const ExampleSetup& e, const HarnessOptions& o, cons
   for (const auto& entry : fs::directory_iterator(src))
     if (entry.is_regular_file())
       fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+  for (const char* folder : kCommittedDataFolders)
+    if (fs::is_directory(src / folder))
+      fs::copy(src / folder, dir / folder, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   for (const Shrink& s : e.shrink) {
     std::string text = read_all(dir / s.file);
     std::regex line(fmt::format(R"(const {} = [0-9_]+)", s.name));

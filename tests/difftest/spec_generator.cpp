@@ -170,19 +170,31 @@ class SpecBuilder {
       }
       case 7: {
         // Text files of lines ended by "\n" or "\r\n", empty ones among them, the last perhaps without
-        // its end; maybe compressed. The map makes the lines numbers the expressions can use.
+        // its end; maybe compressed. The lines are letters, or token ids between spaces and tabs; the
+        // map makes them numbers the expressions can use, through the string ops for token lines.
         const std::string compression = rng_.pick(std::vector<std::string>{"none", "none", "gzip", "zlib"});
+        const bool tokens = rng_.chance(0.5);
         for (int64_t f = rng_.range(1, 3); f > 0; --f) {
           std::string text;
           for (int64_t line = rng_.range(0, 12); line > 0; --line) {
-            for (int64_t k = rng_.range(0, 9); k > 0; --k) text.push_back(static_cast<char>('a' + rng_.range(0, 25)));
+            if (tokens) text += token_line();
+            else
+              for (int64_t k = rng_.range(0, 9); k > 0; --k) text.push_back(static_cast<char>('a' + rng_.range(0, 25)));
             if (line > 1 || rng_.chance(0.7)) text += rng_.chance(0.3) ? "\r\n" : "\n";
           }
           c_.raw_files.emplace_back(fmt::format("data/t{}.txt", f), compress(text, compression));
         }
         fields_.push_back({"n", {DType::I64, {}}});
-        return fmt::format("text_lines(\"data/*.txt\"{}) | map(r => {{ n: size(r.line) }})",
-                           compression == "none" ? "" : ", compression = " + compression);
+        // Token lines: their bytes without the whitespace around them, their tokens' bytes, how many
+        // tokens, their sum (as i64 or through f64).
+        const std::string n =
+            !tokens ? "size(r.line)"
+                    : rng_.pick(std::vector<std::string>{
+                          "size(strip(r.line))", "size(split(r.line))", "size(split(strip(r.line), sep = \" \"))",
+                          "size(to_number(split(r.line), i64))", "sum(to_number(split(r.line), i64))",
+                          "i64(sum(to_number(split(r.line), dtype = f64)))"});
+        return fmt::format("text_lines(\"data/*.txt\"{}) | map(r => {{ n: {} }})",
+                           compression == "none" ? "" : ", compression = " + compression, n);
       }
       case 8: {
         // Binary files of a header, whole records of random bytes and a footer.
@@ -201,6 +213,19 @@ class SpecBuilder {
       }
       default: decls_ += "source records = " + tfrecord_source() + "\n"; return "records";
     }
+  }
+
+  // A line of 0 to 6 token ids (0 to 999, some with a sign) between runs of spaces and tabs, which may
+  // also lead and trail: what split and to_number read.
+  std::string token_line() {
+    auto space = [&] { return std::string(static_cast<size_t>(rng_.range(1, 2)), rng_.chance(0.8) ? ' ' : '\t'); };
+    std::string line = rng_.chance(0.2) ? space() : "";
+    for (int64_t k = rng_.range(0, 6), i = 0; i < k; ++i) {
+      if (i) line += space();
+      line += (rng_.chance(0.1) ? "-" : rng_.chance(0.05) ? "+" : "") + std::to_string(rng_.range(0, 999));
+    }
+    if (rng_.chance(0.2)) line += space();
+    return line;
   }
 
   // `data` as the named compression makes it ("none": as it is).

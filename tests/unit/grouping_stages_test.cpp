@@ -4,6 +4,9 @@
 // included, is pinned by the conformance fixtures bucket_by_length_* and group_by_window_*.)
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/cli_util.h"
 #include "tests/unit/stage_run_util.h"
 
 namespace pipec {
@@ -58,6 +61,44 @@ TEST(BucketByLength, PadToBucketBoundaryFailsForTheLastBucketAfterTheBatchesBefo
   }
   // The first bucket's batches come out; 4 and 5, in the last bucket, fail when it is padded at the end.
   EXPECT_EQ(got, (Elements{"value=[0,1]", "value=[2,3]"}));
+}
+
+TEST(BucketByLength, TheRunSummaryGivesThePaddingSavedAgainstPaddedBatch) {
+  testing::ScratchDir d;
+  // Lengths 1, 7, 2, 7, 1, 5 in buckets below 4 and from 4, three a batch: [1, 2, 1] pads to 2 (4 tokens
+  // in 6 slots), [7, 7, 5] to 7 (19 in 21): 4 padding slots of 27. padded_batch(3) over the same order
+  // makes [1, 7, 2] and [7, 1, 5], both padded to 7: 23 tokens in 42 slots, 19 of them padding.
+  testing::write_file(d / "p.pipe",
+                      "pipeline p = range(6) | map(r => { t: [0, 1, 2, 3, 4, 5, 6][0:[1, 7, 2, 7, 1, 5][r.value]] }) "
+                      "| bucket_by_length(length = r => size(r.t), boundaries = [4], batch_sizes = [3, 3])\n");
+  auto r = testing::run_pipec({"run", (d / "p.pipe").string(), "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("padding     #2 bucket_by_length: 14.8% of 27 token slots are padding; padded_batch(3) would "
+                       "pad 45.2% of 42: 15 padding slots saved (78.9%)"),
+            std::string::npos)
+      << r.err;
+  const auto json = nlohmann::json::parse(testing::read_all(d / "s.json"));
+  const auto& bucket = json.at("stages").at(2);
+  ASSERT_EQ(bucket.at("op"), "bucket_by_length");
+  EXPECT_EQ(bucket.at("padding").at("tokens"), 23);
+  EXPECT_EQ(bucket.at("padding").at("slots"), 27);
+  EXPECT_EQ(bucket.at("padding").at("padded_batch_size"), 3);
+  EXPECT_EQ(bucket.at("padding").at("padded_batch_tokens"), 23);
+  EXPECT_EQ(bucket.at("padding").at("padded_batch_slots"), 42);
+  EXPECT_EQ(bucket.at("padding").at("slots_saved"), 15);
+  EXPECT_FALSE(json.at("stages").at(1).contains("padding"));
+  // pad_to_bucket_boundary pads every batch of the first bucket to 3: [1, 2, 1] takes 9 slots.
+  testing::write_file(d / "q.pipe",
+                      "pipeline p = range(4) | map(r => { t: [0, 1, 2, 3, 4, 5, 6][0:[1, 2, 1, 3][r.value]] }) "
+                      "| bucket_by_length(length = r => size(r.t), boundaries = [4], batch_sizes = [2, 2], "
+                      "pad_to_bucket_boundary = true)\n");
+  r = testing::run_pipec({"run", (d / "q.pipe").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Batches [1, 2] and [1, 3], each 2 x 3 slots: 7 tokens in 12; padded_batch(2): 2 x 2 + 2 x 3 = 10.
+  EXPECT_NE(r.err.find("padding     #2 bucket_by_length: 41.7% of 12 token slots are padding; padded_batch(2) would "
+                       "pad 30.0% of 10: -2 padding slots saved (-66.7%)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(GroupByWindow, ReducesFullWindowsAtOnceAndTheRestByIncreasingKey) {

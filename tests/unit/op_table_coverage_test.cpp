@@ -229,6 +229,9 @@ Sample sample_of(OpKind op) {
       image(DType::U8, {4, 4, 3}, DType::F32, {4, 4, 2}, {{"colors", colors}});
       break;
     }
+    case OpKind::Strip: image(DType::Bytes, {3}, DType::Bytes, {3}); break;
+    case OpKind::Split: image(DType::Bytes, {}, DType::Bytes, {kUnknownDim}, {{"sep", Value::make_string(",")}}); break;
+    case OpKind::ToNumber: image(DType::Bytes, {3}, DType::I64, {3}); break;
   }
   return s;
 }

@@ -52,7 +52,7 @@ syn keyword pipeOp reduce_max reduce_min argmax random_uniform random_normal ran
 syn keyword pipeOp read_file decode_jpeg decode_png decode_image encode_png encode_jpeg random_crop crop_or_pad resize
 syn keyword pipeOp flip_left_right flip_up_down random_flip_left_right random_flip_up_down
 syn keyword pipeOp central_crop convert_image_dtype normalize rgb_to_grayscale distance_transform
-syn keyword pipeOp one_hot_colors
+syn keyword pipeOp one_hot_colors strip split to_number
 
 " Model layers
 syn keyword pipeLayer conv2d conv2d_transpose max_pool2d avg_pool2d upsample2d global_avg_pool

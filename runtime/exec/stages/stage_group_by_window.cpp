@@ -44,6 +44,7 @@ class GroupByWindow : public ChunkIterator {
       for (const Value& v : s.arg("batch_sizes")->items) sizes_.push_back(v.i);
       const Value* to_boundary = s.arg("pad_to_bucket_boundary");
       to_boundary_ = to_boundary && to_boundary->b;
+      plain_batch_ = *std::max_element(sizes_.begin(), sizes_.end());
     } else {
       padded_ = s.arg("reduce")->s == "padded_batch";
       window_ = s.arg("window_size")->i;
@@ -71,13 +72,18 @@ class GroupByWindow : public ChunkIterator {
     input_->restore(r);
     input_done_ = r.read_u32() != 0;
     groups_.clear();
+    lengths_.clear();
     ready_.clear();
     held_ = 0;
     const uint64_t n = r.read_u64();
     for (uint64_t k = 0; k < n; ++k) {
-      std::vector<Chunk>& rows = groups_[r.read_i64()];
+      const int64_t key = r.read_i64();
+      std::vector<Chunk>& rows = groups_[key];
       const uint64_t m = r.read_u64();
       for (uint64_t j = 0; j < m; ++j) rows.push_back(restore_chunk(r));
+      // The checkpoint holds no lengths (they only feed the padding figures): batches with these rows
+      // are left out of them.
+      lengths_[key].assign(m, -1);
       held_ += static_cast<int64_t>(m);
     }
     const uint64_t ready = r.read_u64();
@@ -107,6 +113,7 @@ class GroupByWindow : public ChunkIterator {
           continue;
         }
         input_done_ = true;
+        if (buckets_ && plain_rows_ > 0 && !drop_) count_plain_batch();
       }
       if (groups_.empty()) return false;
       reduce(groups_.begin());
@@ -136,6 +143,13 @@ class GroupByWindow : public ChunkIterator {
       const int64_t key = buckets_ ? bucket_of(values.data<int64_t>()[r]) : values.data<int64_t>()[r];
       std::vector<Chunk>& rows = groups_[key];
       rows.push_back(slice_rows(in, r, r + 1));
+      if (buckets_) {
+        const int64_t length = std::max<int64_t>(values.data<int64_t>()[r], 0);
+        lengths_[key].push_back(length);
+        plain_tokens_ += length;
+        plain_longest_ = std::max(plain_longest_, length);
+        if (++plain_rows_ == plain_batch_) count_plain_batch();
+      }
       held_ += 1;
       if (static_cast<int64_t>(rows.size()) == window_of(key)) reduce(groups_.find(key));
     }
@@ -174,6 +188,11 @@ class GroupByWindow : public ChunkIterator {
                                            boundaries_.back()));
     std::vector<Chunk> rows = std::move(group->second);
     groups_.erase(group);
+    std::vector<int64_t> lengths;
+    if (auto l = lengths_.find(key); l != lengths_.end()) {
+      lengths = std::move(l->second);
+      lengths_.erase(l);
+    }
     held_ -= static_cast<int64_t>(rows.size());
     const int64_t n = static_cast<int64_t>(rows.size());
     const int64_t size = buckets_ ? sizes_.at(static_cast<size_t>(key)) : reduce_size_;
@@ -190,7 +209,32 @@ class GroupByWindow : public ChunkIterator {
       }
       batch.epoch = part.front().epoch;  // a batch belongs to the epoch of its first element
       ready_.push_back(std::move(batch));
+      if (buckets_) count_bucket_batch(lengths, begin, end, key);
     }
+  }
+
+  // The padding figures of a batch of bucket `key` (rows [begin, end) of its window): its lengths and
+  // its slots, each row as long as the batch's longest, or the boundary's with pad_to_bucket_boundary.
+  void count_bucket_batch(const std::vector<int64_t>& lengths, int64_t begin, int64_t end, int64_t key) {
+    if (static_cast<int64_t>(lengths.size()) < end) return;
+    uint64_t tokens = 0;
+    int64_t longest = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t l = lengths[static_cast<size_t>(i)];
+      if (l < 0) return;  // restored from a checkpoint: unknown
+      tokens += static_cast<uint64_t>(l);
+      longest = std::max(longest, l);
+    }
+    if (to_boundary_) longest = boundaries_.at(static_cast<size_t>(key)) - 1;
+    ctx_.stats.at(static_cast<size_t>(stage_))->add_bucketed(tokens, static_cast<uint64_t>((end - begin) * longest));
+  }
+
+  // What padded_batch(plain_batch_) would have made of the input so far: one more batch.
+  void count_plain_batch() {
+    ctx_.stats.at(static_cast<size_t>(stage_))
+        ->add_plain_padded(plain_tokens_, static_cast<uint64_t>(plain_rows_ * plain_longest_), plain_batch_);
+    plain_rows_ = plain_longest_ = 0;
+    plain_tokens_ = 0;
   }
 
   // pad_to_bucket_boundary: every dimension the element's type leaves unknown is padded to the
@@ -217,9 +261,13 @@ class GroupByWindow : public ChunkIterator {
   std::vector<int64_t> boundaries_, sizes_;  // bucket_by_length's
   int64_t window_ = 1, reduce_size_ = 1;     // group_by_window's
   std::vector<std::string> in_fields_;
-  std::map<int64_t, std::vector<Chunk>> groups_;  // each key's elements, one row each, in input order
-  int64_t held_ = 0;                              // rows in groups_
-  std::deque<Chunk> ready_;                       // batches reduced, not yet handed out
+  std::map<int64_t, std::vector<Chunk>> groups_;     // each key's elements, one row each, in input order
+  std::map<int64_t, std::vector<int64_t>> lengths_;  // bucket_by_length: their lengths (-1: restored)
+  // padded_batch(plain_batch_) over the input, for the padding figures: the batch being filled.
+  int64_t plain_batch_ = 1, plain_rows_ = 0, plain_longest_ = 0;
+  uint64_t plain_tokens_ = 0;
+  int64_t held_ = 0;         // rows in groups_
+  std::deque<Chunk> ready_;  // batches reduced, not yet handed out
   bool input_done_ = false;
 };
 
