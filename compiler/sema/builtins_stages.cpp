@@ -599,6 +599,8 @@ Type rule_interleave(CallContext& ctx) {
   const ElementInfo* in = ctx.dataset("input");
   deterministic_note(ctx);
   if (ctx.has("fn")) {
+    const BoundArg& fn = ctx.arg("fn");
+    if (!fn.expr || fn.expr->kind != ExprKind::Lambda) return in ? dataset_function(ctx, *in) : Type::error();
     // The cycle decides the order: a number, never the machine's thread count (what `auto` means for files).
     std::optional<int64_t> cycle;
     if (!ctx.has("cycle_length") || !ctx.arg("cycle_length").option.empty()) {
@@ -622,8 +624,8 @@ Type rule_interleave(CallContext& ctx) {
   if (!in->tfrecord_source) {
     auto& diag = ctx.error(DiagKind::interleave_input, ctx.range, "interleave must come right after a tfrecord source");
     diag.help =
-        "interleave the source's files first, e.g. `src | interleave(cycle_length = 4) | map(...)`, or give it a "
-        "function that makes a dataset of each element: `interleave(f => text_lines(f.path), cycle_length = 4)`";
+        "interleave the source's files first (`src | interleave(cycle_length = 4) | map(...)`), or give it a "
+        "function: `interleave(f => text_lines(f.path), cycle_length = 4)`";
     return Type::error();
   }
   return dataset_of(*in);
