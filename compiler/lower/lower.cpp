@@ -719,7 +719,7 @@ class PlanLowering {
  private:
   const Program& program_;
   Plan& plan_;
-  std::string element_param_;                // lowering a flat_map's pipeline: its element's name
+  std::string element_param_;               // lowering a flat_map's pipeline: its element's name
   std::vector<Value>* bindings_ = nullptr;  // and the stage's `bind` list
 };
 

@@ -559,8 +559,8 @@ Type dataset_function(CallContext& ctx, const ElementInfo& in) {
   const Expr& at = *ctx.arg("fn").expr->as<LambdaExpr>()->body;
   if (body.kind != TypeKind::Dataset) {
     auto& diag = ctx.error(DiagKind::dataset_function_expected, at.range,
-                           fmt::format("{}'s function must give a dataset for each element, not {}",
-                                       ctx.builtin.name, type_to_string(body)));
+                           fmt::format("{}'s function must give a dataset for each element, not {}", ctx.builtin.name,
+                                       type_to_string(body)));
     diag.help = "start the body with a source that reads the element's fields, e.g. `r => text_lines(r.path)`";
     return Type::error();
   }
@@ -580,9 +580,9 @@ void deterministic_note(CallContext& ctx) {
   if (!ctx.has("deterministic")) return;
   auto d = ctx.const_bool("deterministic");
   if (d && !*d)
-    ctx.diags().report(DiagKind::ignored_nondeterminism, ctx.arg("deterministic").range,
-                       fmt::format("{}'s order never depends on timing: deterministic = false changes nothing",
-                                   ctx.builtin.name));
+    ctx.diags().report(
+        DiagKind::ignored_nondeterminism, ctx.arg("deterministic").range,
+        fmt::format("{}'s order never depends on timing: deterministic = false changes nothing", ctx.builtin.name));
 }
 
 // flat_map(fn): tf.data's flat_map: every element of fn(element 0)'s dataset, then of fn(element 1)'s, ...

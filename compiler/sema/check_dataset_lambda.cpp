@@ -33,8 +33,7 @@ bool per_element_param(const std::string& source, const std::string& param) {
 Type Checker::check_dataset_lambda(LambdaExpr& lambda, const Type& element) {
   if (lambda.params.size() != 1) {
     diags().report(DiagKind::type_mismatch, lambda.range,
-                   fmt::format("this function takes {} parameters, but it is given one element",
-                               lambda.params.size()));
+                   fmt::format("this function takes {} parameters, but it is given one element", lambda.params.size()));
     return Type::error();
   }
   ElementArgs reads;

@@ -134,9 +134,9 @@ class Checker {
   struct ElementArgs {
     size_t scope = 0;
     std::string param;
-    std::set<const Expr*> args;           // `r.path`
-    std::set<const NameExpr*> names;      // its `r`
-    ElementArgs* outer = nullptr;         // the dataset function this one is inside, if any
+    std::set<const Expr*> args;       // `r.path`
+    std::set<const NameExpr*> names;  // its `r`
+    ElementArgs* outer = nullptr;     // the dataset function this one is inside, if any
   };
   ElementArgs* element_args_ = nullptr;
   /// Whether name `e` is the parameter of the dataset function being checked, read where the body may

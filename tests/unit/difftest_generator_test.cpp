@@ -66,7 +66,8 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
     const bool gw = c.spec.find("group_by_window(") != std::string::npos;
     const bool pk = c.spec.find("| pack(") != std::string::npos;
     const bool rr = c.spec.find("rejection_resample(") != std::string::npos;
-    const bool fm = c.spec.find("flat_map(r =>") != std::string::npos || c.spec.find("interleave(r =>") != std::string::npos;
+    const bool fm =
+        c.spec.find("flat_map(r =>") != std::string::npos || c.spec.find("interleave(r =>") != std::string::npos;
     if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw && !pk && !rr && !fm) continue;
     resamples += rr;
     flat_maps += fm;

@@ -20,8 +20,8 @@ Elements run(const std::string& pipeline, int64_t chunk_rows = 3, int threads = 
 TEST(FlatMap, YieldsEveryElementOfEachElementsDatasetInTurn) {
   // tf.data.Dataset.range(5).flat_map(lambda v: Dataset.range(v)): the first dataset is empty.
   EXPECT_EQ(run("range(5) | flat_map(r => range(r.value))"),
-            (Elements{"value=0", "value=0", "value=1", "value=0", "value=1", "value=2", "value=0", "value=1",
-                      "value=2", "value=3"}));
+            (Elements{"value=0", "value=0", "value=1", "value=0", "value=1", "value=2", "value=0", "value=1", "value=2",
+                      "value=3"}));
   // Stages in the inner pipeline run per element: Dataset.range(1, 5).flat_map(lambda v: range(v).batch(2)).
   EXPECT_EQ(run("range(1, 5) | flat_map(r => range(r.value) | batch(2))"),
             (Elements{"value=[0]", "value=[0,1]", "value=[0,1]", "value=[2]", "value=[0,1]", "value=[2,3]"}));
@@ -46,8 +46,8 @@ TEST(Interleave, TakesBlocksFromCycleLengthOpenDatasets) {
   // Dataset.range(1, 5).interleave(lambda v: range(10 v, 10 v + v), cycle_length=2, block_length=2)
   EXPECT_EQ(run("range(1, 5) | map(r => { lo: r.value * 10, hi: r.value * 11 }) | "
                 "interleave(r => range(r.lo, r.hi), cycle_length = 2, block_length = 2)"),
-            (Elements{"value=10", "value=20", "value=21", "value=30", "value=31", "value=32", "value=40",
-                      "value=41", "value=42", "value=43"}));
+            (Elements{"value=10", "value=20", "value=21", "value=30", "value=31", "value=32", "value=40", "value=41",
+                      "value=42", "value=43"}));
   // A cycle longer than the input: Dataset.range(3).interleave(lambda v: range(10 v, 10 v + 2), cycle_length=5)
   EXPECT_EQ(run("range(3) | map(r => { lo: r.value * 10, hi: r.value * 10 + 2 }) | "
                 "interleave(r => range(r.lo, r.hi), cycle_length = 5)"),

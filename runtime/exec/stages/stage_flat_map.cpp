@@ -135,8 +135,8 @@ class FlatMap : public ChunkIterator {
         if (!builder) builder = std::make_unique<ChunkBuilder>(slot->pending, ctx_.chunk_rows);
         // Pipelines whose elements are laid out differently (a field ragged in one) go in chunks of their own.
         if (!builder->compatible(slot->pending)) break;
-        const int64_t n = std::min({block_ - block_index_, slot->pending.rows - slot->offset,
-                                    builder->capacity() - builder->rows()});
+        const int64_t n =
+            std::min({block_ - block_index_, slot->pending.rows - slot->offset, builder->capacity() - builder->rows()});
         builder->add_rows(slot->pending, slot->offset, slot->offset + n);
         slot->offset += n;
         block_index_ += n;
