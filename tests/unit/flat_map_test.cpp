@@ -4,6 +4,7 @@
 // the plan's inner pipeline through serialization and the verifier, and the run-time errors.
 #include <gtest/gtest.h>
 
+#include "runtime/exec/footprint.h"
 #include "runtime/plan/plan_serialize.h"
 #include "tests/unit/stage_run_util.h"
 
@@ -102,6 +103,19 @@ TEST(FlatMap, TheInnerPipelineSurvivesSerializationAndIsVerified) {
   const std::vector<std::string> errs = verify_plan(plan);
   ASSERT_FALSE(errs.empty());
   EXPECT_NE(errs[0].find("its element is not its inner pipeline's"), std::string::npos) << errs[0];
+}
+
+// The plan cannot tell how many elements it yields (the footprint's pass length), and its chunks are
+// filled from its inner pipelines however few rows the input's chunks hold.
+TEST(FlatMap, ItsLengthIsUnknownAndItsChunksAreFull) {
+  Plan plan = optimized("range(5) | batch(2) | flat_map(r => range(7))");
+  int at = -1;
+  for (size_t i = 0; i < plan.stages.size(); ++i)
+    if (plan.stages[i].kind == StageKind::FlatMap) at = static_cast<int>(i);
+  ASSERT_GE(at, 0);
+  EXPECT_EQ(pass_length(plan, 0, {}), 5);
+  EXPECT_FALSE(pass_length(plan, at, {}).has_value());
+  EXPECT_EQ(rows_per_chunk(plan, at, 64), 64);
 }
 
 TEST(FlatMap, ARangeStepOfZeroFromAnElementIsAnErrorNamingTheStage) {
