@@ -97,6 +97,7 @@ class FlatMap : public ChunkIterator {
       throw r.error("flat_map: position in the cycle out of range");
     pending_ = restore_chunk(r);
     offset_ = 0;
+    largest_pulled_ = std::max(largest_pulled_, pending_.rows);  // the rest of one input chunk
     input_->restore(r);
     for (auto& slot : slots_) {
       slot.reset();
@@ -108,6 +109,7 @@ class FlatMap : public ChunkIterator {
         args.push_back(r.read_u32() != 0 ? Value::make_string(r.read_string()) : Value::make_int(r.read_i64()));
       slot = open(std::move(args));
       slot->pending = restore_chunk(r);
+      largest_pulled_ = std::max(largest_pulled_, slot->pending.rows);  // the rest of one chunk of its pipeline
       slot->it->restore(r);
     }
   }
