@@ -48,9 +48,13 @@ Type Checker::check_dataset_lambda(LambdaExpr& lambda, const Type& element) {
       std::string param = a.name;
       if (param.empty() && b && next < b->params.size()) param = b->params[next++].name;
       Expr* x = a.value.get();
-      if (!b || !per_element_param(b->name, param) || x->kind != ExprKind::Member) continue;
+      if (!b || x->kind != ExprKind::Member) continue;
       Expr* base = x->as<MemberExpr>()->base.get();
       if (base->kind != ExprKind::Name || base->as<NameExpr>()->name != reads.param) continue;
+      if (!per_element_param(b->name, param)) {
+        reads.constant_args[base->as<NameExpr>()] = fmt::format("`{}` of {}", param, b->name);
+        continue;
+      }
       reads.args.insert(x);
       reads.names.insert(base->as<NameExpr>());
     }
@@ -88,6 +92,13 @@ bool Checker::misplaced_element_read(const NameExpr& e) {
   while (owner && !(owner->scope == found && owner->param == e.name)) owner = owner->outer;
   // Only the innermost function's head source takes its element's fields.
   if (!owner || (owner == element_args_ && owner->names.count(&e))) return false;
+  if (auto it = owner->constant_args.find(&e); owner == element_args_ && it != owner->constant_args.end()) {
+    auto& diag = diags().report(
+        DiagKind::element_read, e.range,
+        fmt::format("{} must be a constant: it cannot take a field of the element `{}`", it->second, e.name));
+    diag.help = "the files or pattern of a file source and the bounds of range take fields of the element";
+    return true;
+  }
   auto& diag = diags().report(
       DiagKind::element_read, e.range,
       fmt::format("the element `{}` can be read only as an argument of the source the function starts with", e.name));

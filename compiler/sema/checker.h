@@ -136,7 +136,10 @@ class Checker {
     std::string param;
     std::set<const Expr*> args;       // `r.path`
     std::set<const NameExpr*> names;  // its `r`
-    ElementArgs* outer = nullptr;     // the dataset function this one is inside, if any
+    /// `r` of `r.n` given to an argument of the head source that must be a constant: "`record_bytes` of
+    /// fixed_length_records", for the message.
+    std::map<const NameExpr*, std::string> constant_args;
+    ElementArgs* outer = nullptr;  // the dataset function this one is inside, if any
   };
   ElementArgs* element_args_ = nullptr;
   /// Whether name `e` is the parameter of the dataset function being checked, read where the body may
