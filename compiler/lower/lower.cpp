@@ -555,7 +555,14 @@ class PlanLowering {
         }
       }
     }
+    // flat_map(fn), interleave(fn, ...): a pipeline per element; explain and the runtime call both flat_map.
+    for (auto& [name, x] : bound)
+      if ((s.kind == StageKind::FlatMap || s.kind == StageKind::Interleave) && name == "fn") {
+        s.kind = StageKind::FlatMap;
+        inner_pipeline(*x->as<LambdaExpr>(), s);
+      }
     for (auto& [name, x] : bound) {
+      if (s.kind == StageKind::FlatMap && name == "fn") continue;
       if (s.kind == StageKind::GroupByWindow && name == "reduce") {
         reduce_args(*x->as<LambdaExpr>(), s);
         continue;
@@ -577,6 +584,9 @@ class PlanLowering {
       if (stage_has(s.kind, StageFlag::MultiInput) && (x->type.kind == TypeKind::Dataset || dataset_list(*b, name)))
         continue;  // zip, concatenate, choose_from: their datasets are their inputs (below, in parameter order)
       if (x->constant) s.args.push_back({name, *x->constant});
+      else if (const std::string field = element_field(*x); !field.empty())
+        bindings_->push_back(Value::make_list({Value::make_int(static_cast<int64_t>(plan_.stages.size())),
+                                               Value::make_symbol(name), Value::make_symbol(field)}));
       else if (x->kind == ExprKind::Record && s.kind == StageKind::Scan)
         s.args.push_back({name, initial_state(*x->as<RecordExpr>())});
       else if (x->kind == ExprKind::Call && b->kind == BuiltinKind::Sink)
@@ -605,6 +615,32 @@ class PlanLowering {
     }
     plan_.stages.push_back(std::move(s));
     return static_cast<int>(plan_.stages.size()) - 1;
+  }
+
+  // flat_map's `r => text_lines(r.path) | take(3)` becomes a plan of its own (Stage::inner); each
+  // argument of its source that is a field of the element becomes a binding [stage, argument, field]
+  // in the stage's `bind` argument, which the runtime fills from each element.
+  void inner_pipeline(const LambdaExpr& lambda, Stage& s) {
+    auto inner = std::make_shared<Plan>();
+    inner->name = "element";
+    Value bind = Value::make_list();
+    PlanLowering lowering(program_, *inner);
+    lowering.element_param_ = lambda.params.at(0);
+    lowering.bindings_ = &bind.items;
+    lowering.lower(*lambda.body);
+    fuse_file_decodes(*inner);
+    if (!bind.items.empty()) s.args.push_back({"bind", bind});
+    s.inner = inner;
+  }
+
+  // The field `r.path` reads when `x` is that read of the element of the flat_map being lowered; "" otherwise.
+  std::string element_field(const Expr& x) const {
+    if (element_param_.empty() || x.kind != ExprKind::Member) return "";
+    const auto& m = *x.as<MemberExpr>();
+    if (m.base->kind != ExprKind::Name) return "";
+    const auto& n = *m.base->as<NameExpr>();
+    if (n.name != element_param_ || n.target.kind != Binding::LambdaParam) return "";
+    return m.member;
   }
 
   // group_by_window's `reduce = w => w | padded_batch(4, padding_value = -1)` becomes the arguments
@@ -683,6 +719,8 @@ class PlanLowering {
  private:
   const Program& program_;
   Plan& plan_;
+  std::string element_param_;               // lowering a flat_map's pipeline: its element's name
+  std::vector<Value>* bindings_ = nullptr;  // and the stage's `bind` list
 };
 
 }  // namespace

@@ -551,15 +551,81 @@ Type rule_same(CallContext& ctx) {
   return dataset_of(*in);
 }
 
+// The dataset each element becomes under flat_map's or interleave's function `fn`: the output's element,
+// or an error (reported).
+Type dataset_function(CallContext& ctx, const ElementInfo& in) {
+  Type body = ctx.dataset_lambda("fn", element_record(in));
+  if (body.is_error()) return body;
+  const Expr& at = *ctx.arg("fn").expr->as<LambdaExpr>()->body;
+  if (body.kind != TypeKind::Dataset) {
+    auto& diag = ctx.error(DiagKind::dataset_function_expected, at.range,
+                           fmt::format("{}'s function must give a dataset for each element, not {}", ctx.builtin.name,
+                                       type_to_string(body)));
+    diag.help = "start the body with a source that reads the element's fields, e.g. `r => text_lines(r.path)`";
+    return Type::error();
+  }
+  if (body.element->is_sink) {
+    ctx.error(DiagKind::dataset_function_expected, at.range,
+              fmt::format("{}'s function must give a dataset, not end in write(...)", ctx.builtin.name));
+    return Type::error();
+  }
+  ElementInfo out = *body.element;
+  out.infinite = out.infinite || in.infinite;
+  return dataset_of(std::move(out));
+}
+
+// deterministic = false lets tf.data hand on elements in the order they are ready; pipec's order never
+// depends on timing, so it is accepted and changes nothing (a note says so).
+void deterministic_note(CallContext& ctx) {
+  if (!ctx.has("deterministic")) return;
+  auto d = ctx.const_bool("deterministic");
+  if (d && !*d)
+    ctx.diags().report(
+        DiagKind::ignored_nondeterminism, ctx.arg("deterministic").range,
+        fmt::format("{}'s order never depends on timing: deterministic = false changes nothing", ctx.builtin.name));
+}
+
+// flat_map(fn): tf.data's flat_map: every element of fn(element 0)'s dataset, then of fn(element 1)'s, ...
+Type rule_flat_map(CallContext& ctx) {
+  const ElementInfo* in = ctx.dataset("input");
+  if (!in) return Type::error();
+  return dataset_function(ctx, *in);
+}
+
+// interleave(fn, cycle_length, block_length): tf.data's interleave: cycle_length of the elements'
+// datasets open at once, block_length elements from each in turn. Without fn: the files of the
+// tfrecord source right before it, read that way.
 Type rule_interleave(CallContext& ctx) {
   const ElementInfo* in = ctx.dataset("input");
+  deterministic_note(ctx);
+  if (ctx.has("fn")) {
+    const BoundArg& fn = ctx.arg("fn");
+    if (!fn.expr || fn.expr->kind != ExprKind::Lambda) return in ? dataset_function(ctx, *in) : Type::error();
+    // The cycle decides the order: a number, never the machine's thread count (what `auto` means for files).
+    std::optional<int64_t> cycle;
+    if (!ctx.has("cycle_length") || !ctx.arg("cycle_length").option.empty()) {
+      auto& diag = ctx.error(DiagKind::invalid_argument_value,
+                             ctx.has("cycle_length") ? ctx.arg("cycle_length").range : ctx.range,
+                             "interleave with a function needs a number as its cycle_length: the order depends on it");
+      diag.help = "e.g. `interleave(f => text_lines(f.path), cycle_length = 4)`";
+    } else {
+      cycle = ctx.const_int("cycle_length", 1);
+    }
+    bool ok = cycle.has_value();
+    if (ctx.has("block_length")) ok = ctx.const_int("block_length", 1).has_value() && ok;
+    if (!in) return Type::error();
+    Type t = dataset_function(ctx, *in);
+    return ok ? t : Type::error();
+  }
   if (ctx.has("cycle_length") && ctx.arg("cycle_length").option.empty()) ctx.const_int("cycle_length", 1);
   if (ctx.has("block_length")) ctx.const_int("block_length", 1);
   if (!in) return Type::error();
   // It interleaves the files of the source before it, so there must be no stage in between.
   if (!in->tfrecord_source) {
     auto& diag = ctx.error(DiagKind::interleave_input, ctx.range, "interleave must come right after a tfrecord source");
-    diag.help = "interleave the source's files first, e.g. `src | interleave(cycle_length = 4) | map(...)`";
+    diag.help =
+        "interleave the source's files first (`src | interleave(cycle_length = 4) | map(...)`), or give it a "
+        "function: `interleave(f => text_lines(f.path), cycle_length = 4)`";
     return Type::error();
   }
   return dataset_of(*in);
@@ -700,10 +766,17 @@ void register_stage_builtins(std::vector<Builtin>& out) {
                       rule_enumerate));
   out.push_back(
       stage("ignore_errors", {}, "Drops elements whose reading or processing fails, and counts them.", rule_same));
-  out.push_back(
-      stage("interleave", {opt("cycle_length", "auto", {"auto"}), opt("block_length", "1")},
-            "Reads the source's files `cycle_length` at a time, taking `block_length` records from each in turn.",
-            rule_interleave));
+  out.push_back(stage("interleave",
+                      {opt("fn", "none"), opt("cycle_length", "auto", {"auto"}), opt("block_length", "1"),
+                       opt("deterministic", "true")},
+                      "With fn: the datasets fn makes of the elements, `cycle_length` open at once, `block_length` "
+                      "elements from each in turn (tf.data's interleave). Without: the tfrecord source's files, "
+                      "read that way.",
+                      rule_interleave));
+  out.push_back(stage("flat_map", {req("fn")},
+                      "Every element of the dataset fn makes of each element in turn (tf.data's flat_map), e.g. "
+                      "`flat_map(f => text_lines(f.path))`.",
+                      rule_flat_map));
   out.push_back(
       stage("to", {req("device")}, "Moves elements to a device; the stages after to(gpu) run on the GPU.", rule_to));
   // `options` holds the device words so that `to(gpu)` reads as an option, not a name.

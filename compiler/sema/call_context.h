@@ -53,6 +53,12 @@ struct CallContext {
   const ElementInfo* dataset(std::string_view name);
   /// Checks a lambda argument with the given parameter types and returns its body's type.
   Type lambda(std::string_view name, const std::vector<Type>& param_types);
+  /// Checks flat_map's or interleave's function of one element, whose body is a dataset
+  /// (Checker::check_dataset_lambda), and returns that body's type.
+  Type dataset_lambda(std::string_view name, const Type& element);
+  /// Whether argument `a` is a field of the element that a dataset function's head source takes per
+  /// element (`text_lines(r.path)`): the const_* accessors accept it without a value.
+  bool per_element(const BoundArg& a) const;
 };
 
 }  // namespace pipec

@@ -42,6 +42,13 @@ void Checker::check_unchecked_lambdas(CallExpr* call, const Type& input) {
     if (a.value->kind != ExprKind::Lambda) continue;
     auto& lambda = *a.value->as<LambdaExpr>();
     if (!lambda.param_types.empty() || lambda.params.empty()) continue;
+    // flat_map's and interleave's function gives a dataset: its body names sources and stages.
+    const std::string callee = call->callee->kind == ExprKind::Name ? call->callee->as<NameExpr>()->name : "";
+    if ((callee == "flat_map" || callee == "interleave") && lambda.params.size() == 1) {
+      const bool known = input.kind == TypeKind::Dataset && input.element;
+      check_dataset_lambda(lambda, known ? Type::record(input.element->fields) : Type::error());
+      continue;
+    }
     // Every stage's function literal takes one element (map, filter); with another count of parameters
     // or an unknown input there is nothing better than unknown types.
     if (input.kind == TypeKind::Dataset && input.element && lambda.params.size() == 1)
@@ -552,6 +559,7 @@ std::optional<int64_t> CallContext::const_int(std::string_view name, std::option
           fmt::format("`{}` of {} must be an integer, not {}", name, builtin.name, type_to_string(a.type)));
     return std::nullopt;
   }
+  if (!a.value && per_element(a)) return min.value_or(1);  // a field of the element: any value is checked at run time
   if (!a.value) {
     error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
     return std::nullopt;
@@ -587,6 +595,7 @@ std::optional<std::string> CallContext::const_string(std::string_view name) {
           fmt::format("`{}` of {} must be a string, not {}", name, builtin.name, type_to_string(a.type)));
     return std::nullopt;
   }
+  if (!a.value && per_element(a)) return std::string();  // a field of the element, read per element
   if (!a.value) {
     error(DiagKind::not_constant, a.range, fmt::format("`{}` of {} must be known at compile time", name, builtin.name));
     return std::nullopt;
@@ -677,6 +686,26 @@ Type CallContext::lambda(std::string_view name, const std::vector<Type>& param_t
   Type t = checker.check_lambda(*a.expr->as<LambdaExpr>(), param_types);
   a.type = t;
   return t;
+}
+
+Type CallContext::dataset_lambda(std::string_view name, const Type& element) {
+  BoundArg& a = arg(name);
+  if (!a.present || !a.expr) return Type::error();
+  if (a.expr->kind != ExprKind::Lambda) {
+    Type t = checker.check(*a.expr);
+    if (!t.is_error())
+      error(DiagKind::type_mismatch, a.range,
+            fmt::format("`{}` of {} must be a function such as `r => range(r.value)`, not {}", name, builtin.name,
+                        type_to_string(t)));
+    return Type::error();
+  }
+  Type t = checker.check_dataset_lambda(*a.expr->as<LambdaExpr>(), element);
+  a.type = t;
+  return t;
+}
+
+bool CallContext::per_element(const BoundArg& a) const {
+  return checker.element_args_ && a.expr && checker.element_args_->args.count(a.expr) > 0;
 }
 
 }  // namespace pipec

@@ -64,6 +64,7 @@ Type Checker::check_name(NameExpr& e) {
   if (Local* l = lookup_local(e.name)) {
     l->used = true;
     e.target = l->binding;
+    if (element_args_ && misplaced_element_read(e)) return Type::error();
     if (l->value) e.constant = l->value;
     return l->type;
   }

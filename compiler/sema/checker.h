@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ class Checker {
 
   Type check(Expr& e);
   Type check_lambda(LambdaExpr& lambda, const std::vector<Type>& param_types);
+  /// flat_map's and interleave's function of one element (`r => text_lines(r.path) | take(3)`): its body
+  /// is a pipeline, whose head source may take the element's fields as arguments
+  /// (check_dataset_lambda.cpp). Returns the body's type.
+  Type check_dataset_lambda(LambdaExpr& lambda, const Type& element);
   /// A written type (`f32[8, 8, 24]`) as a Type; reports unknown dtypes and dimension names.
   Type resolve_type(const TypeSyntax& t);
   Diagnostics& diags() { return program_.diags; }
@@ -122,6 +127,24 @@ class Checker {
   /// (a source or pipeline declaration, `entry_` null) or what the train entry `entry_` takes.
   const Expr* head_ = nullptr;
   const TrainEntrySpec* entry_ = nullptr;
+
+  /// While a dataset function's body is checked (check_dataset_lambda): the scope of its parameter,
+  /// and the reads of it the body may make, the arguments `r.path` of its head source that the source
+  /// takes per element (CallContext::const_int and const_string accept them).
+  struct ElementArgs {
+    size_t scope = 0;
+    std::string param;
+    std::set<const Expr*> args;       // `r.path`
+    std::set<const NameExpr*> names;  // its `r`
+    /// `r` of `r.n` given to an argument of the head source that must be a constant: "`record_bytes` of
+    /// fixed_length_records", for the message.
+    std::map<const NameExpr*, std::string> constant_args;
+    ElementArgs* outer = nullptr;  // the dataset function this one is inside, if any
+  };
+  ElementArgs* element_args_ = nullptr;
+  /// Whether name `e` is the parameter of the dataset function being checked, read where the body may
+  /// not read it; reports element_read when so.
+  bool misplaced_element_read(const NameExpr& e);
 
   friend struct CallContext;
 };

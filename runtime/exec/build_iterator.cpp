@@ -64,6 +64,7 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
            ctx.threads == 1 ? "one thread: files are read on the thread that parses them"
                             : (cycle <= 1 ? "a cycle of one file is read on the thread that parses it" : nullptr)});
     }
+    case StageKind::FlatMap: return make_flat_map(ctx, stage, epoch, build_iterator(ctx, s.inputs.at(0), epoch));
     case StageKind::Map: {
       IteratorPtr input = build_iterator(ctx, s.inputs.at(0), epoch);
       if (ctx.gpu && ctx.plan->stages.at(s.inputs.at(0)).element.on_gpu)

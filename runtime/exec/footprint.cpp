@@ -53,6 +53,7 @@ int64_t rows_per_chunk(const Plan& plan, int stage, int64_t source_rows) {
     case StageKind::Rebatch:
     case StageKind::BucketByLength:
     case StageKind::GroupByWindow: return 1;
+    case StageKind::FlatMap: return source_rows;  // its chunks are filled from its inner pipelines
     default: break;
   }
   if (s.inputs.empty()) return source_rows;
@@ -103,6 +104,7 @@ std::optional<int64_t> pass_length(const Plan& plan, int stage, const SourceLeng
       return n;
     }
     case StageKind::ChooseFrom: return std::nullopt;  // depends on the index pipeline's values
+    case StageKind::FlatMap: return std::nullopt;     // the sum of its elements' datasets' lengths
     case StageKind::SampleFrom: return std::nullopt;  // depends on the random choices
     case StageKind::Enumerate: return input();
     case StageKind::Batch:

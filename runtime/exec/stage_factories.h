@@ -35,6 +35,8 @@ IteratorPtr make_choose_from(RunContext& ctx, int stage, int64_t epoch, std::vec
 /// Builds the datasets of weight > 0.
 IteratorPtr make_sample_from(RunContext& ctx, int stage, int64_t epoch);
 IteratorPtr make_enumerate(RunContext& ctx, int stage, IteratorPtr input);
+/// flat_map and interleave with a function: each element of `input` becomes the stage's inner pipeline.
+IteratorPtr make_flat_map(RunContext& ctx, int stage, int64_t epoch, IteratorPtr input);
 IteratorPtr make_map(RunContext& ctx, int stage, IteratorPtr input);
 /// The map on the GPU when ctx.gpu is set and the stage has a kernel; null (input untouched, a warning
 /// recorded) when it must run on the CPU instead. Throws StageError when ctx.gpu_required.

@@ -24,6 +24,8 @@ struct SchemaEntry {
   std::optional<Value> default_value;
 };
 
+struct Plan;
+
 struct Stage {
   StageKind kind = StageKind::Map;                  // Tfrecord, Map, Batch, Zip... (runtime/plan/stages.def)
   std::vector<std::pair<std::string, Value>> args;  // constant arguments in signature order
@@ -36,6 +38,9 @@ struct Stage {
   std::shared_ptr<const GpuKernel> gpu;
   ElementInfo element;  // the element this stage produces
   SpecLoc loc;
+  /// flat_map: the pipeline each input element becomes. Its `bind` argument names the arguments of
+  /// this plan's stages that take a field of the element: [[stage, argument, field], ...].
+  std::shared_ptr<const Plan> inner;
 
   const Value* arg(const std::string& name) const;
 };

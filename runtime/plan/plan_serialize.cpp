@@ -10,6 +10,9 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'I', 'P', 'E', 'P', 'L', 'A', 'N'};
 
+void write_plan(BlobWriter& w, const Plan& plan);
+Plan read_plan(BlobReader& r);
+
 void write_stage(BlobWriter& w, const Stage& s) {
   w.u8(kTagStage);
   w.str(std::string(stage_name(s.kind)));  // by name, as instruction ops
@@ -35,6 +38,8 @@ void write_stage(BlobWriter& w, const Stage& s) {
   if (s.native) w.native(*s.native);
   w.element(s.element);
   w.loc(s.loc);
+  w.u8(s.inner ? 1 : 0);  // flat_map's pipeline
+  if (s.inner) write_plan(w, *s.inner);
 }
 
 Stage read_stage(BlobReader& r, size_t index) {
@@ -70,16 +75,30 @@ Stage read_stage(BlobReader& r, size_t index) {
   if (r.flag("native kernel present")) s.native = r.native();
   s.element = r.element();
   s.loc = r.loc();
+  if (r.flag("inner pipeline present")) s.inner = std::make_shared<const Plan>(read_plan(r));
   return s;
+}
+
+void write_plan(BlobWriter& w, const Plan& plan) {
+  w.str(plan.name);
+  w.u64(plan.stages.size());
+  for (const Stage& s : plan.stages) write_stage(w, s);
+}
+
+Plan read_plan(BlobReader& r) {
+  Plan plan;
+  plan.name = r.str("plan name");
+  uint64_t n = r.count(20, "stages");
+  plan.stages.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) plan.stages.push_back(read_stage(r, i));
+  return plan;
 }
 
 }  // namespace
 
 std::string encode_plan(const Plan& plan) {
   BlobWriter w;
-  w.str(plan.name);
-  w.u64(plan.stages.size());
-  for (const Stage& s : plan.stages) write_stage(w, s);
+  write_plan(w, plan);
   w.u8(kTagEnd);
   return frame_blob(kMagic, kPlanFormatVersion, w.out);
 }
@@ -88,11 +107,7 @@ Plan decode_plan(std::string_view blob, const std::string& source) {
   const std::string_view payload = unframe_blob(blob, kMagic, kPlanFormatVersion, source, "plan");
   BlobReader r(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), source, "plan");
   r.set_begin();
-  Plan plan;
-  plan.name = r.str("plan name");
-  uint64_t n = r.count(20, "stages");
-  plan.stages.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) plan.stages.push_back(read_stage(r, i));
+  Plan plan = read_plan(r);
   r.tag(kTagEnd, "end of plan");
   if (r.left() != 0) r.fail(fmt::format("{} bytes after the end of the plan", r.left()));
   return plan;

@@ -5,7 +5,8 @@
 // the payload is the plan's name, then the stages in order.
 //
 // Everything a stage needs to run is kept: op, constant arguments, inputs, schema (with defaults),
-// element types, the map/filter ExprFunction (instructions, attributes, types, spec locations) and,
+// element types, the map/filter ExprFunction (instructions, attributes, types, spec locations), a
+// flat_map's inner pipeline (a plan of its own, written the same way) and,
 // for stages with compiled code, the native kernel's symbol and input fields. Function pointers and
 // code ownership (NativeKernel::fn, keep_alive) cannot travel: the loader resolves `symbol` again.
 #pragma once
@@ -21,7 +22,7 @@
 namespace pipec {
 
 /// Bumped whenever the payload layout changes; a decoder refuses other versions.
-constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint32_t kPlanFormatVersion = 2;  // 2: a stage may carry an inner pipeline (flat_map)
 
 /// A plan blob that is truncated, corrupt, of another format version or not a plan at all
 /// (runtime/plan/blob_codec.h says what the message holds).

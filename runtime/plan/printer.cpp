@@ -66,13 +66,22 @@ std::string print_function(const ExprFunction& fn) {
   return out;
 }
 
-std::string print_plan(const Plan& plan) {
+// `bind`: for a flat_map's inner plan, its parent's bindings [[stage, argument, field], ...], shown as
+// `argument = element.field` among the stage's arguments.
+static std::string print_plan(const Plan& plan, const Value* bind) {
   std::string out = "pipeline " + plan.name + "\n";
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
     std::string args;
     for (const auto& in : s.inputs) args += fmt::format("{}#{}", args.empty() ? "" : ", ", in);
-    for (const auto& [n, v] : s.args) args += fmt::format("{}{} = {}", args.empty() ? "" : ", ", n, attr_text(v));
+    if (bind)
+      for (const Value& b : bind->items)
+        if (b.kind == Value::List && b.items.size() == 3 && b.items[0].i == static_cast<int64_t>(i))
+          args += fmt::format("{}{} = element.{}", args.empty() ? "" : ", ", b.items[1].s, b.items[2].s);
+    for (const auto& [n, v] : s.args) {
+      if (s.inner && n == "bind") continue;  // shown in the inner pipeline
+      args += fmt::format("{}{} = {}", args.empty() ? "" : ", ", n, attr_text(v));
+    }
     if (s.fn) args += fmt::format("{}fn = {}", args.empty() ? "" : ", ", s.fn->name);
     std::string where;
     if (s.loc.valid()) where = fmt::format("  ({}:{})", s.loc.line, s.loc.col);
@@ -82,10 +91,24 @@ std::string print_plan(const Plan& plan) {
                          e.fixed_bytes ? " (fixed-length bytes)" : "",
                          e.default_value ? " = " + e.default_value->to_string() : "");
     out += "       -> " + element_to_string(s.element) + "\n";
+    // flat_map's pipeline, one per input element: indented under the stage, with its own functions.
+    if (s.inner) {
+      std::string text = print_plan(*s.inner, s.arg("bind"));
+      size_t at = 0;
+      while (at < text.size()) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(at, end - at);
+        out += line.empty() ? "\n" : "       | " + line + "\n";
+        at = end + 1;
+      }
+    }
   }
   for (const Stage& s : plan.stages)
     if (s.fn) out += "\n" + print_function(*s.fn);
   return out;
 }
+
+std::string print_plan(const Plan& plan) { return print_plan(plan, nullptr); }
 
 }  // namespace pipec

@@ -84,6 +84,22 @@ std::vector<std::string> verify_plan(const Plan& plan) {
     if (is_source && !info.has(StageFlag::MultiInput) && !s.inputs.empty()) err("a source takes no input stage");
     if (!is_source && s.inputs.size() != 1) err("a stage takes exactly one input");
     if (info.has(StageFlag::Function) && !s.fn) err("needs a function");
+    if ((s.kind == StageKind::FlatMap) != (s.inner != nullptr)) err("a flat_map, and only it, has an inner pipeline");
+    if (s.inner) {
+      for (auto& e : verify_plan(*s.inner)) err("inner pipeline: " + e);
+      if (!s.inner->stages.empty()) {
+        const ElementInfo& e = s.inner->stages.back().element;
+        bool same = e.fields.size() == s.element.fields.size() && e.batch_rank == s.element.batch_rank;
+        for (size_t k = 0; same && k < e.fields.size(); ++k)
+          same = e.fields[k].name == s.element.fields[k].name && *e.fields[k].type == *s.element.fields[k].type;
+        if (!same) err("its element is not its inner pipeline's");
+      }
+      if (const Value* bind = s.arg("bind"))
+        for (const Value& b : bind->items)
+          if (b.kind != Value::List || b.items.size() != 3 || b.items[0].i < 0 ||
+              static_cast<size_t>(b.items[0].i) >= s.inner->stages.size())
+            err("a binding names no stage of its inner pipeline");
+    }
     if (s.fn) {
       for (auto& e : verify_function(*s.fn)) errs.push_back(e);
       // map: one result per field. map_filter (a map fused with the filter after it): the same, then

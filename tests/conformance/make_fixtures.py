@@ -1113,6 +1113,49 @@ pipeline p = recs | interleave(cycle_length = {cycle}, block_length = {block}) |
                  f"block_length={block}) over files of {lengths} records, then batch(100)")
 
 
+# flat_map and interleave with a function: a dataset per element
+
+
+@case
+def flat_map():
+    """Dataset.flat_map and Dataset.interleave(fn): element v of range(1, n) becomes
+    range(10 v, 10 v + v % 4), so the inner datasets have different lengths and v = 4, 8 give empty ones."""
+    def outer(n):
+        return tf.data.Dataset.range(1, n)
+
+    def inner(v):
+        return tf.data.Dataset.range(v * 10, v * 10 + v % 4).map(lambda x: {"value": x})
+    outer_spec = "range(1, {n}) | map(r => {{ lo: r.value * 10, hi: r.value * 10 + r.value % 4 }})"
+    write_case("flat_map_ranges", f"""
+# tf.data.Dataset.range(1, 9).flat_map(lambda v: Dataset.range(10 v, 10 v + v % 4)): lengths 1, 2, 3, 0, 1, 2, 3, 0
+pipeline p = {outer_spec.format(n=9)} | flat_map(r => range(r.lo, r.hi))
+""", run_tf(outer(9).flat_map(inner)), "range(1, 9).flat_map(v => range(10 v, 10 v + v % 4))")
+    write_case("flat_map_take_in_inner", """
+# tf.data.Dataset.range(6).flat_map(lambda v: Dataset.range(v).take(2)): an inner pipeline with a stage
+pipeline p = range(6) | flat_map(r => range(r.value) | take(2))
+""", run_tf(tf.data.Dataset.range(6).flat_map(lambda v: tf.data.Dataset.range(v).take(2).map(
+        lambda x: {"value": x}))), "range(6).flat_map(v => range(v).take(2))")
+    for n, cycle, block in ((9, 2, 1), (9, 3, 2), (9, 2, 3), (4, 8, 1), (4, 8, 2), (1, 3, 1), (9, 1, 1)):
+        write_case(f"interleave_fn_n{n - 1}_c{cycle}_b{block}", f"""
+# tf.data.Dataset.range(1, {n}).interleave(lambda v: Dataset.range(10 v, 10 v + v % 4),
+#                                          cycle_length={cycle}, block_length={block})
+pipeline p = {outer_spec.format(n=n)} | interleave(r => range(r.lo, r.hi), cycle_length = {cycle}, block_length = {block})
+""", run_tf(outer(n).interleave(inner, cycle_length=cycle, block_length=block)),
+                   f"range(1, {n}).interleave(v => range(10 v, 10 v + v % 4), cycle_length={cycle}, "
+                   f"block_length={block}): inner datasets of lengths 1, 2, 3, 0, ...")
+    files = {"a.txt": b"a1\na2\na3\n", "b.txt": b"b1\n", "c.txt": b"", "d.txt": b"d1\nd2\nd3\nd4\nd5\n"}
+    for cycle, block in ((2, 2), (3, 1)):
+        elements = raw_case(files, lambda paths: tf.data.Dataset.from_tensor_slices(paths).interleave(
+            lambda f: tf.data.TextLineDataset(f).take(4), cycle_length=cycle, block_length=block).map(
+            lambda x: {"line": x}))
+        write_case(f"interleave_fn_text_lines_c{cycle}_b{block}", f"""
+# tf.data.Dataset.from_tensor_slices(sorted(glob("data/*.txt")))
+#   .interleave(lambda f: TextLineDataset(f).take(4), cycle_length={cycle}, block_length={block})
+pipeline p = files("data/*.txt") | interleave(f => text_lines(f.path) | take(4), cycle_length = {cycle}, block_length = {block})
+""", elements, f"the lines of 4 files (3, 1, 0 and 5 lines), at most 4 of each, cycle_length={cycle}, "
+               f"block_length={block}", raw_files=files)
+
+
 @case
 def parallel_reads():
     """TFRecordDataset(files, num_parallel_reads=N): a deterministic interleave of N files, block 1."""

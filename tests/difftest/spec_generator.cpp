@@ -342,7 +342,7 @@ class SpecBuilder {
 
   std::string stage() {
     for (;;) {
-      switch (rng_.range(0, 19)) {
+      switch (rng_.range(0, 20)) {
         case 0:
         case 1:
         case 2: return map_stage();
@@ -472,6 +472,24 @@ class SpecBuilder {
           return fmt::format("group_by_window(key = r => {}, window_size = {}, reduce = w => w | {})", key, window,
                              reduce);
         }
+        case 19: {
+          // flat_map or interleave: each element becomes range(f) of a scalar integer field f, at most 3 of
+          // its values (none when f <= 0), so the element is one i64 field from here on. Once per case,
+          // on unbatched elements.
+          if (batch_rank_ > 0 || expanded_) continue;
+          const Field* from = nullptr;
+          for (const Field& f : fields_)
+            if (!from && f.type.shape.empty() && is_integer(f.type.dtype)) from = &f;
+          if (!from) continue;
+          expanded_ = true;
+          const std::string name = fmt::format("m{}", next_field_++);
+          const std::string inner =
+              fmt::format("range(r.{}) | take({}) | map(x => {{ {}: x.value }})", from->name, rng_.range(0, 3), name);
+          fields_ = {Field{name, {DType::I64, {}}}};
+          if (rng_.chance(0.4)) return "flat_map(r => " + inner + ")";
+          return fmt::format("interleave(r => {}, cycle_length = {}, block_length = {})", inner, rng_.range(1, 4),
+                             rng_.range(1, 3));
+        }
         default: {
           // pack (not tf.data's): a map makes one run of 0 to 12 tokens from a numeric field's values,
           // and pack lays the runs into rows. On unbatched elements, once per case (it adds segment_ids
@@ -509,6 +527,7 @@ class SpecBuilder {
   int repeats_ = 0;
   bool windowed_ = false;
   bool packed_ = false;
+  bool expanded_ = false;  // a flat_map or interleave was drawn
   int next_field_ = 0;
 };
 

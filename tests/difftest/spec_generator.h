@@ -8,8 +8,9 @@
 // fixed_length_records, or a tfrecord file written with the runtime's own writer) and a random chain of
 // stages: maps with random bodies, filters, batch with and without drop_remainder, unbatch, shuffle
 // with a seed, take, skip, shard, repeat, cache, prefetch, enumerate, window, scan, rebatch,
-// bucket_by_length, group_by_window, rejection_resample, pack. Every pipeline is finite and small (at most a few
-// hundred elements). Unbatched maps may also write twin fields (compare_twins in compare_outputs.h).
+// bucket_by_length, group_by_window, rejection_resample, pack, flat_map and interleave (each element a
+// range of one of its fields). Every pipeline is finite and small (at most a few hundred elements).
+// Unbatched maps may also write twin fields (compare_twins in compare_outputs.h).
 #pragma once
 
 #include <cstdint>

@@ -140,6 +140,10 @@ const std::vector<Case> kCases = {
      "fixed_length_records(\"records-*.bin\", record_bytes = 16, header_bytes = 4, footer_bytes = 4) | repeat()"},
     {"files", "files(\"f/*.txt\") | repeat() | to(cpu) | batch(4)"},
     {"list_files", "list_files(\"f/*.txt\", shuffle = true, seed = 3) | repeat() | batch(4)"},
+    {"flat_map", "range(1000) | map(r => { n: r.value % 7 }) | repeat() | flat_map(r => range(r.n) | batch(2))"},
+    {"interleave_fn",
+     "list_files(\"lines-*.txt\") | repeat() | interleave(f => text_lines(f.path) | batch(3) | map(b => { n: "
+     "size(b.line) }), cycle_length = 3, block_length = 5)"},
 };
 
 constexpr int kThreads = 3;

@@ -26,7 +26,7 @@ std::string read(const fs::path& p) {
 // kind name -> the golden files whose expected block reports it (with the severity it is reported as).
 std::map<std::string, std::set<std::string>> reported_kinds() {
   std::map<std::string, std::set<std::string>> out;
-  const std::regex diag(R"(# [^\n]*: (error|warning)\[([a-z_0-9]+)\])");
+  const std::regex diag(R"(# [^\n]*: (error|warning|note)\[([a-z_0-9]+)\])");
   fs::path root = fs::path(PIPEC_SOURCE_DIR) / "tests" / "lang";
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (!e.is_regular_file() || e.path().extension() != ".pipe") continue;
@@ -55,7 +55,8 @@ TEST(DiagnosticCoverage, GoldenTestsReportKindsWithTheirSeverity) {
   for (const auto& [name, where] : reported_kinds()) {
     auto it = by_name.find(name);
     ASSERT_NE(it, by_name.end()) << "`" << name << "` is not a registered kind (" << *where.begin() << ")";
-    std::string word = it->second->severity == Severity::Warning ? "warning" : "error";
+    const Severity sev = it->second->severity;
+    std::string word = sev == Severity::Warning ? "warning" : sev == Severity::Note ? "note" : "error";
     for (const std::string& w : where) EXPECT_EQ(w.substr(0, w.find(' ')), word) << name << ": " << w;
   }
 }

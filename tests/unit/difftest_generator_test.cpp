@@ -50,7 +50,7 @@ TEST(DifftestGenerator, DrawsRunTimeIndicesAndSlicesThatTheCheckerAccepts) {
 // and the checker accepts every case that has one (the difftest then runs them through every variant).
 TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   int concatenate = 0, choose_from = 0, sample_from = 0, enumerate = 0, window = 0, scan = 0, rebatch = 0;
-  int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0, packs = 0, resamples = 0;
+  int text_lines = 0, fixed_length = 0, buckets = 0, groups = 0, packs = 0, resamples = 0, flat_maps = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     const difftest::GeneratedCase c = difftest::generate_case(seed);
     const bool a = c.spec.find("concatenate(") != std::string::npos;
@@ -66,8 +66,11 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
     const bool gw = c.spec.find("group_by_window(") != std::string::npos;
     const bool pk = c.spec.find("| pack(") != std::string::npos;
     const bool rr = c.spec.find("rejection_resample(") != std::string::npos;
-    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw && !pk && !rr) continue;
+    const bool fm =
+        c.spec.find("flat_map(r =>") != std::string::npos || c.spec.find("interleave(r =>") != std::string::npos;
+    if (!a && !b && !e && !s && !w && !sc && !rb && !tl && !fl && !bl && !gw && !pk && !rr && !fm) continue;
     resamples += rr;
+    flat_maps += fm;
     packs += pk;
     buckets += bl;
     groups += gw;
@@ -98,6 +101,7 @@ TEST(DifftestGenerator, DrawsTheJoiningSourcesAndTheStructureStages) {
   EXPECT_GE(rebatch, 10);
   EXPECT_GE(text_lines, 10);
   EXPECT_GE(fixed_length, 10);
+  EXPECT_GE(flat_maps, 10);
 }
 
 bool is_literal(const Expr& e) {

@@ -100,6 +100,8 @@ std::string spec_of(StageKind k, const fs::path& d) {
     case StageKind::Prefetch: return "pipeline p = range(5) | prefetch(2)\n";
     case StageKind::IgnoreErrors: return "pipeline p = range(5) | ignore_errors()\n";
     case StageKind::Interleave: return records + "pipeline p = s | interleave(cycle_length = 2)\n";
+    case StageKind::FlatMap:
+      return "pipeline p = files(\"" + dir + "/*.text\") | interleave(f => text_lines(f.path), cycle_length = 2)\n";
     case StageKind::To: return "pipeline p = range(5) | to(gpu)\n";
     case StageKind::Write: return "pipeline p = range(5) | write(tfrecord(\"" + dir + "/out/part-*.tfrecord\"))\n";
     case StageKind::MapFilter: return "pipeline p = range(5) | map(r => { y: r.value }) | filter(r => r.y > 1)\n";

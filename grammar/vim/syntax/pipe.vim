@@ -38,7 +38,7 @@ syn keyword pipeType bool u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64 bytes
 " Dataset stages and sinks
 syn keyword pipeStage map filter batch padded_batch window rebatch scan bucket_by_length group_by_window rejection_resample pack unbatch
 syn keyword pipeStage shuffle repeat take skip shard cache
-syn keyword pipeStage prefetch ignore_errors interleave enumerate to write
+syn keyword pipeStage prefetch ignore_errors interleave flat_map enumerate to write
 
 " Dataset sources and output formats
 syn keyword pipeSource tfrecord files list_files range csv npy text_lines fixed_length_records zip concatenate
