@@ -13,7 +13,8 @@
 namespace pipec {
 
 namespace {
-constexpr uint32_t kCheckpointVersion = 2;  // 2: the rows held back by next(max_rows)
+constexpr uint32_t kCheckpointVersion =
+    3;  // 2: the rows held back by next(max_rows); 3: whether a cache pass fills its store
 
 // Stages whose chunks are their input's elements in order, each chunk in its input's pass.
 bool keeps_passes(StageKind k) {

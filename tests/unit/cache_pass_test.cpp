@@ -6,6 +6,7 @@
 
 #include "runtime/exec/pipeline_run.h"
 #include "tests/unit/compile_util.h"
+#include "tests/unit/stage_run_util.h"
 
 namespace pipec {
 namespace {
@@ -53,6 +54,27 @@ TEST(CachePass, AShuffleUpstreamOfACacheCutShortKeepsItsOrder) {
 TEST(CachePass, ACompletePassIsReplayed) {
   expect_second_pass_repeats_the_first(
       "pipeline p = range(7) | map(r => { x: random_int([], 0, 1000000, seed = 3) }) | cache() | repeat(2)\n", 7);
+}
+
+// rejection_resample reads its input in several passes at once (the original and the filtered branch,
+// and the estimate's): passes of one cache that overlap must not fill its store together. Each element
+// then is what the same pipeline without the cache gives, for every chunk size and thread count, and a
+// checkpoint taken after any element resumes exactly.
+TEST(CachePass, PassesReadingACacheAtOnceGiveWhatTheInputGives) {
+  const std::string resample =
+      "rejection_resample(class_fn = r => r.value % 5, target_dist = [0.1, 0.2, 0.3, 0.2, 0.2], "
+      "initial_dist = [0.2, 0.2, 0.2, 0.2, 0.2], seed = 7)";
+  const std::string input = "range(40) | map(r => { value: r.value * 3 })";
+  const testing::Elements uncached =
+      testing::run_plan_text(testing::optimized_plan(input + " | " + resample + " | repeat(3)"), 1, 1);
+  ASSERT_GT(uncached.size(), 30u);
+  const Plan cached = testing::optimized_plan(input + " | cache() | " + resample + " | repeat(3)");
+  for (int threads : {1, 4})
+    for (int64_t chunk_rows : {1, 3, 64}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, chunks of " << chunk_rows << " rows");
+      EXPECT_EQ(testing::run_plan_text(cached, chunk_rows, threads), uncached);
+    }
+  testing::expect_resumes_after_every_element(cached);
 }
 
 }  // namespace

@@ -6,6 +6,10 @@
 // for the run; in a file it is written to a temporary name and renamed when the pass completes, and a
 // later run that finds the file replays it without reading the input at all.
 //
+// Passes of one cache can overlap: rejection_resample reads its input in several passes at once. Only
+// one pass fills the store; a pass that starts while another fills it reads its input straight through
+// (in the same epoch, so with the same elements) and keeps nothing.
+//
 // The chunks kept count in the run's memory budget as a fixed holding (runtime/exec/memory_budget.h):
 // a pass that does not fit stops the run with an error naming the cache. Until the pass is complete
 // its size is known only when the plan says how long the pass is (runtime/exec/footprint.h).
@@ -24,8 +28,9 @@ namespace {
 struct CacheStore {
   std::vector<Chunk> chunks;
   bool complete = false;
-  int64_t charged = 0;       // bytes of `chunks` counted in the memory budget
-  int64_t first_epoch = -1;  // the epoch of the first pass, which every pass that reads the input uses
+  int64_t charged = 0;           // bytes of `chunks` counted in the memory budget
+  int64_t first_epoch = -1;      // the epoch of the first pass, which every pass that reads the input uses
+  const void* filler = nullptr;  // the pass filling `chunks` now, if any
 };
 
 // A cache file: a sequence of (u64 length, checkpoint-format blob of one chunk).
@@ -75,6 +80,7 @@ class Cache : public ChunkIterator {
     }
   }
   ~Cache() override {
+    if (store_->filler == this) store_->filler = nullptr;
     if (file_.is_open()) {
       file_.close();
       std::filesystem::remove(path_ + ".tmp");
@@ -90,6 +96,8 @@ class Cache : public ChunkIterator {
     w.write_i64(store_->first_epoch);
     w.write_u32(input_ ? 1 : 0);
     if (input_) input_->save(w);
+    w.write_u32(reads_through_ ? 1 : 0);
+    w.write_u32(ended_ ? 1 : 0);
   }
   void restore(StateReader& r) override {
     produced_ = r.read_i64();
@@ -105,6 +113,9 @@ class Cache : public ChunkIterator {
       input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
       input_->restore(r);
     }
+    reads_through_ = r.read_u32() != 0;
+    ended_ = r.read_u32() != 0;
+    if (input_ && !reads_through_) store_->filler = this;
   }
 
   // One whole pass, by design: it is what a cache keeps (and what tf.data's checkpoints save of it).
@@ -119,6 +130,20 @@ class Cache : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
+    if (ended_) return false;
+    if (!input_ && !store_->complete && store_->filler && store_->filler != this) {
+      reads_through_ = true;
+      input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
+    }
+    if (reads_through_) {
+      if (!pull(*input_, out)) {
+        input_.reset();
+        ended_ = true;
+        return false;
+      }
+      out.epoch = epoch_;
+      return true;
+    }
     if (store_->complete && !input_) {
       if (replay_pos_ >= store_->chunks.size()) return false;
       out = store_->chunks[replay_pos_++];
@@ -130,6 +155,7 @@ class Cache : public ChunkIterator {
       recount();
       if (store_->first_epoch < 0) store_->first_epoch = epoch_;
       input_ = build_iterator(ctx_, spec().inputs[0], store_->first_epoch);
+      store_->filler = this;
       if (!path_.empty()) {
         std::filesystem::path parent = std::filesystem::path(path_).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -139,6 +165,7 @@ class Cache : public ChunkIterator {
     }
     if (!pull(*input_, out)) {
       store_->complete = true;
+      store_->filler = nullptr;
       if (ctx_.memory) ctx_.memory->set_bound(stage_, static_cast<uint64_t>(store_->charged));  // known now
       input_.reset();
       replay_pos_ = store_->chunks.size();
@@ -177,6 +204,8 @@ class Cache : public ChunkIterator {
   std::ofstream file_;  // open while the first pass writes it
   IteratorPtr input_;
   size_t replay_pos_ = 0;
+  bool reads_through_ = false;  // another pass was filling the store when this one began
+  bool ended_ = false;          // a pass that read through has ended
 };
 
 }  // namespace
