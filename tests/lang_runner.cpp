@@ -154,9 +154,18 @@ static std::string run_pipelines(const std::string& rel_path, const std::string&
     }
     const CompiledPipeline& o = opt.pipelines[p];
     if (o.jit)
-      for (const auto& k : o.jit->stages)
-        out << "  kernel #" << k.stage << " " << stage_name(o.plan.stages.at(static_cast<size_t>(k.stage)).kind) << ": "
+      for (const auto& k : o.jit->stages) {
+        // A stage of a flat_map's inner pipeline is `#<flat_map>.<stage>`, found through the inner plans.
+        const Plan* plan = &o.plan;
+        std::string number;
+        for (int f : k.within) {
+          number += std::to_string(f) + ".";
+          plan = plan->stages.at(static_cast<size_t>(f)).inner.get();
+        }
+        number += std::to_string(k.stage);
+        out << "  kernel #" << number << " " << stage_name(plan->stages.at(static_cast<size_t>(k.stage)).kind) << ": "
             << (k.native ? "jit" : "interpreter: " + k.why_not) << "\n";
+      }
     std::vector<std::string> got = run_elements(o.plan, 4, dir);
     // A run that fails must fail alike; how many elements come out before depends on the chunks.
     auto failed = [](const std::vector<std::string>& v) { return !v.empty() && v.back().rfind("error: ", 0) == 0; };

@@ -24,6 +24,12 @@ bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& w
 
 std::string kernel_symbol(int index) { return "pipec_kernel_" + std::to_string(index); }
 
+std::string kernel_symbol(const std::vector<int>& within, int index) {
+  std::string out = "pipec_kernel_";
+  for (int flat_map : within) out += std::to_string(flat_map) + "_";
+  return out + std::to_string(index);
+}
+
 std::vector<int> kernel_input_fields(const LoopNest& nest) {
   std::vector<int> out;
   for (const LoopInput& in : nest.inputs) out.push_back(in.field_index);

@@ -18,6 +18,11 @@ bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& w
 /// The kernel symbol of stage `index`: "pipec_kernel_<index>".
 std::string kernel_symbol(int index);
 
+/// The kernel symbol of stage `index` of a flat_map's inner pipeline, `within` being the flat_map stages
+/// that hold it, outermost first: "pipec_kernel_<flat_map>_<index>" (no two stages of a plan and its
+/// inner pipelines share one, so one object file or JIT session holds them all).
+std::string kernel_symbol(const std::vector<int>& within, int index);
+
 /// The input field index of each kernel input pointer (NativeKernel::input_fields).
 std::vector<int> kernel_input_fields(const LoopNest& nest);
 

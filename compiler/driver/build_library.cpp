@@ -114,6 +114,14 @@ std::string c_byte_array(const std::string& name, const std::string& bytes) {
   return out;
 }
 
+// The kernel symbols the stages of `plan` and of its flat_maps' inner pipelines name.
+void kernel_symbols(const Plan& plan, std::vector<std::string>& out) {
+  for (const Stage& s : plan.stages) {
+    if (s.inner) kernel_symbols(*s.inner, out);
+    if (s.native && !s.native->symbol.empty()) out.push_back(s.native->symbol);
+  }
+}
+
 }  // namespace
 
 std::string embedded_plan_source(const Plan& plan, const std::string& spec_dir, const std::string& plan_symbol) {
@@ -124,8 +132,7 @@ std::string embedded_plan_source(const Plan& plan, const std::string& spec_dir, 
       "typedef int32_t (*pipec_kernel_fn)(const void*);\n"
       "struct pipec_embedded_kernel { const char* symbol; pipec_kernel_fn fn; };\n\n";
   std::vector<std::string> symbols;
-  for (const Stage& s : plan.stages)
-    if (s.native && !s.native->symbol.empty()) symbols.push_back(s.native->symbol);
+  kernel_symbols(plan, symbols);
   for (const std::string& sym : symbols) out += fmt::format("extern int32_t {}(const void*);\n", sym);
   out += "\n" + c_byte_array(plan_symbol, blob);
   out += fmt::format("const char pipec_embedded_spec_dir[] = {};\n", c_string_literal(spec_dir));

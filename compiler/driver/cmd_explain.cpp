@@ -21,20 +21,31 @@ namespace pipec {
 
 namespace {
 
-// Which bodies of the (optimized) plan `pipec run` compiles to native kernels, and why the others not.
-std::string kernel_lines(const Plan& plan, bool loops) {
+// Which bodies of the (optimized) plan `pipec run` compiles to native kernels, and why the others not;
+// a flat_map's inner pipeline's where the flat_map is, indented, its stages numbered `#flat_map.stage`.
+std::string kernel_lines(const Plan& plan, bool loops, const std::vector<int>& within = {}) {
   std::string out;
+  std::string prefix, indent = "  ";
+  for (int f : within) {
+    prefix += std::to_string(f) + ".";
+    indent += "  ";
+  }
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const Stage& s = plan.stages[i];
+    if (s.inner) {
+      std::vector<int> deeper = within;
+      deeper.push_back(static_cast<int>(i));
+      out += kernel_lines(*s.inner, loops, deeper);
+    }
     if (!has_element_kernel(s)) continue;
     codegen::LoopNest nest;
     std::string why;
+    const std::string head = indent + "#" + prefix + std::to_string(i) + " " + std::string(stage_name(s.kind));
     if (codegen::stage_loop_nest(plan, static_cast<int>(i), nest, why)) {
-      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": compiled (" +
-             codegen::kernel_symbol(static_cast<int>(i)) + ")\n";
+      out += head + ": compiled (" + codegen::kernel_symbol(within, static_cast<int>(i)) + ")\n";
       if (loops) out += codegen::print_loop_nest(nest);
     } else {
-      out += "  #" + std::to_string(i) + " " + std::string(stage_name(s.kind)) + ": interpreter: " + why + "\n";
+      out += head + ": interpreter: " + why + "\n";
     }
   }
   return out;

@@ -76,6 +76,20 @@ std::string stage_backend(const Stage& s) {
   return s.native && s.native->fn ? s.native->backend : "interpreter";
 }
 
+// A flat_map's inner pipeline's bodies and their backends, "#1 map llvm-jit, #2 filter interpreter" (a
+// nested flat_map's in brackets after it); "" when it has none.
+std::string inner_backends(const Plan& inner) {
+  std::string out;
+  for (size_t i = 0; i < inner.stages.size(); ++i) {
+    const Stage& s = inner.stages[i];
+    std::string b = stage_backend(s);
+    if (s.inner)
+      if (std::string nested = inner_backends(*s.inner); !nested.empty()) b = "(each element: " + nested + ")";
+    if (!b.empty()) out += fmt::format("{}#{} {} {}", out.empty() ? "" : ", ", i, stage_name(s.kind), b);
+  }
+  return out;
+}
+
 void print_summary(std::ostream& out, const PipelineRun& run, const std::string& name, const Summary& s, bool batched,
                    const codegen::JitReport* jit, bool explain_autotune, const std::vector<Advice>& advice) {
   const Plan& plan = run.plan();
@@ -132,6 +146,8 @@ void print_summary(std::ostream& out, const PipelineRun& run, const std::string&
     std::string extra;
     if (int64_t d = ctx.dropped[i]->load()) extra = fmt::format("  ({} dropped by ignore_errors)", format_thousands(d));
     if (std::string b = stage_backend(plan.stages[i]); !b.empty()) extra += "  [" + b + "]";
+    if (plan.stages[i].inner)
+      if (std::string b = inner_backends(*plan.stages[i].inner); !b.empty()) extra += "  [each element: " + b + "]";
     out << fmt::format("  #{:<3} {:<16} {:>14} {:>9.2f}s {:>6.1f}%  {}{}\n", i, stage_name(plan.stages[i].kind),
                        format_thousands(snap.elements_out), snap.work_ns() / 1e9, share, ctx.stage_device.at(i), extra);
   }

@@ -7,6 +7,7 @@
 #include "compiler/passes/constant_folding.h"
 #include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/dead_code_elimination.h"
+#include "compiler/passes/inner_pipelines.h"
 #include "compiler/passes/map_batch_fusion.h"
 #include "compiler/passes/map_filter_fusion.h"
 #include "compiler/passes/map_fusion.h"
@@ -72,6 +73,7 @@ void run_passes(Plan& plan, const PassOptions& options) {
     }
     if (options.log) options.log(pass.name, changed, plan);
   }
+  optimize_inner_pipelines(plan, options);
 }
 
 }  // namespace pipec

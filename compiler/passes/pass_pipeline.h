@@ -41,7 +41,8 @@ class PassError : public std::runtime_error {
 };
 
 /// Runs the passes on `plan` (whose functions it first copies, so plans sharing them are not
-/// touched). Throws PassError when a pass leaves a plan that does not verify.
+/// touched), then on the inner pipeline of each of its flat_maps (inner_pipelines.h). Throws PassError
+/// when a pass leaves a plan that does not verify.
 void run_passes(Plan& plan, const PassOptions& options);
 
 }  // namespace pipec

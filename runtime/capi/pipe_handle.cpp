@@ -17,11 +17,16 @@ constexpr uint32_t kHandleStateVersion = 1;
 }  // namespace
 
 // A plan naming a kernel the library does not carry is refused rather than silently interpreted, since
-// that means the library was built wrong.
+// that means the library was built wrong. A flat_map's inner pipeline gets a copy with its kernels bound.
 int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels) {
   int bound_count = 0;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
+    if (s.inner) {
+      Plan inner = *s.inner;
+      bound_count += bind_kernels(inner, kernels);
+      s.inner = std::make_shared<const Plan>(std::move(inner));
+    }
     if (!s.native) continue;
     PipecKernelFn fn = nullptr;
     for (const KernelSymbol& k : kernels)

@@ -25,8 +25,8 @@ struct PipeLibrary {
   std::vector<KernelSymbol> kernels;
 };
 
-/// Sets every stage's NativeKernel::fn from `kernels` by its symbol; returns how many. Throws
-/// std::runtime_error naming the stage when a symbol is not among them.
+/// Sets every stage's NativeKernel::fn (inner pipelines' too) from `kernels` by its symbol; returns how
+/// many. Throws std::runtime_error naming the stage when a symbol is not among them.
 int bind_kernels(Plan& plan, const std::vector<KernelSymbol>& kernels);
 
 /// What a host embedding the runtime in a program of its own adds to pipe_options (the Python module:

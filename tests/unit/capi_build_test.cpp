@@ -120,6 +120,29 @@ TEST(CapiBuild, SmallSpecMatchesPipecRunThroughCProgram) {
   expect_dumps_match(d / "dump_interp", d / "npy", {"x", "y", "z"}, 13);
 }
 
+// A flat_map's inner map is compiled into the library with the outer one and bound at pipe_open; the
+// library gives what `pipec run` gives.
+TEST(CapiBuild, AFlatMapsInnerMapIsCompiledIntoTheLibrary) {
+  ScratchDir d;
+  write_file(d / "nested.pipe",
+             "pipeline nested = range(1, 12)\n"
+             "  | flat_map(r => range(r.value) | map(q => { x: f32(q.value) * 0.25, y: q.value * 3 }))\n"
+             "  | map(r => { x: r.x + 1.0, y: r.y })\n"
+             "  | batch(5)\n");
+  auto b = run_pipec({"build", (d / "nested.pipe").string(), "-o", (d / "out/libnested.so").string()});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.err.find("2 compiled kernels"), std::string::npos) << b.err;
+  auto r = run_pipec({"run", (d / "nested.pipe").string(), "--output", (d / "npy").string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::path exe = compile_c_test(d / "out", "nested", d / "ctest");
+  fs::create_directories(d / "dump");
+  CommandResult c = run_shell(shell_quote(exe.string()) + " read " + shell_quote((d / "dump").string()) + " 20");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("read 14 elements"), std::string::npos) << c.out;  // 66 rows: 13 batches of 5 and one of 1
+  EXPECT_NE(c.out.find("compiled kernels 2"), std::string::npos) << c.out;
+  expect_dumps_match(d / "dump", d / "npy", {"x", "y"}, 14);
+}
+
 TEST(CapiBuild, ChessExampleReadsGeneratedDataFromAnotherFolder) {
   ScratchDir d;
   // Small sample data in chess's own format, made by a copy of its make_data spec with fewer records.

@@ -61,6 +61,12 @@ std::string error_text(llvm::Error e) { return llvm::toString(std::move(e)); }
 
 }  // namespace
 
+std::string StageJitStatus::where() const {
+  std::string s = fmt::format("stage {}", stage);
+  for (auto it = within.rbegin(); it != within.rend(); ++it) s += fmt::format(" of flat_map {}'s pipeline", *it);
+  return s;
+}
+
 std::string JitReport::summary() const {
   auto plural = [](int n) { return n == 1 ? "kernel" : "kernels"; };
   std::string s;
@@ -70,7 +76,7 @@ std::string JitReport::summary() const {
     s = "no kernels";
     for (const StageJitStatus& st : stages)
       if (!st.native) {
-        s += fmt::format(" (stage {}: {})", st.stage, st.why_not);
+        s += fmt::format(" ({}: {})", st.where(), st.why_not);
         break;
       }
   }
@@ -150,15 +156,23 @@ class KernelLinker {
 
 }  // namespace
 
-JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
-  const auto start = Clock::now();
-  JitReport report;
-  KernelLinker linker(opts);
+namespace {
+
+// attach_native_kernels on `plan`, the inner pipeline of the flat_maps `within` (none: the run's plan).
+void attach_plan_kernels(Plan& plan, std::vector<int>& within, KernelLinker& linker, JitReport& report) {
   for (size_t i = 0; i < plan.stages.size(); ++i) {
+    if (plan.stages[i].inner) {
+      Plan inner = *plan.stages[i].inner;  // the plan may share it with others (a copy of the run's)
+      within.push_back(static_cast<int>(i));
+      attach_plan_kernels(inner, within, linker, report);
+      within.pop_back();
+      plan.stages[i].inner = std::make_shared<const Plan>(std::move(inner));
+    }
     const Stage& s = plan.stages[i];
     if (!has_element_kernel(s)) continue;
     StageJitStatus st;
     st.stage = static_cast<int>(i);
+    st.within = within;
     const auto t0 = Clock::now();
     LoopNest nest;
     if (!stage_loop_nest(plan, st.stage, nest, st.why_not)) {
@@ -166,7 +180,7 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
       continue;
     }
     try {
-      plan.stages[i].native = linker.add(nest, kernel_symbol(st.stage), st, t0);
+      plan.stages[i].native = linker.add(nest, kernel_symbol(within, st.stage), st, t0);
       st.native = true;
       (st.from_cache ? report.cached : report.compiled)++;
     } catch (const std::exception& e) {
@@ -174,6 +188,16 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
     }
     report.stages.push_back(st);
   }
+}
+
+}  // namespace
+
+JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
+  const auto start = Clock::now();
+  JitReport report;
+  KernelLinker linker(opts);
+  std::vector<int> within;
+  attach_plan_kernels(plan, within, linker, report);
   report.compile_ms = ms_since(start);
   return report;
 }
@@ -235,18 +259,32 @@ JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
   return report;
 }
 
-std::string kernels_llvm_ir(const Plan& plan) {
-  std::string out;
+namespace {
+
+void append_llvm_ir(const Plan& plan, std::vector<int>& within, std::string& out) {
   for (size_t i = 0; i < plan.stages.size(); ++i) {
+    if (plan.stages[i].inner) {
+      within.push_back(static_cast<int>(i));
+      append_llvm_ir(*plan.stages[i].inner, within, out);
+      within.pop_back();
+    }
     LoopNest nest;
     std::string why;
     if (!stage_loop_nest(plan, static_cast<int>(i), nest, why)) continue;
     llvm::LLVMContext ctx;
-    const std::string symbol = kernel_symbol(static_cast<int>(i));
+    const std::string symbol = kernel_symbol(within, static_cast<int>(i));
     llvm::Module m(symbol, ctx);
     emit_kernel(nest, m, symbol);
     out += module_ir(m);
   }
+}
+
+}  // namespace
+
+std::string kernels_llvm_ir(const Plan& plan) {
+  std::string out;
+  std::vector<int> within;
+  append_llvm_ir(plan, within, out);
   return out;
 }
 

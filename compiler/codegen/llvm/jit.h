@@ -23,14 +23,18 @@ struct JitOptions {
 
 struct StageJitStatus {
   int stage = -1;
+  std::vector<int> within;  // a stage of a flat_map's inner pipeline: the flat_map stages holding it, outermost first
   bool native = false;      // a kernel is attached
   bool from_cache = false;  // ... loaded from the disk cache
   double compile_ms = 0;    // time in LLVM (0 for cache hits)
   std::string why_not;      // when !native: what kept it on the interpreter
+
+  /// "stage 3", or "stage 1 of flat_map 2's pipeline" for one in an inner pipeline.
+  std::string where() const;
 };
 
 struct JitReport {
-  std::vector<StageJitStatus> stages;  // one per map/filter stage
+  std::vector<StageJitStatus> stages;  // one per map/filter stage, those of flat_maps' inner pipelines too
   int compiled = 0;                    // kernels compiled by LLVM in this call
   int cached = 0;                      // kernels loaded from the cache
   double compile_ms = 0;               // total time of this call (lowering, LLVM, cache, linking)
@@ -39,8 +43,9 @@ struct JitReport {
   std::string summary() const;
 };
 
-/// Compiles and attaches kernels to every compilable map/filter stage. Never throws for a stage that
-/// cannot be compiled: it stays on the interpreter and its status says why.
+/// Compiles and attaches kernels to every compilable map/filter stage, and to those of each flat_map's
+/// inner pipeline (recursively; the flat_map gets a copy of its inner plan with them attached). Never
+/// throws for a stage that cannot be compiled: it stays on the interpreter and its status says why.
 JitReport attach_native_kernels(Plan& plan, const JitOptions& opts = {});
 
 /// Compiles the expr nodes of a training step graph (element-wise chains: activations and their
@@ -51,7 +56,7 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts = {});
 /// one generated loop over the flat buffers (emit_optimizer.h; the ABI is runtime/train/math/optimizer.h's).
 JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts = {});
 
-/// The unoptimized LLVM IR of every compilable map/filter kernel (`pipec explain --llvm`).
+/// The unoptimized LLVM IR of every compilable map/filter kernel, inner pipelines' too (`pipec explain --llvm`).
 std::string kernels_llvm_ir(const Plan& plan);
 
 }  // namespace pipec::codegen
