@@ -10,6 +10,13 @@ namespace pipec {
 int inline_colour_files(Plan& plan, const std::string& data_dir) {
   int changed = 0;
   for (Stage& s : plan.stages) {
+    if (s.inner) {  // a flat_map's pipeline: a copy, since plans may share it
+      Plan inner = *s.inner;
+      if (int n = inline_colour_files(inner, data_dir)) {
+        changed += n;
+        s.inner = std::make_shared<const Plan>(std::move(inner));
+      }
+    }
     if (!s.fn) continue;
     std::shared_ptr<ExprFunction> copy;  // made on the first change: plans may share functions
     for (size_t i = 0; i < s.fn->body.size(); ++i) {

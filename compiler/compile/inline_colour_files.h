@@ -14,7 +14,7 @@ namespace pipec {
 /// Replaces each one_hot_colors' `colors = "file.csv"` (resolved against `data_dir`, the folder the
 /// run resolves relative paths against) with the file's [r, g, b] rows. A file that cannot be read or
 /// whose row count differs from the op's classes is left as it was: the run reports it in its own
-/// words. Returns how many instructions changed.
+/// words. Flat_maps' inner pipelines too. Returns how many instructions changed.
 int inline_colour_files(Plan& plan, const std::string& data_dir);
 
 }  // namespace pipec

@@ -52,6 +52,27 @@ TEST(ColourFileRun, ExplainShowsTheMapCompiled) {
   EXPECT_NE(r.out.find("#1 map: compiled"), std::string::npos) << r.out;
 }
 
+// The same in a flat_map's pipeline: its map is compiled too.
+TEST(ColourFileRun, AFlatMapsInnerMapIsCompiledToo) {
+  ScratchDir d;
+  std::ofstream(d / "p.pipe")
+      << "pipeline p = range(1, 4) | flat_map(e => range(e.value) | map(r => {\n"
+         "    px = reshape(u8([0, 0, 0, 255, 255, 255, 1, 2, 3, 7, 7, 7]) + u8(r.value % 2), [2, 2, 3])\n"
+         "    { label: one_hot_colors(px, \"colours.csv\", classes = 4) }\n"
+         "  }))\n";
+  std::ofstream(d / "colours.csv") << "name,r,g,b\nvoid,0,0,0\nsky,1,1,1\nroad,1,2,3\nwhite,255,255,255\n";
+  auto jit = run_pipec({"run", (d / "p.pipe").string(), "--output", (d / "jit").string()});
+  ASSERT_EQ(jit.exit_code, 0) << jit.err;
+  EXPECT_NE(jit.err.find("[each element: #1 map llvm-jit]"), std::string::npos) << jit.err;
+  auto ref = run_pipec({"run", (d / "p.pipe").string(), "--output", (d / "ref").string(), "--no-jit", "-q"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  for (int e = 0; e < 6; ++e) {  // 1 + 2 + 3 elements
+    const std::string f = "00000" + std::to_string(e) + "/label.npy";
+    EXPECT_TRUE(read_npy((d / "jit" / f).string()).equals(read_npy((d / "ref" / f).string()))) << f;
+  }
+  EXPECT_FALSE(fs::exists(d / "jit" / "000006"));
+}
+
 TEST(ColourFileRun, AMissingFileIsReportedByTheRunNotTheCompiler) {
   ScratchDir d;
   std::ofstream(d / "p.pipe") << kSpec;
