@@ -23,15 +23,6 @@ Tensor scalar(DType dt, int64_t v) {
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 int64_t pick(Tensor x, Tensor i) {
   return ints(call("dynamic_index", {std::move(x), std::move(i)}, DType::I64, {}, {{"axis", axis(0)}}))[0];
 }

@@ -23,15 +23,6 @@ std::vector<std::string> texts(const Tensor& t) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 using Pieces = std::vector<std::string>;
 
 Pieces split(const std::string& s) { return texts(call("split", {one(s)}, DType::Bytes, {kUnknownDim})); }

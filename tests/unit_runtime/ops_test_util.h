@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -120,6 +121,16 @@ inline Chunk chunk(int64_t rows, std::vector<Column> cols, int64_t first_index =
   c.first_index = first_index;
   c.epoch = epoch;
   return c;
+}
+
+/// The message of what `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace pipec::ops_test
