@@ -12,6 +12,7 @@
 #include "compiler/codegen/llvm/aot.h"
 #include "compiler/codegen/stage_kernel.h"
 #include "tests/unit/cli_util.h"
+#include "tests/unit/codegen_util.h"
 #include "tests/unit/compile_util.h"
 
 namespace pipec {
@@ -189,6 +190,31 @@ TEST(MapFilterKernel, AnErrorInTheMapNamesTheStage) {
   EXPECT_EQ(messages[0],
             "test.pipe:2:25: map_filter: test.pipe:2:39: dynamic_index: element 4: index 3 is out of range for a "
             "dimension of size 3");
+}
+
+// The runtime reads a map_filter's last result as one flag byte per row: a function whose last result
+// is anything else (no spec makes one) gets no kernel.
+TEST(MapFilterKernel, ALastResultOtherThanOneBoolPerRowGetsNoKernel) {
+  for (int bad = 0; bad < 2; ++bad) {
+    testing::FnBuilder b;
+    const int x = b.param("x", DType::I64, {});
+    b.result("y", b.op("neg", {x}, DType::I64, {}));
+    const int two = b.op("stack", {x, x}, DType::I64, {2});
+    b.result("keep", bad == 0 ? x : b.op("gt", {two, two}, DType::Bool, {2}));
+    Plan p = testing::one_map_plan(b, "map_filter");
+    codegen::LoopNest nest;
+    std::string why;
+    EXPECT_FALSE(codegen::stage_loop_nest(p, 1, nest, why)) << bad;
+    EXPECT_EQ(why, "the fused filter's keep flag is not one bool per element") << bad;
+  }
+  testing::FnBuilder good;
+  const int x = good.param("x", DType::I64, {});
+  good.result("y", good.op("neg", {x}, DType::I64, {}));
+  good.result("keep", good.op("gt", {x, x}, DType::Bool, {}));
+  codegen::LoopNest nest;
+  std::string why;
+  EXPECT_TRUE(codegen::stage_loop_nest(testing::one_map_plan(good, "map_filter"), 1, nest, why)) << why;
+  EXPECT_EQ(nest.outputs.size(), 2u);
 }
 
 // `pipec build`'s object file holds the fused stage's kernel too.
