@@ -14,6 +14,13 @@ bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& w
     why_not = "the filter's predicate is not one flag per element";
     return false;
   }
+  // map_filter: the map's fields, then the keep flag (map_filter_fusion), which the runtime reads as
+  // one byte per row (stage_map.cpp).
+  if (s.kind == StageKind::MapFilter &&
+      (nest.outputs.empty() || nest.outputs.back().elems != 1 || nest.outputs.back().dtype != DType::Bool)) {
+    why_not = "the fused filter's keep flag is not one bool per element";
+    return false;
+  }
   for (const LoopInput& in : nest.inputs)
     if (in.field_index < 0) {
       why_not = "the input field `" + in.field + "` is not in the input element";

@@ -10,9 +10,10 @@
 
 namespace pipec::codegen {
 
-/// Lowers stage `index` (a map or filter) to loop nests, resolving its params against the fields of
-/// the stage's input element. Returns false with the reason when it is not a map/filter or its
-/// function is not compilable (see loop_nest.h for what is).
+/// Lowers stage `index` (a stage with an element kernel: map, filter, map_filter, map_batch, scan, ...)
+/// to loop nests, resolving its params against the fields of the stage's input element. Returns false
+/// with the reason when it has no element kernel or its function is not compilable (see loop_nest.h for
+/// what is). A map_filter's nest has the map's fields as outputs, then the bool keep flag.
 bool stage_loop_nest(const Plan& plan, int index, LoopNest& nest, std::string& why_not);
 
 /// The kernel symbol of stage `index`: "pipec_kernel_<index>".

@@ -45,8 +45,10 @@ struct Stage {
   const Value* arg(const std::string& name) const;
 };
 
-/// Stages whose function runs once per element and may become a compiled kernel: map, filter, scan
-/// and map_batch (a map fused with the batch after it; the kernel is the map's): StageFlag::ElementKernel.
+/// Stages whose function runs once per element and may become a compiled kernel: map, filter, scan,
+/// map_filter (a map fused with the filter after it; the kernel computes the map's fields and the keep
+/// flag) and map_batch (a map fused with the batch after it; the kernel is the map's):
+/// StageFlag::ElementKernel.
 bool has_element_kernel(const Stage& s);
 
 struct Plan {

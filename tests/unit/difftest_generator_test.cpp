@@ -8,6 +8,7 @@
 #include <iostream>
 #include <regex>
 
+#include "compiler/codegen/stage_kernel.h"
 #include "compiler/compile/compile.h"
 #include "compiler/front/ast_query.h"
 #include "tests/difftest/compare_outputs.h"
@@ -145,6 +146,35 @@ TEST(DifftestGenerator, DrawsMixesOfBoolsAndNumbersButNoChainedComparisons) {
   std::cout << "[ counts ] over 200 seeds: " << n.twins << " twin pairs, " << n.weak_with_bool
             << " literals beside a bool, " << n.bool_with_number << " bools beside a number, "
             << n.comparison_of_comparison << " comparisons of comparisons\n";
+}
+
+// A map with a filter right after it is drawn often enough that the optimizer fuses many of them into
+// map_filter stages whose functions lower to loop nests: the difftest then compares their JIT kernels
+// (and `pipec build`'s) with the interpreter's map and filter.
+TEST(DifftestGenerator, DrawsMapsWithAFilterAfterThemThatFuseAndCompile) {
+  int fused = 0, compilable = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const difftest::GeneratedCase c = difftest::generate_case(seed);
+    CompileRequest req;
+    req.path = "case.pipe";
+    req.text = c.spec;
+    req.target = CompileTarget::EveryPipeline;
+    req.options.passes.opt_level = 1;
+    req.options.cpu_kernels = CpuKernels::None;
+    CompileResult r = compile(req);
+    ASSERT_TRUE(r.ok()) << "seed " << seed << ":\n" << c.spec << r.error;
+    for (const CompiledPipeline& p : r.pipelines)
+      for (size_t i = 0; i < p.plan.stages.size(); ++i) {
+        if (p.plan.stages[i].kind != StageKind::MapFilter) continue;
+        ++fused;
+        codegen::LoopNest nest;
+        std::string why;
+        compilable += codegen::stage_loop_nest(p.plan, static_cast<int>(i), nest, why) ? 1 : 0;
+      }
+  }
+  EXPECT_GE(fused, 40);
+  EXPECT_GE(compilable, 20);
+  std::cout << "[ counts ] over 200 seeds: " << fused << " map_filter stages, " << compilable << " compilable\n";
 }
 
 }  // namespace
