@@ -26,12 +26,11 @@ struct HuffTable {
   uint16_t fast[512] = {};  // (length << 8) | value for codes of at most 9 bits, 0 for longer ones
   int32_t maxcode[17] = {};
   int32_t valoffset[17] = {};
-  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits: the bits to
-  // skip and how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros);
-  // bits 0 when the code and its extra bits are longer than kSkipBits (then decode() and the extra
-  // bits are taken one after the other).
-  uint8_t skip_bits[1 << kSkipBits] = {};
-  uint8_t skip_advance[1 << kSkipBits] = {};
+  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits (which
+  // hold its code, when that is at most kSkipBits long): (the bits to skip, code and extra bits,
+  // << 8) | how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros); 0
+  // for a longer code (then decode() and the extra bits are taken one after the other).
+  uint16_t skip[1 << kSkipBits] = {};
   // encoding (the standard DC table only)
   uint16_t code[16] = {};
   uint8_t length[16] = {};
@@ -61,17 +60,21 @@ bool build_table(HuffTable& t, bool dc) {
     t.maxcode[len] = t.counts[len] ? next - 1 : -1;
     next <<= 1;
   }
-  if (!dc)
-    for (int bits = 0; bits < (1 << kSkipBits); ++bits) {
-      const uint16_t f = t.fast[bits >> (kSkipBits - 9)];
-      if (!f) continue;
-      const int len = f >> 8, r = (f & 0xFF) >> 4, size = f & 15;
-      if (len + size > kSkipBits) continue;
-      t.skip_bits[bits] = static_cast<uint8_t>(len + size);
-      // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else with
-      // size 0 ends the block.
-      t.skip_advance[bits] = static_cast<uint8_t>(size ? r + 1 : r == 15 ? 16 | kZrl : 0);
-    }
+  if (!dc) {
+    // Every code of at most kSkipBits bits, followed by each possible rest of the lookup's bits.
+    int code = 0, v = 0;
+    for (int len = 1; len <= 16; ++len, code <<= 1)
+      for (int i = 0; i < t.counts[len]; ++i, ++code, ++v) {
+        if (len > kSkipBits) continue;
+        const int rs = t.values[static_cast<size_t>(v)], r = rs >> 4, size = rs & 15;
+        // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else
+        // with size 0 ends the block.
+        const int advance = size ? r + 1 : r == 15 ? 16 | kZrl : 0;
+        const int shift = kSkipBits - len;
+        for (int j = 0; j < (1 << shift); ++j)
+          t.skip[(code << shift) | j] = static_cast<uint16_t>(((len + size) << 8) | advance);
+      }
+  }
   return true;
 }
 
@@ -365,10 +368,9 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, std::strin
 bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
   for (int k = 1; k < 64;) {
     in.ensure32();
-    const uint32_t next = in.peek(kSkipBits);
-    if (const int n = ac.skip_bits[next]) {
-      in.skip(n);
-      const int advance = ac.skip_advance[next];
+    if (const int step = ac.skip[in.peek(kSkipBits)]) {
+      in.skip(step >> 8);  // at most 10 + 15 bits
+      const int advance = step & 0xFF;
       if (advance == 0) break;
       k += advance & ~kZrl;
       // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
