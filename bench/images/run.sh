@@ -18,8 +18,8 @@
 #   tf.data seed+cache    seed 003's code as its article has it: decoded images cache()d in memory
 #   tf.data decode_crop   extract_jpeg_shape + decode_and_crop_jpeg (the best tf.data version without a cache)
 #   decoder alone         libjpeg-turbo decoding both whole images from memory, nothing else (2 threads)
-# then, per image on one thread (jpeg_index_cost): full decode, cropping decode, index build, window
-# from the index.
+# then, per image on one thread in CPU time (jpeg_index_cost): full decode, cropping decode, the
+# first epoch with the index, a later epoch's window from it.
 # Seed 004 (960x720 PNG photo + label; crop_or_pad 512, f32, one-hot of 32 colours), samples/s:
 #   pipec                 bench/images/seg_bench.pipe
 #   tf.data seed          seed 004's preprocess_fn

@@ -26,12 +26,11 @@ struct HuffTable {
   uint16_t fast[512] = {};  // (length << 8) | value for codes of at most 9 bits, 0 for longer ones
   int32_t maxcode[17] = {};
   int32_t valoffset[17] = {};
-  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits: the bits to
-  // skip and how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros);
-  // bits 0 when the code and its extra bits are longer than kSkipBits (then decode() and the extra
-  // bits are taken one after the other).
-  uint8_t skip_bits[1 << kSkipBits] = {};
-  uint8_t skip_advance[1 << kSkipBits] = {};
+  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits (which
+  // hold its code, when that is at most kSkipBits long): (the bits to skip, code and extra bits,
+  // << 8) | how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros); 0
+  // for a longer code (then decode() and the extra bits are taken one after the other).
+  uint16_t skip[1 << kSkipBits] = {};
   // encoding (the standard DC table only)
   uint16_t code[16] = {};
   uint8_t length[16] = {};
@@ -61,17 +60,21 @@ bool build_table(HuffTable& t, bool dc) {
     t.maxcode[len] = t.counts[len] ? next - 1 : -1;
     next <<= 1;
   }
-  if (!dc)
-    for (int bits = 0; bits < (1 << kSkipBits); ++bits) {
-      const uint16_t f = t.fast[bits >> (kSkipBits - 9)];
-      if (!f) continue;
-      const int len = f >> 8, r = (f & 0xFF) >> 4, size = f & 15;
-      if (len + size > kSkipBits) continue;
-      t.skip_bits[bits] = static_cast<uint8_t>(len + size);
-      // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else with
-      // size 0 ends the block.
-      t.skip_advance[bits] = static_cast<uint8_t>(size ? r + 1 : r == 15 ? 16 | kZrl : 0);
-    }
+  if (!dc) {
+    // Every code of at most kSkipBits bits, followed by each possible rest of the lookup's bits.
+    int code = 0, v = 0;
+    for (int len = 1; len <= 16; ++len, code <<= 1)
+      for (int i = 0; i < t.counts[len]; ++i, ++code, ++v) {
+        if (len > kSkipBits) continue;
+        const int rs = t.values[static_cast<size_t>(v)], r = rs >> 4, size = rs & 15;
+        // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else
+        // with size 0 ends the block.
+        const int advance = size ? r + 1 : r == 15 ? 16 | kZrl : 0;
+        const int shift = kSkipBits - len;
+        for (int j = 0; j < (1 << shift); ++j)
+          t.skip[(code << shift) | j] = static_cast<uint16_t>(((len + size) << 8) | advance);
+      }
+  }
   return true;
 }
 
@@ -226,12 +229,10 @@ class BitWriter {
       left -= static_cast<uint64_t>(n);
     }
   }
-  // Pads the last byte with 1-bits, then a marker.
-  void end_with_marker(int marker) {
+  // Pads the last byte with 1-bits and writes what is pending (a restart marker may follow).
+  void end() {
     if (pending_ % 8) put((1u << (8 - pending_ % 8)) - 1, 8 - pending_ % 8);
     for (; pending_ >= 8; pending_ -= 8) byte(static_cast<uint8_t>(acc_ >> (pending_ - 8)));
-    *at_++ = static_cast<char>(0xFF);
-    *at_++ = static_cast<char>(marker);
   }
   char* at() const { return at_; }
 
@@ -252,6 +253,9 @@ struct Component {
 
 // What the markers before the entropy-coded data say.
 struct Headers {
+  std::string kept;  // the segments copied into the rewritten file's header
+  size_t sof = 0;    // offset of the SOF marker in `kept`
+  int64_t height = 0, width = 0;
   std::array<HuffTable, 4> dc_tables, ac_tables;
   std::vector<Component> frame, scan;  // frame order; scan order (the order of blocks in an MCU)
   int restart_interval = 0;
@@ -282,13 +286,13 @@ bool read_scan_header(std::string_view sb, Headers& h, std::string& why) {
   return true;
 }
 
-// Reads the markers up to and including SOS into `h`, and copies the kept ones into out.data (all but
+// Reads the markers up to and including SOS into `h`, and copies the kept ones into h.kept (all but
 // the Huffman tables and the restart interval, which are written anew, and the segments that do not
 // change pixels). Fails on anything but one sequential 8-bit Huffman scan holding every component.
-bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRewrite& out, std::string& why) {
+bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, std::string& why) {
   if (d.size() < 4 || static_cast<unsigned char>(d[0]) != 0xFF || static_cast<unsigned char>(d[1]) != 0xD8)
     return why = "not a JPEG (no SOI marker)", false;
-  std::string& o = out.data;
+  std::string& o = h.kept;
   o.assign(d.data(), 2);
   size_t at = 2;
   bool have_frame = false;
@@ -305,11 +309,11 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
     if (m == 0xC0 || m == 0xC1) {
       if (have_frame || body.size() < 6) return why = "a second or short frame header", false;
       if (static_cast<unsigned char>(body[0]) != 8) return why = "not 8-bit samples", false;
-      out.height = be16(body, 1);
-      out.width = be16(body, 3);
+      h.height = be16(body, 1);
+      h.width = be16(body, 3);
       const size_t n = static_cast<unsigned char>(body[5]);
-      if (out.height < 1 || out.width < 1) return why = "no image size in the frame header", false;
-      if (out.height * out.width > max_pixels) return why = pixel_limit_error(out.height, out.width, max_pixels), false;
+      if (h.height < 1 || h.width < 1) return why = "no image size in the frame header", false;
+      if (h.height * h.width > max_pixels) return why = pixel_limit_error(h.height, h.width, max_pixels), false;
       if ((n != 1 && n != 3) || body.size() < 6 + 3 * n) return why = "not 1 or 3 components", false;
       for (size_t k = 0; k < n; ++k) {
         Component c;
@@ -320,7 +324,7 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
         h.frame.push_back(c);
       }
       have_frame = true;
-      out.sof = o.size();
+      h.sof = o.size();
       o.append(d.substr(at, 2 + len));
     } else if (m == 0xC4) {
       for (size_t p = 0; p < body.size();) {
@@ -364,10 +368,9 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, RestartRew
 bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
   for (int k = 1; k < 64;) {
     in.ensure32();
-    const uint32_t next = in.peek(kSkipBits);
-    if (const int n = ac.skip_bits[next]) {
-      in.skip(n);
-      const int advance = ac.skip_advance[next];
+    if (const int step = ac.skip[in.peek(kSkipBits)]) {
+      in.skip(step >> 8);  // at most 10 + 15 bits
+      const int advance = step & 0xFF;
       if (advance == 0) break;
       k += advance & ~kZrl;
       // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
@@ -391,15 +394,47 @@ bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
   return true;
 }
 
+constexpr uint32_t kNotRewritten = UINT32_MAX;
+
+// The category of a DC value or difference (its bit count); more than 11 is out of an 8-bit file's range.
+int dc_category(int value) {
+  const int magnitude = value < 0 ? -value : value;
+  return magnitude == 0 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(magnitude));
+}
+
+// One DC difference, as libjpeg decodes it; false for a code the table does not have.
+__attribute__((always_inline)) inline bool read_dc_diff(BitReader& in, const HuffTable& dc, int& diff) {
+  in.ensure32();
+  const int s = in.decode(dc);
+  if (s < 0) return false;
+  diff = 0;
+  if (s > 0) {
+    const int bits = static_cast<int>(in.peek(s));
+    in.skip(s);
+    diff = bits < (1 << (s - 1)) ? bits - (1 << s) + 1 : bits;
+  }
+  return true;
+}
+
 }  // namespace
 
-bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, RestartRewrite& out, std::string& why) {
+struct RestartRewriter::Tables {
   Headers h;
-  if (!read_headers(d, max_pixels, h, out, why)) return false;
-  std::string& o = out.data;
+  HuffTable std_dc;  // written for every DC table number the scan uses
+};
+
+RestartRewriter::RestartRewriter() = default;
+RestartRewriter::~RestartRewriter() = default;
+
+bool RestartRewriter::open(std::string_view d, int64_t max_pixels, std::string& why) {
+  tables_ = std::make_unique<Tables>();
+  Headers& h = tables_->h;
+  if (!read_headers(d, max_pixels, h, why)) return false;
+  height_ = h.height;
+  width_ = h.width;
+  sof_ = h.sof;
+  restart_interval_ = h.restart_interval;
   const size_t ns = h.scan.size();
-  const std::vector<Component>& scan = h.scan;
-  const int restart_interval = h.restart_interval;
 
   // MCU geometry: one block per MCU for a single component, else each component's h x v blocks.
   int hmax = 1, vmax = 1;
@@ -407,32 +442,31 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
     hmax = std::max(hmax, c.h);
     vmax = std::max(vmax, c.v);
   }
-  out.mcu_w = ns == 1 ? 8 : 8 * hmax;
-  out.mcu_h = ns == 1 ? 8 : 8 * vmax;
-  out.mcus_per_row = (out.width + out.mcu_w - 1) / out.mcu_w;
-  out.mcu_rows = (out.height + out.mcu_h - 1) / out.mcu_h;
-  const int64_t mcus = out.mcus_per_row * out.mcu_rows;
+  mcu_w_ = ns == 1 ? 8 : 8 * hmax;
+  mcu_h_ = ns == 1 ? 8 : 8 * vmax;
+  mcus_per_row_ = (width_ + mcu_w_ - 1) / mcu_w_;
+  mcu_rows_ = (height_ + mcu_h_ - 1) / mcu_h_;
+  blocks_per_mcu_ = 0;
+  for (const Component& c : h.scan) blocks_per_mcu_ += ns == 1 ? 1 : c.h * c.v;
 
-  // Per-thread scratch, reused from file to file: no page faults or zero-filling for the big
-  // temporaries of every rewrite.
-  thread_local Unstuffed u;
-  thread_local std::vector<char> scan_out;
-  u.bytes.clear();
-  u.segment_start.clear();
+  Unstuffed u;
   if (!unstuff(d, h.scan_data, u, why)) return false;
   const size_t segments =
-      restart_interval > 0 ? static_cast<size_t>((mcus + restart_interval - 1) / restart_interval) : 1;
+      restart_interval_ > 0 ? static_cast<size_t>((mcus() + restart_interval_ - 1) / restart_interval_) : 1;
   if (u.segment_start.size() != segments) return why = "the number of restart markers does not match the image", false;
+  if (u.bytes.size() >= (size_t{1} << 29)) return why = "more than 512 MiB of entropy-coded data", false;
+  bytes_ = std::move(u.bytes);
+  segment_start_ = std::move(u.segment_start);
 
   // The new tables: the standard DC table under every DC table number the scan uses, the file's own
   // AC tables; then a restart interval of one MCU and the scan header as it was.
-  HuffTable std_dc;
+  HuffTable& std_dc = tables_->std_dc;
   std::memcpy(std_dc.counts, kStdDcCounts, sizeof(kStdDcCounts));
   std_dc.values.assign(kStdDcValues, kStdDcValues + 12);
   build_table(std_dc, true);
   std::string dht;
   bool dc_written[4] = {}, ac_written[4] = {};
-  for (const Component& c : scan) {
+  for (const Component& c : h.scan) {
     auto add = [&](int cls, int id, const HuffTable& t) {
       dht.push_back(static_cast<char>((cls << 4) | id));
       for (int len = 1; len <= 16; ++len) dht.push_back(static_cast<char>(t.counts[len]));
@@ -442,74 +476,181 @@ bool rewrite_with_restart_per_mcu(std::string_view d, int64_t max_pixels, Restar
     if (!ac_written[c.ac]) add(1, c.ac, h.ac_tables[static_cast<size_t>(c.ac)]);
     dc_written[c.dc] = ac_written[c.ac] = true;
   }
-  o.append("\xFF\xC4", 2);
-  put_be16(o, static_cast<uint32_t>(dht.size() + 2));
-  o.append(dht);
-  o.append("\xFF\xDD\x00\x04\x00\x01", 6);
-  o.append(d.substr(h.sos, h.scan_data - h.sos));
-  out.scan = o.size();
-  // The most the scan can take: each block's bits grow by at most 20 (a 9-bit DC code and 11 bits,
-  // against at least 1 before), each MCU's by 7 bits of padding and a 2-byte marker, and stuffing can
-  // double every byte.
-  int blocks_per_mcu = 0;
-  for (const Component& c : scan) blocks_per_mcu += ns == 1 ? 1 : c.h * c.v;
-  const size_t bound =
-      2 * (u.bytes.size() + static_cast<size_t>(mcus) * (static_cast<size_t>(blocks_per_mcu) * 3 + 3)) + 64;
-  if (scan_out.size() < bound) scan_out.resize(bound);
+  header_ = std::move(h.kept);
+  header_.append("\xFF\xC4", 2);
+  put_be16(header_, static_cast<uint32_t>(dht.size() + 2));
+  header_.append(dht);
+  header_.append("\xFF\xDD\x00\x04\x00\x01", 6);
+  header_.append(d.substr(h.sos, h.scan_data - h.sos));
 
-  out.mcu_start.clear();
-  out.mcu_start.reserve(static_cast<size_t>(mcus) + 1);
-  out.mcu_start.push_back(static_cast<uint32_t>(out.scan));
-  BitReader in(u.bytes.data(), u.bytes.size());
-  char* const scan_base = scan_out.data();
-  BitWriter w(scan_base);
-  int pred[4] = {};
-  size_t segment = 0;
-  uint64_t segment_end = (segments > 1 ? u.segment_start[1] : u.bytes.size() - 8) * 8;
-  for (int64_t m = 0; m < mcus; ++m) {
-    if (restart_interval > 0 && m > 0 && m % restart_interval == 0) {
-      ++segment;
-      in.seek(u.segment_start[segment] * 8);
-      segment_end = (segment + 1 < segments ? u.segment_start[segment + 1] : u.bytes.size() - 8) * 8;
-      std::fill(std::begin(pred), std::end(pred), 0);
-    }
-    for (size_t ci = 0; ci < scan.size(); ++ci) {
+  start_.reserve(static_cast<size_t>(mcus()) + 1);
+  block_end_.reserve(static_cast<size_t>(mcus() * blocks_per_mcu_));
+  start_.push_back(McuStart{});
+  rewritten_at_.assign(static_cast<size_t>(mcus()), kNotRewritten);
+  rewritten_length_.assign(static_cast<size_t>(mcus()), 0);
+  return true;
+}
+
+bool RestartRewriter::scan_to(int64_t end, std::string& why) {
+  if (!scan_error_.empty()) return why = scan_error_, false;
+  end = std::min(end, mcus());
+  if (scanned_ >= end) return true;
+  const Headers& h = tables_->h;
+  const std::vector<Component>& scan = h.scan;
+  const size_t ns = scan.size();
+  const int64_t ri = restart_interval_;
+  auto fail = [&](const char* reason) {
+    scan_error_ = why = reason;
+    return false;
+  };
+  BitReader in(bytes_.data(), bytes_.size());
+  in.seek(start_[static_cast<size_t>(scanned_)].bit);
+  for (int64_t m = scanned_; m < end; ++m) {
+    const McuStart& s = start_[static_cast<size_t>(m)];
+    if (in.pos() != s.bit) in.seek(s.bit);  // the start of one of the file's own restart segments
+    const size_t segment = ri > 0 ? static_cast<size_t>(m / ri) : 0;
+    const uint64_t segment_end =
+        (segment + 1 < segment_start_.size() ? segment_start_[segment + 1] : bytes_.size() - 8) * 8;
+    std::array<int32_t, 3> pred = s.pred;
+    for (size_t ci = 0; ci < ns; ++ci) {
       const Component& c = scan[ci];
       const HuffTable& dc = h.dc_tables[static_cast<size_t>(c.dc)];
       const HuffTable& ac = h.ac_tables[static_cast<size_t>(c.ac)];
       const int blocks = ns == 1 ? 1 : c.h * c.v;
       for (int b = 0; b < blocks; ++b) {
-        in.ensure32();
-        const int s = in.decode(dc);
-        if (s < 0) return why = "corrupt data: a bad Huffman code", false;
         int diff = 0;
-        if (s > 0) {
-          const int bits = static_cast<int>(in.peek(s));
-          in.skip(s);
-          diff = bits < (1 << (s - 1)) ? bits - (1 << s) + 1 : bits;
-        }
+        if (!read_dc_diff(in, dc, diff)) return fail("corrupt data: a bad Huffman code");
         pred[ci] += diff;
         // After the restart in front of this MCU the first block of each component codes its value
-        // from zero; the others code the same difference as before.
-        const int value = b == 0 ? pred[ci] : diff;
-        const int magnitude = value < 0 ? -value : value;
-        const int category = magnitude == 0 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(magnitude));
-        if (category > 11) return why = "a DC value out of range", false;
-        w.put(std_dc.code[category], std_dc.length[category]);
-        if (category > 0) w.put(static_cast<uint32_t>(value < 0 ? value - 1 : value), category);
-        const uint64_t ac_start = in.pos();
-        if (!skip_ac(in, ac, why)) return false;
-        if (in.pos() > segment_end) return why = "corrupt data: an MCU runs past its segment", false;
-        w.copy(in, ac_start, in.pos());
+        // from zero; the others code the same difference as before. Both must have a DC code.
+        if (dc_category(b == 0 ? pred[ci] : diff) > 11) return fail("a DC value out of range");
+        if (!skip_ac(in, ac, why)) {
+          scan_error_ = why;
+          return false;
+        }
+        if (in.pos() > segment_end) return fail("corrupt data: an MCU runs past its segment");
+        block_end_.push_back(static_cast<uint32_t>(in.pos()));
       }
     }
-    w.end_with_marker(m + 1 < mcus ? 0xD0 + static_cast<int>(m & 7) : 0xD9);
-    out.mcu_start.push_back(static_cast<uint32_t>(out.scan + static_cast<size_t>(w.at() - scan_base)));
+    McuStart next;
+    if (ri > 0 && (m + 1) % ri == 0) {
+      // The next MCU starts the next segment: at its first byte, predicting from zero.
+      next.bit =
+          m + 1 < mcus() ? static_cast<uint32_t>(segment_start_[segment + 1] * 8) : static_cast<uint32_t>(in.pos());
+    } else {
+      next.bit = static_cast<uint32_t>(in.pos());
+      next.pred = pred;
+    }
+    start_.push_back(next);
   }
-  o.reserve(out.scan + static_cast<size_t>(w.at() - scan_base));
-  o.append(scan_base, w.at());
-  if (o.size() >= (size_t{1} << 32)) return why = "more than 4 GiB", false;
+  scanned_ = end;
   return true;
+}
+
+bool RestartRewriter::rewrite(int64_t m, std::string& why) {
+  const Headers& h = tables_->h;
+  const HuffTable& std_dc = tables_->std_dc;
+  const std::vector<Component>& scan = h.scan;
+  const size_t ns = scan.size();
+  const McuStart& s = start_[static_cast<size_t>(m)];
+  // The most an MCU can take: each block's bits grow by at most 20 (a 9-bit DC code and 11 bits,
+  // against at least 1 before), the padding 7 bits, and stuffing can double every byte.
+  const size_t bound =
+      2 * ((start_[static_cast<size_t>(m) + 1].bit - s.bit) / 8 + 1 + static_cast<size_t>(blocks_per_mcu_) * 3 + 1) +
+      16;
+  thread_local std::vector<char> scratch;
+  if (scratch.size() < bound) scratch.resize(bound);
+  BitReader in(bytes_.data(), bytes_.size());
+  in.seek(s.bit);
+  BitWriter w(scratch.data());
+  std::array<int32_t, 3> pred = s.pred;
+  // The scan remembered where each block's AC bits end: only the DC differences are decoded again.
+  const uint32_t* end = block_end_.data() + static_cast<size_t>(m) * static_cast<size_t>(blocks_per_mcu_);
+  for (size_t ci = 0; ci < ns; ++ci) {
+    const Component& c = scan[ci];
+    const HuffTable& dc = h.dc_tables[static_cast<size_t>(c.dc)];
+    const int blocks = ns == 1 ? 1 : c.h * c.v;
+    for (int b = 0; b < blocks; ++b, ++end) {
+      int diff = 0;
+      if (!read_dc_diff(in, dc, diff)) return why = "corrupt data: a bad Huffman code", false;
+      pred[ci] += diff;
+      const int value = b == 0 ? pred[ci] : diff;
+      const int category = dc_category(value);
+      if (category > 11) return why = "a DC value out of range", false;
+      w.put(std_dc.code[category], std_dc.length[category]);
+      if (category > 0) w.put(static_cast<uint32_t>(value < 0 ? value - 1 : value), category);
+      w.copy(in, in.pos(), *end);
+      in.seek(*end);
+    }
+  }
+  w.end();
+  const size_t length = static_cast<size_t>(w.at() - scratch.data());
+  if (rewritten_.size() + length >= kNotRewritten) return why = "more than 4 GiB", false;
+  rewritten_at_[static_cast<size_t>(m)] = static_cast<uint32_t>(rewritten_.size());
+  rewritten_length_[static_cast<size_t>(m)] = static_cast<uint32_t>(length);
+  rewritten_.append(scratch.data(), length);
+  ++rewritten_count_;
+  return true;
+}
+
+bool RestartRewriter::append_mcus(int64_t first, int64_t count, int64_t& k, std::string& out, std::string& why) {
+  if (first < 0 || count < 0 || first + count > scanned_) return why = "MCUs not scanned yet", false;
+  if (!scan_error_.empty()) return why = scan_error_, false;
+  for (int64_t m = first; m < first + count; ++m, ++k) {
+    const size_t i = static_cast<size_t>(m);
+    if (complete_) {
+      out.append(rewritten_, rewritten_at_[i], rewritten_at_[i + 1] - rewritten_at_[i]);
+    } else {
+      if (rewritten_at_[i] == kNotRewritten) {
+        if (rewritten_.empty()) rewritten_.reserve(rewritten_estimate());
+        if (!rewrite(m, why)) return false;
+      }
+      out.append(rewritten_, rewritten_at_[i], rewritten_length_[i]);
+    }
+    out.push_back(static_cast<char>(0xFF));
+    out.push_back(static_cast<char>(0xD0 + (k & 7)));
+  }
+  if (rewritten_count_ == mcus() && !complete_) compact();
+  return true;
+}
+
+void RestartRewriter::compact() {
+  // Every MCU is rewritten: put them in file order, where one offset per MCU says where each starts,
+  // and drop what only the rewriting read (the scan's bytes, the MCU starts).
+  std::string ordered;
+  ordered.reserve(rewritten_.size());
+  std::vector<uint32_t> at;
+  at.reserve(rewritten_at_.size() + 1);
+  for (size_t i = 0; i < rewritten_at_.size(); ++i) {
+    at.push_back(static_cast<uint32_t>(ordered.size()));
+    ordered.append(rewritten_, rewritten_at_[i], rewritten_length_[i]);
+  }
+  at.push_back(static_cast<uint32_t>(ordered.size()));
+  rewritten_ = std::move(ordered);
+  rewritten_at_ = std::move(at);
+  std::vector<uint32_t>().swap(rewritten_length_);
+  std::vector<uint8_t>().swap(bytes_);
+  std::vector<size_t>().swap(segment_start_);
+  std::vector<McuStart>().swap(start_);
+  std::vector<uint32_t>().swap(block_end_);
+  complete_ = true;
+}
+
+size_t RestartRewriter::memory_bytes() const {
+  return header_.capacity() + bytes_.capacity() + segment_start_.capacity() * sizeof(size_t) +
+         start_.capacity() * sizeof(McuStart) + block_end_.capacity() * sizeof(uint32_t) + rewritten_.capacity() +
+         (rewritten_at_.capacity() + rewritten_length_.capacity()) * sizeof(uint32_t);
+}
+
+size_t RestartRewriter::rewritten_estimate() const {
+  // Rewritten, an MCU grows by its padding and marker and about a byte per block (its new DC code).
+  return bytes_.size() + static_cast<size_t>(mcus()) * static_cast<size_t>(3 + blocks_per_mcu_);
+}
+
+size_t RestartRewriter::planned_bytes() const {
+  const size_t n = static_cast<size_t>(mcus());
+  return header_.size() + bytes_.size() + segment_start_.size() * sizeof(size_t) + (n + 1) * sizeof(McuStart) +
+         n * static_cast<size_t>(2 + blocks_per_mcu_) * sizeof(uint32_t) + rewritten_estimate();
 }
 
 }  // namespace pipec

@@ -132,12 +132,13 @@ std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view j
                                                               std::string* why) {
   std::shared_ptr<JpegWindowIndex> index(new JpegWindowIndex());
   std::string direct_why;
-  if (rewrite_with_restart_per_mcu(jpeg, max_pixels, index->file_, direct_why)) {
+  if (index->file_.open(jpeg, max_pixels, direct_why)) {
     index->direct_ = true;
     return index;
   }
   // libjpeg's transcoder writes a baseline file with a restart marker after every MCU, which the
-  // direct rewrite then reads (and copies as it is) to find where each MCU starts.
+  // direct rewrite then reads (and copies as it is) to find where each MCU starts. The transcoder has
+  // read every coefficient, so the file has no damage left for a cut to find.
   Rewrite r;
   const bool ok = rewrite_with_restarts(jpeg, max_pixels, r);
   const std::string transcoded = ok ? std::string(reinterpret_cast<const char*>(r.bytes), r.size) : std::string();
@@ -146,50 +147,75 @@ std::shared_ptr<const JpegWindowIndex> JpegWindowIndex::build(std::string_view j
     if (why) *why = r.why;
     return nullptr;
   }
-  index->file_ = RestartRewrite();
-  if (!rewrite_with_restart_per_mcu(transcoded, max_pixels, index->file_, r.why)) {
+  index.reset(new JpegWindowIndex());
+  if (!index->file_.open(transcoded, max_pixels, r.why)) {
     if (why) *why = "cannot index libjpeg's rewrite: " + r.why;
     return nullptr;
   }
   return index;
 }
 
-std::string JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside) const {
-  const int64_t m = kWindowMarginPixels;
-  const int64_t c0 = std::max<int64_t>(0, window.left - m) / file_.mcu_w;
-  const int64_t c1 = (std::min(file_.width, window.left + window.width + m) + file_.mcu_w - 1) / file_.mcu_w;
-  const int64_t r0 = std::max<int64_t>(0, window.top - m) / file_.mcu_h;
-  const int64_t r1 = (std::min(file_.height, window.top + window.height + m) + file_.mcu_h - 1) / file_.mcu_h;
-  // A cut that ends at the image's right or bottom edge keeps the image's partial last MCU.
-  const int64_t w = c1 == file_.mcus_per_row ? file_.width - c0 * file_.mcu_w : (c1 - c0) * file_.mcu_w;
-  const int64_t h = r1 == file_.mcu_rows ? file_.height - r0 * file_.mcu_h : (r1 - r0) * file_.mcu_h;
-  inside = CropWindow{window.top - r0 * file_.mcu_h, window.left - c0 * file_.mcu_w, window.height, window.width};
+size_t JpegWindowIndex::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::max(file_.planned_bytes(), file_.memory_bytes());
+}
 
-  std::string out;
-  size_t bytes = file_.scan + 2;
-  for (int64_t r = r0; r < r1; ++r)
-    bytes += file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c1)] -
-             file_.mcu_start[static_cast<size_t>(r * file_.mcus_per_row + c0)];
-  out.reserve(bytes);
-  out.append(file_.data, 0, file_.scan);
-  put16(out, file_.sof + 5, h);
-  put16(out, file_.sof + 7, w);
-  // Each row's MCUs are contiguous in the file; their markers get the cut's own RST0..RST7 sequence.
+size_t JpegWindowIndex::held_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_.memory_bytes();
+}
+
+int64_t JpegWindowIndex::scanned_mcus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_.scanned();
+}
+
+int64_t JpegWindowIndex::rewritten_mcus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_.rewritten();
+}
+
+bool JpegWindowIndex::cut(const CropWindow& window, CropWindow& inside, std::string& out) const {
+  const int64_t m = kWindowMarginPixels;
+  const int64_t mcu_w = file_.mcu_w(), mcu_h = file_.mcu_h(), per_row = file_.mcus_per_row();
+  const int64_t c0 = std::max<int64_t>(0, window.left - m) / mcu_w;
+  const int64_t c1 = (std::min(file_.width(), window.left + window.width + m) + mcu_w - 1) / mcu_w;
+  const int64_t r0 = std::max<int64_t>(0, window.top - m) / mcu_h;
+  const int64_t r1 = (std::min(file_.height(), window.top + window.height + m) + mcu_h - 1) / mcu_h;
+  // A cut that ends at the image's right or bottom edge keeps the image's partial last MCU.
+  const int64_t w = c1 == per_row ? file_.width() - c0 * mcu_w : (c1 - c0) * mcu_w;
+  const int64_t h = r1 == file_.mcu_rows() ? file_.height() - r0 * mcu_h : (r1 - r0) * mcu_h;
+  inside = CropWindow{window.top - r0 * mcu_h, window.left - c0 * mcu_w, window.height, window.width};
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (damaged_) return false;
+  // The rows down to one below the cut: libjpeg's cropping decode of the original reads the MCU row
+  // after the window's last for its upsampling context, and must find no damage there either.
+  std::string why;
+  if (!file_.scan_to((r1 + 1) * per_row, why)) {
+    damaged_ = true;
+    return false;
+  }
+  out.clear();
+  out.reserve(file_.header().size() + 2 + static_cast<size_t>((r1 - r0) * (c1 - c0)) * 64);
+  out.append(file_.header());
+  put16(out, file_.sof() + 5, h);
+  put16(out, file_.sof() + 7, w);
+  // Each row's MCUs, with the cut's own RST0..RST7 sequence.
   int64_t k = 0;
   for (int64_t r = r0; r < r1; ++r) {
-    const size_t first = static_cast<size_t>(r * file_.mcus_per_row + c0);
-    const size_t from = file_.mcu_start[first], to = file_.mcu_start[first + static_cast<size_t>(c1 - c0)];
-    const size_t at = out.size();
-    out.append(file_.data, from, to - from);
-    for (size_t i = first + 1; i <= first + static_cast<size_t>(c1 - c0); ++i, ++k)
-      out[at + (file_.mcu_start[i] - from) - 1] = static_cast<char>(0xD0 + (k & 7));
+    if (!file_.append_mcus(r * per_row + c0, c1 - c0, k, out, why)) {
+      damaged_ = true;
+      return false;
+    }
   }
   // The last MCU's marker becomes the end of the image.
   out[out.size() - 1] = static_cast<char>(0xD9);
-  return out;
+  return true;
 }
 
-Tensor decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& options) {
+std::optional<Tensor> decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& options,
+                                         CropWindow* asked) {
   const int64_t h = index.height(), w = index.width();
   if (h * w > options.max_pixels) throw ImageError(pixel_limit_error(h, w, options.max_pixels));
   CropWindow window;
@@ -197,8 +223,10 @@ Tensor decode_jpeg_window(const JpegWindowIndex& index, const DecodeOptions& opt
   if (!options.window || !options.window(h, w, window, error))
     throw ImageError(error.empty() ? "no window to decode" : error);
   if (std::string misfit = window_misfit(window, h, w); !misfit.empty()) throw ImageError(misfit);
+  if (asked) *asked = window;
   CropWindow inside;
-  const std::string small = index.cut(window, inside);
+  thread_local std::string small;
+  if (!index.cut(window, inside, small)) return std::nullopt;
   DecodeOptions o = options;
   o.window = [inside](int64_t, int64_t, CropWindow& out, std::string&) {
     out = inside;

@@ -125,9 +125,10 @@ WindowFn pushed_window(const KernelArgs& a) {
 // file is seen it is indexed (JpegWindowIndex), later its windows are cut from the index, and the file
 // is not even read again. Returns nothing when the file is not indexed (no room left, indexing off,
 // a file libjpeg complains about): the ordinary decode then runs on `data`, which this reads when it
-// has to.
+// has to. When the index finds damage where the window lies, the window it asked for is kept in `o`,
+// so the ordinary decode gives that window and draws no other.
 std::optional<Tensor> decode_from_index(const std::string& path, std::string_view& data, std::string& owned,
-                                        bool& have_data, const DecodeOptions& o) {
+                                        bool& have_data, DecodeOptions& o) {
   JpegIndexCache& cache = JpegIndexCache::process();
   if (cache.budget() <= 0) return std::nullopt;
   const std::string key = path.empty() ? jpeg_bytes_key(data) : jpeg_file_key(path);
@@ -144,7 +145,13 @@ std::optional<Tensor> decode_from_index(const std::string& path, std::string_vie
     cache.remember(key, found.index);
   }
   if (!found.index) return std::nullopt;
-  return decode_jpeg_window(*found.index, o);
+  CropWindow asked;
+  if (std::optional<Tensor> img = decode_jpeg_window(*found.index, o, &asked)) return img;
+  o.window = [asked](int64_t, int64_t, CropWindow& out, std::string&) {
+    out = asked;
+    return true;
+  };
+  return std::nullopt;
 }
 
 std::shared_ptr<const Colors> colors_of(const KernelArgs& a, const Value& v);

@@ -49,10 +49,12 @@ TEST(RepeatedJpegIndex, MarksCroppingDecodesThatARepeatRunsAgain) {
       << "a repeat after the map runs it again too";
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | batch(2) | repeat()\n"), 1);
   EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + " | repeat(2)\n"), 1) << "2 x 2 passes";
+  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + "\n"), 1) << "two passes are enough";
+  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(2)\n"), 1);
   // Each file once, or too few passes to win back the first one.
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + "\n"), 0);
-  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(2) | " + crop + "\n"), 0);
-  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(2)\n"), 0);
+  EXPECT_EQ(marked("pipeline p = " + files + " | repeat(1) | " + crop + "\n"), 0);
+  EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | repeat(1)\n"), 0);
   // A cache between the map and the repeat replays the first pass: the map runs once.
   EXPECT_EQ(marked("pipeline p = " + files + " | " + crop + " | cache() | repeat()\n"), 0);
   // Not a cropping decode: the whole image is decoded anyway.

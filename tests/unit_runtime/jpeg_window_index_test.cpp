@@ -76,14 +76,16 @@ TEST(JpegWindowIndex, CutWindowsDecodeToTheFullDecodesPixels) {
         win.width = 1 + st.uniform_int(0, std::min<int64_t>(w, 64) - 1);
         win.top = st.uniform_int(0, h - win.height);
         win.left = st.uniform_int(0, w - win.width);
-        if (k == 0) win = CropWindow{0, 0, h, w};
+        // The whole image last: the windows before it find the index scanned and rewritten in part.
+        if (k == 59) win = CropWindow{0, 0, h, w};
         if (k == 1) win = CropWindow{h - 1, w - 1, 1, 1};
         if (k == 2) win = CropWindow{0, 0, 1, 1};
         if (k == 3) win = CropWindow{h / 2, 0, 1, w};
         if (k == 4) win = CropWindow{0, w / 2, h, 1};
-        Tensor got = decode_jpeg_window(*index, with_window(win, ch));
-        ASSERT_TRUE(got.equals(crop_image(img, win))) << name << " channels " << ch << " window " << win.height << "x"
-                                                      << win.width << " at (" << win.top << ", " << win.left << ")";
+        std::optional<Tensor> got = decode_jpeg_window(*index, with_window(win, ch));
+        ASSERT_TRUE(got.has_value()) << name;
+        ASSERT_TRUE(got->equals(crop_image(img, win))) << name << " channels " << ch << " window " << win.height << "x"
+                                                       << win.width << " at (" << win.top << ", " << win.left << ")";
         ++checked;
       }
     }
@@ -160,9 +162,6 @@ TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
     auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
     ASSERT_NE(index, nullptr) << why;
     EXPECT_TRUE(index->rewritten_directly());
-    if (c.exif) {
-      EXPECT_LT(index->memory_bytes(), data.size()) << "the Exif block and the comment are dropped";
-    }
     Tensor img = decode_jpeg_image(data, {});
     for (int k = 0; k < 40; ++k) {
       RandomStream st(11, static_cast<uint64_t>(k), static_cast<uint64_t>(checked), 0);
@@ -171,11 +170,16 @@ TEST(JpegWindowIndex, DirectRewriteOfEveryBaselineLayout) {
       win.width = 1 + st.uniform_int(0, c.w - 1);
       win.top = st.uniform_int(0, c.h - win.height);
       win.left = st.uniform_int(0, c.w - win.width);
-      if (k == 0) win = CropWindow{0, 0, c.h, c.w};
-      Tensor got = decode_jpeg_window(*index, with_window(win));
-      ASSERT_TRUE(got.equals(crop_image(img, win)))
+      if (k == 39) win = CropWindow{0, 0, c.h, c.w};  // last: the others find the index in part done
+      std::optional<Tensor> got = decode_jpeg_window(*index, with_window(win));
+      ASSERT_TRUE(got.has_value());
+      ASSERT_TRUE(got->equals(crop_image(img, win)))
           << "window " << win.height << "x" << win.width << " at (" << win.top << ", " << win.left << ")";
       ++checked;
+    }
+    EXPECT_EQ(index->rewritten_mcus(), index->mcus());
+    if (c.exif) {
+      EXPECT_LT(index->held_bytes(), data.size()) << "the Exif block and the comment are dropped";
     }
   }
   EXPECT_EQ(checked, 10 * 40);
@@ -185,14 +189,14 @@ TEST(JpegWindowIndex, ACutHoldsOnlyTheWindowsMcus) {
   std::string data = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));  // 227 x 149, 4:2:0
   auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
   ASSERT_NE(index, nullptr);
-  // The rewrite is lossless and about the size of the file.
-  EXPECT_LT(index->memory_bytes(), data.size() * 13 / 10);
-  EXPECT_GT(index->memory_bytes(), data.size() * 8 / 10);
+  ASSERT_EQ(index->mcus(), 15 * 10);
   CropWindow inside;
   const CropWindow win{index->height() / 2, index->width() / 2, 16, 16};
-  std::string small = index->cut(win, inside);
+  std::string small;
+  ASSERT_TRUE(index->cut(win, inside, small));
   // At most 3 x 3 of the 15 x 10 MCUs, and the header (tables: about 600 bytes).
-  EXPECT_LT(small.size(), index->memory_bytes() / 3);
+  EXPECT_LT(small.size(), data.size() / 3);
+  EXPECT_LE(index->rewritten_mcus(), 9);
   // The cut is a JPEG of its own: the window lies inside it, at most one MCU plus the margin from its
   // edges.
   Tensor whole_cut = decode_jpeg_image(small, {});
@@ -203,6 +207,69 @@ TEST(JpegWindowIndex, ACutHoldsOnlyTheWindowsMcus) {
   EXPECT_LE(inside.top + win.height, whole_cut.shape()[0]);
   EXPECT_LE(inside.left + win.width, whole_cut.shape()[1]);
   EXPECT_TRUE(crop_image(whole_cut, inside).equals(crop_image(decode_jpeg_image(data, {}), win)));
+}
+
+// The index entropy-decodes rows only as far as its windows need (and one row more), and rewrites
+// only the MCUs its windows hold; once every MCU is rewritten it drops the scan's bytes and is about
+// the size of the file.
+TEST(JpegWindowIndex, DecodesOnlyTheRowsItsWindowsNeed) {
+  std::string data = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));  // 15 x 10 MCUs of 16
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->scanned_mcus(), 0);
+  EXPECT_GT(index->memory_bytes(), index->held_bytes()) << "the budget counts the rewrite still to come";
+  Tensor img = decode_jpeg_image(data, {});
+  // Rows 0..11 with the 4-pixel margin: MCU row 0 and the row below it for upsampling.
+  const CropWindow top{0, 20, 12, 30};
+  ASSERT_TRUE(decode_jpeg_window(*index, with_window(top)).value().equals(crop_image(img, top)));
+  EXPECT_EQ(index->scanned_mcus(), 2 * 15);
+  EXPECT_EQ(index->rewritten_mcus(), 3);  // columns 16..53 of MCU row 0
+  // A window lower down scans on from where the first stopped; one above rewrites nothing new.
+  const CropWindow lower{100, 100, 20, 20};
+  ASSERT_TRUE(decode_jpeg_window(*index, with_window(lower)).value().equals(crop_image(img, lower)));
+  EXPECT_EQ(index->scanned_mcus(), 9 * 15);
+  const int64_t rewritten = index->rewritten_mcus();
+  ASSERT_TRUE(decode_jpeg_window(*index, with_window(top)).value().equals(crop_image(img, top)));
+  EXPECT_EQ(index->rewritten_mcus(), rewritten);
+  // The whole image: everything scanned and rewritten, the scan's bytes dropped.
+  const CropWindow all{0, 0, img.shape()[0], img.shape()[1]};
+  ASSERT_TRUE(decode_jpeg_window(*index, with_window(all)).value().equals(img));
+  EXPECT_EQ(index->scanned_mcus(), index->mcus());
+  EXPECT_EQ(index->rewritten_mcus(), index->mcus());
+  EXPECT_LT(index->held_bytes(), data.size() * 13 / 10);
+  EXPECT_GT(index->held_bytes(), data.size() * 8 / 10);
+}
+
+// Damage in the entropy-coded data is found when a window first needs its rows: windows above it
+// still come from the index (the ordinary cropping decode reads no damage for them either); the first
+// window that reaches it is refused, with the window it asked for, and so is every later one.
+TEST(JpegWindowIndex, DamageIsFoundWhenAWindowReachesIt) {
+  // 200 x 96, 4:2:0, a restart marker after every MCU row: 13 segments.
+  std::string data = encode(200, 96, 3, 2, 2, -1, false, false);
+  std::vector<size_t> markers;  // where each RSTn marker starts
+  for (size_t at = 0; at + 1 < data.size(); ++at)
+    if (static_cast<unsigned char>(data[at]) == 0xFF && (static_cast<unsigned char>(data[at + 1]) & 0xF8) == 0xD0)
+      markers.push_back(at);
+  ASSERT_EQ(markers.size(), 12u);
+  // MCU row 9 keeps 2 of its bytes: its MCUs run past the end of their segment.
+  ASSERT_GT(markers[9], markers[8] + 100);
+  data.erase(markers[8] + 4, markers[9] - (markers[8] + 4));
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels);
+  ASSERT_NE(index, nullptr) << "the damage is not where any window has looked yet";
+  const CropWindow top{0, 0, 64, 96};
+  std::optional<Tensor> got = decode_jpeg_window(*index, with_window(top));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->equals(decode_jpeg_image(data, with_window(top))));
+  const CropWindow bottom{170, 10, 30, 40};
+  CropWindow asked;
+  EXPECT_FALSE(decode_jpeg_window(*index, with_window(bottom), &asked).has_value());
+  EXPECT_EQ(asked.top, bottom.top);
+  EXPECT_EQ(asked.left, bottom.left);
+  EXPECT_EQ(asked.height, bottom.height);
+  EXPECT_EQ(asked.width, bottom.width);
+  EXPECT_FALSE(decode_jpeg_window(*index, with_window(top)).has_value()) << "refused from then on";
+  // The ordinary decode, which the caller falls back to, still decodes the window (libjpeg recovers).
+  EXPECT_EQ(decode_jpeg_image(data, with_window(bottom)).shape()[0], 30);
 }
 
 TEST(JpegWindowIndex, FilesLibjpegComplainsAboutAreNotIndexed) {
@@ -251,21 +318,20 @@ TEST(JpegWindowIndex, ProgressiveFilesWithUnsentCoefficientsAreNotIndexed) {
 // a data byte), while FF FF before the end-of-image marker is still read.
 TEST(JpegWindowIndex, FillBytesOnlyBeforeAMarker) {
   const std::string good = testing::read_file(external("jpeg/libjpeg-turbo_testorig.jpg"));
-  RestartRewrite out;
   std::string why;
-  ASSERT_TRUE(rewrite_with_restart_per_mcu(good, kDefaultMaxPixels, out, why)) << why;
+  ASSERT_TRUE(RestartRewriter().open(good, kDefaultMaxPixels, why)) << why;
   const size_t sos = good.find("\xFF\xDA");
   ASSERT_NE(sos, std::string::npos);
   const size_t stuffed = good.find(std::string("\xFF\x00", 2), sos + 2);
   ASSERT_NE(stuffed, std::string::npos);
   std::string filled = good;
   filled.insert(stuffed, "\xFF");
-  EXPECT_FALSE(rewrite_with_restart_per_mcu(filled, kDefaultMaxPixels, out, why));
+  EXPECT_FALSE(RestartRewriter().open(filled, kDefaultMaxPixels, why));
   EXPECT_NE(why.find("fill bytes"), std::string::npos) << why;
   std::string before_eoi = good;
   ASSERT_EQ(before_eoi.substr(before_eoi.size() - 2), "\xFF\xD9");
   before_eoi.insert(before_eoi.size() - 2, "\xFF\xFF");
-  EXPECT_TRUE(rewrite_with_restart_per_mcu(before_eoi, kDefaultMaxPixels, out, why)) << why;
+  EXPECT_TRUE(RestartRewriter().open(before_eoi, kDefaultMaxPixels, why)) << why;
 }
 
 // Inputs the image fuzzer found that broke the index (jpeg_index_overrun.bin: a block's symbols ran past
@@ -299,8 +365,13 @@ TEST(JpegWindowIndex, FuzzerRegressions) {
         cropped = decode_jpeg_image(data, o);
       } catch (const ImageError&) {
       }
-      if (cropped) EXPECT_TRUE(decode_jpeg_window(*index, o).equals(*cropped)) << e.path() << " pick " << pick;
-      else EXPECT_THROW(decode_jpeg_window(*index, o), ImageError) << e.path() << " pick " << pick;
+      // As the decode op does: the ordinary decode when the index finds damage where the window lies.
+      auto through_index = [&]() {
+        std::optional<Tensor> got = decode_jpeg_window(*index, o);
+        return got ? std::move(*got) : decode_jpeg_image(data, o);
+      };
+      if (cropped) EXPECT_TRUE(through_index().equals(*cropped)) << e.path() << " pick " << pick;
+      else EXPECT_THROW(through_index(), ImageError) << e.path() << " pick " << pick;
     }
   }
   EXPECT_GE(files, 1);
