@@ -11,6 +11,7 @@
 #include "runtime/train/dnnl/cpu_kernels.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/reference/reference_executor.h"
+#include "tests/unit/cli_util.h"
 #include "tests/unit/train_util.h"
 
 namespace pipec {
@@ -170,7 +171,8 @@ TEST(RoundFusion, TrainsBitForBitAsTheRoundNodes) {
   }
 }
 
-// `--disable-pass` names the step passes too, and `pipec explain` shows the graph without them.
+// `--disable-pass` names the step passes too (not the semantic ones), and `pipec explain` shows the graph
+// without them.
 TEST(RoundFusion, DisablePassKeepsTheRoundNodes) {
   EXPECT_TRUE(is_optional_step_pass("fuse_round_into_expr"));
   EXPECT_TRUE(is_optional_step_pass("fuse_round_into_expr_inputs"));
@@ -178,6 +180,26 @@ TEST(RoundFusion, DisablePassKeepsTheRoundNodes) {
   ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
   std::vector<std::string> report = run_step_passes(g, 1, kFusions);
   for (const std::string& line : report) EXPECT_EQ(line.find("fuse_round"), std::string::npos) << line;
+
+  testing::ScratchDir d;
+  testing::write_file(d / "t.pipe", chess_spec("mixed_bf16"));
+  const std::string spec = (d / "t.pipe").string();
+  auto fused = testing::run_pipec({"explain", spec});
+  auto unfused = testing::run_pipec(
+      {"explain", spec, "--disable-pass", "fuse_round_into_expr", "--disable-pass", "fuse_round_into_expr_inputs"});
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  ASSERT_EQ(unfused.exit_code, 0) << unfused.err;
+  auto rounds = [](const std::string& text) {
+    int n = 0;
+    for (size_t at = text.find("= round("); at != std::string::npos; at = text.find("= round(", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(rounds(fused.out), 19) << fused.out;
+  EXPECT_EQ(rounds(unfused.out), 35) << unfused.out;
+  auto semantic = testing::run_pipec({"explain", spec, "--disable-pass", "mixed_precision"});
+  EXPECT_EQ(semantic.exit_code, 2);
+  EXPECT_NE(semantic.err.find("unknown pass `mixed_precision`"), std::string::npos) << semantic.err;
+  EXPECT_NE(semantic.err.find("fuse_round_into_expr_inputs"), std::string::npos) << semantic.err;
 }
 
 }  // namespace
