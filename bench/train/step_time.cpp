@@ -7,10 +7,12 @@
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
 //                                    [--executor fast|reference] [--cpu-bf16 auto|native|emulated] [--nodes]
+//                                    [--disable-pass NAME]...
 //
 // Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`. With --nodes, first a table of
 // where a step's time went by node kind (ms per step over the timed steps; a layer's backward group is
-// timed at the first of its nodes, which computes all three), largest first.
+// timed at the first of its nodes, which computes all three), largest first. --disable-pass skips a step
+// pass (or optimizer pass), as `pipec run --disable-pass` does: the step with and without it.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   std::string spec, train, executor = "fast", cpu_bf16 = "auto";
   int steps = 3, warmup = 1, threads = 0;
   bool usage = false, nodes = false;
+  std::vector<std::string> disabled;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -60,19 +63,21 @@ int main(int argc, char** argv) {
     else if (a == "--executor") executor = next();
     else if (a == "--cpu-bf16") cpu_bf16 = next();
     else if (a == "--nodes") nodes = true;
+    else if (a == "--disable-pass") disabled.push_back(next());
     else if (spec.empty() && a[0] != '-') spec = a;
     else usage = true;
   }
   if (usage || (executor != "fast" && executor != "reference") || !parse_cpu_bf16(cpu_bf16)) {
     std::fprintf(stderr,
                  "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference] "
-                 "[--cpu-bf16 auto|native|emulated] [--nodes]\n",
+                 "[--cpu-bf16 auto|native|emulated] [--nodes] [--disable-pass NAME]...\n",
                  argv[0]);
     return 2;
   }
   CompileRequest request;
   request.path = spec;
   request.target = CompileTarget::CheckOnly;
+  request.options.passes.disabled = disabled;
   CompileResult r = compile(request);
   if (!r.ok() || r.trains.empty()) {
     std::fprintf(stderr, "%s: no train block compiled: %s\n", spec.c_str(), r.error.c_str());

@@ -944,12 +944,36 @@ class OutputBuilder {
 
 bool supported_dtype(DType t) { return t != DType::F16 && t != DType::BF16 && t != DType::Bytes; }
 
+// Per instruction: whether it is the first cast of a rounding, cast(cast(x: f32, bf16 or f16), f32),
+// whose 16-bit value nothing but casts back to f32 read and no result is (what mixed precision's step
+// passes put in expr nodes: compiler/train/passes/fuse_round_into_expr.cpp). Its Cast node's 16-bit
+// value is carried as the f32 it represents, so the pair is one rounding in f32 registers.
+std::vector<bool> rounding_casts(const ExprFunction& fn, const std::vector<bool>& live) {
+  const size_t n = fn.body.size();
+  std::vector<bool> r(n, false);
+  auto narrow = [](DType t) { return t == DType::BF16 || t == DType::F16; };
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = fn.body[i];
+    r[i] = in.op == OpKind::Cast && narrow(in.type.dtype) &&
+           fn.body.at(static_cast<size_t>(in.operands.at(0))).type.dtype == DType::F32;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    const Instr& in = fn.body[i];
+    for (int o : in.operands)
+      if (r[static_cast<size_t>(o)] && !(in.op == OpKind::Cast && in.type.dtype == DType::F32))
+        r[static_cast<size_t>(o)] = false;
+  }
+  for (const auto& [name, id] : fn.results) r.at(static_cast<size_t>(id)) = false;
+  return r;
+}
+
 // Checks one live, per-row instruction; throws Unsupported with the reason.
-void check_instr(const Instr& in, int id) {
+void check_instr(const Instr& in, int id, bool rounding_cast) {
   if (!in.type.is_tensor() || !in.type.fully_known())
     throw Unsupported{
         fmt::format("{} has type {} (not a tensor of known shape)", where(in, id), type_to_string(in.type))};
-  if (!supported_dtype(in.type.dtype))
+  if (!supported_dtype(in.type.dtype) && !rounding_cast)
     throw Unsupported{fmt::format("{} has dtype {}", where(in, id), dtype_name(in.type.dtype))};
   const OpInfo& info = op_info(in.op);
   // The op table says which ops the loop nests lower; compute() has the code for exactly those.
@@ -980,6 +1004,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
     for (size_t i = n; i-- > 0;)
       if (live[i])
         for (int o : fn.body[i].operands) live.at(static_cast<size_t>(o)) = true;
+    const std::vector<bool> rounding = rounding_casts(fn, live);
     std::vector<Tensor> folded(n);
     std::vector<int> input_of(n, -1);
     for (size_t i = 0; i < n; ++i) {
@@ -992,7 +1017,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
         // Fold with the interpreter's kernel: bit-identical to what it computes per chunk.
         const KernelInfo* k = find_kernel(in.op);
         if (!k) throw Unsupported{fmt::format("{}: no kernel to fold it", where(in, static_cast<int>(i)))};
-        if (!in.type.is_tensor() || !supported_dtype(in.type.dtype))
+        if (!in.type.is_tensor() || (!supported_dtype(in.type.dtype) && !rounding[i]))
           throw Unsupported{fmt::format("{} has type {}", where(in, static_cast<int>(i)), type_to_string(in.type))};
         KernelArgs args{in, {}, 0, 1, 0, 0, 0};
         for (int o : in.operands) args.in.push_back(folded[static_cast<size_t>(o)]);
@@ -1004,7 +1029,7 @@ bool lower_to_loop_nest(const ExprFunction& fn, const std::vector<std::string>& 
         folded[i] = t;
         continue;
       }
-      check_instr(in, static_cast<int>(i));
+      check_instr(in, static_cast<int>(i), rounding[i]);
       if (in.op == OpKind::Param) {
         const Value* f = find_attr(in, "field");
         if (!f) throw Unsupported{fmt::format("{} has no field", where(in, static_cast<int>(i)))};

@@ -10,7 +10,11 @@
 //   - structural ops (slice, gather with constant indices, dynamic_index, reshape, squeeze, expand_dims,
 //     transpose, concat, stack, broadcasting, unpack_bits, pack_bits, one_hot) become index arithmetic on
 //     their operand: nothing is copied.
-//   - element-wise ops become Op nodes computing in one dtype; casts become Cast nodes.
+//   - element-wise ops become Op nodes computing in one dtype; casts become Cast nodes. The one place a
+//     16-bit float appears is a rounding, cast(cast(x: f32, bf16 or f16), f32) with nothing else reading
+//     the 16-bit value: two Cast nodes, the first giving the rounded value (a back end carries it as
+//     the f32 it represents, rounded to nearest even as runtime/core/half.h does, NaNs included) and
+//     the second nothing to do (mixed precision's round nodes fused into expr nodes).
 //   - an index computed at run time (dynamic_index) reads at the index clamped into the dimension, and
 //     adds a check: a bool per row, true when the index is in range. A backend evaluates every check of
 //     every row before it writes any result and, when one is false, returns kPipecKernelIndexOutOfRange
@@ -28,8 +32,8 @@
 // prod, mean, reduce_max and reduce_min (Reduce nodes: inner loops), and random_uniform / random_normal (any operands)
 // and random_int (row-invariant scalar bounds), whose draws are materialized per row (RandomDraws). Not supported (the
 // function stays on the interpreter and the reason says which): the other ops (argmax, size, images, dynamic_slice),
-// arithmetic on bool, f16/bf16 and bytes values, any unknown dimension, row-invariant values over kMaxTableElements
-// elements, random ops drawing over kMaxRandomDraws values per row.
+// arithmetic on bool, f16/bf16 values other than a rounding's (above) and bytes values, any unknown dimension,
+// row-invariant values over kMaxTableElements elements, random ops drawing over kMaxRandomDraws values per row.
 #pragma once
 
 #include <cstdint>

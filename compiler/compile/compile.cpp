@@ -117,7 +117,7 @@ CompileResult compile(const CompileRequest& request) {
   if (target == CompileTarget::TrainOrPipeline)
     target = has_train_block(*r.program) ? CompileTarget::Train : CompileTarget::OnePipeline;
   switch (target) {
-    case CompileTarget::CheckOnly: compile_train_graphs(r, o.passes.opt_level); return r;
+    case CompileTarget::CheckOnly: compile_train_graphs(r, o.passes); return r;
     case CompileTarget::Train: compile_train_target(request, r); return r;
     case CompileTarget::OnePipeline:
     case CompileTarget::EveryPipeline:
@@ -143,7 +143,7 @@ CompileResult compile(const CompileRequest& request) {
       return r;
     }
   }
-  if (target == CompileTarget::EveryPipeline) compile_train_graphs(r, o.passes.opt_level);
+  if (target == CompileTarget::EveryPipeline) compile_train_graphs(r, o.passes);
   return r;
 }
 

@@ -42,15 +42,15 @@ const Decl* pick_train(const Program& program, const std::string& name, std::str
 }
 
 // The step graph of `block` appended to r.trains; false (with r.status set) when it cannot be built.
-bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
+bool compile_step_graph(CompileResult& r, const Decl& block, const PassOptions& passes) {
   std::optional<TrainProgram> t;
   try {
     t = lower_train(*r.program, block, r.program->diags);
-    if (t) run_step_passes(t->step, opt_level);
+    if (t) run_step_passes(t->step, passes.opt_level, passes.disabled);
     // Evaluation computes in the block's precision too: the same casts, no loss scale (no backward).
     if (t && t->eval) mixed_precision(t->eval->graph);
     // The served forward pass gets the step's passes too (relu fused into its layer; the precision's casts).
-    if (t) run_step_passes(t->inference, opt_level);
+    if (t) run_step_passes(t->inference, passes.opt_level, passes.disabled);
   } catch (const std::logic_error& e) {  // a step graph that does not verify
     r.status = CompileStatus::InternalError;
     r.error = fmt::format("internal error: {}", e.what());
@@ -74,11 +74,11 @@ bool compile_step_graph(CompileResult& r, const Decl& block, int opt_level) {
 
 bool has_train_block(const Program& program) { return !train_blocks(program).empty(); }
 
-void compile_train_graphs(CompileResult& r, int opt_level) {
+void compile_train_graphs(CompileResult& r, const PassOptions& passes) {
   for (const Decl* d : train_blocks(*r.program)) {
     if (d->syntax_error) continue;
     // One block's errors do not hide the next one's.
-    if (!compile_step_graph(r, *d, opt_level) && r.status == CompileStatus::InternalError) return;
+    if (!compile_step_graph(r, *d, passes) && r.status == CompileStatus::InternalError) return;
   }
   if (r.program->diags.has_errors()) r.status = CompileStatus::SpecErrors;
 }
@@ -89,7 +89,7 @@ void compile_train_target(const CompileRequest& request, CompileResult& r) {
     r.status = CompileStatus::NoTrain;
     return;
   }
-  if (!compile_step_graph(r, *block, request.options.passes.opt_level)) return;
+  if (!compile_step_graph(r, *block, request.options.passes)) return;
   CompiledTrain& train = r.trains.back();
   // The step's element-wise chains through the JIT, as a pipeline's maps (the fast executor calls
   // them; -O0 and the reference executor keep the interpreter).

@@ -13,7 +13,7 @@ bool has_train_block(const Program& program);
 /// without a gradient on the way to the parameters, random ops in a model) goes to the diagnostics;
 /// `r.status` becomes SpecErrors then, or InternalError for a step graph that does not verify. Above
 /// -O0 the step passes (compiler/train/passes) rewrite each graph.
-void compile_train_graphs(CompileResult& r, int opt_level);
+void compile_train_graphs(CompileResult& r, const PassOptions& passes);
 
 /// The Train target: the block the request names, its step graph and its data plan (r.trains[0],
 /// r.pipelines[0]). Sets `r.status` and `r.error` when a step fails.

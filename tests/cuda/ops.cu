@@ -9,6 +9,7 @@
 #define PIPEC_THREAD_COUNT ((long long)blockDim.x * gridDim.x)
 #define PIPEC_F32_BITS(b) __uint_as_float(b)
 #define PIPEC_F64_BITS(b) __longlong_as_double((long long)(b))
+#define PIPEC_BITS_OF_F32(f) __float_as_uint(f)
 // A float divided by a constant zero is IEEE arithmetic here (an infinity or NaN), as on the CPU.
 #pragma nv_diag_suppress 39
 // An unsigned value compared with a constant 0 (a spec's `0 <= x` on a u8) means what the spec says.
@@ -24,8 +25,10 @@
 #define PIPEC_THREAD_COUNT 1LL
 static inline float pipec_f32_bits(unsigned b) { float f; memcpy(&f, &b, 4); return f; }
 static inline double pipec_f64_bits(unsigned long long b) { double d; memcpy(&d, &b, 8); return d; }
+static inline unsigned pipec_bits_of_f32(float f) { unsigned b; memcpy(&b, &f, 4); return b; }
 #define PIPEC_F32_BITS(b) pipec_f32_bits(b)
 #define PIPEC_F64_BITS(b) pipec_f64_bits(b)
+#define PIPEC_BITS_OF_F32(f) pipec_bits_of_f32(f)
 #endif
 typedef unsigned char u8;
 typedef signed char i8;
@@ -170,6 +173,25 @@ template <class T> PIPEC_DEV T p_fold_min(T acc, T x) { return x < acc ? x : acc
 PIPEC_FLOAT_OPS(f32, f)
 PIPEC_FLOAT_OPS(f64, )
 #undef PIPEC_FLOAT_OPS
+
+// f32 rounded to bf16 or f16 and back (a rounding cast pair, mixed precision's round nodes in an expr):
+// runtime/core/half.h's conversions, to nearest even, NaNs kept and made quiet, as the LLVM emitter has
+// them (compiler/codegen/llvm/emit_kernel.cpp).
+PIPEC_DEV f32 p_round_bf16(f32 x) {
+  const u32 b = PIPEC_BITS_OF_F32(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return PIPEC_F32_BITS((b & 0xffff0000u) | 0x00400000u);
+  return PIPEC_F32_BITS((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+}
+PIPEC_DEV f32 p_round_f16(f32 x) {
+  const u32 b = PIPEC_BITS_OF_F32(x), ax = b & 0x7fffffffu, sign = b & 0x80000000u;
+  if (ax > 0x7f800000u) return PIPEC_F32_BITS(sign | 0x7fc00000u | (ax & 0x007fe000u));
+  if (ax >= 0x477ff000u) return PIPEC_F32_BITS(sign | 0x7f800000u);
+  if (ax < 0x38800000u) {  /* f16 subnormals: |x| to a multiple of 2^-24, to nearest even */
+    const f32 small = (PIPEC_F32_BITS(ax) + 0.5f) - 0.5f;
+    return PIPEC_F32_BITS(PIPEC_BITS_OF_F32(small) | sign);
+  }
+  return PIPEC_F32_BITS((b + 0xfffu + ((b >> 13) & 1u)) & 0xffffe000u);
+}
 
 // float -> integer casts saturate and send NaN to 0 (the interpreter's float_to_int); every float
 // source is widened to f64 first, which is exact and gives the same answers.

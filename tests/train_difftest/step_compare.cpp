@@ -15,6 +15,7 @@
 #include "runtime/dist/thread_communicator.h"
 #include "runtime/train/fast/fast_executor.h"
 #include "runtime/train/math/optimizer.h"
+#include "runtime/train/math/round_16bit.h"
 #include "runtime/train/parallel/data_parallel_executor.h"
 #include "runtime/train/persist/weights_file.h"
 #include "runtime/train/reference/reference_executor.h"
@@ -99,7 +100,8 @@ Batch batch_of(const ModelGraph& g, const std::map<std::string, Tensor>& data, i
 //
 // It leaves exact zeros (a relu's, a dropped unit's: every executor gives those exactly), batch
 // statistics and dropout masks, and mixed precision's round nodes as they are, so that 16-bit values stay 16-bit: what
-// the moved inputs flip there is the noise.
+// the moved inputs flip there is the noise. An expr node with a round node fused into it has its result
+// moved and then rounded again.
 //
 // The tie twin moves only the input of a max pool, and there only values that occur more than once:
 // the k-th copy of a value goes k - 1 ulp up, so that of values tied exactly (rows that a strided
@@ -165,7 +167,24 @@ class NoiseTwin final : public StepExecutor {
         scale = in_f32(normalization_forward_terms(n, rows));
       move_randomly(data(id), count, scale);
       if (is_normalization_backward(n) && k == 0) move_by_shared_sums(n, rows);
+      // An expr node that rounds its result (a round node fused into it) writes 16-bit values: moved,
+      // they are rounded again, as the round node after it would have rounded them.
+      if (const std::optional<DType> narrow = rounded_result(n, k)) {
+        if (*narrow == DType::BF16) round_to_bf16(data(id), data(id), count);
+        else round_to_f16(data(id), data(id), count);
+      }
     }
+  }
+
+  // The 16-bit type an expr node's result k is rounded to at the end of its function
+  // (compiler/train/passes/fuse_round_into_expr.cpp), if it is.
+  static std::optional<DType> rounded_result(const GraphNode& n, size_t k) {
+    if (n.op != ModelOp::Expr || !n.fn || k >= n.fn->results.size()) return std::nullopt;
+    const Instr& up = n.fn->body.at(static_cast<size_t>(n.fn->results[k].second));
+    if (up.op != OpKind::Cast || up.operands.size() != 1) return std::nullopt;
+    const DType narrow = n.fn->body.at(static_cast<size_t>(up.operands[0])).type.dtype;
+    if (narrow != DType::BF16 && narrow != DType::F16) return std::nullopt;
+    return narrow;
   }
 
   // softmax's backward pass is y * (dy - sum(y * dy)) over the axis, which cancels exactly where dy is

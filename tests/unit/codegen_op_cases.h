@@ -69,6 +69,24 @@ inline FnBuilder casts_case(DType from) {
   return b;
 }
 
+// Mixed precision's roundings in an expr (compiler/train/passes/fuse_round_into_expr.cpp): f32 cast to
+// bf16 or f16 and straight back, the 16-bit value read by nothing else, alone and between arithmetic.
+inline FnBuilder rounding_casts_case() {
+  FnBuilder b;
+  int x = b.param("x", DType::F32, {6});
+  for (DType narrow : {DType::BF16, DType::F16}) {
+    const std::string name(dtype_name(narrow));
+    auto round = [&](int v) {
+      int d = b.op("cast", {v}, narrow, {6}, {{"dtype", Value::make_symbol(name)}});
+      return b.op("cast", {d}, DType::F32, {6}, {{"dtype", Value::make_symbol("f32")}});
+    };
+    b.result("round_" + name, round(x));
+    int y = round(b.op("mul", {x, x}, DType::F32, {6}));
+    b.result("sum_" + name, b.op("add", {y, round(b.op("neg", {x}, DType::F32, {6}))}, DType::F32, {6}));
+  }
+  return b;
+}
+
 inline FnBuilder bool_logic_case() {
   FnBuilder b;
   int p = b.param("p", DType::Bool, {4});
@@ -254,6 +272,7 @@ inline std::vector<OpCase> all_op_cases() {
   for (DType dt : numeric_dtypes()) v.push_back({fmt::format("binary_{}", dtype_name(dt)), binary_ops_case(dt), 41, 7});
   for (DType dt : numeric_dtypes()) v.push_back({fmt::format("unary_{}", dtype_name(dt)), unary_ops_case(dt), 53, 11});
   for (DType dt : cast_dtypes()) v.push_back({fmt::format("casts_{}", dtype_name(dt)), casts_case(dt), 67, 3});
+  v.push_back({"rounding_casts", rounding_casts_case(), 67, 3});
   v.push_back({"bool_logic", bool_logic_case(), 29, 5});
   v.push_back({"broadcasting", broadcasting_case(), 17, 9});
   v.push_back({"structural", structural_case(), 23, 13});

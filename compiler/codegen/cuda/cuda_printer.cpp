@@ -35,6 +35,9 @@ std::string ctype(DType t) {
     case DType::I64: return "i64";
     case DType::F32: return "f32";
     case DType::F64: return "f64";
+    // Only a rounding's value between its two casts (loop_nest.h): the f32 it represents.
+    case DType::F16:
+    case DType::BF16: return "f32";
     default: throw std::logic_error(fmt::format("cuda printer: dtype {} in a loop nest", dtype_name(t)));
   }
 }
@@ -133,6 +136,11 @@ std::string table_bits_literal(const codegen::ConstTable& t, int64_t k) {
 
 std::string cast_text(const std::string& x, DType from, DType to) {
   if (from == to) return x;
+  if (to == DType::BF16 || to == DType::F16 || from == DType::BF16 || from == DType::F16) {
+    if (from == DType::F32) return fmt::format("p_round_{}({})", to == DType::BF16 ? "bf16" : "f16", x);
+    if (to == DType::F32) return x;  // carried as the f32 it represents
+    throw std::logic_error("cuda printer: a 16-bit cast outside a rounding");
+  }
   if (to == DType::Bool) return fmt::format("({} != 0)", x);  // NaN is true, as the interpreter has it
   if (is_float(from) && !is_float(to)) return fmt::format("p_f2i_{}((f64){})", ctype(to), x);  // saturating
   return fmt::format("(({}){})", ctype(to), x);  // ints wrap, int->float and f64->f32 round to nearest

@@ -68,6 +68,10 @@ class KernelEmitter {
       case DType::I64: return b_.getInt64Ty();
       case DType::F32: return b_.getFloatTy();
       case DType::F64: return b_.getDoubleTy();
+      // A loop nest holds a 16-bit value only between the two casts of a rounding (loop_nest.h): the
+      // f32 it represents.
+      case DType::F16:
+      case DType::BF16: return b_.getFloatTy();
       default: throw std::logic_error("codegen: unsupported dtype");
     }
   }
@@ -396,6 +400,11 @@ class KernelEmitter {
 
   Value* cast(Value* x, DType from, DType to) {
     if (from == to) return x;
+    if (to == DType::BF16 || to == DType::F16 || from == DType::BF16 || from == DType::F16) {
+      if (from == DType::F32) return to == DType::BF16 ? round_to_bf16(x) : round_to_f16(x);
+      if (to == DType::F32) return x;  // carried as the f32 it represents
+      throw std::logic_error("codegen: a 16-bit cast outside a rounding");
+    }
     if (to == DType::Bool)
       return is_float(from) ? b_.CreateFCmpUNE(x, fconst(from, 0)) : b_.CreateICmpNE(x, iconst(from, 0));
     if (from == DType::Bool) return is_float(to) ? b_.CreateUIToFP(x, ty(to)) : b_.CreateZExt(x, ty(to));
@@ -404,6 +413,44 @@ class KernelEmitter {
     if (is_float(to)) return is_signed(from) ? b_.CreateSIToFP(x, ty(to)) : b_.CreateUIToFP(x, ty(to));
     if (is_float(from)) return from == DType::F32 ? float_to<float>(x, from, to) : float_to<double>(x, from, to);
     return is_signed(from) ? b_.CreateSExtOrTrunc(x, ty(to)) : b_.CreateZExtOrTrunc(x, ty(to));
+  }
+
+  // f32 -> bf16 -> f32 in integer arithmetic, bit for bit runtime/core/half.h's float_to_bf16_bits (and
+  // runtime/train/math/round_16bit.cpp's vector loop): a NaN keeps its top 16 bits, made quiet; anything
+  // else adds 0x7fff plus the lowest kept bit (to nearest, ties to even) and drops the low 16 bits. No
+  // branch, so the loop around it still vectorizes.
+  Value* round_to_bf16(Value* x) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    Value* bits = b_.CreateBitCast(x, i32);
+    Value* nan = b_.CreateICmpUGT(b_.CreateAnd(bits, b_.getInt32(0x7fffffffu)), b_.getInt32(0x7f800000u));
+    Value* lowest_kept = b_.CreateAnd(b_.CreateLShr(bits, 16), b_.getInt32(1));
+    Value* rounded =
+        b_.CreateAnd(b_.CreateAdd(bits, b_.CreateAdd(lowest_kept, b_.getInt32(0x7fffu))), b_.getInt32(0xffff0000u));
+    Value* quieted = b_.CreateOr(b_.CreateAnd(bits, b_.getInt32(0xffff0000u)), b_.getInt32(0x00400000u));
+    return b_.CreateBitCast(b_.CreateSelect(nan, quieted, rounded), b_.getFloatTy());
+  }
+  // f32 -> f16 -> f32, bit for bit half.h's float_to_half_bits then half_bits_to_float, kept in f32:
+  // in f16's normal range the same add-and-mask as bf16 on the low 13 bits (a carry moves into the
+  // exponent, as in float_to_half_bits); from 65520 up infinity; a NaN keeps its top 10 significand bits,
+  // made quiet; below 2^-14 (f16's subnormals) |x| + 0.5 - 0.5 in f32, which rounds |x| to a multiple of
+  // 2^-24 to nearest even (the sum's ulp is 2^-24), with x's sign (zero keeps it).
+  Value* round_to_f16(Value* x) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    auto c = [&](uint32_t v) { return b_.getInt32(v); };
+    Value* bits = b_.CreateBitCast(x, i32);
+    Value* ax = b_.CreateAnd(bits, c(0x7fffffffu));
+    Value* sign = b_.CreateAnd(bits, c(0x80000000u));
+    Value* lowest_kept = b_.CreateAnd(b_.CreateLShr(bits, 13), c(1));
+    Value* normal = b_.CreateAnd(b_.CreateAdd(bits, b_.CreateAdd(lowest_kept, c(0xfffu))), c(0xffffe000u));
+    Value* infinity = b_.CreateOr(sign, c(0x7f800000u));
+    Value* quiet_nan = b_.CreateOr(b_.CreateOr(sign, c(0x7fc00000u)), b_.CreateAnd(ax, c(0x007fe000u)));
+    Value* fabs = b_.CreateBitCast(ax, b_.getFloatTy());
+    Value* small = b_.CreateFSub(b_.CreateFAdd(fabs, fconst(DType::F32, 0.5)), fconst(DType::F32, 0.5));
+    Value* subnormal = b_.CreateOr(b_.CreateBitCast(small, i32), sign);
+    Value* r = b_.CreateSelect(b_.CreateICmpULT(ax, c(0x38800000u)), subnormal, normal);
+    r = b_.CreateSelect(b_.CreateICmpUGE(ax, c(0x477ff000u)), infinity, r);
+    r = b_.CreateSelect(b_.CreateICmpUGT(ax, c(0x7f800000u)), quiet_nan, r);
+    return b_.CreateBitCast(r, b_.getFloatTy());
   }
 
   Value* fmod(DType t, Value* a, Value* b) { return call("fmodf", "fmod", t, {a, b}); }

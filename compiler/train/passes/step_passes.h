@@ -24,13 +24,19 @@ struct StepPass {
 /// Every step pass, in the order they run.
 const std::vector<StepPass>& step_passes();
 
-/// Runs every pass on `g` (at opt_level 0 the semantic ones only), verifying after each; throws
-/// std::logic_error naming the pass when the graph no longer verifies. Returns one "name: N rewrites"
-/// line per pass run.
-std::vector<std::string> run_step_passes(ModelGraph& g, int opt_level = 1);
+/// Runs every pass on `g` (at opt_level 0 the semantic ones only; none of the optimizations named in
+/// `disabled`: `--disable-pass NAME`), verifying after each; throws std::logic_error naming the pass when
+/// the graph no longer verifies. Returns one "name: N rewrites" line per pass run.
+std::vector<std::string> run_step_passes(ModelGraph& g, int opt_level = 1,
+                                         const std::vector<std::string>& disabled = {});
+
+/// Whether `name` is a step pass that `--disable-pass` may skip (not a semantic one).
+bool is_optional_step_pass(const std::string& name);
 
 // The passes.
 int fuse_activation(ModelGraph& g);
 int mixed_precision(ModelGraph& g);
+int fuse_round_into_expr(ModelGraph& g);
+int fuse_round_into_expr_inputs(ModelGraph& g);
 
 }  // namespace pipec
