@@ -105,6 +105,28 @@ constexpr double kMinGain = 0.01;
 /// budget no longer has room for, then gives back steps that buy (almost) nothing, then climbs.
 Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, const std::vector<int64_t>& start = {});
 
+/// How many of the pool's `in.threads` workers take the pipeline's tasks. A worker is kept only while
+/// the pipeline's capacity needs it: the fewest workers whose capacity (ModelInput's bounds without the
+/// buffers': every segment, map, reader and the CPU, with every parameter at the most its range
+/// allows) is the capacity all of them give.
+/// A worker beyond that buys nothing in the model, but it does cost: on a machine whose cores each
+/// have a busy thread of the pipeline (a prefetch's thread making the batches), it takes its core
+/// part of the time. On 2 cores the chess pipeline ran a tenth slower with 2 workers than with 1
+/// although the map's tasks never needed 2 (docs/performance.md, "Threads that scale"). The buffers
+/// are left to the windows and depths (the hill climb picks them for the workers chosen): their M/M/1/K
+/// bound, which assumes tasks of random length, would keep a worker to shorten queues that a larger
+/// window shortens as well.
+///
+/// From `current` workers (1..in.threads): gives one back while that lowers the capacity by less than
+/// half of kMinGain, else adds one while that raises it by at least kMinGain, so the choice does not
+/// flap between two counts from one measurement to the next.
+struct WorkersChoice {
+  int workers = 1;
+  double capacity = 0;  // the modelled capacity with them (output elements per second)
+  std::string reason;   // one sentence
+};
+WorkersChoice choose_workers(const ModelInput& in, const std::vector<KnobRange>& ranges, int current);
+
 /// Extra memory (beyond the first items of maps and prefetches) that `values` hold.
 double optional_bytes(const ModelInput& in, const std::vector<int64_t>& values);
 
