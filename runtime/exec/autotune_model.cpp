@@ -290,6 +290,15 @@ WorkersChoice choose_workers(const ModelInput& in, const std::vector<KnobRange>&
   return c;
 }
 
+std::vector<KnobRange> ranges_for_workers(const ModelInput& in, std::vector<KnobRange> ranges, int workers) {
+  for (const ModelStage& s : in.stages) {
+    if (s.role != ModelStage::Role::Map || s.knob < 0 || static_cast<size_t>(s.knob) >= ranges.size()) continue;
+    KnobRange& r = ranges[static_cast<size_t>(s.knob)];
+    r.max = std::clamp(kMapWindowPerWorker * std::max(1, workers), r.min, r.max);
+  }
+  return ranges;
+}
+
 Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, const std::vector<int64_t>& start) {
   Choice c;
   const size_t k = ranges.size();

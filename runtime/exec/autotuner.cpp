@@ -39,7 +39,8 @@ Knob* map_parallelism_knob(RunContext& ctx, int stage, int64_t* window) {
     *window = std::max<int64_t>(1, p->i);
     return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, *window, *window);
   }
-  return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, 1, std::max<int64_t>(*window, 4 * int64_t{pool}));
+  return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, 1,
+                   std::max<int64_t>(*window, kMapWindowPerWorker * int64_t{pool}));
 }
 
 Autotuner::Autotuner(RunContext& ctx, bool tune, std::vector<std::pair<KnobKind, int64_t>> values)
@@ -260,7 +261,7 @@ void Autotuner::decide(const Sample& now) {
   }
   const WorkersChoice w = choose_workers(in, ranges, workers_now);
   in.threads = w.workers;
-  Choice c = hill_climb(in, ranges, current);
+  Choice c = hill_climb(in, ranges_for_workers(in, ranges, w.workers), current);
   const double t = std::chrono::duration<double>(now.at - started_).count();
   std::lock_guard lock(mu_);
   ++decisions_;

@@ -187,6 +187,25 @@ TEST(AutotuneModel, AWorkerThatAddsNoCapacityIsGivenBack) {
   EXPECT_EQ(choose_workers(in, kRanges, 1).workers, 1);
 }
 
+// The map's window is held to what its workers take: the climb's M/M/1/K bound would widen the
+// window of one worker past 4 (each step gains over 1% for tasks of random length), holding results
+// that the caches hold too.
+TEST(AutotuneModel, AMapsWindowIsHeldToItsWorkers) {
+  ModelInput in = source_map_prefetch(85000, 55000, 0, 1, 2);
+  const std::vector<KnobRange> ranges = {{1, 8}, {1, 64, 4}};
+  EXPECT_GT(hill_climb(in, ranges, {4, 4}).values[0], 4);
+  const std::vector<KnobRange> held = ranges_for_workers(in, ranges, 1);
+  EXPECT_EQ(held[0].max, kMapWindowPerWorker);
+  EXPECT_EQ(held[1].max, 64);  // a prefetch's depth is not a map's window
+  const Choice c = hill_climb(in, held, {4, 4});
+  EXPECT_GE(c.values[0], 2);  // the map runs on its worker, not on the thread that pulls from it
+  EXPECT_LE(c.values[0], kMapWindowPerWorker);
+  EXPECT_EQ(ranges_for_workers(in, ranges, 2)[0].max, 8);
+  // Never outside the map's own range.
+  EXPECT_EQ(ranges_for_workers(in, {{1, 2}, {1, 64}}, 4)[0].max, 2);
+  EXPECT_EQ(ranges_for_workers(in, {{6, 8}, {1, 64}}, 1)[0].max, 6);
+}
+
 TEST(AutotuneModel, AMapThatBindsGetsTheWorkersItNeeds) {
   // 1 ms per element of map on 4 cores, next to a thread that makes 100 elements per ms: every worker.
   const ModelInput in = source_map_prefetch(10, 1e6, 0, 4, 4);
