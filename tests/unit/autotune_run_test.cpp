@@ -380,8 +380,10 @@ TEST(AutotuneCommandLine, ResidentMemoryFollowsTheBudget) {
              "  | batch(16)\n"
              "  | prefetch(auto)\n");
   const std::string spec = (d / "p.pipe").string();
-  const std::vector<std::string> wide = {"run",          spec,          "--threads",    "2",
-                                         "--auto-value", "parallel=16", "--auto-value", "prefetch=64"};
+  // Every parameter fixed, and --no-autotune so that both workers take the map's tasks (the tuner
+  // would keep the one the model's capacity needs, and the producers would get less far ahead).
+  const std::vector<std::string> wide = {
+      "run", spec, "--threads", "2", "--auto-value", "parallel=16", "--auto-value", "prefetch=64", "--no-autotune"};
   const uint64_t small = peak_rss_of(
       {"run", spec, "--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"}, d / "s.json");
   const uint64_t unbounded = peak_rss_of(wide, d / "w.json");
