@@ -129,6 +129,14 @@ TEST(ExplainAutotune, TheSummarySaysWhatEachAutoParameterGotAndWhy) {
   EXPECT_TRUE(e.err.find("  changes:\n") != std::string::npos ||
               e.err.find("no parameter changed") != std::string::npos)
       << e.err;
+  // --stats-json has the workers too: of the 2 threads, at least one takes tasks.
+  auto j = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json workers = Json::parse(testing::read_all(d / "s.json"))["autotune"]["workers"];
+  EXPECT_EQ(workers["of"], 2) << workers.dump();
+  EXPECT_GE(workers["value"].get<int>(), 1) << workers.dump();
+  EXPECT_LE(workers["value"].get<int>(), 2) << workers.dump();
+  EXPECT_TRUE(workers["reason"].is_string()) << workers.dump();
   // --no-autotune keeps the starting values and says so; --auto-value fixes them.
   auto off = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--no-autotune"});
   EXPECT_NE(off.err.find("parallel = 4: autotuning is off: the starting value"), std::string::npos) << off.err;
