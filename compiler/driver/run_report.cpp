@@ -53,10 +53,14 @@ void print_autotune(std::ostream& out, const PipelineRun& run, bool explain) {
     if (!p.tunable && !p.overridden && !explain) continue;
     out << fmt::format("    {:<14} {}: {}\n", stage_label(run.plan(), p.stage), param_text(p.kind, p.value), p.reason);
   }
+  if (const Autotuner::Workers w = t.workers(); !w.reason.empty())
+    out << fmt::format("    {:<14} workers = {}: {}\n", "pool", w.value, w.reason);
   if (!explain) return;
   const ModelInput in = t.whole_run_model();
-  out << fmt::format("  the model over the whole run ({} thread{} for the pipeline; per output element):\n", in.threads,
-                     in.threads == 1 ? "" : "s");
+  const Autotuner::Workers w = t.workers();
+  const std::string taking = w.value < in.threads ? fmt::format(", {} taking its tasks", w.value) : "";
+  out << fmt::format("  the model over the whole run ({} thread{} for the pipeline{}; per output element):\n",
+                     in.threads, in.threads == 1 ? "" : "s", taking);
   out << fmt::format("    {:<18} {:>8} {:>12} {:>12}\n", "stage", "thread", "on it (us)", "tasks (us)");
   for (const ModelStage& s : in.stages) {
     if (s.sync_ns == 0 && s.task_ns == 0) continue;
@@ -128,7 +132,10 @@ void add_autotune_json(nlohmann::ordered_json& j, const PipelineRun& run, const 
                          {"tunable", p.tunable},
                          {"overridden", p.overridden},
                          {"reason", p.reason}});
-  j["autotune"] = Json{{"decisions", run.autotuner().decisions()}, {"picks", std::move(picks)}};
+  const Autotuner::Workers w = run.autotuner().workers();
+  j["autotune"] = Json{{"decisions", run.autotuner().decisions()},
+                       {"picks", std::move(picks)},
+                       {"workers", Json{{"value", w.value}, {"of", w.of}, {"reason", w.reason}}}};
   Json said = Json::array();
   for (const Advice& a : advice) said.push_back(Json{{"rule", a.rule}, {"stage", a.stage}, {"text", a.text}});
   j["advice"] = std::move(said);

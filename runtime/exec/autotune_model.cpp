@@ -259,6 +259,46 @@ Bottleneck find_bottleneck(const ModelInput& in, const std::vector<int64_t>& val
   }
 }
 
+WorkersChoice choose_workers(const ModelInput& in, const std::vector<KnobRange>& ranges, int current) {
+  const int most = std::max(1, in.threads);
+  std::vector<int64_t> values;
+  for (const KnobRange& r : ranges) values.push_back(r.max);
+  auto capacity = [&](int w) {
+    ModelInput with = in;
+    with.threads = w;
+    return slowest(with, evaluate(with, values)).rate;
+  };
+  // Two capacities compared, infinite ones (nothing measured yet) equal to each other.
+  auto at_least = [](double a, double b, double factor) { return std::isinf(b) ? std::isinf(a) : a >= b * factor; };
+  WorkersChoice c;
+  c.workers = std::clamp(current, 1, most);
+  const double start = capacity(c.workers);
+  while (c.workers > 1 && at_least(capacity(c.workers - 1), start, 1 - kMinGain / 2)) --c.workers;
+  if (c.workers == std::clamp(current, 1, most))
+    while (c.workers < most && !std::isinf(capacity(c.workers)) &&
+           at_least(capacity(c.workers + 1), capacity(c.workers), 1 + kMinGain))
+      ++c.workers;
+  c.capacity = capacity(c.workers);
+  if (c.workers >= most) {
+    c.reason = fmt::format("all {} take its tasks", most);
+  } else {
+    const double more = capacity(c.workers + 1);
+    const double gain = std::isinf(c.capacity) || !(c.capacity > 0) ? 0 : more / c.capacity - 1;
+    c.reason = fmt::format("{} of {} take its tasks; one more would add {:.1f}% to what the pipeline can make",
+                           c.workers, most, 100 * std::max(0.0, gain));
+  }
+  return c;
+}
+
+std::vector<KnobRange> ranges_for_workers(const ModelInput& in, std::vector<KnobRange> ranges, int workers) {
+  for (const ModelStage& s : in.stages) {
+    if (s.role != ModelStage::Role::Map || s.knob < 0 || static_cast<size_t>(s.knob) >= ranges.size()) continue;
+    KnobRange& r = ranges[static_cast<size_t>(s.knob)];
+    r.max = std::clamp(kMapWindowPerWorker * std::max(1, workers), r.min, r.max);
+  }
+  return ranges;
+}
+
 Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, const std::vector<int64_t>& start) {
   Choice c;
   const size_t k = ranges.size();

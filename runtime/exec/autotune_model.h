@@ -105,6 +105,42 @@ constexpr double kMinGain = 0.01;
 /// budget no longer has room for, then gives back steps that buy (almost) nothing, then climbs.
 Choice hill_climb(const ModelInput& in, const std::vector<KnobRange>& ranges, const std::vector<int64_t>& start = {});
 
+/// How many of the pool's `in.threads` workers take the pipeline's tasks. A worker is kept only while
+/// the pipeline's capacity needs it: the fewest workers whose capacity (ModelInput's bounds without the
+/// buffers': every segment, map, reader and the CPU, with every parameter at the most its range
+/// allows) is the capacity all of them give.
+/// A worker beyond that buys nothing in the model, but it does cost: on a machine whose cores each
+/// have a busy thread of the pipeline (a prefetch's thread making the batches), it takes its core
+/// part of the time. On 2 cores the chess pipeline ran a tenth slower with 2 workers than with 1
+/// although the map's tasks never needed 2 (docs/performance.md, "Threads that scale"). The buffers
+/// are left to the windows and depths (the hill climb picks them for the workers chosen): their M/M/1/K
+/// bound, which assumes tasks of random length, would keep a worker to shorten queues that a larger
+/// window shortens as well.
+///
+/// From `current` workers (1..in.threads): gives one back while that lowers the capacity by less than
+/// half of kMinGain, else adds one while that raises it by at least kMinGain, so the choice does not
+/// flap between two counts from one measurement to the next.
+struct WorkersChoice {
+  int workers = 1;
+  double capacity = 0;  // the modelled capacity with them (output elements per second)
+  std::string reason;   // one sentence
+};
+WorkersChoice choose_workers(const ModelInput& in, const std::vector<KnobRange>& ranges, int current);
+
+/// A map's window is at most this many chunks per worker that takes tasks (and at least its starting
+/// value): map_parallelism_knob's range for the pool's workers, and the most ranges_for_workers leaves
+/// once fewer of them take tasks.
+constexpr int64_t kMapWindowPerWorker = 4;
+
+/// `ranges` (by knob index) with each map's window held to kMapWindowPerWorker per worker of
+/// `workers` (within its own range). A window wider than its workers need holds more results than the
+/// buffers' model pays for: the model's M/M/1/K bound assumes tasks of random length and keeps asking
+/// for more, but each result is memory the caches hold too. The chess map's results are 3.2 MB a
+/// batch; with one worker of two taking tasks the climb went to 8 of them, and with 8 the map's tasks
+/// took half again the CPU time they take with 4 (0.19 s against 0.12 s for 2,000 batches, on 2
+/// cores with a 32 MB L3 cache: 8 results and the prefetch's 4 no longer fit in it).
+std::vector<KnobRange> ranges_for_workers(const ModelInput& in, std::vector<KnobRange> ranges, int workers);
+
 /// Extra memory (beyond the first items of maps and prefetches) that `values` hold.
 double optional_bytes(const ModelInput& in, const std::vector<int64_t>& values);
 

@@ -39,7 +39,8 @@ Knob* map_parallelism_knob(RunContext& ctx, int stage, int64_t* window) {
     *window = std::max<int64_t>(1, p->i);
     return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, *window, *window);
   }
-  return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, 1, std::max<int64_t>(*window, 4 * int64_t{pool}));
+  return auto_knob(ctx, stage, KnobKind::MapParallelism, *window, 1,
+                   std::max<int64_t>(*window, kMapWindowPerWorker * int64_t{pool}));
 }
 
 Autotuner::Autotuner(RunContext& ctx, bool tune, std::vector<std::pair<KnobKind, int64_t>> values)
@@ -128,13 +129,20 @@ void Autotuner::consumer_called() {
 void Autotuner::consumer_returned() { consumer_since_ = steady_ns(); }
 
 void Autotuner::set_compute_threads(int n) {
-  int keep;
+  int active;
   {
     std::lock_guard lock(mu_);
     compute_threads_ = std::clamp(n, 0, std::max(0, ctx_.threads - 1));
-    keep = ctx_.threads - compute_threads_;
+    const int keep = ctx_.threads - compute_threads_;
+    active = workers_ > 0 ? std::min(workers_, keep) : keep;
   }
-  if (ctx_.pool) ctx_.pool->set_active_workers(keep);
+  if (ctx_.pool) ctx_.pool->set_active_workers(active);
+}
+
+Autotuner::Workers Autotuner::workers() const {
+  std::lock_guard lock(mu_);
+  const int keep = std::max(1, ctx_.threads - compute_threads_);
+  return {workers_ > 0 ? std::min(workers_, keep) : keep, keep, workers_reason_};
 }
 
 int Autotuner::pipeline_threads() const {
@@ -245,10 +253,24 @@ void Autotuner::decide(const Sample& now) {
     ranges.push_back({k->min(), k->max(), k->kind() == KnobKind::PrefetchDepth ? k->initial() : 0});
     current.push_back(k->value());
   }
-  Choice c = hill_climb(in, ranges, current);
+  // The workers first (by capacity), then the parameters for them.
+  int workers_now;
+  {
+    std::lock_guard lock(mu_);
+    workers_now = workers_ > 0 ? workers_ : in.threads;
+  }
+  const WorkersChoice w = choose_workers(in, ranges, workers_now);
+  in.threads = w.workers;
+  Choice c = hill_climb(in, ranges_for_workers(in, ranges, w.workers), current);
   const double t = std::chrono::duration<double>(now.at - started_).count();
   std::lock_guard lock(mu_);
   ++decisions_;
+  if (w.workers != workers_now && trace::enabled())
+    trace::instant("autotune", fmt::format("pool workers {} -> {}", workers_now, w.workers), trace::now_ns(),
+                   "\"reason\": " + trace::quote(w.reason));
+  workers_ = w.workers;
+  workers_reason_ = w.reason;
+  if (ctx_.pool) ctx_.pool->set_active_workers(std::min(workers_, std::max(1, ctx_.threads - compute_threads_)));
   picks_.clear();
   for (size_t i = 0; i < knobs.size(); ++i) {
     Knob* k = knobs[i];
@@ -309,6 +331,7 @@ std::vector<int64_t> Autotuner::knob_values() const {
 Bottleneck Autotuner::bottleneck() const {
   std::vector<Knob*> knobs;
   ModelInput in = model_between(Sample{}, sample(), &knobs);
+  in.threads = workers().value;
   std::vector<int64_t> v;
   for (Knob* k : knobs) v.push_back(k->value());
   return find_bottleneck(in, v);

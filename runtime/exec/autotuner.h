@@ -12,6 +12,10 @@
 //
 // The thread split with training: `set_compute_threads(n)` gives n of the run's threads to the
 // trainer's compute; the pool then lets only the rest take tasks, and the model plans with them.
+//
+// Of the pool's workers the pipeline keeps, only as many take tasks as its capacity needs
+// (choose_workers in runtime/exec/autotune_model.h); the others wait, so that a worker that buys
+// nothing does not share a core with a busy thread of the pipeline. That too never changes the output.
 #pragma once
 
 #include <chrono>
@@ -69,6 +73,15 @@ class Autotuner {
   /// What each parameter holds now and why (the last decision's sentence).
   std::vector<Pick> picks() const;
 
+  /// The pool's workers that take the pipeline's tasks now, of `of` (the threads the pipeline keeps),
+  /// and why (one sentence; empty before the first decision or without tuning: then all of them).
+  struct Workers {
+    int value = 1;
+    int of = 1;
+    std::string reason;
+  };
+  Workers workers() const;
+
   struct Change {
     double seconds = 0;  // since start()
     int stage = 0;
@@ -78,7 +91,8 @@ class Autotuner {
   std::vector<Change> changes() const;
   int decisions() const;
 
-  /// The model of the run so far (every stage's cost over the whole run, the knobs as they are now).
+  /// The model of the run so far (every stage's cost over the whole run, the knobs as they are now;
+  /// `threads`: those the pipeline keeps, of which workers() take tasks).
   ModelInput whole_run_model() const;
   /// What limits the run, by the model over the whole run.
   Bottleneck bottleneck() const;
@@ -109,6 +123,8 @@ class Autotuner {
   std::vector<std::vector<int>> upstream_;    // per plan stage
   int segments_ = 1;
   int compute_threads_ = 0;
+  int workers_ = 0;             // the pool's workers that take tasks, of pipeline_threads(); 0: all
+  std::string workers_reason_;  // choose_workers' sentence
   std::vector<Pick> picks_;
   std::vector<Change> changes_;
   int decisions_ = 0;

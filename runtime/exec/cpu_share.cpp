@@ -1,6 +1,7 @@
 #include "runtime/exec/cpu_share.h"
 
 #include <dirent.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,12 @@ ProcessCpuTimes process_cpu_times() {
   }
   closedir(dir);
   return t;
+}
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 double available_cores(int cores, const ProcessCpuTimes& delta, int64_t wall_ns) {

@@ -20,6 +20,13 @@ struct ProcessCpuTimes {
 };
 ProcessCpuTimes process_cpu_times();
 
+/// CPU time the calling thread has run, in ns (CLOCK_THREAD_CPUTIME_ID). A map's task is timed with it
+/// rather than the wall clock: where the pipeline's threads outnumber the cores, a task also waits for
+/// a core while it runs, and wall time counted that wait as the map's work (the chess map's tasks
+/// measured 1.5 times their CPU time with 2 workers on 2 cores next to the prefetch's thread), which
+/// the autotuner then planned with.
+int64_t thread_cpu_ns();
+
 /// The cores the process could use over an interval of `wall_ns` in which its threads ran
 /// `delta.run_ns` and waited `delta.wait_ns`, of `cores`: all of them while its threads hardly waited
 /// (under kWaitShare of their runnable time: it got what it asked for), else the cores it did get

@@ -33,19 +33,18 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   has_work_.notify_all();
+  held_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
 void ThreadPool::enqueue(std::function<void()> task) {
-  bool all_active;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(task));
-    all_active = active_ == size();
   }
-  // With some workers held back, notify_one could wake one of them, which would go back to waiting.
-  if (all_active) has_work_.notify_one();
-  else has_work_.notify_all();
+  // Only workers that take tasks wait on has_work_ (held-back ones wait on held_), so one wake-up
+  // reaches one that can take it.
+  has_work_.notify_one();
 }
 
 void ThreadPool::set_active_workers(int n) {
@@ -53,7 +52,9 @@ void ThreadPool::set_active_workers(int n) {
     std::lock_guard lock(mu_);
     active_ = std::clamp(n, 1, size());
   }
+  // Every waiter looks again: a worker held back now moves to held_, one let go to has_work_.
   has_work_.notify_all();
+  held_.notify_all();
 }
 
 int ThreadPool::active_workers() const {
@@ -67,7 +68,12 @@ void ThreadPool::worker_loop(int index) {
     std::function<void()> task;
     {
       std::unique_lock lock(mu_);
-      has_work_.wait(lock, [&] { return stopping_ || (!queue_.empty() && index < active_); });
+      for (;;) {
+        if (stopping_) break;
+        if (index >= active_) held_.wait(lock);
+        else if (queue_.empty()) has_work_.wait(lock);
+        else break;
+      }
       // Drain before exiting: tasks queued during shutdown (even by other tasks) still run.
       if (queue_.empty()) return;
       task = std::move(queue_.front());

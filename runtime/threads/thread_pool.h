@@ -61,7 +61,8 @@ class ThreadPool {
   void worker_loop(int index);
 
   mutable std::mutex mu_;
-  std::condition_variable has_work_;
+  std::condition_variable has_work_;  // workers that take tasks wait here for one
+  std::condition_variable held_;      // workers held back (index >= active_) wait here
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   int active_ = 0;  // guarded by mu_

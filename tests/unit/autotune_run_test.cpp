@@ -118,6 +118,9 @@ class Shaker {
       k->set(std::uniform_int_distribution<int64_t>(k->min(), k->max())(rng_));
       ++moves_;
     }
+    // The workers that take tasks too, as the tuner sets them (choose_workers).
+    ThreadPool* pool = run.context().pool;
+    if (pool && pool->size() > 1) pool->set_active_workers(std::uniform_int_distribution<int>(1, pool->size())(rng_));
   }
 
   std::mt19937 rng_;  // used by the constructor, then by the thread only
@@ -198,6 +201,33 @@ TEST_F(AutotuneRun, OutputDoesNotDependOnTheValuesChosen) {
       }
     }
   }
+}
+
+// The pool's workers that take tasks: all the pipeline keeps until the tuner decides, never more than
+// the trainer leaves it, never fewer than one.
+TEST_F(AutotuneRun, TheWorkersStayWithinTheThreadsThePipelineKeeps) {
+  const Plan plan = optimized(kCases.front().pipeline);
+  RunOptions fixed = options(3);
+  fixed.autotune = false;
+  {
+    PipelineRun run(plan, fixed);
+    Autotuner::Workers w = run.autotuner().workers();
+    EXPECT_EQ(w.value, 3);
+    EXPECT_EQ(w.of, 3);
+    EXPECT_EQ(w.reason, "");
+    run.autotuner().set_compute_threads(1);
+    w = run.autotuner().workers();
+    EXPECT_EQ(w.value, 2);
+    EXPECT_EQ(w.of, 2);
+    EXPECT_EQ(run.context().pool->active_workers(), 2);
+    EXPECT_FALSE(run_all(run).empty());
+  }
+  PipelineRun run(plan, options(3));
+  EXPECT_FALSE(run_all(run).empty());
+  const Autotuner::Workers w = run.autotuner().workers();
+  EXPECT_EQ(w.of, 3);
+  EXPECT_GE(w.value, 1);
+  EXPECT_LE(w.value, 3);
 }
 
 // With every `auto` buffer pushed to its largest value, the bytes held stay within a budget that has
@@ -350,8 +380,10 @@ TEST(AutotuneCommandLine, ResidentMemoryFollowsTheBudget) {
              "  | batch(16)\n"
              "  | prefetch(auto)\n");
   const std::string spec = (d / "p.pipe").string();
-  const std::vector<std::string> wide = {"run",          spec,          "--threads",    "2",
-                                         "--auto-value", "parallel=16", "--auto-value", "prefetch=64"};
+  // Every parameter fixed, and --no-autotune so that both workers take the map's tasks (the tuner
+  // would keep the one the model's capacity needs, and the producers would get less far ahead).
+  const std::vector<std::string> wide = {
+      "run", spec, "--threads", "2", "--auto-value", "parallel=16", "--auto-value", "prefetch=64", "--no-autotune"};
   const uint64_t small = peak_rss_of(
       {"run", spec, "--threads", "2", "--auto-value", "parallel=1", "--auto-value", "prefetch=1"}, d / "s.json");
   const uint64_t unbounded = peak_rss_of(wide, d / "w.json");

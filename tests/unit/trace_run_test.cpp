@@ -117,12 +117,26 @@ TEST(ExplainAutotune, TheSummarySaysWhatEachAutoParameterGotAndWhy) {
   EXPECT_EQ(r.err.find("the model over the whole run"), std::string::npos);
   auto e = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--explain-autotune"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_NE(e.err.find("the model over the whole run (2 threads for the pipeline; per output element):"),
-            std::string::npos)
+  // The pool's workers that take tasks: all of them, or as many as the tuner keeps (choose_workers).
+  EXPECT_TRUE(std::regex_search(
+      e.err,
+      std::regex(
+          R"(the model over the whole run \(2 threads for the pipeline(, 1 taking its tasks)?; per output element\):)")))
       << e.err;
+  const std::regex pool_line(
+      R"(\n    pool +workers = [12]: ([12] of 2 take its tasks; one more would add [0-9.]+% to what the pipeline can make|all 2 take its tasks)\n)");
+  EXPECT_TRUE(std::regex_search(r.err, pool_line)) << r.err;
   EXPECT_TRUE(e.err.find("  changes:\n") != std::string::npos ||
               e.err.find("no parameter changed") != std::string::npos)
       << e.err;
+  // --stats-json has the workers too: of the 2 threads, at least one takes tasks.
+  auto j = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--stats-json", (d / "s.json").string()});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json workers = Json::parse(testing::read_all(d / "s.json"))["autotune"]["workers"];
+  EXPECT_EQ(workers["of"], 2) << workers.dump();
+  EXPECT_GE(workers["value"].get<int>(), 1) << workers.dump();
+  EXPECT_LE(workers["value"].get<int>(), 2) << workers.dump();
+  EXPECT_TRUE(workers["reason"].is_string()) << workers.dump();
   // --no-autotune keeps the starting values and says so; --auto-value fixes them.
   auto off = run_pipec({"run", (d / "p.pipe").string(), "--threads", "2", "--no-autotune"});
   EXPECT_NE(off.err.find("parallel = 4: autotuning is off: the starting value"), std::string::npos) << off.err;

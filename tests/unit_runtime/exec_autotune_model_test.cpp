@@ -174,6 +174,61 @@ TEST(AutotuneModel, FilesReadAheadPayWhenReadingBindsTheThread) {
   EXPECT_GT(c.rate, 2 * modelled_rate(in, {0}));
 }
 
+// The chess pipeline on 2 cores, per batch: the prefetch's thread reads, parses and shuffles in 85 us,
+// the map's task takes 55 us. One worker keeps up with that thread; a second would only share a core
+// with it, so it is given back, and the parameters are then climbed for one worker.
+TEST(AutotuneModel, AWorkerThatAddsNoCapacityIsGivenBack) {
+  const ModelInput in = source_map_prefetch(85000, 55000, 0, 2, 2);
+  const WorkersChoice w = choose_workers(in, kRanges, 2);
+  EXPECT_EQ(w.workers, 1);
+  EXPECT_NEAR(w.capacity, 1e9 / 85000, 1e-6);
+  EXPECT_EQ(w.reason, "1 of 2 take its tasks; one more would add 0.0% to what the pipeline can make");
+  // From one worker it stays at one.
+  EXPECT_EQ(choose_workers(in, kRanges, 1).workers, 1);
+}
+
+// The map's window is held to what its workers take: the climb's M/M/1/K bound would widen the
+// window of one worker past 4 (each step gains over 1% for tasks of random length), holding results
+// that the caches hold too.
+TEST(AutotuneModel, AMapsWindowIsHeldToItsWorkers) {
+  ModelInput in = source_map_prefetch(85000, 55000, 0, 1, 2);
+  const std::vector<KnobRange> ranges = {{1, 8}, {1, 64, 4}};
+  EXPECT_GT(hill_climb(in, ranges, {4, 4}).values[0], 4);
+  const std::vector<KnobRange> held = ranges_for_workers(in, ranges, 1);
+  EXPECT_EQ(held[0].max, kMapWindowPerWorker);
+  EXPECT_EQ(held[1].max, 64);  // a prefetch's depth is not a map's window
+  const Choice c = hill_climb(in, held, {4, 4});
+  EXPECT_GE(c.values[0], 2);  // the map runs on its worker, not on the thread that pulls from it
+  EXPECT_LE(c.values[0], kMapWindowPerWorker);
+  EXPECT_EQ(ranges_for_workers(in, ranges, 2)[0].max, 8);
+  // Never outside the map's own range.
+  EXPECT_EQ(ranges_for_workers(in, {{1, 2}, {1, 64}}, 4)[0].max, 2);
+  EXPECT_EQ(ranges_for_workers(in, {{6, 8}, {1, 64}}, 1)[0].max, 6);
+}
+
+TEST(AutotuneModel, AMapThatBindsGetsTheWorkersItNeeds) {
+  // 1 ms per element of map on 4 cores, next to a thread that makes 100 elements per ms: every worker.
+  const ModelInput in = source_map_prefetch(10, 1e6, 0, 4, 4);
+  const WorkersChoice w = choose_workers(in, kRanges, 1);
+  EXPECT_EQ(w.workers, 4);
+  EXPECT_EQ(w.reason, "all 4 take its tasks");
+  // A map of 2.5 us next to a thread of 1 us: three workers (2.5 / 3 < 1); the fourth adds nothing.
+  const ModelInput three = source_map_prefetch(1000, 2500, 0, 4, 4);
+  EXPECT_EQ(choose_workers(three, kRanges, 1).workers, 3);
+  EXPECT_EQ(choose_workers(three, kRanges, 4).workers, 3);
+  // The map can only use the workers its window allows: the capacity is judged at the window's most.
+  EXPECT_EQ(choose_workers(in, {{1, 2}, {1, 64}}, 4).workers, 2);
+}
+
+// A worker that adds less than kMinGain is not taken, and one that loses more than half of it is not
+// given back: the count does not flap between measurements that differ by a little.
+TEST(AutotuneModel, TheWorkerCountDoesNotFlap) {
+  // The second worker lifts the map's bound of 1 / 1008 ns to the thread's 1 / 1000 ns: 0.8%.
+  const ModelInput in = source_map_prefetch(1000, 1008, 0, 2, 4);
+  EXPECT_EQ(choose_workers(in, kRanges, 1).workers, 1);
+  EXPECT_EQ(choose_workers(in, kRanges, 2).workers, 2);
+}
+
 TEST(AutotuneModel, KnobFlagNamesRoundTrip) {
   for (KnobKind k : kKnobKinds) {
     KnobKind back;

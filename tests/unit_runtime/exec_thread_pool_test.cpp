@@ -67,6 +67,38 @@ TEST(ThreadPool, TasksRunConcurrently) {
   EXPECT_TRUE(b.get());
 }
 
+// Workers held back take no tasks, however many are queued; raised again, they all do. (The autotuner
+// keeps only the workers a pipeline needs: runtime/exec/autotuner.h.)
+TEST(ThreadPool, HeldBackWorkersTakeNoTasksUntilRaised) {
+  ThreadPool pool(3);
+  pool.set_active_workers(1);
+  EXPECT_EQ(pool.active_workers(), 1);
+  std::mutex mu;
+  std::set<std::thread::id> ran_on;
+  std::vector<std::future<void>> futures;
+  for (int i = 0; i < 200; ++i)
+    futures.push_back(pool.submit([&] {
+      std::lock_guard lock(mu);
+      ran_on.insert(std::this_thread::get_id());
+    }));
+  for (auto& f : futures) f.get();
+  EXPECT_EQ(ran_on.size(), 1u);
+  // Raised to 3: three tasks that each wait for the others complete only on three workers at once.
+  pool.set_active_workers(3);
+  std::atomic<int> arrived{0};
+  std::vector<std::future<bool>> all;
+  for (int i = 0; i < 3; ++i)
+    all.push_back(pool.submit([&] {
+      ++arrived;
+      for (int spin = 0; spin < 10000 && arrived.load() < 3; ++spin) std::this_thread::sleep_for(1ms);
+      return arrived.load() == 3;
+    }));
+  for (auto& f : all) EXPECT_TRUE(f.get());
+  // Lowered again while idle: still every task runs (on the one worker left).
+  pool.set_active_workers(1);
+  EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
+}
+
 TEST(ThreadPool, DestructorRunsQueuedTasks) {
   std::atomic<int> ran{0};
   std::vector<std::future<void>> futures;

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/cpu_share.h"
 #include "runtime/exec/footprint.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
@@ -190,12 +191,15 @@ class MapLike : public ChunkIterator {
     charges_.pop_back();
   }
 
-  // apply() on a worker (or inline), its time counted as the stage's task time.
+  // apply() on a worker (or inline), its thread's CPU time counted as the stage's task time (not the
+  // time it waited for a core: runtime/exec/cpu_share.h).
   Chunk timed_apply(const Chunk& in) const {
     const int64_t start = clock_ns();
+    const int64_t cpu_start = thread_cpu_ns();
     Chunk out = apply(in);
+    const int64_t cpu = thread_cpu_ns() - cpu_start;
     const int64_t end = clock_ns();
-    ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
+    ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(std::max<int64_t>(0, cpu)));
     if (task_name_ && trace::enabled())
       trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
     return out;

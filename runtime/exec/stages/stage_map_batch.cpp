@@ -19,6 +19,7 @@
 // per worker thread. The rows a live task writes count in the run's memory budget: the first task as a
 // fixed holding, each further one only when the budget grants them (an input chunk's tasks go
 // together: the budget grants an input chunk's results at a time).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -26,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/cpu_share.h"
 #include "runtime/exec/knob.h"
 #include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
@@ -228,10 +230,12 @@ class MapBatch : public ChunkIterator {
   void start_task(std::shared_ptr<Chunk> in, std::vector<Piece> pieces) {
     auto work = [this, in, pieces] {
       const int64_t start = clock_ns();
+      const int64_t cpu_start = thread_cpu_ns();  // its CPU time, as stage_map.cpp's tasks
       std::vector<Column> cols = map_chunk(*in);
       for (const Piece& p : pieces) copy_rows(cols, p.src_begin, p.count, *p.batch, p.dst_row);
+      const int64_t cpu = thread_cpu_ns() - cpu_start;
       const int64_t end = clock_ns();
-      ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(end - start));
+      ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(std::max<int64_t>(0, cpu)));
       if (task_name_ && trace::enabled())
         trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in->rows)});
     };
