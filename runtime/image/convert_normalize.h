@@ -1,9 +1,8 @@
 // convert_image_dtype to f32, then normalize, of u8 pixels (maybe flipped first) in one pass: the fused
-// op of compiler/passes/convert_normalize_fusion.h. Each output value is a function of one u8 value and
-// its channel only, so a table of 256 values per channel, made by convert_image_dtype and
-// normalize_image themselves, gives every value with exactly their arithmetic and rounding; the pass
-// over the image is a table lookup per value, written where the caller says (the interpreter's row of
-// the stacked result).
+// op of compiler/passes/convert_normalize_fusion.h. Each value is computed with the operations of the
+// two ops in their order and rounding, row by row (a mirrored row read into a small buffer first), and
+// written where the caller says (the interpreter's row of the stacked result): one read of the u8
+// pixels and one write of the floats, where the separate ops make three whole-image passes.
 #pragma once
 
 #include <vector>
