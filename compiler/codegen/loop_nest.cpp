@@ -711,6 +711,8 @@ class OutputBuilder {
       case OpKind::RandomFlipUpDown:
       case OpKind::RgbToGrayscale:
       case OpKind::DistanceTransform:
+      case OpKind::ConvertNormalize:
+      case OpKind::RandomFlipConvertNormalize:
       case OpKind::Strip:
       case OpKind::Split:
       case OpKind::ToNumber: break;

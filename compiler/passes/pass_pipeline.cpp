@@ -5,6 +5,7 @@
 #include "compiler/passes/algebraic_simplification.h"
 #include "compiler/passes/common_subexpression_elimination.h"
 #include "compiler/passes/constant_folding.h"
+#include "compiler/passes/convert_normalize_fusion.h"
 #include "compiler/passes/crop_pushdown.h"
 #include "compiler/passes/dead_code_elimination.h"
 #include "compiler/passes/inner_pipelines.h"
@@ -41,6 +42,10 @@ const std::vector<PassInfo>& pass_list() {
       {"crop_pushdown", crop_pushdown, "a crop after decode_jpeg or decode_png decodes only its window"},
       // After crop pushdown, so the one-hot of a cropped label is made from the window's rows.
       {"png_one_hot_fusion", png_one_hot_fusion, "one_hot_colors of a decode_png is made in the decode's row loop"},
+      // After crop pushdown too: the fused op reads the cropping decode's window, and its rows are the
+      // stacked result's. Before vectorizing, which then sees the map as the interpreter will run it.
+      {"convert_normalize_fusion", convert_normalize_fusion,
+       "flip, convert_image_dtype and normalize of u8 pixels are one pass into the result's rows"},
       {"repeated_jpeg_index", repeated_jpeg_index,
        "a cropping decode_jpeg that a repeat runs again indexes each file once"},
       // Before vectorizing, projection has removed the unread (possibly ragged) fields the batch would

@@ -76,7 +76,8 @@ bool random_keys_from(const Plan& plan, int first) {
 
 bool has_random_ops(const ExprFunction& fn) {
   for (const Instr& in : fn.body)
-    if (op_has(in.op, OpFlag::Random)) return true;
+    // A cropping decode (crop pushdown) draws its window by the crop's op_id without being a random op.
+    if (op_has(in.op, OpFlag::Random) || in.attrs.count("op_id")) return true;
   return false;
 }
 

@@ -458,6 +458,8 @@ Rule rule_of(OpKind op) {
     case OpKind::RgbToGrayscale:
     case OpKind::DistanceTransform:
     case OpKind::OneHotColors:
+    case OpKind::ConvertNormalize:
+    case OpKind::RandomFlipConvertNormalize:
     case OpKind::Strip:
     case OpKind::Split:
     case OpKind::ToNumber: return nullptr;

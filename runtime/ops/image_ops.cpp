@@ -7,7 +7,8 @@
 // decode(read_file(p)), so errors name the file). A cropping decode (crop pushdown) also carries
 // `crop` (random | central, or crop_or_pad for PNG) and that crop's attributes, and `index` when a
 // repeat runs a JPEG one again (decode_from_index below); a PNG decode may carry `one_hot` (the
-// colours of a fused one_hot_colors, png_one_hot_fusion). Random ops carry `op_id` and maybe `seed`;
+// colours of a fused one_hot_colors, png_one_hot_fusion). convert_normalize and its random twin carry
+// `flip` (convert_normalize_fusion). Random ops carry `op_id` and maybe `seed`;
 // their windows and flips are drawn as runtime/image/crop_window.h documents.
 #include <array>
 #include <cerrno>
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "runtime/core/philox.h"
+#include "runtime/image/convert_normalize.h"
 #include "runtime/image/crop_window.h"
 #include "runtime/image/distance_transform.h"
 #include "runtime/image/encoders.h"
@@ -299,6 +301,31 @@ Tensor normalize_kernel(const KernelArgs& a) {
   return guarded([&] { return normalize_image(a.in.at(0), floats_of(a.in.at(1)), floats_of(a.in.at(2))); });
 }
 
+// The fused flip, convert and normalize (convert_normalize_fusion): the flips drawn as the random flip
+// it replaces draws them (same op_id, seed and stream), mean and std read as normalize reads them.
+template <bool kRandom>
+Tensor convert_normalize_kernel(const KernelArgs& a) {
+  return guarded([&] {
+    const Tensor& x = a.in.at(0);
+    if (a.in.size() == 2) throw OpError("expected the image alone, or the image, mean and std");
+    ConvertNormalizeOptions o;
+    if (const Value* flip = find_attr(a.instr, "flip")) {
+      if (flip->s != "left_right" && flip->s != "up_down") throw OpError(fmt::format("unknown flip `{}`", flip->s));
+      o.horizontal = flip->s == "left_right";
+      if (x.rank() == 3 || x.rank() == 4) o.flip = flips(a, x, kRandom);
+    }
+    std::vector<float> mean, sd;
+    if (a.in.size() == 3) {
+      mean = floats_of(a.in[1]);
+      sd = floats_of(a.in[2]);
+      o.mean = &mean;
+      o.std = &sd;
+    }
+    o.into = a.into;
+    return convert_normalize_image(x, o);
+  });
+}
+
 Tensor rgb_to_grayscale_kernel(const KernelArgs& a) {
   return guarded([&] { return rgb_to_grayscale_image(a.in.at(0)); });
 }
@@ -404,6 +431,8 @@ void register_image_ops(KernelTable& t) {
   t.set(OpKind::RgbToGrayscale, rgb_to_grayscale_kernel);
   t.set(OpKind::DistanceTransform, distance_transform_kernel);
   t.set(OpKind::OneHotColors, one_hot_colors_kernel);
+  t.set(OpKind::ConvertNormalize, convert_normalize_kernel<false>);
+  t.set(OpKind::RandomFlipConvertNormalize, convert_normalize_kernel<true>);
   t.set(OpKind::EncodePng, encode_png_kernel);
   t.set(OpKind::EncodeJpeg, encode_jpeg_kernel);
 }

@@ -27,6 +27,9 @@ std::array<KernelInfo, kNumOpKinds> build_table() {
   for (OpKind k : all_op_kinds) out[static_cast<size_t>(k)] = KernelInfo{t.get(k), kernel_kind(k), false};
   // The PNG decoder writes its rows where it is told (runtime/image/png_window_decode.h).
   out[static_cast<size_t>(OpKind::DecodePng)].fills_rows = true;
+  // So does the fused flip, convert and normalize (runtime/image/convert_normalize.h).
+  out[static_cast<size_t>(OpKind::ConvertNormalize)].fills_rows = true;
+  out[static_cast<size_t>(OpKind::RandomFlipConvertNormalize)].fills_rows = true;
   return out;
 }
 

@@ -229,6 +229,16 @@ Sample sample_of(OpKind op) {
       image(DType::U8, {4, 4, 3}, DType::F32, {4, 4, 2}, {{"colors", colors}});
       break;
     }
+    case OpKind::ConvertNormalize:
+    case OpKind::RandomFlipConvertNormalize: {
+      int img = b.param("img", DType::U8, {4, 4, 3});
+      int mean = b.constant(f32_list({1, 2, 3}), DType::F32, {3}),
+          sd = b.constant(f32_list({2, 2, 2}), DType::F32, {3});
+      Attrs attrs{{"flip", Value::make_symbol("left_right")}};
+      if (op == OpKind::RandomFlipConvertNormalize) attrs["op_id"] = Value::make_int(0);
+      b.result("y", b.op(name, {img, mean, sd}, DType::F32, {4, 4, 3}, std::move(attrs)));
+      break;
+    }
     case OpKind::Strip: image(DType::Bytes, {3}, DType::Bytes, {3}); break;
     case OpKind::Split: image(DType::Bytes, {}, DType::Bytes, {kUnknownDim}, {{"sep", Value::make_string(",")}}); break;
     case OpKind::ToNumber: image(DType::Bytes, {3}, DType::I64, {3}); break;

@@ -200,6 +200,8 @@ TEST(TrainGradients, EveryOpHasARuleOrIsListedAsHavingNone) {
                                       "rgb_to_grayscale",
                                       "distance_transform",
                                       "one_hot_colors",
+                                      "convert_normalize",
+                                      "random_flip_convert_normalize",  // made by a pipeline pass only
                                       "strip",
                                       "split",
                                       "to_number"};  // byte strings: nothing to differentiate
