@@ -26,18 +26,6 @@
 namespace pipec {
 namespace {
 
-std::string chess_spec(const std::string& precision) {
-  return R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
-pipeline data = s | batch(32, drop_remainder = true)
-model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
-  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
-  x = concat([flatten(x), flags])
-  x | dense(256) | relu | dense(1) | tanh
-}
-train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(lr = 1e-3), steps = 3, precision = )" +
-         precision + " }\n";
-}
-
 // One dense layer on one example per batch: the loss gradient is 2 * (prediction - target), easy to
 // push past f16's largest finite value (65504) with the initial loss scale.
 const char* kTinySpec = R"(source s = tfrecord("x.tfrecord") { x: f32[2], y: f32[1] }
@@ -101,14 +89,15 @@ void expect_casts_where_a_gpu_casts(const ModelGraph& g, const std::string& dtyp
 }
 
 TEST(MixedPrecision, RoundsWhereAGpuCasts) {
-  ModelGraph fp32 = testing::compile_train(chess_spec("fp32")).step;
+  ModelGraph fp32 = testing::compile_train(testing::chess_train_spec("fp32")).step;
   EXPECT_EQ(count_rounds(fp32), 0);
   for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
     SCOPED_TRACE(precision);
     const std::string dtype = std::string(precision) == "mixed_bf16" ? "bf16" : "f16";
     // The round nodes as mixed_precision makes them: later passes fuse some into expr nodes
     // (train_round_fusion_test.cpp).
-    ModelGraph g = compile_at(chess_spec(precision), 1, {"fuse_round_into_expr", "fuse_round_into_expr_inputs"});
+    ModelGraph g =
+        compile_at(testing::chess_train_spec(precision), 1, {"fuse_round_into_expr", "fuse_round_into_expr_inputs"});
     EXPECT_EQ(enum_text(g.precision), std::string(precision));
     expect_casts_where_a_gpu_casts(g, dtype);
     // The relus stay fused: a fused layer's output is rounded once, after the activation.
@@ -120,7 +109,7 @@ TEST(MixedPrecision, RoundsWhereAGpuCasts) {
     for (const GraphNode& n : g.nodes) scaled += loss_scaled(n.attrs);
     EXPECT_EQ(scaled, dtype == "f16" ? 2 : 0);
     // -O0 rounds too: the policy is what the step computes, not an optimization.
-    ModelGraph o0 = compile_at(chess_spec(precision), 0);
+    ModelGraph o0 = compile_at(testing::chess_train_spec(precision), 0);
     expect_casts_where_a_gpu_casts(o0, dtype);
     // Idempotent.
     const size_t nodes = g.nodes.size();
@@ -320,7 +309,7 @@ TEST(MixedPrecision, Fp16OverflowOnTheFastExecutor) { overflow_then_growth<FastE
 
 // No loss scale without fp16.
 TEST(MixedPrecision, Bf16HasNoLossScale) {
-  ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
+  ModelGraph g = testing::compile_train(testing::chess_train_spec("mixed_bf16")).step;
   ReferenceExecutor<float> ex(g, 1);
   EXPECT_EQ(ex.loss_scale(), nullptr);
 }
@@ -364,12 +353,12 @@ double rms_difference(const std::vector<float>& a, const std::vector<float>& b) 
 // 1e-4 (fp16) in RMS over all weights. Measured: losses 0.22% / 0.03% apart at most, weights 7.3e-3 /
 // 4.9e-3 at most and 2.7e-4 / 2.3e-5 RMS. The executors: losses 5e-5 apart, weights 1.1e-5 RMS.
 TEST(MixedPrecision, ChessNetWithinBoundsOfFp32) {
-  ModelGraph fp32 = testing::compile_train(chess_spec("fp32")).step;
+  ModelGraph fp32 = testing::compile_train(testing::chess_train_spec("fp32")).step;
   Trajectory want = train_chess<ReferenceExecutor<float>>(fp32, 5);
   for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
     SCOPED_TRACE(precision);
     const bool bf16 = std::string(precision) == "mixed_bf16";
-    ModelGraph g = testing::compile_train(chess_spec(precision)).step;
+    ModelGraph g = testing::compile_train(testing::chess_train_spec(precision)).step;
     Trajectory got = train_chess<ReferenceExecutor<float>>(g, 5);
     for (size_t s = 0; s < want.losses.size(); ++s) {
       double rel = std::fabs(got.losses[s] - want.losses[s]) / want.losses[s];
@@ -407,7 +396,7 @@ TEST(MixedPrecision, Bf16KernelsAgreeWithTheEmulation) {
   if (!train::CpuKernels::bf16_kernels_exist())
     GTEST_SKIP() << "oneDNN has no bf16 kernels for this CPU (" << train::CpuKernels::isa()
                  << "): mixed_bf16 runs emulated here, as the other tests check";
-  ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
+  ModelGraph g = testing::compile_train(testing::chess_train_spec("mixed_bf16")).step;
   {
     FastExecutor probe(g, 11, bf16_kernels(CpuBf16::Native));
     EXPECT_TRUE(probe.bf16_kernels());
@@ -417,7 +406,8 @@ TEST(MixedPrecision, Bf16KernelsAgreeWithTheEmulation) {
   Trajectory native = train_chess<FastExecutor>(g, 5, bf16_kernels(CpuBf16::Native));
   Trajectory emulated = train_chess<FastExecutor>(g, 5, bf16_kernels(CpuBf16::Emulated));
   Trajectory reference = train_chess<ReferenceExecutor<float>>(g, 5);
-  Trajectory fp32 = train_chess<ReferenceExecutor<float>>(testing::compile_train(chess_spec("fp32")).step, 5);
+  Trajectory fp32 =
+      train_chess<ReferenceExecutor<float>>(testing::compile_train(testing::chess_train_spec("fp32")).step, 5);
   double worst_loss = 0;
   for (size_t s = 0; s < native.losses.size(); ++s) {
     worst_loss = std::max(worst_loss, std::fabs(native.losses[s] - emulated.losses[s]) / emulated.losses[s]);
@@ -441,7 +431,7 @@ TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
   EXPECT_EQ(parse_cpu_bf16("emulated"), CpuBf16::Emulated);
   EXPECT_EQ(parse_cpu_bf16("auto"), CpuBf16::Auto);
   EXPECT_EQ(parse_cpu_bf16("bf16"), std::nullopt);
-  ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
+  ModelGraph g = testing::compile_train(testing::chess_train_spec("mixed_bf16")).step;
   const std::string emulated = FastExecutor(g, 1, bf16_kernels(CpuBf16::Emulated)).description();
   EXPECT_NE(emulated.find("mixed_bf16 emulated on f32 kernels (--cpu-bf16 emulated)"), std::string::npos) << emulated;
   const std::string automatic = FastExecutor(g, 1, bf16_kernels(CpuBf16::Auto)).description();
@@ -455,10 +445,11 @@ TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
               std::string::npos)
         << automatic;
   const std::string fp32 =
-      FastExecutor(testing::compile_train(chess_spec("fp32")).step, 1, bf16_kernels(CpuBf16::Native)).description();
+      FastExecutor(testing::compile_train(testing::chess_train_spec("fp32")).step, 1, bf16_kernels(CpuBf16::Native))
+          .description();
   EXPECT_EQ(fp32.find("mixed_bf16"), std::string::npos) << fp32;
   // `pipec explain` does not know the CPU that will run the step: it says what depends on it.
-  const std::string explained = print_train_program(testing::compile_train(chess_spec("mixed_bf16")));
+  const std::string explained = print_train_program(testing::compile_train(testing::chess_train_spec("mixed_bf16")));
   EXPECT_NE(
       explained.find("precision mixed_bf16 (rounded to bf16 where a GPU casts; on the CPU conv2d, "
                      "conv2d_transpose and dense multiply in bf16 where it has bf16 instructions, the rest in f32)"),

@@ -17,18 +17,6 @@
 namespace pipec {
 namespace {
 
-std::string chess_spec(const std::string& precision) {
-  return R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
-pipeline data = s | batch(32, drop_remainder = true)
-model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
-  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
-  x = concat([flatten(x), flags])
-  x | dense(256) | relu | dense(1) | tanh
-}
-train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(lr = 1e-3), steps = 3, precision = )" +
-         precision + " }\n";
-}
-
 const std::vector<std::string> kFusions = {"fuse_round_into_expr", "fuse_round_into_expr_inputs"};
 
 // The step graph with every step pass, or without the two fusions (`--disable-pass`), its expr nodes
@@ -68,8 +56,8 @@ TEST(RoundFusion, ChessStepRoundsInsideItsExprs) {
   for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
     SCOPED_TRACE(precision);
     const DType narrow = std::string(precision) == "mixed_bf16" ? DType::BF16 : DType::F16;
-    const ModelGraph unfused = step_graph(chess_spec(precision), false);
-    const ModelGraph fused = step_graph(chess_spec(precision), true);
+    const ModelGraph unfused = step_graph(testing::chess_train_spec(precision), false);
+    const ModelGraph fused = step_graph(testing::chess_train_spec(precision), true);
     // Every expr output was rounded by a round node (9), and 7 more round nodes rounded values only expr
     // nodes read (the flags, 5 layer outputs and the loss gradient): 35 round nodes become 19.
     EXPECT_EQ(count(unfused, ModelOp::Round), 35);
@@ -97,7 +85,7 @@ TEST(RoundFusion, ChessStepRoundsInsideItsExprs) {
     // -O0 fuses nothing: the reference runs the graph as mixed_precision made it.
     CompileRequest o0;
     o0.path = "t.pipe";
-    o0.text = chess_spec(precision);
+    o0.text = testing::chess_train_spec(precision);
     o0.target = CompileTarget::CheckOnly;
     o0.options.passes.opt_level = 0;
     CompileResult r = compile(o0);
@@ -159,8 +147,8 @@ FastExecutorOptions on(CpuBf16 how) {
 TEST(RoundFusion, TrainsBitForBitAsTheRoundNodes) {
   for (const char* precision : {"mixed_bf16", "mixed_fp16"}) {
     SCOPED_TRACE(precision);
-    const ModelGraph unfused = step_graph(chess_spec(precision), false);
-    const ModelGraph fused = step_graph(chess_spec(precision), true);
+    const ModelGraph unfused = step_graph(testing::chess_train_spec(precision), false);
+    const ModelGraph fused = step_graph(testing::chess_train_spec(precision), true);
     expect_same_bits(train<FastExecutor>(unfused, 5, on(CpuBf16::Emulated)),
                      train<FastExecutor>(fused, 5, on(CpuBf16::Emulated)), "fast executor, f32 kernels");
     if (std::string(precision) == "mixed_bf16" && train::CpuKernels::bf16_kernels_exist())
@@ -177,12 +165,12 @@ TEST(RoundFusion, DisablePassKeepsTheRoundNodes) {
   EXPECT_TRUE(is_optional_step_pass("fuse_round_into_expr"));
   EXPECT_TRUE(is_optional_step_pass("fuse_round_into_expr_inputs"));
   EXPECT_FALSE(is_optional_step_pass("mixed_precision"));  // semantic: it always runs
-  ModelGraph g = testing::compile_train(chess_spec("mixed_bf16")).step;
+  ModelGraph g = testing::compile_train(testing::chess_train_spec("mixed_bf16")).step;
   std::vector<std::string> report = run_step_passes(g, 1, kFusions);
   for (const std::string& line : report) EXPECT_EQ(line.find("fuse_round"), std::string::npos) << line;
 
   testing::ScratchDir d;
-  testing::write_file(d / "t.pipe", chess_spec("mixed_bf16"));
+  testing::write_file(d / "t.pipe", testing::chess_train_spec("mixed_bf16"));
   const std::string spec = (d / "t.pipe").string();
   auto fused = testing::run_pipec({"explain", spec});
   auto unfused = testing::run_pipec(
