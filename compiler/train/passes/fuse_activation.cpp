@@ -8,6 +8,7 @@
 // says relu, the relu node goes, and the backward expr reads y. Only when h has no other reader (else h
 // must exist) and the backward expr is the relu's own (comparisons and selects only). A forward-only
 // graph (the inference graph of a served model) has no backward expr: the relu alone reads h.
+#include "compiler/train/passes/erase_nodes.h"
 #include "compiler/train/passes/step_passes.h"
 
 namespace pipec {
@@ -70,15 +71,7 @@ int fuse_activation(ModelGraph& g) {
     removed[relu] = true;
     ++rewrites;
   }
-  std::vector<GraphNode> kept;
-  std::vector<int> new_index(g.nodes.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) {
-      new_index[i] = static_cast<int>(kept.size());
-      kept.push_back(std::move(g.nodes[i]));
-    }
-  remap_forward_links(kept, new_index);
-  g.nodes = std::move(kept);
+  erase_nodes(g, removed);
   return rewrites;
 }
 

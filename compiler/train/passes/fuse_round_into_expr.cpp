@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "compiler/train/passes/erase_nodes.h"
 #include "compiler/train/passes/step_passes.h"
 
 namespace pipec {
@@ -71,15 +72,7 @@ int fuse_round_into_expr(ModelGraph& g) {
     ++rewrites;
   }
   for (auto& [p, fn] : edited) g.nodes[p].fn = std::move(fn);
-  std::vector<GraphNode> kept;
-  std::vector<int> new_index(g.nodes.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) {
-      new_index[i] = static_cast<int>(kept.size());
-      kept.push_back(std::move(g.nodes[i]));
-    }
-  remap_forward_links(kept, new_index);
-  g.nodes = std::move(kept);
+  erase_nodes(g, removed);
   return rewrites;
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "compiler/train/passes/erase_nodes.h"
 #include "compiler/train/passes/step_passes.h"
 
 namespace pipec {
@@ -97,15 +98,7 @@ int fuse_round_into_expr_inputs(ModelGraph& g) {
     removed[r] = true;
     ++rewrites;
   }
-  std::vector<GraphNode> kept;
-  std::vector<int> new_index(g.nodes.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) {
-      new_index[i] = static_cast<int>(kept.size());
-      kept.push_back(std::move(g.nodes[i]));
-    }
-  remap_forward_links(kept, new_index);
-  g.nodes = std::move(kept);
+  erase_nodes(g, removed);
   return rewrites;
 }
 
