@@ -227,5 +227,108 @@ TEST(BoundedQueue, ManyProducersConsumersNoLossNoDuplicates) {
   }
 }
 
+// pop_when: one wake-up for several items, never a wait for items that cannot come.
+
+TEST(BoundedQueue, PopWhenSleepsUntilItsItemsAreQueued) {
+  BoundedQueue<int> q(4);
+  CancellationToken never;
+  std::atomic<bool> popped{false};
+  std::optional<int> got;
+  std::thread consumer([&] {
+    got = q.pop_when(2, never);
+    popped = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  q.push(1);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(popped.load()) << "one item of the two it waits for";
+  q.push(2);
+  consumer.join();
+  EXPECT_EQ(got, 1);
+  EXPECT_EQ(q.pop_when(2, never), 2) << "an item already queued is taken without waiting";
+}
+
+TEST(BoundedQueue, PopWhenTakesWhatThereIsOnceReleased) {
+  BoundedQueue<int> q(4);
+  CancellationToken never;
+  auto f = std::async(std::launch::async, [&] { return q.pop_when(3, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(5);
+  EXPECT_EQ(f.wait_for(50ms), std::future_status::timeout);
+  q.release_waiters();
+  ASSERT_TRUE(woke_or_close(f, q));
+  EXPECT_EQ(f.get(), 5);
+  // Released, a waiter takes the first item pushed; held again, it waits for its count.
+  auto g = std::async(std::launch::async, [&] { return q.pop_when(3, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(6);
+  ASSERT_TRUE(woke_or_close(g, q));
+  EXPECT_EQ(g.get(), 6);
+  q.hold_waiters();
+  auto h = std::async(std::launch::async, [&] { return q.pop_when(2, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(7);
+  EXPECT_EQ(h.wait_for(50ms), std::future_status::timeout);
+  q.push(8);
+  ASSERT_TRUE(woke_or_close(h, q));
+  EXPECT_EQ(h.get(), 7);
+}
+
+TEST(BoundedQueue, PopWhenWantsNoMoreThanFit) {
+  // Wanting more than the capacity waits for a full queue, not forever; a smaller capacity set while
+  // it waits wakes it when that many are there.
+  BoundedQueue<int> q(2);
+  CancellationToken never;
+  auto f = std::async(std::launch::async, [&] { return q.pop_when(8, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(1);
+  q.push(2);
+  ASSERT_TRUE(woke_or_close(f, q));
+  EXPECT_EQ(f.get(), 1);
+  EXPECT_EQ(q.pop(), 2);
+  auto g = std::async(std::launch::async, [&] { return q.pop_when(2, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(3);
+  q.set_capacity(1);
+  ASSERT_TRUE(woke_or_close(g, q));
+  EXPECT_EQ(g.get(), 3);
+}
+
+TEST(BoundedQueue, PopWhenWakesOnCloseAndCancel) {
+  BoundedQueue<int> q(4);
+  CancellationToken never;
+  auto f = std::async(std::launch::async, [&] { return q.pop_when(2, never); });
+  std::this_thread::sleep_for(20ms);
+  q.push(1);
+  q.close();
+  ASSERT_TRUE(woke_or_close(f, q));
+  EXPECT_EQ(f.get(), 1) << "what was queued before the close";
+  EXPECT_EQ(q.pop_when(2, never), std::nullopt);
+
+  BoundedQueue<int> r(4);
+  CancellationToken cancel;
+  auto g = std::async(std::launch::async, [&] { return r.pop_when(2, cancel); });
+  std::this_thread::sleep_for(20ms);
+  r.push(1);
+  cancel.cancel();
+  ASSERT_TRUE(woke_or_close(g, r));
+  EXPECT_EQ(g.get(), std::nullopt);
+}
+
+TEST(BoundedQueue, PopWhenPassesEveryItemInOrder) {
+  // A producer that releases the waiter before its last item: nothing is lost or stuck.
+  BoundedQueue<int> q(4);
+  CancellationToken never;
+  constexpr int kItems = 10001;
+  std::thread producer([&] {
+    for (int i = 0; i < kItems; ++i) {
+      if (i == kItems - 1) q.release_waiters();
+      q.push(i);
+    }
+  });
+  for (int i = 0; i < kItems; ++i) ASSERT_EQ(q.pop_when(2, never), i);
+  producer.join();
+}
+
 }  // namespace
 }  // namespace pipec

@@ -104,27 +104,32 @@ class MapLike : public ChunkIterator {
  protected:
   bool produce(Chunk& out) override {
     for (;;) {
-      // Keep the window full, as far as the memory budget allows.
+      // Keep the window full, as far as the memory budget allows, refilling it `group` chunks at a
+      // time (one task each) once that many slots are free.
       const int64_t window = this->window();
-      while (!input_done_ && static_cast<int64_t>(inflight_.size() + ready_.size()) < window && admit()) {
-        Chunk in;
-        if (!pull(*input_, in)) {
-          input_done_ = true;
-          release_back();
-          break;
+      const bool on_pool = ctx_.pool && window > 1;
+      const int64_t group = on_pool ? refill_group(window) : 1;
+      const int64_t held = static_cast<int64_t>(inflight_.size() + ready_.size());
+      if (held == 0 || window - held >= group) {
+        std::vector<Chunk> pulled;
+        while (!input_done_ && static_cast<int64_t>(inflight_.size() + ready_.size() + pulled.size()) < window &&
+               admit()) {
+          Chunk in;
+          if (!pull(*input_, in)) {
+            input_done_ = true;
+            release_back();
+            break;
+          }
+          if (on_pool) {
+            pulled.push_back(std::move(in));
+            if (static_cast<int64_t>(pulled.size()) == group) submit(pulled);
+          } else {
+            const int64_t start = clock_ns();
+            ready_.push_back(timed_apply(in));
+            add_wait_ns(clock_ns() - start);  // counted as the map's task time, not twice
+          }
         }
-        if (ctx_.pool && window > 1) {
-          auto shared = std::make_shared<Chunk>(std::move(in));
-          // The hand-off wakes a worker, which on a busy machine may take this thread's core until its
-          // task is done: that time is the task's (counted where it runs), not the map's own.
-          const int64_t start = clock_ns();
-          inflight_.push_back(ctx_.pool->submit([this, shared] { return timed_apply(*shared); }));
-          add_wait_ns(clock_ns() - start);
-        } else {
-          const int64_t start = clock_ns();
-          ready_.push_back(timed_apply(in));
-          add_wait_ns(clock_ns() - start);  // counted as the map's task time, not twice
-        }
+        if (!pulled.empty()) submit(pulled);
       }
       if (!ready_.empty()) {
         out = std::move(ready_.front());
@@ -189,6 +194,44 @@ class MapLike : public ChunkIterator {
     if (charges_.empty()) return;
     release(charges_.back());
     charges_.pop_back();
+  }
+
+  // How many input chunks one task on the pool computes (in order, each result ready as soon as it is
+  // computed). A worker that keeps up with the map's input sleeps after each task and is woken for the
+  // next: with two chunks a task, half as often. The window keeps two tasks per worker taking tasks,
+  // so a map that is the slow side still has every worker busy.
+  int64_t refill_group(int64_t window) const {
+    const int64_t workers = std::max(1, ctx_.pool->active_workers());
+    return std::clamp<int64_t>(window / (2 * workers), 1, kMostGroup);
+  }
+  static constexpr int64_t kMostGroup = 2;
+
+  // One task on the pool for the chunks in `pulled` (emptied), a future per chunk in inflight_.
+  void submit(std::vector<Chunk>& pulled) {
+    struct Part {
+      Chunk in;
+      std::promise<Chunk> result;
+    };
+    auto parts = std::make_shared<std::vector<Part>>(pulled.size());
+    for (size_t i = 0; i < pulled.size(); ++i) {
+      (*parts)[i].in = std::move(pulled[i]);
+      inflight_.push_back((*parts)[i].result.get_future());
+    }
+    pulled.clear();
+    // The hand-off wakes a worker, which on a busy machine may take this thread's core until its task
+    // is done: that time is the task's (counted where it runs), not the map's own.
+    const int64_t start = clock_ns();
+    ctx_.pool->submit([this, parts] {
+      for (Part& p : *parts) {
+        try {
+          p.result.set_value(timed_apply(p.in));
+        } catch (...) {
+          p.result.set_exception(std::current_exception());
+        }
+        p.in = Chunk();  // its memory goes back as soon as it is done with
+      }
+    });
+    add_wait_ns(clock_ns() - start);
   }
 
   // apply() on a worker (or inline), its thread's CPU time counted as the stage's task time (not the

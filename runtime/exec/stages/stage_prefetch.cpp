@@ -100,9 +100,12 @@ class Prefetch : public ChunkIterator {
     }
     if (input_done_) return false;
     if (!thread_.joinable()) start();
-    queue_->set_capacity(static_cast<size_t>(depth()));
+    const int64_t d = depth();
+    queue_->set_capacity(static_cast<size_t>(d));
     auto wait_start = std::chrono::steady_clock::now();
-    std::optional<Item> item = queue_->pop(*stop_token_);
+    // Found empty, the queue is waited on until half of it is ready: the producer is the slower side
+    // then, and taking its chunks in twos halves the wake-ups (runtime/threads/bounded_queue.h).
+    std::optional<Item> item = queue_->pop_when(static_cast<size_t>(std::max<int64_t>(1, d / 2)), *stop_token_);
     add_wait_ns(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count());
     ctx_.check_cancelled();
@@ -185,7 +188,11 @@ class Prefetch : public ChunkIterator {
         item.bytes = estimate;
         return true;
       }
-      if (stop_token_->wait_for(std::chrono::milliseconds(1))) return false;
+      // The consumer frees the room: it must not wait for more chunks than are queued meanwhile.
+      queue_->release_waiters();
+      const bool stopped = stop_token_->wait_for(std::chrono::milliseconds(1));
+      queue_->hold_waiters();
+      if (stopped) return false;
     }
   }
 
@@ -225,6 +232,7 @@ class Prefetch : public ChunkIterator {
         item.error = std::current_exception();
       }
       bool last = item.end || item.error;
+      if (last) queue_->release_waiters();  // nothing comes after it
       // A push interrupted by a stop leaves the item with us: keep it, so a checkpoint does not lose it.
       if (!queue_->push(std::move(item), *stop_token_)) {
         std::lock_guard<std::mutex> lock(mu_);
