@@ -88,7 +88,7 @@ Evaluated evaluate(const ModelInput& in, const std::vector<int64_t>& values) {
     const double ns = e.segment_ns[g] + (g == 0 ? in.consumer_ns : 0);
     e.segment_cap.push_back({ns > 0 ? 1e9 / ns : kInf, Bottleneck::Kind::Segment, static_cast<int>(g)});
   }
-  e.cpu = {e.total_work > 0 ? std::max(1, in.cores) * 1e9 / e.total_work : kInf, Bottleneck::Kind::Cpu, -1};
+  e.cpu = {e.total_work > 0 ? std::max(1.0, in.cores) * 1e9 / e.total_work : kInf, Bottleneck::Kind::Cpu, -1};
   return e;
 }
 
@@ -252,7 +252,7 @@ Bottleneck find_bottleneck(const ModelInput& in, const std::vector<int64_t>& val
         if (e.work_ns[i] > e.work_ns[best]) best = static_cast<int>(i);
       if (in.stages.empty()) return b;
       pick(best);
-      b.why = fmt::format("the CPU: the pipeline keeps {} core{} busy", in.cores, in.cores == 1 ? "" : "s");
+      b.why = fmt::format("the CPU: the pipeline keeps {:.2g} core{} busy", in.cores, in.cores == 1 ? "" : "s");
       return b;
     }
     default: return b;

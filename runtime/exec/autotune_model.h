@@ -69,8 +69,12 @@ struct ModelInput {
   int segments = 1;
   double consumer_ns = 0;  // per output element: the consumer's time between next() calls
   int threads = 1;         // the pool's workers the pipeline may use (its thread share)
-  int cores = 1;           // the cores the pipeline's threads may use in all (the pool's, prefetch threads, readers)
-  double room_bytes = 0;   // memory the `auto` buffers may use beyond their first items
+  // The cores the pipeline's threads may use in all (the pool's, prefetch threads, readers). On a machine
+  // other processes load, the share the run got lately, a fraction included: rounded to 1, a run that
+  // got 1.4 cores saw nothing to gain from a second busy thread, gave its map's tasks back to one
+  // thread, then (now wanting one core, and getting it) took them up again, every 40 ms.
+  double cores = 1;
+  double room_bytes = 0;  // memory the `auto` buffers may use beyond their first items
 };
 
 struct KnobRange {

@@ -241,10 +241,10 @@ void Autotuner::decide(const Sample& now) {
   ProcessCpuTimes delta{now.cpu.run_ns - last_.cpu.run_ns, now.cpu.wait_ns - last_.cpu.wait_ns,
                         now.cpu.known && last_.cpu.known};
   if (delta.run_ns < 0 || delta.wait_ns < 0) delta.known = false;  // a thread that ended took its times along
-  const double got =
-      available_cores(in.cores, delta, std::chrono::duration_cast<std::chrono::nanoseconds>(now.at - last_.at).count());
+  const double got = available_cores(static_cast<int>(in.cores), delta,
+                                     std::chrono::duration_cast<std::chrono::nanoseconds>(now.at - last_.at).count());
   smooth_cores_ = have_smooth_ ? 0.5 * smooth_cores_ + 0.5 * got : got;
-  in.cores = std::clamp(static_cast<int>(std::lround(smooth_cores_)), 1, in.cores);
+  in.cores = std::clamp(smooth_cores_, 1.0, in.cores);
   have_smooth_ = true;
   std::vector<KnobRange> ranges;
   std::vector<int64_t> current;
