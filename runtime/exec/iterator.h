@@ -49,6 +49,7 @@ struct RunContext {
   int64_t first_pass = 0;
   /// Rows per chunk that sources produce (elements, before batching).
   int64_t chunk_rows = 1024;
+  bool parse_records_on_pool = true;  // RunOptions::parse_records_on_pool
   /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count
   /// them instead of failing.
   std::vector<bool> tolerant;  // per stage

@@ -47,6 +47,9 @@ struct RunOptions {
   /// number of processes restarts its epoch so (runtime/train/loop/epoch_restart.h). A plan without
   /// an outermost repeat takes 0 only.
   int64_t first_pass = 0;
+  /// A tfrecord source hands its chunks of records to the pool to parse (runtime/exec/sources/
+  /// source_tfrecord.cpp); false parses them on its own thread (what differential tests compare with).
+  bool parse_records_on_pool = true;
 };
 
 /// The repeat (or shuffle_repeat) whose passes are the passes of `plan`'s output: the first one met
