@@ -127,7 +127,9 @@ class BoundedQueue {
   void set_capacity(size_t capacity) {
     {
       std::lock_guard lock(mu_);
-      capacity_ = capacity == 0 ? 1 : capacity;
+      const size_t c = capacity == 0 ? 1 : capacity;
+      if (c == capacity_) return;  // a prefetch sets it before every pop: no wake-ups for nothing
+      capacity_ = c;
     }
     not_full_.notify_all();
     not_empty_.notify_all();  // a consumer waiting for more items than now fit
