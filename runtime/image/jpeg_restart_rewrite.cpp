@@ -4,6 +4,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "runtime/image/decode_options.h"
@@ -90,43 +94,61 @@ void put_be16(std::string& s, uint32_t v) {
 // The scan's entropy-coded bytes with stuffing removed, split at the restart markers, and 8 zero bytes
 // (so the reader's 64-bit loads near the end stay on its fast path).
 struct Unstuffed {
-  std::vector<uint8_t> bytes;
+  ScanBytes bytes;
   std::vector<size_t> segment_start;
 };
 
 bool unstuff(std::string_view d, size_t at, Unstuffed& u, std::string& why) {
-  u.bytes.reserve(d.size() - at + 8);
+  // Sized for every byte plus the stores of a last 16-byte step and the zeros; not zeroed first
+  // (ScanBytes), since every byte kept is written.
+  u.bytes.resize(d.size() - at + 16 + 8);
   u.segment_start.push_back(0);
   int expect = 0;
-  const char* p = d.data() + at;
-  const char* end = d.data() + d.size();
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(d.data()) + at;
+  const uint8_t* const end = reinterpret_cast<const uint8_t*>(d.data()) + d.size();
+  uint8_t* out = u.bytes.data();
   for (;;) {
-    const char* ff = static_cast<const char*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p)));
-    if (!ff) return why = "truncated: the data ends in the middle of the image", false;
-    u.bytes.insert(u.bytes.end(), p, ff);
-    p = ff + 1;
-    const char* const fill = p;
-    while (p < end && static_cast<unsigned char>(*p) == 0xFF) ++p;  // fill bytes before a marker
+    // Copy up to the next 0xFF: 16 bytes at a time (each step stores all 16, then keeps those before
+    // an 0xFF), the rest one by one.
+#if defined(__SSE2__)
+    const __m128i ff = _mm_set1_epi8(static_cast<char>(0xFF));
+    for (; end - p >= 16; p += 16, out += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+      if (const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, ff))) {
+        const int i = __builtin_ctz(static_cast<unsigned>(mask));
+        p += i;
+        out += i;
+        break;
+      }
+    }
+#endif
+    while (p < end && *p != 0xFF) *out++ = *p++;
     if (p >= end) return why = "truncated: the data ends in the middle of the image", false;
-    const int m = static_cast<unsigned char>(*p++);
+    ++p;
+    const uint8_t* const fill = p;
+    while (p < end && *p == 0xFF) ++p;  // fill bytes before a marker
+    if (p >= end) return why = "truncated: the data ends in the middle of the image", false;
+    const int m = *p++;
     if (m == 0x00) {
       // Fill bytes belong before markers only. FF FF 00 inside the data is one data byte FF to
       // libjpeg-turbo's slow decoder but a marker to its fast one, which then leaves the coefficients
       // it had decoded from zeros in the block the slow one decodes again (the image fuzzer found a
       // cut that decoded differently so): such a file is libjpeg's to decode, not ours to copy.
       if (p - 1 != fill) return why = "corrupt data: fill bytes inside the entropy-coded data", false;
-      u.bytes.push_back(0xFF);
+      *out++ = 0xFF;
     } else if (m >= 0xD0 && m <= 0xD7) {
       if (m - 0xD0 != expect) return why = "a restart marker out of sequence", false;
       expect = (expect + 1) & 7;
-      u.segment_start.push_back(u.bytes.size());
+      u.segment_start.push_back(static_cast<size_t>(out - u.bytes.data()));
     } else if (m == 0xD9) {
       break;
     } else {
       return why = fmt::format("marker 0x{:02X} after the scan (one scan and EOI expected)", m), false;
     }
   }
-  u.bytes.insert(u.bytes.end(), 8, 0);
+  std::memset(out, 0, 8);
+  u.bytes.resize(static_cast<size_t>(out - u.bytes.data()) + 8);
   return true;
 }
 
@@ -629,7 +651,7 @@ void RestartRewriter::compact() {
   rewritten_ = std::move(ordered);
   rewritten_at_ = std::move(at);
   std::vector<uint32_t>().swap(rewritten_length_);
-  std::vector<uint8_t>().swap(bytes_);
+  ScanBytes().swap(bytes_);
   std::vector<size_t>().swap(segment_start_);
   std::vector<McuStart>().swap(start_);
   std::vector<uint32_t>().swap(block_end_);
