@@ -11,76 +11,17 @@
 #include <fmt/format.h>
 
 #include "runtime/image/decode_options.h"
+#include "runtime/image/jpeg_huffman.h"
 
 namespace pipec {
 
 namespace {
 
+using namespace jpeg_huffman;
+
 // The standard luminance DC table (T.81 Table K.3): codes for difference categories 0..11.
 constexpr uint8_t kStdDcCounts[17] = {0, 0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
 constexpr uint8_t kStdDcValues[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-
-constexpr int kSkipBits = 10;
-constexpr int kZrl = 0x80;  // in skip_advance: the move is a run of 16 zeros
-
-struct HuffTable {
-  bool defined = false;
-  uint8_t counts[17] = {};
-  std::vector<uint8_t> values;
-  uint16_t fast[512] = {};  // (length << 8) | value for codes of at most 9 bits, 0 for longer ones
-  int32_t maxcode[17] = {};
-  int32_t valoffset[17] = {};
-  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits (which
-  // hold its code, when that is at most kSkipBits long): (the bits to skip, code and extra bits,
-  // << 8) | how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros); 0
-  // for a longer code (then decode() and the extra bits are taken one after the other).
-  uint16_t skip[1 << kSkipBits] = {};
-  // encoding (the standard DC table only)
-  uint16_t code[16] = {};
-  uint8_t length[16] = {};
-};
-
-// Canonical codes from the counts (T.81 C.1-C.2); false for a table that overflows its code space,
-// which libjpeg also refuses (the all-ones code of each length stays unused).
-bool build_table(HuffTable& t, bool dc) {
-  int next = 0, k = 0;
-  if (dc)
-    for (uint8_t v : t.values)
-      if (v > 15) return false;
-  for (int len = 1; len <= 16; ++len) {
-    t.valoffset[len] = k - next;
-    for (int i = 0; i < t.counts[len]; ++i, ++k, ++next) {
-      if (next + 1 >= (1 << len)) return false;  // past the code space (or onto the all-ones code)
-      if (len <= 9) {
-        const int shift = 9 - len;
-        for (int j = 0; j < (1 << shift); ++j)
-          t.fast[(next << shift) | j] = static_cast<uint16_t>((len << 8) | t.values[static_cast<size_t>(k)]);
-      }
-      if (t.values[static_cast<size_t>(k)] < 16) {
-        t.code[t.values[static_cast<size_t>(k)]] = static_cast<uint16_t>(next);
-        t.length[t.values[static_cast<size_t>(k)]] = static_cast<uint8_t>(len);
-      }
-    }
-    t.maxcode[len] = t.counts[len] ? next - 1 : -1;
-    next <<= 1;
-  }
-  if (!dc) {
-    // Every code of at most kSkipBits bits, followed by each possible rest of the lookup's bits.
-    int code = 0, v = 0;
-    for (int len = 1; len <= 16; ++len, code <<= 1)
-      for (int i = 0; i < t.counts[len]; ++i, ++code, ++v) {
-        if (len > kSkipBits) continue;
-        const int rs = t.values[static_cast<size_t>(v)], r = rs >> 4, size = rs & 15;
-        // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else
-        // with size 0 ends the block.
-        const int advance = size ? r + 1 : r == 15 ? 16 | kZrl : 0;
-        const int shift = kSkipBits - len;
-        for (int j = 0; j < (1 << shift); ++j)
-          t.skip[(code << shift) | j] = static_cast<uint16_t>(((len + size) << 8) | advance);
-      }
-  }
-  return true;
-}
 
 uint32_t be16(std::string_view s, size_t at) {
   return (static_cast<uint32_t>(static_cast<unsigned char>(s[at])) << 8) | static_cast<unsigned char>(s[at + 1]);
@@ -151,71 +92,6 @@ bool unstuff(std::string_view d, size_t at, Unstuffed& u, std::string& why) {
   u.bytes.resize(static_cast<size_t>(out - u.bytes.data()) + 8);
   return true;
 }
-
-// Reads bits most significant first from unstuffed bytes. The next bits wait left-aligned in a 64-bit
-// register, refilled a few bytes at a time, so peeking and skipping cost a shift each.
-class BitReader {
- public:
-  BitReader(const uint8_t* data, size_t size) : data_(data), size_(size) { refill(); }
-  // Makes at least 56 bits available. Past the end (corrupt data runs on until its block ends, which
-  // is checked against the segment's end) the bits are zeros.
-  __attribute__((always_inline)) void refill() {
-    uint64_t w = 0;
-    if (__builtin_expect(byte_ + 8 <= size_, 1)) {
-      std::memcpy(&w, data_ + byte_, 8);
-      w = __builtin_bswap64(w);
-    } else {
-      for (uint64_t i = 0; i < 8; ++i) w = w << 8 | (byte_ + i < size_ ? data_[byte_ + i] : 0);
-    }
-    buf_ |= w >> count_;
-    const int take = (63 - count_) >> 3;
-    byte_ += static_cast<uint64_t>(take);
-    count_ += take * 8;
-  }
-  // The next n (1..32) bits; at least n must be available.
-  __attribute__((always_inline)) uint32_t peek(int n) const { return static_cast<uint32_t>(buf_ >> (64 - n)); }
-  __attribute__((always_inline)) void skip(int n) {
-    buf_ <<= n;
-    count_ -= n;
-  }
-  __attribute__((always_inline)) void ensure32() {
-    if (count_ < 32) refill();
-  }
-  uint64_t pos() const { return byte_ * 8 - static_cast<uint64_t>(count_); }
-  void seek(uint64_t bit) {
-    byte_ = bit >> 3;
-    buf_ = 0;
-    count_ = 0;
-    refill();
-    skip(static_cast<int>(bit & 7));
-  }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
-  // One Huffman symbol; -1 for a code the table does not have. Needs 16 bits available.
-  __attribute__((always_inline)) int decode(const HuffTable& t) {
-    const uint32_t bits = peek(16);
-    if (uint16_t f = t.fast[bits >> 7]) {
-      skip(f >> 8);
-      return f & 0xFF;
-    }
-    for (int len = 10; len <= 16; ++len) {
-      const int32_t code = static_cast<int32_t>(bits >> (16 - len));
-      if (code <= t.maxcode[len]) {
-        skip(len);
-        return t.values[static_cast<size_t>(code + t.valoffset[len])];
-      }
-    }
-    return -1;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  uint64_t byte_ = 0;  // next byte to load
-  uint64_t buf_ = 0;
-  int count_ = 0;  // valid bits in buf_
-};
 
 // Writes bits most significant first, stuffing a zero byte after each 0xFF, into memory the caller
 // sized for the worst case (every byte stuffed), 32 bits at a time when none of their bytes is 0xFF.
@@ -386,56 +262,12 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, std::strin
     at += 2 + len;
   }
 }
-// Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them.
-bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
-  for (int k = 1; k < 64;) {
-    in.ensure32();
-    if (const int step = ac.skip[in.peek(kSkipBits)]) {
-      in.skip(step >> 8);  // at most 10 + 15 bits
-      const int advance = step & 0xFF;
-      if (advance == 0) break;
-      k += advance & ~kZrl;
-      // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
-      // corrupt data, on which libjpeg-turbo's fast and slow decoding paths can disagree.
-      if (k > ((advance & kZrl) ? 63 : 64)) return why = "corrupt data: a block of more than 64 coefficients", false;
-      continue;
-    }
-    const int rs = in.decode(ac);
-    if (rs < 0) return why = "corrupt data: a bad Huffman code", false;
-    const int r = rs >> 4, size = rs & 15;
-    if (size) {
-      k += r + 1;
-      in.skip(size);
-      if (k > 64) return why = "corrupt data: a block of more than 64 coefficients", false;
-    } else {
-      if (r != 15) break;
-      k += 16;
-      if (k > 63) return why = "corrupt data: a block of more than 64 coefficients", false;
-    }
-  }
-  return true;
-}
-
 constexpr uint32_t kNotRewritten = UINT32_MAX;
 
 // The category of a DC value or difference (its bit count); more than 11 is out of an 8-bit file's range.
 int dc_category(int value) {
   const int magnitude = value < 0 ? -value : value;
   return magnitude == 0 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(magnitude));
-}
-
-// One DC difference, as libjpeg decodes it; false for a code the table does not have.
-__attribute__((always_inline)) inline bool read_dc_diff(BitReader& in, const HuffTable& dc, int& diff) {
-  in.ensure32();
-  const int s = in.decode(dc);
-  if (s < 0) return false;
-  diff = 0;
-  if (s > 0) {
-    const int bits = static_cast<int>(in.peek(s));
-    in.skip(s);
-    diff = bits < (1 << (s - 1)) ? bits - (1 << s) + 1 : bits;
-  }
-  return true;
 }
 
 }  // namespace
@@ -479,6 +311,10 @@ bool RestartRewriter::open(std::string_view d, int64_t max_pixels, std::string& 
   if (u.bytes.size() >= (size_t{1} << 29)) return why = "more than 512 MiB of entropy-coded data", false;
   bytes_ = std::move(u.bytes);
   segment_start_ = std::move(u.segment_start);
+  bool ac_used[4] = {};
+  for (const Component& c : h.scan) ac_used[c.ac] = true;
+  for (size_t id = 0; id < 4; ++id)
+    if (ac_used[id]) attach_multi_skip(h.ac_tables[id], bytes_.size());
 
   // The new tables: the standard DC table under every DC table number the scan uses, the file's own
   // AC tables; then a restart interval of one MCU and the scan header as it was.
