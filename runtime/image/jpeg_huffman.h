@@ -136,7 +136,7 @@ class BitReader {
 };
 
 // Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them.
-inline bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
+__attribute__((always_inline)) inline bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
   const uint16_t* const multi = ac.multi ? ac.multi->entries.data() : nullptr;
   for (int k = 1; k < 64;) {
     in.ensure32();
