@@ -93,36 +93,42 @@ std::shared_ptr<const MultiSkipTable> build_multi_skip(const HuffTable& ac) {
 
 namespace {
 
-// The tables this thread has seen lately, by their counts and values: built (or not yet, when seen
-// once with a small scan).
+// A code table this thread scanned with lately, by its counts and values: its MultiSkipTable, or the
+// bytes scanned with it while it had none.
 struct Seen {
   std::array<uint8_t, 17> counts{};
   std::vector<uint8_t> values;
   std::shared_ptr<const MultiSkipTable> table;
+  size_t bytes_without = 0;
 };
 constexpr size_t kKept = 8;
 
 }  // namespace
 
-void attach_multi_skip(HuffTable& ac, size_t scan_bytes) {
-  thread_local std::vector<Seen> seen;
-  thread_local size_t next = 0;  // the entry to replace next once kKept are kept
-  for (Seen& s : seen) {
-    if (s.values != ac.values || !std::equal(s.counts.begin(), s.counts.end(), std::begin(ac.counts))) continue;
-    if (!s.table) s.table = build_multi_skip(ac);
-    ac.multi = s.table;
-    return;
-  }
-  Seen s;
-  std::copy(std::begin(ac.counts), std::end(ac.counts), s.counts.begin());
-  s.values = ac.values;
-  if (scan_bytes >= kMultiSkipWorthBytes) ac.multi = s.table = build_multi_skip(ac);
-  if (seen.size() < kKept) {
+std::shared_ptr<const MultiSkipTable> multi_skip_for(const HuffTable& ac, size_t scan_bytes) {
+  thread_local std::vector<Seen> seen;  // the most recently used first
+  size_t i = 0;
+  while (i < seen.size() &&
+         (seen[i].values != ac.values || !std::equal(seen[i].counts.begin(), seen[i].counts.end(), ac.counts + 0)))
+    ++i;
+  if (i == seen.size()) {
+    Seen s;
+    std::copy(std::begin(ac.counts), std::end(ac.counts), s.counts.begin());
+    s.values = ac.values;
+    if (seen.size() == kKept) seen.pop_back();
     seen.push_back(std::move(s));
-  } else {
-    seen[next] = std::move(s);
-    next = (next + 1) % kKept;
+    i = seen.size() - 1;
   }
+  std::rotate(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(i),
+              seen.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  Seen& s = seen.front();
+  if (!s.table) {
+    // Buying the table once the bytes scanned without it reach what it costs spends at most twice
+    // what the better choice, known in hindsight, would have.
+    s.bytes_without += scan_bytes;
+    if (s.bytes_without >= kMultiSkipWorthBytes) s.table = build_multi_skip(ac);
+  }
+  return s.table;
 }
 
 }  // namespace pipec::jpeg_huffman

@@ -7,9 +7,10 @@
 // symbol per lookup (HuffTable::skip, the next kSkipBits bits) was 1.2 ms of CPU per 1280x720 photo,
 // more than libjpeg-turbo's cropping decode spends on the same rows. A MultiSkipTable looks up
 // kMultiBits bits and moves past every symbol whose code lies in them (extra bits need not, since
-// they are skipped, not read): two to three per lookup in photos. It costs 4096 entries to build, so
-// attach_multi_skip builds one only for a scan large enough to repay it, or a table seen before on
-// this thread (most files share the standard tables), and keeps the last few per thread.
+// they are skipped, not read): two to three per lookup in photos. It has 4096 entries to build (about
+// 15 us), so each thread keeps the last few it built (most files share the standard tables), and
+// multi_skip_for builds one only once the bytes scanned with that code table would repay it. An index
+// does not hold one between scans.
 #pragma once
 
 #include <array>
@@ -51,8 +52,6 @@ struct HuffTable {
   // << 8) | how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros); 0
   // for a longer code (then decode() and the extra bits are taken one after the other).
   uint16_t skip[1 << kSkipBits] = {};
-  // AC tables, when attach_multi_skip gave one: several symbols per lookup (multi_skip.h below).
-  std::shared_ptr<const MultiSkipTable> multi;
   // encoding (the standard DC table only)
   uint16_t code[16] = {};
   uint8_t length[16] = {};
@@ -65,10 +64,11 @@ bool build_table(HuffTable& t, bool dc);
 /// `ac`'s MultiSkipTable (built by build_table first), built anew.
 std::shared_ptr<const MultiSkipTable> build_multi_skip(const HuffTable& ac);
 
-/// Gives `ac` a MultiSkipTable when this thread kept one for the same table, or builds one (and keeps
-/// it) when the scan it will read has at least kMultiSkipWorthBytes or the table was seen before.
+/// `ac`'s MultiSkipTable from this thread's store of the last few used, or built (and stored) once
+/// the scan about to read `scan_bytes` with it, with what scans read with that code table and no
+/// MultiSkipTable before, reaches kMultiSkipWorthBytes; null when not (yet) worth building.
 constexpr size_t kMultiSkipWorthBytes = 32 * 1024;
-void attach_multi_skip(HuffTable& ac, size_t scan_bytes);
+std::shared_ptr<const MultiSkipTable> multi_skip_for(const HuffTable& ac, size_t scan_bytes);
 
 // Reads bits most significant first from unstuffed bytes. The next bits wait left-aligned in a 64-bit
 // register, refilled a few bytes at a time, so peeking and skipping cost a shift each.
@@ -135,9 +135,10 @@ class BitReader {
   int count_ = 0;  // valid bits in buf_
 };
 
-// Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them.
-__attribute__((always_inline)) inline bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
-  const uint16_t* const multi = ac.multi ? ac.multi->entries.data() : nullptr;
+// Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them; with `ac`'s
+// MultiSkipTable when `multi` (its entries) is not null.
+__attribute__((always_inline)) inline bool skip_ac(BitReader& in, const HuffTable& ac, const uint16_t* multi,
+                                                   std::string& why) {
   for (int k = 1; k < 64;) {
     in.ensure32();
     if (multi) {

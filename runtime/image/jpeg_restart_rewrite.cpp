@@ -311,10 +311,6 @@ bool RestartRewriter::open(std::string_view d, int64_t max_pixels, std::string& 
   if (u.bytes.size() >= (size_t{1} << 29)) return why = "more than 512 MiB of entropy-coded data", false;
   bytes_ = std::move(u.bytes);
   segment_start_ = std::move(u.segment_start);
-  bool ac_used[4] = {};
-  for (const Component& c : h.scan) ac_used[c.ac] = true;
-  for (size_t id = 0; id < 4; ++id)
-    if (ac_used[id]) attach_multi_skip(h.ac_tables[id], bytes_.size());
 
   // The new tables: the standard DC table under every DC table number the scan uses, the file's own
   // AC tables; then a restart interval of one MCU and the scan header as it was.
@@ -361,6 +357,15 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
     scan_error_ = why = reason;
     return false;
   };
+  // The AC skip tables for the bytes about to be read (about: MCUs differ in size).
+  const size_t ahead = static_cast<size_t>(static_cast<double>(bytes_.size()) * static_cast<double>(end - scanned_) /
+                                           static_cast<double>(mcus()));
+  std::array<std::shared_ptr<const MultiSkipTable>, 4> multi;
+  for (const Component& c : scan)
+    if (!multi[static_cast<size_t>(c.ac)])
+      multi[static_cast<size_t>(c.ac)] = multi_skip_for(h.ac_tables[static_cast<size_t>(c.ac)], ahead);
+  std::array<const uint16_t*, 4> multi_entries{};
+  for (size_t id = 0; id < 4; ++id) multi_entries[id] = multi[id] ? multi[id]->entries.data() : nullptr;
   BitReader in(bytes_.data(), bytes_.size());
   in.seek(start_[static_cast<size_t>(scanned_)].bit);
   for (int64_t m = scanned_; m < end; ++m) {
@@ -374,6 +379,7 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
       const Component& c = scan[ci];
       const HuffTable& dc = h.dc_tables[static_cast<size_t>(c.dc)];
       const HuffTable& ac = h.ac_tables[static_cast<size_t>(c.ac)];
+      const uint16_t* const ac_multi = multi_entries[static_cast<size_t>(c.ac)];
       const int blocks = ns == 1 ? 1 : c.h * c.v;
       for (int b = 0; b < blocks; ++b) {
         int diff = 0;
@@ -382,7 +388,7 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
         // After the restart in front of this MCU the first block of each component codes its value
         // from zero; the others code the same difference as before. Both must have a DC code.
         if (dc_category(b == 0 ? pred[ci] : diff) > 11) return fail("a DC value out of range");
-        if (!skip_ac(in, ac, why)) {
+        if (!skip_ac(in, ac, ac_multi, why)) {
           scan_error_ = why;
           return false;
         }

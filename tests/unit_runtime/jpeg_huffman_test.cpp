@@ -1,7 +1,7 @@
 // The JPEG window index's Huffman decoding (runtime/image/jpeg_huffman.h): skipping a block's AC
 // coefficients with the several-symbols-per-lookup table ends where a bit-by-bit decode following
 // libjpeg's loop ends, and fails where it fails, on random code tables (codes up to 16 bits, longer
-// than the lookup) and random streams; attach_multi_skip builds a table only where it pays.
+// than the lookup) and random streams; multi_skip_for builds a table only where it pays.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -130,8 +130,7 @@ TEST(JpegHuffman, MultiSymbolSkipEndsWhereABitByBitDecodeEnds) {
     HuffTable t = random_table(rng, 2 + static_cast<int>(rng() % 200), deep);
     ASSERT_TRUE(build_table(t, false)) << "round " << round;
     for (int len = kMultiBits + 1; len <= 16; ++len) long_codes += t.counts[len];
-    HuffTable with_multi = t;
-    with_multi.multi = build_multi_skip(t);
+    const auto multi = build_multi_skip(t);
     const bool noise = round % 5 == 4;
     const Bits stream = random_stream(rng, t, noise ? 64 : 400, noise);
     std::vector<uint8_t> padded = stream.bytes;
@@ -144,8 +143,8 @@ TEST(JpegHuffman, MultiSymbolSkipEndsWhereABitByBitDecodeEnds) {
       std::string why_one, why_several;
       const uint64_t before = at;
       const std::string want = reference_skip(stream, t, at);
-      const bool ok_one = skip_ac(one, t, why_one);
-      const bool ok_several = skip_ac(several, with_multi, why_several);
+      const bool ok_one = skip_ac(one, t, nullptr, why_one);
+      const bool ok_several = skip_ac(several, t, multi->entries.data(), why_several);
       ASSERT_EQ(ok_one, want.empty());
       ASSERT_EQ(ok_several, want.empty());
       ++blocks;
@@ -208,23 +207,27 @@ TEST(JpegHuffman, MultiSkipEntriesOfTheStandardTable) {
   EXPECT_EQ(entry(0b100000110100), std::make_tuple(16u, false, 2u));
 }
 
-TEST(JpegHuffman, AttachBuildsForLargeScansOrTablesSeenBefore) {
+TEST(JpegHuffman, ASkipTableIsBuiltOnceTheScansWouldRepayIt) {
   std::mt19937 rng(7);
   HuffTable a = random_table(rng, 100, false);
   ASSERT_TRUE(build_table(a, false));
-  HuffTable b = a;
-  attach_multi_skip(a, 1000);
-  EXPECT_EQ(a.multi, nullptr) << "a small scan and a table not seen before: not worth building";
-  attach_multi_skip(b, 1000);
-  ASSERT_NE(b.multi, nullptr) << "the same table again";
-  HuffTable c = b;
-  c.multi = nullptr;
-  attach_multi_skip(c, 1000);
-  EXPECT_EQ(c.multi, b.multi) << "kept, not built again";
-  HuffTable d = random_table(rng, 90, true);
-  ASSERT_TRUE(build_table(d, false));
-  attach_multi_skip(d, kMultiSkipWorthBytes);
-  EXPECT_NE(d.multi, nullptr) << "a large scan";
+  const size_t small = kMultiSkipWorthBytes / 4;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(multi_skip_for(a, small), nullptr) << "scan " << i << ": not yet";
+  const auto built = multi_skip_for(a, small);
+  ASSERT_NE(built, nullptr) << "the fourth scan of a quarter of the price";
+  EXPECT_EQ(built->values, a.values);
+  EXPECT_EQ(multi_skip_for(a, 1), built) << "kept, not built again";
+  HuffTable b = random_table(rng, 90, true);
+  ASSERT_TRUE(build_table(b, false));
+  EXPECT_NE(multi_skip_for(b, kMultiSkipWorthBytes), nullptr) << "a large scan: at once";
+  // A few more tables, each used by a large scan, push out the least recently used ones only.
+  EXPECT_EQ(multi_skip_for(a, 1), built);
+  for (int i = 0; i < 6; ++i) {
+    HuffTable other = random_table(rng, 50 + i, false);
+    ASSERT_TRUE(build_table(other, false));
+    EXPECT_NE(multi_skip_for(other, kMultiSkipWorthBytes), nullptr);
+  }
+  EXPECT_EQ(multi_skip_for(a, 1), built) << "used lately: kept";
 }
 
 }  // namespace
