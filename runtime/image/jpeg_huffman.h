@@ -25,9 +25,10 @@ namespace pipec::jpeg_huffman {
 constexpr int kMultiBits = 12;
 // A MultiSkipTable entry: the bits to skip (codes and extra bits), whether the block ends among the
 // symbols (an end-of-block code, which is the last), and how far they move the coefficient index.
-constexpr uint32_t kMultiBitsMask = 31;
-constexpr uint32_t kMultiEnd = 32;
-constexpr int kMultiAdvanceShift = 6;
+// The bits fill the low 6, all a 64-bit shift reads on x86, so skipping them needs no masking.
+constexpr uint32_t kMultiBitsMask = 63;
+constexpr uint32_t kMultiEnd = 64;
+constexpr int kMultiAdvanceShift = 7;
 
 struct MultiSkipTable {
   // The table's key: its code counts and values.
