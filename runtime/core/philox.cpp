@@ -1,9 +1,15 @@
 #include "runtime/core/philox.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
 #include <stdexcept>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PIPEC_PHILOX_AVX2 1
+#endif
 
 namespace pipec {
 
@@ -35,6 +41,77 @@ PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
   return counter;
 }
 
+namespace {
+
+// Eight blocks side by side, one vector per counter word (lane j = block j). The compiler does not
+// vectorize the one-block rounds by itself (x86 has no 32-bit high-half multiply), so this spells
+// out what they do with AVX2: vpmuludq multiplies the even 32-bit lanes into 64-bit products, and a
+// second one on the lanes shifted down does the odd ones; blends put the low and high halves back
+// into 32-bit lanes.
+#ifdef PIPEC_PHILOX_AVX2
+constexpr size_t kLanes = 8;
+
+__attribute__((target("avx2"))) void philox8_avx2(const PhiloxCounter* in, PhiloxCounter* out, size_t n,
+                                                  PhiloxKey key) {
+  alignas(32) uint32_t w[4][kLanes] = {};
+  for (size_t j = 0; j < n; ++j)
+    for (size_t k = 0; k < 4; ++k) w[k][j] = in[j][k];
+  __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[0]));
+  __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[1]));
+  __m256i c2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[2]));
+  __m256i c3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[3]));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kMul0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kMul1));
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      key[0] += kWeyl0;
+      key[1] += kWeyl1;
+    }
+    const __m256i k0 = _mm256_set1_epi32(static_cast<int>(key[0]));
+    const __m256i k1 = _mm256_set1_epi32(static_cast<int>(key[1]));
+    // 64-bit products of the even lanes, and of the odd lanes (shifted down into the even places).
+    const __m256i p0e = _mm256_mul_epu32(c0, m0);
+    const __m256i p0o = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+    const __m256i p1e = _mm256_mul_epu32(c2, m1);
+    const __m256i p1o = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+    // Low halves: even lanes from the even products' low words, odd lanes from the odd products'
+    // low words moved up; high halves the other way round.
+    const __m256i lo0 = _mm256_blend_epi32(p0e, _mm256_slli_epi64(p0o, 32), 0xAA);
+    const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(p0e, 32), p0o, 0xAA);
+    const __m256i lo1 = _mm256_blend_epi32(p1e, _mm256_slli_epi64(p1o, 32), 0xAA);
+    const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(p1e, 32), p1o, 0xAA);
+    // As philox_round: {hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0}.
+    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), k0);
+    c1 = lo1;
+    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), k1);
+    c3 = lo0;
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(w[0]), c0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(w[1]), c1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(w[2]), c2);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(w[3]), c3);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t k = 0; k < 4; ++k) out[j][k] = w[k][j];
+}
+
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#endif
+
+}  // namespace
+
+void philox4x32_10_many(const PhiloxCounter* counters, PhiloxCounter* out, size_t n, const PhiloxKey& key) {
+#ifdef PIPEC_PHILOX_AVX2
+  if (have_avx2()) {
+    for (size_t j = 0; j < n; j += kLanes) philox8_avx2(counters + j, out + j, std::min(kLanes, n - j), key);
+    return;
+  }
+#endif
+  for (size_t j = 0; j < n; ++j) out[j] = philox4x32_10(counters[j], key);
+}
+
 PhiloxKey RandomStream::derive_key(uint64_t seed, uint64_t op_id, uint64_t epoch) {
   const PhiloxCounter in{static_cast<uint32_t>(op_id), static_cast<uint32_t>(op_id >> 32),
                          static_cast<uint32_t>(epoch >> 32), kKeyDomain};
@@ -52,19 +129,53 @@ RandomStream::RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_
       counter_{static_cast<uint32_t>(element_index), static_cast<uint32_t>(element_index >> 32),
                static_cast<uint32_t>(epoch), 0} {}
 
+RandomStream::RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch,
+                           const PhiloxCounter& first_block)
+    : RandomStream(key, element_index, epoch) {
+  std::copy(first_block.begin(), first_block.end(), words_.begin());
+  end_ = 4;
+  counter_[3] = 1;
+}
+
+void RandomStream::first_blocks(const PhiloxKey& key, uint64_t first_element, uint64_t epoch, PhiloxCounter* out,
+                                size_t n) {
+  for (size_t j = 0; j < n; ++j) {
+    const uint64_t e = first_element + j;
+    out[j] = {static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32), static_cast<uint32_t>(epoch), 0};
+  }
+  philox4x32_10_many(out, out, n, key);
+}
+
+RandomStream RandomStream::at_block(const PhiloxKey& key, const PhiloxCounter& counter) {
+  RandomStream s;
+  s.key_ = key;
+  s.counter_ = counter;
+  return s;
+}
+
 void RandomStream::refill() {
-  if (counter_[3] == std::numeric_limits<uint32_t>::max()) {
+  constexpr uint32_t kLast = std::numeric_limits<uint32_t>::max();
+  if (counter_[3] == kLast) {
     // Wrapping would silently repeat the stream from block 0.
     throw std::length_error("RandomStream: exhausted 2^32 blocks for one element");
   }
-  block_ = philox4x32_10(counter_, key_);
-  ++counter_[3];
+  // Never generate block 2^32 - 1: the stream ends before it.
+  const uint32_t n = counter_[3] == 0 ? 1 : std::min<uint32_t>(kRefillBlocks, kLast - counter_[3]);
+  std::array<PhiloxCounter, kRefillBlocks> blocks;
+  for (uint32_t j = 0; j < n; ++j) {
+    blocks[j] = counter_;
+    blocks[j][3] += j;
+  }
+  philox4x32_10_many(blocks.data(), blocks.data(), n, key_);
+  for (uint32_t j = 0; j < n; ++j) std::copy(blocks[j].begin(), blocks[j].end(), words_.begin() + 4 * j);
+  counter_[3] += n;
   used_ = 0;
+  end_ = static_cast<int>(4 * n);
 }
 
 uint32_t RandomStream::next_u32() {
-  if (used_ == 4) refill();
-  return block_[used_++];
+  if (used_ == end_) refill();
+  return words_[used_++];
 }
 
 uint64_t RandomStream::next_u64() {
