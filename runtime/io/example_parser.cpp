@@ -680,7 +680,7 @@ void ExampleParser::parse_batch(std::span<const std::string_view> records, std::
   std::vector<std::string_view> feature(nf);
   std::vector<uint8_t> found(nf);
   std::vector<uint8_t> list_tag(nf);
-  for (size_t i = 0; i < nf; ++i) list_tag[i] = fast_list_tag(specs_[i], plans_[i]);
+  for (size_t i = 0; i < nf; ++i) list_tag[i] = fast_path_ ? fast_list_tag(specs_[i], plans_[i]) : 0;
   std::vector<SeenKey> seen;
   seen.reserve(2 * nf);
   auto find_fn = [this](std::string_view key) { return find(key); };
@@ -689,7 +689,7 @@ void ExampleParser::parse_batch(std::span<const std::string_view> records, std::
     const FeatureSpec* current = nullptr;
     try {
       std::fill(found.begin(), found.end(), 0);
-      if (!fast_scan_example(record, find_fn, seen, feature, found)) {
+      if (!fast_path_ || !fast_scan_example(record, find_fn, seen, feature, found)) {
         std::fill(found.begin(), found.end(), 0);
         scan_example(record, find_fn, feature, found);
       }
