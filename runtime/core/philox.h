@@ -19,8 +19,8 @@ using PhiloxKey = std::array<uint32_t, 2>;
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
 
 /// out[j] = philox4x32_10(counters[j], key) for j < n, bit for bit (`out` may be `counters`). On a CPU
-/// with AVX2 eight blocks go through the rounds side by side, several times faster per block than
-/// one at a time.
+/// with AVX2 the blocks go through the rounds eight to a vector (32 at a time where there are that
+/// many), several times faster per block than one at a time; fewer than four go one at a time.
 void philox4x32_10_many(const PhiloxCounter* counters, PhiloxCounter* out, size_t n, const PhiloxKey& key);
 
 /// A deterministic stream of random numbers for one (seed, op, element, epoch).
@@ -48,7 +48,7 @@ class RandomStream {
   RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch);
 
   /// The same stream again, with its first block already computed by first_blocks(): a stage that draws
-  /// a little for each of many elements computes their first blocks together, eight at a time.
+  /// a little for each of many elements computes their first blocks together.
   RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch, const PhiloxCounter& first_block);
 
   /// The Philox key used for (seed, op_id, epoch); see the class comment.
@@ -95,7 +95,7 @@ class RandomStream {
  private:
   /// Blocks generated per refill after the first. The first refill makes one block: most streams
   /// (a shuffle's slot, a crop window) need no more. One that needs a second block usually needs many
-  /// (a random tensor, an initializer), and philox4x32_10_many makes eight as fast as two.
+  /// (a random tensor, an initializer), and philox4x32_10_many makes eight about as fast as two.
   static constexpr int kRefillBlocks = 8;
 
   RandomStream() = default;
