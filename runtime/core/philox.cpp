@@ -206,8 +206,10 @@ void RandomStream::refill() {
     // Wrapping would silently repeat the stream from block 0.
     throw std::length_error("RandomStream: exhausted 2^32 blocks for one element");
   }
-  // Never generate block 2^32 - 1: the stream ends before it.
-  const uint32_t n = counter_[3] == 0 ? 1 : std::min<uint32_t>(kRefillBlocks, kLast - counter_[3]);
+  // As many blocks as the stream has used so far (1, 1, 2, 4, then kRefillBlocks), so at most about
+  // half of what is made goes unused; and never block 2^32 - 1: the stream ends before it.
+  const uint32_t n =
+      std::min({static_cast<uint32_t>(kRefillBlocks), std::max<uint32_t>(counter_[3], 1), kLast - counter_[3]});
   std::array<PhiloxCounter, kRefillBlocks> blocks;
   for (uint32_t j = 0; j < n; ++j) {
     blocks[j] = counter_;

@@ -93,9 +93,10 @@ class RandomStream {
   }
 
  private:
-  /// Blocks generated per refill after the first. The first refill makes one block: most streams
-  /// (a shuffle's slot, a crop window) need no more. One that needs a second block usually needs many
-  /// (a random tensor, an initializer), and philox4x32_10_many makes eight about as fast as two.
+  /// The most blocks one refill makes. A refill makes as many as the stream has used (one first: most
+  /// streams, a shuffle's slot or a crop window, need no more), doubling up to this many: a stream
+  /// that draws many values (a random tensor, an initializer) gets them eight blocks at a time, which
+  /// philox4x32_10_many makes about as fast as two.
   static constexpr int kRefillBlocks = 8;
 
   RandomStream() = default;
