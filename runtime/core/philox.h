@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace pipec {
@@ -16,6 +17,11 @@ using PhiloxKey = std::array<uint32_t, 2>;
 
 /// One Philox4x32 block with 10 rounds (Salmon et al., SC'11; matches Random123's philox4x32_10).
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
+
+/// out[j] = philox4x32_10(counters[j], key) for j < n, bit for bit (`out` may be `counters`). On a CPU
+/// with AVX2 the blocks go through the rounds eight to a vector (32 at a time where there are that
+/// many), several times faster per block than one at a time; fewer than four go one at a time.
+void philox4x32_10_many(const PhiloxCounter* counters, PhiloxCounter* out, size_t n, const PhiloxKey& key);
 
 /// A deterministic stream of random numbers for one (seed, op, element, epoch).
 ///
@@ -41,8 +47,20 @@ class RandomStream {
   /// one stream per element derives the key once instead of once per element.
   RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch);
 
+  /// The same stream again, with its first block already computed by first_blocks(): a stage that draws
+  /// a little for each of many elements computes their first blocks together.
+  RandomStream(const PhiloxKey& key, uint64_t element_index, uint64_t epoch, const PhiloxCounter& first_block);
+
   /// The Philox key used for (seed, op_id, epoch); see the class comment.
   static PhiloxKey derive_key(uint64_t seed, uint64_t op_id, uint64_t epoch);
+
+  /// out[j] = the first block of the stream (key, first_element + j, epoch), for j < n.
+  static void first_blocks(const PhiloxKey& key, uint64_t first_element, uint64_t epoch, PhiloxCounter* out, size_t n);
+
+  /// A stream whose next draw is the first word of block `counter` (key and counter as the class
+  /// comment maps them, counter[3] the block): resumes a stream whose counter() was saved at a block
+  /// boundary, and lets tests reach the 2^32 - 1 block limit.
+  static RandomStream at_block(const PhiloxKey& key, const PhiloxCounter& counter);
 
   uint32_t next_u32();
   /// Two consecutive u32 draws, the first one in the low half.
@@ -66,16 +84,30 @@ class RandomStream {
   double normal(double mean = 0.0, double stddev = 1.0);
 
   const PhiloxKey& key() const { return key_; }
-  /// The counter of the next block to generate.
-  const PhiloxCounter& counter() const { return counter_; }
+  /// The counter of the next block to hand out: counter()[3] is the number of blocks the stream has
+  /// drawn words from.
+  PhiloxCounter counter() const {
+    PhiloxCounter c = counter_;
+    c[3] -= static_cast<uint32_t>((end_ - used_) / 4);  // generated blocks not yet started
+    return c;
+  }
 
  private:
+  /// The most blocks one refill makes. A refill makes as many as the stream has used (one first: most
+  /// streams, a shuffle's slot or a crop window, need no more), doubling up to this many: a stream
+  /// that draws many values (a random tensor, an initializer) gets them eight blocks at a time, which
+  /// philox4x32_10_many makes about as fast as two.
+  static constexpr int kRefillBlocks = 8;
+
+  RandomStream() = default;
   void refill();
 
-  PhiloxKey key_;
-  PhiloxCounter counter_;
-  PhiloxCounter block_{};
-  int used_ = 4;  // words of block_ already handed out; 4 = need a new block
+  PhiloxKey key_{};
+  PhiloxCounter counter_{};  // the counter of the next block to generate
+  // Left uninitialized: a stream makes one per element, and no word is read before it is generated.
+  std::array<uint32_t, 4 * kRefillBlocks> words_;
+  int used_ = 0;  // words of words_ already handed out
+  int end_ = 0;   // words of words_ generated; used_ == end_: need new blocks
   bool has_spare_normal_ = false;
   double spare_normal_ = 0.0;
 };

@@ -4,79 +4,24 @@
 #include <array>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "runtime/image/decode_options.h"
+#include "runtime/image/jpeg_huffman.h"
 
 namespace pipec {
 
 namespace {
 
+using namespace jpeg_huffman;
+
 // The standard luminance DC table (T.81 Table K.3): codes for difference categories 0..11.
 constexpr uint8_t kStdDcCounts[17] = {0, 0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
 constexpr uint8_t kStdDcValues[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-
-constexpr int kSkipBits = 10;
-constexpr int kZrl = 0x80;  // in skip_advance: the move is a run of 16 zeros
-
-struct HuffTable {
-  bool defined = false;
-  uint8_t counts[17] = {};
-  std::vector<uint8_t> values;
-  uint16_t fast[512] = {};  // (length << 8) | value for codes of at most 9 bits, 0 for longer ones
-  int32_t maxcode[17] = {};
-  int32_t valoffset[17] = {};
-  // AC tables: what one symbol and its extra bits amount to, from the next kSkipBits bits (which
-  // hold its code, when that is at most kSkipBits long): (the bits to skip, code and extra bits,
-  // << 8) | how far the coefficient index moves (0: end of block; kZrl marks a run of 16 zeros); 0
-  // for a longer code (then decode() and the extra bits are taken one after the other).
-  uint16_t skip[1 << kSkipBits] = {};
-  // encoding (the standard DC table only)
-  uint16_t code[16] = {};
-  uint8_t length[16] = {};
-};
-
-// Canonical codes from the counts (T.81 C.1-C.2); false for a table that overflows its code space,
-// which libjpeg also refuses (the all-ones code of each length stays unused).
-bool build_table(HuffTable& t, bool dc) {
-  int next = 0, k = 0;
-  if (dc)
-    for (uint8_t v : t.values)
-      if (v > 15) return false;
-  for (int len = 1; len <= 16; ++len) {
-    t.valoffset[len] = k - next;
-    for (int i = 0; i < t.counts[len]; ++i, ++k, ++next) {
-      if (next + 1 >= (1 << len)) return false;  // past the code space (or onto the all-ones code)
-      if (len <= 9) {
-        const int shift = 9 - len;
-        for (int j = 0; j < (1 << shift); ++j)
-          t.fast[(next << shift) | j] = static_cast<uint16_t>((len << 8) | t.values[static_cast<size_t>(k)]);
-      }
-      if (t.values[static_cast<size_t>(k)] < 16) {
-        t.code[t.values[static_cast<size_t>(k)]] = static_cast<uint16_t>(next);
-        t.length[t.values[static_cast<size_t>(k)]] = static_cast<uint8_t>(len);
-      }
-    }
-    t.maxcode[len] = t.counts[len] ? next - 1 : -1;
-    next <<= 1;
-  }
-  if (!dc) {
-    // Every code of at most kSkipBits bits, followed by each possible rest of the lookup's bits.
-    int code = 0, v = 0;
-    for (int len = 1; len <= 16; ++len, code <<= 1)
-      for (int i = 0; i < t.counts[len]; ++i, ++code, ++v) {
-        if (len > kSkipBits) continue;
-        const int rs = t.values[static_cast<size_t>(v)], r = rs >> 4, size = rs & 15;
-        // libjpeg's loop: a coefficient moves k by r + 1, ZRL (r = 15, size 0) by 16, anything else
-        // with size 0 ends the block.
-        const int advance = size ? r + 1 : r == 15 ? 16 | kZrl : 0;
-        const int shift = kSkipBits - len;
-        for (int j = 0; j < (1 << shift); ++j)
-          t.skip[(code << shift) | j] = static_cast<uint16_t>(((len + size) << 8) | advance);
-      }
-  }
-  return true;
-}
 
 uint32_t be16(std::string_view s, size_t at) {
   return (static_cast<uint32_t>(static_cast<unsigned char>(s[at])) << 8) | static_cast<unsigned char>(s[at + 1]);
@@ -90,110 +35,63 @@ void put_be16(std::string& s, uint32_t v) {
 // The scan's entropy-coded bytes with stuffing removed, split at the restart markers, and 8 zero bytes
 // (so the reader's 64-bit loads near the end stay on its fast path).
 struct Unstuffed {
-  std::vector<uint8_t> bytes;
+  ScanBytes bytes;
   std::vector<size_t> segment_start;
 };
 
 bool unstuff(std::string_view d, size_t at, Unstuffed& u, std::string& why) {
-  u.bytes.reserve(d.size() - at + 8);
+  // Sized for every byte plus the stores of a last 16-byte step and the zeros; not zeroed first
+  // (ScanBytes), since every byte kept is written.
+  u.bytes.resize(d.size() - at + 16 + 8);
   u.segment_start.push_back(0);
   int expect = 0;
-  const char* p = d.data() + at;
-  const char* end = d.data() + d.size();
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(d.data()) + at;
+  const uint8_t* const end = reinterpret_cast<const uint8_t*>(d.data()) + d.size();
+  uint8_t* out = u.bytes.data();
   for (;;) {
-    const char* ff = static_cast<const char*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p)));
-    if (!ff) return why = "truncated: the data ends in the middle of the image", false;
-    u.bytes.insert(u.bytes.end(), p, ff);
-    p = ff + 1;
-    const char* const fill = p;
-    while (p < end && static_cast<unsigned char>(*p) == 0xFF) ++p;  // fill bytes before a marker
+    // Copy up to the next 0xFF: 16 bytes at a time (each step stores all 16, then keeps those before
+    // an 0xFF), the rest one by one.
+#if defined(__SSE2__)
+    const __m128i ff = _mm_set1_epi8(static_cast<char>(0xFF));
+    for (; end - p >= 16; p += 16, out += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+      if (const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, ff))) {
+        const int i = __builtin_ctz(static_cast<unsigned>(mask));
+        p += i;
+        out += i;
+        break;
+      }
+    }
+#endif
+    while (p < end && *p != 0xFF) *out++ = *p++;
     if (p >= end) return why = "truncated: the data ends in the middle of the image", false;
-    const int m = static_cast<unsigned char>(*p++);
+    ++p;
+    const uint8_t* const fill = p;
+    while (p < end && *p == 0xFF) ++p;  // fill bytes before a marker
+    if (p >= end) return why = "truncated: the data ends in the middle of the image", false;
+    const int m = *p++;
     if (m == 0x00) {
       // Fill bytes belong before markers only. FF FF 00 inside the data is one data byte FF to
       // libjpeg-turbo's slow decoder but a marker to its fast one, which then leaves the coefficients
       // it had decoded from zeros in the block the slow one decodes again (the image fuzzer found a
       // cut that decoded differently so): such a file is libjpeg's to decode, not ours to copy.
       if (p - 1 != fill) return why = "corrupt data: fill bytes inside the entropy-coded data", false;
-      u.bytes.push_back(0xFF);
+      *out++ = 0xFF;
     } else if (m >= 0xD0 && m <= 0xD7) {
       if (m - 0xD0 != expect) return why = "a restart marker out of sequence", false;
       expect = (expect + 1) & 7;
-      u.segment_start.push_back(u.bytes.size());
+      u.segment_start.push_back(static_cast<size_t>(out - u.bytes.data()));
     } else if (m == 0xD9) {
       break;
     } else {
       return why = fmt::format("marker 0x{:02X} after the scan (one scan and EOI expected)", m), false;
     }
   }
-  u.bytes.insert(u.bytes.end(), 8, 0);
+  std::memset(out, 0, 8);
+  u.bytes.resize(static_cast<size_t>(out - u.bytes.data()) + 8);
   return true;
 }
-
-// Reads bits most significant first from unstuffed bytes. The next bits wait left-aligned in a 64-bit
-// register, refilled a few bytes at a time, so peeking and skipping cost a shift each.
-class BitReader {
- public:
-  BitReader(const uint8_t* data, size_t size) : data_(data), size_(size) { refill(); }
-  // Makes at least 56 bits available. Past the end (corrupt data runs on until its block ends, which
-  // is checked against the segment's end) the bits are zeros.
-  __attribute__((always_inline)) void refill() {
-    uint64_t w = 0;
-    if (__builtin_expect(byte_ + 8 <= size_, 1)) {
-      std::memcpy(&w, data_ + byte_, 8);
-      w = __builtin_bswap64(w);
-    } else {
-      for (uint64_t i = 0; i < 8; ++i) w = w << 8 | (byte_ + i < size_ ? data_[byte_ + i] : 0);
-    }
-    buf_ |= w >> count_;
-    const int take = (63 - count_) >> 3;
-    byte_ += static_cast<uint64_t>(take);
-    count_ += take * 8;
-  }
-  // The next n (1..32) bits; at least n must be available.
-  __attribute__((always_inline)) uint32_t peek(int n) const { return static_cast<uint32_t>(buf_ >> (64 - n)); }
-  __attribute__((always_inline)) void skip(int n) {
-    buf_ <<= n;
-    count_ -= n;
-  }
-  __attribute__((always_inline)) void ensure32() {
-    if (count_ < 32) refill();
-  }
-  uint64_t pos() const { return byte_ * 8 - static_cast<uint64_t>(count_); }
-  void seek(uint64_t bit) {
-    byte_ = bit >> 3;
-    buf_ = 0;
-    count_ = 0;
-    refill();
-    skip(static_cast<int>(bit & 7));
-  }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
-  // One Huffman symbol; -1 for a code the table does not have. Needs 16 bits available.
-  __attribute__((always_inline)) int decode(const HuffTable& t) {
-    const uint32_t bits = peek(16);
-    if (uint16_t f = t.fast[bits >> 7]) {
-      skip(f >> 8);
-      return f & 0xFF;
-    }
-    for (int len = 10; len <= 16; ++len) {
-      const int32_t code = static_cast<int32_t>(bits >> (16 - len));
-      if (code <= t.maxcode[len]) {
-        skip(len);
-        return t.values[static_cast<size_t>(code + t.valoffset[len])];
-      }
-    }
-    return -1;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  uint64_t byte_ = 0;  // next byte to load
-  uint64_t buf_ = 0;
-  int count_ = 0;  // valid bits in buf_
-};
 
 // Writes bits most significant first, stuffing a zero byte after each 0xFF, into memory the caller
 // sized for the worst case (every byte stuffed), 32 bits at a time when none of their bytes is 0xFF.
@@ -364,56 +262,12 @@ bool read_headers(std::string_view d, int64_t max_pixels, Headers& h, std::strin
     at += 2 + len;
   }
 }
-// Moves `in` past one block's AC coefficients, as libjpeg's decoding loop reads them.
-bool skip_ac(BitReader& in, const HuffTable& ac, std::string& why) {
-  for (int k = 1; k < 64;) {
-    in.ensure32();
-    if (const int step = ac.skip[in.peek(kSkipBits)]) {
-      in.skip(step >> 8);  // at most 10 + 15 bits
-      const int advance = step & 0xFF;
-      if (advance == 0) break;
-      k += advance & ~kZrl;
-      // A coefficient placed past index 63, or a run of zeros that no coefficient follows, is
-      // corrupt data, on which libjpeg-turbo's fast and slow decoding paths can disagree.
-      if (k > ((advance & kZrl) ? 63 : 64)) return why = "corrupt data: a block of more than 64 coefficients", false;
-      continue;
-    }
-    const int rs = in.decode(ac);
-    if (rs < 0) return why = "corrupt data: a bad Huffman code", false;
-    const int r = rs >> 4, size = rs & 15;
-    if (size) {
-      k += r + 1;
-      in.skip(size);
-      if (k > 64) return why = "corrupt data: a block of more than 64 coefficients", false;
-    } else {
-      if (r != 15) break;
-      k += 16;
-      if (k > 63) return why = "corrupt data: a block of more than 64 coefficients", false;
-    }
-  }
-  return true;
-}
-
 constexpr uint32_t kNotRewritten = UINT32_MAX;
 
 // The category of a DC value or difference (its bit count); more than 11 is out of an 8-bit file's range.
 int dc_category(int value) {
   const int magnitude = value < 0 ? -value : value;
   return magnitude == 0 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(magnitude));
-}
-
-// One DC difference, as libjpeg decodes it; false for a code the table does not have.
-__attribute__((always_inline)) inline bool read_dc_diff(BitReader& in, const HuffTable& dc, int& diff) {
-  in.ensure32();
-  const int s = in.decode(dc);
-  if (s < 0) return false;
-  diff = 0;
-  if (s > 0) {
-    const int bits = static_cast<int>(in.peek(s));
-    in.skip(s);
-    diff = bits < (1 << (s - 1)) ? bits - (1 << s) + 1 : bits;
-  }
-  return true;
 }
 
 }  // namespace
@@ -503,6 +357,15 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
     scan_error_ = why = reason;
     return false;
   };
+  // The AC skip tables for the bytes about to be read (about: MCUs differ in size).
+  const size_t ahead = static_cast<size_t>(static_cast<double>(bytes_.size()) * static_cast<double>(end - scanned_) /
+                                           static_cast<double>(mcus()));
+  std::array<std::shared_ptr<const MultiSkipTable>, 4> multi;
+  for (const Component& c : scan)
+    if (!multi[static_cast<size_t>(c.ac)])
+      multi[static_cast<size_t>(c.ac)] = multi_skip_for(h.ac_tables[static_cast<size_t>(c.ac)], ahead);
+  std::array<const uint16_t*, 4> multi_entries{};
+  for (size_t id = 0; id < 4; ++id) multi_entries[id] = multi[id] ? multi[id]->entries.data() : nullptr;
   BitReader in(bytes_.data(), bytes_.size());
   in.seek(start_[static_cast<size_t>(scanned_)].bit);
   for (int64_t m = scanned_; m < end; ++m) {
@@ -516,6 +379,7 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
       const Component& c = scan[ci];
       const HuffTable& dc = h.dc_tables[static_cast<size_t>(c.dc)];
       const HuffTable& ac = h.ac_tables[static_cast<size_t>(c.ac)];
+      const uint16_t* const ac_multi = multi_entries[static_cast<size_t>(c.ac)];
       const int blocks = ns == 1 ? 1 : c.h * c.v;
       for (int b = 0; b < blocks; ++b) {
         int diff = 0;
@@ -524,7 +388,7 @@ bool RestartRewriter::scan_to(int64_t end, std::string& why) {
         // After the restart in front of this MCU the first block of each component codes its value
         // from zero; the others code the same difference as before. Both must have a DC code.
         if (dc_category(b == 0 ? pred[ci] : diff) > 11) return fail("a DC value out of range");
-        if (!skip_ac(in, ac, why)) {
+        if (!skip_ac(in, ac, ac_multi, why)) {
           scan_error_ = why;
           return false;
         }
@@ -629,7 +493,7 @@ void RestartRewriter::compact() {
   rewritten_ = std::move(ordered);
   rewritten_at_ = std::move(at);
   std::vector<uint32_t>().swap(rewritten_length_);
-  std::vector<uint8_t>().swap(bytes_);
+  ScanBytes().swap(bytes_);
   std::vector<size_t>().swap(segment_start_);
   std::vector<McuStart>().swap(start_);
   std::vector<uint32_t>().swap(block_end_);

@@ -26,9 +26,35 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pipec {
+
+namespace detail {
+// An allocator that leaves new elements uninitialised: a vector of it resizes without zeroing.
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <class U>
+  NoInitAllocator(const NoInitAllocator<U>&) {}
+  template <class U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
+/// A scan's bytes: resized without being zeroed, since the unstuffing writes every byte it keeps.
+using ScanBytes = std::vector<uint8_t, detail::NoInitAllocator<uint8_t>>;
 
 class RestartRewriter {
  public:
@@ -91,7 +117,7 @@ class RestartRewriter {
   int blocks_per_mcu_ = 0;
   std::unique_ptr<Tables> tables_;
 
-  std::vector<uint8_t> bytes_;         // the scan's bytes, stuffing removed, then 8 zero bytes
+  ScanBytes bytes_;                    // the scan's bytes, stuffing removed, then 8 zero bytes
   std::vector<size_t> segment_start_;  // where each of the file's own restart segments starts
   std::vector<McuStart> start_;        // of each scanned MCU, and of the next one to scan
   std::vector<uint32_t> block_end_;    // where each scanned block's AC bits end

@@ -14,8 +14,9 @@
 // restart_interval = 1 (then read by the direct rewrite). No pixel is decoded or re-quantized. The
 // direct rewrite works lazily: a window's cut entropy-decodes the rows down to one MCU row below it
 // that no window has needed before, and rewrites the MCUs it holds that no window has held before; so
-// a file's first window costs about what a cropping decode of it costs, and a later one a copy of its
-// MCUs' bytes, plus the rows and MCUs it is the first to reach. Decoding the cut costs what the
+// a file's first window costs less than a cropping decode of it (whose Huffman decode of the rows
+// above computes every coefficient; the index's skips them, jpeg_huffman.h), and a later one a copy of
+// its MCUs' bytes, plus the rows and MCUs it is the first to reach. Decoding the cut costs what the
 // window's MCUs cost. The pixels are the ones a full decode gives: every block's coefficients are
 // unchanged, and the cut keeps kWindowMarginPixels around the window, so chroma upsampling (which
 // reads one chroma sample, two pixels, beyond each pixel) sees the same neighbours

@@ -400,6 +400,142 @@ void scan_example(std::string_view record, const Find& find, std::vector<std::st
   }
 }
 
+// ---- the fast path: records laid out as TensorFlow writes them ---------------------------------
+//
+// Nearly every record of a file comes from one writer: each map entry exactly "key, value", each
+// Feature exactly one list, numbers packed, and the features in the same order in every record. The
+// fast path reads such records without the general loops over wire types, and matches each key
+// against the key at the same place in the previous record (one short compare per entry, a lookup
+// only where the order changes). On anything else it returns false, having written nothing that the
+// general path does not write again, and the general path reads the record (or feature) afresh: its
+// results and its errors are the only ones there are.
+
+// A bounds-checked varint, computed as WireReader::varint computes it; false where WireReader would
+// throw (past `end`, longer than 10 bytes).
+inline bool fast_varint(const char*& p, const char* end, uint64_t& v) {
+  if (p != end && static_cast<uint8_t>(*p) < 0x80) {
+    v = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    if (p == end) return false;
+    const auto b = static_cast<uint8_t>(*p++);
+    v |= uint64_t(b & 0x7f) << shift;
+    if (b < 0x80) return true;
+  }
+  return false;
+}
+
+// Reads a length-delimited field's length and checks that the value fits before `end`.
+inline bool fast_length(const char*& p, const char* end, size_t& n) {
+  uint64_t v;
+  if (!fast_varint(p, end, v) || v > static_cast<uint64_t>(end - p)) return false;
+  n = static_cast<size_t>(v);
+  return true;
+}
+
+inline bool fast_tag(const char*& p, const char* end, uint8_t tag) {
+  if (p == end || static_cast<uint8_t>(*p) != tag) return false;
+  ++p;
+  return true;
+}
+
+// The key at one place of the previous record's map, and the spec it named (-1: none).
+struct SeenKey {
+  std::string_view key;
+  int index = -1;
+};
+
+inline bool same_key(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)  // names are short: a loop beats a call to memcmp
+    if (a[k] != b[k]) return false;
+  return true;
+}
+
+constexpr uint8_t kLengthDelimitedTag1 = 1 << 3 | wire::kLengthDelimited;  // field 1
+constexpr uint8_t kLengthDelimitedTag2 = 2 << 3 | wire::kLengthDelimited;  // field 2
+
+// scan_example for a record of one Example.features whose entries are exactly {key, value}. `seen`
+// holds the previous record's keys in order (views into that record, alive for the batch).
+template <class Find>
+bool fast_scan_example(std::string_view record, const Find& find, std::vector<SeenKey>& seen,
+                       std::vector<std::string_view>& feature, std::vector<uint8_t>& found) {
+  const char* p = record.data();
+  const char* const end = p + record.size();
+  size_t n;
+  if (!fast_tag(p, end, kLengthDelimitedTag1) || !fast_length(p, end, n) || p + n != end) return false;
+  for (size_t at = 0; p != end; ++at) {
+    if (!fast_tag(p, end, kLengthDelimitedTag1) || !fast_length(p, end, n)) return false;
+    const char* const entry_end = p + n;
+    size_t key_size, value_size;
+    if (!fast_tag(p, entry_end, kLengthDelimitedTag1) || !fast_length(p, entry_end, key_size)) return false;
+    const std::string_view key(p, key_size);
+    p += key_size;
+    if (!fast_tag(p, entry_end, kLengthDelimitedTag2) || !fast_length(p, entry_end, value_size) ||
+        p + value_size != entry_end)
+      return false;
+    const std::string_view value(p, value_size);
+    p = entry_end;
+    int i;
+    if (at < seen.size() && same_key(seen[at].key, key)) {
+      i = seen[at].index;
+    } else {
+      i = find(key);
+      if (at < seen.size()) seen[at] = {key, i};
+      else seen.push_back({key, i});
+    }
+    if (i >= 0) {  // a repeated key: the last entry wins, as in the general path
+      feature[static_cast<size_t>(i)] = value;
+      found[static_cast<size_t>(i)] = 1;
+    }
+  }
+  return true;
+}
+
+// parse_fixed for a numeric or fixed-length-bytes feature (p.count > 0) whose Feature is exactly one
+// list of the spec's kind holding exactly p.count values: packed numbers, or byte strings of
+// p.byte_length bytes. Writes only the record's row of the dense column.
+bool fast_parse_fixed(const ExampleParser::Plan& p, uint8_t list_tag, ColumnBuilder& col, size_t r,
+                      std::string_view feature) {
+  const char* q = feature.data();
+  const char* const end = q + feature.size();
+  size_t n;
+  if (!fast_tag(q, end, list_tag) || !fast_length(q, end, n) || q + n != end) return false;
+  char* row = reinterpret_cast<char*>(col.dense.raw()) + r * p.dense_row_bytes;
+  if (p.dtype == DType::U8) {
+    const auto b = static_cast<size_t>(p.byte_length);
+    for (int64_t v = 0; v < p.count; ++v) {
+      if (!fast_tag(q, end, kLengthDelimitedTag1) || !fast_length(q, end, n) || n != b) return false;
+      std::memcpy(row + static_cast<size_t>(v) * b, q, b);
+      q += b;
+    }
+    return q == end;
+  }
+  if (!fast_tag(q, end, kLengthDelimitedTag1) || !fast_length(q, end, n) || q + n != end) return false;
+  if (p.dtype == DType::F32) {
+    if constexpr (std::endian::native != std::endian::little) return false;
+    if (n != p.dense_row_bytes) return false;
+    std::memcpy(row, q, n);
+    return true;
+  }
+  auto* out = reinterpret_cast<int64_t*>(row);
+  for (int64_t v = 0; v < p.count; ++v) {
+    uint64_t x;
+    if (!fast_varint(q, end, x)) return false;
+    out[v] = static_cast<int64_t>(x);
+  }
+  return q == end;
+}
+
+// The tag of the list a fixed feature's fast path accepts; 0 where it takes the general path.
+uint8_t fast_list_tag(const FeatureSpec& s, const ExampleParser::Plan& p) {
+  const bool dense = p.dtype == DType::U8 || p.dtype == DType::I64 || p.dtype == DType::F32;
+  if (p.count <= 0 || !dense) return 0;
+  return static_cast<uint8_t>(field_of(s.kind) << 3 | wire::kLengthDelimited);
+}
+
 [[noreturn]] void missing(const FeatureSpec& s, bool kind_unset) {
   throw FeatureError{DataError::Kind::InvalidArgument,
                      kind_unset ? fmt::format("feature '{}' is missing (present, but with no kind "
@@ -543,15 +679,23 @@ void ExampleParser::parse_batch(std::span<const std::string_view> records, std::
 
   std::vector<std::string_view> feature(nf);
   std::vector<uint8_t> found(nf);
+  std::vector<uint8_t> list_tag(nf);
+  for (size_t i = 0; i < nf; ++i) list_tag[i] = fast_path_ ? fast_list_tag(specs_[i], plans_[i]) : 0;
+  std::vector<SeenKey> seen;
+  seen.reserve(2 * nf);
   auto find_fn = [this](std::string_view key) { return find(key); };
   for (size_t r = 0; r < n; ++r) {
     const std::string_view record = records[r];
     const FeatureSpec* current = nullptr;
     try {
       std::fill(found.begin(), found.end(), 0);
-      scan_example(record, find_fn, feature, found);
+      if (!fast_path_ || !fast_scan_example(record, find_fn, seen, feature, found)) {
+        std::fill(found.begin(), found.end(), 0);
+        scan_example(record, find_fn, feature, found);
+      }
       for (size_t i = 0; i < nf; ++i) {
         current = &specs_[i];
+        if (list_tag[i] != 0 && found[i] && fast_parse_fixed(plans_[i], list_tag[i], cols[i], r, feature[i])) continue;
         if (plans_[i].count >= 0) parse_fixed(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
         else parse_variable(specs_[i], plans_[i], cols[i], r, found[i] != 0, feature[i]);
       }

@@ -59,6 +59,11 @@ class ExampleParser {
   /// Parses `records` into out[i] for each specs()[i]. Thread-safe: a parser may be shared.
   void parse_batch(std::span<const std::string_view> records, std::vector<ParsedColumn>& out) const;
 
+  /// Records laid out as TensorFlow writes them (each map entry key then value, each Feature one list,
+  /// numbers packed) take a fast path with the same results and errors; anything else the general
+  /// path. Off, every record takes the general path: tests compare the two.
+  void set_fast_path(bool on) { fast_path_ = on; }
+
   // Internal, per-spec precomputed facts (defaults laid out as they are copied into a column).
   struct Plan {
     int64_t count = 0;  // values per record; -1 = variable length
@@ -78,6 +83,7 @@ class ExampleParser {
   std::vector<Plan> plans_;
   std::vector<int32_t> table_;  // open-addressing hash of names -> spec index, -1 = empty
   uint64_t table_mask_ = 0;
+  bool fast_path_ = true;
 };
 
 }  // namespace pipec

@@ -31,6 +31,90 @@ TEST(Philox, KnownAnswerPi) {
   EXPECT_EQ(out, (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
+// philox4x32_10_many (vectorized on AVX2 machines) is the one-block function, bit for bit: random keys
+// and counters, every group size and tail, counter words at their extremes, and out == counters.
+TEST(Philox, ManyMatchesOneBlock) {
+  std::mt19937_64 gen(12345);
+  const uint32_t extremes[] = {0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff};
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = static_cast<size_t>(trial % 37);
+    const PhiloxKey key{static_cast<uint32_t>(gen()), static_cast<uint32_t>(gen())};
+    std::vector<PhiloxCounter> in(n), out(n);
+    for (PhiloxCounter& c : in)
+      for (uint32_t& w : c) w = gen() % 4 == 0 ? extremes[gen() % 6] : static_cast<uint32_t>(gen());
+    philox4x32_10_many(in.data(), out.data(), n, key);
+    for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], philox4x32_10(in[j], key)) << "trial " << trial << " block " << j;
+    std::vector<PhiloxCounter> same = in;
+    philox4x32_10_many(same.data(), same.data(), n, key);
+    EXPECT_EQ(same, out) << "trial " << trial;
+  }
+}
+
+// The words a stream hands out are blocks 0, 1, 2, ... of its counter in order, however many blocks
+// each refill makes; counter() counts the blocks drawn from.
+TEST(PhiloxRandomStream, WordsAreConsecutiveBlocks) {
+  std::mt19937_64 gen(99);
+  for (int trial = 0; trial < 20; ++trial) {
+    const uint64_t seed = gen(), op = gen(), element = gen(), epoch = gen();
+    RandomStream s(seed, op, element, epoch);
+    const PhiloxKey key = RandomStream::derive_key(seed, op, epoch);
+    const PhiloxCounter base{static_cast<uint32_t>(element), static_cast<uint32_t>(element >> 32),
+                             static_cast<uint32_t>(epoch), 0};
+    EXPECT_EQ(s.counter(), base);
+    for (uint32_t b = 0; b < 40; ++b) {
+      PhiloxCounter c = base;
+      c[3] = b;
+      const PhiloxCounter block = philox4x32_10(c, key);
+      for (int w = 0; w < 4; ++w) {
+        ASSERT_EQ(s.next_u32(), block[static_cast<size_t>(w)]) << "trial " << trial << " block " << b;
+        EXPECT_EQ(s.counter()[3], b + 1);
+        EXPECT_EQ(s.counter()[0], base[0]);
+      }
+    }
+  }
+}
+
+// The stream ends after block 2^32 - 2, the last one it may use, wherever a refill starts.
+TEST(PhiloxRandomStream, ThrowsAtTheBlockLimit) {
+  const PhiloxKey key{0x01234567, 0x89abcdef};
+  constexpr uint32_t kLast = std::numeric_limits<uint32_t>::max();
+  for (uint32_t left : {0u, 1u, 2u, 7u, 8u, 9u, 13u}) {
+    const PhiloxCounter start{5, 6, 7, kLast - left};
+    RandomStream s = RandomStream::at_block(key, start);
+    EXPECT_EQ(s.counter(), start);
+    for (uint32_t b = 0; b < left; ++b) {
+      PhiloxCounter c = start;
+      c[3] += b;
+      const PhiloxCounter block = philox4x32_10(c, key);
+      for (uint32_t w : block) ASSERT_EQ(s.next_u32(), w) << left << " blocks left, block " << b;
+    }
+    EXPECT_EQ(s.counter()[3], kLast);
+    EXPECT_THROW(s.next_u32(), std::length_error) << left << " blocks left";
+  }
+}
+
+// first_blocks() and the constructor that takes a first block give the plain stream exactly, across
+// the carry of the element index into its high word.
+TEST(PhiloxRandomStream, FirstBlocksMatchThePlainStream) {
+  const PhiloxKey key = RandomStream::derive_key(11, 22, 33);
+  for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffff0}, uint64_t{0x123456789}}) {
+    std::vector<PhiloxCounter> blocks(29);
+    RandomStream::first_blocks(key, first, 33, blocks.data(), blocks.size());
+    for (size_t j = 0; j < blocks.size(); ++j) {
+      RandomStream plain(key, first + j, 33);
+      RandomStream given(key, first + j, 33, blocks[j]);
+      EXPECT_EQ(given.counter(), plain.counter());
+      RandomStream check(key, first + j, 33);
+      for (uint32_t w : blocks[j]) ASSERT_EQ(w, check.next_u32());
+      for (int w = 0; w < 50; ++w) {
+        ASSERT_EQ(given.next_u32(), plain.next_u32()) << "element " << first + j << " word " << w;
+        ASSERT_EQ(given.counter(), plain.counter());
+      }
+      EXPECT_EQ(given.uniform_int(-5, 1000000), plain.uniform_int(-5, 1000000));
+    }
+  }
+}
+
 // The documented (seed, op_id, element_index, epoch) -> (key, counter) mapping is a reproducibility
 // contract; spell it out independently of RandomStream's implementation.
 TEST(PhiloxRandomStream, MappingMatchesDocumentation) {

@@ -240,6 +240,29 @@ TEST(JpegWindowIndex, DecodesOnlyTheRowsItsWindowsNeed) {
   EXPECT_GT(index->held_bytes(), data.size() * 8 / 10);
 }
 
+// A scan of 32 KB or more is walked with the several-symbols-per-lookup AC tables (jpeg_huffman.h)
+// at once, even with code tables of its own (optimized): its windows decode exactly too.
+TEST(JpegWindowIndex, LargeScansWithTheirOwnTables) {
+  const std::string data = encode(480, 640, 3, 2, 2, 0, true, false);
+  ASSERT_GT(data.size(), size_t{48 * 1024});
+  std::string why;
+  auto index = JpegWindowIndex::build(data, kDefaultMaxPixels, &why);
+  ASSERT_NE(index, nullptr) << why;
+  Tensor img = decode_jpeg_image(data, {});
+  for (int k = 0; k < 30; ++k) {
+    RandomStream st(29, static_cast<uint64_t>(k), 0, 0);
+    CropWindow win;
+    win.height = 1 + st.uniform_int(0, 479);
+    win.width = 1 + st.uniform_int(0, 639);
+    win.top = st.uniform_int(0, 480 - win.height);
+    win.left = st.uniform_int(0, 640 - win.width);
+    std::optional<Tensor> got = decode_jpeg_window(*index, with_window(win));
+    ASSERT_TRUE(got.has_value());
+    ASSERT_TRUE(got->equals(crop_image(img, win)))
+        << "window " << win.height << "x" << win.width << " at (" << win.top << ", " << win.left << ")";
+  }
+}
+
 // Damage in the entropy-coded data is found when a window first needs its rows: windows above it
 // still come from the index (the ordinary cropping decode reads no damage for them either); the first
 // window that reaches it is refused, with the window it asked for, and so is every later one.

@@ -144,6 +144,7 @@ class Shuffle : public ChunkIterator {
 
  private:
   static constexpr int64_t kAhead = 8;
+  static constexpr int64_t kBlocks = 64;
 
   // Epoch `epoch` of the input: its keys. The epoch within a shuffle_repeat is pass_.
   void start_epoch(int64_t epoch) {
@@ -151,6 +152,7 @@ class Shuffle : public ChunkIterator {
     epoch_ = epoch;
     epoch_key_ = (!re || re->b) ? epoch : 0;
     key_ = RandomStream::derive_key(seed_, static_cast<uint64_t>(stage_), static_cast<uint64_t>(epoch_key_));
+    blocks_from_ = -kBlocks;  // made with the old key
   }
   // The epoch number an unfused repeat(count) would have given its input for pass_.
   int64_t input_epoch() const { return outer_epoch_ * (count_ > 0 ? count_ : 1) + pass_; }
@@ -171,9 +173,19 @@ class Shuffle : public ChunkIterator {
   }
 
   // The slot output element i takes: uniform in [0, live_) from the stream (seed, stage, i, epoch).
-  int64_t slot_for(int64_t i) const {
-    RandomStream rng(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_));
+  int64_t slot_for(int64_t i) {
+    RandomStream rng(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_), first_block(i));
     return rng.uniform_int(0, live_ - 1);
+  }
+  // The first block of element i's stream. Elements are drawn in order (give or take kAhead), so the
+  // blocks are made kBlocks at a time, which vectorizes (RandomStream::first_blocks).
+  const PhiloxCounter& first_block(int64_t i) {
+    if (i < blocks_from_ || i >= blocks_from_ + kBlocks) {
+      blocks_from_ = i;
+      RandomStream::first_blocks(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_), blocks_.data(),
+                                 blocks_.size());
+    }
+    return blocks_[static_cast<size_t>(i - blocks_from_)];
   }
   int64_t draw(int64_t i) {
     const Drawn& d = ahead_[static_cast<size_t>(i % kAhead)];
@@ -388,6 +400,8 @@ class Shuffle : public ChunkIterator {
   std::vector<std::optional<Shape>> bytes_row_shape_;  // per column: set when stored per row in the buffer
   std::optional<ChunkBuilder> out_;
   PhiloxKey key_{};
+  std::array<PhiloxCounter, kBlocks> blocks_{};  // first blocks of elements blocks_from_ ..
+  int64_t blocks_from_ = -kBlocks;
   int64_t capacity_ = 1;
   uint64_t seed_ = 0;
   int64_t epoch_key_ = 0;
