@@ -92,8 +92,7 @@ class KernelEmitter {
     b_.SetInsertPoint(entry_);
     const size_t ni = nest_.inputs.size(), no = nest_.outputs.size();
     for (size_t i = 0; i < ni; ++i)
-      in_ptr_.push_back(
-          b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i])->getPointerTo()));
+      in_ptr_.push_back(b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i])->getPointerTo()));
     rows_ = f->getArg(static_cast<unsigned>(ni + no));
     first_index_ = f->getArg(static_cast<unsigned>(ni + no + 1));
     epoch_ = f->getArg(static_cast<unsigned>(ni + no + 2));

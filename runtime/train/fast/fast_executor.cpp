@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/half.h"
+#include "runtime/model/bf16_storage.h"
 #include "runtime/train/dnnl/batch_norm.h"
 #include "runtime/train/dnnl/conv2d.h"
 #include "runtime/train/dnnl/conv2d_transpose.h"
@@ -18,8 +20,6 @@
 #include "runtime/train/dnnl/pool2d.h"
 #include "runtime/train/dnnl/softmax.h"
 #include "runtime/train/dnnl/upsample2d.h"
-#include "runtime/core/half.h"
-#include "runtime/model/bf16_storage.h"
 #include "runtime/train/math/round_16bit.h"
 
 namespace pipec {
@@ -887,8 +887,9 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
         const float* x = ptr(n.inputs[0]);
         auto* y = reinterpret_cast<uint16_t*>(ptr(n.outputs[0]));
         const int64_t values = shape_num_elements(g_.full_shape(n.inputs[0], rows));
-        train::parallel_rows(values < (int64_t(1) << 16) ? 1 : k.cpu.threads(), values,
-                             [&](int64_t begin, int64_t end) { round_to_bf16_bits(x + begin, y + begin, end - begin); });
+        train::parallel_rows(
+            values < (int64_t(1) << 16) ? 1 : k.cpu.threads(), values,
+            [&](int64_t begin, int64_t end) { round_to_bf16_bits(x + begin, y + begin, end - begin); });
       }
       return;
     default: run_reference_node(state_, n, rows, step, reference_loops()); return;
