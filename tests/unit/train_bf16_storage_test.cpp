@@ -58,6 +58,7 @@ struct Trajectory {
   std::vector<float> params;
   std::vector<float> output;  // the model's output after the last step's forward pass
   int bf16_values = 0;
+  int64_t arena_bytes = 0;  // the step's planned block
 };
 
 Trajectory train(const ModelGraph& g, int steps, FastExecutorOptions o) {
@@ -74,6 +75,7 @@ Trajectory train(const ModelGraph& g, int steps, FastExecutorOptions o) {
   const Tensor out = ex.host_value(g.output);
   t.output.assign(out.data<float>(), out.data<float>() + out.num_elements());
   t.bf16_values = ex.bf16_values();
+  t.arena_bytes = ex.arena().bytes;
   EXPECT_GT(ex.expr_kernel_runs(), 0);
   EXPECT_EQ(ex.expr_fallbacks(), 0);
   return t;
@@ -154,9 +156,12 @@ TEST(Bf16Storage, TrainsBitForBit) {
     const Trajectory f32 = train(g, 4, options(CpuBf16::Native, false));
     EXPECT_GT(stored.bf16_values, 0);
     EXPECT_EQ(f32.bf16_values, 0);
+    // Their places in the arena are half as large: the planned block shrinks.
+    EXPECT_LT(stored.arena_bytes, f32.arena_bytes);
     expect_same_bits(f32, stored);
     EXPECT_EQ(train(g, 1, options(CpuBf16::Emulated, true)).bf16_values, 0);
-    std::cout << name << ": " << stored.bf16_values << " values stored in bf16, trained bit for bit\n";
+    std::cout << name << ": " << stored.bf16_values << " values stored in bf16, trained bit for bit; arena "
+              << stored.arena_bytes << " bytes against " << f32.arena_bytes << "\n";
   }
 }
 
@@ -175,6 +180,7 @@ TEST(Bf16Storage, MissingVariantKeepsEveryValueF32) {
     }
   const Trajectory got = train(g, 2, options(CpuBf16::Native, true));
   EXPECT_EQ(got.bf16_values, 0);
+  EXPECT_EQ(got.arena_bytes, want.arena_bytes);
   expect_same_bits(want, got);
 }
 

@@ -345,6 +345,7 @@ void FastExecutor::plan_bf16_values() {
   k.bf16 = std::move(bf16);
   k.bf16_kernel = std::move(variant);
   k.bf16_values = static_cast<int>(std::count(k.bf16.begin(), k.bf16.end(), true));
+  state_.set_bf16_values(k.bf16);  // their places in the arena: 2 bytes an element
 }
 
 bool FastExecutor::stored_bf16(int id) const {
@@ -355,6 +356,12 @@ bool FastExecutor::stored_bf16(int id) const {
 FastExecutor::~FastExecutor() = default;
 
 float* FastExecutor::data(int id) {
+  // A value stored as bf16: its bits, behind the `float*` the layers and loops pass around.
+  if (stored_bf16(id)) {
+    Tensor& t = state_.value(id);
+    if (!t.defined()) throw std::logic_error(fmt::format("fast executor: %{} is read before it is computed", id));
+    return reinterpret_cast<float*>(t.raw());
+  }
   const std::vector<int>& alias = kernels_->operand_alias;
   return state_.data(alias.empty() || alias[id] < 0 ? id : alias[id]);
 }
@@ -471,7 +478,7 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     const Tensor& t = state_.value(id);
     const int64_t n = shape_num_elements(g_.full_shape(id, rows));
     bytes = n / rows * static_cast<int64_t>(stored_bf16(id) ? sizeof(uint16_t) : sizeof(float));
-    return t.dtype() == DType::F32 && t.num_elements() == n;
+    return t.dtype() == (stored_bf16(id) ? DType::BF16 : DType::F32) && t.num_elements() == n;
   };
   std::vector<const void*> inputs;
   std::vector<int64_t> in_row;
@@ -713,7 +720,7 @@ std::optional<ExecutorMemory> FastExecutor::prepare_memory(int64_t rows) {
   // The shared buffers as the ops made so far (every batch size's) need them.
   kernels += kernels_->cpu.shared_memory();
   ExecutorMemory m;
-  m.arena_bytes = plan_step_arena(g_, rows, first_writes(), last_uses()).bytes;
+  m.arena_bytes = plan_step_arena(g_, rows, first_writes(), last_uses(), state_.bf16_values()).bytes;
   m.kernels = {{"oneDNN scratchpad", kernels.scratchpad},
                {"staged activations", kernels.staging},
                {"reordered weights", kernels.weights},

@@ -93,8 +93,8 @@ class FastExecutor final : public StepExecutor {
   }
 
   /// A value computed by the last run and still held (as ReferenceExecutor::value); empty for a round
-  /// node's output left to the layers (host_value computes it); for a value stored as bf16
-  /// (bf16_values) the tensor's first half holds its bf16 bits (host_value widens them).
+  /// node's output left to the layers (host_value computes it); a bf16 tensor for a value stored as
+  /// bf16 (bf16_values; host_value widens it).
   const Tensor& value(int id) const { return state_.value(id); }
   /// The lifetimes its arena is planned with (StepState::first_writes, ::last_uses): a layer's backward
   /// group writes its nodes' outputs at the first of them, and reads the layer's kernel until then.
