@@ -160,6 +160,10 @@ TEST(Bf16Storage, TrainsBitForBit) {
     EXPECT_LT(stored.arena_bytes, f32.arena_bytes);
     expect_same_bits(f32, stored);
     EXPECT_EQ(train(g, 1, options(CpuBf16::Emulated, true)).bf16_values, 0);
+    // The executor line says how many.
+    const std::string line = FastExecutor(g, 1, options(CpuBf16::Native, true)).description();
+    EXPECT_NE(line.find(", " + std::to_string(stored.bf16_values) + " values stored in bf16;"), std::string::npos)
+        << line;
     std::cout << name << ": " << stored.bf16_values << " values stored in bf16, trained bit for bit; arena "
               << stored.arena_bytes << " bytes against " << f32.arena_bytes << "\n";
   }
