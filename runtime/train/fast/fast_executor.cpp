@@ -472,6 +472,15 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   const bool variant = !kernels_->bf16_kernel.empty() && kernels_->bf16_kernel[static_cast<size_t>(index)];
   // On its bf16 variant the kernel reads and writes the values stored as bf16 as 2 bytes each.
   const NativeKernel& k = variant ? *n.native->bf16_storage : *n.native;
+  // The interpreter reads f32 values only: a node touching bf16 ones cannot fall back to it.
+  auto fall_back = [&]() -> bool {
+    if (variant)
+      throw std::logic_error(
+          fmt::format("fast executor: node {} reads or writes bf16 values, and its values are not "
+                      "those its kernel was compiled for",
+                      index));
+    return false;
+  };
   // Each value's bytes per row, for the parts below; false when one is not the dense f32 tensor the
   // kernel was compiled for.
   auto row_bytes = [&](int id, int64_t& bytes) {
@@ -483,9 +492,9 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   std::vector<const void*> inputs;
   std::vector<int64_t> in_row;
   for (int fi : k.input_fields) {
-    if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return false;
+    if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return fall_back();
     const int id = n.inputs[static_cast<size_t>(fi)];
-    if (!row_bytes(id, in_row.emplace_back())) return false;
+    if (!row_bytes(id, in_row.emplace_back())) return fall_back();
     inputs.push_back(state_.value(id).raw());
   }
   // The outputs get their places in the arena here: allocate_outputs leaves an expr node's outputs to
@@ -495,9 +504,9 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   for (int id : n.outputs) {
     const GraphValue& v = g_.values[static_cast<size_t>(id)];
     if (v.dtype != DType::F32 || v.grad_of >= 0 || v.role == ValueRole::Param || v.role == ValueRole::State)
-      return false;
+      return fall_back();
     state_.value(id) = state_.arena_tensor(id, rows);
-    if (!row_bytes(id, out_row.emplace_back())) return false;
+    if (!row_bytes(id, out_row.emplace_back())) return fall_back();
     outputs.push_back(data(id));
   }
   // The rows in parallel, a contiguous part per thread: a row's values depend on that row alone, so
