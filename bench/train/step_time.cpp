@@ -7,12 +7,13 @@
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
 //                                    [--executor fast|reference] [--cpu-bf16 auto|native|emulated] [--nodes]
-//                                    [--disable-pass NAME]...
+//                                    [--disable-pass NAME]... [--no-bf16-storage]
 //
 // Prints one line, then `RESULT <median ms> <fastest ms> <median CPU ms>`. With --nodes, first a table of
 // where a step's time went by node kind (ms per step over the timed steps; a layer's backward group is
 // timed at the first of its nodes, which computes all three), largest first. --disable-pass skips a step
 // pass (or optimizer pass), as `pipec run --disable-pass` does: the step with and without it.
+// --no-bf16-storage keeps every value in f32 on bf16 kernels (FastExecutorOptions::bf16_storage).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   using namespace pipec;
   std::string spec, train, executor = "fast", cpu_bf16 = "auto";
   int steps = 3, warmup = 1, threads = 0;
-  bool usage = false, nodes = false;
+  bool usage = false, nodes = false, bf16_storage = true;
   std::vector<std::string> disabled;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     else if (a == "--executor") executor = next();
     else if (a == "--cpu-bf16") cpu_bf16 = next();
     else if (a == "--nodes") nodes = true;
+    else if (a == "--no-bf16-storage") bf16_storage = false;
     else if (a == "--disable-pass") disabled.push_back(next());
     else if (spec.empty() && a[0] != '-') spec = a;
     else usage = true;
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
   if (usage || (executor != "fast" && executor != "reference") || !parse_cpu_bf16(cpu_bf16)) {
     std::fprintf(stderr,
                  "usage: %s SPEC [--train NAME] [--steps S] [--warmup W] [--threads T] [--executor fast|reference] "
-                 "[--cpu-bf16 auto|native|emulated] [--nodes] [--disable-pass NAME]...\n",
+                 "[--cpu-bf16 auto|native|emulated] [--nodes] [--disable-pass NAME]... [--no-bf16-storage]\n",
                  argv[0]);
     return 2;
   }
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
     FastExecutorOptions o;
     o.threads = threads;
     o.cpu_bf16 = *parse_cpu_bf16(cpu_bf16);
+    o.bf16_storage = bf16_storage;
     ex = std::make_unique<FastExecutor>(g, 0, o);
   } else {
     ex = std::make_unique<ReferenceExecutor<float>>(g, 0);

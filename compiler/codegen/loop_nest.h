@@ -124,6 +124,9 @@ struct LoopInput {
   DType dtype = DType::U8;
   std::vector<int64_t> shape;  // the element shape (without the rows dimension)
   int64_t elems = 1;           // elements per row
+  // An f32 input held in memory as bf16 (a step's value the fast executor stores so,
+  // runtime/model/bf16_storage.h): loaded as 16 bits and widened, which is exact.
+  bool bf16_storage = false;
 };
 
 struct LoopOutput {
@@ -134,6 +137,9 @@ struct LoopOutput {
   int root = -1;            // node id of the value at (row, i1..ik)
   std::vector<Node> nodes;  // this output's expression DAG (topological: args before users)
   int num_vars = 1;         // loop vars used: row, the output dims, then one per Reduce
+  // An f32 output stored as bf16: its root is a rounding to bf16 (the value has zero low 16 bits), so
+  // storing the top 16 bits keeps it exactly.
+  bool bf16_storage = false;
 };
 
 struct LoopNest {

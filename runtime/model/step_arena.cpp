@@ -38,7 +38,7 @@ std::vector<int> value_first_writes(const ModelGraph& g) {
 }
 
 StepArena plan_step_arena(const ModelGraph& g, int64_t rows, const std::vector<int>& first_write,
-                          const std::vector<int>& last_use) {
+                          const std::vector<int>& last_use, const std::vector<bool>& bf16) {
   if (first_write.size() != g.values.size() || last_use.size() != g.values.size())
     throw std::logic_error("plan_step_arena: one first write and one last use per value");
   StepArena a;
@@ -54,7 +54,8 @@ StepArena plan_step_arena(const ModelGraph& g, int64_t rows, const std::vector<i
     const int id = static_cast<int>(v);
     if (first_write[v] < 0 || !in_step_arena(g, id)) continue;  // fed by the caller, or never computed
     const int64_t elements = std::max<int64_t>(shape_num_elements(g.full_shape(id, rows)), 1);
-    const int64_t bytes = aligned(elements * static_cast<int64_t>(dtype_size(g.values[v].dtype)));
+    const DType stored = !bf16.empty() && bf16[v] ? DType::BF16 : g.values[v].dtype;
+    const int64_t bytes = aligned(elements * static_cast<int64_t>(dtype_size(stored)));
     items.push_back({id, bytes, first_write[v], std::max(first_write[v], last_use[v])});
   }
   // Largest first (ties: earliest first, then by id, so the plan is the same on every run).

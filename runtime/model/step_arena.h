@@ -34,9 +34,11 @@ std::vector<int> value_first_writes(const ModelGraph& g);
 
 /// The plan for batches of `rows`. An executor that writes a value before its producer's turn (the
 /// fast executor runs a layer's backward nodes as one call, at the first of them) or reads it after its
-/// last reader passes its own `first_write` / `last_use` (the defaults above otherwise).
+/// last reader passes its own `first_write` / `last_use` (the defaults above otherwise). A value marked
+/// in `bf16` (the fast executor's values stored as bf16, runtime/model/bf16_storage.h) takes 2 bytes an
+/// element.
 StepArena plan_step_arena(const ModelGraph& g, int64_t rows, const std::vector<int>& first_write,
-                          const std::vector<int>& last_use);
+                          const std::vector<int>& last_use, const std::vector<bool>& bf16 = {});
 inline StepArena plan_step_arena(const ModelGraph& g, int64_t rows) {
   return plan_step_arena(g, rows, value_first_writes(g), value_last_uses(g));
 }

@@ -45,6 +45,11 @@ struct NativeKernel {
   std::string backend;               // "llvm-jit", "aot", ... (shown by `pipec run`'s summary)
   double compile_ms = 0;             // 0 when it came from the cache
   std::shared_ptr<void> keep_alive;  // owns the code (the JIT session, the dlopen handle)
+  /// A mixed_bf16 step's expr kernel that reads or writes values the fast executor stores as bf16 on
+  /// bf16 kernels (runtime/model/bf16_storage.h): the same function with input i held as bf16 where
+  /// bf16_inputs[i], output j where bf16_outputs[j] (those flags are the variant's own).
+  std::shared_ptr<const NativeKernel> bf16_storage;
+  std::vector<bool> bf16_inputs, bf16_outputs;
 };
 
 }  // namespace pipec

@@ -137,7 +137,7 @@ template <class T>
 void StepState<T>::prepare_arena(int64_t rows) {
   if (arena_block_ && rows <= arena_.rows) return;  // a plan for more rows serves fewer
   arena_block_.reset();                             // the old block first: the peak is the new one
-  arena_ = plan_step_arena(g_, rows, first_write_, last_use_);
+  arena_ = plan_step_arena(g_, rows, first_write_, last_use_, bf16_);
   constexpr std::align_val_t kAlign{64};
   auto* block =
       static_cast<uint8_t*>(::operator new[](static_cast<size_t>(std::max<int64_t>(arena_.bytes, 1)), kAlign));
@@ -151,7 +151,8 @@ Tensor StepState<T>::arena_tensor(int id, int64_t rows) {
   if (offset < 0 || rows > arena_.rows)
     throw std::logic_error(fmt::format("{}: %{} has no place in the step's arena", owner_, id));
   // A view: the block outlives it (the aliasing shared_ptr holds the block).
-  return Tensor::adopt(v.dtype, g_.full_shape(id, rows),
+  const DType stored = !bf16_.empty() && bf16_[static_cast<size_t>(id)] ? DType::BF16 : v.dtype;
+  return Tensor::adopt(stored, g_.full_shape(id, rows),
                        std::shared_ptr<uint8_t[]>(arena_block_, arena_block_.get() + offset));
 }
 

@@ -84,6 +84,11 @@ class StepState {
   std::vector<int>& last_uses() { return last_use_; }
   const std::vector<int>& first_writes() const { return first_write_; }
   const std::vector<int>& last_uses() const { return last_use_; }
+  /// Per value: stored as bf16 (the fast executor on bf16 kernels, runtime/model/bf16_storage.h): its
+  /// place in the arena is 2 bytes an element and arena_tensor gives it as a bf16 tensor. Set before the
+  /// first step.
+  void set_bf16_values(std::vector<bool> bf16) { bf16_ = std::move(bf16); }
+  const std::vector<bool>& bf16_values() const { return bf16_; }
 
  private:
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds, const NodeRunner& run_node);
@@ -101,6 +106,7 @@ class StepState {
   double loss_ = 0;
   std::vector<int> last_use_;     // per value: the last node that reads it (values are freed after it)
   std::vector<int> first_write_;  // per value: the first node that writes it
+  std::vector<bool> bf16_;        // per value: stored as bf16 (empty: none)
   int64_t rows_ = 0;
   int done_ = -1;  // the last phase run on the current batch
   // Whether the gradient buffer was zeroed for the current batch: at the first phase that reaches the

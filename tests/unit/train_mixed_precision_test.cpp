@@ -437,7 +437,8 @@ TEST(MixedPrecision, ExecutorLineSaysWhichBf16Kernels) {
   const std::string automatic = FastExecutor(g, 1, bf16_kernels(CpuBf16::Auto)).description();
   if (train::CpuKernels::native_bf16())
     EXPECT_TRUE(std::regex_search(
-        automatic, std::regex("mixed_bf16 layers on bf16 kernels \\([1-9][0-9]* round nodes left to the layers; "
+        automatic, std::regex("mixed_bf16 layers on bf16 kernels \\([1-9][0-9]* round nodes left to the layers, [0-9]+ "
+                              "values stored in bf16; "
                               "--cpu-bf16 emulated for f32 ones\\)")))
         << automatic;
   else

@@ -77,14 +77,22 @@ class KernelEmitter {
   }
   // How a dtype is stored in memory (bool: one byte 0/1).
   llvm::Type* mem_ty(DType t) { return t == DType::Bool ? b_.getInt8Ty() : ty(t); }
+  llvm::Type* mem_ty(const LoopInput& in) { return in.bf16_storage ? b_.getInt16Ty() : mem_ty(in.dtype); }
+  llvm::Type* mem_ty(const LoopOutput& o) { return o.bf16_storage ? b_.getInt16Ty() : mem_ty(o.dtype); }
+  // bf16 bits -> the f32 they are (a 16-bit shift), and an f32 whose low 16 bits are zero -> its bf16 bits.
+  Value* widen_bf16(Value* bits) {
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, b_.getInt32Ty()), 16), b_.getFloatTy());
+  }
+  Value* narrow_bf16(Value* f) {
+    return b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(f, b_.getInt32Ty()), 16), b_.getInt16Ty());
+  }
 
   void emit_body(llvm::Function* f) {
     entry_ = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry_);
     const size_t ni = nest_.inputs.size(), no = nest_.outputs.size();
     for (size_t i = 0; i < ni; ++i)
-      in_ptr_.push_back(
-          b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i].dtype)->getPointerTo()));
+      in_ptr_.push_back(b_.CreateBitCast(f->getArg(static_cast<unsigned>(i)), mem_ty(nest_.inputs[i])->getPointerTo()));
     rows_ = f->getArg(static_cast<unsigned>(ni + no));
     first_index_ = f->getArg(static_cast<unsigned>(ni + no + 1));
     epoch_ = f->getArg(static_cast<unsigned>(ni + no + 2));
@@ -96,7 +104,7 @@ class KernelEmitter {
     emit_checks();
     for (size_t j = 0; j < no; ++j) {
       const LoopOutput& o = nest_.outputs[j];
-      Value* out = b_.CreateBitCast(f->getArg(static_cast<unsigned>(ni + j)), mem_ty(o.dtype)->getPointerTo());
+      Value* out = b_.CreateBitCast(f->getArg(static_cast<unsigned>(ni + j)), mem_ty(o)->getPointerTo());
       emit_output(o, out);
     }
     b_.CreateRet(b_.getInt32(0));
@@ -163,7 +171,8 @@ class KernelEmitter {
         std::vector<Value*> vals(o.nodes.size(), nullptr);
         Value* v = node(o, o.root, vals, vars);
         if (o.dtype == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-        b_.CreateStore(v, b_.CreateGEP(mem_ty(o.dtype), out, flat));
+        if (o.bf16_storage) v = narrow_bf16(v);
+        b_.CreateStore(v, b_.CreateGEP(mem_ty(o), out, flat));
         return;
       }
       loop(b_.getInt64(o.shape[d]), [&](Value* i) {
@@ -331,8 +340,9 @@ class KernelEmitter {
       case NodeKind::Load: {
         const LoopInput& in = nest_.inputs[n.input];
         Value* at = b_.CreateAdd(b_.CreateMul(vars[0], b_.getInt64(in.elems), "", true, true), a[0], "", true, true);
-        r = b_.CreateLoad(mem_ty(in.dtype), b_.CreateGEP(mem_ty(in.dtype), in_ptr_[n.input], at));
+        r = b_.CreateLoad(mem_ty(in), b_.CreateGEP(mem_ty(in), in_ptr_[n.input], at));
         if (in.dtype == DType::Bool) r = b_.CreateICmpNE(r, b_.getInt8(0));
+        if (in.bf16_storage) r = widen_bf16(r);
         break;
       }
       case NodeKind::Table: {

@@ -21,6 +21,7 @@
 #include "compiler/codegen/llvm/kernel_cache.h"
 #include "compiler/codegen/loop_nest.h"
 #include "compiler/codegen/stage_kernel.h"
+#include "runtime/model/bf16_storage.h"
 
 namespace pipec::codegen {
 
@@ -202,10 +203,56 @@ JitReport attach_native_kernels(Plan& plan, const JitOptions& opts) {
   return report;
 }
 
+namespace {
+
+// mixed_bf16: every expr kernel that reads or writes a value the fast executor stores as bf16 on bf16
+// kernels (runtime/model/bf16_storage.h, decided from the kernels just attached) gets a second kernel
+// that loads those inputs as bf16 and stores those outputs as bf16. Not for a kernel with per-row checks
+// (it could fail, and the interpreter that would then run the node reads f32); the executor then keeps
+// every value in f32. The f32 kernel stays for the emulation and CPUs without bf16 instructions.
+void attach_bf16_storage_variants(ModelGraph& graph, std::vector<LoopNest>& nests, KernelLinker& linker) {
+  const std::vector<bool> bf16 = plan_bf16_storage(graph);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    GraphNode& n = graph.nodes[i];
+    if (n.op != ModelOp::Expr || !n.native || !nests[i].checks.empty()) continue;
+    LoopNest nest = nests[i];
+    bool any = false;
+    auto variant = std::make_shared<NativeKernel>();
+    for (LoopInput& in : nest.inputs) {
+      const int v = n.inputs.at(static_cast<size_t>(in.field_index));
+      in.bf16_storage = in.dtype == DType::F32 && bf16[v];
+      any |= in.bf16_storage;
+      variant->bf16_inputs.push_back(in.bf16_storage);
+    }
+    for (size_t j = 0; j < nest.outputs.size(); ++j) {
+      LoopOutput& o = nest.outputs[j];
+      o.bf16_storage = o.dtype == DType::F32 && bf16[n.outputs.at(j)];
+      any |= o.bf16_storage;
+      variant->bf16_outputs.push_back(o.bf16_storage);
+    }
+    if (!any) continue;
+    StageJitStatus st;
+    try {
+      std::shared_ptr<NativeKernel> k =
+          linker.add(nest, fmt::format("pipec_step_{}_node_{}_bf16", graph.name, i), st, Clock::now());
+      k->bf16_inputs = std::move(variant->bf16_inputs);
+      k->bf16_outputs = std::move(variant->bf16_outputs);
+      auto with = std::make_shared<NativeKernel>(*n.native);
+      with->bf16_storage = std::move(k);
+      n.native = std::move(with);
+    } catch (const std::exception&) {
+      // No variant: the executor keeps the step's values in f32.
+    }
+  }
+}
+
+}  // namespace
+
 JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
   const auto start = Clock::now();
   JitReport report;
   KernelLinker linker(opts);
+  std::vector<LoopNest> nests(graph.nodes.size());  // per expr node with a kernel: its loop nest
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     GraphNode& n = graph.nodes[i];
     if (n.op == ModelOp::OptimizerStep) {
@@ -250,11 +297,13 @@ JitReport attach_step_kernels(ModelGraph& graph, const JitOptions& opts) {
       n.native = linker.add(nest, fmt::format("pipec_step_{}_node_{}", graph.name, i), st, t0);
       st.native = true;
       (st.from_cache ? report.cached : report.compiled)++;
+      nests[i] = std::move(nest);
     } catch (const std::exception& e) {
       st.why_not = e.what();
     }
     report.stages.push_back(st);
   }
+  attach_bf16_storage_variants(graph, nests, linker);
   report.compile_ms = ms_since(start);
   return report;
 }

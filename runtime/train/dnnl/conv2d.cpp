@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/half.h"
 #include "runtime/train/dnnl/reached_region.h"
 #include "runtime/train/dnnl/weighted_layer.h"
 
@@ -25,6 +26,15 @@ struct Conv2dOp::State {
   // that leaves the last ones out, when x and dx go through the buffers below.
   ImageCorner reached;
   std::vector<float> x, dx;
+  std::vector<float> wide;  // a bf16 x (Conv2dDesc::bf16_x) widened, before the region is taken
+  // x as take() reads it: f32.
+  const float* f32_x(const float* x, bool bf16) {
+    if (!bf16) return x;
+    wide.resize(static_cast<size_t>(reached.batch * reached.height * reached.width * reached.channels));
+    const auto* bits = reinterpret_cast<const uint16_t*>(x);
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = bf16_bits_to_float(bits[i]);
+    return wide.data();
+  }
 };
 
 std::string Conv2dDesc::to_string() const {
@@ -102,8 +112,9 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     }
     return make(algorithm::convolution_direct, activation_tag(kernels, 4));
   });
-  UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), f32_desc(w_dims, memory::format_tag::hwio),
-                   f32_desc(y_dims, memory::format_tag::nhwc)};
+  // Where the windows leave rows out, x goes through st.x (f32, widened from bf16 first).
+  const UserLayouts user = user_layouts(kernels, x_dims, memory::format_tag::nhwc, w_dims, memory::format_tag::hwio,
+                                        y_dims, memory::format_tag::nhwc, d.bf16_x && st.reached.whole(), d.bf16_dy);
   state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
 }
 
@@ -113,14 +124,14 @@ Conv2dOp::Conv2dOp(Conv2dOp&&) noexcept = default;
 void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) {
   State& st = *state_;
   if (st.reached.whole()) return st.layer->forward(x, w, b, y);
-  st.reached.take(x, st.x.data());
+  st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
   st.layer->forward(st.x.data(), w, b, y);
 }
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   State& st = *state_;
   if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
-  st.reached.take(x, st.x.data());
+  st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
   st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
   if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
 }

@@ -22,6 +22,10 @@ struct Conv2dDesc {
   /// Fused after the bias in the forward (a oneDNN post-op). The backward takes the gradient with
   /// respect to the pre-activation: run EltwiseOp::backward_from_output on y first.
   Activation activation;
+  /// The caller stores x (forward and backward) and dy (backward) as bf16 values, 2 bytes each, in the
+  /// same layout (bf16 kernels only, CpuKernelOptions::bf16): the bf16 primitives read them as they are.
+  /// The pointers stay `float*`; what they point at is bf16.
+  bool bf16_x = false, bf16_dy = false;
 
   std::string to_string() const;  // "conv2d [3, 5, 7, 17] -> 4 kernel 2x2 stride 2x2 same"
 };

@@ -80,7 +80,9 @@ Conv2dTransposeOp::Conv2dTransposeOp(CpuKernels& kernels, const Conv2dTransposeD
   // HWOI: dims are (O, I, H, W); memory runs H, W, O, I.
   const int64_t O = d.filters, I = d.in_channels, KW = d.kernel_w;
   memory::desc w_user = f32_strided(w_dims, {I, 1, KW * O * I, O * I});
-  UserLayouts user{f32_desc(x_dims, memory::format_tag::nhwc), w_user, f32_desc(y_dims, memory::format_tag::nhwc)};
+  const memory::desc x_user = f32_desc(x_dims, memory::format_tag::nhwc),
+                     y_user = f32_desc(y_dims, memory::format_tag::nhwc);
+  UserLayouts user{x_user, w_user, y_user, x_user, y_user};  // reads f32 (its op takes the unreached dy itself)
   state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
 }
 

@@ -40,8 +40,8 @@ DenseOp::DenseOp(CpuKernels& kernels, const DenseDesc& d) : desc_(d), state_(std
         fwd, bd, bw, d.bias);
   });
   // Keras' [in, out] kernel is oneDNN's (out, in) weights stored input-major: tag io.
-  UserLayouts user{f32_desc(x_dims, memory::format_tag::nc), f32_desc(w_dims, memory::format_tag::io),
-                   f32_desc(y_dims, memory::format_tag::nc)};
+  const UserLayouts user = user_layouts(kernels, x_dims, memory::format_tag::nc, w_dims, memory::format_tag::io, y_dims,
+                                        memory::format_tag::nc, d.bf16_x, d.bf16_dy);
   state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.out);
 }
 

@@ -16,6 +16,8 @@ struct DenseDesc {
   int64_t rows = 1, in = 1, out = 1;
   bool bias = true;
   Activation activation;  // fused forward, as Conv2dDesc's
+  /// x and dy come as bf16, as Conv2dDesc's.
+  bool bf16_x = false, bf16_dy = false;
 
   std::string to_string() const;  // "dense [512, 4106] -> 256 + relu"
 };

@@ -1,5 +1,7 @@
 #include "runtime/train/dnnl/weighted_layer.h"
 
+#include <stdexcept>
+
 namespace pipec::train {
 
 WeightedDescs weighted_descs(const CpuKernels& k, const Dims& x, const Dims& w, const Dims& y, int64_t bias_size,
@@ -17,6 +19,17 @@ WeightedDescs weighted_descs(const CpuKernels& k, const Dims& x, const Dims& w, 
   return d;
 }
 
+UserLayouts user_layouts(const CpuKernels& k, const Dims& x, memory::format_tag x_tag, const Dims& w,
+                         memory::format_tag w_tag, const Dims& y, memory::format_tag y_tag, bool bf16_x, bool bf16_dy) {
+  if ((bf16_x || bf16_dy) && !k.options().bf16)
+    throw std::logic_error("a layer reading bf16 operands needs bf16 kernels (CpuKernelOptions::bf16)");
+  using dt = memory::data_type;
+  UserLayouts u{f32_desc(x, x_tag), f32_desc(w, w_tag), f32_desc(y, y_tag), {}, {}};
+  u.x_read = bf16_x ? memory::desc(x, dt::bf16, x_tag) : u.x;
+  u.y_read = bf16_dy ? memory::desc(y, dt::bf16, y_tag) : u.y;
+  return u;
+}
+
 WeightedLayer::WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> prims, const UserLayouts& user,
                              int64_t bias_size)
     : ctx_(std::move(ctx)), prims_(std::move(prims)) {
@@ -31,15 +44,15 @@ WeightedLayer::WeightedLayer(OpContext ctx, std::shared_ptr<WeightedPrimitives> 
   // the forward's x and backward-data's dy serve (a layer without dx reorders dy into dy_bw_ instead,
   // the same size).
   ctx_.prepare([&] {
-    x_fwd_.init(user.x, p.fwd_src, k);
+    x_fwd_.init(user.x_read, p.fwd_src, k);
     w_fwd_.init(user.w, p.fwd_weights, k);
     if (p.bias) b_fwd_.init(bias, p.fwd_bias, k);
     y_fwd_.init(user.y, p.fwd_dst, k, true, 0);
-    dy_bd_.init(user.y, p.bd_diff_dst, k, true, 1);
+    dy_bd_.init(user.y_read, p.bd_diff_dst, k, true, 1);
     w_bd_.init(user.w, p.bd_weights, k);
     dx_bd_.init(user.x, p.bd_diff_src, k, true, 0);
-    x_bw_.init(user.x, p.bw_src, k, true, 0, !(x_fwd_.reorders() && p.fwd_src == p.bw_src));
-    dy_bw_.init(user.y, p.bw_diff_dst, k, true, 1, !(dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst));
+    x_bw_.init(user.x_read, p.bw_src, k, true, 0, !(x_fwd_.reorders() && p.fwd_src == p.bw_src));
+    dy_bw_.init(user.y_read, p.bw_diff_dst, k, true, 1, !(dy_bd_.reorders() && p.bd_diff_dst == p.bw_diff_dst));
     dw_bw_.init(user.w, p.bw_diff_weights, k);
     if (p.bias) db_bw_.init(bias, p.bw_diff_bias, k);
   });

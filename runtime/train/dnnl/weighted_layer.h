@@ -35,10 +35,16 @@ struct WeightedDescs {
 WeightedDescs weighted_descs(const CpuKernels& k, const Dims& x, const Dims& w, const Dims& y, int64_t bias_size,
                              memory::format_tag act);
 
-/// The caller's layouts of one layer: x, w, y (the bias is always [filters]).
+/// The caller's layouts of one layer: x, w, y (the bias is always [filters]), and those of x and dy
+/// where the layer reads them (x_read, y_read: bf16 when the caller stores them so, which the bf16
+/// primitives then read in place; else as x and y). What it writes (y, dx) is always as x and y.
 struct UserLayouts {
   memory::desc x, w, y;
+  memory::desc x_read, y_read;
 };
+/// The caller's layouts with x and dy read as bf16 where `bf16_x` and `bf16_dy` say (bf16 kernels only).
+UserLayouts user_layouts(const CpuKernels& k, const Dims& x, memory::format_tag x_tag, const Dims& w,
+                         memory::format_tag w_tag, const Dims& y, memory::format_tag y_tag, bool bf16_x, bool bf16_dy);
 
 /// Makes the set from oneDNN primitive descriptors of one family (convolution, deconvolution, inner
 /// product: each has src_desc(), weights_desc(), ...).

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/half.h"
+#include "runtime/model/bf16_storage.h"
 #include "runtime/train/dnnl/batch_norm.h"
 #include "runtime/train/dnnl/conv2d.h"
 #include "runtime/train/dnnl/conv2d_transpose.h"
@@ -166,6 +168,11 @@ struct FastExecutor::Kernels {
   std::vector<bool> left_to_layers;
   std::vector<int> operand_alias;
   int rounds_left_to_layers = 0;
+  // On bf16 kernels (plan_bf16_values): per value, stored as bf16; per node, run on its expr kernel's
+  // bf16 variant. Empty when every value is f32.
+  std::vector<bool> bf16;
+  std::vector<bool> bf16_kernel;
+  int bf16_values = 0;
   int serial_ops = 0;  // ops made on one thread (FastExecutorOptions::serial_below_flops)
 };
 
@@ -225,6 +232,7 @@ FastExecutor::FastExecutor(const ModelGraph& g, uint64_t seed, FastExecutorOptio
       }
   }
   if (k.cpu.options().bf16) leave_rounds_to_bf16_layers();
+  if (k.cpu.options().bf16 && options_.bf16_storage) plan_bf16_values();
   for (int i = 0; i < n; ++i) {
     ModelOp op = g.nodes[i].op;
     const FastKernel how = fast_kernel_of(op);
@@ -284,14 +292,89 @@ void FastExecutor::leave_rounds_to_bf16_layers() {
   }
 }
 
+// On bf16 kernels, the values runtime/model/bf16_storage.h picks are stored as bf16: decided once, here,
+// as the JIT decided which expr kernels get a bf16 variant. Every node touching one must handle it: the
+// round node writing it runs here (not left to the layers), a layer reads it as conv2d's or dense's x or
+// as its backward group's x or dy, and an expr node has the variant for exactly this set of values.
+// If one cannot (an expr kernel without a variant, a backward node outside a group), none is stored
+// so: the f32 buffers, as without FastExecutorOptions::bf16_storage. The stored bits are the bf16 values
+// the f32 buffers would hold, so the step computes the same (MixedPrecision.Bf16StorageTrainsBitForBit).
+void FastExecutor::plan_bf16_values() {
+  Kernels& k = *kernels_;
+  const int n = static_cast<int>(g_.nodes.size());
+  std::vector<bool> bf16 = plan_bf16_storage(g_);
+  std::vector<bool> variant(n, false);
+  bool ok = true;
+  for (int i = 0; i < n && ok; ++i) {
+    const GraphNode& nd = g_.nodes[i];
+    bool touches = false;
+    for (int v : nd.inputs) touches = touches || bf16[v];
+    for (int v : nd.outputs) touches = touches || bf16[v];
+    if (!touches) continue;
+    switch (nd.op) {
+      case ModelOp::Round: ok = !k.left_to_layers[i]; break;
+      case ModelOp::Expr: {
+        const NativeKernel* v = nd.native ? nd.native->bf16_storage.get() : nullptr;
+        ok = v != nullptr && v->bf16_inputs.size() == nd.native->input_fields.size() &&
+             v->bf16_outputs.size() == nd.outputs.size();
+        for (size_t j = 0; ok && j < v->bf16_inputs.size(); ++j)
+          ok = v->bf16_inputs[j] == bf16[nd.inputs.at(static_cast<size_t>(nd.native->input_fields[j]))];
+        for (size_t j = 0; ok && j < v->bf16_outputs.size(); ++j) ok = v->bf16_outputs[j] == bf16[nd.outputs[j]];
+        variant[i] = ok;
+        break;
+      }
+      case ModelOp::Conv2d:
+      case ModelOp::Dense: ok = !bf16[nd.inputs[1]] && !bf16[nd.inputs[2]]; break;  // x only
+      default: {
+        // A backward node: its group's call reads the value as the layer's x or dy.
+        if (k.group_of[i] < 0) {
+          ok = false;
+          break;
+        }
+        const WeightedGroup& grp = k.groups[k.group_of[i]];
+        const GraphNode& fw = g_.nodes[grp.forward];
+        ok = fw.op == ModelOp::Conv2d || fw.op == ModelOp::Dense;
+        for (int v : nd.inputs)
+          if (bf16[v] && v != fw.inputs[0] && v != g_.nodes[grp.backward_kernel].inputs[1]) ok = false;
+        for (int v : nd.outputs)
+          if (bf16[v]) ok = false;
+      }
+    }
+  }
+  if (!ok) return;
+  k.bf16 = std::move(bf16);
+  k.bf16_kernel = std::move(variant);
+  k.bf16_values = static_cast<int>(std::count(k.bf16.begin(), k.bf16.end(), true));
+  state_.set_bf16_values(k.bf16);  // their places in the arena: 2 bytes an element
+}
+
+bool FastExecutor::stored_bf16(int id) const {
+  const std::vector<bool>& bf16 = kernels_->bf16;
+  return !bf16.empty() && bf16[static_cast<size_t>(id)];
+}
+
 FastExecutor::~FastExecutor() = default;
 
 float* FastExecutor::data(int id) {
+  // A value stored as bf16: its bits, behind the `float*` the layers and loops pass around.
+  if (stored_bf16(id)) {
+    Tensor& t = state_.value(id);
+    if (!t.defined()) throw std::logic_error(fmt::format("fast executor: %{} is read before it is computed", id));
+    return reinterpret_cast<float*>(t.raw());
+  }
   const std::vector<int>& alias = kernels_->operand_alias;
   return state_.data(alias.empty() || alias[id] < 0 ? id : alias[id]);
 }
 
 Tensor FastExecutor::host_value(int id) {
+  if (stored_bf16(id)) {  // its bf16 bits, widened
+    const Tensor& held = state_.value(id);
+    if (!held.defined()) return held;
+    Tensor out = Tensor::empty(DType::F32, held.shape());
+    const auto* bits = reinterpret_cast<const uint16_t*>(held.raw());
+    for (int64_t i = 0; i < out.num_elements(); ++i) out.data<float>()[i] = bf16_bits_to_float(bits[i]);
+    return out;
+  }
   const std::vector<int>& alias = kernels_->operand_alias;
   if (alias.empty() || alias[id] < 0) return state_.value(id);
   const int x = alias[id];
@@ -309,6 +392,7 @@ Tensor FastExecutor::host_value(int id) {
 
 int FastExecutor::kernel_nodes() const { return kernels_->kernel_nodes; }
 int FastExecutor::rounds_left_to_layers() const { return kernels_->rounds_left_to_layers; }
+int FastExecutor::bf16_values() const { return kernels_->bf16_values; }
 int FastExecutor::serial_ops() const { return kernels_->serial_ops; }
 bool FastExecutor::bf16_kernels() const { return kernels_->cpu.options().bf16; }
 int64_t FastExecutor::kernel_runs(ModelOp op) const {
@@ -346,8 +430,9 @@ std::string FastExecutor::description() const {
   if (g_.precision == Precision::MixedBf16) {
     if (bf16_kernels())
       bf16 = fmt::format(
-          ", mixed_bf16 layers on bf16 kernels{} ({} round nodes left to the layers; {})",
+          ", mixed_bf16 layers on bf16 kernels{} ({} round nodes left to the layers, {} values stored in bf16; {})",
           train::CpuKernels::native_bf16() ? "" : " without bf16 instructions", kernels_->rounds_left_to_layers,
+          kernels_->bf16_values,
           train::CpuKernels::native_bf16() ? "--cpu-bf16 emulated for f32 ones" : "--cpu-bf16 native: slow");
     else
       bf16 = options_.cpu_bf16 == CpuBf16::Emulated
@@ -383,21 +468,33 @@ StepState<float>::NodeRunner FastExecutor::node_runner() {
 // value of the node's per-example size, every output allocated as the reference allocates it. False
 // (nothing done) when a value is not such a tensor: the interpreter then runs the node.
 bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
-  const NativeKernel& k = *n.native;
+  const int index = static_cast<int>(&n - g_.nodes.data());
+  const bool variant = !kernels_->bf16_kernel.empty() && kernels_->bf16_kernel[static_cast<size_t>(index)];
+  // On its bf16 variant the kernel reads and writes the values stored as bf16 as 2 bytes each.
+  const NativeKernel& k = variant ? *n.native->bf16_storage : *n.native;
+  // The interpreter reads f32 values only: a node touching bf16 ones cannot fall back to it.
+  auto fall_back = [&]() -> bool {
+    if (variant)
+      throw std::logic_error(
+          fmt::format("fast executor: node {} reads or writes bf16 values, and its values are not "
+                      "those its kernel was compiled for",
+                      index));
+    return false;
+  };
   // Each value's bytes per row, for the parts below; false when one is not the dense f32 tensor the
   // kernel was compiled for.
   auto row_bytes = [&](int id, int64_t& bytes) {
     const Tensor& t = state_.value(id);
     const int64_t n = shape_num_elements(g_.full_shape(id, rows));
-    bytes = n / rows * static_cast<int64_t>(sizeof(float));
-    return t.dtype() == DType::F32 && t.num_elements() == n;
+    bytes = n / rows * static_cast<int64_t>(stored_bf16(id) ? sizeof(uint16_t) : sizeof(float));
+    return t.dtype() == (stored_bf16(id) ? DType::BF16 : DType::F32) && t.num_elements() == n;
   };
   std::vector<const void*> inputs;
   std::vector<int64_t> in_row;
   for (int fi : k.input_fields) {
-    if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return false;
+    if (fi < 0 || static_cast<size_t>(fi) >= n.inputs.size()) return fall_back();
     const int id = n.inputs[static_cast<size_t>(fi)];
-    if (!row_bytes(id, in_row.emplace_back())) return false;
+    if (!row_bytes(id, in_row.emplace_back())) return fall_back();
     inputs.push_back(state_.value(id).raw());
   }
   // The outputs get their places in the arena here: allocate_outputs leaves an expr node's outputs to
@@ -407,9 +504,9 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
   for (int id : n.outputs) {
     const GraphValue& v = g_.values[static_cast<size_t>(id)];
     if (v.dtype != DType::F32 || v.grad_of >= 0 || v.role == ValueRole::Param || v.role == ValueRole::State)
-      return false;
+      return fall_back();
     state_.value(id) = state_.arena_tensor(id, rows);
-    if (!row_bytes(id, out_row.emplace_back())) return false;
+    if (!row_bytes(id, out_row.emplace_back())) return fall_back();
     outputs.push_back(data(id));
   }
   // The rows in parallel, a contiguous part per thread: a row's values depend on that row alone, so
@@ -423,6 +520,9 @@ bool FastExecutor::run_expr_kernel(const GraphNode& n, int64_t rows) {
     PipecKernelArgs args{in.data(), out.data(), end - begin, begin, 0, state_.seed()};
     if (k.fn(&args) != 0) ok = false;
   });
+  // A variant has no checks that could fail (the JIT makes none for a kernel with checks), and the
+  // interpreter could not read its bf16 values.
+  if (!ok && variant) throw std::logic_error("fast executor: an expr kernel's bf16 variant failed");
   return ok;
 }
 
@@ -455,6 +555,12 @@ FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
   } restore{k.cpu, threads, serial};
   auto shape = [&](int id) -> const Shape& { return g_.values[id].shape; };
   auto count = [&](int id) { return shape_num_elements(g_.full_shape(id, rows)); };
+  // Whether the backward group of layer `f` reads its dy stored as bf16.
+  auto bf16_dy = [&](int f) {
+    for (const WeightedGroup& grp : k.groups)
+      if (grp.forward == f) return stored_bf16(g_.nodes[grp.backward_kernel].inputs[1]);
+    return false;
+  };
   switch (nd.op) {
     case ModelOp::Dense: {
       if (o.dense) break;
@@ -463,6 +569,8 @@ FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
       d.in = w[0], d.out = w[1];
       d.rows = count(nd.inputs[0]) / d.in;
       d.activation = activation_of(nd.attrs_as<DenseAttrs>().activation);
+      d.bf16_x = stored_bf16(nd.inputs[0]);
+      d.bf16_dy = bf16_dy(f);
       o.dense = std::make_unique<train::DenseOp>(k.cpu, d);
       break;
     }
@@ -479,6 +587,8 @@ FastExecutor::NodeOps& FastExecutor::node_ops(int f, int64_t rows) {
       d.dilation_h = a.dilation[0], d.dilation_w = a.dilation[1];
       d.padding = padding_of(a.padding);
       d.activation = activation_of(a.activation);
+      d.bf16_x = stored_bf16(nd.inputs[0]);
+      d.bf16_dy = bf16_dy(f);
       o.conv = std::make_unique<train::Conv2dOp>(k.cpu, d);
       if (o.conv->out_h() != y[0] || o.conv->out_w() != y[1])
         throw std::logic_error(fmt::format("fast executor: {} gives {}x{}, the graph says {}", d.to_string(),
@@ -619,7 +729,7 @@ std::optional<ExecutorMemory> FastExecutor::prepare_memory(int64_t rows) {
   // The shared buffers as the ops made so far (every batch size's) need them.
   kernels += kernels_->cpu.shared_memory();
   ExecutorMemory m;
-  m.arena_bytes = plan_step_arena(g_, rows, first_writes(), last_uses()).bytes;
+  m.arena_bytes = plan_step_arena(g_, rows, first_writes(), last_uses(), state_.bf16_values()).bytes;
   m.kernels = {{"oneDNN scratchpad", kernels.scratchpad},
                {"staged activations", kernels.staging},
                {"reordered weights", kernels.weights},
@@ -783,6 +893,21 @@ void FastExecutor::run_node(const GraphNode& n, int64_t rows, uint64_t step) {
       run_reference_node(state_, n, rows, step, reference_loops());
       if (!n.native) return;
       break;
+    case ModelOp::Round:
+      if (!stored_bf16(n.outputs[0])) {
+        run_reference_node(state_, n, rows, step, reference_loops());
+        return;
+      }
+      {  // into the bf16 value itself, split over the threads as the reference's loop
+        allocate_outputs(n, rows);
+        const float* x = ptr(n.inputs[0]);
+        auto* y = reinterpret_cast<uint16_t*>(ptr(n.outputs[0]));
+        const int64_t values = shape_num_elements(g_.full_shape(n.inputs[0], rows));
+        train::parallel_rows(
+            values < (int64_t(1) << 16) ? 1 : k.cpu.threads(), values,
+            [&](int64_t begin, int64_t end) { round_to_bf16_bits(x + begin, y + begin, end - begin); });
+      }
+      return;
     default: run_reference_node(state_, n, rows, step, reference_loops()); return;
   }
   ++k.kernel_runs[n.op];

@@ -61,6 +61,10 @@ struct FastExecutorOptions {
   /// waking the other threads and joining them costs more than they save on so little work (a served
   /// model's one-example requests). 0: every layer on `threads`.
   int64_t serial_below_flops = 0;
+  /// On bf16 kernels, the activations and gradients that are bf16 values and that only bf16 layer
+  /// operands and compiled expr kernels read are stored as bf16 (runtime/model/bf16_storage.h): the same
+  /// values, half the bytes. False keeps every value in f32 (what the emulation computes in).
+  bool bf16_storage = true;
 };
 
 class FastExecutor final : public StepExecutor {
@@ -89,7 +93,8 @@ class FastExecutor final : public StepExecutor {
   }
 
   /// A value computed by the last run and still held (as ReferenceExecutor::value); empty for a round
-  /// node's output left to the layers (host_value computes it).
+  /// node's output left to the layers (host_value computes it); a bf16 tensor for a value stored as
+  /// bf16 (bf16_values; host_value widens it).
   const Tensor& value(int id) const { return state_.value(id); }
   /// The lifetimes its arena is planned with (StepState::first_writes, ::last_uses): a layer's backward
   /// group writes its nodes' outputs at the first of them, and reads the layer's kernel until then.
@@ -103,6 +108,9 @@ class FastExecutor final : public StepExecutor {
   /// On bf16 kernels: the round nodes not run because every node reading them is a layer that rounds
   /// its operands itself.
   int rounds_left_to_layers() const;
+  /// On bf16 kernels with FastExecutorOptions::bf16_storage: the values stored as bf16 (0 when one node
+  /// touching them could not read or write bf16, e.g. an expr kernel without its bf16 variant).
+  int bf16_values() const;
   /// Kernel ops made on one thread because their layer is under FastExecutorOptions::serial_below_flops
   /// at their batch size (each node's op counts once per batch size).
   int serial_ops() const;
@@ -137,6 +145,8 @@ class FastExecutor final : public StepExecutor {
   /// Value `id`'s elements, or those of the value a layer reads instead (leave_rounds_to_bf16_layers).
   float* data(int id);
   void leave_rounds_to_bf16_layers();
+  void plan_bf16_values();
+  bool stored_bf16(int id) const;
   void allocate_outputs(const GraphNode& n, int64_t rows) { state_.allocate_outputs(n, rows); }
 
   const ModelGraph& g_;

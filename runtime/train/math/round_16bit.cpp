@@ -51,6 +51,25 @@ __attribute__((target("avx2"))) void round_to_bf16_avx2(const float* x, float* y
   round_to_bf16_scalar(x + i, y + i, n - i);
 }
 
+// round_to_bf16_avx2's lanes, narrowed: the rounded value's top 16 bits, packed 8 to 16 bytes.
+__attribute__((target("avx2"))) void round_to_bf16_bits_avx2(const float* x, uint16_t* y, int64_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), infinity = _mm256_set1_epi32(0x7f800000);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u)), quiet = _mm256_set1_epi32(0x00400000);
+  const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), infinity);
+    const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
+    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(half, lowest_kept)), high);
+    const __m256i quieted = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
+    const __m256i bits = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quieted, nan), 16);
+    // packus works within each 128-bit half: lanes 0-3 and 4-7 land in 64-bit parts 0 and 2.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; ++i) y[i] = float_to_bf16_bits(x[i]);
+}
 }  // namespace
 #endif
 
@@ -63,6 +82,17 @@ void round_to_bf16(const float* x, float* y, int64_t n) {
   }
 #endif
   round_to_bf16_scalar(x, y, n);
+}
+
+void round_to_bf16_bits(const float* x, uint16_t* y, int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) {
+    round_to_bf16_bits_avx2(x, y, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = float_to_bf16_bits(x[i]);
 }
 
 void round_to_f16(const float* x, float* y, int64_t n) {

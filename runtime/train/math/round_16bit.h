@@ -14,5 +14,8 @@ void round_to_f16(const float* x, float* y, int64_t n);
 /// The scalar loops, whatever the CPU (tests compare them with the vector ones).
 void round_to_f16_scalar(const float* x, float* y, int64_t n);
 void round_to_bf16_scalar(const float* x, float* y, int64_t n);
+/// As round_to_bf16, but y holds the bf16 values themselves (float_to_bf16_bits), 2 bytes each: a value
+/// the fast executor stores as bf16 (runtime/model/bf16_storage.h).
+void round_to_bf16_bits(const float* x, uint16_t* y, int64_t n);
 
 }  // namespace pipec
