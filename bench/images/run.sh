@@ -44,7 +44,8 @@ if [ ! -x build/bench/decode_alone ] || [ bench/images/decode_alone.cpp -nt buil
     -lpthread -o build/bench/decode_alone
 fi
 
-if [ ! -x build/bench/jpeg_index_cost ] || [ bench/images/jpeg_index_cost.cpp -nt build/bench/jpeg_index_cost ]; then
+if [ ! -x build/bench/jpeg_index_cost ] || [ bench/images/jpeg_index_cost.cpp -nt build/bench/jpeg_index_cost ] ||
+  [ build/runtime/libpipec_runtime.a -nt build/bench/jpeg_index_cost ]; then
   mkdir -p build/bench
   g++ -std=c++20 -O2 -DNDEBUG -I. bench/images/jpeg_index_cost.cpp build/runtime/libpipec_runtime.a -lfmt -ljpeg -lpng -lz \
     -lpthread -o build/bench/jpeg_index_cost
