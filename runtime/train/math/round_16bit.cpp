@@ -34,36 +34,34 @@ __attribute__((target("avx,f16c"))) void round_to_f16_f16c(const float* x, float
 // float_to_bf16_bits on 8 lanes in integer arithmetic, bit for bit: a NaN keeps its top 16 bits with the
 // quiet bit set; anything else adds 0x7fff plus the lowest kept bit (ties to even) and drops the low 16.
 // The branchy scalar loop does not vectorize, and a mixed_bf16 step rounds every activation and gradient.
-__attribute__((target("avx2"))) void round_to_bf16_avx2(const float* x, float* y, int64_t n) {
+// Returns the rounded floats' bits (the low 16 bits zero); the constants are hoisted out of the callers' loops.
+__attribute__((target("avx2"))) inline __m256i round_bf16_lanes(__m256i b) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), infinity = _mm256_set1_epi32(0x7f800000);
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u)), quiet = _mm256_set1_epi32(0x00400000);
   const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  // |x| > infinity as signed integers (both are non-negative): a NaN.
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), infinity);
+  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
+  const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(half, lowest_kept)), high);
+  const __m256i quieted = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
+  return _mm256_blendv_epi8(rounded, quieted, nan);
+}
+
+__attribute__((target("avx2"))) void round_to_bf16_avx2(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
-    // |x| > infinity as signed integers (both are non-negative): a NaN.
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), infinity);
-    const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
-    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(half, lowest_kept)), high);
-    const __m256i quieted = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_blendv_epi8(rounded, quieted, nan));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), round_bf16_lanes(b));
   }
   round_to_bf16_scalar(x + i, y + i, n - i);
 }
 
 // round_to_bf16_avx2's lanes, narrowed: the rounded value's top 16 bits, packed 8 to 16 bytes.
 __attribute__((target("avx2"))) void round_to_bf16_bits_avx2(const float* x, uint16_t* y, int64_t n) {
-  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), infinity = _mm256_set1_epi32(0x7f800000);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u)), quiet = _mm256_set1_epi32(0x00400000);
-  const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), infinity);
-    const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
-    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(b, _mm256_add_epi32(half, lowest_kept)), high);
-    const __m256i quieted = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
-    const __m256i bits = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quieted, nan), 16);
+    const __m256i bits = _mm256_srli_epi32(round_bf16_lanes(b), 16);
     // packus works within each 128-bit half: lanes 0-3 and 4-7 land in 64-bit parts 0 and 2.
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_castsi256_si128(packed));
