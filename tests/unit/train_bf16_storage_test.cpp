@@ -64,13 +64,7 @@ struct Trajectory {
 Trajectory train(const ModelGraph& g, int steps, FastExecutorOptions o) {
   FastExecutor ex(g, 11, o);
   Trajectory t;
-  for (int s = 0; s < steps; ++s) {
-    std::vector<Tensor> inputs;
-    for (size_t k = 0; k < g.inputs.size(); ++k)
-      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
-    Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 32), s * 10 + 9, -0.5, 0.5);
-    t.losses.push_back(ex.run(inputs, &target, s, OpCategory::Update));
-  }
+  t.losses = testing::run_random_update_steps(ex, g, steps);
   t.params = ex.buffers().params;
   const Tensor out = ex.host_value(g.output);
   t.output.assign(out.data<float>(), out.data<float>() + out.num_elements());

@@ -108,13 +108,7 @@ template <class Executor, class... Options>
 Trajectory train(const ModelGraph& g, int steps, Options... options) {
   Executor ex(g, 11, options...);
   Trajectory t;
-  for (int s = 0; s < steps; ++s) {
-    std::vector<Tensor> inputs;
-    for (size_t k = 0; k < g.inputs.size(); ++k)
-      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
-    Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 32), s * 10 + 9, -0.5, 0.5);
-    t.losses.push_back(ex.run(inputs, &target, s, OpCategory::Update));
-  }
+  t.losses = testing::run_random_update_steps(ex, g, steps);
   t.params = ex.buffers().params;
   if constexpr (std::is_same_v<Executor, FastExecutor>) {
     EXPECT_GT(ex.expr_kernel_runs(), 0);

@@ -5,11 +5,13 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "compiler/codegen/llvm/jit.h"
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/core/tensor.h"
+#include "runtime/model/model_graph.h"
 #include "runtime/train/dnnl/cpu_kernels.h"
 
 namespace pipec::testing {
@@ -86,6 +88,22 @@ inline Tensor random_tensor(DType dtype, const Shape& shape, uint64_t key, doubl
     else if (dtype == DType::I32) t.data<int32_t>()[i] = static_cast<int32_t>(v);
   }
   return t;
+}
+
+/// Runs `steps` update steps of `ex` (an executor of `g`) on random batches of 32: step s's inputs and
+/// target are drawn from keys s * 10 + k and s * 10 + 9, so two executors of one graph see the same
+/// batches. Returns the losses.
+template <class Executor>
+std::vector<double> run_random_update_steps(Executor& ex, const ModelGraph& g, int steps) {
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      inputs.push_back(random_tensor(DType::F32, g.full_shape(g.inputs[k], 32), s * 10 + k));
+    Tensor target = random_tensor(DType::F32, g.full_shape(g.target, 32), s * 10 + 9, -0.5, 0.5);
+    losses.push_back(ex.run(inputs, &target, s, OpCategory::Update));
+  }
+  return losses;
 }
 
 }  // namespace pipec::testing

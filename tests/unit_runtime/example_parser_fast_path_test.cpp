@@ -15,25 +15,16 @@
 
 #include "runtime/io/errors.h"
 #include "runtime/io/example_parser.h"
+#include "tests/unit_runtime/protobuf_encoding.h"
 
 namespace pipec {
 namespace {
 
 using K = FeatureKind;
 
-std::string varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string tag(uint32_t number, uint32_t wire_type) { return varint(number << 3 | wire_type); }
-std::string field(uint32_t number, std::string_view payload) {  // length-delimited
-  return tag(number, 2) + varint(payload.size()) + std::string(payload);
-}
+using testing::field;
+using testing::tag;
+using testing::varint;
 
 // What a parse gave: the columns, or the error.
 struct Outcome {

@@ -10,6 +10,7 @@
 #include "runtime/io/errors.h"
 #include "runtime/io/example_parser.h"
 #include "runtime/io/example_writer.h"
+#include "tests/unit_runtime/protobuf_encoding.h"
 
 namespace pipec {
 namespace {
@@ -18,18 +19,8 @@ using K = FeatureKind;
 
 // ---- hand encoding, independent of ExampleWriter ----
 
-std::string varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string field(uint32_t number, std::string_view payload) {  // length-delimited field
-  return varint(number << 3 | 2) + varint(payload.size()) + std::string(payload);
-}
+using testing::field;
+using testing::varint;
 std::string entry(std::string_view name, std::string_view feature) {
   return field(1, field(1, name) + field(2, feature));
 }
