@@ -16,6 +16,7 @@
 #include "runtime/io/tfrecord_writer.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/compile_util.h"
+#include "tests/unit/position_records.h"
 
 namespace pipec {
 namespace {
@@ -23,23 +24,7 @@ namespace {
 using testing::ScratchDir;
 namespace fs = std::filesystem;
 
-// Chess-like records: d = 194 bytes derived from the record's id, s = the id.
-void write_positions(const fs::path& path, int64_t first_id, int n) {
-  TFRecordWriterOptions o;
-  o.sync = false;
-  TFRecordWriter w(path.string(), o);
-  std::string d(194, '\0');
-  for (int i = 0; i < n; ++i) {
-    int64_t id = first_id + i;
-    for (size_t k = 0; k < d.size(); ++k) d[k] = static_cast<char>((id * 31 + static_cast<int64_t>(k)) & 0xff);
-    ExampleWriter ex;
-    std::string_view dv = d;
-    ex.add_bytes("d", std::span<const std::string_view>(&dv, 1));
-    ex.add_int64("s", std::span<const int64_t>(&id, 1));
-    w.write(ex.serialize());
-  }
-  w.close();
-}
+using testing::write_positions;
 
 struct Compiled {
   Plan plan;  // the spec's last pipeline, as lowered

@@ -13,6 +13,7 @@
 #include "runtime/io/tfrecord_writer.h"
 #include "tests/unit/cli_util.h"
 #include "tests/unit/compile_util.h"
+#include "tests/unit/position_records.h"
 
 namespace pipec {
 namespace {
@@ -20,24 +21,7 @@ namespace {
 using testing::ScratchDir;
 namespace fs = std::filesystem;
 
-// Chess-like records: d = 194 bytes derived from the record's id, s = the id; the record at index
-// `short_d` (if any) has a d of 193 bytes, which the schema's bytes[194] rejects.
-void write_positions(const fs::path& path, int64_t first_id, int n, int short_d = -1) {
-  TFRecordWriterOptions o;
-  o.sync = false;
-  TFRecordWriter w(path.string(), o);
-  for (int i = 0; i < n; ++i) {
-    int64_t id = first_id + i;
-    std::string d(i == short_d ? 193 : 194, '\0');
-    for (size_t k = 0; k < d.size(); ++k) d[k] = static_cast<char>((id * 31 + static_cast<int64_t>(k)) & 0xff);
-    ExampleWriter ex;
-    std::string_view dv = d;
-    ex.add_bytes("d", std::span<const std::string_view>(&dv, 1));
-    ex.add_int64("s", std::span<const int64_t>(&id, 1));
-    w.write(ex.serialize());
-  }
-  w.close();
-}
+using testing::write_positions;
 
 // Every record is as long as every other (ids below 2^31 take the same varint bytes): the size of one.
 int64_t record_bytes(const fs::path& dir) {
