@@ -11,6 +11,12 @@
 // (pop_when): it then takes them one after the other without sleeping in between, one wake-up for
 // `want` items. A producer that is about to wait for something other than the queue's room calls
 // release_waiters() first, so a consumer never waits for items that cannot come.
+//
+// The waits use std::condition_variable, not condition_variable_any (whose stop_token wait would do
+// the cancelling for us): condition_variable_any notifies under a mutex of its own, which the woken
+// thread then has to take, so on a busy machine most wake-ups cost a second context switch (a third of
+// the chess pipeline's switches were that). A stop instead wakes the waiters through a stop_callback,
+// registered only around a wait that sleeps.
 #pragma once
 
 #include <condition_variable>
@@ -141,8 +147,8 @@ class BoundedQueue {
     bool wake;
     {
       std::unique_lock lock(mu_);
-      // wait() returns the predicate's value; false means the stop token fired first.
-      if (!not_full_.wait(lock, stop, [&] { return closed_ || items_.size() < capacity_; })) {
+      // false: the stop token fired first.
+      if (!wait_unless_stopped(not_full_, lock, stop, [&] { return closed_ || items_.size() < capacity_; })) {
         return false;
       }
       if (closed_) return false;
@@ -163,8 +169,9 @@ class BoundedQueue {
       std::unique_lock lock(mu_);
       if (items_.empty() && !closed_) {
         want_ = want == 0 ? 1 : want;
-        // wait() returns the predicate's value; false means the stop token fired first.
-        const bool ready = not_empty_.wait(lock, stop, [&] { return closed_ || (!items_.empty() && enough_locked()); });
+        // false: the stop token fired first.
+        const bool ready = wait_unless_stopped(not_empty_, lock, stop,
+                                               [&] { return closed_ || (!items_.empty() && enough_locked()); });
         want_ = 1;
         if (!ready) return std::nullopt;
       }
@@ -176,11 +183,39 @@ class BoundedQueue {
     return out;
   }
 
+  // Waits on `cv` (`lock` holds mu_) until pred() holds, true, or a stop is requested first, false.
+  template <class Pred>
+  bool wait_unless_stopped(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, const std::stop_token& stop,
+                           Pred pred) {
+    if (pred()) return true;
+    if (!stop.stop_possible()) {
+      cv.wait(lock, pred);
+      return true;
+    }
+    for (;;) {
+      if (stop.stop_requested()) return false;
+      // The callback takes mu_, so it is registered and unregistered with mu_ free (it may run at once,
+      // here, or on the stopping thread while this one would hold mu_). Taking mu_ before notifying
+      // means a stop cannot fall between the waiter's check of the token and its sleep.
+      lock.unlock();
+      {
+        std::stop_callback wake(stop, [&] {
+          { std::lock_guard guard(mu_); }
+          cv.notify_all();
+        });
+        lock.lock();
+        while (!pred() && !stop.stop_requested()) cv.wait(lock);
+        lock.unlock();
+      }
+      lock.lock();
+      if (pred()) return true;  // looked at again: the state may have moved while mu_ was free
+    }
+  }
+
   size_t capacity_;  // guarded by mu_
   mutable std::mutex mu_;
-  // condition_variable_any because only it has the stop_token-aware wait.
-  std::condition_variable_any not_full_;
-  std::condition_variable_any not_empty_;
+  std::condition_variable not_full_;
+  std::condition_variable not_empty_;
   std::deque<T> items_;
   bool closed_ = false;
   size_t want_ = 1;        // what the waiting consumer wants queued before it wakes (pop_when)

@@ -147,6 +147,24 @@ TEST(BoundedQueue, CancelWakesBlockedPush) {
   EXPECT_EQ(q.size(), 1u);
 }
 
+// A cancel that lands at any moment of a wait (before the waiter looks at the token, between its look
+// and its sleep, during the sleep) wakes it: run many times with no pause between the two, so the cancel
+// falls at every point of the waiter's way into its sleep.
+TEST(BoundedQueue, CancelRacingAWaitAlwaysWakesIt) {
+  for (int i = 0; i < 2000; ++i) {
+    BoundedQueue<int> q(1);
+    CancellationToken token;
+    const bool push_side = i % 2 == 1;
+    if (push_side) q.push(0);
+    auto waiter =
+        std::async(std::launch::async, [&] { return push_side ? q.push(1, token) : q.pop(token).has_value(); });
+    if (i % 3 == 0) std::this_thread::yield();
+    token.cancel();
+    ASSERT_TRUE(woke_or_close(waiter, q)) << "round " << i;
+    EXPECT_FALSE(waiter.get()) << "round " << i;
+  }
+}
+
 TEST(BoundedQueue, AlreadyCancelledTokenDoesNotBlock) {
   BoundedQueue<int> q(1);
   CancellationToken token;
