@@ -26,6 +26,14 @@ inline constexpr size_t kFooterSize = 4;   // data CRC
 // overflow size arithmetic, so it is reported as corrupt even when its CRC happens to match.
 inline constexpr uint64_t kMaxRecordLength = uint64_t(1) << 48;
 
+/// What a record whose data does not match its data CRC is reported as (with the record's place).
+inline constexpr const char* kDataCrcMismatch = "data CRC mismatch (corrupt record)";
+
+/// Whether `data` matches `stored`, the masked CRC32C of its footer.
+inline bool data_crc_matches(std::string_view data, uint32_t stored) {
+  return crc32c_masked(data.data(), data.size()) == stored;
+}
+
 /// Fills the 12-byte header for a record of `length` bytes.
 inline void encode_header(char* out, uint64_t length) {
   store_le64(out, length);

@@ -62,8 +62,8 @@ bool TFRecordReader::read_one(std::string_view& record) {
          fmt::format("truncated record: the file ends {} bytes into the {}-byte data CRC", have - length, kFooterSize));
   }
   std::string_view data = framed.substr(kHeaderSize, static_cast<size_t>(length));
-  if (options_.verify_data_crc && crc32c_masked(data.data(), data.size()) != load_le32(data.data() + data.size()))
-    fail(start, "data CRC mismatch (corrupt record)");
+  if (options_.verify_data_crc && !data_crc_matches(data, load_le32(data.data() + data.size())))
+    fail(start, kDataCrcMismatch);
   stream_->consume(total);
   ++index_;
   record = data;

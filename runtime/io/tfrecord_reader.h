@@ -46,6 +46,12 @@ class TFRecordReader {
   /// Appends up to max_records records to `batch`; returns how many (0 at end of file).
   size_t next_batch(size_t max_records, RecordBatch& batch);
 
+  /// Stops (or restarts) checking the data CRC from the next record on, for a caller that checks the
+  /// records later, elsewhere: right after next() returns a record, the 4 bytes that follow it are its
+  /// stored CRC (tfrecord::data_crc_matches), and a mismatch is reported as the reader would:
+  /// tfrecord::kDataCrcMismatch at the record's index and start (offset() before that next()).
+  void set_verify_data_crc(bool verify) { options_.verify_data_crc = verify; }
+
   /// Records returned so far (= the index of the next record).
   int64_t records_read() const { return index_; }
   /// Offset of the next record's header (decompressed bytes for gzip/zlib).

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/exec/autotune_model.h"
 #include "runtime/exec/pipeline_run.h"
 #include "runtime/io/example_writer.h"
 #include "runtime/io/tfrecord_writer.h"
@@ -46,8 +47,9 @@ struct Outcome {
   bool operator==(const Outcome&) const = default;
 };
 
-RunOptions options(const fs::path& spec, int threads, int64_t chunk_rows, bool on_pool) {
+RunOptions options(const fs::path& spec, int threads, int64_t chunk_rows, bool on_pool, int64_t files_read_ahead = -1) {
   RunOptions o;
+  if (files_read_ahead >= 0) o.auto_values = {{KnobKind::ReadAhead, files_read_ahead}};
   o.threads = threads;
   o.chunk_rows = chunk_rows;
   o.spec_dir = spec.parent_path().string();
@@ -72,10 +74,11 @@ void collect(PipelineRun& run, Outcome& out) {
   }
 }
 
-Outcome run_spec(const fs::path& spec, int threads, int64_t chunk_rows, bool on_pool) {
+// files_read_ahead >= 0 fixes how many files are read on threads of their own (else tuned).
+Outcome run_spec(const fs::path& spec, int threads, int64_t chunk_rows, bool on_pool, int64_t files_read_ahead = -1) {
   std::vector<Plan> plans = testing::compiled_plans_of_file(spec.string());
   Outcome out;
-  PipelineRun run(plans.back(), options(spec, threads, chunk_rows, on_pool));
+  PipelineRun run(plans.back(), options(spec, threads, chunk_rows, on_pool, files_read_ahead));
   collect(run, out);
   return out;
 }
@@ -124,6 +127,30 @@ TEST(ParseOnPool, ErrorsComeWhereAndAsTheyDoWhenParsingInline) {
     for (int64_t rows : {1, 7, 200})
       EXPECT_EQ(run_spec(d / "p.pipe", threads, rows, true), run_spec(d / "p.pipe", 1, rows, false))
           << threads << " threads, chunks of " << rows;
+  }
+}
+
+// Read on the source's thread (no file read ahead), a file's records have their data CRCs checked by
+// the workers that parse them once there are 4 or more (by the reader with fewer, or on a reader
+// thread): a damaged record is the reader's own error, at its record and byte offset, after exactly the
+// records that come before its chunk, at any thread count and chunk size.
+TEST(ParseOnPool, TheWorkersCheckTheDataCrcsAsTheReaderDoes) {
+  ScratchDir d;
+  const int64_t size = record_bytes(d.path());
+  write_positions(d / "pos-0.tfrecord", 1000, 500);  // ids of two varint bytes each, as record_bytes's
+  corrupt_data_of_record(d / "pos-0.tfrecord", 300, size);
+  write_spec(d / "p.pipe",
+             "source s = tfrecord(\"pos-*.tfrecord\") {\n  d: bytes[194]\n  s: i64\n}\n"
+             "pipeline p = s | batch(5) | prefetch(2)\n");
+  const std::string where = fmt::format("pos-0.tfrecord: record 300 at byte offset {}: data CRC mismatch", 300 * size);
+  for (int64_t rows : {1, 7, 64, 1024}) {
+    const Outcome inline_parse = run_spec(d / "p.pipe", 1, rows, false);
+    ASSERT_NE(inline_parse.error.find(where), std::string::npos) << inline_parse.error << " / " << where;
+    EXPECT_EQ(inline_parse.rows.size(), static_cast<size_t>(300 / rows * rows / 5 * 5)) << "chunks of " << rows;
+    for (int threads : {1, 2, 4, 5})
+      for (int64_t ahead : {0, 1})
+        EXPECT_EQ(run_spec(d / "p.pipe", threads, rows, true, ahead), inline_parse)
+            << threads << " threads, chunks of " << rows << ", files read ahead " << ahead;
   }
 }
 
