@@ -34,6 +34,14 @@ class MemoryBudget;
 /// `p` as a run reads it: relative to `spec_dir` (the spec's folder) unless absolute or spec_dir is empty.
 std::string resolve_spec_path(const std::string& spec_dir, const std::string& p);
 
+/// Who checks the data CRCs of the records a tfrecord source reads on its own thread while its workers
+/// parse them (runtime/exec/sources/source_tfrecord.cpp).
+enum class DataCrcChecks {
+  Adaptive,   ///< the workers while they are ahead of the source's thread, else the reader
+  OnWorkers,  ///< always the workers
+  ByReader,   ///< always the reader, on the source's thread
+};
+
 /// What every iterator of one run shares.
 struct RunContext {
   const Plan* plan = nullptr;
@@ -49,7 +57,8 @@ struct RunContext {
   int64_t first_pass = 0;
   /// Rows per chunk that sources produce (elements, before batching).
   int64_t chunk_rows = 1024;
-  bool parse_records_on_pool = true;  // RunOptions::parse_records_on_pool
+  bool parse_records_on_pool = true;                        // RunOptions::parse_records_on_pool
+  DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;  // RunOptions::data_crc_checks
   /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count
   /// them instead of failing.
   std::vector<bool> tolerant;  // per stage

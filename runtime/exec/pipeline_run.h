@@ -50,6 +50,9 @@ struct RunOptions {
   /// A tfrecord source hands its chunks of records to the pool to parse (runtime/exec/sources/
   /// source_tfrecord.cpp); false parses them on its own thread (what differential tests compare with).
   bool parse_records_on_pool = true;
+  /// Who checks the data CRCs of the records a tfrecord source parsing on the pool reads on its own
+  /// thread: the workers while they are ahead of it, else its reader (Adaptive), or always one of them.
+  DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;
 };
 
 /// The repeat (or shuffle_repeat) whose passes are the passes of `plan`'s output: the first one met

@@ -71,8 +71,11 @@ void ThreadPool::worker_loop(int index) {
       for (;;) {
         if (stopping_) break;
         if (index >= active_) held_.wait(lock);
-        else if (queue_.empty()) has_work_.wait(lock);
-        else break;
+        else if (queue_.empty()) {
+          idle_.fetch_add(1, std::memory_order_relaxed);
+          has_work_.wait(lock);
+          idle_.fetch_sub(1, std::memory_order_relaxed);
+        } else break;
       }
       // Drain before exiting: tasks queued during shutdown (even by other tasks) still run.
       if (queue_.empty()) return;

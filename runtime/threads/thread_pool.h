@@ -5,6 +5,7 @@
 // worker is busy, including when it is called from inside a pool task (no nested-use deadlock).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -35,6 +36,9 @@ class ThreadPool {
   /// with the same share: runtime/exec/autotuner.h). Tasks already running finish.
   void set_active_workers(int n);
   int active_workers() const;
+  /// Workers taking tasks that wait for one now, with nothing queued: a hint of the pool's slack (it
+  /// may change at once), for work that could run on either side of a hand-off.
+  int idle_workers() const { return idle_.load(std::memory_order_relaxed); }
   /// The cores this process may run on (its CPU affinity: taskset, a container's cpuset), else
   /// hardware_concurrency(), or 1 when the platform cannot tell.
   static int default_size();
@@ -65,7 +69,8 @@ class ThreadPool {
   std::condition_variable held_;      // workers held back (index >= active_) wait here
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
-  int active_ = 0;  // guarded by mu_
+  int active_ = 0;            // guarded by mu_
+  std::atomic<int> idle_{0};  // workers waiting on has_work_
   std::vector<std::thread> workers_;
 };
 

@@ -36,6 +36,32 @@ TEST(ThreadPool, SubmitReturnsValue) {
   c.get();
 }
 
+// Waits up to 5 s for pool.idle_workers() to be `want`; returns whether it got there.
+bool idle_becomes(const ThreadPool& pool, int want) {
+  for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
+    if (pool.idle_workers() == want) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pool.idle_workers() == want;
+}
+
+TEST(ThreadPool, IdleWorkersCountsThoseWaitingForATask) {
+  ThreadPool pool(3);
+  EXPECT_TRUE(idle_becomes(pool, 3)) << pool.idle_workers();
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  auto busy = pool.submit([go] { go.wait(); });
+  EXPECT_TRUE(idle_becomes(pool, 2)) << pool.idle_workers();
+  auto busier = pool.submit([go] { go.wait(); });
+  EXPECT_TRUE(idle_becomes(pool, 1)) << pool.idle_workers();
+  release.set_value();
+  busy.get();
+  busier.get();
+  EXPECT_TRUE(idle_becomes(pool, 3)) << pool.idle_workers();
+  pool.set_active_workers(1);  // workers held back take no task: they are not idle for one
+  EXPECT_TRUE(idle_becomes(pool, 1)) << pool.idle_workers();
+}
+
 TEST(ThreadPool, SubmitAcceptsMoveOnlyCallable) {
   ThreadPool pool(1);
   auto p = std::make_unique<int>(5);

@@ -10,17 +10,20 @@
 // when the budget grants them: a slot the budget refuses reads its file inline.
 //
 // Records parsed on the pool: on a run with a thread pool (and without ignore_errors), the source's
-// thread only reads and frames the records (checking both CRCs) a chunk at a time and hands each chunk
-// to a worker to parse, up to kParseAhead per worker ahead of the one it delivers. Chunks are delivered
-// in the order they were framed, so the output never depends on the thread count, and an error stays
-// where it was: a record that fails to frame stops the source after the chunks before its own, and a
-// record that fails to parse is reported for its chunk, naming its file and record, as when parsing
-// inline. (The chess pipeline's source thread bound the run: reading, framing and parsing plus the
-// shuffle after it were 58% of the CPU, on one thread.) With enough workers, they also check the data
-// CRCs of the records this thread read (it checks only the lengths' CRCs, which the framing needs): a mismatch is
-// the same error, for the same record, as when the reader checks it, reported for its chunk as a
-// parse error is. A checkpoint saves where the first chunk not yet delivered began: the chunks being
-// parsed are framed again on restore.
+// thread only reads and frames the records a chunk at a time and hands each chunk to a worker to parse,
+// up to kParseAhead per worker ahead of the one it delivers. Chunks are delivered in the order they
+// were framed, so the output never depends on the thread count, and an error stays where it was: a
+// record that fails to frame stops the source after the chunks before its own, and a record that fails
+// to parse is reported for its chunk, naming its file and record, as when parsing inline. (The chess
+// pipeline's source thread bound the run: reading, framing and parsing plus the shuffle after it were
+// 58% of the CPU, on one thread.)
+//
+// Data CRCs: the reader checks both CRCs of each record, unless a worker was idle when the source last
+// delivered a chunk. Then the workers check the data CRCs of the records framed next, before parsing
+// them (the lengths' CRCs stay with the framing, which needs them): a mismatch is the reader's own
+// error for the same record, reported for its chunk as a parse error is. A file read ahead has its
+// CRCs checked on its reader's thread. A checkpoint saves where the first chunk not yet delivered
+// began: the chunks being parsed are framed again on restore.
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -122,7 +125,8 @@ class TFRecordSource : public ChunkIterator {
     }
     slots_.resize(static_cast<size_t>(std::max<int64_t>(1, cycle_length_)));
     parse_on_pool_ = ctx.pool != nullptr && ctx.parse_records_on_pool && !tolerant();
-    check_crc_on_pool_ = parse_on_pool_ && options_.verify_data_crc && ctx.pool->size() >= kCrcOnPoolFromWorkers;
+    crc_checks_ = parse_on_pool_ && options_.verify_data_crc ? ctx.data_crc_checks : DataCrcChecks::ByReader;
+    crc_on_workers_ = crc_checks_ == DataCrcChecks::OnWorkers;
   }
   ~TFRecordSource() override {
     clear_parsing();  // its tasks refer to this source
@@ -288,6 +292,7 @@ class TFRecordSource : public ChunkIterator {
     Parsing& front = parsing_.front();
     if (front.error) std::rethrow_exception(front.error);  // and again on every later call
     try {
+      if (crc_checks_ == DataCrcChecks::Adaptive) crc_on_workers_ = ctx_.pool->idle_workers() > 0;
       // Waiting for a worker is not this stage's own time (the map's waits are counted the same way).
       const int64_t start = trace::now_ns();
       out = front.chunk.get();
@@ -326,8 +331,7 @@ class TFRecordSource : public ChunkIterator {
     int64_t consumed = 0;
     std::unique_ptr<TFRecordReader> reader;
     std::unique_ptr<ReadAheadReader> ahead;
-    uint64_t charged = 0;      // the reader's blocks, counted in the memory budget
-    bool crc_on_pool = false;  // read here without checking data CRCs: the parsing workers check them
+    uint64_t charged = 0;  // the reader's blocks, counted in the memory budget
 
     bool is_open() const { return reader || ahead; }
     bool next(std::string_view& rec) { return ahead ? ahead->next(rec) : reader->next(rec); }
@@ -348,9 +352,6 @@ class TFRecordSource : public ChunkIterator {
       else ahead = false;
     }
     if (readers_) readers_->note_item_bytes(ReadAheadReader::kMostBytes);
-    // A reader thread checks its records' CRCs itself (it runs beside this one already).
-    s.crc_on_pool = !ahead && check_crc_on_pool_;
-    if (s.crc_on_pool) r->set_verify_data_crc(false);
     if (ahead) s.ahead = std::make_unique<ReadAheadReader>(std::move(r), ctx_.cancel, ctx_.stats[stage_].get());
     else s.reader = std::move(r);
   }
@@ -368,7 +369,10 @@ class TFRecordSource : public ChunkIterator {
       if (slot.is_open()) {
         std::string_view rec;
         bool got = false;
-        const uint64_t start = slot.crc_on_pool ? slot.reader->offset() : 0;
+        // A file read ahead has its CRCs checked on its reader's thread, beside this one already.
+        const bool crc_on_workers = crc_on_workers_ && slot.reader;
+        if (slot.reader) slot.reader->set_verify_data_crc(options_.verify_data_crc && !crc_on_workers);
+        const uint64_t start = crc_on_workers ? slot.reader->offset() : 0;
         try {
           got = slot.next(rec);
         } catch (const DataError& e) {
@@ -378,7 +382,7 @@ class TFRecordSource : public ChunkIterator {
           got = false;
         }
         if (got) {
-          if (slot.crc_on_pool)
+          if (crc_on_workers)
             into.unchecked.push_back({into.records.size(), load_le32(rec.data() + rec.size()), start});
           into.records.append(rec);
           into.file.push_back(slot.file);
@@ -497,14 +501,15 @@ class TFRecordSource : public ChunkIterator {
   }
 
   bool parse_on_pool_ = false;
-  // The workers check the data CRCs from this many workers on. With fewer, the workers are the
-  // pipeline's slow side (on 2 cores, chess ran 7% slower with the CRCs on them); with many, this
-  // thread is (on 16, chess stopped at ~3.5M examples/s with reading and shuffling on it).
-  static constexpr int kCrcOnPoolFromWorkers = 4;
-  bool check_crc_on_pool_ = false;  // data CRCs checked by the parsing workers
-  std::deque<Parsing> parsing_;     // in framing order
-  bool framing_done_ = false;       // the end of the files, or a framing error, reached
-  uint64_t largest_framed_ = 0;     // bytes of the largest chunk of records framed
+  // Who checks the data CRCs of the records read on this thread (RunOptions::data_crc_checks); while
+  // adaptive, the workers do while one of them is idle when a chunk is delivered, the reader while all
+  // are busy: on 2 cores the workers are the pipeline's slow side (chess ran 7% slower with the CRCs on
+  // them), on 16 this thread is (chess stopped at ~3.5M examples/s with reading and shuffling on it).
+  DataCrcChecks crc_checks_ = DataCrcChecks::ByReader;
+  bool crc_on_workers_ = false;  // for the records framed from now on
+  std::deque<Parsing> parsing_;  // in framing order
+  bool framing_done_ = false;    // the end of the files, or a framing error, reached
+  uint64_t largest_framed_ = 0;  // bytes of the largest chunk of records framed
   std::vector<std::shared_ptr<Framed>> spare_;
   Framed framed_;  // parsing inline
 
