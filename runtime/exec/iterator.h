@@ -37,7 +37,7 @@ std::string resolve_spec_path(const std::string& spec_dir, const std::string& p)
 /// Who checks the data CRCs of the records a tfrecord source reads on its own thread while its workers
 /// parse them (runtime/exec/sources/source_tfrecord.cpp).
 enum class DataCrcChecks {
-  Adaptive,   ///< the workers while they are ahead of the source's thread, else the reader
+  Adaptive,   ///< the workers while one of them is idle (ThreadPool::idle_workers), else the reader
   OnWorkers,  ///< always the workers
   ByReader,   ///< always the reader, on the source's thread
 };

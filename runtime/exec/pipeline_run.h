@@ -51,7 +51,7 @@ struct RunOptions {
   /// source_tfrecord.cpp); false parses them on its own thread (what differential tests compare with).
   bool parse_records_on_pool = true;
   /// Who checks the data CRCs of the records a tfrecord source parsing on the pool reads on its own
-  /// thread: the workers while they are ahead of it, else its reader (Adaptive), or always one of them.
+  /// thread: the workers while one of them is idle, else its reader (Adaptive), or always one of them.
   DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;
 };
 
