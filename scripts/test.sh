@@ -86,6 +86,17 @@ main() {
   printf '  %-12s %s  %8s\n' "total" "      " "$(printf '%dm%02ds' $((secs / 60)) $((secs % 60)))"
   echo "free disk: $(free_disk)"
   if [ ${#failed[@]} -gt 0 ]; then
+    # The end of a CI log may be all that is kept: each failed job's gist (the fuzz scripts print one,
+    # tests/fuzz/report_failure.sh) or its last lines come again here, after the table.
+    for job in "${failed[@]}"; do
+      log="build-ci/$job.log"
+      echo "---- why $job failed ($log)"
+      if grep -q '^---- gist$' "$log"; then
+        sed -n '/^---- gist$/,/^---- end of gist$/p' "$log" | sed '1d;$d' | tail -n 12
+      else
+        tail -n 6 "$log" | cut -c1-300
+      fi
+    done
     echo "FAILED: ${failed[*]}"
     exit 1
   fi

@@ -81,7 +81,7 @@ if [ "$status" -ne 0 ] || [ -n "$found" ] || grep -qE "^==[0-9]+==ERROR|^SUMMARY
   echo "${found:-none written}" >&2
   echo "reproduce one: (cd $workdir && ulimit -s 65536 && $build/fuzz_front FILE)" >&2
   # shellcheck disable=SC2086 # one reproducer per word
-  bash "$root/tests/fuzz/report_failure.sh" "$log" $found >&2
+  bash "$root/tests/fuzz/report_failure.sh" "$log" "$build/fuzz_front" "$workdir" $found >&2
   exit 1
 fi
 echo "fuzz: no crash, leak or timeout"

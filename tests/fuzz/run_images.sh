@@ -45,7 +45,7 @@ found="$(find "$artifacts" -type f -newer "$marker" | sort)"
 if [ "$status" -ne 0 ] || [ -n "$found" ]; then
   echo "fuzz: FAILED (exit $status); reproducers: ${found:-none}; log $log" >&2
   # shellcheck disable=SC2086 # one reproducer per word
-  bash "$root/tests/fuzz/report_failure.sh" "$log" $found >&2
+  bash "$root/tests/fuzz/report_failure.sh" "$log" "$build/fuzz_images" "$build" $found >&2
   exit 1
 fi
 echo "fuzz: no crash, leak or timeout"
