@@ -19,6 +19,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "runtime/io/compression.h"
 
@@ -59,6 +61,16 @@ class InputStream {
   /// Copies up to n bytes into dst and consumes them; returns fewer than n only at the end.
   size_t read(void* dst, size_t n);
 
+  /// Keeps every byte that peek() has returned so far where it is, for as long as the caller keeps
+  /// the returned pointer: when the stream next needs room it goes on in another buffer (one that no
+  /// caller holds any more, or a new one) instead of moving or overwriting those bytes. A record
+  /// reader uses it to hand out records that stay valid after it reads on, without copying them
+  /// (the tfrecord source frames a chunk of records as views, parsed later on another thread).
+  /// Holders must release the pointer on the thread that reads the stream, or synchronize with it.
+  std::shared_ptr<const char[]> hold_buffer() const { return buf_; }
+  /// The buffer peek() currently returns views of: equal for views that one hold_buffer() covers.
+  const char* buffer_data() const { return buf_.get(); }
+
  protected:
   InputStream(std::string name, Compression compression, size_t buffer_size);
   /// Writes up to `capacity` (> 0) bytes of the stream to dst; returns 0 only at the end. Throws
@@ -67,11 +79,15 @@ class InputStream {
 
  private:
   std::string_view peek_slow(size_t n);
+  // Makes buf_ a buffer of at least `cap` bytes that no holder shares, the unconsumed bytes at its start.
+  void move_to_unheld_buffer(size_t cap);
 
   std::string name_;
   Compression compression_;
-  std::unique_ptr<char[]> buf_;
+  std::shared_ptr<char[]> buf_;
   size_t cap_ = 0;
+  // Buffers left behind while held (hold_buffer), with their capacities: reused once nobody holds them.
+  std::vector<std::pair<std::shared_ptr<char[]>, size_t>> left_behind_;
   size_t pos_ = 0;  // first unconsumed byte in buf_
   size_t end_ = 0;  // one past the last valid byte in buf_
   uint64_t offset_ = 0;

@@ -4,7 +4,8 @@
 //   std::string_view record;
 //   while (reader.next(record)) use(record);
 //
-// Records are returned as views of the reader's buffer (no copy for records that fit in it).
+// Records are returned as views of the reader's buffer (no copy for records that fit in it); a caller
+// that keeps them longer holds the buffer (hold_buffer).
 // Every problem is a DataError carrying the file, the record index and the byte offset of the
 // record's start (in the decompressed stream for gzip/zlib):
 //   truncated header / truncated data, length CRC mismatch, data CRC mismatch,
@@ -51,6 +52,12 @@ class TFRecordReader {
   /// stored CRC (tfrecord::data_crc_matches), and a mismatch is reported as the reader would:
   /// tfrecord::kDataCrcMismatch at the record's index and start (offset() before that next()).
   void set_verify_data_crc(bool verify) { options_.verify_data_crc = verify; }
+
+  /// Keeps the records returned so far valid while the caller holds the pointer, though the reader
+  /// reads on (InputStream::hold_buffer): a record returned after the last call is covered when
+  /// buffer_data() has not changed since.
+  std::shared_ptr<const char[]> hold_buffer() const { return stream_->hold_buffer(); }
+  const char* buffer_data() const { return stream_->buffer_data(); }
 
   /// Records returned so far (= the index of the next record).
   int64_t records_read() const { return index_; }

@@ -15,9 +15,11 @@ namespace pipec::testing {
 
 /// Writes `n` records with ids first_id, first_id + 1, ...: d = 194 bytes derived from the id, s = the
 /// id. The record at index `short_d` (if any) has a d of 193 bytes, which a schema's bytes[194] rejects.
-inline void write_positions(const std::filesystem::path& path, int64_t first_id, int n, int short_d = -1) {
+inline void write_positions(const std::filesystem::path& path, int64_t first_id, int n, int short_d = -1,
+                            Compression compression = Compression::None) {
   TFRecordWriterOptions o;
   o.sync = false;
+  o.compression = compression;
   TFRecordWriter w(path.string(), o);
   for (int i = 0; i < n; ++i) {
     int64_t id = first_id + i;

@@ -105,6 +105,32 @@ TEST(ParseOnPool, TheSameRecordsInTheSameOrderAtAnyThreadCountAndChunkSize) {
     }
 }
 
+// Records are framed where their reader read them (the chunk holds the read buffer, nothing is copied)
+// and parsed later on a worker, while the reader reads on: with files of several read buffers each,
+// plain and gzip, read here or ahead, every record must still be the one in the file.
+TEST(ParseOnPool, RecordsLeftInTheReadBuffersStayIntactUntilParsed) {
+  ScratchDir d;
+  const int lengths[] = {5000, 3, 4200};  // ~230 bytes each: up to 1.1 MB, several 256 KB buffers a file
+  for (int f = 0; f < 3; ++f) {
+    write_positions(d / fmt::format("pos-{}.tfrecord", f), f * 10000, lengths[f]);
+    write_positions(d / fmt::format("gz-{}.tfrecord.gz", f), f * 10000, lengths[f], -1, Compression::Gzip);
+  }
+  write_spec(d / "p.pipe", kSpec);
+  write_spec(d / "gz.pipe",
+             "source s = tfrecord(\"gz-*.tfrecord.gz\", compression = gzip) {\n  d: bytes[194]\n  s: i64\n}\n"
+             "pipeline p = s | interleave(cycle_length = 2, block_length = 3) | batch(5) | prefetch(2)\n");
+  for (const char* spec : {"p.pipe", "gz.pipe"}) {
+    const Outcome want = run_spec(d / spec, 1, 1024, false, 0);
+    ASSERT_EQ(want.error, "") << spec;
+    ASSERT_EQ(want.rows.size(), 5000u + 3 + 4200) << spec;
+    for (int threads : {1, 3})
+      for (int64_t rows : {7, 1024, 4096})
+        for (int64_t ahead : {0, 1})
+          EXPECT_EQ(run_spec(d / spec, threads, rows, true, ahead), want)
+              << spec << ", " << threads << " threads, chunks of " << rows << ", files read ahead " << ahead;
+  }
+}
+
 // Inline, a chunk's records are all framed (a data CRC error thrown then) before any is parsed. So a
 // record that does not parse stops the run before a damaged record in a later chunk, and a damaged
 // record stops it before one that does not parse earlier in the same chunk.

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 #include "runtime/io/errors.h"
@@ -114,6 +117,84 @@ TEST(IoInputStream, GzipAndZlibRoundTrip) {
     EXPECT_EQ(drain(*in), data);
     EXPECT_EQ(in->offset(), data.size());  // offsets count decompressed bytes
   }
+}
+
+// hold_buffer(): pieces peeked and consumed stay byte for byte what the stream delivered while their
+// buffer is held, though the stream reads on (refills, a piece larger than the buffer that makes it
+// grow, compressed streams), and buffers let go are used again rather than new ones allocated.
+TEST(IoInputStream, HeldBytesStayWhileTheStreamReadsOn) {
+  const std::string data = random_text(600000, 3);
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind == 0 ? "plain" : kind == 1 ? "gzip" : "zlib");
+    const size_t buffer = 4096;
+    std::unique_ptr<InputStream> in =
+        kind == 0 ? open_memory_stream("m", data, buffer)
+                  : open_decompressing_stream(open_memory_stream("m", zlib_compress(data, kind == 1), 1000),
+                                              kind == 1 ? Compression::Gzip : Compression::Zlib, buffer);
+    struct Piece {
+      std::string_view view;
+      uint64_t offset;
+    };
+    std::deque<Piece> pieces;                         // views kept, oldest first
+    std::deque<std::shared_ptr<const char[]>> holds;  // the buffers they lie in
+    std::deque<size_t> holds_needed;                  // pieces.size() when each hold was taken
+    std::set<const char*> buffers_seen;
+    std::mt19937_64 rng(kind);
+    size_t released = 0;
+    while (in->offset() < data.size()) {
+      // Mostly record-sized pieces, now and then one larger than the buffer.
+      size_t n = rng() % 8 == 0 ? buffer + rng() % (3 * buffer) : 1 + rng() % 700;
+      std::string_view v = in->peek(n);
+      ASSERT_FALSE(v.empty());
+      if (holds.empty() || holds.back().get() != in->buffer_data()) {
+        holds.push_back(in->hold_buffer());
+        holds_needed.push_back(released + pieces.size());
+      }
+      buffers_seen.insert(in->buffer_data());
+      pieces.push_back({v, in->offset()});
+      in->consume(v.size());
+      // Let the oldest pieces go with a lag: each is checked against the data before it goes.
+      while (pieces.size() > 40) {
+        const Piece& p = pieces.front();
+        ASSERT_EQ(p.view, std::string_view(data).substr(p.offset, p.view.size())) << "at offset " << p.offset;
+        pieces.pop_front();
+        ++released;
+        // A hold goes once no piece kept lies in its buffer (the next hold's first piece is kept).
+        while (holds.size() > 1 && holds_needed[1] <= released) {
+          holds.pop_front();
+          holds_needed.pop_front();
+        }
+      }
+    }
+    for (const Piece& p : pieces) EXPECT_EQ(p.view, std::string_view(data).substr(p.offset, p.view.size()));
+    EXPECT_GT(buffers_seen.size(), 2u);  // the stream did go on in other buffers
+  }
+}
+
+// A buffer that nobody holds any more is the one the stream goes on in next, not a new allocation; and
+// with no holder the stream keeps its one buffer.
+TEST(IoInputStream, ABufferLetGoIsUsedAgain) {
+  const std::string data = random_text(100000, 4);
+  auto in = open_memory_stream("m", data, 1024);
+  auto read_past_the_buffer = [&] {
+    const char* at = in->buffer_data();
+    for (int i = 0; in->buffer_data() == at; ++i) {
+      ASSERT_LT(i, 100) << "the stream never left its held buffer";
+      in->consume(in->peek(100).size());
+    }
+  };
+  const char* a = in->buffer_data();
+  std::shared_ptr<const char[]> hold_a = in->hold_buffer();
+  read_past_the_buffer();
+  const char* b = in->buffer_data();
+  EXPECT_NE(b, a);
+  hold_a.reset();
+  std::shared_ptr<const char[]> hold_b = in->hold_buffer();
+  read_past_the_buffer();
+  EXPECT_EQ(in->buffer_data(), a);  // b is held: back to a
+  hold_b.reset();
+  for (int i = 0; i < 100; ++i) in->consume(in->peek(100).size());
+  EXPECT_EQ(in->buffer_data(), a);  // nothing held: refilled in place
 }
 
 TEST(IoInputStream, NoneIsPassThrough) {

@@ -189,6 +189,7 @@ class TFRecordSource : public ChunkIterator {
         throw StageError(spec(), e);  // names the source's place in the spec too
       }
       if (framed_.records.empty()) return false;
+      framed_.seal();
       out = parse(framed_);
     }
     out.first_index = produced_;
@@ -206,15 +207,30 @@ class TFRecordSource : public ChunkIterator {
   };
 
   // The records of one chunk, framed, with each one's file (index into files_) and index in its file.
+  // A record read here stays where its reader read it: the chunk holds that read buffer until it is
+  // parsed (TFRecordReader::hold_buffer), so framing copies nothing. A record read ahead on another
+  // thread is copied (its reader's blocks go back to it). Holds are let go on the source's thread.
   struct Framed {
-    RecordBatch records;
+    std::vector<std::string_view> records;             // in held read buffers, or in `copies` once sealed
+    std::vector<std::shared_ptr<const char[]>> holds;  // the read buffers those views point into
+    RecordBatch copies;                                // the records read ahead, copied
+    std::vector<size_t> copied_rows;                   // their rows
+    uint64_t bytes = 0;                                // of all its records
     std::vector<int64_t> file, index;
     std::vector<Unchecked> unchecked;
     void clear() {
       records.clear();
+      holds.clear();
+      copies.clear();
+      copied_rows.clear();
+      bytes = 0;
       file.clear();
       index.clear();
       unchecked.clear();
+    }
+    // Once framing is done (`copies` no longer grows): the copied records' views.
+    void seal() {
+      for (size_t k = 0; k < copied_rows.size(); ++k) records[copied_rows[k]] = copies[k];
     }
   };
 
@@ -275,8 +291,9 @@ class TFRecordSource : public ChunkIterator {
         break;
       }
       if (!p.error) {
-        const uint64_t bytes = 2 * framed->records.byte_size();
-        largest_framed_ = std::max<uint64_t>(largest_framed_, framed->records.byte_size());
+        framed->seal();
+        const uint64_t bytes = 2 * framed->bytes;
+        largest_framed_ = std::max<uint64_t>(largest_framed_, framed->bytes);
         if (ctx_.memory && p.charged > 0 && bytes > p.charged) {
           ctx_.memory->add_optional(stage_, bytes - p.charged);  // here already: it counts
           p.charged = bytes;
@@ -320,6 +337,7 @@ class TFRecordSource : public ChunkIterator {
   void clear_parsing() {
     for (Parsing& p : parsing_) {
       if (p.chunk.valid()) p.chunk.wait();
+      if (p.framed) p.framed->clear();  // its holds, let go here (a task's copy may outlive it)
       release(p);
     }
     parsing_.clear();
@@ -384,7 +402,20 @@ class TFRecordSource : public ChunkIterator {
         if (got) {
           if (crc_on_workers)
             into.unchecked.push_back({into.records.size(), load_le32(rec.data() + rec.size()), start});
-          into.records.append(rec);
+          if (slot.reader) {
+            // Held, not copied: the chunk keeps the reader's buffer (it is checked against the holds
+            // taken last, as a chunk's records mostly come from one buffer of each file in turn).
+            const char* buffer = slot.reader->buffer_data();
+            if (std::find_if(into.holds.rbegin(), into.holds.rend(),
+                             [&](const auto& h) { return h.get() == buffer; }) == into.holds.rend())
+              into.holds.push_back(slot.reader->hold_buffer());
+            into.records.push_back(rec);
+          } else {
+            into.copied_rows.push_back(into.records.size());
+            into.copies.append(rec);
+            into.records.emplace_back();
+          }
+          into.bytes += rec.size();
           into.file.push_back(slot.file);
           into.index.push_back(slot.consumed);
           ++slot.consumed;
@@ -426,8 +457,8 @@ class TFRecordSource : public ChunkIterator {
 
   // Parses a chunk's records; on the pool, only reads this source's constant members (the parser, the
   // file names, the spec).
-  Chunk parse(Framed& framed) const {
-    const std::vector<std::string_view>& records = framed.records.views();
+  Chunk parse(const Framed& framed) const {
+    const std::vector<std::string_view>& records = framed.records;
     for (const Unchecked& u : framed.unchecked) {
       if (tfrecord::data_crc_matches(records[u.row], u.stored_crc)) continue;
       DataLocation where{.file = files_[framed.file[u.row]],
