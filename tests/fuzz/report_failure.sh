@@ -21,11 +21,12 @@ workdir="$3"
 shift 3
 minimize_seconds="${PIPEC_FUZZ_MINIMIZE_SECONDS:-30}"
 
-report_regex='==[0-9]+== ?ERROR|runtime error:|deadly signal|ALARM: working on the last Unit|out-of-memory'
+report_regex='==[0-9]+== ?ERROR|runtime error:|deadly signal|ALARM: working on the last Unit|out-of-memory|Slowest unit: '
 start=""
 if [ -f "$log" ]; then
   # From the first report line ("==PID==ERROR: ...", a UBSan "runtime error:", libFuzzer's "deadly
-  # signal", timeout or out-of-memory) to 60 lines after it: the stack is there.
+  # signal", timeout, out-of-memory, or a unit slower than 10 s, which libFuzzer writes as slow-unit-*
+  # without stopping) to 60 lines after it: the stack is there.
   start="$(grep -n -m 1 -E "$report_regex" "$log" | cut -d: -f1)"
   if [ -n "$start" ]; then
     echo "---- the report, from $log:$start"
