@@ -68,7 +68,7 @@ echo "---- gist"
 if [ -n "$start" ]; then
   tail -n +"$start" "$log" | head -n 1 | cut -c1-300
   # The first frames that are the project's code, not the sanitizer's or libFuzzer's.
-  tail -n +"$start" "$log" | head -n 60 | grep -E '^ *#[0-9]+ ' | grep -vE 'fuzzer::|libFuzzer|compiler-rt|sanitizer_common|/asan/|/ubsan/|libc\.so|__libc_start| in main | in _start ' |
+  tail -n +"$start" "$log" | head -n 60 | grep -E '^ *#[0-9]+ ' | grep -vE 'fuzzer::|libFuzzer|compiler-rt|sanitizer_common|/asan/|/ubsan/|libc\.so|__libc_start| in main | in _start |__interceptor_' |
     head -n 4 | cut -c1-300
   grep -m 1 -E '^SUMMARY: ' "$log" | cut -c1-300
 else
