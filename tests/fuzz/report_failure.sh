@@ -25,8 +25,8 @@ report_regex='==[0-9]+== ?ERROR|runtime error:|deadly signal|ALARM: working on t
 start=""
 if [ -f "$log" ]; then
   # From the first report line ("==PID==ERROR: ...", a UBSan "runtime error:", libFuzzer's "deadly
-  # signal", timeout, out-of-memory, or a unit slower than 10 s, which libFuzzer writes as slow-unit-*
-  # without stopping) to 60 lines after it: the stack is there.
+  # signal", timeout, out-of-memory, or a unit slower than the fuzz script's bound, which libFuzzer
+  # writes as slow-unit-* without stopping) to 60 lines after it: the stack is there.
   start="$(grep -n -m 1 -E "$report_regex" "$log" | cut -d: -f1)"
   if [ -n "$start" ]; then
     echo "---- the report, from $log:$start"
@@ -44,7 +44,7 @@ for f in "$@"; do
     (cd "$workdir" && ulimit -s 65536 2>/dev/null
      ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
        timeout $((minimize_seconds + 30)) "$fuzzer" -minimize_crash=1 -max_total_time="$minimize_seconds" \
-         -timeout=10 -rss_limit_mb=2048 -exact_artifact_path="$f.min" "$f") >"$f.min.log" 2>&1
+         -timeout=25 -rss_limit_mb=2048 -exact_artifact_path="$f.min" "$f") >"$f.min.log" 2>&1
     if [ -s "$f.min" ] && [ "$(stat -c %s "$f.min")" -lt "$(stat -c %s "$f")" ]; then
       shown="$f.min"
     fi

@@ -59,6 +59,11 @@ log="$build/fuzz_front.log"
 # accepts (sema recurses once or twice per level) overflow the usual 8 MB stack only under ASan. The
 # fuzzer gets 64 MB, as much room relative to its frames as a release build has with 8 MB.
 ulimit -s 65536 2>/dev/null || ulimit -s "$(ulimit -H -s)" 2>/dev/null || true
+# One input may take this long before it counts as a hang (a timeout-* reproducer; libFuzzer's
+# slow-unit-* report starts at the same bound, so nothing slower passes quietly). The slowest inputs
+# the fuzzer makes, 4000-deep operator chains with errors, take about 2 s under ASan on 2 cores; at a
+# 10 s bound, one failed a run on a machine busy with other work (13 s): noise, not a hang.
+unit_seconds=25
 mode=()
 [ "${PIPEC_FUZZ_KEEP_GOING:-0}" = 1 ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 marker="$build/.fuzz_started"
@@ -66,7 +71,8 @@ touch "$marker"
 set +e
 (cd "$workdir" && ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  "$build/fuzz_front" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+  "$build/fuzz_front" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=65536 \
+    -timeout="$unit_seconds" -report_slow_units="$unit_seconds" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" "${mode[@]}" 2>&1) | tee "$log" | grep -E "^#|ERROR|SUMMARY|Done|stat::" | tail -n 40
 status=${PIPESTATUS[0]}
 set -e
