@@ -21,13 +21,17 @@ constexpr size_t kMostLeftBehind = 4;
 void InputStream::move_to_unheld_buffer(size_t cap) {
   std::shared_ptr<char[]> next;
   size_t next_cap = 0;
-  for (auto it = left_behind_.begin(); it != left_behind_.end(); ++it) {
+  for (auto it = left_behind_.begin(); it != left_behind_.end();) {
     // Only left_behind_ holds it: every holder let it go (on this thread, so nothing reads it now).
-    if (it->first.use_count() == 1 && it->second >= cap) {
+    const bool free = it->first.use_count() == 1;
+    if (free && it->second >= cap && !next) {
       next = std::move(it->first);
       next_cap = it->second;
-      left_behind_.erase(it);
-      break;
+      it = left_behind_.erase(it);
+    } else if (free && it->second < cap) {
+      it = left_behind_.erase(it);  // from before the buffer grew: never big enough again
+    } else {
+      ++it;
     }
   }
   if (!next) {

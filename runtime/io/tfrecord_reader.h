@@ -54,8 +54,8 @@ class TFRecordReader {
   void set_verify_data_crc(bool verify) { options_.verify_data_crc = verify; }
 
   /// Keeps the records returned so far valid while the caller holds the pointer, though the reader
-  /// reads on (InputStream::hold_buffer): a record returned after the last call is covered when
-  /// buffer_data() has not changed since.
+  /// reads on (InputStream::hold_buffer). A hold covers every record returned while buffer_data()
+  /// stays what it was when the hold was taken.
   std::shared_ptr<const char[]> hold_buffer() const { return stream_->hold_buffer(); }
   const char* buffer_data() const { return stream_->buffer_data(); }
 
