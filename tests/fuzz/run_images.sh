@@ -34,9 +34,10 @@ echo "fuzz: $(ls "$seeds" | wc -l) seed files; running for ${seconds}s"
 log="$build/fuzz_images.log"
 marker="$build/.fuzz_images_started"
 touch "$marker"
+unit_seconds=25  # when one input counts as a hang: tests/fuzz/run.sh says why
 set +e
 ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  "$build/fuzz_images" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=200000 -timeout=25 -report_slow_units=25 \
+  "$build/fuzz_images" "$corpus" "$seeds" -max_total_time="$seconds" -max_len=200000 -timeout="$unit_seconds" -report_slow_units="$unit_seconds" \
   -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1
 status=$?
 set -e
