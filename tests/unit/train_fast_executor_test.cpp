@@ -288,6 +288,27 @@ TEST(FastExecutor, LayersUnderTheThresholdRunOnOneThread) {
   EXPECT_EQ(threaded.serial_ops(), 0);
 }
 
+// A Winograd layer whose first calls do not repeat goes direct (conv2d.cpp; made to differ here): the
+// step then computes what `--conv direct` computes, bit for bit, and the description says why.
+TEST(FastExecutor, WinogradThatDoesNotRepeatGivesTheDirectStep) {
+  TrainProgram t = testing::compile_train_jit(kChessSpec);
+  FastExecutorOptions differs{2}, direct{2};
+  differs.winograd_differs_for_testing = true;
+  direct.direct_conv = true;
+  FastExecutor refused(t.step, 3, differs), plain(t.step, 3, direct);
+  for (int s = 0; s < 3; ++s) {
+    Batch b = make_batch(t.step, 32, static_cast<uint64_t>(s));
+    const double l1 = refused.run(b.inputs, &b.target, s, OpCategory::Update);
+    const double l2 = plain.run(b.inputs, &b.target, s, OpCategory::Update);
+    EXPECT_EQ(l1, l2) << "step " << s + 1;
+  }
+  const bool avx512 = train::CpuKernels::isa().rfind("avx512_core", 0) == 0;  // where oneDNN has Winograd
+  EXPECT_EQ(refused.description().find("2 conv2d layers direct because oneDNN's Winograd gave two different "
+                                       "results") != std::string::npos,
+            avx512)
+      << refused.description();
+}
+
 // oneDNN splits a backward-weights reduction by thread, so 1 and 2 threads may round differently. The
 // difference is bounded: the losses of 5 chess steps on 1 and 2 threads agree to 1e-5 relative.
 TEST(FastExecutor, OneAndTwoThreadsAgree) {

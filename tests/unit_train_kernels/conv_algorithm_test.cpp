@@ -98,5 +98,65 @@ TEST(ConvAlgorithm, AutoMatchesTheF64Loops) {
   }
 }
 
+// One forward and backward of `op` on the chess net's first layer's data (batch 64): y, dx, dw, db.
+struct ConvRun {
+  std::vector<float> y, dx, dw, db;
+};
+ConvRun run_conv(Conv2dOp& op, const naive::Conv& p) {
+  const naive::Pad r = p.rows(), q = p.cols();
+  auto x = random_data(p.n * p.h * p.w * p.c, 51, 0, 1);
+  auto w = random_data(p.kh * p.kw * p.c * p.f, 52, -0.1, 0.1);
+  auto b = random_data(p.f, 53, -0.1, 0.1);
+  auto dy = random_data(p.n * r.out * q.out * p.f, 54, -1e-3, 1e-3);
+  ConvRun out{std::vector<float>(dy.size(), NAN), std::vector<float>(x.size(), NAN),
+              std::vector<float>(w.size(), NAN), std::vector<float>(b.size(), NAN)};
+  op.forward(x.data(), w.data(), b.data(), out.y.data());
+  op.backward(x.data(), w.data(), dy.data(), out.dx.data(), out.dw.data(), out.db.data());
+  return out;
+}
+
+void expect_bit_equal(const ConvRun& a, const ConvRun& b) {
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dw, b.dw);
+  EXPECT_EQ(a.db, b.db);
+}
+
+// A Winograd layer's first forward and backward each run twice and must repeat bit for bit (where they
+// do, here, the layer stays Winograd and later calls give the same bits as the first); at the machine's
+// thread count and at 16 threads.
+TEST(ConvAlgorithm, WinogradLayersRepeatTheirFirstCalls) {
+  const naive::Conv p{64, 8, 8, 24, 64, 3, 3, 1, 1, 1, 1, true};
+  for (int threads : {0, 16}) {
+    SCOPED_TRACE(threads);
+    CpuKernels kernels({threads, ActivationLayout::Nhwc, ConvAlgorithm::Auto});
+    Conv2dOp op(kernels, desc_of(p));
+    const ConvRun first = run_conv(op, p);
+    EXPECT_EQ(op.winograd(), has_avx512()) << op.implementation_forward();
+    EXPECT_FALSE(op.winograd_refused());
+    expect_bit_equal(run_conv(op, p), first);
+  }
+}
+
+// Where the two runs differ (made to, as on the Xeon where oneDNN's Winograd did not repeat), the layer
+// goes direct on that first call and gives the direct algorithm's bits; a layer of the same shape made
+// afterwards is direct from the start; the executor's description says so (train_run_test.cpp).
+TEST(ConvAlgorithm, AWinogradLayerThatDoesNotRepeatGoesDirect) {
+  const naive::Conv p{64, 8, 8, 24, 64, 3, 3, 1, 1, 1, 1, true};
+  CpuKernelOptions differs{0, ActivationLayout::Nhwc, ConvAlgorithm::Auto};
+  differs.winograd_differs_for_testing = true;
+  CpuKernels kernels(differs), direct({0, ActivationLayout::Nhwc, ConvAlgorithm::Direct});
+  Conv2dOp op(kernels, desc_of(p)), plain(direct, desc_of(p));
+  EXPECT_EQ(op.winograd(), has_avx512());
+  const ConvRun got = run_conv(op, p);
+  EXPECT_FALSE(op.winograd());
+  EXPECT_EQ(op.winograd_refused(), has_avx512());  // no Winograd to refuse without AVX-512
+  EXPECT_EQ(op.implementation_forward(), plain.implementation_forward());
+  expect_bit_equal(got, run_conv(plain, p));
+  Conv2dOp later(kernels, desc_of(p));
+  EXPECT_FALSE(later.winograd()) << later.implementation_forward();
+  EXPECT_EQ(later.winograd_refused(), has_avx512());
+}
+
 }  // namespace
 }  // namespace pipec::train

@@ -18,10 +18,24 @@ bool winograd_candidate(const Conv2dDesc& d, const CpuKernelOptions& o) {
          d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
 }
 
+
+// A 64-bit digest of `n` floats' bits: two runs' outputs compared without keeping a copy of either.
+uint64_t digest(const float* data, int64_t n, uint64_t h) {
+  if (data == nullptr) return h;
+  const auto* words = reinterpret_cast<const uint32_t*>(data);
+  for (int64_t i = 0; i < n; ++i) {
+    h = (h ^ words[i]) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 }  // namespace
 
 struct Conv2dOp::State {
+  CpuKernels* kernels = nullptr;
   std::unique_ptr<WeightedLayer> layer;
+  bool refused = false;  // Winograd did not repeat its results: the layer was remade direct
   // The input's rows and columns the windows reach (reached_region.h): all of them but for a stride
   // that leaves the last ones out, when x and dx go through the buffers below.
   ImageCorner reached;
@@ -60,6 +74,7 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     fail(what, "the output is empty: the window is larger than the input with valid padding");
 
   State& st = *state_;
+  st.kernels = &kernels;
   st.reached = {d.batch,
                 d.height,
                 d.width,
@@ -70,18 +85,35 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     st.x.resize(static_cast<size_t>(st.reached.part_elements()));
     st.dx.resize(st.x.size());
   }
+  check_tensor_sizes(what, {{"input", {d.batch, d.in_channels, st.reached.part_h, st.reached.part_w}},
+                            {"kernel", {d.filters, d.in_channels, d.kernel_h, d.kernel_w}},
+                            {"output", {d.batch, d.filters, rows_.out, cols_.out}}});
+  make_layer(winograd_candidate(d, kernels.options()));
+  // A shape another layer found not to repeat under Winograd goes direct at once.
+  const WeightedPrimitives& p = st.layer->primitives();
+  if (winograd() && (p.forward_repeats == WeightedPrimitives::Repeats::No ||
+                     p.backward_repeats == WeightedPrimitives::Repeats::No))
+    refuse_winograd();
+}
+
+void Conv2dOp::make_layer(bool try_winograd) {
+  const Conv2dDesc& d = desc_;
+  State& st = *state_;
+  CpuKernels& kernels = *st.kernels;
+  const std::string what = d.to_string();
   const Dims x_dims{d.batch, d.in_channels, st.reached.part_h, st.reached.part_w};
   const Dims w_dims{d.filters, d.in_channels, d.kernel_h, d.kernel_w};
   const Dims y_dims{d.batch, d.filters, rows_.out, cols_.out};
-  check_tensor_sizes(what, {{"input", x_dims}, {"kernel", w_dims}, {"output", y_dims}});
   const Dims strides{d.stride_h, d.stride_w};
   const Dims dilates{d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
   const Dims pad_l{rows_.pad_before, cols_.pad_before};
   const Dims pad_r{rows_.pad_after, cols_.pad_after};
   OpContext ctx(kernels, what);
-  const std::string key = fmt::format("conv2d {} {} {} layout {} {} bf16 {}", what, d.bias, d.activation.alpha,
-                                      int(kernels.options().activation_layout),
-                                      conv_algorithm_name(kernels.options().conv_algorithm), kernels.options().bf16);
+  // The key names the algorithm tried: a shape refused Winograd shares the set of `--conv direct`.
+  const ConvAlgorithm tried = try_winograd ? kernels.options().conv_algorithm : ConvAlgorithm::Direct;
+  const std::string key =
+      fmt::format("conv2d {} {} {} layout {} {} bf16 {}", what, d.bias, d.activation.alpha,
+                  int(kernels.options().activation_layout), conv_algorithm_name(tried), kernels.options().bf16);
   std::shared_ptr<WeightedPrimitives> prims = ctx.primitives<WeightedPrimitives>(key, [&] {
     using namespace dnnl;
     const dnnl::engine& e = ctx.engine();
@@ -104,7 +136,7 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
     // Winograd works on oneDNN's blocked layouts only: the activations are reordered from NHWC around
     // each call, which costs less than the multiplies it saves. oneDNN refuses the shapes (and CPUs) it
     // has no Winograd kernel for; those take the direct algorithm.
-    if (winograd_candidate(d, kernels.options())) {
+    if (try_winograd) {
       try {
         return make(algorithm::convolution_winograd, memory::format_tag::any);
       } catch (const dnnl::error&) {
@@ -115,25 +147,77 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   // Where the windows leave rows out, x goes through st.x (f32, widened from bf16 first).
   const UserLayouts user = user_layouts(kernels, x_dims, memory::format_tag::nhwc, w_dims, memory::format_tag::hwio,
                                         y_dims, memory::format_tag::nhwc, d.bf16_x && st.reached.whole(), d.bf16_dy);
-  state_->layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
+  st.layer.reset();  // a refused layer's buffers go before the direct one's are made
+  st.layer = std::make_unique<WeightedLayer>(std::move(ctx), prims, user, d.filters);
 }
+
+void Conv2dOp::refuse_winograd() {
+  state_->refused = true;
+  make_layer(false);
+}
+
+bool Conv2dOp::winograd_refused() const { return state_->refused; }
 
 Conv2dOp::~Conv2dOp() = default;
 Conv2dOp::Conv2dOp(Conv2dOp&&) noexcept = default;
 
+// The first call of a Winograd layer (forward, then backward) runs twice, the weights reordered again for
+// the second, and compares digests of what it wrote (ConvAlgorithm): a shape whose two runs differ is
+// remade direct and the call made again.
+template <class Call>
+void Conv2dOp::checked(bool forward, const Call& call, std::initializer_list<std::pair<const float*, int64_t>> outputs) {
+  State& st = *state_;
+  using Repeats = WeightedPrimitives::Repeats;
+  Repeats* verdict = nullptr;
+  if (winograd()) {
+    WeightedPrimitives& p = st.layer->primitives();
+    verdict = forward ? &p.forward_repeats : &p.backward_repeats;
+  }
+  if (verdict == nullptr || *verdict == Repeats::Yes) return call();
+  if (*verdict == Repeats::Unknown) {
+    auto run_digest = [&] {
+      call();
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (const auto& [data, n] : outputs) h = digest(data, n, h);
+      return h;
+    };
+    const uint64_t first = run_digest();
+    st.layer->forget_cached_weights();
+    const uint64_t second = run_digest();
+    const bool same = first == second && !st.kernels->options().winograd_differs_for_testing;
+    *verdict = same ? Repeats::Yes : Repeats::No;
+    if (same) return;
+  }
+  refuse_winograd();
+  call();
+}
+
 void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) {
   State& st = *state_;
-  if (st.reached.whole()) return st.layer->forward(x, w, b, y);
-  st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
-  st.layer->forward(st.x.data(), w, b, y);
+  const int64_t y_elements = desc_.batch * rows_.out * cols_.out * desc_.filters;
+  checked(
+      true,
+      [&] {
+        if (st.reached.whole()) return st.layer->forward(x, w, b, y);
+        st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
+        st.layer->forward(st.x.data(), w, b, y);
+      },
+      {{y, y_elements}});
 }
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   State& st = *state_;
-  if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
-  st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
-  st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
-  if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
+  const int64_t x_elements = desc_.batch * desc_.height * desc_.width * desc_.in_channels;
+  const int64_t w_elements = desc_.kernel_h * desc_.kernel_w * desc_.in_channels * desc_.filters;
+  checked(
+      false,
+      [&] {
+        if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
+        st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
+        st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
+        if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
+      },
+      {{dx, x_elements}, {dw, w_elements}, {db, db ? desc_.filters : 0}});
 }
 
 KernelMemory Conv2dOp::owned_memory() const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "runtime/train/dnnl/activation.h"
 #include "runtime/train/dnnl/cpu_kernels.h"
@@ -58,6 +59,9 @@ class Conv2dOp {
   /// True when the primitives multiply by Winograd's F(4x4, 3x3) (ConvAlgorithm::Auto on a shape oneDNN
   /// has it for).
   bool winograd() const { return implementation_forward().find("wino") != std::string::npos; }
+  /// True when Winograd was tried and gave two different results for one input (ConvAlgorithm): the layer
+  /// is then direct.
+  bool winograd_refused() const;
   /// The buffers this op owns (reordered weights and activations, copies of a reached region); the
   /// scratchpad and staging it shares are its CpuKernels' (shared_memory()).
   KernelMemory owned_memory() const;
@@ -65,6 +69,11 @@ class Conv2dOp {
   struct State;
 
  private:
+  void make_layer(bool try_winograd);
+  void refuse_winograd();
+  template <class Call>
+  void checked(bool forward, const Call& call, std::initializer_list<std::pair<const float*, int64_t>> outputs);
+
   Conv2dDesc desc_;
   WindowDim rows_, cols_;
   std::unique_ptr<State> state_;

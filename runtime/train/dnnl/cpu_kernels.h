@@ -30,6 +30,11 @@ inline const char* layout_name(ActivationLayout l) { return l == ActivationLayou
 /// 1, no dilation; AVX-512 CPUs) and the direct algorithm elsewhere: on the chess net's 8x8 boards it
 /// does the convolutions' work in about half the time, and its results differ from the direct
 /// algorithm's by about 1e-6 of the output's largest value (tests/unit/train_conv_algorithm_test.cpp).
+/// A Winograd layer's first forward and first backward each run twice, the second time from scratch
+/// (weights reordered again), and must give the same bits: oneDNN 2.6.3's Winograd kernels gave a
+/// different result on each run on a 16-core Intel Xeon (AMX), where the direct algorithm and one thread
+/// repeat exactly. A shape whose results differ takes the direct algorithm from then on
+/// (Conv2dOp::winograd_refused), for every layer of that shape.
 /// `Direct` always takes the direct algorithm (`pipec run --conv direct`).
 enum class ConvAlgorithm { Auto, Direct };
 inline const char* conv_algorithm_name(ConvAlgorithm a) { return a == ConvAlgorithm::Auto ? "auto" : "direct"; }
@@ -47,6 +52,9 @@ struct CpuKernelOptions {
   /// exact and the layer computes what the f32 kernels compute from the same values, up to the order of
   /// the f32 sums. Fast only where the CPU has bf16 instructions (native_bf16()).
   bool bf16 = false;
+  /// Tests only: conv2d's check of a Winograd layer's first calls (ConvAlgorithm) acts as if the two
+  /// runs had differed, so the fallback to the direct algorithm can be tested on any CPU.
+  bool winograd_differs_for_testing = false;
 };
 
 /// Memory the kernels hold of their own, beside the caller's buffers: what a training step's memory

@@ -235,6 +235,8 @@ class Staged {
   void output_done(float* data, dnnl::stream& s);
   /// The primitive-layout buffer as last written (only when reorders()).
   memory staged() const { return prim_; }
+  /// Makes the next input_cached() reorder again whatever it is passed.
+  void forget_cached() { cached_ptr_ = nullptr; }
 
  private:
   memory prim_memory();  // prim_, pointed at its shared slot when it has one

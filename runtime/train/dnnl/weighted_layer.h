@@ -21,6 +21,10 @@ struct WeightedPrimitives {
   std::string impl_forward, impl_backward_data, impl_backward_weights;
   bool bias = true;
   size_t scratchpad = 0;  // the most bytes of scratchpad one of the three needs (SharedScratchpad)
+  // Whether the primitives gave the same results twice for one input (conv2d checks its Winograd sets
+  // on their first calls, conv2d.cpp): unknown until an op has checked, for every op sharing the set.
+  enum class Repeats { Unknown, Yes, No };
+  Repeats forward_repeats = Repeats::Unknown, backward_repeats = Repeats::Unknown;
 };
 
 /// The memory descriptors a layer's three primitives are made from: what a primitive reads (`*_in`: x for
@@ -85,6 +89,12 @@ class WeightedLayer {
   void forward(const float* x, const float* w, const float* b, float* y);
   void backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
   const WeightedPrimitives& primitives() const { return *prims_; }
+  WeightedPrimitives& primitives() { return *prims_; }
+  /// The next call reorders the weights again (a repeated call must redo all of its work).
+  void forget_cached_weights() {
+    w_fwd_.forget_cached();
+    w_bd_.forget_cached();
+  }
   /// The buffers this layer owns: reordered weights and weight gradients, the forward's reordered x.
   KernelMemory owned_memory() const;
 

@@ -151,7 +151,8 @@ bool use_bf16_kernels(const ModelGraph& g, CpuBf16 choice) {
 struct FastExecutor::Kernels {
   Kernels(const FastExecutorOptions& o, bool bf16)
       : cpu(train::CpuKernelOptions{o.threads, train::ActivationLayout::Nhwc,
-                                    o.direct_conv ? train::ConvAlgorithm::Direct : train::ConvAlgorithm::Auto, bf16}) {}
+                                    o.direct_conv ? train::ConvAlgorithm::Direct : train::ConvAlgorithm::Auto, bf16,
+                                    o.winograd_differs_for_testing}) {}
 
   train::CpuKernels cpu;
   std::vector<WeightedGroup> groups;
@@ -417,13 +418,17 @@ std::string FastExecutor::description() const {
   // Which algorithm the conv2d layers got, once a step has made their ops (the full batch's).
   std::string conv;
   if (!kernels_->ops.empty()) {
-    int convs = 0, winograd = 0;
+    int convs = 0, winograd = 0, refused = 0;
     for (const NodeOps& o : kernels_->ops.rbegin()->second)
-      if (o.conv) ++convs, winograd += o.conv->winograd();
+      if (o.conv) ++convs, winograd += o.conv->winograd(), refused += o.conv->winograd_refused();
     if (convs > 0)
       conv = winograd == convs ? ", conv2d by Winograd (--conv direct for the direct algorithm)"
              : winograd > 0    ? fmt::format(", {} of {} conv2d layers by Winograd", winograd, convs)
                                : ", conv2d direct";
+    if (refused > 0)
+      conv += fmt::format(" ({} conv2d layer{} direct because oneDNN's Winograd gave two different results for one "
+                          "input on this CPU)",
+                          refused, refused == 1 ? "" : "s");
   }
   // Under mixed_bf16: which kernels the layers multiply on, and why.
   std::string bf16;

@@ -52,6 +52,9 @@ struct FastExecutorOptions {
   int threads = 0;
   /// conv2d's algorithm: Winograd where oneDNN has it unless `direct` (`pipec run --conv direct`).
   bool direct_conv = false;
+  /// Tests only: every Winograd layer's first-call check acts as if its two runs had differed
+  /// (train::CpuKernelOptions::winograd_differs_for_testing).
+  bool winograd_differs_for_testing = false;
   /// The buffers never change after the first run (a served model: no optimizer, weights loaded once
   /// before it): each op reorders its weights into oneDNN's layout once, not at every step.
   bool constant_weights = false;
