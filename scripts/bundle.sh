@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Makes dist/pipec-bundle/: pipec, gpu_tests and gpu_bench that run on a Linux x86-64 machine with glibc
-# >= this one's (Debian 12: 2.36) and none of our Debian packages, e.g. a GPU machine with only a
-# driver and Python. LLVM 14, antlr4-runtime, zlib, libpng and libjpeg are linked from their static
-# archives, libstdc++ and libgcc statically; libfmt.so (Debian has no static one) is shipped in lib/
-# beside the binaries and found through an $ORIGIN rpath; stdlib/ is copied in. libcuda and NVRTC are
-# opened with dlopen at run time: the driver's libcuda from the loader path, NVRTC from the loader path,
-# the CUDA toolkit or NVIDIA's pip wheels (PyTorch brings nvidia-cuda-nvrtc), so they are not shipped.
+# Makes dist/pipec-bundle/: pipec, gpu_tests, gpu_bench and the hand-written chess loop that run on a
+# Linux x86-64 machine with glibc >= this one's (Debian 12: 2.36) and none of our Debian packages, e.g. a
+# GPU machine with only a driver and Python. LLVM 14, antlr4-runtime, zlib, libpng and libjpeg are linked
+# from their static archives, libstdc++ and libgcc statically; libfmt.so (Debian has no static one) is
+# shipped in lib/ beside the binaries and found through an $ORIGIN rpath; stdlib/ is copied in. libcuda
+# and NVRTC are opened with dlopen at run time: the driver's libcuda from the loader path, NVRTC from the
+# loader path, the CUDA toolkit or NVIDIA's pip wheels (PyTorch brings nvidia-cuda-nvrtc), so they are
+# not shipped.
 # Then it packs the folder into dist/pipec-bundle.tar.xz, the one file to copy beside the repository to
 # the GPU machine, where tests/gpu/run.sh unpacks it.
 #
@@ -50,10 +51,18 @@ mkdir -p "$out/lib"
 cp build-bundle/pipec build-bundle/tests/gpu_tests build-bundle/bench/gpu_bench "$out/"
 strip "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"
 cp -r stdlib "$out/stdlib"
+# The hand-written chess loop (bench/chess/handwritten.cpp), the input path's reference, so that
+# bench/chess/curve.sh runs it beside pipec on the GPU machine's cores: built for x86-64-v3 (AVX2) and v4
+# (AVX-512), the curve takes the one the CPU runs; libstdc++, libgcc and zlib linked in, libfmt from lib/.
+for level in v3 v4; do
+  g++ -std=c++20 -O3 -march=x86-64-$level -DNDEBUG -I. bench/chess/handwritten.cpp build-bundle/runtime/libpipec_runtime.a \
+    -lfmt -l:libz.a -lpthread -ldl -static-libstdc++ -static-libgcc -Wl,-rpath,'$ORIGIN/lib' -o "$out/chess_handwritten_$level"
+done
+strip "$out"/chess_handwritten_*
 # Shared libraries the binaries still need beyond the C/C++ library level are shipped beside them
 # (libstdc++ is allowed: libfmt.so, shipped, needs the system one).
 allowed='linux-vdso|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|ld-linux|libgcc_s\.so|libstdc\+\+\.so'
-for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"; do
+for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out"/chess_handwritten_*; do
   ldd "$bin" | awk '$3 ~ /^\// { print $1, $3 }' | while read -r name path; do
     if ! echo "$name" | grep -Eq "$allowed" && [ ! -e "$out/lib/$name" ]; then cp -L "$path" "$out/lib/$name"; fi
   done
@@ -79,7 +88,7 @@ fi
 # own dependencies (libdnnl needs libgomp and libOpenCL) have no $ORIGIN rpath and are found through
 # LD_LIBRARY_PATH, which tests/gpu/run.sh sets to lib/.
 status=0
-for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"; do
+for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out"/chess_handwritten_*; do
   while read -r name path; do
     if echo "$name" | grep -Eq "$allowed"; then continue; fi
     case "$path" in

@@ -314,13 +314,13 @@ train_resume() {
   "$pipec" run "$spec" --steps 30 --device $dev --checkpoint "$dir/ckpt" --checkpoint-every 5 \
     --metrics "$dir/m.jsonl" --save "$dir/resumed.safetensors" -q >>"$log" 2>&1 &
   local pid=$! waited=0
-  while [ "$(wc -l <"$dir/m.jsonl" 2>/dev/null || echo 0)" -lt 12 ] && kill -0 $pid 2>/dev/null && [ $waited -lt 600 ]; do
+  while [ "$(cat "$dir/m.jsonl" 2>/dev/null | wc -l)" -lt 12 ] && kill -0 $pid 2>/dev/null && [ $waited -lt 600 ]; do
     sleep 0.1; waited=$((waited + 1))
   done
   kill -9 $pid 2>/dev/null
   wait $pid 2>/dev/null
   local killed_at
-  killed_at=$(wc -l <"$dir/m.jsonl" 2>/dev/null || echo 0)
+  killed_at=$(cat "$dir/m.jsonl" 2>/dev/null | wc -l)
   step "resume: --resume" 60 "$log" "$pipec" run "$spec" --steps 30 --device $dev --checkpoint "$dir/ckpt" \
     --checkpoint-every 5 --resume --save "$dir/resumed.safetensors" -q
   local rc=$?
@@ -329,6 +329,29 @@ train_resume() {
     record "train resume" ok "killed (-9) after step $killed_at of 30, resumed: weights bit-equal to an uninterrupted run"
   else
     record "train resume" FAIL "killed after step $killed_at: resume $(rc_text $rc), weights $(cmp "$dir/whole.safetensors" "$dir/resumed.safetensors" 2>&1 | head -1)"
+  fi
+}
+
+# The CPU side the GPU runs are compared with must itself repeat: chess in fp32 on the fast executor
+# (every core, Winograd convolutions where oneDNN has them) three times from the same seed, every step's
+# loss bit-equal. oneDNN 2.6.3's Winograd once gave a different loss on each run on a GPU machine's
+# 16-core Xeon; a Winograd layer now checks its first calls and goes direct when they differ
+# (docs/design.md, "The fast executor"). The executor line says which the layers took.
+cpu_repeats() {
+  local log=$out/e2e.log spec i
+  spec=$(spec_with_precision examples/chess/chess.pipe fp32)
+  for i in 1 2 3; do
+    step "cpu repeat $i" 60 "$log" "$pipec" run "$spec" --steps 6 --device cpu --metrics "$scratch/repeat-$i.jsonl" ||
+      { record "cpu repeats" FAIL "run $i: exit $?"; rm -f "$spec"; return; }
+  done
+  rm -f "$spec"
+  local losses=() executor
+  for i in 1 2 3; do losses+=("$(grep -o '"loss":[^,]*' "$scratch/repeat-$i.jsonl" | paste -sd ' ')"); done
+  executor=$(grep -o 'executor .*' "$log" | tail -1 | grep -o 'conv2d [^;]*' | head -1 | cut -c1-200)
+  if [ -n "${losses[0]}" ] && [ "${losses[0]}" = "${losses[1]}" ] && [ "${losses[0]}" = "${losses[2]}" ]; then
+    record "cpu repeats" ok "chess fp32 on $(nproc) cores: 3 runs, 6 losses each, bit-equal; ${executor:-}"
+  else
+    record "cpu repeats" FAIL "chess fp32 on $(nproc) cores: losses differ between runs (${losses[0]:0:60} / ${losses[1]:0:60}); ${executor:-}"
   fi
 }
 
@@ -343,6 +366,7 @@ gpu_training() {
   # Chess (batch 512) and segmentation (batch 3 of 512x512) for 20 steps per precision, deblur for 2.
   # Bounds: fp32 1e-4 (rounding over 20 Adam steps), mixed 2e-2 (a 16-bit rounding flipped by an ulp of
   # f32 moves a value by 2^-8 in bf16; docs/design.md's trajectory bounds).
+  cpu_repeats
   local p b
   for p in fp32 mixed_bf16 mixed_fp16; do
     b=1e-4; [ $p != fp32 ] && b=2e-2
