@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Makes dist/pipec-bundle/: pipec, gpu_tests, gpu_bench and the hand-written chess loop that run on a
-# Linux x86-64 machine with glibc >= this one's (Debian 12: 2.36) and none of our Debian packages, e.g. a
-# GPU machine with only a driver and Python. LLVM 14, antlr4-runtime, zlib, libpng and libjpeg are linked
+# Makes dist/pipec-bundle/: pipec, gpu_tests, gpu_bench, train_step_time and the hand-written chess loop
+# that run on a Linux x86-64 machine with glibc >= this one's (Debian 12: 2.36) and none of our Debian
+# packages, e.g. a GPU machine with only a driver and Python. LLVM 14, antlr4-runtime, zlib, libpng and libjpeg are linked
 # from their static archives, libstdc++ and libgcc statically; libfmt.so (Debian has no static one) is
 # shipped in lib/ beside the binaries and found through an $ORIGIN rpath; stdlib/ is copied in. libcuda
 # and NVRTC are opened with dlopen at run time: the driver's libcuda from the loader path, NVRTC from the
@@ -44,12 +44,12 @@ if [ ! -f build-bundle/build.ninja ]; then
   # the copies are stripped below.
   cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEC_BUNDLE=ON >/dev/null
 fi
-cmake --build build-bundle --target pipec gpu_tests gpu_bench -j"$jobs"
+cmake --build build-bundle --target pipec gpu_tests gpu_bench train_step_time -j"$jobs"
 
 rm -rf "$out"
 mkdir -p "$out/lib"
-cp build-bundle/pipec build-bundle/tests/gpu_tests build-bundle/bench/gpu_bench "$out/"
-strip "$out/pipec" "$out/gpu_tests" "$out/gpu_bench"
+cp build-bundle/pipec build-bundle/tests/gpu_tests build-bundle/bench/gpu_bench build-bundle/bench/train_step_time "$out/"
+strip "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out/train_step_time"
 cp -r stdlib "$out/stdlib"
 # The hand-written chess loop (bench/chess/handwritten.cpp), the input path's reference, so that
 # bench/chess/curve.sh runs it beside pipec on the GPU machine's cores: built for x86-64-v3 (AVX2) and v4
@@ -62,7 +62,7 @@ strip "$out"/chess_handwritten_*
 # Shared libraries the binaries still need beyond the C/C++ library level are shipped beside them
 # (libstdc++ is allowed: libfmt.so, shipped, needs the system one).
 allowed='linux-vdso|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|ld-linux|libgcc_s\.so|libstdc\+\+\.so'
-for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out"/chess_handwritten_*; do
+for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out/train_step_time" "$out"/chess_handwritten_*; do
   ldd "$bin" | awk '$3 ~ /^\// { print $1, $3 }' | while read -r name path; do
     if ! echo "$name" | grep -Eq "$allowed" && [ ! -e "$out/lib/$name" ]; then cp -L "$path" "$out/lib/$name"; fi
   done
@@ -88,7 +88,7 @@ fi
 # own dependencies (libdnnl needs libgomp and libOpenCL) have no $ORIGIN rpath and are found through
 # LD_LIBRARY_PATH, which tests/gpu/run.sh sets to lib/.
 status=0
-for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out"/chess_handwritten_*; do
+for bin in "$out/pipec" "$out/gpu_tests" "$out/gpu_bench" "$out/train_step_time" "$out"/chess_handwritten_*; do
   while read -r name path; do
     if echo "$name" | grep -Eq "$allowed"; then continue; fi
     case "$path" in
@@ -106,12 +106,12 @@ fi
 "$out/pipec" --version >/dev/null || { echo "bundle.sh: the bundled pipec does not start"; status=1; }
 "$out/gpu_tests" --gtest_list_tests >/dev/null || { echo "bundle.sh: the bundled gpu_tests does not start"; status=1; }
 
-# Unpacked the bundle is large (three binaries with LLVM linked in, and oneDNN for training: 164 MiB),
-# so it travels as dist/pipec-bundle.tar.xz (41 MiB), which tests/gpu/run.sh unpacks.
+# Unpacked the bundle is large (four binaries with LLVM linked in, and oneDNN for training: 203 MiB),
+# so it travels as dist/pipec-bundle.tar.xz (51 MiB), which tests/gpu/run.sh unpacks.
 tar -C dist -cf - pipec-bundle | xz -T0 -6 >"$out.tar.xz.part" && mv "$out.tar.xz.part" "$out.tar.xz"
 bundle_bytes=$(stat -c %s "$out.tar.xz")
 repo_bytes=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-echo "bundle: $out, $(($(du -sb "$out" | cut -f1) / 1024)) KiB unpacked, $out.tar.xz $((bundle_bytes / 1024)) KiB ($(cd "$out" && du -b pipec gpu_tests gpu_bench lib/* | awk '{ printf "%s %d KiB; ", $2, $1 / 1024 }'))"
+echo "bundle: $out, $(($(du -sb "$out" | cut -f1) / 1024)) KiB unpacked, $out.tar.xz $((bundle_bytes / 1024)) KiB ($(cd "$out" && du -b pipec gpu_tests gpu_bench train_step_time lib/* | awk '{ printf "%s %d KiB; ", $2, $1 / 1024 }'))"
 echo "to copy to the GPU machine: $out.tar.xz and the repository's tracked files, $(((bundle_bytes + repo_bytes) / 1024)) KiB${max_mib:+ (at most $((max_mib * 1024)) KiB: --max-size $max_mib)}"
 if [ -n "$max_mib" ] && [ $((bundle_bytes + repo_bytes)) -gt $((max_mib * 1048576)) ]; then
   if [ "$with_nvrtc" = 1 ]; then

@@ -1,10 +1,10 @@
 # What tests/gpu/run.sh and bench/train/gpu/run.sh share: finding the binaries (the bundle, build/, or a
 # fresh build) and NVIDIA's pip wheels. Sourced from the repository's root; sets $bin, $pipec, $gpu_tests,
-# $gpu_bench, LD_LIBRARY_PATH and PIPEC_STDLIB.
+# $gpu_bench, $step_time (may be absent), LD_LIBRARY_PATH and PIPEC_STDLIB.
 
 find_binaries() {
   if [ -z "${PIPEC_BIN_DIR:-}" ] && [ ! -x dist/pipec-bundle/pipec ] && [ -f dist/pipec-bundle.tar.xz ]; then
-    # The bundle travels compressed (scripts/bundle.sh: 164 MiB unpacked, 41 MiB as the archive).
+    # The bundle travels compressed (scripts/bundle.sh: 203 MiB unpacked, 51 MiB as the archive).
     echo "== unpacking dist/pipec-bundle.tar.xz"
     tar -xJf dist/pipec-bundle.tar.xz -C dist 2>/dev/null ||
       "${PIPEC_PYTHON:-python3}" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
@@ -19,7 +19,7 @@ find_binaries() {
   elif command -v cmake >/dev/null && command -v ninja >/dev/null; then
     echo "== building pipec, gpu_tests and gpu_bench in build-gpu/"
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || return 1
-    cmake --build build-gpu --target pipec gpu_tests gpu_bench -j"$(nproc)" || return 1
+    cmake --build build-gpu --target pipec gpu_tests gpu_bench train_step_time -j"$(nproc)" || return 1
     bin=build-gpu
   else
     echo "run.sh: no binaries: set PIPEC_BIN_DIR, copy dist/pipec-bundle.tar.xz here (scripts/bundle.sh), or install cmake and ninja"
@@ -30,6 +30,8 @@ find_binaries() {
   pipec=$bin/pipec
   gpu_tests=$bin/gpu_tests; [ -x "$gpu_tests" ] || gpu_tests=$bin/tests/gpu_tests
   gpu_bench=$bin/gpu_bench; [ -x "$gpu_bench" ] || gpu_bench=$bin/bench/gpu_bench
+  # Optional (bench/train/gpu/run.sh's breakdown): the step alone, node by node.
+  step_time=$bin/train_step_time; [ -x "$step_time" ] || step_time=$bin/bench/train_step_time
   for b in "$pipec" "$gpu_tests" "$gpu_bench"; do
     [ -f "$b" ] && [ ! -x "$b" ] && chmod +x "$b"  # a copy that lost its modes on the way
     [ -x "$b" ] || { echo "run.sh: $b is missing"; return 1; }

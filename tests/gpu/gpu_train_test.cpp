@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda/attach_step_gpu_kernels.h"
 #include "compiler/compile/compile.h"
 #include "runtime/core/philox.h"
 #include "runtime/gpu/cuda_loader.h"
@@ -53,7 +54,12 @@ TrainProgram compile_program(const std::string& spec, const std::string& name = 
   if (r.program) r.program->diags.print(diags, false);
   EXPECT_TRUE(r.ok()) << diags.str() << r.error;
   for (CompiledTrain& t : r.trains)
-    if (t.program.name == name) return std::move(t.program);
+    if (t.program.name == name) {
+      // The expr nodes' CUDA kernels, as `pipec run` prints them (compile_train.cpp): on a GPU the executor
+      // runs them; the host emulation computes those nodes on the host.
+      cuda_codegen::attach_step_gpu_kernels(t.program.step);
+      return std::move(t.program);
+    }
   ADD_FAILURE() << "no train block `" << name << "`\n" << diags.str();
   return {};
 }

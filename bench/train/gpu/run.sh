@@ -4,7 +4,8 @@
 # whole training step (bench/train/torch_gpu.py: forward, loss, backward, Adam, fed from batches already
 # on the device), steady state after warm-up, start-up reported apart. fp32 rows run with TF32 off on
 # both sides; the `tf32` row allows it on both (`--allow-tf32`); mixed_bf16 runs against bf16 autocast.
-# PIPEC_BENCH_COMPILE=1 adds torch.compile(mode="reduce-overhead").
+# PIPEC_BENCH_COMPILE=1 adds torch.compile(mode="reduce-overhead"). Then, time allowing, where deblur's
+# and segmentation's GPU steps go, node by node (bench/train/step_time.cpp --device gpu --nodes).
 #
 #   bash bench/train/gpu/run.sh       # results in $OUT (else out/train-gpu-bench): bench.txt, bench.log
 #
@@ -104,6 +105,18 @@ main() {
       "torch comp." ratio
     cat "$scratch/table"
   } | tee "$out/bench.txt"
+  # Where the GPU step's time goes, node by node, for the nets that trail PyTorch (bench/train/step_time.cpp
+  # --device gpu --nodes: random batches, the device waited for after each node): the largest rows.
+  local spec
+  for spec in examples/deblur/deblur.pipe examples/segmentation/segmentation.pipe; do
+    [ -x "${step_time:-}" ] || { echo "(no train_step_time beside pipec: no per-node breakdown)" | tee -a "$out/bench.txt"; break; }
+    [ "$(left)" -lt 40 ] && { echo "(per-node breakdown of $spec: not run, the time limit)" | tee -a "$out/bench.txt"; continue; }
+    {
+      echo
+      echo "where the step goes: train_step_time $spec --device gpu --nodes --steps 3 --warmup 1"
+      timeout -k 5 $(($(left) - 10)) "$step_time" "$spec" --device gpu --nodes --steps 3 --warmup 1 2>&1 | head -24
+    } | tee -a "$out/bench.txt"
+  done
   rm -rf "$scratch"
 }
 

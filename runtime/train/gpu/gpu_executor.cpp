@@ -28,6 +28,19 @@ std::string bytes_text(int64_t b) {
 
 }  // namespace
 
+const char* node_ran_on_name(NodeRanOn r) {
+  switch (r) {
+    case NodeRanOn::NotRun: return "not run";
+    case NodeRanOn::Cudnn: return "cuDNN";
+    case NodeRanOn::CublasLt: return "cuBLASLt";
+    case NodeRanOn::StepKernels: return "step kernels";
+    case NodeRanOn::GeneratedKernel: return "generated kernel";
+    case NodeRanOn::Host: return "host";
+    case NodeRanOn::Optimizer: return "optimizer kernels";
+  }
+  return "?";
+}
+
 // The device side of the executor: every block it allocated, and what it knows per node.
 struct GpuExecutor::Impl {
   DeviceBlock params, grads, states;
@@ -66,6 +79,10 @@ GpuExecutor::GpuExecutor(const ModelGraph& g, uint64_t seed, std::unique_ptr<Ste
   d.libraries = std::make_unique<LibraryNodes>(*device_, options_.allow_tf32);
   d.expr_state.assign(g.nodes.size(), 0);
   d.expr_why.assign(g.nodes.size(), "");
+  if (options_.time_nodes) {
+    node_seconds_.assign(g.nodes.size(), 0.0);
+    node_ran_on_.assign(g.nodes.size(), NodeRanOn::NotRun);
+  }
   sync_to_device();
 }
 
@@ -190,27 +207,36 @@ void GpuExecutor::run_phases(int after, OpCategory last, uint64_t step, PhaseSec
       phase_open = phase;
       phase_start = std::chrono::steady_clock::now();
     }
+    const auto node_start = std::chrono::steady_clock::now();
+    NodeRanOn ran_on = NodeRanOn::StepKernels;
     switch (node_kernel_of(n.op)) {  // the executor's claim
       case NodeKernel::Generated:
-        if (run_expr(n, i)) ++impl_->kernel_runs[n.op];
+        if (run_expr(n, i)) ++impl_->kernel_runs[n.op], ran_on = NodeRanOn::GeneratedKernel;
+        else ran_on = NodeRanOn::Host;
         break;
       case NodeKernel::Optimizer:
         run_optimizer(n);
         ++impl_->kernel_runs[n.op];
+        ran_on = NodeRanOn::Optimizer;
         break;
       case NodeKernel::StepKernels:
       case NodeKernel::Cudnn:
       case NodeKernel::CublasLt:
-        run_node(n, step);
+        if (run_node(n, step)) ran_on = node_kernel_of(n.op) == NodeKernel::Cudnn ? NodeRanOn::Cudnn : NodeRanOn::CublasLt;
         ++impl_->kernel_runs[n.op];
         break;
+    }
+    if (options_.time_nodes) {
+      device_->synchronize();
+      node_seconds_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - node_start).count();
+      node_ran_on_[i] = ran_on;
     }
   }
   close_phase();
   done_ = std::max(done_, static_cast<int>(last));
 }
 
-void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
+bool GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
   NodeOperands ops;
   ops.graph = &g_;
   ops.node = &n;
@@ -222,12 +248,14 @@ void GpuExecutor::run_node(const GraphNode& n, uint64_t step) {
   ops.scratch = impl_->scratch.ptr();
   ops.step_counter = impl_->step_counter.ptr();
   if (impl_->optimizer) ops.loss_scale = impl_->optimizer->loss_scale_value();
-  if (!impl_->libraries->run(ops)) launch_node(device_->step_kernels(), ops);
+  const bool on_library = impl_->libraries->run(ops);
+  if (!on_library) launch_node(device_->step_kernels(), ops);
   if (n.op == ModelOp::Loss) {
     float loss = 0;
     device_->download(&loss, address(n.outputs.at(0)), sizeof loss);
     loss_ = loss;
   }
+  return on_library;
 }
 
 bool GpuExecutor::run_expr(const GraphNode& n, size_t index) {

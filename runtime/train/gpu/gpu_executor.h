@@ -26,7 +26,15 @@ struct GpuExecutorOptions {
   /// Let cuDNN and cuBLASLt use TF32 tensor cores for fp32 convolutions and matmuls (`--allow-tf32`):
   /// faster, about 3 decimal digits less exact. Off: fp32 is fp32.
   bool allow_tf32 = false;
+  /// A profile: wait for the device after every node and add the node's wall time to node_seconds()
+  /// (bench/train/step_time.cpp --device gpu --nodes). One wait per node makes the step slower; the
+  /// times are each node's own, launch latency included.
+  bool time_nodes = false;
 };
+
+/// Where a node ran on its last step: what node_seconds() is broken down by.
+enum class NodeRanOn { NotRun, Cudnn, CublasLt, StepKernels, GeneratedKernel, Host, Optimizer };
+const char* node_ran_on_name(NodeRanOn r);
 
 class GpuExecutor final : public StepExecutor {
  public:
@@ -55,12 +63,16 @@ class GpuExecutor final : public StepExecutor {
   /// Expr nodes that ran their generated kernel on the device, and runs on the host instead.
   int64_t expr_device_runs() const { return expr_device_runs_; }
   int64_t expr_host_runs() const { return expr_host_runs_; }
+  /// With GpuExecutorOptions::time_nodes: each node's wall time summed over the steps so far (by index
+  /// in g.nodes), and where it ran; empty without.
+  const std::vector<double>& node_seconds() const { return node_seconds_; }
+  const std::vector<NodeRanOn>& node_ran_on() const { return node_ran_on_; }
 
  private:
   struct Impl;
   void prepare(int64_t rows);
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
-  void run_node(const GraphNode& n, uint64_t step);
+  bool run_node(const GraphNode& n, uint64_t step);  // true: a library (cuDNN, cuBLASLt) ran it
   bool run_expr(const GraphNode& n, size_t index);  // false: it ran on the host
   void run_expr_on_host(const GraphNode& n);
   void run_optimizer(const GraphNode& n);
@@ -81,6 +93,8 @@ class GpuExecutor final : public StepExecutor {
   int done_ = -1;
   double loss_ = 0;
   int64_t expr_device_runs_ = 0, expr_host_runs_ = 0;
+  std::vector<double> node_seconds_;
+  std::vector<NodeRanOn> node_ran_on_;
 };
 
 }  // namespace pipec::gpu
