@@ -110,6 +110,51 @@ void run_case(const char* spec, int64_t rows, int expected_conv_nodes_per_step) 
       << gpu.description();
 }
 
+// GpuExecutorOptions::time_nodes: every node that ran has a time and says what ran it (conv nodes cuDNN,
+// dense nodes cuBLASLt, expr nodes the host under the emulation, the update the optimizer's kernels, the
+// rest the step kernels); the same steps without the option leave both lists empty.
+TEST(GpuExecutorLibraries, TimedNodesSayWhatRanThem) {
+  TrainProgram t = testing::compile_train(kChess);
+  const ModelGraph& g = t.step;
+  testing::FakeCudnn cudnn;
+  testing::FakeCublasLt cublaslt;
+  gpu::GpuLibraries libs;
+  libs.cudnn = &cudnn.api();
+  libs.cublaslt = &cublaslt.api();
+  gpu::GpuExecutorOptions timed;
+  timed.time_nodes = true;
+  gpu::GpuExecutor gpu(g, 4, gpu::make_host_emulation_device(libs), timed), plain(g, 4, gpu::make_host_emulation_device(libs));
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 16), 40 + k));
+  Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 16), 90, -0.5, 0.5);
+  for (int s = 0; s < 2; ++s) {
+    gpu.run(inputs, &target, s, OpCategory::Update);
+    plain.run(inputs, &target, s, OpCategory::Update);
+  }
+  EXPECT_TRUE(plain.node_seconds().empty());
+  EXPECT_TRUE(plain.node_ran_on().empty());
+  ASSERT_EQ(gpu.node_seconds().size(), g.nodes.size());
+  ASSERT_EQ(gpu.node_ran_on().size(), g.nodes.size());
+  double total = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ModelOp op = g.nodes[i].op;
+    SCOPED_TRACE(model_op_name(op));
+    const gpu::NodeRanOn want =
+        op == ModelOp::Conv2d || op == ModelOp::Conv2dBackwardInput || op == ModelOp::Conv2dBackwardKernel
+            ? gpu::NodeRanOn::Cudnn
+        : op == ModelOp::Dense || op == ModelOp::DenseBackwardInput || op == ModelOp::DenseBackwardKernel
+            ? gpu::NodeRanOn::CublasLt
+        : op == ModelOp::Expr          ? gpu::NodeRanOn::Host
+        : op == ModelOp::OptimizerStep ? gpu::NodeRanOn::Optimizer
+                                       : gpu::NodeRanOn::StepKernels;
+    EXPECT_EQ(gpu::node_ran_on_name(gpu.node_ran_on()[i]), std::string(gpu::node_ran_on_name(want)));
+    EXPECT_GE(gpu.node_seconds()[i], 0.0);
+    total += gpu.node_seconds()[i];
+  }
+  EXPECT_GT(total, 0.0);
+}
+
 TEST(GpuExecutorLibraries, ChessNetOnCudnnAndCublasLtEqualsTheReference) {
   // conv1: forward and kernel gradient (its input needs none); conv2: forward, input and kernel gradients.
   run_case(kChess, 16, 5);
