@@ -180,7 +180,7 @@ TEST(CublasLtDense, InPlaceSplitKIsNeverChosen) {
   }
 }
 
-TEST(CublasLtDense, Tf32OnlyWhenAllowedAnd16BitStorageComputesInF32) {
+TEST(CublasLtDense, Tf32OnlyWhenAllowedOrExactAnd16BitStorageComputesInF32) {
   {
     FakeCublasLt f;
     LibraryCallOptions o;
@@ -188,6 +188,14 @@ TEST(CublasLtDense, Tf32OnlyWhenAllowedAnd16BitStorageComputesInF32) {
     CublasLtDense dense(f.api(), nullptr, o);
     dense.workspace_bytes(DenseCall::Forward, {2, 3, 4}, "d");
     EXPECT_EQ(f.descs.back().compute, CUBLAS_COMPUTE_32F_FAST_TF32);
+  }
+  for (bool sixteen_bit : {false, true}) {  // f32 storage of bf16 or fp16 values: exact in TF32
+    FakeCublasLt f;
+    LibraryCallOptions o;
+    o.tf32_exact_operands = sixteen_bit;
+    CublasLtDense dense(f.api(), nullptr, o);
+    dense.workspace_bytes(DenseCall::BackwardKernel, {2, 3, 4}, "d");
+    EXPECT_EQ(f.descs.back().compute, sixteen_bit ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
   }
   {
     FakeCublasLt f;

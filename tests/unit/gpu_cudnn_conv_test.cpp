@@ -169,6 +169,29 @@ TEST(CudnnConv, NondeterministicAndTf32EnginesAreNeverChosenForF32) {
   EXPECT_EQ(f.live_descriptors(), 0);
 }
 
+// 16-bit operands in f32 storage (mixed precision's rounded values) take TF32 tensor cores as
+// --allow-tf32 does; an engine that down-converts f32 inputs (to fp16) is never taken for f32 data, with
+// either setting.
+TEST(CudnnConv, SixteenBitOperandsTakeTensorCoresButNeverDownConvertingEngines) {
+  FakeCudnn f;
+  f.mode_a = {
+      FakeEngine{3, {CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS, CUDNN_NUMERICAL_NOTE_TENSOR_CORE}, true, 0},
+      FakeEngine{2, {CUDNN_NUMERICAL_NOTE_TENSOR_CORE}, true, 0},
+      FakeEngine{9, {}, true, 0},
+  };
+  const ConvGeometry g = odd_same();
+  LibraryCallOptions exact, tf32;
+  exact.tf32_exact_operands = true;
+  tf32.allow_tf32 = true;
+  for (const auto& [options, want] : {std::pair{LibraryCallOptions{}, 9}, std::pair{exact, 2}, std::pair{tf32, 2}}) {
+    CudnnConv conv(f.api(), nullptr, options);
+    conv.workspace_bytes(ConvKind::Forward, g, "c");
+    EXPECT_EQ(conv.engine_of(ConvKind::Forward, g), want)
+        << "tf32_exact_operands " << options.tf32_exact_operands << ", allow_tf32 " << options.allow_tf32;
+  }
+  EXPECT_EQ(f.live_descriptors(), 0);
+}
+
 TEST(CudnnConv, FallsBackToTheFallbackListWhenModeAHasNothingUsable) {
   FakeCudnn f;
   f.mode_a = {FakeEngine{1, {CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC}, true, 0}};

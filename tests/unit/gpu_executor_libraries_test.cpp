@@ -4,6 +4,7 @@
 // two libraries (tests/unit/cuda_library_fakes.h), which compute what their descriptors describe on host
 // pointers: every conv and dense node of a step goes through the calls a GPU makes, and the step must
 // still equal the reference executor's. On a GPU, tests/gpu/gpu_train_test.cpp runs the real libraries.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "runtime/train/gpu/gpu_executor.h"
 #include "runtime/train/gpu/host_step_device.h"
+#include "runtime/train/gpu/tf32_exact_nodes.h"
 #include "runtime/train/reference/reference_executor.h"
 #include "tests/unit/cuda_library_fakes.h"
 #include "tests/unit/train_util.h"
@@ -153,6 +155,65 @@ TEST(GpuExecutorLibraries, TimedNodesSayWhatRanThem) {
     total += gpu.node_seconds()[i];
   }
   EXPECT_GT(total, 0.0);
+}
+
+// Under mixed precision the conv and dense nodes whose operands are rounded to 16 bits
+// (tf32_exact_nodes.h) take TF32 tensor cores: a cuDNN engine with the TENSOR_CORE note and cuBLASLt's
+// FAST_TF32 compute type; every other node, and every node of the fp32 step, keeps the f32 ones. The
+// description counts them.
+TEST(GpuExecutorLibraries, MixedPrecisionNodesWith16BitOperandsTakeTf32TensorCores) {
+  std::string mixed = kChess;
+  mixed.replace(mixed.find("steps = 2 }"), 11, "steps = 2, precision = mixed_bf16 }");
+  for (const std::string& spec : {std::string(kChess), mixed}) {
+    const bool is_mixed = spec == mixed;
+    SCOPED_TRACE(is_mixed ? "mixed_bf16" : "fp32");
+    TrainProgram t = testing::compile_train(spec);
+    const ModelGraph& g = t.step;
+    testing::FakeCudnn cudnn;
+    cudnn.mode_a = {testing::FakeEngine{2, {cudnn::CUDNN_NUMERICAL_NOTE_TENSOR_CORE}, true, 0},
+                    testing::FakeEngine{7, {}, true, 0}};
+    testing::FakeCublasLt cublaslt;
+    gpu::GpuLibraries libs;
+    libs.cudnn = &cudnn.api();
+    libs.cublaslt = &cublaslt.api();
+    gpu::GpuExecutor gpu(g, 4, gpu::make_host_emulation_device(libs));
+    ReferenceExecutor<float> ref(g, 4);
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 16), 40 + k));
+    Tensor target = testing::random_tensor(DType::F32, g.full_shape(g.target, 16), 90, -0.5, 0.5);
+    const float lg = static_cast<float>(gpu.run(inputs, &target, 0, OpCategory::Update));
+    const float lr = static_cast<float>(ref.run(inputs, &target, 0, OpCategory::Update));
+    expect_close("loss", &lg, &lr, 1, 1e-5, 1e-7);
+    const std::vector<bool> exact = gpu::tf32_exact_nodes(g);
+    std::vector<bool> conv_exact, dense_exact;  // in the order the nodes ran
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const ModelOp op = g.nodes[i].op;
+      if (op == ModelOp::Conv2d || op == ModelOp::Conv2dBackwardInput || op == ModelOp::Conv2dBackwardKernel)
+        conv_exact.push_back(exact[i]);
+      if (op == ModelOp::Dense || op == ModelOp::DenseBackwardInput || op == ModelOp::DenseBackwardKernel)
+        dense_exact.push_back(exact[i]);
+    }
+    std::vector<bool> conv_tc, dense_tc;
+    for (const testing::CudnnCall* c : cudnn.calls_of("cudnnBackendExecute")) {
+      const int64_t config =
+          cudnn.descriptor(c->desc).attrs.at(cudnn::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG).descriptors.at(0);
+      conv_tc.push_back(cudnn.descriptor(config).engine == 0);  // mode A's first: the TENSOR_CORE engine
+    }
+    for (const testing::MatmulCall& m : cublaslt.matmuls)
+      dense_tc.push_back(m.desc_state.compute == cublaslt::CUBLAS_COMPUTE_32F_FAST_TF32);
+    EXPECT_EQ(conv_tc, conv_exact);
+    EXPECT_EQ(dense_tc, dense_exact);
+    const int named = static_cast<int>(std::count(exact.begin(), exact.end(), true));
+    if (is_mixed) {
+      EXPECT_GE(named, 4);  // the two convolutions and the two dense layers forward, at least
+      EXPECT_NE(gpu.description().find(fmt::format("{} of their nodes on TF32 tensor cores", named)), std::string::npos)
+          << gpu.description();
+    } else {
+      EXPECT_EQ(named, 0);
+      EXPECT_EQ(gpu.description().find("TF32"), std::string::npos) << gpu.description();
+    }
+  }
 }
 
 TEST(GpuExecutorLibraries, ChessNetOnCudnnAndCublasLtEqualsTheReference) {

@@ -127,7 +127,9 @@ CublasLtDense::Plan& CublasLtDense::plan(DenseCall call, const DenseShape& s, co
   const Gemm g = gemm_of(call, s);
   const cudaDataType_t type = cuda_type(options_.dtype);
   const cublasComputeType_t compute =
-      options_.allow_tf32 && options_.dtype == GpuDType::F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      (options_.allow_tf32 || options_.tf32_exact_operands) && options_.dtype == GpuDType::F32
+          ? CUBLAS_COMPUTE_32F_FAST_TF32
+          : CUBLAS_COMPUTE_32F;
   check(api_.cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate", call, s, layer);
   check(api_.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &g.trans_a, sizeof g.trans_a),
         "cublasLtMatmulDescSetAttribute(TRANSA)", call, s, layer);

@@ -8,10 +8,10 @@
 //   backward_kernel  dkᵀ[out, in]   = dyᵀ[out, rows] · (xᵀ)ᵀ[rows, in]               (TRANSB = T)
 // The bias gradient (a sum over rows) is not computed here: it is a reduction node of its own.
 //
-// Products are f32 (CUBLAS_COMPUTE_32F; _FAST_TF32 only with allow_tf32 and f32 data) and
-// deterministic: split-K algorithms whose partial sums meet in place (CUBLASLT_REDUCTION_SCHEME_INPLACE,
-// which orders them with atomic counters) are never chosen, so a step repeats bit for bit. Each
-// shape's algorithm is chosen once by cublasLtMatmulAlgoGetHeuristic and cached.
+// Products are f32 (CUBLAS_COMPUTE_32F; _FAST_TF32 only for f32 data with allow_tf32 or
+// tf32_exact_operands) and deterministic: split-K algorithms whose partial sums meet in place
+// (CUBLASLT_REDUCTION_SCHEME_INPLACE, which orders them with atomic counters) are never chosen, so a step
+// repeats bit for bit. Each shape's algorithm is chosen once by cublasLtMatmulAlgoGetHeuristic and cached.
 #pragma once
 
 #include <cstdint>

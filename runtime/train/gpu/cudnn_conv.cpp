@@ -260,7 +260,8 @@ CudnnConv::Descriptor channels_last_tensor(const CallContext& ctx, int64_t uid, 
 
 // Why engines were passed over, for the error when none is left.
 struct EngineTally {
-  int64_t offered = 0, nondeterministic = 0, tf32 = 0, reduced_precision = 0, unreadable = 0, not_built = 0;
+  int64_t offered = 0, nondeterministic = 0, tf32 = 0, down_convert = 0, reduced_precision = 0, unreadable = 0,
+          not_built = 0;
   std::string last_failure;
 };
 
@@ -364,9 +365,12 @@ CudnnConv::Plan& CudnnConv::plan(ConvKind kind, const ConvGeometry& g, const std
   const Descriptor& op_graph = p->keep.back();
 
   // Engines: mode A's list, then the fallback list, each in the heuristic's order; the first that is
-  // deterministic, f32-exact when asked, and builds a plan wins.
+  // deterministic, f32-exact when asked, and builds a plan wins. TF32 tensor cores (the TENSOR_CORE note on
+  // f32 data) are f32-exact for operands that are 16-bit values; an engine that down-converts f32 inputs
+  // (to fp16, whose range is narrower than f32's and bf16's) never is.
   EngineTally tally;
-  const bool f32_exact = options_.dtype == GpuDType::F32 && !options_.allow_tf32;
+  const bool f32 = options_.dtype == GpuDType::F32;
+  const bool tf32_ok = options_.allow_tf32 || options_.tf32_exact_operands;
   for (cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     const char* mode_name = heur_mode == CUDNN_HEUR_MODE_A ? "A" : "FALLBACK";
     Descriptor heur(ctx, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "ENGINEHEUR");
@@ -422,7 +426,11 @@ CudnnConv::Plan& CudnnConv::plan(ConvKind kind, const ConvGeometry& g, const std
         ++tally.reduced_precision;
         continue;
       }
-      if (f32_exact && (has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE) || has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))) {
+      if (f32 && has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
+        ++tally.down_convert;
+        continue;
+      }
+      if (f32 && !tf32_ok && has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) {
         ++tally.tf32;
         continue;
       }
@@ -450,10 +458,11 @@ CudnnConv::Plan& CudnnConv::plan(ConvKind kind, const ConvGeometry& g, const std
     }
   }
   throw GpuError(fmt::format(
-      "cuDNN: no usable engine for {}: heuristics offered {}; {} nondeterministic, {} TF32 or down-converting (f32 "
-      "without --allow-tf32), {} with reduced-precision sums, {} with unreadable notes, {} failed to build{}",
-      ctx.where(), tally.offered, tally.nondeterministic, tally.tf32, tally.reduced_precision, tally.unreadable,
-      tally.not_built, tally.last_failure.empty() ? "" : " (last: " + tally.last_failure + ")"));
+      "cuDNN: no usable engine for {}: heuristics offered {}; {} nondeterministic, {} TF32 (f32 without "
+      "--allow-tf32), {} down-converting f32 inputs, {} with reduced-precision sums, {} with unreadable notes, {} "
+      "failed to build{}",
+      ctx.where(), tally.offered, tally.nondeterministic, tally.tf32, tally.down_convert, tally.reduced_precision,
+      tally.unreadable, tally.not_built, tally.last_failure.empty() ? "" : " (last: " + tally.last_failure + ")"));
 }
 
 size_t CudnnConv::workspace_bytes(ConvKind kind, const ConvGeometry& g, const std::string& layer) {

@@ -9,8 +9,9 @@
 //
 // Engines: heuristics mode A, then the fallback list; an engine is never used when it carries the
 // NONDETERMINISTIC numerical note (a step repeats bit for bit) or reduced-precision reduction, and for
-// f32 data none with the TENSOR_CORE or DOWN_CONVERT_INPUTS notes (TF32) unless allow_tf32. Products are
-// summed in f32 whatever the storage type.
+// f32 data none with the DOWN_CONVERT_INPUTS note (to fp16) and none with the TENSOR_CORE note (TF32)
+// unless allow_tf32 or tf32_exact_operands (LibraryCallOptions). Products are summed in f32 whatever the
+// storage type.
 //
 // Padding: TensorFlow's `same` pads (out - 1) * stride + window - in in total, the odd one at the end
 // (bottom, right); the convolution descriptor carries it as pre- and post-paddings.

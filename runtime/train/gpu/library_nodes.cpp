@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -9,16 +10,22 @@
 #include "runtime/train/gpu/cudnn_conv.h"
 #include "runtime/train/gpu/gpu_kernel_claim.h"
 #include "runtime/train/gpu/node_kernels.h"
+#include "runtime/train/gpu/tf32_exact_nodes.h"
 
 namespace pipec::gpu {
 
 struct LibraryNodes::Impl {
   // Each library is told how aligned the pointers of a call are (it picks kernels by it): 16 bytes for
   // the arena's values and most parameters, 4 for a parameter whose offset in the flat buffer is not a
-  // multiple of four floats. One wrapper per alignment, made when a call first needs it.
-  std::unique_ptr<CudnnConv> conv, conv_unaligned;
-  std::unique_ptr<CublasLtDense> dense, dense_unaligned;
+  // multiple of four floats; and whether the call's operands are 16-bit values (tf32_exact_nodes.h), which
+  // lets it take TF32 tensor cores. One wrapper per alignment and mode, made when a call first needs it;
+  // [1][0] (aligned, the run's own TF32 setting) is made at once and says whether the library is there.
+  std::unique_ptr<CudnnConv> conv[2][2];
+  std::unique_ptr<CublasLtDense> dense[2][2];
   LibraryCallOptions options;
+  const ModelGraph* graph = nullptr;  // the graph tf32_exact is for
+  std::vector<bool> tf32_exact;       // per node of it
+  std::set<size_t> exact_nodes_run;   // nodes run on TF32 tensor cores for their 16-bit operands
   DeviceBlock workspace;
   DeviceBlock krsc[2];  // a kernel's KRSC copy, and a kernel gradient's KRSC result
 };
@@ -28,21 +35,26 @@ LibraryNodes::LibraryNodes(StepDevice& device, bool allow_tf32) : d_(device), im
   options.allow_tf32 = allow_tf32;
   const GpuLibraries& libs = device.libraries();
   auto stream = static_cast<cuda::CUstream>(device.stream());
-  if (libs.cudnn) impl_->conv = std::make_unique<CudnnConv>(*libs.cudnn, stream, options);
-  if (libs.cublaslt) impl_->dense = std::make_unique<CublasLtDense>(*libs.cublaslt, stream, options);
+  if (libs.cudnn) impl_->conv[1][0] = std::make_unique<CudnnConv>(*libs.cudnn, stream, options);
+  if (libs.cublaslt) impl_->dense[1][0] = std::make_unique<CublasLtDense>(*libs.cublaslt, stream, options);
 }
 
 LibraryNodes::~LibraryNodes() = default;
 
 std::string LibraryNodes::describe() const {
   const GpuLibraries& libs = d_.libraries();
-  std::string conv = impl_->conv
+  std::string conv = impl_->conv[1][0]
                          ? fmt::format("conv2d on cuDNN{}", libs.cudnn_version.empty() ? "" : " " + libs.cudnn_version)
                          : fmt::format("conv2d on pipec's kernels (no cuDNN: {})", libs.cudnn_missing);
-  std::string dense = impl_->dense ? fmt::format("dense on cuBLASLt{}",
-                                                 libs.cublaslt_version.empty() ? "" : " " + libs.cublaslt_version)
-                                   : fmt::format("dense on pipec's kernels (no cuBLASLt: {})", libs.cublaslt_missing);
-  return conv + ", " + dense;
+  std::string dense = impl_->dense[1][0]
+                          ? fmt::format("dense on cuBLASLt{}",
+                                        libs.cublaslt_version.empty() ? "" : " " + libs.cublaslt_version)
+                          : fmt::format("dense on pipec's kernels (no cuBLASLt: {})", libs.cublaslt_missing);
+  std::string text = conv + ", " + dense;
+  if (!impl_->exact_nodes_run.empty())
+    text += fmt::format(" ({} of their nodes on TF32 tensor cores, exact for their bf16 or fp16 operands)",
+                        impl_->exact_nodes_run.size());
+  return text;
 }
 
 namespace {
@@ -55,26 +67,40 @@ bool aligned16(std::initializer_list<DevPtr> ptrs) {
 
 }  // namespace
 
-CudnnConv& LibraryNodes::conv_for(bool aligned) {
-  if (aligned) return *impl_->conv;
-  if (!impl_->conv_unaligned) {
-    LibraryCallOptions o = impl_->options;
-    o.alignment = 4;
-    impl_->conv_unaligned =
-        std::make_unique<CudnnConv>(*d_.libraries().cudnn, static_cast<cuda::CUstream>(d_.stream()), o);
-  }
-  return *impl_->conv_unaligned;
+LibraryCallOptions LibraryNodes::options_for(bool aligned, bool tf32_exact) const {
+  LibraryCallOptions o = impl_->options;
+  if (!aligned) o.alignment = 4;
+  o.tf32_exact_operands = tf32_exact;
+  return o;
 }
 
-CublasLtDense& LibraryNodes::dense_for(bool aligned) {
-  if (aligned) return *impl_->dense;
-  if (!impl_->dense_unaligned) {
-    LibraryCallOptions o = impl_->options;
-    o.alignment = 4;
-    impl_->dense_unaligned =
-        std::make_unique<CublasLtDense>(*d_.libraries().cublaslt, static_cast<cuda::CUstream>(d_.stream()), o);
+CudnnConv& LibraryNodes::conv_for(bool aligned, bool tf32_exact) {
+  std::unique_ptr<CudnnConv>& c = impl_->conv[aligned][tf32_exact];
+  if (!c)
+    c = std::make_unique<CudnnConv>(*d_.libraries().cudnn, static_cast<cuda::CUstream>(d_.stream()),
+                                    options_for(aligned, tf32_exact));
+  return *c;
+}
+
+CublasLtDense& LibraryNodes::dense_for(bool aligned, bool tf32_exact) {
+  std::unique_ptr<CublasLtDense>& c = impl_->dense[aligned][tf32_exact];
+  if (!c)
+    c = std::make_unique<CublasLtDense>(*d_.libraries().cublaslt, static_cast<cuda::CUstream>(d_.stream()),
+                                        options_for(aligned, tf32_exact));
+  return *c;
+}
+
+bool LibraryNodes::tf32_exact(const NodeOperands& o) {
+  Impl& m = *impl_;
+  if (m.options.allow_tf32 || m.options.dtype != GpuDType::F32) return false;  // TF32 already, or not f32 data
+  if (m.graph != o.graph) {
+    m.graph = o.graph;
+    m.tf32_exact = tf32_exact_nodes(*o.graph);
   }
-  return *impl_->dense_unaligned;
+  const size_t index = static_cast<size_t>(o.node - o.graph->nodes.data());
+  const bool exact = index < m.tf32_exact.size() && m.tf32_exact[index];
+  if (exact) m.exact_nodes_run.insert(index);
+  return exact;
 }
 
 DeviceWorkspace LibraryNodes::workspace(size_t bytes) {
@@ -90,8 +116,8 @@ DevPtr LibraryNodes::krsc(int slot, size_t bytes) {
 
 bool LibraryNodes::run(const NodeOperands& o) {
   switch (node_kernel_of(o.node->op)) {  // the executor's claim
-    case NodeKernel::Cudnn: return impl_->conv && run_conv(o);
-    case NodeKernel::CublasLt: return impl_->dense && run_dense(o);
+    case NodeKernel::Cudnn: return impl_->conv[1][0] && run_conv(o);
+    case NodeKernel::CublasLt: return impl_->dense[1][0] && run_dense(o);
     default: return false;
   }
 }
@@ -117,7 +143,7 @@ bool LibraryNodes::run_conv(const NodeOperands& o) {
   const DevPtr keras_kernel = operand(call.filter);
   const DevPtr filter = krsc(writes_filter ? 1 : 0, kernel_bytes);
   if (!writes_filter) launch_hwio_to_krsc(d_.step_kernels(), keras_kernel, filter, k[0], k[1], k[2], k[3]);
-  CudnnConv& conv = conv_for(aligned16({operand(call.x), filter, operand(call.y)}));
+  CudnnConv& conv = conv_for(aligned16({operand(call.x), filter, operand(call.y)}), tf32_exact(o));
   const DeviceWorkspace ws = workspace(conv.workspace_bytes(call.kind, call.geometry, n.layer));
   conv.run(call.kind, call.geometry, operand(call.x), filter, operand(call.y), ws, n.layer);
   if (writes_filter) launch_krsc_to_hwio(d_.step_kernels(), filter, keras_kernel, k[0], k[1], k[2], k[3]);
@@ -144,7 +170,8 @@ bool LibraryNodes::run_dense(const NodeOperands& o) {
   auto count = [&](int v) { return shape_num_elements(g.full_shape(v, o.rows)); };
   DenseShape s;
   CublasLtDense& lt = dense_for(std::all_of(o.inputs.begin(), o.inputs.end(), [](DevPtr p) { return p % 16 == 0; }) &&
-                                std::all_of(o.outputs.begin(), o.outputs.end(), [](DevPtr p) { return p % 16 == 0; }));
+                                    std::all_of(o.outputs.begin(), o.outputs.end(), [](DevPtr p) { return p % 16 == 0; }),
+                                tf32_exact(o));
   switch (n.op) {
     case ModelOp::Dense: {
       const Shape& k = g.values[n.inputs[1]].shape;

@@ -8,6 +8,9 @@
 // gradient's place, so the flat buffers, the optimizer, --save and checkpoints keep Keras' layouts. The
 // bias and a fused relu of conv2d / conv2d_transpose follow as one step kernel (bias_add); dense's come
 // from cuBLASLt's epilogue. Workspaces and the KRSC copies grow to the largest call at the first step.
+// Under mixed precision a node whose multiplied operands are all rounded to bf16 or fp16 takes TF32 tensor
+// cores, which hold those values exactly (tf32_exact_nodes.h); fp32 runs stay off them unless
+// `--allow-tf32`.
 #pragma once
 
 #include <memory>
@@ -29,7 +32,8 @@ class LibraryNodes {
   /// Runs node `o.node` on a library when its kind has one here; false to leave it to launch_node.
   bool run(const NodeOperands& o);
 
-  /// "conv2d on cuDNN 9.19.0, dense on cuBLASLt 13.1.0", or why each runs on pipec's own kernels.
+  /// "conv2d on cuDNN 9.19.0, dense on cuBLASLt 13.1.0", or why each runs on pipec's own kernels; then how
+  /// many of those nodes ran on TF32 tensor cores for their 16-bit operands (mixed precision).
   std::string describe() const;
   int64_t conv_calls() const { return conv_calls_; }
   int64_t dense_calls() const { return dense_calls_; }
@@ -39,8 +43,12 @@ class LibraryNodes {
   bool run_conv(const NodeOperands& o);
   bool run_dense(const NodeOperands& o);
   DeviceWorkspace workspace(size_t bytes);
-  CudnnConv& conv_for(bool aligned16);
-  CublasLtDense& dense_for(bool aligned16);
+  LibraryCallOptions options_for(bool aligned16, bool tf32_exact) const;
+  CudnnConv& conv_for(bool aligned16, bool tf32_exact);
+  CublasLtDense& dense_for(bool aligned16, bool tf32_exact);
+  /// Whether node `o.node` multiplies 16-bit values only (tf32_exact_nodes.h), so that its library call
+  /// may take TF32 tensor cores with no loss; false where the run already allows TF32.
+  bool tf32_exact(const NodeOperands& o);
   DevPtr krsc(int slot, size_t bytes);
 
   StepDevice& d_;

@@ -28,6 +28,10 @@ struct LibraryCallOptions {
   /// fp32 only: let the libraries round the inputs of products to TF32 on tensor cores (faster, about
   /// 1e-3 relative error). Off unless the run asks (`--allow-tf32`): fp32 means fp32.
   bool allow_tf32 = false;
+  /// f32 data whose every multiplied value is a bf16 or fp16 value (mixed precision's rounded operands,
+  /// tf32_exact_nodes.h): TF32 holds them exactly, so the tensor-core engines are taken with no loss, as
+  /// with allow_tf32.
+  bool tf32_exact_operands = false;
   /// Every device pointer passed to a call is a multiple of this many bytes (the libraries choose
   /// kernels by it; a call with a less aligned pointer is refused with an error).
   uint32_t alignment = 16;
