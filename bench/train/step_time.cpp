@@ -1,9 +1,8 @@
 // An executor's training step alone on a spec's model (the fast executor's unless --executor names
-// another, or --device gpu asks for the GPU executor): compiles SPEC's train block (as `pipec check` does: no data is read; then its expr nodes and
-// update by the JIT, as `pipec run` does), feeds it random batches of the block's batch size, and times
-// whole steps (forward, loss, backward, update).
-// The peer of bench/train/torch_models.py for the seeds whose data is not on the machine (deblur,
-// segmentation).
+// another, or --device gpu asks for the GPU executor): compiles SPEC's train block (as `pipec check` does: no data is
+// read; then its expr nodes and update by the JIT, as `pipec run` does), feeds it random batches of the block's batch
+// size, and times whole steps (forward, loss, backward, update). The peer of bench/train/torch_models.py for the seeds
+// whose data is not on the machine (deblur, segmentation).
 //
 //   build/bench/train_step_time SPEC [--train NAME] [--steps S] [--warmup W] [--threads T]
 //                                    [--executor fast|reference] [--cpu-bf16 auto|native|emulated] [--nodes]
@@ -198,7 +197,8 @@ int main(int argc, char** argv) {
     std::sort(by_time.rbegin(), by_time.rend());
     double all = 0;
     for (const auto& [ms, kind] : by_time) all += ms;
-    std::printf("%-72s %6s %10s %6s\n", on_gpu ? "node kind, output, run by" : "node kind", "nodes", "ms/step", "share");
+    std::printf("%-72s %6s %10s %6s\n", on_gpu ? "node kind, output, run by" : "node kind", "nodes", "ms/step",
+                "share");
     for (const auto& [ms, kind] : by_time)
       std::printf("%-72s %6d %10.2f %5.1f%%\n", kind.c_str(), node_count[kind] / steps, ms,
                   all > 0 ? 100 * ms / all : 0.0);

@@ -332,7 +332,8 @@ TEST(GpuTraining, EveryKindAgreesWithReferenceStepByStep) {
         const float* got = gpu.buffers().grads.data() + v.offset;
         const float* want = ref.buffers().grads.data() + v.offset;
         expect_close("gradient of " + v.name, got, want, v.elements_per_example(), grad_tol);
-        for (size_t i = 0; i < grad_diffs[k].size(); ++i) grad_diffs[k][i] = std::fabs(double(got[i]) - double(want[i]));
+        for (size_t i = 0; i < grad_diffs[k].size(); ++i)
+          grad_diffs[k][i] = std::fabs(double(got[i]) - double(want[i]));
       }
       ref.resume(s, OpCategory::Update);
       gpu.resume(s, OpCategory::Update);
@@ -347,8 +348,7 @@ TEST(GpuTraining, EveryKindAgreesWithReferenceStepByStep) {
           expect_within("after the step, " + v.name, got, want, limits);
           adam_weights += static_cast<int64_t>(limits.size());
           adam_loose += std::count_if(limits.begin(), limits.end(), [&](double l) { return l > 10 * weight_tol.atol; });
-        } else
-          expect_close("after the step, " + v.name, got, want, v.elements_per_example(), weight_tol);
+        } else expect_close("after the step, " + v.name, got, want, v.elements_per_example(), weight_tol);
       }
       for (int st : g.states) {
         const GraphValue& v = g.values[st];
@@ -366,11 +366,10 @@ TEST(GpuTraining, EveryKindAgreesWithReferenceStepByStep) {
         EXPECT_EQ(gpu.loss_scale()->skipped, ref.loss_scale()->skipped);
       }
     }
-    std::cout << fmt::format("[ gpu-train ] {}: 3 steps from the reference's state agree{}; {}\n", c.name,
-                             adam_weights > 0 ? fmt::format(" (Adam: {} of {} weight bounds above 1e-4)", adam_loose,
-                                                            adam_weights)
-                                              : "",
-                             gpu.description());
+    std::cout << fmt::format(
+        "[ gpu-train ] {}: 3 steps from the reference's state agree{}; {}\n", c.name,
+        adam_weights > 0 ? fmt::format(" (Adam: {} of {} weight bounds above 1e-4)", adam_loose, adam_weights) : "",
+        gpu.description());
   }
 }
 

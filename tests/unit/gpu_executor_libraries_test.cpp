@@ -125,7 +125,8 @@ TEST(GpuExecutorLibraries, TimedNodesSayWhatRanThem) {
   libs.cublaslt = &cublaslt.api();
   gpu::GpuExecutorOptions timed;
   timed.time_nodes = true;
-  gpu::GpuExecutor gpu(g, 4, gpu::make_host_emulation_device(libs), timed), plain(g, 4, gpu::make_host_emulation_device(libs));
+  gpu::GpuExecutor gpu(g, 4, gpu::make_host_emulation_device(libs), timed),
+      plain(g, 4, gpu::make_host_emulation_device(libs));
   std::vector<Tensor> inputs;
   for (size_t k = 0; k < g.inputs.size(); ++k)
     inputs.push_back(testing::random_tensor(DType::F32, g.full_shape(g.inputs[k], 16), 40 + k));

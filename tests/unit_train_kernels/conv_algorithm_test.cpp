@@ -108,8 +108,8 @@ ConvRun run_conv(Conv2dOp& op, const naive::Conv& p) {
   auto w = random_data(p.kh * p.kw * p.c * p.f, 52, -0.1, 0.1);
   auto b = random_data(p.f, 53, -0.1, 0.1);
   auto dy = random_data(p.n * r.out * q.out * p.f, 54, -1e-3, 1e-3);
-  ConvRun out{std::vector<float>(dy.size(), NAN), std::vector<float>(x.size(), NAN),
-              std::vector<float>(w.size(), NAN), std::vector<float>(b.size(), NAN)};
+  ConvRun out{std::vector<float>(dy.size(), NAN), std::vector<float>(x.size(), NAN), std::vector<float>(w.size(), NAN),
+              std::vector<float>(b.size(), NAN)};
   op.forward(x.data(), w.data(), b.data(), out.y.data());
   op.backward(x.data(), w.data(), dy.data(), out.dx.data(), out.dw.data(), out.db.data());
   return out;

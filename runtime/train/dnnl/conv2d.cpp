@@ -18,7 +18,6 @@ bool winograd_candidate(const Conv2dDesc& d, const CpuKernelOptions& o) {
          d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
 }
 
-
 // A 64-bit digest of `n` floats' bits: two runs' outputs compared without keeping a copy of either.
 uint64_t digest(const float* data, int64_t n, uint64_t h) {
   if (data == nullptr) return h;
@@ -91,8 +90,8 @@ Conv2dOp::Conv2dOp(CpuKernels& kernels, const Conv2dDesc& d) : desc_(d), state_(
   make_layer(winograd_candidate(d, kernels.options()));
   // A shape another layer found not to repeat under Winograd goes direct at once.
   const WeightedPrimitives& p = st.layer->primitives();
-  if (winograd() && (p.forward_repeats == WeightedPrimitives::Repeats::No ||
-                     p.backward_repeats == WeightedPrimitives::Repeats::No))
+  if (winograd() &&
+      (p.forward_repeats == WeightedPrimitives::Repeats::No || p.backward_repeats == WeightedPrimitives::Repeats::No))
     refuse_winograd();
 }
 
@@ -165,7 +164,8 @@ Conv2dOp::Conv2dOp(Conv2dOp&&) noexcept = default;
 // the second, and compares digests of what it wrote (ConvAlgorithm): a shape whose two runs differ is
 // remade direct and the call made again.
 template <class Call>
-void Conv2dOp::checked(bool forward, const Call& call, std::initializer_list<std::pair<const float*, int64_t>> outputs) {
+void Conv2dOp::checked(bool forward, const Call& call,
+                       std::initializer_list<std::pair<const float*, int64_t>> outputs) {
   State& st = *state_;
   using Repeats = WeightedPrimitives::Repeats;
   Repeats* verdict = nullptr;
@@ -195,29 +195,27 @@ void Conv2dOp::checked(bool forward, const Call& call, std::initializer_list<std
 void Conv2dOp::forward(const float* x, const float* w, const float* b, float* y) {
   State& st = *state_;
   const int64_t y_elements = desc_.batch * rows_.out * cols_.out * desc_.filters;
-  checked(
-      true,
-      [&] {
-        if (st.reached.whole()) return st.layer->forward(x, w, b, y);
-        st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
-        st.layer->forward(st.x.data(), w, b, y);
-      },
-      {{y, y_elements}});
+  checked(true,
+          [&] {
+            if (st.reached.whole()) return st.layer->forward(x, w, b, y);
+            st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
+            st.layer->forward(st.x.data(), w, b, y);
+          },
+          {{y, y_elements}});
 }
 
 void Conv2dOp::backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   State& st = *state_;
   const int64_t x_elements = desc_.batch * desc_.height * desc_.width * desc_.in_channels;
   const int64_t w_elements = desc_.kernel_h * desc_.kernel_w * desc_.in_channels * desc_.filters;
-  checked(
-      false,
-      [&] {
-        if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
-        st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
-        st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
-        if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
-      },
-      {{dx, x_elements}, {dw, w_elements}, {db, db ? desc_.filters : 0}});
+  checked(false,
+          [&] {
+            if (st.reached.whole()) return st.layer->backward(x, w, dy, dx, dw, db);
+            st.reached.take(st.f32_x(x, desc_.bf16_x), st.x.data());
+            st.layer->backward(st.x.data(), w, dy, dx ? st.dx.data() : nullptr, dw, db);
+            if (dx) st.reached.put(st.dx.data(), dx, [](int64_t) { return 0.0f; });
+          },
+          {{dx, x_elements}, {dw, w_elements}, {db, db ? desc_.filters : 0}});
 }
 
 KernelMemory Conv2dOp::owned_memory() const {

@@ -426,9 +426,10 @@ std::string FastExecutor::description() const {
              : winograd > 0    ? fmt::format(", {} of {} conv2d layers by Winograd", winograd, convs)
                                : ", conv2d direct";
     if (refused > 0)
-      conv += fmt::format(" ({} conv2d layer{} direct because oneDNN's Winograd gave two different results for one "
-                          "input on this CPU)",
-                          refused, refused == 1 ? "" : "s");
+      conv += fmt::format(
+          " ({} conv2d layer{} direct because oneDNN's Winograd gave two different results for one "
+          "input on this CPU)",
+          refused, refused == 1 ? "" : "s");
   }
   // Under mixed_bf16: which kernels the layers multiply on, and why.
   std::string bf16;

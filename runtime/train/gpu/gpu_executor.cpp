@@ -222,7 +222,8 @@ void GpuExecutor::run_phases(int after, OpCategory last, uint64_t step, PhaseSec
       case NodeKernel::StepKernels:
       case NodeKernel::Cudnn:
       case NodeKernel::CublasLt:
-        if (run_node(n, step)) ran_on = node_kernel_of(n.op) == NodeKernel::Cudnn ? NodeRanOn::Cudnn : NodeRanOn::CublasLt;
+        if (run_node(n, step))
+          ran_on = node_kernel_of(n.op) == NodeKernel::Cudnn ? NodeRanOn::Cudnn : NodeRanOn::CublasLt;
         ++impl_->kernel_runs[n.op];
         break;
     }

@@ -73,7 +73,7 @@ class GpuExecutor final : public StepExecutor {
   void prepare(int64_t rows);
   void run_phases(int after, OpCategory last, uint64_t step, PhaseSeconds* seconds);
   bool run_node(const GraphNode& n, uint64_t step);  // true: a library (cuDNN, cuBLASLt) ran it
-  bool run_expr(const GraphNode& n, size_t index);  // false: it ran on the host
+  bool run_expr(const GraphNode& n, size_t index);   // false: it ran on the host
   void run_expr_on_host(const GraphNode& n);
   void run_optimizer(const GraphNode& n);
   DevPtr address(int value) const;

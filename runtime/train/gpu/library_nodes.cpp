@@ -46,10 +46,10 @@ std::string LibraryNodes::describe() const {
   std::string conv = impl_->conv[1][0]
                          ? fmt::format("conv2d on cuDNN{}", libs.cudnn_version.empty() ? "" : " " + libs.cudnn_version)
                          : fmt::format("conv2d on pipec's kernels (no cuDNN: {})", libs.cudnn_missing);
-  std::string dense = impl_->dense[1][0]
-                          ? fmt::format("dense on cuBLASLt{}",
-                                        libs.cublaslt_version.empty() ? "" : " " + libs.cublaslt_version)
-                          : fmt::format("dense on pipec's kernels (no cuBLASLt: {})", libs.cublaslt_missing);
+  std::string dense =
+      impl_->dense[1][0]
+          ? fmt::format("dense on cuBLASLt{}", libs.cublaslt_version.empty() ? "" : " " + libs.cublaslt_version)
+          : fmt::format("dense on pipec's kernels (no cuBLASLt: {})", libs.cublaslt_missing);
   std::string text = conv + ", " + dense;
   if (!impl_->exact_nodes_run.empty())
     text += fmt::format(" ({} of their nodes on TF32 tensor cores, exact for their bf16 or fp16 operands)",
@@ -169,9 +169,10 @@ bool LibraryNodes::run_dense(const NodeOperands& o) {
   const GraphNode& n = *o.node;
   auto count = [&](int v) { return shape_num_elements(g.full_shape(v, o.rows)); };
   DenseShape s;
-  CublasLtDense& lt = dense_for(std::all_of(o.inputs.begin(), o.inputs.end(), [](DevPtr p) { return p % 16 == 0; }) &&
-                                    std::all_of(o.outputs.begin(), o.outputs.end(), [](DevPtr p) { return p % 16 == 0; }),
-                                tf32_exact(o));
+  CublasLtDense& lt =
+      dense_for(std::all_of(o.inputs.begin(), o.inputs.end(), [](DevPtr p) { return p % 16 == 0; }) &&
+                    std::all_of(o.outputs.begin(), o.outputs.end(), [](DevPtr p) { return p % 16 == 0; }),
+                tf32_exact(o));
   switch (n.op) {
     case ModelOp::Dense: {
       const Shape& k = g.values[n.inputs[1]].shape;
