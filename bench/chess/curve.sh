@@ -9,7 +9,7 @@
 #
 # Binaries: $PIPEC and $HANDWRITTEN when set; else the bundle's (dist/pipec-bundle from
 # scripts/bundle.sh: pipec and chess_handwritten_v3/_v4, the loop built for AVX2 and AVX-512, the one this
-# CPU runs taken); else build/pipec and build/bench/chess_handwritten (bench/chess/run.sh builds it).
+# CPU runs taken); else build/pipec and build/bench/chess_handwritten, built when missing.
 # Needs only bash, python3 and coreutils: it runs on a GPU machine with the bundle.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,10 +33,12 @@ if [ -z "${HANDWRITTEN:-}" ]; then
     grep -qw avx512bw /proc/cpuinfo && HANDWRITTEN=dist/pipec-bundle/chess_handwritten_v4
   else
     HANDWRITTEN=build/bench/chess_handwritten
+    [ -x "$PIPEC" ] || bash scripts/build.sh --target pipec >/dev/null
+    bash bench/chess/build_handwritten.sh
   fi
 fi
 for b in "$PIPEC" "$HANDWRITTEN"; do
-  [ -x "$b" ] || { echo "curve.sh: $b is missing (scripts/bundle.sh, or bench/chess/run.sh for build/)" >&2; exit 1; }
+  [ -x "$b" ] || { echo "curve.sh: $b is missing (scripts/bundle.sh makes the bundle's)" >&2; exit 1; }
 done
 DATA=examples/chess/data
 ls $DATA/chess-*.tfrecord >/dev/null 2>&1 || "$PIPEC" run examples/chess/make_data.pipe --quiet

@@ -29,11 +29,7 @@ if ! ls $DATA/chess-*.tfrecord >/dev/null 2>&1; then
   "$PIPEC" run examples/chess/make_data.pipe --quiet
 fi
 mkdir -p build/bench
-if [ ! -x build/bench/chess_handwritten ] || [ bench/chess/handwritten.cpp -nt build/bench/chess_handwritten ] ||
-  [ build/runtime/libpipec_runtime.a -nt build/bench/chess_handwritten ]; then
-  g++ -std=c++20 -O3 -march=native -DNDEBUG -I. bench/chess/handwritten.cpp build/runtime/libpipec_runtime.a \
-    -lfmt -lz -lpthread -ldl -o build/bench/chess_handwritten || echo "note: could not build chess_handwritten" >&2
-fi
+bash bench/chess/build_handwritten.sh || echo "note: could not build chess_handwritten" >&2
 if [ ! -x build/bench/memcpy_bandwidth ] || [ bench/memcpy_bandwidth.cpp -nt build/bench/memcpy_bandwidth ]; then
   g++ -std=c++20 -O2 bench/memcpy_bandwidth.cpp -lpthread -o build/bench/memcpy_bandwidth
 fi
