@@ -4,8 +4,9 @@
 // compiler/train/passes/mixed_precision.cpp) and keep it in f32 storage. TF32, the tensor cores' format
 // for f32 data, keeps f32's 8-bit exponent and 10 of its 23 mantissa bits: it holds every bf16 value
 // (7 mantissa bits, the same exponent) and every fp16 value (10 mantissa bits, a narrower exponent)
-// exactly. On TF32 tensor cores such a node's products are therefore exact and summed in f32: the
-// arithmetic of the f32 engines, up to the order of the sums, several times faster.
+// exactly. On TF32 tensor cores such a node's products are therefore exact and accumulated in f32 (by
+// the tensor cores' adders, whose rounding may differ from IEEE round-to-nearest: errors of f32's order,
+// far below the 16-bit rounding the values already carry), several times faster than the f32 engines.
 #pragma once
 
 #include <vector>
