@@ -207,7 +207,7 @@ void GpuExecutor::run_phases(int after, OpCategory last, uint64_t step, PhaseSec
       phase_open = phase;
       phase_start = std::chrono::steady_clock::now();
     }
-    const auto node_start = std::chrono::steady_clock::now();
+    const auto node_start = options_.time_nodes ? std::chrono::steady_clock::now() : phase_start;
     NodeRanOn ran_on = NodeRanOn::StepKernels;
     switch (node_kernel_of(n.op)) {  // the executor's claim
       case NodeKernel::Generated:

@@ -34,9 +34,8 @@ LibraryNodes::LibraryNodes(StepDevice& device, bool allow_tf32) : d_(device), im
   LibraryCallOptions& options = impl_->options;
   options.allow_tf32 = allow_tf32;
   const GpuLibraries& libs = device.libraries();
-  auto stream = static_cast<cuda::CUstream>(device.stream());
-  if (libs.cudnn) impl_->conv[1][0] = std::make_unique<CudnnConv>(*libs.cudnn, stream, options);
-  if (libs.cublaslt) impl_->dense[1][0] = std::make_unique<CublasLtDense>(*libs.cublaslt, stream, options);
+  if (libs.cudnn) conv_for(true, false);
+  if (libs.cublaslt) dense_for(true, false);
 }
 
 LibraryNodes::~LibraryNodes() = default;
@@ -74,20 +73,23 @@ LibraryCallOptions LibraryNodes::options_for(bool aligned, bool tf32_exact) cons
   return o;
 }
 
+namespace {
+
+// The wrapper in `slot`, made on the device's stream with `options` the first time.
+template <class Wrapper, class Api>
+Wrapper& made_once(std::unique_ptr<Wrapper>& slot, const Api& api, const StepDevice& d, LibraryCallOptions options) {
+  if (!slot) slot = std::make_unique<Wrapper>(api, static_cast<cuda::CUstream>(d.stream()), options);
+  return *slot;
+}
+
+}  // namespace
+
 CudnnConv& LibraryNodes::conv_for(bool aligned, bool tf32_exact) {
-  std::unique_ptr<CudnnConv>& c = impl_->conv[aligned][tf32_exact];
-  if (!c)
-    c = std::make_unique<CudnnConv>(*d_.libraries().cudnn, static_cast<cuda::CUstream>(d_.stream()),
-                                    options_for(aligned, tf32_exact));
-  return *c;
+  return made_once(impl_->conv[aligned][tf32_exact], *d_.libraries().cudnn, d_, options_for(aligned, tf32_exact));
 }
 
 CublasLtDense& LibraryNodes::dense_for(bool aligned, bool tf32_exact) {
-  std::unique_ptr<CublasLtDense>& c = impl_->dense[aligned][tf32_exact];
-  if (!c)
-    c = std::make_unique<CublasLtDense>(*d_.libraries().cublaslt, static_cast<cuda::CUstream>(d_.stream()),
-                                        options_for(aligned, tf32_exact));
-  return *c;
+  return made_once(impl_->dense[aligned][tf32_exact], *d_.libraries().cublaslt, d_, options_for(aligned, tf32_exact));
 }
 
 bool LibraryNodes::tf32_exact(const NodeOperands& o) {
