@@ -73,6 +73,12 @@ class Prefetch : public ChunkIterator {
       ready_.push_back(std::move(item));
     }
     input_done_ = r.read_u32() != 0;
+    // The saving run held these at its depth then (its queue plus the chunk its producer held), which
+    // its autotuner may have raised above where this run's starts: that depth is this run's deepest too.
+    const int64_t saved_depth = static_cast<int64_t>(n) - 1;
+    int64_t most = most_depth_.load();
+    while (saved_depth > most && !most_depth_.compare_exchange_weak(most, saved_depth)) {
+    }
   }
 
   // After a save: the queue's chunks and the one its producer held when stopped; the producer starts
