@@ -283,4 +283,11 @@ double RandomStream::normal(double mean, double stddev) {
   return mean + stddev * (r * std::cos(theta));
 }
 
+UniformBelow::UniformBelow(uint64_t n) : n_(n), fits_(n >= 1 && n <= std::numeric_limits<uint32_t>::max()) {
+  if (!fits_) return;
+  const auto n32 = static_cast<uint32_t>(n);
+  reject_below_ = static_cast<uint32_t>(-n32) % n32;  // as uniform_int: 2^32 mod n
+  reciprocal_ = std::numeric_limits<uint64_t>::max() / n + 1;
+}
+
 }  // namespace pipec

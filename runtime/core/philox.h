@@ -112,4 +112,29 @@ class RandomStream {
   double spare_normal_ = 0.0;
 };
 
+/// RandomStream::uniform_int(0, n - 1) for many streams and one n, from each stream's first word: the
+/// same value, without the stream object or its two divisions per draw (the divisor's remainder of
+/// 2^32 and a reciprocal are worked out once). A shuffle draws one slot per element this way.
+class UniformBelow {
+ public:
+  /// n >= 1. Past 2^32 - 1 (where uniform_int draws 64-bit words) every draw is left to the stream.
+  explicit UniformBelow(uint64_t n);
+  uint64_t n() const { return n_; }
+  /// The draw of a stream whose first u32 is `x`; -1 when that stream rejects `x` and draws again
+  /// (probability below n / 2^32), or when n is past 2^32 - 1: then draw from the stream itself.
+  int64_t from_first_word(uint32_t x) const {
+    if (!fits_ || x < reject_below_) return -1;
+    // x % n by a multiplication (exact for every 32-bit x and n: Lemire, Kaser and Kurz, "Faster
+    // remainder by direct computation", 2019).
+    const uint64_t low = reciprocal_ * x;
+    return static_cast<int64_t>((static_cast<unsigned __int128>(low) * n_) >> 64);
+  }
+
+ private:
+  uint64_t n_;
+  bool fits_;
+  uint32_t reject_below_ = 0;
+  uint64_t reciprocal_ = 0;  // ceil(2^64 / n)
+};
+
 }  // namespace pipec

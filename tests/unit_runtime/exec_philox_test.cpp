@@ -115,6 +115,48 @@ TEST(PhiloxRandomStream, FirstBlocksMatchThePlainStream) {
   }
 }
 
+// UniformBelow gives uniform_int(0, n - 1) from a stream's first word, or says that the stream rejects
+// it: for small, odd, power-of-two, near-2^32 and random n, over many streams (n = 2^31 + 1 rejects
+// about half of the words, so both branches run), and its remainder against `%` on random words.
+TEST(PhiloxRandomStream, UniformBelowIsUniformIntFromTheFirstWord) {
+  const PhiloxKey key = RandomStream::derive_key(5, 6, 7);
+  std::mt19937_64 pick(3);
+  std::vector<uint64_t> ns = {1, 2, 3, 7, 10000, 65536, 99991, (uint64_t{1} << 31) + 1, 0xfffffffeull, 0xffffffffull};
+  for (int k = 0; k < 20; ++k) ns.push_back(1 + pick() % 0xffffffffull);
+  for (uint64_t n : ns) {
+    const UniformBelow below(n);
+    const uint64_t reject_below = (uint64_t{1} << 32) % n;
+    int taken = 0, left = 0;
+    for (uint64_t e = 0; e < 2000; ++e) {
+      RandomStream stream(key, e, 7);
+      const uint32_t x = RandomStream(key, e, 7).next_u32();
+      const int64_t got = below.from_first_word(x);
+      ASSERT_EQ(got < 0, x < reject_below) << "n " << n << " x " << x;
+      const int64_t want = stream.uniform_int(0, static_cast<int64_t>(n) - 1);
+      if (got >= 0) {
+        ASSERT_EQ(got, want) << "n " << n << " element " << e;
+        ++taken;
+      } else {
+        ++left;
+      }
+    }
+    if (n == (uint64_t{1} << 31) + 1) {
+      EXPECT_GT(taken, 800);
+      EXPECT_GT(left, 800);
+    }
+    for (int k = 0; k < 20000; ++k) {
+      const auto x = static_cast<uint32_t>(pick());
+      if (x >= reject_below) {
+        ASSERT_EQ(static_cast<uint64_t>(below.from_first_word(x)), x % n) << n << " " << x;
+      }
+    }
+    EXPECT_EQ(below.from_first_word(0xffffffffu), static_cast<int64_t>(0xffffffffull % n));
+  }
+  // Past 2^32 - 1 uniform_int draws 64-bit words: always the stream's.
+  EXPECT_EQ(UniformBelow(uint64_t{1} << 32).from_first_word(12345), -1);
+  EXPECT_EQ(UniformBelow(uint64_t{1} << 40).from_first_word(0xffffffffu), -1);
+}
+
 // The documented (seed, op_id, element_index, epoch) -> (key, counter) mapping is a reproducibility
 // contract; spell it out independently of RandomStream's implementation.
 TEST(PhiloxRandomStream, MappingMatchesDocumentation) {

@@ -144,6 +144,7 @@ class Shuffle : public ChunkIterator {
 
  private:
   static constexpr int64_t kAhead = 8;
+  UniformBelow below_{1};  // for the buffer's live count (remade when it changes)
   static constexpr int64_t kBlocks = 64;
 
   // Epoch `epoch` of the input: its keys. The epoch within a shuffle_repeat is pass_.
@@ -173,8 +174,13 @@ class Shuffle : public ChunkIterator {
   }
 
   // The slot output element i takes: uniform in [0, live_) from the stream (seed, stage, i, epoch).
+  // Nearly always from the stream's first word (UniformBelow: a tenth of the stage's time went to the
+  // stream object and its divisions); the stream itself when that word is rejected.
   int64_t slot_for(int64_t i) {
-    RandomStream rng(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_), first_block(i));
+    const PhiloxCounter& first = first_block(i);
+    if (below_.n() != static_cast<uint64_t>(live_)) below_ = UniformBelow(static_cast<uint64_t>(live_));
+    if (const int64_t slot = below_.from_first_word(first[0]); slot >= 0) return slot;
+    RandomStream rng(key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch_key_), first);
     return rng.uniform_int(0, live_ - 1);
   }
   // The first block of element i's stream. Elements are drawn in order (give or take kAhead), so the
