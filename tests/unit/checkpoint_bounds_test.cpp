@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <thread>
@@ -305,46 +306,59 @@ TEST_F(CheckpointBounds, SavingEveryChunkStaysBoundedAndResumesExactly) {
   }
 }
 
-// A prefetch whose autotuner had deepened it saves more chunks than a fresh run's starting depth holds:
-// restored, they are within its bound (the deepest it has been counts the saving run's depth), and the
-// stream goes on exactly.
-TEST_F(CheckpointBounds, APrefetchRestoredFromADeeperRunStaysWithinItsBound) {
-  const Case c{"prefetch_auto", "range(100000) | batch(4) | prefetch(auto)"};
-  Plan plan = optimized(c);
+// A stage whose autotuner had widened it (a deeper prefetch, a map with more chunks in flight) saves
+// more chunks than a fresh run's starting value holds: restored, they are within its bound (the
+// deepest it has been counts the saving run's), and the stream goes on exactly. `starting` is the
+// most rows the stage holds at its starting value, given the rows of a chunk.
+void check_restored_from_a_wider_run(const Plan& plan, const fs::path& dir, KnobKind kind,
+                                     const std::function<int64_t(int64_t)>& starting) {
   std::vector<Element> want;
   {
-    PipelineRun run(plan, options(dir_->path()));
+    PipelineRun run(plan, options(dir));
     Chunk chunk;
     for (int k = 0; k < 60 && run.next(chunk); ++k) append_elements(chunk, want);
   }
-  RunOptions deep = options(dir_->path());
-  deep.auto_values = {{KnobKind::PrefetchDepth, 24}};
+  RunOptions wide = options(dir);
+  wide.auto_values = {{kind, 24}};
   std::string state;
   std::vector<Element> got;
-  // The producer is given time to fill its queue well past the starting depth (2 per thread, at least
-  // 4) before the save stops it; a slow machine gets longer.
-  int64_t starting_rows = 0;
-  int64_t saved_rows = 0;
+  // A producer thread is given time to fill its queue well past the starting value before the save
+  // stops it; a slow machine gets longer.
+  int64_t starting_rows = 0, saved_rows = 0;
   for (int wait_ms = 20; wait_ms <= 2560 && saved_rows <= starting_rows; wait_ms *= 2) {
-    PipelineRun run(plan, deep);
+    PipelineRun run(plan, wide);
     Chunk chunk;
     ASSERT_TRUE(run.next(chunk));
     got.clear();
     append_elements(chunk, got);
-    starting_rows = (prefetch_starting_depth(kThreads) + 1) * chunk.rows;  // every chunk is as big
+    starting_rows = starting(chunk.rows);  // every chunk is as big
     std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
     state = run.save_state();
     saved_rows = run.root().buffered().rows;
   }
-  ASSERT_GT(saved_rows, starting_rows) << "the deep run never filled its queue";
-  PipelineRun resumed(plan, options(dir_->path()));
+  ASSERT_GT(saved_rows, starting_rows) << "the wide run never held more than a fresh one may";
+  PipelineRun resumed(plan, options(dir));
   resumed.restore_state(state, "test");
   std::set<std::string> ops;
   EXPECT_TRUE(expect_within_bounds(resumed.root(), plan, "right after the restore", ops));
   Chunk chunk;
   std::vector<Element> rest;
   for (int k = 0; k < 40 && resumed.next(chunk); ++k) append_elements(chunk, rest);
-  expect_same_elements(rest, want, got.size(), "resumed from the deep run");
+  expect_same_elements(rest, want, got.size(), "resumed from the wide run");
+}
+
+TEST_F(CheckpointBounds, APrefetchRestoredFromADeeperRunStaysWithinItsBound) {
+  // Its queue and the chunk its producer held.
+  check_restored_from_a_wider_run(optimized({"prefetch_auto", "range(100000) | batch(4) | prefetch(auto)"}),
+                                  dir_->path(), KnobKind::PrefetchDepth,
+                                  [](int64_t rows) { return (prefetch_starting_depth(kThreads) + 1) * rows; });
+}
+
+TEST_F(CheckpointBounds, AMapRestoredFromAWiderRunStaysWithinItsBound) {
+  // A save finishes the chunks in flight: the window's results.
+  check_restored_from_a_wider_run(
+      optimized({"map_auto", "range(1000000) | map(r => { x: r.value * 3 }, parallel = auto)"}), dir_->path(),
+      KnobKind::MapParallelism, [](int64_t rows) { return map_starting_window(kThreads) * rows; });
 }
 
 // The peak memory (maximum resident set) of a `pipec` process, and its exit code.

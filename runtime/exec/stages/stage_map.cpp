@@ -90,6 +90,9 @@ class MapLike : public ChunkIterator {
       charges_.push_back({bytes, true});
     }
     input_done_ = r.read_u32() != 0;
+    // The saving run's window held them, which its autotuner may have widened past where this run's
+    // starts: that width is this run's widest too.
+    most_window_ = std::max(most_window_, static_cast<int64_t>(n));
   }
 
   // Results of at most `window` input chunks, computed or in flight (a save finishes them). The window
