@@ -144,7 +144,6 @@ class Shuffle : public ChunkIterator {
 
  private:
   static constexpr int64_t kAhead = 8;
-  UniformBelow below_{1};  // for the buffer's live count (remade when it changes)
   static constexpr int64_t kBlocks = 64;
 
   // Epoch `epoch` of the input: its keys. The epoch within a shuffle_repeat is pass_.
@@ -174,8 +173,8 @@ class Shuffle : public ChunkIterator {
   }
 
   // The slot output element i takes: uniform in [0, live_) from the stream (seed, stage, i, epoch).
-  // Nearly always from the stream's first word (UniformBelow: a tenth of the stage's time went to the
-  // stream object and its divisions); the stream itself when that word is rejected.
+  // Nearly always from the stream's first word by UniformBelow (a stream object and its two divisions
+  // per element were over half of the stage's time on chess); from the stream when that word is rejected.
   int64_t slot_for(int64_t i) {
     const PhiloxCounter& first = first_block(i);
     if (below_.n() != static_cast<uint64_t>(live_)) below_ = UniformBelow(static_cast<uint64_t>(live_));
@@ -408,6 +407,7 @@ class Shuffle : public ChunkIterator {
   PhiloxKey key_{};
   std::array<PhiloxCounter, kBlocks> blocks_{};  // first blocks of elements blocks_from_ ..
   int64_t blocks_from_ = -kBlocks;
+  UniformBelow below_{1};  // slots below the buffer's live count (remade when it changes)
   int64_t capacity_ = 1;
   uint64_t seed_ = 0;
   int64_t epoch_key_ = 0;
