@@ -20,15 +20,10 @@
 namespace pipec {
 namespace {
 
-const char* kChess = R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
-pipeline data = s | batch(16, drop_remainder = true)
-model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
-  x = board | conv2d(16, 3, padding = same) | relu | conv2d(16, 3, padding = same) | relu
-  x = concat([flatten(x), flags])
-  x | dense(32) | relu | dense(1) | tanh
+// The chess net, small, with SGD.
+std::string chess_spec(const std::string& precision = "fp32") {
+  return testing::chess_net_spec(16, 16, 32, "optimizer = sgd(lr = 0.05), steps = 2, precision = " + precision);
 }
-train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = sgd(lr = 0.05), steps = 2 }
-)";
 
 // Strided, valid and dilated convolutions, a transposed one with `same` padding at stride 2 (the odd pad
 // at the end), batch_norm between: every conv node kind with asymmetric pads.
@@ -57,7 +52,7 @@ void expect_close(const std::string& what, const float* got, const float* want, 
 // first within 1e-4 of each tensor's largest element (the fakes sum in f64 in their own order, the
 // reference in f64 in its order, both rounded to f32 at the end: a few ulp); the weights after SGD within
 // 1e-5 relative.
-void run_case(const char* spec, int64_t rows, int expected_conv_nodes_per_step) {
+void run_case(const std::string& spec, int64_t rows, int expected_conv_nodes_per_step) {
   TrainProgram t = testing::compile_train(spec);
   const ModelGraph& g = t.step;
   ASSERT_FALSE(g.nodes.empty());
@@ -116,7 +111,7 @@ void run_case(const char* spec, int64_t rows, int expected_conv_nodes_per_step) 
 // dense nodes cuBLASLt, expr nodes the host under the emulation, the update the optimizer's kernels, the
 // rest the step kernels); the same steps without the option leave both lists empty.
 TEST(GpuExecutorLibraries, TimedNodesSayWhatRanThem) {
-  TrainProgram t = testing::compile_train(kChess);
+  TrainProgram t = testing::compile_train(chess_spec());
   const ModelGraph& g = t.step;
   testing::FakeCudnn cudnn;
   testing::FakeCublasLt cublaslt;
@@ -163,9 +158,8 @@ TEST(GpuExecutorLibraries, TimedNodesSayWhatRanThem) {
 // FAST_TF32 compute type; every other node, and every node of the fp32 step, keeps the f32 ones. The
 // description counts them.
 TEST(GpuExecutorLibraries, MixedPrecisionNodesWith16BitOperandsTakeTf32TensorCores) {
-  std::string mixed = kChess;
-  mixed.replace(mixed.find("steps = 2 }"), 11, "steps = 2, precision = mixed_bf16 }");
-  for (const std::string& spec : {std::string(kChess), mixed}) {
+  const std::string mixed = chess_spec("mixed_bf16");
+  for (const std::string& spec : {chess_spec(), mixed}) {
     const bool is_mixed = spec == mixed;
     SCOPED_TRACE(is_mixed ? "mixed_bf16" : "fp32");
     TrainProgram t = testing::compile_train(spec);
@@ -219,7 +213,7 @@ TEST(GpuExecutorLibraries, MixedPrecisionNodesWith16BitOperandsTakeTf32TensorCor
 
 TEST(GpuExecutorLibraries, ChessNetOnCudnnAndCublasLtEqualsTheReference) {
   // conv1: forward and kernel gradient (its input needs none); conv2: forward, input and kernel gradients.
-  run_case(kChess, 16, 5);
+  run_case(chess_spec(), 16, 5);
 }
 
 TEST(GpuExecutorLibraries, EveryConvKindWithOddPadsEqualsTheReference) {

@@ -1,6 +1,7 @@
 // Compiling train blocks from spec text in tests, and deterministic batches for them.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -25,18 +26,27 @@ inline std::string cpu_bf16_precision_text() {
              : "computed in f32 on the CPU";
 }
 
-// The chess example's network (two 3x3 convolutions, two dense layers) as a train block of 3 Adam steps
-// on batches of 32 from x.tfrecord, at `precision` ("fp32", "mixed_bf16", ...).
-inline std::string chess_train_spec(const std::string& precision) {
-  return R"(source s = tfrecord("x.tfrecord") { board: f32[8, 8, 24], flags: f32[10], score: f32[1] }
-pipeline data = s | batch(32, drop_remainder = true)
-model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {
-  x = board | conv2d(64, 3, padding = same) | relu | conv2d(64, 3, padding = same) | relu
+// The chess example's network (two 3x3 convolutions of `filters`, a dense layer of `units`, one out) as
+// a train block on batches of `batch` from x.tfrecord; `train` is the rest of the train block after the
+// loss (optimizer, steps, precision, ...).
+inline std::string chess_net_spec(int batch, int filters, int units, const std::string& train) {
+  return fmt::format(
+      R"(source s = tfrecord("x.tfrecord") {{ board: f32[8, 8, 24], flags: f32[10], score: f32[1] }}
+pipeline data = s | batch({0}, drop_remainder = true)
+model chess_net(board: f32[8, 8, 24], flags: f32[10]) -> f32[1] {{
+  x = board | conv2d({1}, 3, padding = same) | relu | conv2d({1}, 3, padding = same) | relu
   x = concat([flatten(x), flags])
-  x | dense(256) | relu | dense(1) | tanh
+  x | dense({2}) | relu | dense(1) | tanh
+}}
+train t = {{ data = data, model = chess_net(board, flags), loss = mse(score), {3} }}
+)",
+      batch, filters, units, train);
 }
-train t = { data = data, model = chess_net(board, flags), loss = mse(score), optimizer = adam(lr = 1e-3), steps = 3, precision = )" +
-         precision + " }\n";
+
+// The chess example's network at its own widths as a train block of 3 Adam steps on batches of 32, at
+// `precision` ("fp32", "mixed_bf16", ...).
+inline std::string chess_train_spec(const std::string& precision) {
+  return chess_net_spec(32, 64, 256, "optimizer = adam(lr = 1e-3), steps = 3, precision = " + precision);
 }
 
 inline CompileResult check_train_spec(const std::string& spec) {
