@@ -75,10 +75,7 @@ class Prefetch : public ChunkIterator {
     input_done_ = r.read_u32() != 0;
     // The saving run held these at its depth then (its queue plus the chunk its producer held), which
     // its autotuner may have raised above where this run's starts: that depth is this run's deepest too.
-    const int64_t saved_depth = static_cast<int64_t>(n) - 1;
-    int64_t most = most_depth_.load();
-    while (saved_depth > most && !most_depth_.compare_exchange_weak(most, saved_depth)) {
-    }
+    note_depth(static_cast<int64_t>(n) - 1);
   }
 
   // After a save: the queue's chunks and the one its producer held when stopped; the producer starts
@@ -140,10 +137,14 @@ class Prefetch : public ChunkIterator {
 
   int64_t depth() const {
     const int64_t d = knob_ ? knob_->value() : depth_;
+    note_depth(d);
+    return d;
+  }
+  // Keeps the deepest depth seen (the bound of buffered()); both threads of the stage call it.
+  void note_depth(int64_t d) const {
     int64_t most = most_depth_.load();
     while (d > most && !most_depth_.compare_exchange_weak(most, d)) {
     }
-    return d;
   }
 
   void hand_out(Item& item, Chunk& out) {
