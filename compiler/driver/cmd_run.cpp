@@ -192,6 +192,7 @@ nlohmann::ordered_json stats_json(const std::vector<Advice>& advice, const std::
                           {"dropped", ctx.dropped[i]->load()},
                           {"backend", stage_backend(run.plan().stages[i])},
                           {"device", ctx.stage_device.at(i)}});
+    if (run.plan().stages[i].kind == StageKind::Prefetch) stages.back()["inline_chunks"] = snap.inline_chunks;
     if (snap.packed_slots > 0)
       stages.back()["packing"] =
           Json{{"tokens", snap.packed_tokens}, {"slots", snap.packed_slots}, {"efficiency", snap.packing_efficiency()}};

@@ -59,6 +59,7 @@ struct RunContext {
   int64_t chunk_rows = 1024;
   bool parse_records_on_pool = true;                        // RunOptions::parse_records_on_pool
   DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;  // RunOptions::data_crc_checks
+  bool prefetch_inline_when_idle = true;                    // RunOptions::prefetch_inline_when_idle
   /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count
   /// them instead of failing.
   std::vector<bool> tolerant;  // per stage

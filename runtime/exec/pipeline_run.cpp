@@ -70,6 +70,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   if (options.chunk_rows > 0) ctx_.chunk_rows = options.chunk_rows;
   ctx_.parse_records_on_pool = options.parse_records_on_pool;
   ctx_.data_crc_checks = options.data_crc_checks;
+  ctx_.prefetch_inline_when_idle = options.prefetch_inline_when_idle;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
     ctx_.stats.push_back(std::make_unique<StageStats>(std::string(stage_name(plan_.stages[i].kind))));

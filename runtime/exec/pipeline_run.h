@@ -53,6 +53,10 @@ struct RunOptions {
   /// Who checks the data CRCs of the records a tfrecord source parsing on the pool reads on its own
   /// thread: the workers while one of them is idle, else its reader (Adaptive), or always one of them.
   DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;
+  /// A prefetch whose consumer does nothing between chunks (it only waits) pulls them through on the
+  /// consumer's own thread (runtime/exec/stages/stage_prefetch.cpp); false: always on its own thread
+  /// (what tests of the background buffer use).
+  bool prefetch_inline_when_idle = true;
 };
 
 /// The repeat (or shuffle_repeat) whose passes are the passes of `plan`'s output: the first one met

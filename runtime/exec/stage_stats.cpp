@@ -15,7 +15,8 @@ StageStatsSnapshot StageStats::snapshot() const {
           task_ns_.load(std::memory_order_relaxed),      packed_tokens_.load(std::memory_order_relaxed),
           packed_slots_.load(std::memory_order_relaxed), bucket_tokens_.load(std::memory_order_relaxed),
           bucket_slots_.load(std::memory_order_relaxed), plain_tokens_.load(std::memory_order_relaxed),
-          plain_slots_.load(std::memory_order_relaxed),  plain_batch_.load(std::memory_order_relaxed)};
+          plain_slots_.load(std::memory_order_relaxed),  plain_batch_.load(std::memory_order_relaxed),
+          inline_chunks_.load(std::memory_order_relaxed)};
 }
 
 StageStats::BusyTimer::~BusyTimer() {

@@ -33,6 +33,9 @@ struct StageStatsSnapshot {
   uint64_t plain_tokens = 0;
   uint64_t plain_slots = 0;
   int64_t plain_batch = 0;
+  /// prefetch: the chunks its consumer pulled through on its own thread, because it had nothing to
+  /// overlap with them (runtime/exec/stages/stage_prefetch.cpp); 0 for other stages.
+  uint64_t inline_chunks = 0;
   /// All of the stage's work, wherever it ran.
   uint64_t work_ns() const { return busy_ns + task_ns; }
   /// pack's packing efficiency: the share of the slots of its rows that hold tokens (0 with no rows).
@@ -69,6 +72,8 @@ class StageStats {
     plain_slots_.fetch_add(slots, std::memory_order_relaxed);
     plain_batch_.store(batch, std::memory_order_relaxed);
   }
+  /// prefetch handed out a chunk its consumer's thread pulled itself.
+  void add_inline_chunk() { inline_chunks_.fetch_add(1, std::memory_order_relaxed); }
   /// The stage's output ended (one pass of it is complete): the first time, its elements so far are
   /// the length of a pass.
   void note_end() {
@@ -98,7 +103,7 @@ class StageStats {
  private:
   std::string name_;
   std::atomic<uint64_t> in_{0}, out_{0}, busy_ns_{0}, bytes_{0}, task_ns_{0}, packed_tokens_{0}, packed_slots_{0},
-      bucket_tokens_{0}, bucket_slots_{0}, plain_tokens_{0}, plain_slots_{0};
+      bucket_tokens_{0}, bucket_slots_{0}, plain_tokens_{0}, plain_slots_{0}, inline_chunks_{0};
   std::atomic<int64_t> plain_batch_{0};
   std::atomic<int64_t> first_pass_{-1};
 };

@@ -86,6 +86,18 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
+bool ThreadPool::run_one_spare() {
+  std::function<void()> task;
+  {
+    std::lock_guard lock(mu_);
+    if (queue_.size() <= static_cast<size_t>(active_)) return false;
+    task = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  task();  // wrapped by submit() or parallel_for(), as on a worker
+  return true;
+}
+
 namespace {
 
 // Shared between the caller of parallel_for and its helper tasks. Helpers may start after

@@ -2,10 +2,12 @@
 //
 // Fixed size because pipeline stages are CPU-bound: more threads than cores only adds contention.
 // parallel_for lets the calling thread work on chunks too, so it makes progress even when every
-// worker is busy, including when it is called from inside a pool task (no nested-use deadlock).
+// worker is busy, including when it is called from inside a pool task (no nested-use deadlock); a
+// stage waiting for a task's result can do the same with wait_helping.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -59,6 +61,26 @@ class ThreadPool {
   /// If chunks throw, the first exception caught is rethrown here after running chunks complete;
   /// chunks not yet started are skipped.
   void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  /// Waits until `f` (the std::future or std::shared_future of a task submitted here) is ready, and
+  /// meanwhile runs queued tasks on the calling thread, the oldest first, while more are queued than
+  /// there are workers taking tasks: the thread works instead of sleeping until a worker is done, and
+  /// the workers still find a task each when they finish theirs (one that finds the queue empty sleeps,
+  /// and waking it is the cost saved). On a machine with few cores a wake-up across cores costs tens
+  /// of microseconds of CPU (docs/performance.md, "A prefetch with nothing to overlap"). Only for tasks
+  /// that never wait for the caller: every task submitted here is plain compute (a map's batch, a
+  /// chunk's parse, a parallel_for's chunks).
+  template <class Future>
+  void wait_helping(const Future& f) {
+    while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      if (!run_one_spare()) {
+        f.wait();
+        return;
+      }
+  }
+  /// Runs the oldest queued task on the calling thread when more are queued than there are workers
+  /// taking tasks; false (and runs nothing) otherwise.
+  bool run_one_spare();
 
  private:
   void enqueue(std::function<void()> task);

@@ -1,6 +1,6 @@
 // `pipec run --trace FILE.json` and `--explain-autotune` end to end: the trace is valid JSON with a
-// track per thread (the consumer, the prefetch thread, the pool's workers), a span per chunk per stage,
-// task spans on the workers and the prefetch queue's depth as a counter; the summary says what the
+// track per thread (the consumer, the prefetch thread, the pool's workers), a span per chunk per stage
+// on the thread that pulled it, task spans and the prefetch queue's depth as a counter; the summary says what the
 // autotuner picked for every `auto` parameter and why, and --explain-autotune adds its model.
 #include <gtest/gtest.h>
 
@@ -52,6 +52,7 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
   EXPECT_TRUE(names.count("prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))));
   EXPECT_TRUE(names.count("pool worker 0") || names.count("pool worker 1"));
   std::map<std::string, std::set<std::string>> span_threads;  // span name -> threads it ran on
+  std::map<std::string, uint64_t> chunks_pulled_by_consumer;  // span name -> its chunks on the consumer's thread
   int counters = 0, queue_counters = 0, tasks = 0;
   const std::string prefetch_thread = "prefetch " + prefetch_label.substr(0, prefetch_label.find(' '));
   for (const Json& e : j["traceEvents"]) {
@@ -60,14 +61,18 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
       ASSERT_TRUE(chunks_out.count(name)) << name;
       if (e["args"]["rows"].get<int64_t>() > 0) ++chunks_out[name];
       span_threads[name].insert(thread.at(e["tid"].get<int>()));
+      if (e["args"]["rows"].get<int64_t>() > 0 && thread.at(e["tid"].get<int>()) == "main (consumer)")
+        ++chunks_pulled_by_consumer[name];
       EXPECT_GE(e["dur"].get<double>(), 0.0);
     }
     if (e["ph"] == "X" && e["cat"] == "task") {
-      // On a pool worker, or on the thread that pulls from the map when the tuner has made it run
-      // inline (parallel = 1: a slow machine, or a sanitizer build, can make it choose that).
+      // On a pool worker, or on the thread that pulls from the map: when the tuner has made it run
+      // inline (parallel = 1: a slow machine, or a sanitizer build, can make it choose that), or while
+      // that thread waits for a result (ThreadPool::wait_helping). That is the prefetch's thread, or
+      // the consumer's once the prefetch pulls through on it.
       ++tasks;
       const std::string& t = thread.at(e["tid"].get<int>());
-      EXPECT_TRUE(t.rfind("pool worker", 0) == 0 || t == prefetch_thread) << e.dump();
+      EXPECT_TRUE(t.rfind("pool worker", 0) == 0 || t == prefetch_thread || t == "main (consumer)") << e.dump();
     }
     if (e["ph"] == "C") {
       // The prefetch's queue depth, and the memory the stages hold once the tuner has sampled it.
@@ -79,10 +84,19 @@ TEST(TraceRun, TheFileHasATrackPerThreadASpanPerChunkPerStageAndQueueCounters) {
   // Every stage has a span per chunk it produced: the last one 200 batches, one per chunk.
   for (const auto& [label, n] : chunks_out) EXPECT_GT(n, 0u) << label << " has no span";
   EXPECT_EQ(chunks_out[prefetch_label], 200u);
-  // The prefetch's spans are on the consumer's thread, the stages before it on the prefetch's.
+  // The prefetch's spans are on the consumer's thread; the stages before it on the prefetch's, but for
+  // the chunks the consumer pulled through itself (this one does nothing between chunks, so after the
+  // first few it does: runtime/exec/stages/stage_prefetch.cpp). Its input's spans on the consumer's
+  // thread are those chunks.
   EXPECT_EQ(span_threads[prefetch_label], (std::set<std::string>{"main (consumer)"}));
-  EXPECT_EQ(span_threads["#0 range"],
-            (std::set<std::string>{"prefetch " + prefetch_label.substr(0, prefetch_label.find(' '))}));
+  EXPECT_TRUE(span_threads["#0 range"].count(prefetch_thread));
+  for (const std::string& t : span_threads["#0 range"])
+    EXPECT_TRUE(t == prefetch_thread || t == "main (consumer)") << t;
+  const int prefetch_index = stats["stages"].size() - 1;
+  ASSERT_EQ(stats["stages"][prefetch_index]["op"], "prefetch");
+  const std::string input_label =
+      "#" + std::to_string(prefetch_index - 1) + " " + stats["stages"][prefetch_index - 1]["op"].get<std::string>();
+  EXPECT_EQ(chunks_pulled_by_consumer[input_label], stats["stages"][prefetch_index]["inline_chunks"].get<uint64_t>());
   EXPECT_GT(tasks, 0);
   EXPECT_GT(counters, 0);
   EXPECT_GT(queue_counters, 0);

@@ -223,5 +223,72 @@ TEST(ThreadPool, ParallelForInsidePoolTaskDoesNotDeadlock) {
   EXPECT_EQ(f.get(), 4950);
 }
 
+// A task that blocks a worker until `open` is ready, so the tests decide what is queued; returns once
+// a worker has taken it (`running` counts the blockers started).
+std::future<void> block_a_worker(ThreadPool& pool, std::shared_future<void> open, std::atomic<int>& running) {
+  const int before = running.load();
+  auto f = pool.submit([open, &running] {
+    ++running;
+    open.wait();
+  });
+  while (running.load() == before) std::this_thread::sleep_for(1ms);
+  return f;
+}
+
+TEST(ThreadPool, WaitHelpingRunsTheTasksQueuedBeyondOnePerWorkerOnTheCaller) {
+  ThreadPool pool(1);
+  std::promise<void> gate;
+  std::shared_future<void> open = gate.get_future().share();
+  std::atomic<int> running{0};
+  auto busy = block_a_worker(pool, open, running);
+  auto where = [] { return std::this_thread::get_id(); };
+  auto a = pool.submit(where);
+  auto b = pool.submit(where);
+  auto c = pool.submit([]() -> int { throw std::runtime_error("from c"); });
+  // A wait that does not help would never end while the worker is blocked: after 5 s the worker is let
+  // go, so such a wait fails the test below instead of hanging it.
+  std::once_flag opened;
+  auto open_gate = [&] { std::call_once(opened, [&] { gate.set_value(); }); };
+  std::promise<void> finished;
+  std::thread watchdog([&, done = finished.get_future()] {
+    if (done.wait_for(5s) == std::future_status::timeout) open_gate();
+  });
+  // Three queued for one busy worker: waiting for b, the caller runs the oldest first (a), then b.
+  pool.wait_helping(b);
+  EXPECT_EQ(a.wait_for(0s), std::future_status::ready) << "a was queued before b";
+  EXPECT_EQ(a.get(), std::this_thread::get_id());
+  EXPECT_EQ(b.get(), std::this_thread::get_id());
+  EXPECT_NE(c.wait_for(0s), std::future_status::ready) << "c is left to the worker";
+  finished.set_value();
+  watchdog.join();
+  open_gate();
+  pool.wait_helping(c);  // now on the worker
+  EXPECT_THROW(c.get(), std::runtime_error);
+  busy.get();
+}
+
+TEST(ThreadPool, WaitHelpingLeavesEachWorkerATask) {
+  ThreadPool pool(2);
+  std::promise<void> gate;
+  std::shared_future<void> open = gate.get_future().share();
+  std::atomic<int> running{0};
+  auto busy0 = block_a_worker(pool, open, running);
+  auto busy1 = block_a_worker(pool, open, running);
+  auto where = [] { return std::this_thread::get_id(); };
+  std::shared_future<std::thread::id> a = pool.submit(where).share();
+  auto b = pool.submit(where);
+  // Two queued for two workers: the caller takes neither, and waits until a worker has run a.
+  std::thread opener([&] {
+    std::this_thread::sleep_for(30ms);
+    gate.set_value();
+  });
+  pool.wait_helping(a);
+  opener.join();
+  EXPECT_NE(a.get(), std::this_thread::get_id());
+  EXPECT_NE(b.get(), std::this_thread::get_id());
+  busy0.get();
+  busy1.get();
+}
+
 }  // namespace
 }  // namespace pipec

@@ -312,6 +312,7 @@ class TFRecordSource : public ChunkIterator {
       if (crc_checks_ == DataCrcChecks::Adaptive) crc_on_workers_ = ctx_.pool->idle_workers() > 0;
       // Waiting for a worker is not this stage's own time (the map's waits are counted the same way).
       const int64_t start = trace::now_ns();
+      ctx_.pool->wait_helping(front.chunk);
       out = front.chunk.get();
       add_wait_ns(trace::now_ns() - start);
     } catch (...) {

@@ -139,6 +139,7 @@ class MapLike : public ChunkIterator {
         ready_.pop_front();
       } else if (!inflight_.empty()) {
         const int64_t start = clock_ns();
+        ctx_.pool->wait_helping(inflight_.front());
         out = inflight_.front().get();
         add_wait_ns(clock_ns() - start);
         inflight_.pop_front();

@@ -158,7 +158,7 @@ class MapBatch : public ChunkIterator {
         // The window is full but the only open batch still needs rows (every live task writes into
         // it): let the oldest task finish and give its place to the next input chunk.
         const int64_t start = clock_ns();
-        live_.front().done.wait();
+        wait_for_task(live_.front().done);
         add_wait_ns(clock_ns() - start);
         retire(live_.front());
         live_.pop_front();
@@ -167,7 +167,10 @@ class MapBatch : public ChunkIterator {
       // get() rethrows a task's error; rows the batch then drops still had to be computed first.
       // The tasks write through pointers into open_, so they finish before the batch leaves it.
       const int64_t start = clock_ns();
-      for (auto& f : open_.front().writers) f.get();
+      for (auto& f : open_.front().writers) {
+        wait_for_task(f);
+        f.get();
+      }
       add_wait_ns(clock_ns() - start);
       OpenBatch b = std::move(open_.front());
       open_.pop_front();
@@ -190,6 +193,12 @@ class MapBatch : public ChunkIterator {
   }
 
  private:
+  // A task run inline (no pool) is done already; one on the pool is helped along (ThreadPool::wait_helping).
+  void wait_for_task(const std::shared_future<void>& f) {
+    if (ctx_.pool) ctx_.pool->wait_helping(f);
+    else f.wait();
+  }
+
   // Rows [src_begin, src_begin + count) of a task's chunk, which become rows [dst_row, ...) of `batch`.
   struct Piece {
     int64_t src_begin, count;

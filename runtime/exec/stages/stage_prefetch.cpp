@@ -10,6 +10,15 @@
 //
 // For a checkpoint the producer thread is stopped, and the chunks it had ready are saved along with
 // its input's state; it starts again on the next request.
+//
+// Pulled through inline: the thread is there to overlap the input's work with the consumer's. A
+// consumer that does nothing between chunks (it asks for the next as soon as it has one: `pipec run`
+// counting batches, a benchmark's loop) has nothing to overlap, and handing each chunk from one thread
+// to another then only costs wake-ups: tens of microseconds of CPU each across cores in a VM
+// (docs/performance.md, "A prefetch with nothing to overlap"). So the stage watches, over windows of
+// kWatchWindow chunks, the share of the consumer's time spent away from it. Below 1/32 the thread is
+// stopped (as for a checkpoint: its chunks are handed out first) and the consumer's thread pulls the
+// input itself; above 1/8 the thread starts again. Which thread pulls never changes what comes out.
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -90,6 +99,52 @@ class Prefetch : public ChunkIterator {
 
  protected:
   bool produce(Chunk& out) override {
+    watch_consumer();
+    const bool ok = produce_chunk(out);
+    last_return_ns_ = now_ns();
+    return ok;
+  }
+
+ private:
+  struct Item {
+    Chunk chunk;
+    std::exception_ptr error;
+    bool end = false;
+    uint64_t bytes = 0;  // counted in the memory budget
+    bool fixed = false;  // as the first chunk (a fixed holding) or as one more (granted by the budget)
+  };
+
+  static constexpr int kWatchWindow = 32;
+
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Called as the consumer asks for a chunk: adds the time since it was handed the last one (its own
+  // work) and the whole time since it last asked, and at the end of each window decides which thread
+  // pulls the input.
+  void watch_consumer() {
+    if (!ctx_.prefetch_inline_when_idle) return;
+    const int64_t now = now_ns();
+    if (last_return_ns_ > 0) {
+      away_ns_ += now - last_return_ns_;
+      cycle_ns_ += now - last_entry_ns_;
+      if (++watched_ == kWatchWindow) {
+        if (!inline_ && away_ns_ * 32 < cycle_ns_) {
+          stop();  // its chunks go to ready_, handed out before the consumer pulls any itself
+          inline_ = true;
+        } else if (inline_ && away_ns_ * 8 > cycle_ns_) {
+          inline_ = false;  // the thread starts on the next pull
+        }
+        away_ns_ = cycle_ns_ = 0;
+        watched_ = 0;
+      }
+    }
+    last_entry_ns_ = now;
+  }
+
+  bool produce_chunk(Chunk& out) {
     if (!ready_.empty()) {
       Item item = std::move(ready_.front());
       ready_.pop_front();
@@ -102,6 +157,7 @@ class Prefetch : public ChunkIterator {
       std::rethrow_exception(e);
     }
     if (input_done_) return false;
+    if (inline_) return pull_inline(out);
     if (!thread_.joinable()) start();
     const int64_t d = depth();
     queue_->set_capacity(static_cast<size_t>(d));
@@ -126,14 +182,21 @@ class Prefetch : public ChunkIterator {
     return true;
   }
 
- private:
-  struct Item {
-    Chunk chunk;
-    std::exception_ptr error;
-    bool end = false;
-    uint64_t bytes = 0;  // counted in the memory budget
-    bool fixed = false;  // as the first chunk (a fixed holding) or as one more (granted by the budget)
-  };
+  // The consumer's thread pulls the input itself; an error ends the stage as the thread's would.
+  bool pull_inline(Chunk& out) {
+    try {
+      if (!pull(*input_, out)) {
+        input_done_ = true;
+        return false;
+      }
+    } catch (...) {
+      input_done_ = true;
+      throw;
+    }
+    if (out.rows > largest_seen_) largest_seen_ = out.rows;
+    ctx_.stats[stage_]->add_inline_chunk();
+    return true;
+  }
 
   int64_t depth() const {
     const int64_t d = knob_ ? knob_->value() : depth_;
@@ -287,6 +350,13 @@ class Prefetch : public ChunkIterator {
   std::atomic<uint64_t> largest_bytes_{0};
   std::exception_ptr pending_error_;
   bool input_done_ = false;
+  // Which thread pulls the input (watch_consumer), and what the consumer did in the current window.
+  bool inline_ = false;
+  int64_t last_entry_ns_ = 0;   // when the consumer last asked for a chunk
+  int64_t last_return_ns_ = 0;  // when it was handed one (0: not yet)
+  int64_t away_ns_ = 0;         // its own time between chunks, this window
+  int64_t cycle_ns_ = 0;        // all of its time, this window
+  int watched_ = 0;             // chunks watched this window
 };
 
 }  // namespace
