@@ -84,6 +84,18 @@ Evaluated evaluate(const ModelInput& in, const std::vector<int64_t>& values) {
     e.segment_ns.at(s.segment) += sync;
     e.total_work += work;
   }
+  // The thread that pulls from a map runs its spare tasks while it waits for a result, when more are
+  // queued than there are workers (ThreadPool::wait_helping: with v in flight and w of them running,
+  // v - w > w). Its time left from its own stages then adds to the workers': at a rate r the tasks
+  // need r x task_ns, the workers give w and that thread 1 - r x (its segment's work).
+  for (size_t i = 0; i < n; ++i) {
+    const ModelStage& s = in.stages[i];
+    if (e.stage_cap[i].kind != Bottleneck::Kind::Map) continue;
+    const double w = std::min<double>(static_cast<double>(value_of(s, values)), threads);
+    if (static_cast<double>(value_of(s, values)) <= 2 * w) continue;
+    const double segment = e.segment_ns.at(s.segment) + (s.segment == 0 ? in.consumer_ns : 0);
+    e.stage_cap[i].rate = std::max(e.stage_cap[i].rate, (w + 1) * 1e9 / (s.task_ns + segment));
+  }
   for (size_t g = 0; g < e.segment_ns.size(); ++g) {
     const double ns = e.segment_ns[g] + (g == 0 ? in.consumer_ns : 0);
     e.segment_cap.push_back({ns > 0 ? 1e9 / ns : kInf, Bottleneck::Kind::Segment, static_cast<int>(g)});

@@ -221,11 +221,12 @@ TEST(AutotuneModel, AMapsWindowIsHeldToItsWorkers) {
 }
 
 TEST(AutotuneModel, AMapThatBindsGetsTheWorkersItNeeds) {
-  // 1 ms per element of map on 4 cores, next to a thread that makes 100 elements per ms: every worker.
+  // 1 ms per element of map on 4 cores, next to a thread that makes 100 elements per ms: three workers
+  // and that thread, which runs the map's spare tasks while it waits for a result (4 busy threads).
   const ModelInput in = source_map_prefetch(10, 1e6, 0, 4, 4);
   const WorkersChoice w = choose_workers(in, kRanges, 1);
-  EXPECT_EQ(w.workers, 4);
-  EXPECT_EQ(w.reason, "all 4 take its tasks");
+  EXPECT_EQ(w.workers, 3);
+  EXPECT_EQ(w.reason, "3 of 4 take its tasks; one more would add 0.0% to what the pipeline can make");
   // A map of 2.5 us next to a thread of 1 us: three workers (2.5 / 3 < 1); the fourth adds nothing.
   const ModelInput three = source_map_prefetch(1000, 2500, 0, 4, 4);
   EXPECT_EQ(choose_workers(three, kRanges, 1).workers, 3);
@@ -237,10 +238,31 @@ TEST(AutotuneModel, AMapThatBindsGetsTheWorkersItNeeds) {
 // A worker that adds less than kMinGain is not taken, and one that loses more than half of it is not
 // given back: the count does not flap between measurements that differ by a little.
 TEST(AutotuneModel, TheWorkerCountDoesNotFlap) {
-  // The second worker lifts the map's bound of 1 / 1008 ns to the thread's 1 / 1000 ns: 0.8%.
+  // The second worker lifts the map's bound of 1 / 1008 ns to the thread's 1 / 1000 ns: 0.8%. (At most
+  // 2 in flight, so the thread that pulls from the map does not help: the next test.)
   const ModelInput in = source_map_prefetch(1000, 1008, 0, 2, 4);
+  const std::vector<KnobRange> two = {{1, 2}, {1, 64}};
+  EXPECT_EQ(choose_workers(in, two, 1).workers, 1);
+  EXPECT_EQ(choose_workers(in, two, 2).workers, 2);
+}
+
+// The thread that pulls from a map runs its spare tasks while it waits (ThreadPool::wait_helping), when
+// more are in flight than twice the workers: its time left from its own stages counts as a worker's.
+TEST(AutotuneModel, TheThreadThatPullsFromAMapHelpsItsWorkers) {
+  // Chess on 2 cores, per element: 39 us of the source's thread's own stages, 49 us of map tasks. One
+  // worker and that thread make as much as the two cores can; a second worker only shares a core.
+  const ModelInput in = source_map_prefetch(39000, 49000, 0, 2, 2);
+  EXPECT_EQ(choose_workers(in, kRanges, 2).workers, 1);
   EXPECT_EQ(choose_workers(in, kRanges, 1).workers, 1);
-  EXPECT_EQ(choose_workers(in, kRanges, 2).workers, 2);
+  // With at most 2 in flight the thread never helps: the map alone binds at 1 / 49 us, and the second
+  // worker is taken.
+  EXPECT_EQ(choose_workers(in, {{1, 2}, {1, 64}}, 1).workers, 2);
+  // With one worker and plenty of cores, the map's bound is (1 + 1) / (49 + 39) us with 4 in flight
+  // (the thread helps) against 1 / 49 us with 2: the modelled rate is that much higher.
+  ModelInput one = in;
+  one.threads = 1;
+  one.cores = 8;
+  EXPECT_GT(modelled_rate(one, {4, 4}), 1.2 * modelled_rate(one, {2, 4}));
 }
 
 TEST(AutotuneModel, KnobFlagNamesRoundTrip) {
