@@ -63,7 +63,8 @@ void expect_same(const Taken& got, const Taken& want, size_t first, const std::s
   ASSERT_LE(first + got.chunks.size(), want.chunks.size()) << what;
   for (size_t c = 0; c < got.chunks.size(); ++c)
     for (size_t f = 0; f < got.chunks[c].size(); ++f)
-      ASSERT_TRUE(got.chunks[c][f].equals(want.chunks[first + c][f])) << what << ": chunk " << first + c << " field " << f;
+      ASSERT_TRUE(got.chunks[c][f].equals(want.chunks[first + c][f]))
+          << what << ": chunk " << first + c << " field " << f;
 }
 
 Taken reference(const Plan& plan, size_t chunks) {
