@@ -89,9 +89,10 @@ TEST(ImageRun, JpegIndexIsReportedAndChangesNothingButSpeed) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r;
   };
-  // One thread: the map then never decodes a file's next epoch while its first is still being indexed,
-  // so the counts are exact.
-  auto indexed = run("indexed", "", {"--threads", "1"});
+  // The map on the thread that pulls from it (parallel = 1, no pool tasks: with tasks, a thread waiting
+  // for one may run the next beside the worker, ThreadPool::wait_helping): it then never decodes a
+  // file's next epoch while its first is still being indexed, so the counts are exact.
+  auto indexed = run("indexed", "", {"--threads", "1", "--auto-value", "parallel=1"});
   EXPECT_NE(indexed.err.find("jpeg index  6 files"), std::string::npos) << indexed.err;
   EXPECT_NE(indexed.err.find("18 windows cut from it"), std::string::npos) << indexed.err;
   const nlohmann::json json = nlohmann::json::parse(testing::read_all(d / "indexed.json"));

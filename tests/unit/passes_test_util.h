@@ -38,11 +38,13 @@ inline Plan copy_plan(const Plan& p) {
   return c;
 }
 
-/// Every output tensor of a run of `plan`, element by element, field by field.
-inline std::vector<Tensor> run_tensors(const Plan& plan, uint64_t seed, int threads) {
+/// Every output tensor of a run of `plan`, element by element, field by field. `map_parallel` > 0 fixes
+/// every `parallel = auto` map at that value (1: on the thread that pulls from it, no pool tasks).
+inline std::vector<Tensor> run_tensors(const Plan& plan, uint64_t seed, int threads, int64_t map_parallel = 0) {
   RunOptions o;
   o.seed = seed;
   o.threads = threads;
+  if (map_parallel > 0) o.auto_values = {{KnobKind::MapParallelism, map_parallel}};
   PipelineRun run(plan, o);
   std::vector<Tensor> out;
   Chunk c;

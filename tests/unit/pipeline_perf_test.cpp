@@ -73,8 +73,9 @@ TEST(PipelineSteadyState, ManyBatchesAllocateNoFreshTensorBuffersAfterWarmUp) {
              "  | repeat()\n"
              "  | prefetch(2)\n");
   Compiled c = compile_spec(d / "p.pipe");
-  // One worker thread: the map computes one chunk at a time, so how many buffers are alive at once
-  // depends only on how full the queues are, not on how two workers' chunks happen to overlap.
+  // One worker thread: the map computes one chunk at a time, or two while the thread that pulls from it
+  // runs a spare task (ThreadPool::wait_helping), so how many buffers are alive at once depends mostly
+  // on how full the queues are.
   PipelineRun run(c.plan, options(d / "p.pipe", 1));
   Chunk chunk;
   // Warm-up: four epochs (32 batches each) with a pause after every batch, so the prefetch queue and
