@@ -87,13 +87,19 @@ Evaluated evaluate(const ModelInput& in, const std::vector<int64_t>& values) {
   // The thread that pulls from a map runs its spare tasks while it waits for a result, when more are
   // queued than there are workers (ThreadPool::wait_helping: with v in flight and w of them running,
   // v - w > w). Its time left from its own stages then adds to the workers': at a rate r the tasks
-  // need r x task_ns, the workers give w and that thread 1 - r x (its segment's work).
+  // need r x task_ns, the workers give w and that thread 1 - r x (its segment's work). Counted only
+  // while its own stages are at least a worker's share of the tasks: a thread with little work of its
+  // own is better left to refill the window, which it cannot do while it runs a task (the seg
+  // benchmark's map, 43 ms a task beside next to nothing, ran 6% slower with one worker and the
+  // helping thread than with two workers), while one with much would share a core with a further
+  // worker (chess on 2 cores).
   for (size_t i = 0; i < n; ++i) {
     const ModelStage& s = in.stages[i];
     if (e.stage_cap[i].kind != Bottleneck::Kind::Map) continue;
     const double w = std::min<double>(static_cast<double>(value_of(s, values)), threads);
     if (static_cast<double>(value_of(s, values)) <= 2 * w) continue;
     const double segment = e.segment_ns.at(s.segment) + (s.segment == 0 ? in.consumer_ns : 0);
+    if (segment * (w + 1) < s.task_ns) continue;
     e.stage_cap[i].rate = std::max(e.stage_cap[i].rate, (w + 1) * 1e9 / (s.task_ns + segment));
   }
   for (size_t g = 0; g < e.segment_ns.size(); ++g) {

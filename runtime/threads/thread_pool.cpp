@@ -37,10 +37,10 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::enqueue(std::function<void()> task) {
+void ThreadPool::enqueue(std::function<void()> task, bool helpable) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(task));
+    queue_.push_back({std::move(task), helpable});
   }
   // Only workers that take tasks wait on has_work_ (held-back ones wait on held_), so one wake-up
   // reaches one that can take it.
@@ -79,7 +79,7 @@ void ThreadPool::worker_loop(int index) {
       }
       // Drain before exiting: tasks queued during shutdown (even by other tasks) still run.
       if (queue_.empty()) return;
-      task = std::move(queue_.front());
+      task = std::move(queue_.front().run);
       queue_.pop_front();
     }
     task();  // submit() and parallel_for() wrap their work, so nothing escapes here
@@ -91,8 +91,10 @@ bool ThreadPool::run_one_spare() {
   {
     std::lock_guard lock(mu_);
     if (queue_.size() <= static_cast<size_t>(active_)) return false;
-    task = std::move(queue_.front());
-    queue_.pop_front();
+    auto it = std::find_if(queue_.begin(), queue_.end(), [](const Queued& q) { return q.helpable; });
+    if (it == queue_.end()) return false;
+    task = std::move(it->run);
+    queue_.erase(it);
   }
   task();  // wrapped by submit() or parallel_for(), as on a worker
   return true;

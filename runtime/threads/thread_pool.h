@@ -45,14 +45,15 @@ class ThreadPool {
   /// hardware_concurrency(), or 1 when the platform cannot tell.
   static int default_size();
 
-  /// Runs `fn()` on a worker. The future carries its result or the exception it threw.
+  /// Runs `fn()` on a worker. The future carries its result or the exception it threw. `helpable`: a
+  /// thread in wait_helping may run it instead (short tasks only: runtime/threads/task_length.h).
   template <class F>
-  auto submit(F&& fn) -> std::future<std::invoke_result_t<std::decay_t<F>&>> {
+  auto submit(F&& fn, bool helpable = false) -> std::future<std::invoke_result_t<std::decay_t<F>&>> {
     using R = std::invoke_result_t<std::decay_t<F>&>;
     // shared_ptr because std::function needs a copyable callable and packaged_task is move-only.
     auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(fn));
     std::future<R> result = task->get_future();
-    enqueue([task] { (*task)(); });
+    enqueue([task] { (*task)(); }, helpable);
     return result;
   }
 
@@ -63,13 +64,15 @@ class ThreadPool {
   void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   /// Waits until `f` (the std::future or std::shared_future of a task submitted here) is ready, and
-  /// meanwhile runs queued tasks on the calling thread, the oldest first, while more are queued than
-  /// there are workers taking tasks: the thread works instead of sleeping until a worker is done, and
+  /// meanwhile runs queued helpable tasks on the calling thread, the oldest first, while more tasks are
+  /// queued than there are workers taking tasks: the thread works instead of sleeping until a worker is
+  /// done, and
   /// the workers still find a task each when they finish theirs (one that finds the queue empty sleeps,
   /// and waking it is the cost saved). On a machine with few cores a wake-up across cores costs tens
   /// of microseconds of CPU (docs/performance.md, "A prefetch with nothing to overlap"). Only for tasks
   /// that never wait for the caller: every task submitted here is plain compute (a map's batch, a
-  /// chunk's parse, a parallel_for's chunks).
+  /// chunk's parse). Only tasks submitted as helpable, which are short: a thread running a task cannot
+  /// refill its stage's window meanwhile (the seg benchmark's map, 43 ms a task, lost 5% so).
   template <class Future>
   void wait_helping(const Future& f) {
     while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
@@ -78,18 +81,22 @@ class ThreadPool {
         return;
       }
   }
-  /// Runs the oldest queued task on the calling thread when more are queued than there are workers
-  /// taking tasks; false (and runs nothing) otherwise.
+  /// Runs the oldest queued helpable task on the calling thread when more tasks are queued than there
+  /// are workers taking tasks; false (and runs nothing) otherwise.
   bool run_one_spare();
 
  private:
-  void enqueue(std::function<void()> task);
+  void enqueue(std::function<void()> task, bool helpable = false);
   void worker_loop(int index);
 
   mutable std::mutex mu_;
   std::condition_variable has_work_;  // workers that take tasks wait here for one
   std::condition_variable held_;      // workers held back (index >= active_) wait here
-  std::deque<std::function<void()>> queue_;
+  struct Queued {
+    std::function<void()> run;
+    bool helpable = false;  // wait_helping may run it
+  };
+  std::deque<Queued> queue_;
   bool stopping_ = false;
   int active_ = 0;            // guarded by mu_
   std::atomic<int> idle_{0};  // workers waiting on has_work_

@@ -1,3 +1,4 @@
+#include "runtime/threads/task_length.h"
 #include "runtime/threads/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -235,16 +236,17 @@ std::future<void> block_a_worker(ThreadPool& pool, std::shared_future<void> open
   return f;
 }
 
-TEST(ThreadPool, WaitHelpingRunsTheTasksQueuedBeyondOnePerWorkerOnTheCaller) {
+TEST(ThreadPool, WaitHelpingRunsHelpableTasksQueuedBeyondOnePerWorkerOnTheCaller) {
   ThreadPool pool(1);
   std::promise<void> gate;
   std::shared_future<void> open = gate.get_future().share();
   std::atomic<int> running{0};
   auto busy = block_a_worker(pool, open, running);
   auto where = [] { return std::this_thread::get_id(); };
-  auto a = pool.submit(where);
-  auto b = pool.submit(where);
-  auto c = pool.submit([]() -> int { throw std::runtime_error("from c"); });
+  auto x = pool.submit(where);  // queued first, but not helpable
+  auto a = pool.submit(where, true);
+  auto b = pool.submit(where, true);
+  auto c = pool.submit([]() -> int { throw std::runtime_error("from c"); }, true);
   // A wait that does not help would never end while the worker is blocked: after 5 s the worker is let
   // go, so such a wait fails the test below instead of hanging it.
   std::once_flag opened;
@@ -253,17 +255,20 @@ TEST(ThreadPool, WaitHelpingRunsTheTasksQueuedBeyondOnePerWorkerOnTheCaller) {
   std::thread watchdog([&, done = finished.get_future()] {
     if (done.wait_for(5s) == std::future_status::timeout) open_gate();
   });
-  // Three queued for one busy worker: waiting for b, the caller runs the oldest first (a), then b.
+  // Four queued for one busy worker: waiting for b, the caller runs the oldest helpable first (a), then
+  // b; never x, which was not submitted as helpable.
   pool.wait_helping(b);
   EXPECT_EQ(a.wait_for(0s), std::future_status::ready) << "a was queued before b";
   EXPECT_EQ(a.get(), std::this_thread::get_id());
   EXPECT_EQ(b.get(), std::this_thread::get_id());
   EXPECT_NE(c.wait_for(0s), std::future_status::ready) << "c is left to the worker";
+  EXPECT_NE(x.wait_for(0s), std::future_status::ready) << "x is not helpable";
   finished.set_value();
   watchdog.join();
   open_gate();
   pool.wait_helping(c);  // now on the worker
   EXPECT_THROW(c.get(), std::runtime_error);
+  EXPECT_NE(x.get(), std::this_thread::get_id());
   busy.get();
 }
 
@@ -275,8 +280,8 @@ TEST(ThreadPool, WaitHelpingLeavesEachWorkerATask) {
   auto busy0 = block_a_worker(pool, open, running);
   auto busy1 = block_a_worker(pool, open, running);
   auto where = [] { return std::this_thread::get_id(); };
-  std::shared_future<std::thread::id> a = pool.submit(where).share();
-  auto b = pool.submit(where);
+  std::shared_future<std::thread::id> a = pool.submit(where, true).share();
+  auto b = pool.submit(where, true);
   // Two queued for two workers: the caller takes neither, and waits until a worker has run a.
   std::thread opener([&] {
     std::this_thread::sleep_for(30ms);
@@ -288,6 +293,18 @@ TEST(ThreadPool, WaitHelpingLeavesEachWorkerATask) {
   EXPECT_NE(b.get(), std::this_thread::get_id());
   busy0.get();
   busy1.get();
+}
+
+// Whether a stage's tasks may be run by a waiting thread: not before one has been timed, then while
+// they average at most a millisecond.
+TEST(TaskLength, ShortWhileTheMeanIsAtMostAMillisecond) {
+  TaskLength t;
+  EXPECT_FALSE(t.short_tasks()) << "nothing timed yet";
+  t.add(50'000);
+  t.add(150'000);
+  EXPECT_TRUE(t.short_tasks());
+  t.add(43'000'000);  // a seg task
+  EXPECT_FALSE(t.short_tasks());
 }
 
 }  // namespace

@@ -298,7 +298,7 @@ class TFRecordSource : public ChunkIterator {
           ctx_.memory->add_optional(stage_, bytes - p.charged);  // here already: it counts
           p.charged = bytes;
         }
-        p.chunk = ctx_.pool->submit([this, framed] { return parse(*framed); });
+        p.chunk = ctx_.pool->submit([this, framed] { return parse(*framed); }, true);
         p.framed = std::move(framed);
       } else {
         release(p);

@@ -26,6 +26,7 @@
 #include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
 #include "runtime/exec/stages/row_view.h"
+#include "runtime/threads/task_length.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -225,16 +226,18 @@ class MapLike : public ChunkIterator {
     // The hand-off wakes a worker, which on a busy machine may take this thread's core until its task
     // is done: that time is the task's (counted where it runs), not the map's own.
     const int64_t start = clock_ns();
-    ctx_.pool->submit([this, parts] {
-      for (Part& p : *parts) {
-        try {
-          p.result.set_value(timed_apply(p.in));
-        } catch (...) {
-          p.result.set_exception(std::current_exception());
-        }
-        p.in = Chunk();  // its memory goes back as soon as it is done with
-      }
-    });
+    ctx_.pool->submit(
+        [this, parts] {
+          for (Part& p : *parts) {
+            try {
+              p.result.set_value(timed_apply(p.in));
+            } catch (...) {
+              p.result.set_exception(std::current_exception());
+            }
+            p.in = Chunk();  // its memory goes back as soon as it is done with
+          }
+        },
+        task_length_.short_tasks());
     add_wait_ns(clock_ns() - start);
   }
 
@@ -247,6 +250,7 @@ class MapLike : public ChunkIterator {
     const int64_t cpu = thread_cpu_ns() - cpu_start;
     const int64_t end = clock_ns();
     ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(std::max<int64_t>(0, cpu)));
+    task_length_.add(cpu);
     if (task_name_ && trace::enabled())
       trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in.rows)});
     return out;
@@ -340,6 +344,7 @@ class MapLike : public ChunkIterator {
   int64_t per_row_ = 0;              // > 0: runs on the element rows of batches of this size
   bool fused_map_ = false;           // map_filter: the function's last result is the keep flag
   mutable std::deque<std::future<Chunk>> inflight_;
+  mutable TaskLength task_length_;  // whether its tasks are short enough for a waiting thread to run
   mutable std::deque<Chunk> ready_;
   bool input_done_ = false;
 };

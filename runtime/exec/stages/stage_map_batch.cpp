@@ -32,6 +32,7 @@
 #include "runtime/exec/memory_budget.h"
 #include "runtime/exec/stage_factories.h"
 #include "runtime/exec/stages/map_apply.h"
+#include "runtime/threads/task_length.h"
 #include "runtime/trace/trace.h"
 
 namespace pipec {
@@ -193,7 +194,8 @@ class MapBatch : public ChunkIterator {
   }
 
  private:
-  // A task run inline (no pool) is done already; one on the pool is helped along (ThreadPool::wait_helping).
+  // A task run inline (no pool) is done already; waiting for one on the pool, this thread may run short
+  // queued tasks (ThreadPool::wait_helping; its own are helpable while short: runtime/threads/task_length.h).
   void wait_for_task(const std::shared_future<void>& f) {
     if (ctx_.pool) ctx_.pool->wait_helping(f);
     else f.wait();
@@ -245,6 +247,7 @@ class MapBatch : public ChunkIterator {
       const int64_t cpu = thread_cpu_ns() - cpu_start;
       const int64_t end = clock_ns();
       ctx_.stats[stage_]->add_task_ns(static_cast<uint64_t>(std::max<int64_t>(0, cpu)));
+      task_length_.add(cpu);
       if (task_name_ && trace::enabled())
         trace::complete("task", task_name_, start, end - start, {"rows", static_cast<double>(in->rows)});
     };
@@ -252,7 +255,7 @@ class MapBatch : public ChunkIterator {
     if (ctx_.pool && window() > 1) {
       // Not this stage's own time: the woken worker may take this thread's core (stage_map.cpp).
       const int64_t start = clock_ns();
-      f = ctx_.pool->submit(std::move(work)).share();
+      f = ctx_.pool->submit(std::move(work), task_length_.short_tasks()).share();
       add_wait_ns(clock_ns() - start);
     } else {
       std::promise<void> done;
@@ -424,6 +427,7 @@ class MapBatch : public ChunkIterator {
   Knob* knob_ = nullptr;
   mutable int64_t most_window_ = 1;
   trace::NameId task_name_ = 0;  // interned at construction when a trace records (tasks run on the pool)
+  TaskLength task_length_;       // whether its tasks are short enough for a waiting thread to run
   uint64_t result_row_bytes_ = 0;
   uint64_t reserved_ = 0;        // granted by room_for_a_task() for the tasks of the chunk being dispatched
   bool dispatch_fixed_ = false;  // that chunk's results are the stage's fixed holding
