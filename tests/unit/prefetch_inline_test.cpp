@@ -67,11 +67,19 @@ void expect_same(const Taken& got, const Taken& want, size_t first, const std::s
           << what << ": chunk " << first + c << " field " << f;
 }
 
-Taken reference(const Plan& plan, size_t chunks) {
+// Takes up to n chunks into `into`, the consumer working `work_ms` after each.
+void take(PipelineRun& run, Taken& into, int n, int work_ms = 0) {
+  Chunk c;
+  for (int k = 0; k < n && run.next(c); ++k) {
+    into.add(c);
+    if (work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
+  }
+}
+
+Taken reference(const Plan& plan, int chunks) {
   PipelineRun run(plan, options(false));
   Taken t;
-  Chunk c;
-  for (size_t k = 0; k < chunks && run.next(c); ++k) t.add(c);
+  take(run, t, chunks);
   EXPECT_EQ(inline_chunks(run), 0u) << "turned off, the prefetch always pulls on its own thread";
   return t;
 }
@@ -81,8 +89,7 @@ TEST(PrefetchInline, AnIdleConsumerPullsThroughItselfAndGetsTheSameElements) {
   const Taken want = reference(plan, 400);
   PipelineRun run(plan, options(true));
   Taken got;
-  Chunk c;
-  for (int k = 0; k < 400 && run.next(c); ++k) got.add(c);
+  take(run, got, 400);
   expect_same(got, want, 0, "idle consumer");
   // The first window of chunks comes from the thread; once the consumer is seen to do nothing, almost
   // all the rest are pulled on its own thread.
@@ -95,24 +102,17 @@ TEST(PrefetchInline, ABusyConsumerKeepsTheThreadAndOneThatGoesIdleAndBackSwitche
   const Taken want = reference(plan, 420);
   PipelineRun run(plan, options(true));
   Taken got;
-  Chunk c;
-  auto take = [&](int n, int work_ms) {
-    for (int k = 0; k < n && run.next(c); ++k) {
-      got.add(c);
-      if (work_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(work_ms));
-    }
-  };
   // Busy: 2 ms of the consumer's own per chunk of 8 small elements, far more than the chunk costs.
-  take(100, 2);
+  take(run, got, 100, 2);
   EXPECT_EQ(inline_chunks(run), 0u) << "a consumer that works keeps the prefetch on its thread";
-  take(200, 0);
+  take(run, got, 200);
   const uint64_t after_idle = inline_chunks(run);
   EXPECT_GT(after_idle, 100u) << "idle, the consumer pulls through itself";
   // Busy again: within a window or two the thread takes over.
-  take(100, 2);
+  take(run, got, 100, 2);
   const uint64_t after_busy = inline_chunks(run);
   EXPECT_LE(after_busy - after_idle, 64u) << "the thread should have started again";
-  take(20, 2);
+  take(run, got, 20, 2);
   EXPECT_EQ(inline_chunks(run), after_busy) << "busy for long, every chunk comes from the thread";
   expect_same(got, want, 0, "busy, idle, busy");
 }
@@ -124,20 +124,20 @@ TEST(PrefetchInline, ACheckpointSavedWhileInlineResumesExactly) {
   size_t saved_at = 0;
   {
     PipelineRun run(plan, options(true));
-    Chunk c;
-    for (int k = 0; k < 150 && run.next(c); ++k) ++saved_at;
+    Taken before;
+    take(run, before, 150);
+    saved_at = before.chunks.size();
     ASSERT_GT(inline_chunks(run), 50u) << "the save should happen while the consumer pulls inline";
     state = run.save_state();
     // The run goes on after its save, still the same stream.
     Taken after;
-    for (int k = 0; k < 50 && run.next(c); ++k) after.add(c);
+    take(run, after, 50);
     expect_same(after, want, saved_at, "after the save, same run");
   }
   PipelineRun resumed(plan, options(true));
   resumed.restore_state(state, "test");
   Taken rest;
-  Chunk c;
-  for (int k = 0; k < 150 && resumed.next(c); ++k) rest.add(c);
+  take(resumed, rest, 150);
   expect_same(rest, want, saved_at, "resumed");
 }
 
