@@ -101,7 +101,7 @@ class Prefetch : public ChunkIterator {
   bool produce(Chunk& out) override {
     watch_consumer();
     const bool ok = produce_chunk(out);
-    last_return_ns_ = now_ns();
+    last_return_ns_ = trace::now_ns();
     return ok;
   }
 
@@ -116,17 +116,12 @@ class Prefetch : public ChunkIterator {
 
   static constexpr int kWatchWindow = 32;
 
-  static int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-
   // Called as the consumer asks for a chunk: adds the time since it was handed the last one (its own
   // work) and the whole time since it last asked, and at the end of each window decides which thread
   // pulls the input.
   void watch_consumer() {
     if (!ctx_.prefetch_inline_when_idle) return;
-    const int64_t now = now_ns();
+    const int64_t now = trace::now_ns();
     if (last_return_ns_ > 0) {
       away_ns_ += now - last_return_ns_;
       cycle_ns_ += now - last_entry_ns_;
