@@ -208,6 +208,7 @@ void DataParallelExecutor::backward_and_reduce(Replica& r, uint64_t step, PhaseS
   const Clock::time_point backward_start = Clock::now();
   const bool timed = r.index == 0;
   if (timed) {
+    times_.launched.assign(buckets_.size(), 0);
     times_.started.assign(buckets_.size(), 0);
     times_.ended.assign(buckets_.size(), 0);
   }
@@ -221,6 +222,7 @@ void DataParallelExecutor::backward_and_reduce(Replica& r, uint64_t step, PhaseS
       for (size_t i = 0; i < count; ++i) data[i] *= r.weight;
     if (r.poison && b == 0 && count > 0) data[0] = std::numeric_limits<float>::quiet_NaN();
     const std::string what = fmt::format("gradient bucket {} of {}, step {}", b + 1, buckets_.size(), step + 1);
+    if (timed) times_.launched[b] = seconds_between(backward_start, Clock::now());
     r.bucket_thread.post([this, &r, data, count, what, b, timed, backward_start] {
       if (timed) times_.started[b] = seconds_between(backward_start, Clock::now());
       r.comm->all_reduce(data, count, what);

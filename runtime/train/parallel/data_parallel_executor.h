@@ -47,11 +47,13 @@ struct DataParallelOptions {
   bool overlap = true;
 };
 
-/// When each bucket's all-reduce of the last step started and ended, relative to that step's backward
-/// pass on replica 0 (the overlap test reads it; the summary could).
+/// When each bucket of the last step was handed to its thread, and when its all-reduce started and
+/// ended, relative to that step's backward pass on replica 0 (the overlap test reads it; the summary
+/// could). `launched` is the replica's own decision; `started` also holds how soon the bucket thread
+/// was scheduled, which on a loaded machine may be after the backward pass.
 struct BucketTimes {
-  double backward_end = 0;             // seconds from the backward pass's start
-  std::vector<double> started, ended;  // per bucket, seconds from the backward pass's start
+  double backward_end = 0;                       // seconds from the backward pass's start
+  std::vector<double> launched, started, ended;  // per bucket, seconds from the backward pass's start
 };
 
 /// Communicators made as unique_ptrs (make_thread_communicators, make_mpi_communicator), shared: the
