@@ -14,6 +14,7 @@
 #include "antlr4-runtime.h"
 #include "compiler/front/ast_builder.h"
 #include "compiler/front/big_stack.h"
+#include "compiler/front/greedy_prediction.h"
 
 namespace pipec {
 
@@ -269,7 +270,33 @@ bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, pipege
   return true;
 }
 
-std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_id, Diagnostics& diags) {
+// Two stages, as ANTLR recommends: the fast SLL prediction parses every valid spec (several times faster
+// than full LL on long expressions), with the greedy answers to two ambiguous decisions
+// (greedy_prediction.h); only when it fails is the file parsed again with full LL, ANTLR's own
+// prediction and error recovery, which gives the exact syntax errors.
+// `first_stage_parsed`, when given, says which stage parsed the file.
+pipegen::PipeParser::ProgramContext* parse_two_stages(pipegen::PipeParser& parser, ErrorListener& listener, bool greedy,
+                                                      bool* first_stage_parsed = nullptr) {
+  if (greedy) use_greedy_prediction(parser);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  try {
+    pipegen::PipeParser::ProgramContext* tree = parser.program();
+    if (first_stage_parsed) *first_stage_parsed = true;
+    return tree;
+  } catch (const antlr4::ParseCancellationException&) {
+    parser.reset();
+    use_antlr_prediction(parser);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
+    parser.addErrorListener(&listener);
+    return parser.program();
+  }
+}
+
+// `tree_text`, when given, receives ANTLR's tree in LISP form (parse_tree_text).
+std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_id, Diagnostics& diags,
+                                   bool greedy = true, ParseTreeText* tree_text = nullptr) {
   auto module = std::make_unique<Module>();
   module->file = file_id;
   const std::string& text = sources.file(file_id).text();
@@ -305,24 +332,12 @@ std::unique_ptr<Module> parse_impl(const SourceManager& sources, uint32_t file_i
   ErrorListener listener(file_id, diags);
   pipegen::PipeParser::ProgramContext* tree = nullptr;
   try {
-    // Two stages, as ANTLR recommends: the fast SLL prediction parses every valid spec (several times
-    // faster than full LL on long expressions); only when it fails is the file parsed again with full LL
-    // and error recovery, which gives the exact syntax errors.
-    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-    try {
-      tree = parser.program();
-    } catch (const antlr4::ParseCancellationException&) {
-      parser.reset();
-      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
-      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
-      parser.addErrorListener(&listener);
-      tree = parser.program();
-    }
+    tree = parse_two_stages(parser, listener, greedy, tree_text ? &tree_text->first_stage_parsed : nullptr);
   } catch (const std::exception& e) {
     diags.report(DiagKind::syntax_error, {file_id, 0, 0}, std::string("the parser gave up: ") + e.what());
     return module;
   }
+  if (tree_text) tree_text->tree = tree->toStringTree(&parser);
   build_ast(tree, file_id, text, diags, *module);
   return module;
 }
@@ -370,6 +385,16 @@ ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id, uint32_
     return nullptr;
   }
   return result;
+}
+
+ParseTreeText parse_tree_text(const std::string& text, bool greedy_first_stage) {
+  SourceManager sources;
+  Diagnostics diags(sources);
+  const uint32_t id = sources.add("parse_tree_text.pipe", text);
+  ParseTreeText out;
+  run_with_big_stack(size_t(1) << 30, [&] { parse_impl(sources, id, diags, greedy_first_stage, &out); });
+  for (const Diagnostic& d : diags.all()) out.tree += "\n" + d.message;
+  return out;
 }
 
 std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file_id, Diagnostics& diags) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "compiler/front/ast.h"
 #include "compiler/front/diagnostics.h"
@@ -17,6 +18,16 @@ std::unique_ptr<Module> parse_module(const SourceManager& sources, uint32_t file
 /// `-D NAME=VALUE` override, whose file holds the whole `-D NAME=VALUE`). Ranges are offsets in the
 /// whole file. Returns null when the text is not exactly one expression; its errors are reported.
 ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id, uint32_t begin, Diagnostics& diags);
+
+/// For tests of the parser itself: `text` parsed as parse_module does, as ANTLR's parse tree (LISP form)
+/// followed by the diagnostics' messages, and whether the first stage parsed it (compiler/front/parser.cpp
+/// parse_two_stages). `greedy_first_stage` false runs the first stage with ANTLR's own prediction instead
+/// of compiler/front/greedy_prediction.h.
+struct ParseTreeText {
+  std::string tree;
+  bool first_stage_parsed = false;
+};
+ParseTreeText parse_tree_text(const std::string& text, bool greedy_first_stage);
 
 /// How deeply expressions may nest before `nesting_too_deep` is reported.
 constexpr int kMaxNestingDepth = 256;
