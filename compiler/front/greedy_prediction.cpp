@@ -1,6 +1,7 @@
 #include "compiler/front/greedy_prediction.h"
 
 #include <optional>
+#include <unordered_map>
 
 #include "PipeParser.h"
 #include "antlr4-runtime.h"
@@ -15,11 +16,20 @@ using antlr4::atn::ParserATNSimulator;
 using antlr4::atn::Transition;
 using pipegen::PipeParser;
 
-// The two decisions, found in the ATN by their shape (decision numbers change with every grammar edit),
-// and the alternative numbers of their answers.
+// One operator or suffix of expr's loop: which alternative of the choice it starts, and the precedence
+// that alternative needs (ANTLR's precpred: it applies while its precedence is at least the parser's).
+struct LoopOperator {
+  size_t alternative = 0;
+  int precedence = 0;
+};
+
+// The decisions, found in the ATN by their shape (decision numbers change with every grammar edit), and
+// the alternative numbers of their answers.
 struct GreedyDecisions {
-  size_t suffix_loop = 0;  // expr's loop over suffixes and operators: 1 goes on, 2 ends the expression
-  size_t lambda_body = 0;  // `=> (block | expr)`
+  size_t suffix_loop = 0;    // expr's loop over suffixes and operators: 1 goes on, 2 ends the expression
+  size_t suffix_choice = 0;  // which suffix or operator, once it goes on
+  std::unordered_map<size_t, LoopOperator> operators;  // by the token that starts it
+  size_t lambda_body = 0;                              // `=> (block | expr)`
   size_t lambda_block = 0, lambda_expr = 0;
 };
 
@@ -36,6 +46,31 @@ int first_rule_called(ATNState* s) {
   return -1;
 }
 
+// The loop's alternatives (`expr LPAREN ...`, `expr op=(STAR | ...) expr`, ...) start with their precedence
+// predicate and then one token or a set of tokens. False if one does not.
+bool read_loop_operators(antlr4::atn::DecisionState* choice, GreedyDecisions& d) {
+  for (size_t alt = 0; alt < choice->transitions.size(); ++alt) {
+    ATNState* s = choice->transitions[alt]->target;
+    std::optional<int> precedence;
+    for (int steps = 0; s && steps < 8 && s->transitions.size() == 1; ++steps) {
+      const Transition* t = s->transitions[0];
+      const auto type = t->getSerializationType();
+      if (type == Transition::PRECEDENCE) {
+        precedence = static_cast<const antlr4::atn::PrecedencePredicateTransition*>(t)->precedence;
+      } else if (type == Transition::ATOM || type == Transition::SET) {
+        if (!precedence) return false;
+        for (const size_t token : t->label().toList())
+          if (!d.operators.emplace(token, LoopOperator{alt + 1, *precedence}).second) return false;
+        break;
+      } else if (!t->isEpsilon()) {
+        return false;
+      }
+      s = t->target;
+    }
+  }
+  return !d.operators.empty();
+}
+
 std::optional<GreedyDecisions> find_decisions(const ATN& atn) {
   std::optional<size_t> loop, body;
   GreedyDecisions d;
@@ -46,7 +81,10 @@ std::optional<GreedyDecisions> find_decisions(const ATN& atn) {
         static_cast<const antlr4::atn::StarLoopEntryState*>(s)->isPrecedenceDecision) {
       if (loop || s->transitions.size() != 2 || s->transitions[0]->target->getStateType() != ATNState::STAR_BLOCK_START)
         return std::nullopt;
+      auto* choice = static_cast<antlr4::atn::DecisionState*>(s->transitions[0]->target);
+      if (!read_loop_operators(choice, d)) return std::nullopt;
       loop = static_cast<size_t>(s->decision);
+      d.suffix_choice = static_cast<size_t>(choice->decision);
     } else if (type == ATNState::BLOCK_START && s->transitions.size() == 2) {
       const int first = first_rule_called(s->transitions[0]->target);
       const int second = first_rule_called(s->transitions[1]->target);
@@ -72,14 +110,18 @@ const std::optional<GreedyDecisions>& decisions(const PipeParser& parser) {
 class GreedyPrediction final : public ParserATNSimulator {
  public:
   GreedyPrediction(PipeParser& parser, ParserATNSimulator& antlr, const GreedyDecisions& d)
-      : ParserATNSimulator(&parser, parser.getATN(), antlr.decisionToDFA, antlr.getSharedContextCache()), d_(d) {
+      : ParserATNSimulator(&parser, parser.getATN(), antlr.decisionToDFA, antlr.getSharedContextCache()),
+        parser_(parser),
+        d_(d) {
     setPredictionMode(antlr.getPredictionMode());
   }
 
   size_t adaptivePredict(antlr4::TokenStream* input, size_t decision, antlr4::ParserRuleContext* outer) override {
-    if (decision == d_.suffix_loop) {
-      const size_t next = input->LA(1);
-      if (next == PipeParser::LPAREN || next == PipeParser::LBRACK) return 1;  // a call or an index
+    if (decision == d_.suffix_loop || decision == d_.suffix_choice) {
+      const auto op = d_.operators.find(input->LA(1));
+      const bool applies = op != d_.operators.end() && op->second.precedence >= parser_.getPrecedence();
+      if (decision == d_.suffix_loop) return applies ? 1 : 2;
+      if (applies) return op->second.alternative;
     } else if (decision == d_.lambda_body && input->LA(1) == PipeParser::LBRACE) {
       const size_t third = input->LA(3);
       return third == PipeParser::COLON || third == PipeParser::COMMA ? d_.lambda_expr : d_.lambda_block;
@@ -88,7 +130,8 @@ class GreedyPrediction final : public ParserATNSimulator {
   }
 
  private:
-  GreedyDecisions d_;
+  const PipeParser& parser_;
+  const GreedyDecisions& d_;
 };
 
 }  // namespace

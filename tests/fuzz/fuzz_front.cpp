@@ -1,6 +1,7 @@
-// libFuzzer target for the front end: arbitrary bytes as a spec, through the parser alone, then through
-// the whole of `pipec check` (parse, imports, names, constants, types), then, for specs that check
-// clean, through what `pipec explain` does (lowering every pipeline, verifying and printing its plan).
+// libFuzzer target for the front end: arbitrary bytes as a spec, through the parser alone (and its
+// greedy first stage against ANTLR's prediction), then through the whole of `pipec check` (parse,
+// imports, names, constants, types), then, for specs that check clean, through what `pipec explain`
+// does (lowering every pipeline, verifying and printing its plan).
 //
 // The contract under test (docs/design.md): bad input never crashes, never hangs and never grows memory
 // without bound; it gets diagnostics. Any crash, sanitizer report, leak or timeout is a bug.
@@ -41,6 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!module) __builtin_trap();  // parse_module always returns a module
     render_all(diags);
   }
+
+  // The parser's greedy first stage (compiler/front/greedy_prediction.h) against ANTLR's prediction:
+  // the same tree and the same syntax errors.
+  if (pipec::parse_tree_text(text, true).tree != pipec::parse_tree_text(text, false).tree) __builtin_trap();
 
   // The whole check, as `pipec check` and the language server run it. Imports resolve against the
   // working directory and the stdlib folder.
