@@ -11,15 +11,19 @@ std::unique_ptr<ChunkIterator> build_iterator(RunContext& ctx, int stage, int64_
       // parallel_reads = N: tf.data's TFRecordDataset(num_parallel_reads = N), an interleave of N files,
       // one record from each in turn, with the N files read concurrently. `auto` (the default) keeps
       // reading one file after another, so the order never depends on the machine's core count; the
-      // autotuner decides whether that file is read on a thread of its own (with more than one thread).
+      // autotuner decides whether that file is read on a thread of its own (with more than two threads:
+      // with two, the thread that pulls the pipeline and one pool worker already fill them, and a
+      // reader's hand-offs only cost: on 2 cores the chess benchmark spent 14 ms more CPU over its
+      // first 400 batches, until the tuner's first decision moved the file back inline).
       const Value* pr = s.arg("parallel_reads");
       if (pr && pr->kind == Value::Int && pr->i > 1)
         return make_tfrecord_source(ctx, stage, epoch, pr->i, 1, {pr->i, false, pr->i});
       if (pr && pr->kind == Value::Int) return make_tfrecord_source(ctx, stage, epoch, 1, 1, {0, false, 0});
-      const int64_t ahead = ctx.threads > 1 ? 1 : 0;
-      return make_tfrecord_source(
-          ctx, stage, epoch, 1, 1,
-          {ahead, ahead > 0, ahead, ahead ? nullptr : "one thread: files are read on the thread that parses them"});
+      if (ctx.threads > 2) return make_tfrecord_source(ctx, stage, epoch, 1, 1, {1, true, 1});
+      return make_tfrecord_source(ctx, stage, epoch, 1, 1,
+                                  {0, false, 0,
+                                   ctx.threads > 1 ? "two threads: files are read on the thread that parses them"
+                                                   : "one thread: files are read on the thread that parses them"});
     }
     case StageKind::Range: return make_range_source(ctx, stage, epoch);
     case StageKind::Files:

@@ -203,6 +203,33 @@ TEST_F(AutotuneRun, OutputDoesNotDependOnTheValuesChosen) {
   }
 }
 
+// A tfrecord source's file is read on a thread of its own from three threads on (the tuner may move it
+// inline); with one or two it is read on the thread that parses it, fixed, saying why (with two, the
+// pulling thread and a pool worker fill them).
+TEST_F(AutotuneRun, FilesAreReadAheadFromThreeThreads) {
+  const Plan plan = optimized("t | map(r => { a: r.a, s: r.v * 3.0 }) | prefetch(auto)");
+  for (int threads : {1, 2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    PipelineRun run(plan, options(threads));
+    const Knob* read_ahead = nullptr;
+    for (const Knob* k : run.autotuner().knobs())
+      if (k->kind() == KnobKind::ReadAhead) read_ahead = k;
+    ASSERT_NE(read_ahead, nullptr);
+    if (threads > 2) {
+      EXPECT_TRUE(read_ahead->tunable());
+      EXPECT_EQ(read_ahead->value(), 1);
+      EXPECT_EQ(read_ahead->max(), 1);
+    } else {
+      EXPECT_FALSE(read_ahead->tunable());
+      EXPECT_EQ(read_ahead->value(), 0);
+      ASSERT_NE(read_ahead->fixed_reason(), nullptr);
+      EXPECT_NE(std::string(read_ahead->fixed_reason()).find(threads == 1 ? "one thread" : "two threads"),
+                std::string::npos);
+    }
+    EXPECT_FALSE(run_all(run).empty());
+  }
+}
+
 // The pool's workers that take tasks: all the pipeline keeps until the tuner decides, never more than
 // the trainer leaves it, never fewer than one.
 TEST_F(AutotuneRun, TheWorkersStayWithinTheThreadsThePipelineKeeps) {
