@@ -60,6 +60,7 @@ struct RunContext {
   bool parse_records_on_pool = true;                        // RunOptions::parse_records_on_pool
   DataCrcChecks data_crc_checks = DataCrcChecks::Adaptive;  // RunOptions::data_crc_checks
   bool prefetch_inline_when_idle = true;                    // RunOptions::prefetch_inline_when_idle
+  bool consumer_works = false;                              // RunOptions::consumer_works
   /// Set when a stage after a source is ignore_errors: sources and maps drop bad elements and count
   /// them instead of failing.
   std::vector<bool> tolerant;  // per stage

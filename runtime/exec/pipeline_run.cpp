@@ -71,6 +71,7 @@ PipelineRun::PipelineRun(const Plan& plan, const RunOptions& options) : plan_(pl
   ctx_.parse_records_on_pool = options.parse_records_on_pool;
   ctx_.data_crc_checks = options.data_crc_checks;
   ctx_.prefetch_inline_when_idle = options.prefetch_inline_when_idle;
+  ctx_.consumer_works = options.consumer_works;
   size_t n = plan_.stages.size();
   for (size_t i = 0; i < n; ++i) {
     ctx_.stats.push_back(std::make_unique<StageStats>(std::string(stage_name(plan_.stages[i].kind))));

@@ -57,6 +57,9 @@ struct RunOptions {
   /// consumer's own thread (runtime/exec/stages/stage_prefetch.cpp); false: always on its own thread
   /// (what tests of the background buffer use).
   bool prefetch_inline_when_idle = true;
+  /// The caller works between chunks (a trainer's step): a prefetch starts its thread at once instead
+  /// of watching its first chunks pulled inline.
+  bool consumer_works = false;
 };
 
 /// The repeat (or shuffle_repeat) whose passes are the passes of `plan`'s output: the first one met

@@ -19,6 +19,11 @@
 // kWatchWindow chunks, the share of the consumer's time spent away from it. Below 1/32 the thread is
 // stopped (as for a checkpoint: its chunks are handed out first) and the consumer's thread pulls the
 // input itself; above 1/8 the thread starts again. Which thread pulls never changes what comes out.
+// A run starts inline and decides after its first kFirstWatchWindow chunks: a thread started at once
+// filled its queue before the first decision, which on 2 cores cost a `pipec run` of the chess
+// pipeline ~5 ms of CPU for batches and fresh output buffers (page faults) it then only handed out.
+// A caller known to work between chunks (RunOptions::consumer_works: the trainer) gets the thread at
+// once.
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -49,6 +54,7 @@ class Prefetch : public ChunkIterator {
                   : auto_knob(ctx, stage, KnobKind::PrefetchDepth, initial, 1, std::max<int64_t>(64, initial));
     depth_ = initial;
     most_depth_ = depth();
+    inline_ = ctx.prefetch_inline_when_idle && !ctx.consumer_works;
   }
   ~Prefetch() override {
     stop();
@@ -115,6 +121,7 @@ class Prefetch : public ChunkIterator {
   };
 
   static constexpr int kWatchWindow = 32;
+  static constexpr int kFirstWatchWindow = 4;
 
   // Called as the consumer asks for a chunk: adds the time since it was handed the last one (its own
   // work) and the whole time since it last asked, and at the end of each window decides which thread
@@ -125,7 +132,8 @@ class Prefetch : public ChunkIterator {
     if (last_return_ns_ > 0) {
       away_ns_ += now - last_return_ns_;
       cycle_ns_ += now - last_entry_ns_;
-      if (++watched_ == kWatchWindow) {
+      if (++watched_ == (first_window_ ? kFirstWatchWindow : kWatchWindow)) {
+        first_window_ = false;
         if (!inline_ && away_ns_ * 32 < cycle_ns_) {
           stop();  // its chunks go to ready_, handed out before the consumer pulls any itself
           inline_ = true;
@@ -352,6 +360,7 @@ class Prefetch : public ChunkIterator {
   int64_t away_ns_ = 0;         // its own time between chunks, this window
   int64_t cycle_ns_ = 0;        // all of its time, this window
   int watched_ = 0;             // chunks watched this window
+  bool first_window_ = true;    // the first window is kFirstWatchWindow chunks
 };
 
 }  // namespace

@@ -116,6 +116,7 @@ RunOptions pipeline_options(const TrainOptions& o, int64_t first_pass = 0) {
   ro.memory_budget = o.memory_budget;
   ro.autotune = o.autotune;
   ro.auto_values = o.auto_values;
+  ro.consumer_works = true;  // a step between batches: the prefetch's thread overlaps it from the start
   return ro;
 }
 
