@@ -117,9 +117,9 @@ import sys
 name, rate, cpu, pipec, batch_bytes, memcpy, batches, cpu1 = sys.argv[1:]
 rate, cpu, pipec, memcpy = float(rate), float(cpu), float(pipec or 0), float(memcpy)
 examples = int(batches) * 512
-after = f"{(cpu - float(cpu1)) / (examples - 512) * 1e6:16.2f}" if cpu1 and examples > 512 else f"{'-':>16}"
+after = f"{(cpu - float(cpu1)) / (examples - 512) * 1e6:16.3f}" if cpu1 and examples > 512 else f"{'-':>16}"
 mbs = rate / 512 * int(batch_bytes) / 1e6
-print(f"{name:<20} {rate:12.0f} {cpu / examples * 1e6:14.2f} {after} {pipec / rate if pipec else float('nan'):11.2f} "
+print(f"{name:<20} {rate:12.0f} {cpu / examples * 1e6:14.3f} {after} {pipec / rate if pipec else float('nan'):11.2f} "
       f"{mbs:12.0f} {100 * mbs * 1e6 / memcpy:9.1f}%")
 EOF
 done
