@@ -29,8 +29,7 @@ struct GreedyDecisions {
   size_t suffix_loop = 0;    // expr's loop over suffixes and operators: 1 goes on, 2 ends the expression
   size_t suffix_choice = 0;  // which suffix or operator, once it goes on
   std::unordered_map<size_t, LoopOperator> operators;  // by the token that starts it
-  size_t lambda_body = 0;                              // `=> (block | expr)`
-  size_t lambda_block = 0, lambda_expr = 0;
+  size_t lambda_body = 0;                              // `=> (block | expr)`: 1 the block, 2 the expr
 };
 
 // The rule that an alternative starting at `s` calls first, through epsilon transitions; -1 if it
@@ -91,8 +90,6 @@ std::optional<GreedyDecisions> find_decisions(const ATN& atn) {
       if (first == PipeParser::RuleBlock && second == PipeParser::RuleExpr) {
         if (body) return std::nullopt;
         body = static_cast<size_t>(s->decision);
-        d.lambda_block = 1;
-        d.lambda_expr = 2;
       }
     }
   }
@@ -124,7 +121,7 @@ class GreedyPrediction final : public ParserATNSimulator {
       if (applies) return op->second.alternative;
     } else if (decision == d_.lambda_body && input->LA(1) == PipeParser::LBRACE) {
       const size_t third = input->LA(3);
-      return third == PipeParser::COLON || third == PipeParser::COMMA ? d_.lambda_expr : d_.lambda_block;
+      return third == PipeParser::COLON || third == PipeParser::COMMA ? 2 : 1;
     }
     return ParserATNSimulator::adaptivePredict(input, decision, outer);
   }
