@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -167,7 +168,9 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 0.0
   auto two = replicated(t.step, 2, o);
   ASSERT_GE(two->buckets().size(), 4u);
   const Batch b = make_batch(64, 1);
+  const auto step_start = std::chrono::steady_clock::now();
   step(*two, b, 0);
+  const double step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
   const BucketTimes& times = two->last_bucket_times();
   EXPECT_LT(times.launched.front(), times.backward_end) << "the first bucket was handed over " << times.launched.front()
                                                         << " s into a backward pass of " << times.backward_end << " s";
@@ -182,7 +185,9 @@ train t = { data = data, model = net(x), loss = mse(y), optimizer = sgd(lr = 0.0
   // Without overlap the step waits for every all-reduce after its backward pass; the summary says so.
   EXPECT_GT(serial->reduce_seconds(), 0);
   EXPECT_GE(serial->exposed_reduce_seconds(), serial->reduce_seconds());
-  EXPECT_LE(two->exposed_reduce_seconds(), two->reduce_seconds() + times.backward_end);
+  // With overlap, what the step waited for after its backward pass is part of the step (how much of it
+  // depends on when the scheduler ran the bucket thread).
+  EXPECT_LE(two->exposed_reduce_seconds(), step_seconds - times.backward_end);
   EXPECT_NE(serial->description().find("s of it after the backward pass"), std::string::npos);
 }
 
