@@ -271,9 +271,9 @@ bool lex(const SourceManager& sources, uint32_t file, Diagnostics& diags, pipege
 }
 
 // Two stages, as ANTLR recommends: the fast SLL prediction parses every valid spec (several times faster
-// than full LL on long expressions), with the greedy answers to two ambiguous decisions
-// (greedy_prediction.h); only when it fails is the file parsed again with full LL, ANTLR's own
-// prediction and error recovery, which gives the exact syntax errors.
+// than full LL on long expressions), with its own answers to expr's decisions (greedy_prediction.h);
+// only when it fails is the file parsed again with full LL, ANTLR's own prediction and error recovery,
+// which gives the exact syntax errors.
 // `first_stage_parsed`, when given, says which stage parsed the file.
 pipegen::PipeParser::ProgramContext* parse_two_stages(pipegen::PipeParser& parser, ErrorListener& listener, bool greedy,
                                                       bool* first_stage_parsed = nullptr) {
